@@ -1,0 +1,1 @@
+//! gridspool: a Grid Engine-compatible batch scheduler without a qmaster.

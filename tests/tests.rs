@@ -1,0 +1,1 @@
+//! One integration-test binary (fast to build); one module per area.
