@@ -1,1 +1,21 @@
 //! gridspool: a Grid Engine-compatible batch scheduler without a qmaster.
+//!
+//! Clients (`qsub`, `qstat`, `qdel`, `qalter`, `qhold`, `qrls`) write jobs and requests into a
+//! spool directory; one daemon, `sched_d`, watches it, schedules and launches. Modules, one per
+//! concern:
+//!
+//! - [`model`]: jobs, task ranges, holds, requests — plain data.
+//! - [`spool`]: the on-disk layout and the only code that knows paths; durable publishing.
+//! - [`config`]: the cluster configuration (hosts, queues, complexes, PEs, scheduler policy).
+//! - [`identity`]: who is calling, from the kernel.
+//! - [`compat`]: what SGE users observe: options, formats, messages, exit codes.
+//! - [`cli`]: the q-commands, one module each; `src/bin/` only calls into them.
+//!
+//! The policy mathematics lives in the separate, pure crate `gridspool-policy` (`policy/`).
+
+pub mod cli;
+pub mod compat;
+pub mod config;
+pub mod identity;
+pub mod model;
+pub mod spool;

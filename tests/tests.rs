@@ -1,1 +1,5 @@
 //! One integration-test binary (fast to build); one module per area.
+
+mod support;
+
+mod harness;

@@ -1,0 +1,7 @@
+//! Everything a Grid Engine user observes: option tables and their parser, output formats
+//! (plain and `-xml`), date formats, messages and exit codes. Behaviour is checked against
+//! SGE 8.1.9 captures in `tests/compat/`; deliberate divergences are listed in
+//! `tests/compat/DIVERGENCES.md`.
+
+pub mod options;
+pub mod time;

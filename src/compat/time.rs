@@ -1,0 +1,51 @@
+//! The date formats Grid Engine prints, in the local time zone as SGE does.
+
+use jiff::{Timestamp, tz::TimeZone};
+
+fn zoned(epoch: i64) -> jiff::Zoned {
+    let ts = Timestamp::from_second(epoch).unwrap_or(Timestamp::UNIX_EPOCH);
+    ts.to_zoned(TimeZone::system())
+}
+
+/// `11/21/2026 22:45:02`: qstat's `submit/start at` column.
+pub fn qstat_date(epoch: i64) -> String {
+    zoned(epoch).strftime("%m/%d/%Y %H:%M:%S").to_string()
+}
+
+/// `Sat Nov 21 22:45:01 2026`: `qstat -j` and `qacct` (C's `ctime` without the newline).
+pub fn ctime(epoch: i64) -> String {
+    let z = zoned(epoch);
+    format!(
+        "{} {:>2} {}",
+        z.strftime("%a %b"),
+        z.day(),
+        z.strftime("%H:%M:%S %Y")
+    )
+}
+
+/// `2026-11-21T22:45:02`: qstat -xml.
+pub fn xml_date(epoch: i64) -> String {
+    zoned(epoch).strftime("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
+/// The current time in seconds since the epoch.
+pub fn now() -> i64 {
+    Timestamp::now().as_second()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_match_sge_in_utc() {
+        // The captures were made in UTC: job 2 was submitted at 1795301101.
+        if TimeZone::system() != TimeZone::UTC {
+            return;
+        }
+        assert_eq!(qstat_date(1795301101), "11/21/2026 22:45:01");
+        assert_eq!(ctime(1795301101), "Sat Nov 21 22:45:01 2026");
+        assert_eq!(xml_date(1795301101), "2026-11-21T22:45:01");
+        assert_eq!(ctime(1795301101 - 13 * 86400), "Sun Nov  8 22:45:01 2026");
+    }
+}

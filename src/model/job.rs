@@ -1,0 +1,406 @@
+//! A job as submitted (`JobSubmission`, written once by `qsub`) and as it lives on
+//! (`JobRecord`: the submission plus the state only `sched_d` changes).
+
+use super::{Holds, JobId, TaskId, TaskIdRange, TaskSet};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bumped when a field changes meaning; readers accept unknown fields and older versions.
+pub const JOB_SCHEMA_VERSION: u32 = 1;
+
+/// Who submitted the job and from where: filled in by `qsub` from the kernel (uid, gid) and
+/// the submit environment (`SGE_O_*`), never from an option a user can set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Submitter {
+    pub owner: String,
+    pub uid: u32,
+    pub group: String,
+    pub gid: u32,
+    /// Seconds since the epoch.
+    pub submission_time: i64,
+    pub sge_o_home: String,
+    pub sge_o_log_name: String,
+    pub sge_o_path: String,
+    pub sge_o_shell: String,
+    pub sge_o_workdir: String,
+    pub sge_o_host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sge_o_mail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sge_o_tz: Option<String>,
+}
+
+/// `[host:]path` from `-o`, `-e`, `-i`, `-S`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    pub path: String,
+}
+
+/// One `-v NAME[=value]` (or an entry captured by `-V`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvVar {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// One `-l name=value`, with `name` resolved to the complex's full name at submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRequest {
+    pub name: String,
+    pub value: String,
+}
+
+/// `n`, `n-m`, `-m`, `n-`: the slot range of `-pe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotRange {
+    pub min: u32,
+    pub max: u32,
+}
+
+/// `-pe name slot_range`; `name` may be a wildcard pattern, matched at dispatch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeRequest {
+    pub name: String,
+    pub range: SlotRange,
+}
+
+/// Everything about a job that its submitter chose and `qalter` may change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobSpec {
+    pub name: String,
+    /// `script_file` of `qstat -j`: the script's path as given, the command of `-b y`, `STDIN`.
+    pub script_file: String,
+    /// `-b y`: the command is run as is, not copied as a script.
+    pub binary: bool,
+    pub args: Vec<String>,
+    /// `-shell n` starts a binary directly instead of through the shell.
+    pub shell: bool,
+    /// `-S`
+    pub interpreter: Vec<PathSpec>,
+    /// Working directory from `-cwd` or `-wd`; `None` means the owner's home, as in SGE.
+    pub cwd: Option<String>,
+    pub stdout: Vec<PathSpec>,
+    pub stderr: Vec<PathSpec>,
+    pub stdin: Vec<PathSpec>,
+    /// `-j y`
+    pub merge_stderr: bool,
+    pub env: Vec<EnvVar>,
+    pub hard_resources: Vec<ResourceRequest>,
+    pub soft_resources: Vec<ResourceRequest>,
+    pub hard_queues: Vec<String>,
+    pub soft_queues: Vec<String>,
+    pub master_queues: Vec<String>,
+    pub pe: Option<PeRequest>,
+    /// `-t`; `None` for a job that is not an array job (its one task is task 1).
+    pub array: Option<TaskIdRange>,
+    /// `-tc`: at most this many tasks of the array at once.
+    pub task_concurrency: Option<u32>,
+    /// `-hold_jid` as requested (ids, names, patterns) and as resolved to job ids.
+    pub hold_jid: Vec<String>,
+    pub predecessors: Vec<JobId>,
+    /// `-hold_jid_ad` as requested and resolved.
+    pub hold_jid_ad: Vec<String>,
+    pub array_predecessors: Vec<JobId>,
+    /// `-p`, -1023..=1024.
+    pub priority: i32,
+    /// `-a`, seconds since the epoch.
+    pub start_time: Option<i64>,
+    /// `-dl`, seconds since the epoch.
+    pub deadline: Option<i64>,
+    /// `-r y|n`; `None` leaves it to the queue's `rerun`.
+    pub restartable: Option<bool>,
+    /// `-R y`
+    pub reserve: bool,
+    /// `-m`, SGE's letters (`bea`, `n`).
+    pub mail_options: String,
+    /// `-M`; SGE's default is `owner@submithost`.
+    pub mail_list: Vec<String>,
+    pub notify: bool,
+    /// `-now y`: start immediately or not at all.
+    pub now: bool,
+    pub project: Option<String>,
+    /// `-A`; SGE's default is `sge`.
+    pub account: String,
+    /// Qube!'s cluster path (`-cluster`), `None` meaning the root `/`.
+    pub cluster: Option<String>,
+    /// Never preempt this job (Qube!'s non-preemptible flag).
+    pub no_preempt: bool,
+    /// Job context variables (`-ac`, `-sc`, `-dc`).
+    pub context: BTreeMap<String, String>,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: String::new(),
+            script_file: String::new(),
+            binary: false,
+            args: Vec::new(),
+            shell: true,
+            interpreter: Vec::new(),
+            cwd: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdin: Vec::new(),
+            merge_stderr: false,
+            env: Vec::new(),
+            hard_resources: Vec::new(),
+            soft_resources: Vec::new(),
+            hard_queues: Vec::new(),
+            soft_queues: Vec::new(),
+            master_queues: Vec::new(),
+            pe: None,
+            array: None,
+            task_concurrency: None,
+            hold_jid: Vec::new(),
+            predecessors: Vec::new(),
+            hold_jid_ad: Vec::new(),
+            array_predecessors: Vec::new(),
+            priority: 0,
+            start_time: None,
+            deadline: None,
+            restartable: None,
+            reserve: false,
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            notify: false,
+            now: false,
+            project: None,
+            account: "sge".to_string(),
+            cluster: None,
+            no_preempt: false,
+            context: BTreeMap::new(),
+        }
+    }
+}
+
+impl JobSpec {
+    /// The tasks the job consists of: the `-t` range, or task 1 alone.
+    pub fn task_range(&self) -> TaskIdRange {
+        self.array.unwrap_or(TaskIdRange::single(1))
+    }
+
+    /// Slots per task as a pending job shows them: the lower end of the `-pe` range (SGE's
+    /// `urgency_slots min` default), else 1.
+    pub fn slots(&self) -> u32 {
+        self.pe.as_ref().map_or(1, |pe| pe.range.min.max(1))
+    }
+}
+
+/// The header of a job file: what `qsub` writes, once, when it submits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSubmission {
+    pub v: u32,
+    pub id: JobId,
+    pub submitter: Submitter,
+    pub spec: JobSpec,
+    /// Initial holds (`qsub -h` sets the user hold).
+    #[serde(default)]
+    pub holds: Holds,
+}
+
+/// Pending tasks that share the same holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingGroup {
+    pub tasks: TaskSet,
+    #[serde(default)]
+    pub holds: Holds,
+}
+
+/// The state letters of a task that has left the pending list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// `t`: handed to a host, not yet confirmed running.
+    Transferring,
+    /// `r`
+    Running,
+    /// `s`: suspended by `qmod -sj` or a signal.
+    Suspended,
+    /// `S`: its queue is suspended.
+    QueueSuspended,
+}
+
+/// One running task (a whole job when not an array).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task: TaskId,
+    pub state: RunState,
+    /// Seconds since the epoch.
+    pub start_time: i64,
+    /// Cluster queue of the master task (`all.q`).
+    pub queue: String,
+    /// Host of the master task.
+    pub host: String,
+    pub slots: u32,
+    /// For parallel jobs, every (host, queue, slots) granted; empty otherwise.
+    #[serde(default)]
+    pub granted: Vec<(String, String, u32)>,
+    /// `qdel` registered the task for deletion (`dr`).
+    #[serde(default)]
+    pub deleting: bool,
+    /// The task ran before and was requeued (`Rr`, `RESTARTED=1`).
+    #[serde(default)]
+    pub restarted: bool,
+}
+
+/// How a task ended, as `qsub -sync y` and `qacct` report it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishedTask {
+    pub task: TaskId,
+    pub exit_status: i32,
+    /// SGE's `failed` code (0 when the job itself ran).
+    pub failed: u32,
+    pub end_time: i64,
+}
+
+/// Why a job sits in `Eqw`: `error reason 1:` of `qstat -j`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub time: i64,
+    pub message: String,
+}
+
+/// What the scheduler computed for a job at its last pass: the priority columns of
+/// `qstat -pri`, `-urg` and `-ext`, plus the active policy's own terms.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriorityInfo {
+    pub prio: f64,
+    pub nurg: f64,
+    pub npprior: f64,
+    pub ntckts: f64,
+    pub urg: f64,
+    pub rrcontr: f64,
+    pub wtcontr: f64,
+    pub dlcontr: f64,
+    pub tickets: f64,
+    pub otickets: f64,
+    pub ftickets: f64,
+    pub stickets: f64,
+    pub share: f64,
+    /// Extra terms of the active policy (cluster order, queue priority and gap, slice…),
+    /// shown by `qstat -j` and `-pri`.
+    pub policy_terms: Vec<(String, String)>,
+}
+
+/// The task-level state of a job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskStates {
+    pub pending: Vec<PendingGroup>,
+    pub running: Vec<RunningTask>,
+    /// How many tasks have finished (their details are in the job's exit log and accounting).
+    pub finished: u64,
+}
+
+impl TaskStates {
+    pub fn pending_count(&self) -> u64 {
+        self.pending.iter().map(|g| g.tasks.len()).sum()
+    }
+
+    /// No task is pending or running: the job is over.
+    pub fn is_done(&self) -> bool {
+        self.running.is_empty() && self.pending.iter().all(|g| g.tasks.is_empty())
+    }
+}
+
+/// A job as it lives in the spool: the submission plus everything that changed since.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub v: u32,
+    pub id: JobId,
+    pub submitter: Submitter,
+    pub spec: JobSpec,
+    pub tasks: TaskStates,
+    /// Set when the job is in error state (`Eqw`).
+    #[serde(default)]
+    pub error: Option<ErrorInfo>,
+    /// `None` until the scheduler has looked at the job (then qstat shows SGE's zeros).
+    #[serde(default)]
+    pub priority: Option<PriorityInfo>,
+    /// Why the job is not running, as of the last scheduling pass (`qstat -j`).
+    #[serde(default)]
+    pub pending_reasons: Vec<String>,
+    /// Bumped by each `qalter` (`version:` of `qstat -j`).
+    #[serde(default)]
+    pub version: u32,
+    /// Sequence number of the last request folded into this record.
+    #[serde(default)]
+    pub applied_request: u64,
+}
+
+impl JobRecord {
+    /// The state of a freshly submitted job: every task pending with the submission's holds.
+    pub fn from_submission(sub: JobSubmission) -> Self {
+        let tasks = TaskSet::from_range(sub.spec.task_range());
+        JobRecord {
+            v: JOB_SCHEMA_VERSION,
+            id: sub.id,
+            submitter: sub.submitter,
+            tasks: TaskStates {
+                pending: vec![PendingGroup {
+                    tasks,
+                    holds: sub.holds,
+                }],
+                running: Vec::new(),
+                finished: 0,
+            },
+            spec: sub.spec,
+            error: None,
+            priority: None,
+            pending_reasons: Vec::new(),
+            version: 0,
+            applied_request: 0,
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        self.spec.array.is_some()
+    }
+
+    /// Splits off the pending tasks in `tasks` into their own groups, returning mutable access
+    /// to them, so a hold can be set on part of an array (`qhold 10.2`).
+    pub fn pending_groups_for(&mut self, tasks: Option<&TaskSet>) -> Vec<&mut PendingGroup> {
+        if let Some(sel) = tasks {
+            let mut split = Vec::new();
+            for g in self.tasks.pending.iter_mut() {
+                let hit = g.tasks.remove_all(sel);
+                if !hit.is_empty() {
+                    split.push(PendingGroup {
+                        tasks: hit,
+                        holds: g.holds,
+                    });
+                }
+            }
+            self.tasks.pending.retain(|g| !g.tasks.is_empty());
+            let start = self.tasks.pending.len();
+            self.tasks.pending.extend(split);
+            self.tasks.pending[start..].iter_mut().collect()
+        } else {
+            self.tasks.pending.iter_mut().collect()
+        }
+    }
+
+    /// Merges pending groups whose holds became equal again, keeping SGE's range history.
+    pub fn normalise_pending(&mut self) {
+        let mut merged: Vec<PendingGroup> = Vec::with_capacity(self.tasks.pending.len());
+        for g in self.tasks.pending.drain(..) {
+            if g.tasks.is_empty() {
+                continue;
+            }
+            if let Some(m) = merged.iter_mut().find(|m| m.holds == g.holds) {
+                for id in g.tasks.iter() {
+                    m.tasks.insert(id);
+                }
+            } else {
+                merged.push(g);
+            }
+        }
+        self.tasks.pending = merged;
+    }
+}

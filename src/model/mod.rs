@@ -1,0 +1,23 @@
+//! The job model: what a job is, independent of where it is stored or how it is shown.
+//!
+//! Names follow Grid Engine's nouns (`JobId`, `TaskIdRange`, holds, hard/soft requests) so
+//! that a Grid Engine administrator recognises them. Everything here is plain data with serde
+//! derives; the spool decides where it lives, `compat` decides how it looks.
+
+mod holds;
+mod ids;
+mod job;
+mod request;
+mod tasks;
+
+pub use holds::{HoldType, Holds};
+pub use ids::{JobId, TaskId};
+pub use job::{
+    EnvVar, ErrorInfo, FinishedTask, JOB_SCHEMA_VERSION, JobRecord, JobSpec, JobSubmission,
+    PathSpec, PeRequest, PendingGroup, PriorityInfo, ResourceRequest, RunState, RunningTask,
+    SlotRange, Submitter, TaskStates,
+};
+pub use request::{
+    Denied, HoldTypeName, Outcome, Request, RequestAction, Requester, SpecChange, TaskSelector,
+};
+pub use tasks::{TaskIdRange, TaskRangeError, TaskSet};

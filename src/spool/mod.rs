@@ -1,0 +1,167 @@
+//! The spool directory: the only code that knows paths.
+//!
+//! Layout of `$SGE_ROOT/$SGE_CELL` (documented for administrators in `spool/README.md`):
+//!
+//! | path | written by | what |
+//! |---|---|---|
+//! | `config.yaml` | administrator | cluster configuration (`config` module) |
+//! | `common/` | administrator, `sched_d` | SGE's own files: `sge_request`, `accounting`, `settings.sh` |
+//! | `seq/` | clients (locked) | `jobid` and `request` counters |
+//! | `jobs/<id>.job` | `qsub`, once | submission header (one JSON line) followed by the script |
+//! | `jobs/<id>.state` | `sched_d` | the job record as it is now |
+//! | `jobs/<id>.exits` | `sched_d`, appended | one line per finished task (for `qsub -sync`) |
+//! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
+//! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
+//! | `daemon/` | `sched_d` | lock, pid file, log |
+//!
+//! Names starting with a dot are temporary files of [`durable`] and are never read.
+
+pub mod durable;
+mod jobs;
+mod requests;
+pub mod sequence;
+
+pub use jobs::{JobScan, ScanProblem};
+
+use std::path::{Path, PathBuf};
+
+/// An I/O or format problem in the spool, with the path and the operation.
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} already exists")]
+    Exists { path: PathBuf },
+    #[error("{path}: {reason}")]
+    Malformed { path: PathBuf, reason: String },
+    #[error("no spool at {path}: run `sched_d --init` to create one")]
+    Missing { path: PathBuf },
+}
+
+impl SpoolError {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+        SpoolError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Mode of files clients publish: readable by the spool group (multi-user installs run the
+/// clients setgid to that group), never by others.
+pub const CLIENT_FILE_MODE: u32 = 0o640;
+
+/// A spool directory (`$SGE_ROOT/$SGE_CELL`).
+#[derive(Debug, Clone)]
+pub struct Spool {
+    root: PathBuf,
+}
+
+/// The subdirectories a spool must have.
+const SUBDIRS: [&str; 6] = ["common", "seq", "jobs", "requests", "quarantine", "daemon"];
+
+impl Spool {
+    /// Opens an existing spool, checking that it looks like one.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, SpoolError> {
+        let root = root.into();
+        if !root.join("jobs").is_dir() || !root.join("seq").is_dir() {
+            return Err(SpoolError::Missing { path: root });
+        }
+        Ok(Spool { root })
+    }
+
+    /// Creates the directory tree of a new spool (idempotent). `sched_d --init` then writes the
+    /// default configuration.
+    pub fn create(root: impl Into<PathBuf>) -> Result<Self, SpoolError> {
+        let root = root.into();
+        for sub in SUBDIRS {
+            let dir = root.join(sub);
+            std::fs::create_dir_all(&dir).map_err(|e| SpoolError::io("mkdir", &dir, e))?;
+        }
+        durable::sync_dir(&root)?;
+        Ok(Spool { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.yaml")
+    }
+
+    pub fn common_dir(&self) -> PathBuf {
+        self.root.join("common")
+    }
+
+    /// `common/sge_request`: cluster-wide default qsub options, as in SGE.
+    pub fn cluster_sge_request(&self) -> PathBuf {
+        self.common_dir().join("sge_request")
+    }
+
+    /// `common/accounting`: SGE's accounting file.
+    pub fn accounting_path(&self) -> PathBuf {
+        self.common_dir().join("accounting")
+    }
+
+    pub fn seq_dir(&self) -> PathBuf {
+        self.root.join("seq")
+    }
+
+    pub fn jobs_dir(&self) -> PathBuf {
+        self.root.join("jobs")
+    }
+
+    pub fn requests_dir(&self) -> PathBuf {
+        self.root.join("requests")
+    }
+
+    pub fn quarantine_dir(&self) -> PathBuf {
+        self.root.join("quarantine")
+    }
+
+    pub fn daemon_dir(&self) -> PathBuf {
+        self.root.join("daemon")
+    }
+
+    pub fn job_file(&self, id: crate::model::JobId) -> PathBuf {
+        self.jobs_dir().join(format!("{id}.job"))
+    }
+
+    pub fn state_file(&self, id: crate::model::JobId) -> PathBuf {
+        self.jobs_dir().join(format!("{id}.state"))
+    }
+
+    pub fn exits_file(&self, id: crate::model::JobId) -> PathBuf {
+        self.jobs_dir().join(format!("{id}.exits"))
+    }
+
+    /// Sets a malformed file aside with a note saying why; used by `sched_d`, never by clients
+    /// (they only report). Returns where it went.
+    pub fn quarantine(&self, path: &Path, reason: &str) -> Result<PathBuf, SpoolError> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stamp = jiff::Timestamp::now().as_second();
+        let target_name = format!("{stamp}.{name}");
+        let target = self.quarantine_dir().join(&target_name);
+        std::fs::rename(path, &target).map_err(|e| SpoolError::io("rename", path, e))?;
+        durable::write_replace(
+            &self.quarantine_dir(),
+            &format!("{target_name}.reason"),
+            format!("{}\n{reason}\n", path.display()).as_bytes(),
+            0o640,
+        )?;
+        if let Some(parent) = path.parent() {
+            durable::sync_dir(parent)?;
+        }
+        Ok(target)
+    }
+}

@@ -1,0 +1,397 @@
+//! The test harness: a temporary cell with the default configuration, commands run against it
+//! as a chosen user, and comparison with Grid Engine captures.
+//!
+//! Golden tests run the commands as `sgeuser` (uid 1001), like the captures were made. As root
+//! the harness creates that user (and `sgeuser2`) when missing; as anyone else those tests say
+//! they are skipped and pass.
+
+#![allow(dead_code)]
+
+use gridspool::model::{JobId, JobRecord};
+use gridspool::spool::Spool;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The users of the captures.
+pub const USER1: &str = "sgeuser";
+pub const USER2: &str = "sgeuser2";
+
+/// A user the harness can run commands as.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+}
+
+fn ensure_user(name: &str, uid: u32) -> Option<TestUser> {
+    if let Some((uid, gid, home)) = gridspool::identity::user_by_name(name) {
+        return Some(TestUser {
+            name: name.into(),
+            uid,
+            gid,
+            home: home.into(),
+        });
+    }
+    if !is_root() {
+        return None;
+    }
+    let status = Command::new("useradd")
+        .args(["-m", "-u", &uid.to_string(), "-U", "-s", "/bin/bash", name])
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    let (uid, gid, home) = gridspool::identity::user_by_name(name)?;
+    Some(TestUser {
+        name: name.into(),
+        uid,
+        gid,
+        home: home.into(),
+    })
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// `sgeuser`, created if needed; `None` (test skipped) when that is impossible.
+pub fn user1() -> Option<TestUser> {
+    static U: OnceLock<Option<TestUser>> = OnceLock::new();
+    U.get_or_init(|| ensure_user(USER1, 1001)).clone()
+}
+
+/// `sgeuser2`, created if needed.
+pub fn user2() -> Option<TestUser> {
+    static U: OnceLock<Option<TestUser>> = OnceLock::new();
+    U.get_or_init(|| ensure_user(USER2, 1002)).clone()
+}
+
+/// Root, when the tests run as root.
+pub fn root() -> Option<TestUser> {
+    is_root().then(|| TestUser {
+        name: "root".into(),
+        uid: 0,
+        gid: 0,
+        home: "/root".into(),
+    })
+}
+
+/// Says a test is skipped and why, on stderr (visible with `--nocapture` and in CI logs).
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// The result of running a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// A temporary `$SGE_ROOT` with cell `default`, created by `sched_d --init`'s code.
+pub struct TestCell {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub cell: PathBuf,
+    pub spool: Spool,
+}
+
+impl TestCell {
+    pub fn new() -> Self {
+        Self::with_config(|c| c)
+    }
+
+    /// A cell whose default configuration text is first passed through `edit`.
+    pub fn with_config(edit: impl FnOnce(String) -> String) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("gridspool-test")
+            .tempdir()
+            .expect("tempdir");
+        // Others must traverse to the cell when commands run as sgeuser.
+        set_mode(dir.path(), 0o755);
+        let root = dir.path().to_path_buf();
+        let cell = root.join("default");
+        gridspool::cli::sched_d::init(&cell).expect("init spool");
+        let config = std::fs::read_to_string(cell.join("config.yaml")).expect("config");
+        std::fs::write(cell.join("config.yaml"), edit(config)).expect("write config");
+        // Test cells are shared by the test users: world-writable like /tmp (sticky).
+        for sub in [
+            "",
+            "seq",
+            "jobs",
+            "requests",
+            "common",
+            "quarantine",
+            "daemon",
+        ] {
+            set_mode(&cell.join(sub), 0o1777);
+        }
+        let spool = Spool::open(&cell).expect("open spool");
+        TestCell {
+            _dir: dir,
+            root,
+            cell,
+            spool,
+        }
+    }
+
+    /// A working directory for a user inside the cell's root (their "current directory").
+    pub fn workdir(&self, user: &TestUser) -> PathBuf {
+        let d = self.root.join(format!("work-{}", user.name));
+        if !d.exists() {
+            std::fs::create_dir_all(&d).expect("workdir");
+            let _ = nix::unistd::chown(
+                &d,
+                Some(nix::unistd::Uid::from_raw(user.uid)),
+                Some(nix::unistd::Gid::from_raw(user.gid)),
+            );
+        }
+        d
+    }
+
+    /// Writes a file in the user's working directory (readable by everyone).
+    pub fn write_file(&self, user: &TestUser, name: &str, content: &str) -> PathBuf {
+        let p = self.workdir(user).join(name);
+        std::fs::write(&p, content).expect("write file");
+        set_mode(&p, 0o755);
+        p
+    }
+
+    /// Makes the next job id `next`.
+    pub fn set_next_job_id(&self, next: u32) {
+        std::fs::write(self.cell.join("seq/jobid"), format!("{}\n", next - 1)).expect("seq");
+    }
+
+    pub fn command(&self, bin: &str, user: &TestUser) -> Command {
+        let mut cmd = Command::new(bin_path(bin));
+        cmd.env_clear()
+            .env(
+                "PATH",
+                "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games",
+            )
+            .env("HOME", &user.home)
+            .env("USER", &user.name)
+            .env("LOGNAME", &user.name)
+            .env("SHELL", "/bin/bash")
+            .env("TERM", "NONE")
+            .env("SGE_ROOT", &self.root)
+            .env("SGE_CELL", "default")
+            .current_dir(self.workdir(user));
+        if is_root() && user.uid != 0 {
+            // std drops root's supplementary groups when it sets the uid.
+            cmd.uid(user.uid).gid(user.gid);
+        }
+        cmd
+    }
+
+    /// Runs `bin args…` as `user`.
+    pub fn run(&self, user: &TestUser, bin: &str, args: &[&str]) -> Run {
+        self.run_with_stdin(user, bin, args, None)
+    }
+
+    pub fn run_with_stdin(
+        &self,
+        user: &TestUser,
+        bin: &str,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Run {
+        let mut cmd = self.command(bin, user);
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().expect("stdin");
+            pipe.write_all(text.as_bytes()).expect("write stdin");
+        }
+        let out = child.wait_with_output().expect("wait");
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(-1),
+        }
+    }
+
+    /// The job as the spool holds it now (pending requests applied).
+    pub fn job(&self, id: u32) -> Option<JobRecord> {
+        let scan = self.spool.scan_jobs().expect("scan");
+        scan.get(JobId(id)).cloned()
+    }
+
+    /// Overwrites a job's state, as `sched_d` would (to show scheduler-computed values).
+    pub fn set_state(&self, job: &JobRecord) {
+        self.spool.write_state(job).expect("write state");
+    }
+}
+
+pub fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Path of one of the package's binaries.
+pub fn bin_path(bin: &str) -> PathBuf {
+    let exe = match bin {
+        "qsub" => env!("CARGO_BIN_EXE_qsub"),
+        "qstat" => env!("CARGO_BIN_EXE_qstat"),
+        "qdel" => env!("CARGO_BIN_EXE_qdel"),
+        "qalter" => env!("CARGO_BIN_EXE_qalter"),
+        "qhold" => env!("CARGO_BIN_EXE_qhold"),
+        "qrls" => env!("CARGO_BIN_EXE_qrls"),
+        "sched_d" => env!("CARGO_BIN_EXE_sched_d"),
+        other => panic!("unknown binary {other}"),
+    };
+    PathBuf::from(exe)
+}
+
+/// A capture of the real SGE 8.1.9 (`tests/compat/<command>/<case>.txt`, copied from the
+/// oracle's `sge-captures/`): the command line, stdout, stderr and exit code.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub command: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Capture {
+    pub fn load(rel: &str) -> Capture {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/compat")
+            .join(rel);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut command = String::new();
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        let mut code = None;
+        let mut section = 0;
+        for line in text.split_inclusive('\n') {
+            if let Some(c) = line.strip_prefix("$ ") {
+                command = c.trim_end().to_string();
+            } else if line.starts_with("# ---- stdout ----") {
+                section = 1;
+            } else if line.starts_with("# ---- stderr ----") {
+                section = 2;
+            } else if let Some(n) = line.strip_prefix("exit=").filter(|_| section == 2) {
+                code = n.trim().parse().ok();
+                section = 3;
+            } else if section == 1 {
+                stdout.push_str(line);
+            } else if section == 2 {
+                stderr.push_str(line);
+            }
+        }
+        Capture {
+            command,
+            stdout,
+            stderr,
+            code: code.expect("capture has exit="),
+        }
+    }
+}
+
+/// Puts dates (which differ run to run) into a fixed form, keeping widths, in SGE's formats.
+pub fn normalise_dates(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    let is = |j: usize, pat: &str| {
+        pat.bytes().enumerate().all(|(k, p)| {
+            b.get(j + k).is_some_and(|c| {
+                if p == b'9' {
+                    c.is_ascii_digit()
+                } else {
+                    *c == p
+                }
+            })
+        })
+    };
+    while i < b.len() {
+        if is(i, "99/99/9999 99:99:99") {
+            out.push_str("MM/DD/YYYY hh:mm:ss");
+            i += 19;
+        } else if is(i, "9999-99-99T99:99:99") {
+            out.push_str("YYYY-MM-DDThh:mm:ss");
+            i += 19;
+        } else if i + 24 <= b.len()
+            && b[i].is_ascii_uppercase()
+            && b[i + 3] == b' '
+            && b[i + 7] == b' '
+            && is(i + 11, "99:99:99 9999")
+        {
+            out.push_str("Www Mmm DD hh:mm:ss YYYY");
+            i += 24;
+        } else {
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+/// Compares a run with a capture after normalising dates; the host name of the captures
+/// (`vm`) is replaced by this host's when they differ.
+pub fn assert_matches(run: &Run, cap: &Capture) {
+    let host = gridspool::identity::short_hostname();
+    let fix = |s: &str| {
+        let s = normalise_dates(s);
+        if host == "vm" {
+            s
+        } else {
+            replace_host(&s, &host)
+        }
+    };
+    let expected = (fix(&cap.stdout), fix(&cap.stderr), cap.code);
+    let actual = (
+        normalise_dates(&run.stdout),
+        normalise_dates(&run.stderr),
+        run.code,
+    );
+    assert_eq!(
+        actual, expected,
+        "\n--- for `{}`\n--- actual stdout:\n{}\n--- expected stdout:\n{}\n--- actual stderr:\n{}\n--- expected stderr:\n{}",
+        cap.command, actual.0, expected.0, actual.1, expected.1
+    );
+}
+
+/// Replaces the captures' host `vm` (as a whole word) by `host`, taking the width difference
+/// out of the padding that follows, so table columns stay aligned.
+fn replace_host(text: &str, host: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let word_start = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if word_start
+            && chars[i] == 'v'
+            && chars.get(i + 1) == Some(&'m')
+            && chars
+                .get(i + 2)
+                .is_none_or(|c| !(c.is_alphanumeric() || *c == '_'))
+        {
+            out.push_str(host);
+            i += 2;
+            let mut extra = host.chars().count().saturating_sub(2);
+            while extra > 0 && chars.get(i) == Some(&' ') && chars.get(i + 1) == Some(&' ') {
+                i += 1;
+                extra -= 1;
+            }
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
