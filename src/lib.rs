@@ -9,6 +9,7 @@
 //! - [`config`]: the cluster configuration (hosts, queues, complexes, PEs, scheduler policy).
 //! - [`identity`]: who is calling, from the kernel.
 //! - [`compat`]: what SGE users observe: options, formats, messages, exit codes.
+//! - [`launch`]: starting tasks locally or over ssh; the shepherd protocol.
 //! - [`cli`]: the q-commands, one module each; `src/bin/` only calls into them.
 //!
 //! The policy mathematics lives in the separate, pure crate `gridspool-policy` (`policy/`).
@@ -17,5 +18,6 @@ pub mod cli;
 pub mod compat;
 pub mod config;
 pub mod identity;
+pub mod launch;
 pub mod model;
 pub mod spool;

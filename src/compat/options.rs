@@ -83,6 +83,8 @@ pub struct ParsedOption {
     pub spec: &'static OptionSpec,
     pub values: Vec<String>,
     pub origin: Origin,
+    /// How many operands came before it (`qdel 10 -t 4`: the `-t` follows operand `10`).
+    pub operands_before: usize,
 }
 
 /// Options and operands of one command line (or one file of options).
@@ -148,6 +150,7 @@ pub fn parse(
             spec,
             values: words[i..i + wanted].to_vec(),
             origin: origin.clone(),
+            operands_before: out.operands.len(),
         });
         i += wanted;
     }
