@@ -10,14 +10,18 @@
 //! - [`identity`]: who is calling, from the kernel.
 //! - [`compat`]: what SGE users observe: options, formats, messages, exit codes.
 //! - [`launch`]: starting tasks locally or over ssh; the shepherd protocol.
+//! - [`sched`]: the daemon: spool watching, in-memory state, scheduling passes, dispatch.
+//! - [`acct`]: accounting records and `qacct`.
 //! - [`cli`]: the q-commands, one module each; `src/bin/` only calls into them.
 //!
 //! The policy mathematics lives in the separate, pure crate `gridspool-policy` (`policy/`).
 
+pub mod acct;
 pub mod cli;
 pub mod compat;
 pub mod config;
 pub mod identity;
 pub mod launch;
 pub mod model;
+pub mod sched;
 pub mod spool;
