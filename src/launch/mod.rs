@@ -3,4 +3,4 @@
 
 pub mod protocol;
 
-pub use protocol::{Placement, Rusage, TaskResult};
+pub use protocol::{LaunchEvent, Placement, Rusage, TaskResult};
