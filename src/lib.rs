@@ -8,6 +8,7 @@
 //! - [`spool`]: the on-disk layout and the only code that knows paths; durable publishing.
 //! - [`config`]: the cluster configuration (hosts, queues, complexes, PEs, scheduler policy).
 //! - [`identity`]: who is calling, from the kernel.
+//! - [`privilege`]: the setgid bracket of multi-user installations.
 //! - [`compat`]: what SGE users observe: options, formats, messages, exit codes.
 //! - [`launch`]: starting tasks locally or over ssh; the shepherd protocol.
 //! - [`sched`]: the daemon: spool watching, in-memory state, scheduling passes, dispatch.
@@ -23,5 +24,6 @@ pub mod config;
 pub mod identity;
 pub mod launch;
 pub mod model;
+pub mod privilege;
 pub mod sched;
 pub mod spool;

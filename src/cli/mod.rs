@@ -81,6 +81,7 @@ pub fn locate_spool(explicit: Option<PathBuf>) -> Result<PathBuf, ClientError> {
 impl ClientEnv {
     pub fn load(explicit_spool: Option<PathBuf>) -> Result<Self, ClientError> {
         let dir = locate_spool(explicit_spool)?;
+        crate::privilege::confine_to_spool(&dir);
         let spool = Spool::open(dir)?;
         let config = ClusterConfig::load(&spool.config_path())?;
         let caller = Caller::from_kernel()?;
