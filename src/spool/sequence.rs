@@ -8,6 +8,7 @@
 
 use super::{SpoolError, durable};
 use std::fs::{self, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Issues the next number of the counter `name` in `dir` (`jobid`, `request`).
@@ -32,6 +33,23 @@ pub fn next_block(dir: &Path, name: &str, count: u64) -> Result<u64, SpoolError>
     // The lock is released when `lock` is dropped, after the new value is durable.
     drop(lock);
     Ok(first)
+}
+
+/// Opens the lock file read-only (`flock` needs no write access, so clients of other users in
+/// a shared installation can lock a file the first client created), creating it group-writable
+/// when it does not exist yet.
+fn open_lock(path: &Path) -> Result<fs::File, SpoolError> {
+    match fs::File::open(path) {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o660)
+            .open(path)
+            .map_err(|e| SpoolError::io("create", path, e)),
+        Err(e) => Err(SpoolError::io("open", path, e)),
+    }
 }
 
 /// The last number issued (0 before the first).
