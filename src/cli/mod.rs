@@ -8,6 +8,7 @@ use crate::spool::{Spool, SpoolError};
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod demo;
 pub mod qalter;
 pub mod qdel;
 pub mod qhold;

@@ -19,12 +19,7 @@ pub fn next(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 /// Reserves `count` consecutive numbers and returns the first.
 pub fn next_block(dir: &Path, name: &str, count: u64) -> Result<u64, SpoolError> {
     let lock_path = dir.join(format!("{name}.lock"));
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| SpoolError::io("open", &lock_path, e))?;
+    let lock = open_lock(&lock_path)?;
     lock.lock()
         .map_err(|e| SpoolError::io("lock", &lock_path, e))?;
     let last = current(dir, name)?;
