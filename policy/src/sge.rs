@@ -1,1 +1,489 @@
-//! (being written)
+//! Grid Engine 8.1.9 job priority: urgency, POSIX priority, ticket normalisation and the final
+//! dispatch priority, as `sge_priority(5)` and `sched_conf(5)` define them and as the real SGE
+//! 8.1.9 (Son of Grid Engine, Debian `8.1.9+dfsg`) computes them.
+//!
+//! The maths, from `sge_priority(5)` "JOBS DISPATCH PRIORITY":
+//!
+//! ```text
+//! urg     = rrcontr + wtcontr + dlcontr
+//! rrcontr = Σ hrr over the hard requests (+ the implicit `slots` request)
+//!           hrr = rurg × assumed_slot_allocation × request   (numeric complexes)
+//!           hrr = rurg                                       (string-like complexes)
+//! wtcontr = waiting_time × weight_waiting_time
+//! dlcontr = weight_deadline / free_time   (0 without deadline, weight_deadline once it passed)
+//! prio    = weight_priority × npprior + weight_urgency × nurg + weight_ticket × ntckts
+//! ```
+//!
+//! What the man page leaves open and this module pins down from SGE's behaviour (and the
+//! captures in `oracle/sge-captures/`):
+//!
+//! * Normalisation is min–max over every job the scheduler considers in the pass (pending jobs
+//!   that are not held, *and* running jobs), `(v − min) / (max − min)`, and exactly `0.5` when the
+//!   range is narrower than `SGE_EPSILON = 1e-5` (`qstat-ext-urg-share.txt`: all urg 1000 → nurg
+//!   0.50000).
+//! * `npprior` normalises the POSIX priority shifted by 1024 over the fixed range 0..2048, so
+//!   ppri 0 → 0.5, −100 → 924/2048 = 0.45117 (`qstat-pri.txt`).
+//! * `ntckts` normalises over 0..max_tickets where max_tickets is the largest ticket amount of any
+//!   considered job; with no tickets at all every job gets 0.5 (`qstat-pri.txt`).
+//! * `wtcontr` is *not* rounded: the seed's `nint(...)` is what qstat's `%8.0f` display shows.
+//! * Jobs the scheduler does not consider (held, error) show all zeros: see
+//!   [`JobPriority::NOT_CONSIDERED`].
+//!
+//! The queue "urgency bonus" (the seed's +40,000 for t queues and +80,000 for u queues) is a
+//! gridspool extension: SGE has no such term. It is modelled as an extra amount added to
+//! `rrcontr`, supplied by the caller ([`JobPriorityInput::queue_urgency_bonus`]).
+
+use std::cmp::Ordering;
+
+/// `SGE_EPSILON` from SGE's `sge.h`: a normalisation range narrower than this yields 0.5.
+pub const SGE_EPSILON: f64 = 0.00001;
+
+/// Lowest POSIX priority a job may have (`qsub -p`, `sge_priority(5)`).
+pub const POSIX_PRIORITY_MIN: i32 = -1023;
+/// Highest POSIX priority (only managers and operators may go above 0).
+pub const POSIX_PRIORITY_MAX: i32 = 1024;
+/// SGE stores the POSIX priority shifted by this base, so that it lies in 1..=2048 and
+/// normalises over 0..2048.
+pub const POSIX_PRIORITY_BASE: i32 = 1024;
+
+/// SGE's default `urgency` of the `slots` complex (`qconf -sc` in `qconf-sc.txt`).
+pub const DEFAULT_SLOTS_URGENCY: f64 = 1000.0;
+
+/// The scheduler configuration values that enter the priority (`sched_conf(5)`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PriorityWeights {
+    /// `weight_priority`: weight of the normalised POSIX priority.
+    pub weight_priority: f64,
+    /// `weight_urgency`: weight of the normalised urgency.
+    pub weight_urgency: f64,
+    /// `weight_ticket`: weight of the normalised ticket amount.
+    pub weight_ticket: f64,
+    /// `weight_waiting_time`: urgency per second of waiting.
+    pub weight_waiting_time: f64,
+    /// `weight_deadline`: numerator of the deadline contribution.
+    pub weight_deadline: f64,
+}
+
+impl PriorityWeights {
+    /// The upstream installer's "normal" profile (`inst_schedd_normal.conf`), which the oracle
+    /// runs (`qconf-ssconf.txt`): priority 1.0, urgency 0.1, ticket 0.01, no waiting-time weight.
+    pub const NORMAL_PROFILE: Self = Self {
+        weight_priority: 1.0,
+        weight_urgency: 0.1,
+        weight_ticket: 0.01,
+        weight_waiting_time: 0.0,
+        weight_deadline: 3_600_000.0,
+    };
+
+    /// The qmaster's built-in defaults, as a fresh Debian install shows them before any profile
+    /// is loaded (`qconf-ssconf-debian-builtin.txt`): priority 0, urgency 0.5, ticket 0.5,
+    /// waiting time 0.278. These are the seed's "nurg*0.5 + ntckts*0.5" site weights.
+    pub const BUILTIN_DEFAULTS: Self = Self {
+        weight_priority: 0.0,
+        weight_urgency: 0.5,
+        weight_ticket: 0.5,
+        weight_waiting_time: 0.278,
+        weight_deadline: 3_600_000.0,
+    };
+}
+
+/// The value type of a complex (`complex(5)`), as far as urgency cares.
+///
+/// `sge_priority(5)`: numeric requests contribute `rurg × slots × request`, string-type requests
+/// contribute `rurg` once. SGE's `centry_urgency_contribution` counts INT, TIME, MEMORY, BOOL and
+/// DOUBLE as numeric and STRING, CSTRING, HOST and RESTRING as string-like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComplexValueType {
+    Int,
+    Double,
+    Time,
+    Memory,
+    Bool,
+    String,
+    CaseString,
+    Host,
+    RegexString,
+}
+
+impl ComplexValueType {
+    /// Whether a request of this type scales with its value and the slot count.
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            Self::Int | Self::Double | Self::Time | Self::Memory | Self::Bool
+        )
+    }
+}
+
+/// One hard resource request (`qsub -hard -l name=value`) with its complex's urgency.
+///
+/// Soft requests and default requests of consumables do not count: SGE's `sge_urgency` only
+/// walks the job's hard resource list, because only those apply whatever the placement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HardRequest {
+    /// Type of the requested complex.
+    pub value_type: ComplexValueType,
+    /// The complex's `urgency` column (`qconf -sc`).
+    pub urgency: f64,
+    /// The per-slot requested amount, as SGE's `CE_doubleval` (memory in bytes, time in
+    /// seconds, booleans 1/0). Ignored for string-like types.
+    pub value: f64,
+}
+
+/// How a PE job's slot range turns into the "assumed slot allocation" (`sge_pe(5)`
+/// `urgency_slots`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrgencySlots {
+    /// The range's lowest slot count (the PE default).
+    Min,
+    /// The range's highest slot count; an open range (`4-`) uses the PE's `slots`.
+    Max,
+    /// The average of all slot counts in the range, truncated to an integer; an open range is
+    /// capped at the PE's `slots`.
+    Avg,
+    /// A fixed number.
+    Fixed(u32),
+}
+
+/// One `min-max:step` piece of a PE slot range; `max == None` means open (`n-`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotRange {
+    pub min: u32,
+    pub max: Option<u32>,
+    pub step: u32,
+}
+
+/// The slot count SGE assumes for urgency (`sge_job_slot_request`): 1 for sequential jobs, the
+/// single value for a fixed PE request, otherwise the PE's `urgency_slots` rule.
+pub fn assumed_slot_allocation(
+    pe_ranges: &[SlotRange],
+    urgency_slots: UrgencySlots,
+    pe_slots: u32,
+) -> u32 {
+    let Some(first) = pe_ranges.first() else {
+        return 1;
+    };
+    // A fixed request ("-pe smp 4") is one range with one id.
+    if pe_ranges.len() == 1 && first.max == Some(first.min) {
+        return first.min;
+    }
+    match urgency_slots {
+        UrgencySlots::Min => first.min,
+        UrgencySlots::Max => match pe_ranges.last().and_then(|r| r.max) {
+            Some(max) => max,
+            None => pe_slots,
+        },
+        UrgencySlots::Avg => {
+            let mut sum = 0.0_f64;
+            let mut n = 0_u64;
+            for r in pe_ranges {
+                let max = match r.max {
+                    Some(m) if pe_slots != 0 => m.min(pe_slots),
+                    Some(m) => m,
+                    None => pe_slots,
+                };
+                let step = r.step.max(1);
+                let mut id = r.min;
+                while id <= max {
+                    sum += f64::from(id);
+                    n += 1;
+                    match id.checked_add(step) {
+                        Some(next) => id = next,
+                        None => break,
+                    }
+                }
+            }
+            if n == 0 { 0 } else { (sum / n as f64) as u32 }
+        }
+        UrgencySlots::Fixed(n) => n,
+    }
+}
+
+/// The resource requirement contribution `rrcontr` (`sge_priority(5)`), without our queue bonus.
+///
+/// The implicit `slots` request counts as a numeric request of 1 per slot, so a sequential job
+/// gets the `slots` urgency once (1000 with the default complex table: `qstat-urg.txt`) and a
+/// 2-slot PE job twice (2000). SGE caches this per job category; callers should too.
+pub fn resource_contribution(slots: u32, slots_urgency: f64, hard_requests: &[HardRequest]) -> f64 {
+    let slots_f = f64::from(slots);
+    let mut rrcontr = 1.0 * slots_urgency * slots_f;
+    for r in hard_requests {
+        rrcontr += if r.value_type.is_numeric() {
+            r.value * r.urgency * slots_f
+        } else {
+            r.urgency
+        };
+    }
+    rrcontr
+}
+
+/// The waiting-time contribution `wtcontr = (now − submission) × weight_waiting_time`.
+///
+/// SGE keeps the product unrounded; qstat displays it with no decimals, which the seed read as
+/// `nint`. Times are seconds since the epoch, passed in by the caller.
+pub fn waiting_time_contribution(now: i64, submission_time: i64, weight_waiting_time: f64) -> f64 {
+    // SGE subtracts unsigned seconds; a submission "in the future" (clock skew) would wrap
+    // there. We clamp at zero instead so urgency never falls below the resource part.
+    let waited = now.saturating_sub(submission_time).max(0);
+    weight_waiting_time * waited as f64
+}
+
+/// The deadline contribution `dlcontr = weight_deadline / max(free_time, 1)`.
+///
+/// `sge_priority(5)`: "After the deadline passes, the value is static and equal to
+/// weight_deadline": SGE divides by `MAX(deadline − now, 1)`, so the last second before the
+/// deadline already gives the full weight. No deadline gives 0.
+pub fn deadline_contribution(now: i64, deadline: Option<i64>, weight_deadline: f64) -> f64 {
+    match deadline {
+        None => 0.0,
+        Some(d) => {
+            let free_time = d.saturating_sub(now).max(1);
+            weight_deadline / free_time as f64
+        }
+    }
+}
+
+/// SGE's `sge_normalize_value`: `(v − min) / (max − min)`, or 0.5 when the range is (nearly)
+/// empty.
+pub fn normalize(value: f64, range_min: f64, range_max: f64) -> f64 {
+    if range_max - range_min < SGE_EPSILON {
+        0.5
+    } else {
+        (value - range_min) / (range_max - range_min)
+    }
+}
+
+/// The normalised POSIX priority `npprior`: `(ppri + 1024) / 2048` (SGE's `sge_do_priority`).
+pub fn normalized_posix_priority(posix_priority: i32) -> f64 {
+    let clamped = posix_priority.clamp(POSIX_PRIORITY_MIN, POSIX_PRIORITY_MAX);
+    normalize(f64::from(clamped + POSIX_PRIORITY_BASE), 0.0, 2048.0)
+}
+
+/// What the daemon knows about one job for one scheduling pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobPriorityInput {
+    /// Job number, for the dispatch-order tie-break.
+    pub job_id: u64,
+    /// Array task number (1 for non-array jobs), for the tie-break between tasks.
+    pub task_id: u64,
+    /// Submission time, seconds since the epoch.
+    pub submission_time: i64,
+    /// `-dl` deadline initiation time, seconds since the epoch.
+    pub deadline: Option<i64>,
+    /// `-p` POSIX priority, −1023..=1024.
+    pub posix_priority: i32,
+    /// [`resource_contribution`] of the job (cache it per job category).
+    pub resource_contribution: f64,
+    /// gridspool extension: extra urgency for the queue class the job targets (the seed's
+    /// +40,000 / +80,000). Added to `rrcontr`. Zero reproduces SGE.
+    pub queue_urgency_bonus: f64,
+    /// The job's total tickets `tckts = ftckt + otckt + stckt` for this pass.
+    pub tickets: f64,
+}
+
+/// Every priority column qstat shows (`-urg`, `-pri`, `-ext`), for one job.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JobPriority {
+    /// `prior`: the dispatch priority.
+    pub prio: f64,
+    /// `nurg`: normalised urgency.
+    pub nurg: f64,
+    /// `urg`: absolute urgency.
+    pub urg: f64,
+    /// `rrcontr`, including the queue urgency bonus.
+    pub rrcontr: f64,
+    /// `wtcontr`.
+    pub wtcontr: f64,
+    /// `dlcontr`.
+    pub dlcontr: f64,
+    /// `npprior`: normalised POSIX priority.
+    pub npprior: f64,
+    /// `ntckts`: normalised tickets.
+    pub ntckts: f64,
+    /// `ppri`: the POSIX priority as given.
+    pub ppri: i32,
+    /// `tckts`: the tickets as given.
+    pub tckts: f64,
+}
+
+impl JobPriority {
+    /// What qstat shows for a job the scheduler does not consider (held `hqw`, error `Eqw`):
+    /// every field zero, as SGE's `sge_clear_job` leaves it (`qstat-urg.txt`, jobs 9, 12, 16).
+    pub const NOT_CONSIDERED: Self = Self {
+        prio: 0.0,
+        nurg: 0.0,
+        urg: 0.0,
+        rrcontr: 0.0,
+        wtcontr: 0.0,
+        dlcontr: 0.0,
+        npprior: 0.0,
+        ntckts: 0.0,
+        ppri: 0,
+        tckts: 0.0,
+    };
+}
+
+/// One scheduling pass's priority settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PriorityPass {
+    /// The weights from `sched_conf(5)`.
+    pub weights: PriorityWeights,
+    /// "Now", seconds since the epoch.
+    pub now: i64,
+    /// The ticket range maximum. `None` takes the largest `tickets` among the jobs passed,
+    /// which is what SGE does when all considered jobs are passed in one call. A ticket
+    /// computation that knows a larger maximum (SGE also counts the tickets its first ticket
+    /// pass gave to running jobs) passes it here.
+    pub max_tickets: Option<f64>,
+}
+
+/// Computes urgency, normalisations and priority for all jobs of one pass in O(N).
+///
+/// Pass every job the scheduler considers: pending jobs that are not held *and* running jobs,
+/// since SGE normalises urgency and tickets over both (`qstat-urg.txt`: the running jobs' urg
+/// 1000 is the minimum that makes the 2-slot job's nurg 1.0 and everyone else's 0.0).
+pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec<JobPriority> {
+    let w = &pass.weights;
+    let mut out: Vec<JobPriority> = Vec::with_capacity(jobs.len());
+    // SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive double).
+    let mut min_urg = f64::MAX;
+    let mut max_urg = f64::MIN_POSITIVE;
+    let mut max_tix = 0.0_f64;
+    for job in jobs {
+        let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
+        let wtcontr =
+            waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
+        let dlcontr = deadline_contribution(pass.now, job.deadline, w.weight_deadline);
+        let urg = wtcontr + dlcontr + rrcontr;
+        min_urg = min_urg.min(urg);
+        max_urg = max_urg.max(urg);
+        max_tix = max_tix.max(job.tickets);
+        out.push(JobPriority {
+            prio: 0.0,
+            nurg: 0.0,
+            urg,
+            rrcontr,
+            wtcontr,
+            dlcontr,
+            npprior: normalized_posix_priority(job.posix_priority),
+            ntckts: 0.0,
+            ppri: job.posix_priority,
+            tckts: job.tickets,
+        });
+    }
+    let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
+    for p in &mut out {
+        p.nurg = normalize(p.urg, min_urg, max_urg);
+        p.ntckts = normalize(p.tckts, 0.0, max_tix);
+        p.prio =
+            w.weight_urgency * p.nurg + w.weight_ticket * p.ntckts + w.weight_priority * p.npprior;
+    }
+    out
+}
+
+/// SGE's dispatch order: priority descending, then submission time ascending, then job number
+/// and task number ascending (`sgeee_sort_jobs`). Returns indices into `jobs`.
+///
+/// The order is total and deterministic: equal inputs always give the same order.
+pub fn dispatch_order(jobs: &[JobPriorityInput], priorities: &[JobPriority]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..jobs.len().min(priorities.len())).collect();
+    idx.sort_by(|&a, &b| compare_dispatch(&jobs[a], &priorities[a], &jobs[b], &priorities[b]));
+    idx
+}
+
+fn compare_dispatch(
+    ja: &JobPriorityInput,
+    pa: &JobPriority,
+    jb: &JobPriorityInput,
+    pb: &JobPriority,
+) -> Ordering {
+    pb.prio
+        .total_cmp(&pa.prio)
+        .then(ja.submission_time.cmp(&jb.submission_time))
+        .then(ja.job_id.cmp(&jb.job_id))
+        .then(ja.task_id.cmp(&jb.task_id))
+}
+
+/// The ticket count qstat prints in the `tckts`/`stckt`/... columns: SGE truncates towards zero
+/// (`qstat-ext-share.txt`: 5837.97 tickets print as 5837, 1387.34 as 1387).
+pub fn displayed_tickets(tickets: f64) -> i64 {
+    tickets.trunc() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_empty_range_is_half() {
+        assert_eq!(normalize(1000.0, 1000.0, 1000.0), 0.5);
+        assert_eq!(normalize(0.0, 0.0, 0.0), 0.5);
+        assert_eq!(normalize(1.0, 0.0, 2.0), 0.5);
+        assert_eq!(normalize(2.0, 0.0, 2.0), 1.0);
+    }
+
+    #[test]
+    fn deadline_passed_gives_full_weight() {
+        assert_eq!(
+            deadline_contribution(100, Some(50), 3_600_000.0),
+            3_600_000.0
+        );
+        assert_eq!(
+            deadline_contribution(100, Some(101), 3_600_000.0),
+            3_600_000.0
+        );
+        assert_eq!(deadline_contribution(100, Some(200), 3_600_000.0), 36_000.0);
+        assert_eq!(deadline_contribution(100, None, 3_600_000.0), 0.0);
+    }
+
+    #[test]
+    fn slot_allocation_rules() {
+        let fixed = [SlotRange {
+            min: 4,
+            max: Some(4),
+            step: 1,
+        }];
+        assert_eq!(assumed_slot_allocation(&fixed, UrgencySlots::Max, 999), 4);
+        assert_eq!(assumed_slot_allocation(&[], UrgencySlots::Max, 999), 1);
+        let range = [SlotRange {
+            min: 2,
+            max: Some(8),
+            step: 1,
+        }];
+        assert_eq!(assumed_slot_allocation(&range, UrgencySlots::Min, 999), 2);
+        assert_eq!(assumed_slot_allocation(&range, UrgencySlots::Max, 999), 8);
+        assert_eq!(assumed_slot_allocation(&range, UrgencySlots::Avg, 999), 5);
+        assert_eq!(
+            assumed_slot_allocation(&range, UrgencySlots::Fixed(3), 999),
+            3
+        );
+        let open = [SlotRange {
+            min: 2,
+            max: None,
+            step: 1,
+        }];
+        assert_eq!(assumed_slot_allocation(&open, UrgencySlots::Max, 16), 16);
+        assert_eq!(assumed_slot_allocation(&open, UrgencySlots::Avg, 16), 9);
+    }
+
+    #[test]
+    fn string_requests_add_urgency_once() {
+        let reqs = [
+            HardRequest {
+                value_type: ComplexValueType::String,
+                urgency: 50.0,
+                value: 0.0,
+            },
+            HardRequest {
+                value_type: ComplexValueType::Memory,
+                urgency: 2.0,
+                value: 3.0,
+            },
+        ];
+        // 4 slots × 1000 + 50 + 2 × 3 × 4
+        assert_eq!(
+            resource_contribution(4, 1000.0, &reqs),
+            4000.0 + 50.0 + 24.0
+        );
+    }
+}
