@@ -386,22 +386,21 @@ pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec
 ///
 /// The order is total and deterministic: equal inputs always give the same order.
 pub fn dispatch_order(jobs: &[JobPriorityInput], priorities: &[JobPriority]) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..jobs.len().min(priorities.len())).collect();
-    idx.sort_by(|&a, &b| compare_dispatch(&jobs[a], &priorities[a], &jobs[b], &priorities[b]));
-    idx
-}
-
-fn compare_dispatch(
-    ja: &JobPriorityInput,
-    pa: &JobPriority,
-    jb: &JobPriorityInput,
-    pb: &JobPriority,
-) -> Ordering {
-    pb.prio
-        .total_cmp(&pa.prio)
-        .then(ja.submission_time.cmp(&jb.submission_time))
-        .then(ja.job_id.cmp(&jb.job_id))
-        .then(ja.task_id.cmp(&jb.task_id))
+    // Sort compact keys rather than indices into two arrays: fewer cache misses at 100k jobs.
+    let mut keys: Vec<(f64, i64, u64, u64, usize)> = jobs
+        .iter()
+        .zip(priorities)
+        .enumerate()
+        .map(|(i, (j, p))| (p.prio, j.submission_time, j.job_id, j.task_id, i))
+        .collect();
+    keys.sort_unstable_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+            .then(a.3.cmp(&b.3))
+            .then(a.4.cmp(&b.4))
+    });
+    keys.into_iter().map(|k| k.4).collect()
 }
 
 /// The ticket count qstat prints in the `tckts`/`stckt`/... columns: SGE truncates towards zero
@@ -410,9 +409,248 @@ pub fn displayed_tickets(tickets: f64) -> i64 {
     tickets.trunc() as i64
 }
 
+/// Override tickets configured on users, projects and departments (`user(5)`, `project(5)`,
+/// `access_list(5)` `oticket`). Jobs' own override tickets (`qalter -ot`) come with each job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OverrideTables {
+    pub users: std::collections::HashMap<String, u32>,
+    pub projects: std::collections::HashMap<String, u32>,
+    pub departments: std::collections::HashMap<String, u32>,
+}
+
+/// One job (or array task) for the override policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverrideJob<'a> {
+    pub job_id: u64,
+    pub task_id: u64,
+    pub submission_time: i64,
+    pub user: &'a str,
+    pub project: Option<&'a str>,
+    pub department: Option<&'a str>,
+    pub running: bool,
+    /// The job's own override tickets (`JB_override_tickets`).
+    pub job_otickets: u32,
+    /// Tickets from policies earlier in `policy_hierarchy` (none when override comes first, as
+    /// in the default "OFS"); orders jobs of the same category when `dependent`.
+    pub higher_policy_tickets: f64,
+}
+
+/// Override tickets (`otckt`) per job, as SGE 8.1.9 computes them (`sgeee.c`).
+///
+/// `sched_conf(5)` `share_override_tickets`: when true (the default) an object's override
+/// tickets are shared equally among its running jobs, and "the pending jobs will get as many
+/// override tickets, as they would have, when they were running": SGE picks pending jobs one by
+/// one, always the one that would get the most tickets next (ties: lower job, then task
+/// number), and counts each picked job as running for the jobs after it — the k-th pending job
+/// of a user with O tickets and r running jobs gets O/(r+k). When false, every job gets the
+/// objects' full amounts. The job's own override tickets always add in full.
+///
+/// Cost: O(N log N) with a lazily re-evaluated heap (entries only ever lose value), instead of
+/// SGE's O(N × categories) rescans; the result is the same.
+pub fn override_tickets(
+    tables: &OverrideTables,
+    share_override_tickets: bool,
+    dependent: bool,
+    jobs: &[OverrideJob<'_>],
+) -> Vec<f64> {
+    use std::collections::{BinaryHeap, HashMap};
+
+    let ot = |map: &HashMap<String, u32>, key: Option<&str>| -> f64 {
+        key.and_then(|k| map.get(k)).map_or(0.0, |&v| f64::from(v))
+    };
+    let mut out = vec![0.0; jobs.len()];
+    if !share_override_tickets {
+        for (o, j) in out.iter_mut().zip(jobs) {
+            *o = ot(&tables.users, Some(j.user))
+                + ot(&tables.projects, j.project)
+                + ot(&tables.departments, j.department)
+                + f64::from(j.job_otickets);
+        }
+        return out;
+    }
+    // Running-job counts per object (SGE's UU_job_cnt / PR_job_cnt / US_job_cnt).
+    let mut user_cnt: HashMap<&str, u64> = HashMap::new();
+    let mut proj_cnt: HashMap<&str, u64> = HashMap::new();
+    let mut dept_cnt: HashMap<&str, u64> = HashMap::new();
+    for j in jobs.iter().filter(|j| j.running) {
+        *user_cnt.entry(j.user).or_default() += 1;
+        if let Some(p) = j.project {
+            *proj_cnt.entry(p).or_default() += 1;
+        }
+        if let Some(d) = j.department {
+            *dept_cnt.entry(d).or_default() += 1;
+        }
+    }
+    // Running jobs: object tickets over running jobs of the object.
+    for (o, j) in out.iter_mut().zip(jobs).filter(|(_, j)| j.running) {
+        let share = |t: f64, cnt: Option<&u64>| match cnt {
+            Some(&c) if t > 0.0 && c > 0 => t / c as f64,
+            _ => 0.0,
+        };
+        *o = share(ot(&tables.users, Some(j.user)), user_cnt.get(j.user))
+            + share(
+                ot(&tables.projects, j.project),
+                j.project.and_then(|p| proj_cnt.get(p)),
+            )
+            + share(
+                ot(&tables.departments, j.department),
+                j.department.and_then(|d| dept_cnt.get(d)),
+            )
+            + f64::from(j.job_otickets);
+    }
+    // Pending jobs: categories of equal (job tickets, user, dept, project), objects without
+    // tickets left out of the key.
+    type Key<'k> = (u32, Option<&'k str>, Option<&'k str>, Option<&'k str>);
+    let mut cat_index: HashMap<Key<'_>, usize> = HashMap::new();
+    let mut cats: Vec<Vec<usize>> = Vec::new();
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.running) {
+        let u = (ot(&tables.users, Some(j.user)) > 0.0).then_some(j.user);
+        let p = j.project.filter(|p| ot(&tables.projects, Some(p)) > 0.0);
+        let d = j
+            .department
+            .filter(|d| ot(&tables.departments, Some(d)) > 0.0);
+        if j.job_otickets == 0 && u.is_none() && p.is_none() && d.is_none() {
+            continue;
+        }
+        let c = *cat_index
+            .entry((j.job_otickets, u, d, p))
+            .or_insert_with(|| {
+                cats.push(Vec::new());
+                cats.len() - 1
+            });
+        cats[c].push(i);
+    }
+    if dependent {
+        for c in &mut cats {
+            c.sort_by(|&a, &b| {
+                let (ja, jb) = (&jobs[a], &jobs[b]);
+                jb.higher_policy_tickets
+                    .total_cmp(&ja.higher_policy_tickets)
+                    .then(ja.submission_time.cmp(&jb.submission_time))
+                    .then(ja.job_id.cmp(&jb.job_id))
+                    .then(ja.task_id.cmp(&jb.task_id))
+            });
+        }
+    }
+    let value = |j: &OverrideJob<'_>,
+                 uc: &HashMap<&str, u64>,
+                 pc: &HashMap<&str, u64>,
+                 dc: &HashMap<&str, u64>|
+     -> f64 {
+        let next = |t: f64, cnt: u64| if t > 0.0 { t / (cnt + 1) as f64 } else { 0.0 };
+        next(
+            ot(&tables.users, Some(j.user)),
+            uc.get(j.user).copied().unwrap_or(0),
+        ) + next(
+            ot(&tables.projects, j.project),
+            j.project.and_then(|p| pc.get(p)).copied().unwrap_or(0),
+        ) + next(
+            ot(&tables.departments, j.department),
+            j.department.and_then(|d| dc.get(d)).copied().unwrap_or(0),
+        ) + f64::from(j.job_otickets)
+    };
+    #[derive(PartialEq)]
+    struct Entry {
+        value: f64,
+        job_id: u64,
+        task_id: u64,
+        cat: usize,
+    }
+    impl Eq for Entry {}
+    impl PartialOrd for Entry {
+        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+    impl Ord for Entry {
+        fn cmp(&self, o: &Self) -> Ordering {
+            self.value
+                .total_cmp(&o.value)
+                .then(o.job_id.cmp(&self.job_id))
+                .then(o.task_id.cmp(&self.task_id))
+        }
+    }
+    let mut heads = vec![0usize; cats.len()];
+    let mut heap = BinaryHeap::with_capacity(cats.len());
+    for (c, members) in cats.iter().enumerate() {
+        if let Some(&i) = members.first() {
+            let j = &jobs[i];
+            let v = value(j, &user_cnt, &proj_cnt, &dept_cnt);
+            heap.push(Entry {
+                value: v,
+                job_id: j.job_id,
+                task_id: j.task_id,
+                cat: c,
+            });
+        }
+    }
+    while let Some(top) = heap.pop() {
+        let i = cats[top.cat][heads[top.cat]];
+        let j = &jobs[i];
+        let v = value(j, &user_cnt, &proj_cnt, &dept_cnt);
+        if v < top.value {
+            // Stale: the object counts grew since this entry was pushed.
+            heap.push(Entry { value: v, ..top });
+            continue;
+        }
+        out[i] = v;
+        *user_cnt.entry(j.user).or_default() += 1;
+        if let Some(p) = j.project {
+            *proj_cnt.entry(p).or_default() += 1;
+        }
+        if let Some(d) = j.department {
+            *dept_cnt.entry(d).or_default() += 1;
+        }
+        heads[top.cat] += 1;
+        if let Some(&n) = cats[top.cat].get(heads[top.cat]) {
+            let nj = &jobs[n];
+            let nv = value(nj, &user_cnt, &proj_cnt, &dept_cnt);
+            heap.push(Entry {
+                value: nv,
+                job_id: nj.job_id,
+                task_id: nj.task_id,
+                cat: top.cat,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ojob(id: u64, user: &str, running: bool) -> OverrideJob<'_> {
+        OverrideJob {
+            job_id: id,
+            task_id: 1,
+            submission_time: 0,
+            user,
+            project: None,
+            department: None,
+            running,
+            job_otickets: 0,
+            higher_policy_tickets: 0.0,
+        }
+    }
+
+    #[test]
+    fn shared_override_tickets_dilute_like_running_jobs() {
+        let mut t = OverrideTables::default();
+        t.users.insert("a".into(), 600);
+        t.users.insert("b".into(), 300);
+        let jobs = [
+            ojob(1, "a", true),
+            ojob(2, "a", false),
+            ojob(3, "a", false),
+            ojob(4, "b", false),
+            ojob(5, "c", false),
+        ];
+        let o = override_tickets(&t, true, true, &jobs);
+        assert_eq!(o, vec![600.0, 300.0, 200.0, 300.0, 0.0]);
+        let o = override_tickets(&t, false, true, &jobs);
+        assert_eq!(o, vec![600.0, 600.0, 600.0, 300.0, 0.0]);
+    }
 
     #[test]
     fn normalize_empty_range_is_half() {

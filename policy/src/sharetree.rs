@@ -46,6 +46,33 @@
 //! usage to the nodes above a `default` user node (`sge_calc_node_usage`) is not modelled.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: the name lookups run once per job per pass (100,000 jobs), and SipHash's
+/// flooding resistance buys nothing for configured user and project names.
+#[derive(Default)]
+struct Fnv1a(u64);
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type NameMap<V> = HashMap<String, V, BuildHasherDefault<Fnv1a>>;
 
 /// SGE's `SGE_MIN_USAGE`: usage below `1.0 × oltt` counts as that much, so that a node without
 /// usage does not get an infinite short-term target.
@@ -328,13 +355,13 @@ struct TreeNode {
 pub struct ShareTree {
     nodes: Vec<TreeNode>,
     /// User name → node, searching outside project subtrees (depth-first, configuration order).
-    users: HashMap<String, usize>,
+    users: NameMap<usize>,
     /// The `default` node outside project subtrees.
     default_user: Option<usize>,
     /// Project name → project node.
-    projects: HashMap<String, usize>,
-    /// (project node, user) → node inside that project's subtree.
-    project_users: HashMap<(usize, String), usize>,
+    projects: NameMap<usize>,
+    /// Project node → (user → node inside that project's subtree).
+    project_users: HashMap<usize, NameMap<usize>>,
     /// Project node → its `default` user node.
     project_defaults: HashMap<usize, usize>,
 }
@@ -371,9 +398,9 @@ impl ShareTree {
         }
         let mut tree = Self {
             nodes,
-            users: HashMap::new(),
+            users: NameMap::default(),
             default_user: None,
-            projects: HashMap::new(),
+            projects: NameMap::default(),
             project_users: HashMap::new(),
             project_defaults: HashMap::new(),
         };
@@ -384,8 +411,8 @@ impl ShareTree {
     /// Precomputes `search_userprj_node`: first match in depth-first pre-order, not descending
     /// into project nodes other than the one searched for.
     fn index(&mut self) {
-        let mut users = HashMap::new();
-        let mut projects = HashMap::new();
+        let mut users = NameMap::default();
+        let mut projects = NameMap::default();
         // Outside projects.
         let mut stack = vec![0usize];
         while let Some(i) = stack.pop() {
@@ -399,9 +426,10 @@ impl ShareTree {
                 stack.push(c);
             }
         }
-        let mut project_users = HashMap::new();
+        let mut project_users: HashMap<usize, NameMap<usize>> = HashMap::new();
         let mut project_defaults = HashMap::new();
         for &p in projects.values() {
+            let inside = project_users.entry(p).or_default();
             let mut stack: Vec<usize> = self.nodes[p].children.iter().rev().copied().collect();
             while let Some(i) = stack.pop() {
                 let n = &self.nodes[i];
@@ -411,7 +439,7 @@ impl ShareTree {
                 if n.name == DEFAULT_USER_NODE {
                     project_defaults.entry(p).or_insert(i);
                 }
-                project_users.entry((p, n.name.clone())).or_insert(i);
+                inside.entry(n.name.clone()).or_insert(i);
                 for &c in n.children.iter().rev() {
                     stack.push(c);
                 }
@@ -447,8 +475,8 @@ impl ShareTree {
                 if self.nodes[pn].children.is_empty() {
                     return Located::Found(pn);
                 }
-                match self.project_users.get(&(pn, user.to_string())) {
-                    Some(&n) if self.nodes[n].name != DEFAULT_USER_NODE => Located::Found(n),
+                match self.project_users.get(&pn).and_then(|m| m.get(user)) {
+                    Some(&n) if user != DEFAULT_USER_NODE => Located::Found(n),
                     _ => match self.project_defaults.get(&pn) {
                         Some(&d) => Located::Default(d),
                         None => Located::None,
@@ -456,7 +484,7 @@ impl ShareTree {
                 }
             }
             None => match self.users.get(user) {
-                Some(&n) if self.nodes[n].name != DEFAULT_USER_NODE => Located::Found(n),
+                Some(&n) if user != DEFAULT_USER_NODE => Located::Found(n),
                 _ => match self.default_user {
                     Some(d) => Located::Default(d),
                     None => Located::None,
@@ -599,19 +627,39 @@ struct PassNode {
     stt: f64,
     ostt: f64,
     shr: f64,
-    jobs: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct JobNode {
-    job: usize,
-    running: bool,
     sort: f64,
     tickets: f64,
     shr: f64,
     job_id: u64,
-    task_id: u64,
-    dilution: f64,
+    /// Task number; SGE's are 32-bit.
+    task_id: u32,
+    /// Index into the pass's job list, with [`PENDING_BIT`] set for pending jobs.
+    job: u32,
+}
+
+/// Marks a pending job in [`JobNode::job`], so that the node stays 40 bytes.
+const PENDING_BIT: u32 = 1 << 31;
+
+impl JobNode {
+    fn pending(&self) -> bool {
+        self.job & PENDING_BIT != 0
+    }
+
+    fn index(&self) -> usize {
+        (self.job & !PENDING_BIT) as usize
+    }
+}
+
+/// Job nodes of a pass laid out so that every tree node's subtree is one contiguous slice
+/// (`range[node]`), sorted in place level by level: no per-level lists, no allocation.
+struct JobLayout {
+    nodes: Vec<JobNode>,
+    range: Vec<(usize, usize)>,
+    own: Vec<usize>,
 }
 
 impl ShareTree {
@@ -727,7 +775,6 @@ impl ShareTree {
             };
             if let Some(i) = node {
                 pn[i].job_count += 1;
-                pn[i].jobs.push(k);
             }
             job_node[k] = node;
         }
@@ -785,34 +832,66 @@ impl ShareTree {
         // Pending jobs: sorted job nodes.
         let any_pending = which.iter().any(|&j| !jobs[j].running);
         if total_tickets > 0.0 && any_pending {
-            let mut job_nodes: Vec<Vec<JobNode>> = vec![Vec::new(); pn.len()];
-            for (i, node) in pn.iter().enumerate() {
-                for &k in &node.jobs {
-                    let job = &jobs[which[k]];
-                    let (t, sort) = if policy.dependent {
-                        (
-                            job.higher_policy_tickets,
-                            job.higher_policy_tickets + 0.01 * f64::from(job.jobshare),
-                        )
-                    } else {
-                        (0.0, f64::from(job.jobshare))
-                    };
-                    job_nodes[i].push(JobNode {
-                        job: k,
-                        running: job.running,
-                        sort,
-                        tickets: t,
-                        shr: 0.0,
-                        job_id: job.job_id,
-                        task_id: job.task_id,
-                        dilution: f64::from(job.pe_min_slots.max(1)),
-                    });
+            // Jobs directly at each node, then subtree sizes and pre-order offsets.
+            let mut own = vec![0usize; pn.len()];
+            for &n in job_node.iter().flatten() {
+                own[n] += 1;
+            }
+            let mut size = own.clone();
+            for &i in &order {
+                for &c in &pn[i].children {
+                    size[i] += size[c];
                 }
             }
-            let list = sort_job_nodes(&pn, &mut job_nodes, 0, 0, total_tickets);
-            for jn in list {
-                if !jn.running {
-                    tickets[jn.job] = jn.shr * total_tickets;
+            let mut range = vec![(0usize, 0usize); pn.len()];
+            let mut cursor = vec![0usize; pn.len()];
+            let mut stack = vec![(0usize, 0usize)];
+            while let Some((i, start)) = stack.pop() {
+                range[i] = (start, start + size[i]);
+                cursor[i] = start;
+                let mut next = start + own[i];
+                for &c in &pn[i].children {
+                    stack.push((c, next));
+                    next += size[c];
+                }
+            }
+            let placeholder = JobNode {
+                sort: 0.0,
+                tickets: 0.0,
+                shr: 0.0,
+                job_id: 0,
+                task_id: 0,
+                job: 0,
+            };
+            let mut nodes = vec![placeholder; size[0]];
+            for (k, (&j, node)) in which.iter().zip(&job_node).enumerate() {
+                let Some(i) = *node else { continue };
+                let job = &jobs[j];
+                let (t, sort) = if policy.dependent {
+                    (
+                        job.higher_policy_tickets,
+                        job.higher_policy_tickets + 0.01 * f64::from(job.jobshare),
+                    )
+                } else {
+                    (0.0, f64::from(job.jobshare))
+                };
+                nodes[cursor[i]] = JobNode {
+                    sort,
+                    tickets: t,
+                    shr: 0.0,
+                    job_id: job.job_id,
+                    task_id: u32::try_from(job.task_id).unwrap_or(u32::MAX),
+                    job: k as u32 | if job.running { 0 } else { PENDING_BIT },
+                };
+                cursor[i] += 1;
+            }
+            let mut layout = JobLayout { nodes, range, own };
+            let dilution = |k: usize| f64::from(jobs[which[k]].pe_min_slots.max(1));
+            let root = sort_job_nodes(&pn, &mut layout, 0, 0, total_tickets, &dilution);
+            let (start, end) = layout.range[root];
+            for jn in &layout.nodes[start..end] {
+                if jn.pending() {
+                    tickets[jn.index()] = jn.shr * total_tickets;
                 }
             }
         }
@@ -998,49 +1077,50 @@ fn calc_node_targets(pn: &mut [PassNode], i: usize, compensation_factor: f64) {
     }
 }
 
-/// `sge_sort_job_nodes`: collects the job nodes below `node`, ordering and diluting them at
-/// every level below the (pruned) root.
+/// `sge_sort_job_nodes`: orders and dilutes the job nodes below `node` at every level below the
+/// (pruned) root, in place. Returns the effective root after pruning.
 fn sort_job_nodes(
     pn: &[PassNode],
-    job_nodes: &mut [Vec<JobNode>],
+    layout: &mut JobLayout,
     root: usize,
     node: usize,
     total_tickets: f64,
-) -> Vec<JobNode> {
-    if root == node && job_nodes[node].is_empty() {
+    dilution: &dyn Fn(usize) -> f64,
+) -> usize {
+    if root == node && layout.own[node] == 0 {
         // Prune: a root with no jobs of its own and exactly one active child.
         let mut active = pn[node].children.iter().filter(|&&c| pn[c].job_count > 0);
         if let (Some(&only), None) = (active.next(), active.next()) {
-            return sort_job_nodes(pn, job_nodes, only, only, total_tickets);
+            return sort_job_nodes(pn, layout, only, only, total_tickets, dilution);
         }
     }
-    let mut list: Vec<JobNode> = Vec::new();
     for &c in &pn[node].children {
         if pn[c].job_count > 0 {
-            list.extend(sort_job_nodes(pn, job_nodes, root, c, total_tickets));
+            sort_job_nodes(pn, layout, root, c, total_tickets, dilution);
         }
     }
-    let own = std::mem::take(&mut job_nodes[node]);
-    let has_own = !own.is_empty();
-    list.extend(own);
-    if root != node || has_own {
-        list.sort_by(|a, b| {
-            a.running
-                .cmp(&b.running)
-                .reverse()
+    if root != node || layout.own[node] > 0 {
+        let (start, end) = layout.range[node];
+        let list = &mut layout.nodes[start..end];
+        // Running jobs first, then by the previous level's value, then job and task number
+        // (`lPSortList(..., "%I+ %I- %I+ %I+", STN_queued, STN_sort, STN_jobid, STN_taskid)`).
+        list.sort_unstable_by(|a, b| {
+            a.pending()
+                .cmp(&b.pending())
                 .then(b.sort.total_cmp(&a.sort))
                 .then(a.job_id.cmp(&b.job_id))
                 .then(a.task_id.cmp(&b.task_id))
+                .then(a.job.cmp(&b.job))
         });
         let stt = pn[node].stt;
         let mut dilute = 1.0;
-        for jn in &mut list {
+        for jn in list.iter_mut() {
             jn.shr = stt / dilute;
             jn.sort = jn.tickets + jn.shr * total_tickets;
-            dilute += jn.dilution;
+            dilute += dilution(jn.index());
         }
     }
-    list
+    root
 }
 
 #[cfg(test)]
