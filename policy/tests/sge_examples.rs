@@ -654,10 +654,8 @@ fn naive_override(t: &OverrideTables, jobs: &[OverrideJob<'_>]) -> Vec<f64> {
         .map(|(j, &v)| if j.running { v } else { 0.0 })
         .collect();
     // categories in first-appearance order, members in job order (not dependent)
-    let mut cats: Vec<(
-        (u32, Option<String>, Option<String>, Option<String>),
-        Vec<usize>,
-    )> = Vec::new();
+    type CategoryKey = (u32, Option<String>, Option<String>, Option<String>);
+    let mut cats: Vec<(CategoryKey, Vec<usize>)> = Vec::new();
     for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.running) {
         let u = (ot(&t.users, Some(j.user)) > 0.0).then(|| j.user.to_string());
         let p = j
