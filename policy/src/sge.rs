@@ -616,6 +616,316 @@ pub fn override_tickets(
     out
 }
 
+/// Functional shares configured on users, projects and departments (`user(5)`, `project(5)`,
+/// `access_list(5)` `fshare`). Jobs' own shares (`qsub -js`) come with each job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionalShares {
+    pub users: std::collections::HashMap<String, u32>,
+    pub projects: std::collections::HashMap<String, u32>,
+    pub departments: std::collections::HashMap<String, u32>,
+}
+
+/// `sched_conf(5)` settings of the functional policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FunctionalPolicy {
+    /// `weight_tickets_functional`: tickets to distribute.
+    pub weight_tickets_functional: f64,
+    /// `weight_user`, `weight_project`, `weight_department`, `weight_job` (0.25 each by default).
+    pub weight_user: f64,
+    pub weight_project: f64,
+    pub weight_department: f64,
+    pub weight_job: f64,
+    /// `share_functional_shares` (default true): an object's shares are split among its jobs.
+    pub share_functional_shares: bool,
+    /// `max_functional_jobs_to_schedule` (default 200): pending jobs computed one by one; the
+    /// others of a category get the value of the category's first job.
+    pub max_functional_jobs_to_schedule: usize,
+    /// Whether a policy precedes the functional one in `policy_hierarchy` ("OFS": override).
+    pub dependent: bool,
+}
+
+impl Default for FunctionalPolicy {
+    fn default() -> Self {
+        Self {
+            weight_tickets_functional: 0.0,
+            weight_user: 0.25,
+            weight_project: 0.25,
+            weight_department: 0.25,
+            weight_job: 0.25,
+            share_functional_shares: true,
+            max_functional_jobs_to_schedule: 200,
+            dependent: true,
+        }
+    }
+}
+
+/// One job (or array task) for the functional policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FunctionalJob<'a> {
+    pub job_id: u64,
+    pub task_id: u64,
+    pub submission_time: i64,
+    pub user: &'a str,
+    pub project: Option<&'a str>,
+    pub department: Option<&'a str>,
+    pub running: bool,
+    /// `-js` job share.
+    pub jobshare: u32,
+    /// Tickets from policies earlier in `policy_hierarchy` (override tickets with "OFS").
+    pub higher_policy_tickets: f64,
+}
+
+/// Functional tickets (`ftckt`) per job, following SGE 8.1.9's `sgeee.c`.
+///
+/// Running jobs: each category (user, project, department, job) hands out
+/// `weight_tickets_functional` in proportion to the shares of its running jobs (an object's
+/// shares split among its running jobs when `share_functional_shares`), and a job's tickets are
+/// the weighted sum over the four categories, with the weights of categories without shares
+/// dropped and the rest renormalised.
+///
+/// Pending jobs: SGE repeatedly takes the pending job that would get the most functional tickets
+/// if it were started next (ties: earlier submission, lower job then task number), counts it as
+/// running, and gives it the tickets computed with it counted; it adds 0.001 to each share sum
+/// while choosing. Only `max_functional_jobs_to_schedule` jobs are computed; the others get
+/// the value last computed for the first job of their category (same job share and same user,
+/// project and department with shares).
+pub fn functional_tickets(
+    shares: &FunctionalShares,
+    policy: &FunctionalPolicy,
+    jobs: &[FunctionalJob<'_>],
+) -> Vec<f64> {
+    use std::collections::HashMap;
+
+    let tf = policy.weight_tickets_functional;
+    let mut out = vec![0.0; jobs.len()];
+    if tf <= 0.0 {
+        return out;
+    }
+    let shared = policy.share_functional_shares;
+    let fs = |map: &HashMap<String, u32>, key: Option<&str>| -> f64 {
+        key.and_then(|k| map.get(k)).map_or(0.0, |&v| f64::from(v))
+    };
+    let mut user_cnt: HashMap<&str, u64> = HashMap::new();
+    let mut proj_cnt: HashMap<&str, u64> = HashMap::new();
+    let mut dept_cnt: HashMap<&str, u64> = HashMap::new();
+    for j in jobs.iter().filter(|j| j.running) {
+        *user_cnt.entry(j.user).or_default() += 1;
+        if let Some(p) = j.project {
+            *proj_cnt.entry(p).or_default() += 1;
+        }
+        if let Some(d) = j.department {
+            *dept_cnt.entry(d).or_default() += 1;
+        }
+    }
+    let cnt =
+        |m: &HashMap<&str, u64>, k: Option<&str>| k.and_then(|k| m.get(k)).copied().unwrap_or(0);
+    // Per-job object shares: (user, project, department), already split when shared.
+    let split = |v: f64, c: u64| if shared && c > 0 { v / c as f64 } else { v };
+    // Sums over running jobs (`calc_job_functional_tickets_pass1` with sum_shares).
+    let mut sums = [0.0_f64; 4]; // user, project, department, job
+    let mut run_fshare: Vec<[f64; 3]> = vec![[0.0; 3]; jobs.len()];
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.running) {
+        let u = split(
+            fs(&shares.users, Some(j.user)),
+            cnt(&user_cnt, Some(j.user)),
+        );
+        let p = j
+            .project
+            .map(|p| split(fs(&shares.projects, Some(p)), cnt(&proj_cnt, Some(p))));
+        let d = j
+            .department
+            .map(|d| split(fs(&shares.departments, Some(d)), cnt(&dept_cnt, Some(d))));
+        sums[0] += u;
+        sums[1] += p.unwrap_or(0.0);
+        sums[2] += d.unwrap_or(0.0);
+        sums[3] += f64::from(j.jobshare);
+        run_fshare[i] = [u, p.unwrap_or(0.0), d.unwrap_or(0.0)];
+    }
+    let weights = |present: [bool; 4]| -> [f64; 4] {
+        let mut w = [
+            if present[0] { policy.weight_user } else { 0.0 },
+            if present[1] {
+                policy.weight_project
+            } else {
+                0.0
+            },
+            if present[2] {
+                policy.weight_department
+            } else {
+                0.0
+            },
+            if present[3] { policy.weight_job } else { 0.0 },
+        ];
+        let k: f64 = w.iter().sum();
+        if k > 0.0 {
+            for x in &mut w {
+                *x /= k;
+            }
+        }
+        w
+    };
+    // `calc_job_functional_tickets_pass2`.
+    let tickets = |j: &FunctionalJob<'_>, f: [f64; 3], s: [f64; 4], w: [f64; 4]| -> f64 {
+        let part = |share: f64, sum: f64| if sum != 0.0 { share * tf / sum } else { 0.0 };
+        let user = part(f[0], s[0]);
+        let project = if j.project.is_some() {
+            part(f[1], s[1])
+        } else {
+            0.0
+        };
+        let dept = if j.department.is_some() {
+            part(f[2], s[2])
+        } else {
+            0.0
+        };
+        let job = part(f64::from(j.jobshare), s[3]);
+        w[0] * user + w[2] * dept + w[1] * project + w[3] * job
+    };
+    let w_running = weights([sums[0] > 0.0, sums[1] > 0.0, sums[2] > 0.0, sums[3] > 0.0]);
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.running) {
+        out[i] = tickets(j, run_fshare[i], sums, w_running);
+    }
+
+    // Pending jobs, by functional category.
+    type Key<'k> = (u32, Option<&'k str>, Option<&'k str>, Option<&'k str>);
+    let mut cat_index: HashMap<Key<'_>, usize> = HashMap::new();
+    let mut cats: Vec<(Key<'_>, Vec<usize>)> = Vec::new();
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.running) {
+        let u = (fs(&shares.users, Some(j.user)) > 0.0).then_some(j.user);
+        let p = j.project.filter(|p| fs(&shares.projects, Some(p)) > 0.0);
+        let d = j
+            .department
+            .filter(|d| fs(&shares.departments, Some(d)) > 0.0);
+        if j.jobshare == 0 && u.is_none() && p.is_none() && d.is_none() {
+            continue;
+        }
+        let key = (j.jobshare, u, d, p);
+        let c = *cat_index.entry(key).or_insert_with(|| {
+            cats.push((key, Vec::new()));
+            cats.len() - 1
+        });
+        cats[c].1.push(i);
+    }
+    if policy.dependent {
+        for (_, members) in &mut cats {
+            members.sort_by(|&a, &b| {
+                let (ja, jb) = (&jobs[a], &jobs[b]);
+                jb.higher_policy_tickets
+                    .total_cmp(&ja.higher_policy_tickets)
+                    .then(ja.submission_time.cmp(&jb.submission_time))
+                    .then(ja.job_id.cmp(&jb.job_id))
+                    .then(ja.task_id.cmp(&jb.task_id))
+            });
+        }
+    }
+    let pending_jobs: usize = cats.iter().map(|(_, m)| m.len()).sum();
+    let max = policy.max_functional_jobs_to_schedule.min(pending_jobs);
+    let w_all = weights([true; 4]);
+    let mut pending_sums = sums;
+    let mut heads = vec![0usize; cats.len()];
+    let mut provisional = vec![0.0_f64; jobs.len()];
+    for _ in 0..max {
+        // (tickets incl. higher policies, submission, job, task, category)
+        let mut best: Option<(f64, i64, u64, u64, usize)> = None;
+        for (c, (key, members)) in cats.iter().enumerate() {
+            let Some(&i) = members.get(heads[c]) else {
+                continue;
+            };
+            let j = &jobs[i];
+            let mut s = pending_sums.map(|x| x + 0.001);
+            let mut f = [
+                key.1.map_or(0.0, |u| fs(&shares.users, Some(u))),
+                key.3.map_or(0.0, |p| fs(&shares.projects, Some(p))),
+                key.2.map_or(0.0, |d| fs(&shares.departments, Some(d))),
+            ];
+            if shared {
+                f[0] /= (cnt(&user_cnt, Some(j.user)) + 1) as f64;
+                if j.project.is_some() {
+                    f[1] /= (cnt(&proj_cnt, j.project) + 1) as f64;
+                }
+                if j.department.is_some() {
+                    f[2] /= (cnt(&dept_cnt, j.department) + 1) as f64;
+                }
+            } else {
+                s[0] += f[0];
+                if j.project.is_some() {
+                    s[1] += f[1];
+                }
+                if j.department.is_some() {
+                    s[2] += f[2];
+                }
+            }
+            s[3] += f64::from(key.0);
+            let ft = tickets(j, f, s, w_all);
+            provisional[i] = ft;
+            let ft = if policy.dependent {
+                ft + j.higher_policy_tickets
+            } else {
+                ft
+            };
+            let take = match best {
+                None => true,
+                Some((bt, bsub, bjid, btid, _)) => {
+                    ft >= bt
+                        && (ft > bt
+                            || j.submission_time < bsub
+                            || (j.submission_time == bsub && j.job_id < bjid)
+                            || (j.job_id == bjid && j.task_id < btid))
+                }
+            };
+            if take {
+                best = Some((ft, j.submission_time, j.job_id, j.task_id, c));
+            }
+        }
+        let Some((_, _, _, _, c)) = best else { break };
+        let i = cats[c].1[heads[c]];
+        heads[c] += 1;
+        if let Some(&next) = cats[c].1.get(heads[c]) {
+            provisional[next] = provisional[i];
+        }
+        let j = &jobs[i];
+        // Count it as running, then its tickets with itself counted.
+        let uc = user_cnt.entry(j.user).or_default();
+        *uc += 1;
+        let u_cnt = *uc;
+        let p_cnt = j.project.map(|p| {
+            let e = proj_cnt.entry(p).or_default();
+            *e += 1;
+            *e
+        });
+        let d_cnt = j.department.map(|d| {
+            let e = dept_cnt.entry(d).or_default();
+            *e += 1;
+            *e
+        });
+        let mut f = [0.0; 3];
+        let obj = [
+            (Some(j.user), fs(&shares.users, Some(j.user)), Some(u_cnt)),
+            (j.project, fs(&shares.projects, j.project), p_cnt),
+            (j.department, fs(&shares.departments, j.department), d_cnt),
+        ];
+        for (k, (name, share, count)) in obj.into_iter().enumerate() {
+            if let (Some(_), Some(count)) = (name, count) {
+                f[k] = if shared { share / count as f64 } else { share };
+                if !shared || count <= 1 {
+                    pending_sums[k] += f[k];
+                }
+            }
+        }
+        pending_sums[3] += f64::from(j.jobshare);
+        out[i] = tickets(j, f, pending_sums, w_all);
+    }
+    // Jobs not computed get their category's first job's latest value.
+    for (c, (_, members)) in cats.iter().enumerate() {
+        if let Some(&first) = members.get(heads[c]) {
+            for &i in &members[heads[c]..] {
+                out[i] = provisional[first];
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -650,6 +960,59 @@ mod tests {
         assert_eq!(o, vec![600.0, 300.0, 200.0, 300.0, 0.0]);
         let o = override_tickets(&t, false, true, &jobs);
         assert_eq!(o, vec![600.0, 600.0, 600.0, 300.0, 0.0]);
+    }
+
+    fn fjob(id: u64, user: &str, running: bool) -> FunctionalJob<'_> {
+        FunctionalJob {
+            job_id: id,
+            task_id: 1,
+            submission_time: 0,
+            user,
+            project: None,
+            department: None,
+            running,
+            jobshare: 0,
+            higher_policy_tickets: 0.0,
+        }
+    }
+
+    #[test]
+    fn functional_running_jobs_split_user_shares() {
+        let mut sh = FunctionalShares::default();
+        sh.users.insert("a".into(), 300);
+        sh.users.insert("b".into(), 100);
+        let policy = FunctionalPolicy {
+            weight_tickets_functional: 1000.0,
+            ..FunctionalPolicy::default()
+        };
+        let jobs = [fjob(1, "a", true), fjob(2, "a", true), fjob(3, "b", true)];
+        let f = functional_tickets(&sh, &policy, &jobs);
+        // Only the user category has shares: weight 1; a's 750 split over two jobs.
+        assert_eq!(f, vec![375.0, 375.0, 250.0]);
+    }
+
+    #[test]
+    fn functional_pending_jobs_count_earlier_ones_as_running() {
+        let mut sh = FunctionalShares::default();
+        sh.users.insert("a".into(), 100);
+        sh.users.insert("b".into(), 100);
+        let policy = FunctionalPolicy {
+            weight_tickets_functional: 1000.0,
+            weight_user: 1.0,
+            weight_project: 0.0,
+            weight_department: 0.0,
+            weight_job: 0.0,
+            ..FunctionalPolicy::default()
+        };
+        let jobs = [
+            fjob(1, "a", false),
+            fjob(2, "a", false),
+            fjob(3, "b", false),
+        ];
+        let f = functional_tickets(&sh, &policy, &jobs);
+        // Job 1 alone: 1000; then b's job with a counted: 100/(100+100) → 500; then a's second
+        // job: a's 100 split over 2 jobs → 50/200 → 250.
+        assert_eq!(f, vec![1000.0, 250.0, 500.0]);
     }
 
     #[test]
