@@ -926,6 +926,234 @@ pub fn functional_tickets(
     out
 }
 
+/// A ticket policy, as letters of `policy_hierarchy` (`sched_conf(5)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketPolicy {
+    /// `O`
+    Override,
+    /// `F`
+    Functional,
+    /// `S`
+    ShareTree,
+}
+
+/// Parses `policy_hierarchy`: up to three distinct letters of O, F, S, or `NONE`. Policies named
+/// are "dependent" (each orders its pending jobs by the tickets of the ones before it); the
+/// others follow, independent, in SGE's enum order O, F, S (`sconf_ph_fill_array`).
+pub fn parse_policy_hierarchy(value: &str) -> Option<Vec<(TicketPolicy, bool)>> {
+    let mut out: Vec<(TicketPolicy, bool)> = Vec::new();
+    if !value.is_empty() && !value.eq_ignore_ascii_case("NONE") {
+        for c in value.chars() {
+            let p = match c.to_ascii_uppercase() {
+                'O' => TicketPolicy::Override,
+                'F' => TicketPolicy::Functional,
+                'S' => TicketPolicy::ShareTree,
+                _ => return None,
+            };
+            if out.iter().any(|(q, _)| *q == p) {
+                return None;
+            }
+            out.push((p, true));
+        }
+    }
+    for p in [
+        TicketPolicy::Override,
+        TicketPolicy::Functional,
+        TicketPolicy::ShareTree,
+    ] {
+        if !out.iter().any(|(q, _)| *q == p) {
+            out.push((p, false));
+        }
+    }
+    Some(out)
+}
+
+/// One job (or array task) as the three ticket policies see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TicketJobInput<'a> {
+    pub job_id: u64,
+    pub task_id: u64,
+    pub submission_time: i64,
+    pub user: &'a str,
+    /// Only a configured project; SGE ignores unknown ones.
+    pub project: Option<&'a str>,
+    pub department: Option<&'a str>,
+    pub running: bool,
+    /// `-js` job share.
+    pub jobshare: u32,
+    /// `qalter -ot` override tickets.
+    pub job_otickets: u32,
+    /// Lowest slot count of the PE range, 1 for sequential jobs.
+    pub pe_min_slots: u32,
+}
+
+/// Everything the ticket policies need for a pass.
+#[derive(Debug, Clone, Copy)]
+pub struct TicketConfig<'a> {
+    /// Parsed `policy_hierarchy` ([`parse_policy_hierarchy`]; "OFS" by default).
+    pub hierarchy: &'a [(TicketPolicy, bool)],
+    pub override_tables: &'a OverrideTables,
+    /// `share_override_tickets`.
+    pub share_override_tickets: bool,
+    pub functional_shares: &'a FunctionalShares,
+    pub functional: FunctionalPolicy,
+    /// The share tree, its usage and policy; `None` without a share tree.
+    pub share_tree: Option<(
+        &'a crate::sharetree::ShareTree,
+        &'a crate::sharetree::UsageStore,
+        crate::sharetree::ShareTreePolicy,
+    )>,
+}
+
+/// The ticket columns of `qstat -ext` for one job.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JobTickets {
+    /// `tckts = otckt + ftckt + stckt`.
+    pub tckts: f64,
+    pub otckt: f64,
+    pub ftckt: f64,
+    pub stckt: f64,
+    /// `share`: tickets over the sum of tickets of the jobs in the same state.
+    pub share: f64,
+}
+
+/// Result of [`compute_tickets`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketPass {
+    pub jobs: Vec<JobTickets>,
+    /// The ticket range maximum for `ntckts` ([`PriorityPass::max_tickets`]).
+    pub max_tickets: f64,
+    /// Share-tree node figures (`sge_share_mon`), empty without a share tree.
+    pub nodes: Vec<crate::sharetree::ShareTreeNodeReport>,
+}
+
+/// All tickets of one pass: override, functional and share-tree policies chained along
+/// `policy_hierarchy` as SGE's `sge_calc_tickets` does. The functional and override policies
+/// give running jobs the same values in SGE's two passes; the share tree's second pass (running
+/// jobs only) gives the running jobs their final share-tree tickets.
+pub fn compute_tickets(
+    config: &TicketConfig<'_>,
+    now: i64,
+    jobs: &[TicketJobInput<'_>],
+) -> TicketPass {
+    let n = jobs.len();
+    let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
+    let (mut o, mut f, mut s, mut s_first) =
+        (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let mut nodes = Vec::new();
+    for &(policy, dependent) in config.hierarchy {
+        let got: Vec<f64> = match policy {
+            TicketPolicy::Override => {
+                let oj: Vec<OverrideJob<'_>> = jobs
+                    .iter()
+                    .zip(&acc)
+                    .map(|(j, &t)| OverrideJob {
+                        job_id: j.job_id,
+                        task_id: j.task_id,
+                        submission_time: j.submission_time,
+                        user: j.user,
+                        project: j.project,
+                        department: j.department,
+                        running: j.running,
+                        job_otickets: j.job_otickets,
+                        higher_policy_tickets: t,
+                    })
+                    .collect();
+                o = override_tickets(
+                    config.override_tables,
+                    config.share_override_tickets,
+                    dependent,
+                    &oj,
+                );
+                o.clone()
+            }
+            TicketPolicy::Functional => {
+                let fj: Vec<FunctionalJob<'_>> = jobs
+                    .iter()
+                    .zip(&acc)
+                    .map(|(j, &t)| FunctionalJob {
+                        job_id: j.job_id,
+                        task_id: j.task_id,
+                        submission_time: j.submission_time,
+                        user: j.user,
+                        project: j.project,
+                        department: j.department,
+                        running: j.running,
+                        jobshare: j.jobshare,
+                        higher_policy_tickets: t,
+                    })
+                    .collect();
+                let fp = FunctionalPolicy {
+                    dependent,
+                    ..config.functional
+                };
+                f = functional_tickets(config.functional_shares, &fp, &fj);
+                f.clone()
+            }
+            TicketPolicy::ShareTree => {
+                let Some((tree, usage, sp)) = config.share_tree else {
+                    continue;
+                };
+                let tj: Vec<crate::sharetree::TicketJob<'_>> = jobs
+                    .iter()
+                    .zip(&acc)
+                    .map(|(j, &t)| crate::sharetree::TicketJob {
+                        job_id: j.job_id,
+                        task_id: j.task_id,
+                        user: j.user,
+                        project: j.project,
+                        running: j.running,
+                        jobshare: j.jobshare,
+                        pe_min_slots: j.pe_min_slots,
+                        higher_policy_tickets: t,
+                    })
+                    .collect();
+                let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
+                let st = tree.tickets(usage, &sp, now, &tj);
+                s = st.stckt;
+                s_first = st.first_pass_stckt;
+                nodes = st.nodes;
+                s.clone()
+            }
+        };
+        if dependent {
+            for ((a, j), t) in acc.iter_mut().zip(jobs).zip(&got) {
+                if !j.running {
+                    *a += t;
+                }
+            }
+        }
+    }
+    let mut max_tickets: f64 = 0.0;
+    let (mut sum_running, mut sum_pending) = (0.0, 0.0);
+    let mut out: Vec<JobTickets> = Vec::with_capacity(n);
+    for (i, j) in jobs.iter().enumerate() {
+        let tckts = o[i] + f[i] + s[i];
+        max_tickets = max_tickets.max(tckts).max(o[i] + f[i] + s_first[i]);
+        if j.running {
+            sum_running += tckts;
+        } else {
+            sum_pending += tckts;
+        }
+        out.push(JobTickets {
+            tckts,
+            otckt: o[i],
+            ftckt: f[i],
+            stckt: s[i],
+            share: 0.0,
+        });
+    }
+    for (t, j) in out.iter_mut().zip(jobs) {
+        let sum = if j.running { sum_running } else { sum_pending };
+        t.share = if t.tckts > 0.0 { t.tckts / sum } else { 0.0 };
+    }
+    TicketPass {
+        jobs: out,
+        max_tickets,
+        nodes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,12 +38,15 @@
 //! sgeuser2's 4162.03, 2081.01, 1387.34, printed truncated by qstat as 5837, 2918, 1945, 4162,
 //! 2081, 1387.
 //!
-//! # Not implemented here
-//! Functional and override tickets (`weight_tickets_functional`, `share_functional_shares`,
-//! `share_override_tickets`, `policy_hierarchy`) live outside this module; the pass takes each
-//! job's tickets from higher policies ([`TicketJob::higher_policy_tickets`]) so that a dependent
-//! share-tree policy sorts by them as SGE does. The redistribution of a project's unattributed
-//! usage to the nodes above a `default` user node (`sge_calc_node_usage`) is not modelled.
+//! # Scope
+//! Functional and override tickets are in [`crate::sge`] ([`crate::sge::functional_tickets`],
+//! [`crate::sge::override_tickets`], and [`crate::sge::compute_tickets`] which chains all three
+//! along `policy_hierarchy`). The pass takes each job's tickets from higher policies
+//! ([`TicketJob::higher_policy_tickets`]) so that a dependent share-tree policy orders pending
+//! jobs by them as SGE does. Not modelled: the redistribution of a project's unattributed usage
+//! to the nodes above a `default` user node inside that project (`sge_calc_node_usage`), and
+//! SGE's cap of `max_pending_tasks_per_job` array tasks per job (the caller passes the tasks it
+//! wants considered).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -603,6 +606,9 @@ pub struct ShareTreeTickets {
     /// the pending-job ordering; running jobs get their share of their node's entitlement
     /// computed over running jobs only, as SGE's second ticket pass does.
     pub stckt: Vec<f64>,
+    /// Running jobs' tickets from the first pass (which counted pending jobs too); pending jobs'
+    /// are as in `stckt`. Only the ticket range (`max_tickets`) uses these.
+    pub first_pass_stckt: Vec<f64>,
     /// The largest ticket amount SGE saw in either pass (running jobs' first-pass tickets count
     /// too), which is the range `ntckts` normalises over: pass it to
     /// [`crate::sge::PriorityPass::max_tickets`].
@@ -681,6 +687,7 @@ impl ShareTree {
         // values which only count towards the ticket range).
         let all: Vec<usize> = (0..n).collect();
         let (first, nodes) = self.pass(usage, policy, now, jobs, &all);
+        let first_pass_stckt = first.clone();
         for (&j, &t) in all.iter().zip(&first) {
             max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
             if !jobs[j].running {
@@ -721,6 +728,7 @@ impl ShareTree {
             .collect();
         ShareTreeTickets {
             stckt,
+            first_pass_stckt,
             max_tickets,
             share,
             nodes,

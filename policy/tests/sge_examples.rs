@@ -5,9 +5,10 @@
 //! test failing here means a visible difference from SGE.
 
 use gridspool_policy::sge::{
-    DEFAULT_SLOTS_URGENCY, JobPriority, JobPriorityInput, OverrideJob, OverrideTables,
-    PriorityPass, PriorityWeights, compute_priorities, dispatch_order, displayed_tickets,
-    override_tickets, resource_contribution,
+    DEFAULT_SLOTS_URGENCY, FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput,
+    OverrideJob, OverrideTables, PriorityPass, PriorityWeights, TicketConfig, TicketJobInput,
+    compute_priorities, compute_tickets, dispatch_order, displayed_tickets, override_tickets,
+    parse_policy_hierarchy, resource_contribution,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeNodeSpec, ShareTreePolicy, TicketJob, Usage, UsageRecord,
@@ -288,6 +289,64 @@ mod captures {
             .map(|&i| pjobs[i].job_id)
             .collect();
         assert_eq!(order, vec![43, 44, 45, 46, 47, 48]);
+    }
+
+    /// `qstat-ext-share.txt` again, through [`compute_tickets`] with the default hierarchy "OFS"
+    /// and no override or functional configuration: otckt and ftckt 0, tckts = stckt.
+    #[test]
+    fn qstat_ext_share_all_ticket_policies() {
+        let (tree, usage, policy, jobs) = share_context();
+        let hierarchy = parse_policy_hierarchy("OFS").expect("valid hierarchy");
+        let (ot, fs) = (OverrideTables::default(), FunctionalShares::default());
+        let config = TicketConfig {
+            hierarchy: &hierarchy,
+            override_tables: &ot,
+            share_override_tickets: true,
+            functional_shares: &fs,
+            functional: FunctionalPolicy::default(),
+            share_tree: Some((&tree, &usage, policy)),
+        };
+        let input: Vec<TicketJobInput<'_>> = jobs
+            .iter()
+            .map(|j| TicketJobInput {
+                job_id: j.job_id,
+                task_id: 1,
+                submission_time: T0,
+                user: j.user,
+                project: None,
+                department: Some("defaultdepartment"),
+                running: false,
+                jobshare: 0,
+                job_otickets: 0,
+                pe_min_slots: 1,
+            })
+            .collect();
+        let pass = compute_tickets(&config, 1_795_301_207, &input);
+        let cols: Vec<(i64, i64, i64, i64, String)> = pass
+            .jobs
+            .iter()
+            .map(|t| {
+                (
+                    displayed_tickets(t.tckts),
+                    displayed_tickets(t.otckt),
+                    displayed_tickets(t.ftckt),
+                    displayed_tickets(t.stckt),
+                    format!("{:.2}", t.share),
+                )
+            })
+            .collect();
+        let expected = [
+            (5837, "0.32"),
+            (4162, "0.23"),
+            (2918, "0.16"),
+            (2081, "0.11"),
+            (1945, "0.11"),
+            (1387, "0.08"),
+        ];
+        for (c, (t, share)) in cols.iter().zip(expected) {
+            assert_eq!(c, &(t, 0, 0, t, share.to_string()));
+        }
+        assert_eq!(f5(pass.jobs[1].tckts / pass.max_tickets), "0.71292");
     }
 
     /// `sge_share_mon.txt`: level%, total%, actual_share and usage per node.
