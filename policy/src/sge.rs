@@ -32,6 +32,18 @@
 //! The queue "urgency bonus" (the seed's +40,000 for t queues and +80,000 for u queues) is a
 //! gridspool extension: SGE has no such term. It is modelled as an extra amount added to
 //! `rrcontr`, supplied by the caller ([`JobPriorityInput::queue_urgency_bonus`]).
+//!
+//! # One scheduling pass
+//!
+//! 1. [`compute_tickets`] (or the single policies [`override_tickets`],
+//!    [`functional_tickets`], [`crate::sharetree::ShareTree::tickets`]) gives every considered
+//!    job its `tckts` and the ticket range maximum.
+//! 2. [`compute_priorities`] with those tickets and [`PriorityPass::max_tickets`] gives every
+//!    qstat priority column.
+//! 3. [`dispatch_order`] sorts the pending jobs as SGE dispatches them.
+//!
+//! Array jobs: SGE computes tickets for at most [`pending_tasks_considered`] pending tasks per
+//! job and shows the first task's values for the rest; pass that many tasks.
 
 use std::cmp::Ordering;
 
@@ -407,6 +419,12 @@ pub fn dispatch_order(jobs: &[JobPriorityInput], priorities: &[JobPriority]) -> 
 /// (`qstat-ext-share.txt`: 5837.97 tickets print as 5837, 1387.34 as 1387).
 pub fn displayed_tickets(tickets: f64) -> i64 {
     tickets.trunc() as i64
+}
+
+/// How many pending tasks of one array job SGE gives tickets in a pass:
+/// `min(max_pending_tasks_per_job, free queue slots + 1)` (`sge_calc_tickets`).
+pub fn pending_tasks_considered(max_pending_tasks_per_job: u32, free_queue_slots: u32) -> u32 {
+    max_pending_tasks_per_job.min(free_queue_slots.saturating_add(1))
 }
 
 /// Override tickets configured on users, projects and departments (`user(5)`, `project(5)`,

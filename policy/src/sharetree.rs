@@ -1147,6 +1147,129 @@ mod tests {
         assert_eq!(none.factors(1e9)[0], 1.0);
     }
 
+    /// share_tree(5): "A user leaf node named 'default' can be defined as a descendant of a
+    /// project node ... users who do not have a user node defined under the project" each get
+    /// the default node's shares, as a sibling of their own.
+    #[test]
+    fn default_nodes_inside_and_outside_projects() {
+        let tree = ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::group(
+                        "P1",
+                        60,
+                        vec![
+                            ShareTreeNodeSpec::leaf("default", 10),
+                            ShareTreeNodeSpec::leaf("alice", 30),
+                        ],
+                    ),
+                    ShareTreeNodeSpec::leaf("default", 40),
+                ],
+            ),
+            &["P1"],
+        );
+        let d = DecayConfig::default();
+        let mut usage = UsageStore::new();
+        usage.add_usage(
+            "alice",
+            Some("P1"),
+            Usage {
+                cpu: 10.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        usage.add_usage(
+            "bob",
+            Some("P1"),
+            Usage {
+                cpu: 30.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        usage.add_usage(
+            "carol",
+            None,
+            Usage {
+                cpu: 5.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        let policy = ShareTreePolicy {
+            weight_tickets_share: 1000.0,
+            ..ShareTreePolicy::default()
+        };
+        let mut bob = TicketJob::pending(2, "bob");
+        bob.project = Some("P1");
+        let mut alice = TicketJob::pending(1, "alice");
+        alice.project = Some("P1");
+        let carol = TicketJob::pending(3, "carol");
+        // A project not in the tree: no node, no tickets, even though "default" exists.
+        let mut dave = TicketJob::pending(4, "dave");
+        dave.project = Some("P2");
+        let st = tree.tickets(&usage, &policy, 0, &[alice, bob, carol, dave]);
+        let node = |p: &str| st.nodes.iter().find(|n| n.path == p).cloned();
+        let bob_node = node("/P1/bob").expect("temporary node for bob");
+        assert_eq!(
+            (bob_node.shares, bob_node.job_count, bob_node.usage),
+            (10, 1, 30.0)
+        );
+        let carol_node = node("/carol").expect("temporary node for carol");
+        assert_eq!((carol_node.shares, carol_node.usage), (40, 5.0));
+        // The project node carries the project's usage, not the sum of its children's.
+        assert_eq!(node("/P1").map(|n| n.usage), Some(40.0));
+        assert_eq!(node("/P1/default").map(|n| n.job_count), Some(0));
+        assert_eq!(st.stckt[3], 0.0);
+        assert!(st.stckt[..3].iter().all(|&t| t > 0.0));
+        // P1 and carol compete at the top; alice and bob share P1's entitlement, and under
+        // P1 the first job gets P1's stt, the second half of it (diluted).
+        let top = node("/P1").map_or(0.0, |n| n.short_target_share)
+            + node("/carol").map_or(0.0, |n| n.short_target_share);
+        assert!((top - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn running_jobs_get_node_target_over_running_jobs() {
+        let tree = ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::leaf("a", 50),
+                    ShareTreeNodeSpec::leaf("b", 50),
+                ],
+            ),
+            &[],
+        );
+        let policy = ShareTreePolicy {
+            weight_tickets_share: 1000.0,
+            ..ShareTreePolicy::default()
+        };
+        let jobs = [
+            TicketJob::running(1, "a"),
+            TicketJob::running(2, "a"),
+            TicketJob::pending(3, "a"),
+            TicketJob::running(4, "b"),
+        ];
+        let st = tree.tickets(&UsageStore::new(), &policy, 0, &jobs);
+        // Second pass, running only: a and b 500 each, a's split over its two running jobs.
+        assert_eq!(st.stckt[0], 250.0);
+        assert_eq!(st.stckt[1], 250.0);
+        assert_eq!(st.stckt[3], 500.0);
+        // The pending job comes after a's two running jobs: 500 / 3.
+        assert!((st.stckt[2] - 500.0 / 3.0).abs() < 1e-9);
+        // First pass counted the pending job at a: 500 / 3 per running job.
+        assert!((st.first_pass_stckt[0] - 500.0 / 3.0).abs() < 1e-9);
+        assert_eq!(st.max_tickets, 500.0);
+    }
+
     #[test]
     fn usage_with_project_goes_to_project_not_user() {
         let d = DecayConfig::default();
