@@ -333,7 +333,8 @@ impl UsageStore {
         self.projects.get(project)
     }
 
-    fn user_in_project(&self, user: &str, project: &str) -> Option<&UsageRecord> {
+    /// A user's record within a project.
+    pub fn user_in_project(&self, user: &str, project: &str) -> Option<&UsageRecord> {
         self.user_projects
             .get(&(user.to_string(), project.to_string()))
     }
