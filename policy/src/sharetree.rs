@@ -1,1 +1,1292 @@
-//! (being written)
+//! Grid Engine 8.1.9 share-tree tickets (`share_tree(5)`, `sched_conf(5)`).
+//!
+//! The share tree gives users and projects long-term entitlements; the scheduler hands out up
+//! to `weight_tickets_share` tickets so that, over time, each node's decayed usage approaches its
+//! share. This module follows what SGE 8.1.9's scheduler (`sgeee.c`, `sge_support.c`) does, so
+//! that the numbers match the real system (`oracle/sge-captures/qstat-ext-share.txt`).
+//!
+//! # The algorithm, one scheduling pass
+//!
+//! 1. **Usage** (`sched_conf(5)` `halftime`, `usage_weight_list`, `halflife_decay_list`). SGE
+//!    keeps usage per user, per project, and per user-within-project; a node's usage is read
+//!    from the object it names: a user leaf outside any project has the user's usage from jobs
+//!    without a project, a user leaf under a project node has that user's usage in that project,
+//!    a project node has the project's usage, any other inner node the sum of its children.
+//!    Usage decays lazily: by `c^(Δt/60)` where `c = 1 − 60·ln2/(halftime·3600)` (SGE's
+//!    `calculate_decay_constant`, a per-minute constant, so the half-life is very nearly but not
+//!    exactly `halftime`); `halftime = 0` means no decay. The three kinds combine as
+//!    `Σ usage_k · w_k / Σ w`.
+//! 2. **Active nodes**: a node is active when it or a descendant has a job (running or
+//!    pending). Only active siblings compete.
+//! 3. **Long-term target** (`ltt`, `oltt`): shares among active siblings, and the product down
+//!    the path. **Short-term target** (`stt`, `ostt`): `shr = shares² / max(usage, oltt)` per
+//!    active sibling, normalised among them. **Compensation**: when a node's `ostt` exceeds
+//!    `compensation_factor × oltt`, its `shr` is divided by `ostt / (compensation_factor × oltt)`
+//!    and the siblings are renormalised.
+//! 4. **Pending jobs**: each job hangs below its node. Walking up, the jobs below each node that
+//!    is a child of the (pruned) root are sorted (running first, then by the previous level's
+//!    value, then job and task number) and the k-th gets `stt(node) / d_k` where `d_1 = 1` and
+//!    `d_{k+1} = d_k + max(1, min PE slots of job k)`: each job ahead counts as already running.
+//!    Tickets are that times `weight_tickets_share`. Levels with a single active child and no
+//!    jobs are pruned from the top first.
+//! 5. **Running jobs** get `ostt(node) × weight_tickets_share / jobs at node` (job-share weighted
+//!    when jobs carry `-js`); SGE then recomputes them in a second pass counting running jobs
+//!    only, and that second value is the one qstat shows.
+//!
+//! With Root→{sgeuser:75, sgeuser2:25}, usages 28.538147 and 4.447756, compensation factor 5 and
+//! 10,000 tickets this gives sgeuser's three pending jobs 5837.97, 2918.99, 1945.99 tickets and
+//! sgeuser2's 4162.03, 2081.01, 1387.34, printed truncated by qstat as 5837, 2918, 1945, 4162,
+//! 2081, 1387.
+//!
+//! # Scope
+//! Functional and override tickets are in [`crate::sge`] ([`crate::sge::functional_tickets`],
+//! [`crate::sge::override_tickets`], and [`crate::sge::compute_tickets`] which chains all three
+//! along `policy_hierarchy`). The pass takes each job's tickets from higher policies
+//! ([`TicketJob::higher_policy_tickets`]) so that a dependent share-tree policy orders pending
+//! jobs by them as SGE does. Not modelled: the redistribution of a project's unattributed usage
+//! to the nodes above a `default` user node inside that project (`sge_calc_node_usage`), and
+//! SGE's cap of `max_pending_tasks_per_job` array tasks per job (the caller passes the tasks it
+//! wants considered).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: the name lookups run once per job per pass (100,000 jobs), and SipHash's
+/// flooding resistance buys nothing for configured user and project names.
+#[derive(Default)]
+struct Fnv1a(u64);
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type NameMap<V> = HashMap<String, V, BuildHasherDefault<Fnv1a>>;
+
+/// SGE's `SGE_MIN_USAGE`: usage below `1.0 × oltt` counts as that much, so that a node without
+/// usage does not get an infinite short-term target.
+pub const SGE_MIN_USAGE: f64 = 1.0;
+
+/// SGE's `SGE_USAGE_INTERVAL`: decay constants are per 60 seconds.
+pub const USAGE_INTERVAL_SECS: f64 = 60.0;
+
+/// The name of the share-tree leaf that stands for every user without a node of their own
+/// (`share_tree(5)`).
+pub const DEFAULT_USER_NODE: &str = "default";
+
+/// A node of the share tree as configured (`qconf -sstree`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareTreeNodeSpec {
+    /// Node name: a user or project name for leaves, anything for groups; `Root` by convention
+    /// for the root.
+    pub name: String,
+    /// Shares among the node's siblings.
+    pub shares: u32,
+    /// Child nodes in configuration order (order matters for SGE's name lookup and ties).
+    pub children: Vec<ShareTreeNodeSpec>,
+}
+
+impl ShareTreeNodeSpec {
+    /// A leaf node.
+    pub fn leaf(name: &str, shares: u32) -> Self {
+        Self {
+            name: name.to_string(),
+            shares,
+            children: Vec::new(),
+        }
+    }
+
+    /// An inner node.
+    pub fn group(name: &str, shares: u32, children: Vec<ShareTreeNodeSpec>) -> Self {
+        Self {
+            name: name.to_string(),
+            shares,
+            children,
+        }
+    }
+}
+
+/// Resource usage of the three kinds SGE's share tree accounts (`sched_conf(5)`
+/// `usage_weight_list`): CPU seconds, memory (GB·s) and IO.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Usage {
+    pub cpu: f64,
+    pub mem: f64,
+    pub io: f64,
+}
+
+impl Usage {
+    fn scaled(self, f: [f64; 3]) -> Self {
+        Self {
+            cpu: self.cpu * f[0],
+            mem: self.mem * f[1],
+            io: self.io * f[2],
+        }
+    }
+
+    fn plus(self, o: Self) -> Self {
+        Self {
+            cpu: self.cpu + o.cpu,
+            mem: self.mem + o.mem,
+            io: self.io + o.io,
+        }
+    }
+}
+
+/// `usage_weight_list` (`sched_conf(5)`), default `cpu=1,mem=0,io=0`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UsageWeights {
+    pub cpu: f64,
+    pub mem: f64,
+    pub io: f64,
+}
+
+impl Default for UsageWeights {
+    fn default() -> Self {
+        Self {
+            cpu: 1.0,
+            mem: 0.0,
+            io: 0.0,
+        }
+    }
+}
+
+impl UsageWeights {
+    /// The single usage value: each kind times its weight over the sum of weights (SGE divides
+    /// by the sum, so weights need not add up to 1 as the man page suggests). Zero weights give 0.
+    pub fn combine(&self, u: &Usage) -> f64 {
+        let sum = self.cpu + self.mem + self.io;
+        if sum <= 0.0 {
+            return 0.0;
+        }
+        u.cpu * (self.cpu / sum) + u.mem * (self.mem / sum) + u.io * (self.io / sum)
+    }
+}
+
+/// How usage ages (`sched_conf(5)` `halftime` and `halflife_decay_list`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecayConfig {
+    /// `halftime` in hours; 0 means "not decayed". Default 168.
+    pub halftime_hours: f64,
+    /// `halflife_decay_list` per kind, in minutes: `Some(-1)` keeps only the usage of running
+    /// jobs (past usage vanishes at the next decay), `Some(0)` no decay, `None` uses `halftime`.
+    pub halflife_minutes: [Option<f64>; 3],
+}
+
+impl Default for DecayConfig {
+    fn default() -> Self {
+        Self {
+            halftime_hours: 168.0,
+            halflife_minutes: [None; 3],
+        }
+    }
+}
+
+/// SGE's `calculate_decay_constant` for a half-life in minutes: the fraction of usage left
+/// after one 60-second usage interval. Negative half-life gives 0, zero gives 1 (no decay).
+pub fn decay_constant(halflife_minutes: f64) -> f64 {
+    if halflife_minutes < 0.0 {
+        0.0
+    } else if halflife_minutes == 0.0 {
+        1.0
+    } else {
+        let rate = -(0.5_f64.ln()) / (halflife_minutes * 60.0);
+        1.0 - rate * USAGE_INTERVAL_SECS
+    }
+}
+
+impl DecayConfig {
+    /// The factors by which cpu, mem and io usage shrink over `elapsed_secs` (SGE's
+    /// `decay_usage`: `constant^(elapsed / 60)`).
+    pub fn factors(&self, elapsed_secs: f64) -> [f64; 3] {
+        let default = decay_constant(self.halftime_hours * 60.0);
+        let mut out = [1.0; 3];
+        for (k, slot) in out.iter_mut().enumerate() {
+            let c = self.halflife_minutes[k].map_or(default, decay_constant);
+            *slot = c.powf(elapsed_secs / USAGE_INTERVAL_SECS);
+        }
+        out
+    }
+}
+
+/// The usage SGE keeps for one user, project or user-in-project.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UsageRecord {
+    /// Decayed usage as of `stamp`.
+    pub usage: Usage,
+    /// Undecayed total (`ltcpu`, `ltmem`, `ltio` in `sge_share_mon`).
+    pub long_term: Usage,
+    /// When `usage` was last decayed, seconds since the epoch.
+    pub stamp: Option<i64>,
+}
+
+impl UsageRecord {
+    /// The decayed usage as seen at `now` (no mutation).
+    pub fn usage_at(&self, now: i64, decay: &DecayConfig) -> Usage {
+        match self.stamp {
+            Some(s) if now > s => self.usage.scaled(decay.factors((now - s) as f64)),
+            _ => self.usage,
+        }
+    }
+
+    fn decay_to(&mut self, now: i64, decay: &DecayConfig) {
+        self.usage = self.usage_at(now, decay);
+        self.stamp = Some(match self.stamp {
+            Some(s) => s.max(now),
+            None => now,
+        });
+    }
+
+    fn add(&mut self, u: Usage, at: i64, decay: &DecayConfig) {
+        self.decay_to(at, decay);
+        self.usage = self.usage.plus(u);
+        self.long_term = self.long_term.plus(u);
+    }
+}
+
+/// Accumulated usage, keyed as SGE keys it (`user(5)` and `project(5)` usage lists).
+#[derive(Debug, Clone, Default)]
+pub struct UsageStore {
+    users: HashMap<String, UsageRecord>,
+    projects: HashMap<String, UsageRecord>,
+    user_projects: HashMap<(String, String), UsageRecord>,
+}
+
+impl UsageStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Debits usage a job of `user` (and `project`) consumed, reported at `at`.
+    ///
+    /// Like SGE's `update_userprj_usage`: usage of a job with a project goes to the project and
+    /// to the user's sub-record for that project, *not* to the user's own record; usage of a job
+    /// without a project goes to the user's record. Existing usage is first decayed to `at`, so
+    /// the store stays correct whatever the order of calls for different keys.
+    pub fn add_usage(
+        &mut self,
+        user: &str,
+        project: Option<&str>,
+        usage: Usage,
+        at: i64,
+        decay: &DecayConfig,
+    ) {
+        match project {
+            Some(p) => {
+                self.user_projects
+                    .entry((user.to_string(), p.to_string()))
+                    .or_default()
+                    .add(usage, at, decay);
+                self.projects
+                    .entry(p.to_string())
+                    .or_default()
+                    .add(usage, at, decay);
+                // The user object exists even if all its usage is in projects.
+                self.users.entry(user.to_string()).or_default();
+            }
+            None => self
+                .users
+                .entry(user.to_string())
+                .or_default()
+                .add(usage, at, decay),
+        }
+    }
+
+    /// Sets a record outright (loading persisted state, or tests replaying `sge_share_mon`).
+    pub fn set_user(&mut self, user: &str, record: UsageRecord) {
+        self.users.insert(user.to_string(), record);
+    }
+
+    /// Sets a project's record.
+    pub fn set_project(&mut self, project: &str, record: UsageRecord) {
+        self.projects.insert(project.to_string(), record);
+    }
+
+    /// Sets a user's record within a project.
+    pub fn set_user_in_project(&mut self, user: &str, project: &str, record: UsageRecord) {
+        self.user_projects
+            .insert((user.to_string(), project.to_string()), record);
+    }
+
+    /// A user's own record (jobs without project).
+    pub fn user(&self, user: &str) -> Option<&UsageRecord> {
+        self.users.get(user)
+    }
+
+    /// A project's record.
+    pub fn project(&self, project: &str) -> Option<&UsageRecord> {
+        self.projects.get(project)
+    }
+
+    /// A user's record within a project.
+    pub fn user_in_project(&self, user: &str, project: &str) -> Option<&UsageRecord> {
+        self.user_projects
+            .get(&(user.to_string(), project.to_string()))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct TreeNode {
+    name: String,
+    shares: u32,
+    parent: Option<usize>,
+    children: Vec<usize>,
+    /// The name is a configured project.
+    is_project: bool,
+    /// The outermost project node on the path from the root, excluding this node: the
+    /// project whose usage sub-records this node's leaves read (`sge_calc_node_usage`).
+    project_context: Option<usize>,
+}
+
+/// A configured share tree with the lookups SGE's `search_userprj_node` performs, precomputed so
+/// that mapping a job to its node costs one hash lookup.
+#[derive(Debug, Clone)]
+pub struct ShareTree {
+    nodes: Vec<TreeNode>,
+    /// User name → node, searching outside project subtrees (depth-first, configuration order).
+    users: NameMap<usize>,
+    /// The `default` node outside project subtrees.
+    default_user: Option<usize>,
+    /// Project name → project node.
+    projects: NameMap<usize>,
+    /// Project node → (user → node inside that project's subtree).
+    project_users: HashMap<usize, NameMap<usize>>,
+    /// Project node → its `default` user node.
+    project_defaults: HashMap<usize, usize>,
+}
+
+impl ShareTree {
+    /// Builds the tree. `project_names` are the configured projects (`qconf -sprjl`): SGE
+    /// treats a node as a project node when its name is one.
+    pub fn new(root: &ShareTreeNodeSpec, project_names: &[&str]) -> Self {
+        let mut nodes = Vec::new();
+        // Iterative pre-order build keeping configuration order.
+        let mut stack: Vec<(&ShareTreeNodeSpec, Option<usize>)> = vec![(root, None)];
+        while let Some((spec, parent)) = stack.pop() {
+            let idx = nodes.len();
+            let is_project = project_names.contains(&spec.name.as_str());
+            let project_context = parent.and_then(|p: usize| {
+                let pn: &TreeNode = &nodes[p];
+                pn.project_context
+                    .or(if pn.is_project { Some(p) } else { None })
+            });
+            nodes.push(TreeNode {
+                name: spec.name.clone(),
+                shares: spec.shares,
+                parent,
+                children: Vec::new(),
+                is_project,
+                project_context,
+            });
+            if let Some(p) = parent {
+                nodes[p].children.push(idx);
+            }
+            for child in spec.children.iter().rev() {
+                stack.push((child, Some(idx)));
+            }
+        }
+        let mut tree = Self {
+            nodes,
+            users: NameMap::default(),
+            default_user: None,
+            projects: NameMap::default(),
+            project_users: HashMap::new(),
+            project_defaults: HashMap::new(),
+        };
+        tree.index();
+        tree
+    }
+
+    /// Precomputes `search_userprj_node`: first match in depth-first pre-order, not descending
+    /// into project nodes other than the one searched for.
+    fn index(&mut self) {
+        let mut users = NameMap::default();
+        let mut projects = NameMap::default();
+        // Outside projects.
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            let n = &self.nodes[i];
+            if n.is_project && i != 0 {
+                projects.entry(n.name.clone()).or_insert(i);
+                continue;
+            }
+            users.entry(n.name.clone()).or_insert(i);
+            for &c in n.children.iter().rev() {
+                stack.push(c);
+            }
+        }
+        let mut project_users: HashMap<usize, NameMap<usize>> = HashMap::new();
+        let mut project_defaults = HashMap::new();
+        for &p in projects.values() {
+            let inside = project_users.entry(p).or_default();
+            let mut stack: Vec<usize> = self.nodes[p].children.iter().rev().copied().collect();
+            while let Some(i) = stack.pop() {
+                let n = &self.nodes[i];
+                if n.is_project {
+                    continue;
+                }
+                if n.name == DEFAULT_USER_NODE {
+                    project_defaults.entry(p).or_insert(i);
+                }
+                inside.entry(n.name.clone()).or_insert(i);
+                for &c in n.children.iter().rev() {
+                    stack.push(c);
+                }
+            }
+        }
+        self.default_user = users.get(DEFAULT_USER_NODE).copied();
+        self.users = users;
+        self.projects = projects;
+        self.project_users = project_users;
+        self.project_defaults = project_defaults;
+    }
+
+    /// Number of configured nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree is only a root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// The node a job of `user` (in `project`, if the job has a configured project) draws on:
+    /// `Found(node)`, `Default(node)` for a `default` node (the user gets a sibling copy), or
+    /// `None` (no share-tree tickets).
+    fn locate(&self, user: &str, project: Option<&str>) -> Located {
+        match project {
+            Some(p) => {
+                let Some(&pn) = self.projects.get(p) else {
+                    // SGE: a project not in the tree means no node, even if the user has one.
+                    return Located::None;
+                };
+                if self.nodes[pn].children.is_empty() {
+                    return Located::Found(pn);
+                }
+                match self.project_users.get(&pn).and_then(|m| m.get(user)) {
+                    Some(&n) if user != DEFAULT_USER_NODE => Located::Found(n),
+                    _ => match self.project_defaults.get(&pn) {
+                        Some(&d) => Located::Default(d),
+                        None => Located::None,
+                    },
+                }
+            }
+            None => match self.users.get(user) {
+                Some(&n) if user != DEFAULT_USER_NODE => Located::Found(n),
+                _ => match self.default_user {
+                    Some(d) => Located::Default(d),
+                    None => Located::None,
+                },
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Located {
+    Found(usize),
+    Default(usize),
+    None,
+}
+
+/// Scheduler configuration for the share-tree policy (`sched_conf(5)`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareTreePolicy {
+    /// `weight_tickets_share`: tickets to distribute.
+    pub weight_tickets_share: f64,
+    /// `compensation_factor`, default 5; 0 disables compensation.
+    pub compensation_factor: f64,
+    /// `usage_weight_list`.
+    pub usage_weights: UsageWeights,
+    /// `halftime` and `halflife_decay_list`.
+    pub decay: DecayConfig,
+    /// Whether the share-tree policy follows another in `policy_hierarchy` (the default "OFS"),
+    /// so that pending jobs are ordered by the tickets of the policies before it.
+    pub dependent: bool,
+}
+
+impl Default for ShareTreePolicy {
+    fn default() -> Self {
+        Self {
+            weight_tickets_share: 0.0,
+            compensation_factor: 5.0,
+            usage_weights: UsageWeights::default(),
+            decay: DecayConfig::default(),
+            dependent: true,
+        }
+    }
+}
+
+/// One job (or array task) the pass considers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TicketJob<'a> {
+    pub job_id: u64,
+    pub task_id: u64,
+    pub user: &'a str,
+    /// The job's project, only if it is a configured project (SGE ignores unknown ones).
+    pub project: Option<&'a str>,
+    /// Running (or transferring) rather than pending.
+    pub running: bool,
+    /// `-js` job share; 0 normally.
+    pub jobshare: u32,
+    /// The lowest slot count of the job's PE range (1 for sequential jobs): how much a job
+    /// ahead "dilutes" the entitlement of the jobs behind it.
+    pub pe_min_slots: u32,
+    /// Tickets from the policies before the share tree in `policy_hierarchy`.
+    pub higher_policy_tickets: f64,
+}
+
+impl<'a> TicketJob<'a> {
+    /// A pending sequential job without project.
+    pub fn pending(job_id: u64, user: &'a str) -> Self {
+        Self {
+            job_id,
+            task_id: 1,
+            user,
+            project: None,
+            running: false,
+            jobshare: 0,
+            pe_min_slots: 1,
+            higher_policy_tickets: 0.0,
+        }
+    }
+
+    /// A running sequential job without project.
+    pub fn running(job_id: u64, user: &'a str) -> Self {
+        Self {
+            running: true,
+            ..Self::pending(job_id, user)
+        }
+    }
+}
+
+/// What one share-tree node looked like in a pass: the columns of `sge_share_mon(1)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareTreeNodeReport {
+    /// `/`-separated path below the root, `/` for the root (`node_name`).
+    pub path: String,
+    pub shares: u32,
+    /// Jobs below the node (`job_count`).
+    pub job_count: u64,
+    /// Shares over all siblings' shares (`level%`).
+    pub level: f64,
+    /// Product of `level` down the path (`total%`).
+    pub total: f64,
+    /// Long-term target among the whole tree, over active nodes (`long_target_share`).
+    pub long_target_share: f64,
+    /// Short-term target after compensation (`short_target_share`).
+    pub short_target_share: f64,
+    /// Node usage over the root's usage (`actual_share`).
+    pub actual_share: f64,
+    /// Combined decayed usage (`usage`).
+    pub usage: f64,
+    /// Decayed usage per kind (`cpu`, `mem`, `io`).
+    pub usage_by_kind: Usage,
+}
+
+/// Result of [`ShareTree::tickets`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareTreeTickets {
+    /// Share-tree tickets per job (`stckt`), in the order of the jobs passed. Pending jobs get
+    /// the pending-job ordering; running jobs get their share of their node's entitlement
+    /// computed over running jobs only, as SGE's second ticket pass does.
+    pub stckt: Vec<f64>,
+    /// Running jobs' tickets from the first pass (which counted pending jobs too); pending jobs'
+    /// are as in `stckt`. Only the ticket range (`max_tickets`) uses these.
+    pub first_pass_stckt: Vec<f64>,
+    /// The largest ticket amount SGE saw in either pass (running jobs' first-pass tickets count
+    /// too), which is the range `ntckts` normalises over: pass it to
+    /// [`crate::sge::PriorityPass::max_tickets`].
+    pub max_tickets: f64,
+    /// Each job's tickets over the sum of the tickets of jobs in the same state (the qstat
+    /// `share` column); 0 for jobs without tickets.
+    pub share: Vec<f64>,
+    /// Per-node figures of the pass that included pending jobs.
+    pub nodes: Vec<ShareTreeNodeReport>,
+}
+
+/// Pass-local node: configured nodes first, then temporary copies of `default` nodes.
+#[derive(Debug, Clone, Default)]
+struct PassNode {
+    shares: f64,
+    children: Vec<usize>,
+    job_count: u64,
+    usage: f64,
+    usage_by_kind: Usage,
+    ltt: f64,
+    oltt: f64,
+    stt: f64,
+    ostt: f64,
+    shr: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct JobNode {
+    sort: f64,
+    tickets: f64,
+    shr: f64,
+    job_id: u64,
+    /// Task number; SGE's are 32-bit.
+    task_id: u32,
+    /// Index into the pass's job list, with [`PENDING_BIT`] set for pending jobs.
+    job: u32,
+}
+
+/// Marks a pending job in [`JobNode::job`], so that the node stays 40 bytes.
+const PENDING_BIT: u32 = 1 << 31;
+
+impl JobNode {
+    fn pending(&self) -> bool {
+        self.job & PENDING_BIT != 0
+    }
+
+    fn index(&self) -> usize {
+        (self.job & !PENDING_BIT) as usize
+    }
+}
+
+/// Job nodes of a pass laid out so that every tree node's subtree is one contiguous slice
+/// (`range[node]`), sorted in place level by level: no per-level lists, no allocation.
+struct JobLayout {
+    nodes: Vec<JobNode>,
+    range: Vec<(usize, usize)>,
+    own: Vec<usize>,
+}
+
+impl ShareTree {
+    /// Computes share-tree tickets for one scheduling pass over `jobs` (running and pending),
+    /// with usage as of `now`.
+    ///
+    /// Cost: O(N log N + tree size), one hash lookup per job; no per-job tree walks.
+    pub fn tickets(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+    ) -> ShareTreeTickets {
+        let n = jobs.len();
+        let mut stckt = vec![0.0; n];
+        let mut max_tickets: f64 = -1.0;
+        // Pass 1: running and pending together (pending jobs' tickets, running jobs' first
+        // values which only count towards the ticket range).
+        let all: Vec<usize> = (0..n).collect();
+        let (first, nodes) = self.pass(usage, policy, now, jobs, &all);
+        let first_pass_stckt = first.clone();
+        for (&j, &t) in all.iter().zip(&first) {
+            max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
+            if !jobs[j].running {
+                stckt[j] = t;
+            }
+        }
+        // Pass 2: running jobs only ("correct the shares for the running jobs").
+        let running: Vec<usize> = (0..n).filter(|&j| jobs[j].running).collect();
+        if !running.is_empty() {
+            let (second, _) = self.pass(usage, policy, now, jobs, &running);
+            for (&j, &t) in running.iter().zip(&second) {
+                stckt[j] = t;
+                max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
+            }
+        }
+        let max_tickets = max_tickets.max(0.0);
+        let (mut sum_running, mut sum_pending) = (0.0, 0.0);
+        for (j, job) in jobs.iter().enumerate() {
+            let t = stckt[j] + job.higher_policy_tickets;
+            if job.running {
+                sum_running += t;
+            } else {
+                sum_pending += t;
+            }
+        }
+        let share = jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| {
+                let t = stckt[j] + job.higher_policy_tickets;
+                let sum = if job.running {
+                    sum_running
+                } else {
+                    sum_pending
+                };
+                if t > 0.0 { t / sum } else { 0.0 }
+            })
+            .collect();
+        ShareTreeTickets {
+            stckt,
+            first_pass_stckt,
+            max_tickets,
+            share,
+            nodes,
+        }
+    }
+
+    /// One `sge_calc_tickets` share-tree pass over the jobs `which`; returns their tickets in
+    /// that order and the node report.
+    fn pass(
+        &self,
+        store: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+        which: &[usize],
+    ) -> (Vec<f64>, Vec<ShareTreeNodeReport>) {
+        let total_tickets = policy.weight_tickets_share;
+        // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
+        let mut pn: Vec<PassNode> = self
+            .nodes
+            .iter()
+            .map(|t| PassNode {
+                shares: f64::from(t.shares),
+                children: t.children.clone(),
+                ..PassNode::default()
+            })
+            .collect();
+        // For temporary nodes: (user name, the default node it copies).
+        let mut temp: Vec<(String, usize)> = Vec::new();
+        let mut temp_index: HashMap<(usize, &str), usize> = HashMap::new();
+        let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
+        for (k, &j) in which.iter().enumerate() {
+            let job = &jobs[j];
+            let node = match self.locate(job.user, job.project) {
+                Located::Found(i) => Some(i),
+                Located::Default(d) => {
+                    let idx = *temp_index.entry((d, job.user)).or_insert_with(|| {
+                        let idx = pn.len();
+                        pn.push(PassNode {
+                            shares: f64::from(self.nodes[d].shares),
+                            ..PassNode::default()
+                        });
+                        if let Some(p) = self.nodes[d].parent {
+                            pn[p].children.push(idx);
+                        }
+                        temp.push((job.user.to_string(), d));
+                        idx
+                    });
+                    Some(idx)
+                }
+                Located::None => None,
+            };
+            if let Some(i) = node {
+                pn[i].job_count += 1;
+            }
+            job_node[k] = node;
+        }
+        let configured = self.nodes.len();
+        // Usage and job counts bottom-up (post-order over the pass tree).
+        let order = post_order(&pn);
+        for &i in &order {
+            if !pn[i].children.is_empty() {
+                let count = pn[i].children.iter().map(|&c| pn[c].job_count).sum();
+                pn[i].job_count = count;
+            }
+            let (usage, by_kind) = self.node_usage(i, configured, &temp, &pn, store, policy, now);
+            pn[i].usage = usage;
+            pn[i].usage_by_kind = by_kind;
+        }
+        // Targets top-down.
+        pn[0].stt = 1.0;
+        pn[0].ltt = 1.0;
+        pn[0].ostt = 1.0;
+        pn[0].oltt = 1.0;
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            calc_node_targets(&mut pn, i, policy.compensation_factor);
+            for &c in pn[i].children.iter().rev() {
+                if pn[c].job_count > 0 {
+                    stack.push(c);
+                }
+            }
+        }
+        let mut tickets = vec![0.0; which.len()];
+        // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
+        if total_tickets > 0.0 {
+            let mut sum_priority: HashMap<usize, u64> = HashMap::new();
+            for (k, &j) in which.iter().enumerate() {
+                if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
+                    *sum_priority.entry(i).or_default() += u64::from(jobs[j].jobshare);
+                }
+            }
+            for (k, &j) in which.iter().enumerate() {
+                let (true, Some(i)) = (jobs[j].running, job_node[k]) else {
+                    continue;
+                };
+                let node_tickets = pn[i].ostt * total_tickets;
+                let sp = sum_priority.get(&i).copied().unwrap_or(0);
+                tickets[k] = if pn[i].job_count == 0 {
+                    0.0
+                } else if sp > 0 {
+                    // SGE truncates to an integer here (u_long cast).
+                    (f64::from(jobs[j].jobshare) * node_tickets / sp as f64).trunc()
+                } else {
+                    node_tickets / pn[i].job_count as f64
+                };
+            }
+        }
+        // Pending jobs: sorted job nodes.
+        let any_pending = which.iter().any(|&j| !jobs[j].running);
+        if total_tickets > 0.0 && any_pending {
+            // Jobs directly at each node, then subtree sizes and pre-order offsets.
+            let mut own = vec![0usize; pn.len()];
+            for &n in job_node.iter().flatten() {
+                own[n] += 1;
+            }
+            let mut size = own.clone();
+            for &i in &order {
+                for &c in &pn[i].children {
+                    size[i] += size[c];
+                }
+            }
+            let mut range = vec![(0usize, 0usize); pn.len()];
+            let mut cursor = vec![0usize; pn.len()];
+            let mut stack = vec![(0usize, 0usize)];
+            while let Some((i, start)) = stack.pop() {
+                range[i] = (start, start + size[i]);
+                cursor[i] = start;
+                let mut next = start + own[i];
+                for &c in &pn[i].children {
+                    stack.push((c, next));
+                    next += size[c];
+                }
+            }
+            let placeholder = JobNode {
+                sort: 0.0,
+                tickets: 0.0,
+                shr: 0.0,
+                job_id: 0,
+                task_id: 0,
+                job: 0,
+            };
+            let mut nodes = vec![placeholder; size[0]];
+            for (k, (&j, node)) in which.iter().zip(&job_node).enumerate() {
+                let Some(i) = *node else { continue };
+                let job = &jobs[j];
+                let (t, sort) = if policy.dependent {
+                    (
+                        job.higher_policy_tickets,
+                        job.higher_policy_tickets + 0.01 * f64::from(job.jobshare),
+                    )
+                } else {
+                    (0.0, f64::from(job.jobshare))
+                };
+                nodes[cursor[i]] = JobNode {
+                    sort,
+                    tickets: t,
+                    shr: 0.0,
+                    job_id: job.job_id,
+                    task_id: u32::try_from(job.task_id).unwrap_or(u32::MAX),
+                    job: k as u32 | if job.running { 0 } else { PENDING_BIT },
+                };
+                cursor[i] += 1;
+            }
+            let mut layout = JobLayout { nodes, range, own };
+            let dilution = |k: usize| f64::from(jobs[which[k]].pe_min_slots.max(1));
+            let root = sort_job_nodes(&pn, &mut layout, 0, 0, total_tickets, &dilution);
+            let (start, end) = layout.range[root];
+            for jn in &layout.nodes[start..end] {
+                if jn.pending() {
+                    tickets[jn.index()] = jn.shr * total_tickets;
+                }
+            }
+        }
+        let report = self.report(&pn, configured, &temp);
+        (tickets, report)
+    }
+
+    /// `sge_calc_node_usage` for one node, children already done.
+    #[allow(clippy::too_many_arguments)]
+    fn node_usage(
+        &self,
+        i: usize,
+        configured: usize,
+        temp: &[(String, usize)],
+        pn: &[PassNode],
+        store: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+    ) -> (f64, Usage) {
+        let decay = &policy.decay;
+        let w = &policy.usage_weights;
+        let (name, context, is_project) = if i < configured {
+            let t = &self.nodes[i];
+            (t.name.as_str(), t.project_context, t.is_project)
+        } else {
+            let (user, d) = &temp[i - configured];
+            (user.as_str(), self.nodes[*d].project_context, false)
+        };
+        let record =
+            |r: Option<&UsageRecord>| r.map(|r| r.usage_at(now, decay)).unwrap_or_default();
+        if pn[i].children.is_empty() {
+            let u = match context {
+                Some(p) => record(store.user_in_project(name, &self.nodes[p].name)),
+                None => match store.user(name) {
+                    Some(r) => r.usage_at(now, decay),
+                    None => record(store.project(name)),
+                },
+            };
+            return (w.combine(&u), u);
+        }
+        if context.is_none() && is_project {
+            let u = record(store.project(name));
+            return (w.combine(&u), u);
+        }
+        let mut sum = 0.0;
+        let mut by_kind = Usage::default();
+        for &c in &pn[i].children {
+            sum += pn[c].usage;
+            by_kind = by_kind.plus(pn[c].usage_by_kind);
+        }
+        (sum, by_kind)
+    }
+
+    fn report(
+        &self,
+        pn: &[PassNode],
+        configured: usize,
+        temp: &[(String, usize)],
+    ) -> Vec<ShareTreeNodeReport> {
+        let root_usage = pn[0].usage;
+        let mut out = Vec::with_capacity(pn.len());
+        // (node, path, level%, total%), pre-order.
+        let mut stack: Vec<(usize, String, f64, f64)> = vec![(0, "/".to_string(), 1.0, 1.0)];
+        while let Some((i, path, level, total)) = stack.pop() {
+            let sib_shares: f64 = pn[i].children.iter().map(|&c| pn[c].shares).sum();
+            for &c in pn[i].children.iter().rev() {
+                let name = if c < configured {
+                    self.nodes[c].name.as_str()
+                } else {
+                    temp[c - configured].0.as_str()
+                };
+                let child_level = if sib_shares > 0.0 {
+                    pn[c].shares / sib_shares
+                } else {
+                    0.0
+                };
+                let child_path = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
+                stack.push((c, child_path, child_level, total * child_level));
+            }
+            let node = &pn[i];
+            out.push(ShareTreeNodeReport {
+                path,
+                shares: node.shares as u32,
+                job_count: node.job_count,
+                level,
+                total,
+                long_target_share: if node.job_count > 0 { node.oltt } else { 0.0 },
+                short_target_share: if node.job_count > 0 { node.ostt } else { 0.0 },
+                actual_share: if root_usage == 0.0 {
+                    0.0
+                } else {
+                    node.usage / root_usage
+                },
+                usage: node.usage,
+                usage_by_kind: node.usage_by_kind,
+            });
+        }
+        out
+    }
+
+    /// The configured root node's name.
+    pub fn root_name(&self) -> &str {
+        &self.nodes[0].name
+    }
+}
+
+fn post_order(pn: &[PassNode]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(pn.len());
+    let mut stack = vec![(0usize, false)];
+    while let Some((i, expanded)) = stack.pop() {
+        if expanded {
+            out.push(i);
+        } else {
+            stack.push((i, true));
+            for &c in &pn[i].children {
+                stack.push((c, false));
+            }
+        }
+    }
+    out
+}
+
+/// `sge_calc_node_targets` for the children of one node.
+fn calc_node_targets(pn: &mut [PassNode], i: usize, compensation_factor: f64) {
+    let children = pn[i].children.clone();
+    if children.is_empty() {
+        return;
+    }
+    let active: Vec<usize> = children
+        .into_iter()
+        .filter(|&c| pn[c].job_count > 0)
+        .collect();
+    let sum_shares: f64 = active.iter().map(|&c| pn[c].shares).sum();
+    let (node_oltt, node_ostt) = (pn[i].oltt, pn[i].ostt);
+    let mut sum = 0.0;
+    for &c in &active {
+        let shares = pn[c].shares;
+        let ltt = if sum_shares > 0.0 {
+            shares / sum_shares
+        } else {
+            0.0
+        };
+        let oltt = node_oltt * ltt;
+        pn[c].ltt = ltt;
+        pn[c].oltt = oltt;
+        pn[c].shr = if oltt > 0.0 {
+            shares * shares / pn[c].usage.max(SGE_MIN_USAGE * oltt)
+        } else {
+            0.0
+        };
+        sum += pn[c].shr;
+    }
+    for &c in &active {
+        let stt = if sum > 0.0 { pn[c].shr / sum } else { 0.0 };
+        pn[c].stt = stt;
+        pn[c].ostt = node_ostt * stt;
+    }
+    if compensation_factor != 0.0 {
+        let mut compensated = false;
+        let mut sum = 0.0;
+        for &c in &active {
+            let (ostt, oltt) = (pn[c].ostt, pn[c].oltt);
+            if ostt > compensation_factor * oltt {
+                let shares = pn[c].shares;
+                pn[c].shr = shares * shares
+                    / (pn[c].usage.max(SGE_MIN_USAGE * oltt)
+                        * (ostt / (compensation_factor * oltt)));
+                compensated = true;
+            }
+            sum += pn[c].shr;
+        }
+        if compensated {
+            for &c in &active {
+                let stt = pn[c].shr / sum;
+                pn[c].stt = stt;
+                pn[c].ostt = node_ostt * stt;
+            }
+        }
+    }
+}
+
+/// `sge_sort_job_nodes`: orders and dilutes the job nodes below `node` at every level below the
+/// (pruned) root, in place. Returns the effective root after pruning.
+fn sort_job_nodes(
+    pn: &[PassNode],
+    layout: &mut JobLayout,
+    root: usize,
+    node: usize,
+    total_tickets: f64,
+    dilution: &dyn Fn(usize) -> f64,
+) -> usize {
+    if root == node && layout.own[node] == 0 {
+        // Prune: a root with no jobs of its own and exactly one active child.
+        let mut active = pn[node].children.iter().filter(|&&c| pn[c].job_count > 0);
+        if let (Some(&only), None) = (active.next(), active.next()) {
+            return sort_job_nodes(pn, layout, only, only, total_tickets, dilution);
+        }
+    }
+    for &c in &pn[node].children {
+        if pn[c].job_count > 0 {
+            sort_job_nodes(pn, layout, root, c, total_tickets, dilution);
+        }
+    }
+    if root != node || layout.own[node] > 0 {
+        let (start, end) = layout.range[node];
+        let list = &mut layout.nodes[start..end];
+        // Running jobs first, then by the previous level's value, then job and task number
+        // (`lPSortList(..., "%I+ %I- %I+ %I+", STN_queued, STN_sort, STN_jobid, STN_taskid)`).
+        list.sort_unstable_by(|a, b| {
+            a.pending()
+                .cmp(&b.pending())
+                .then(b.sort.total_cmp(&a.sort))
+                .then(a.job_id.cmp(&b.job_id))
+                .then(a.task_id.cmp(&b.task_id))
+                .then(a.job.cmp(&b.job))
+        });
+        let stt = pn[node].stt;
+        let mut dilute = 1.0;
+        for jn in list.iter_mut() {
+            jn.shr = stt / dilute;
+            jn.sort = jn.tickets + jn.shr * total_tickets;
+            dilute += dilution(jn.index());
+        }
+    }
+    root
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decay_constant_halves_in_about_halftime() {
+        let d = DecayConfig::default();
+        let f = d.factors(168.0 * 3600.0)[0];
+        assert!((f - 0.5).abs() < 1e-4, "{f}");
+        let none = DecayConfig {
+            halftime_hours: 0.0,
+            ..DecayConfig::default()
+        };
+        assert_eq!(none.factors(1e9)[0], 1.0);
+    }
+
+    /// share_tree(5): "A user leaf node named 'default' can be defined as a descendant of a
+    /// project node ... users who do not have a user node defined under the project" each get
+    /// the default node's shares, as a sibling of their own.
+    #[test]
+    fn default_nodes_inside_and_outside_projects() {
+        let tree = ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::group(
+                        "P1",
+                        60,
+                        vec![
+                            ShareTreeNodeSpec::leaf("default", 10),
+                            ShareTreeNodeSpec::leaf("alice", 30),
+                        ],
+                    ),
+                    ShareTreeNodeSpec::leaf("default", 40),
+                ],
+            ),
+            &["P1"],
+        );
+        let d = DecayConfig::default();
+        let mut usage = UsageStore::new();
+        usage.add_usage(
+            "alice",
+            Some("P1"),
+            Usage {
+                cpu: 10.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        usage.add_usage(
+            "bob",
+            Some("P1"),
+            Usage {
+                cpu: 30.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        usage.add_usage(
+            "carol",
+            None,
+            Usage {
+                cpu: 5.0,
+                ..Usage::default()
+            },
+            0,
+            &d,
+        );
+        let policy = ShareTreePolicy {
+            weight_tickets_share: 1000.0,
+            ..ShareTreePolicy::default()
+        };
+        let mut bob = TicketJob::pending(2, "bob");
+        bob.project = Some("P1");
+        let mut alice = TicketJob::pending(1, "alice");
+        alice.project = Some("P1");
+        let carol = TicketJob::pending(3, "carol");
+        // A project not in the tree: no node, no tickets, even though "default" exists.
+        let mut dave = TicketJob::pending(4, "dave");
+        dave.project = Some("P2");
+        let st = tree.tickets(&usage, &policy, 0, &[alice, bob, carol, dave]);
+        let node = |p: &str| st.nodes.iter().find(|n| n.path == p).cloned();
+        let bob_node = node("/P1/bob").expect("temporary node for bob");
+        assert_eq!(
+            (bob_node.shares, bob_node.job_count, bob_node.usage),
+            (10, 1, 30.0)
+        );
+        let carol_node = node("/carol").expect("temporary node for carol");
+        assert_eq!((carol_node.shares, carol_node.usage), (40, 5.0));
+        // The project node carries the project's usage, not the sum of its children's.
+        assert_eq!(node("/P1").map(|n| n.usage), Some(40.0));
+        assert_eq!(node("/P1/default").map(|n| n.job_count), Some(0));
+        assert_eq!(st.stckt[3], 0.0);
+        assert!(st.stckt[..3].iter().all(|&t| t > 0.0));
+        // P1 and carol compete at the top; alice and bob share P1's entitlement, and under
+        // P1 the first job gets P1's stt, the second half of it (diluted).
+        let top = node("/P1").map_or(0.0, |n| n.short_target_share)
+            + node("/carol").map_or(0.0, |n| n.short_target_share);
+        assert!((top - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn running_jobs_get_node_target_over_running_jobs() {
+        let tree = ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::leaf("a", 50),
+                    ShareTreeNodeSpec::leaf("b", 50),
+                ],
+            ),
+            &[],
+        );
+        let policy = ShareTreePolicy {
+            weight_tickets_share: 1000.0,
+            ..ShareTreePolicy::default()
+        };
+        let jobs = [
+            TicketJob::running(1, "a"),
+            TicketJob::running(2, "a"),
+            TicketJob::pending(3, "a"),
+            TicketJob::running(4, "b"),
+        ];
+        let st = tree.tickets(&UsageStore::new(), &policy, 0, &jobs);
+        // Second pass, running only: a and b 500 each, a's split over its two running jobs.
+        assert_eq!(st.stckt[0], 250.0);
+        assert_eq!(st.stckt[1], 250.0);
+        assert_eq!(st.stckt[3], 500.0);
+        // The pending job comes after a's two running jobs: 500 / 3.
+        assert!((st.stckt[2] - 500.0 / 3.0).abs() < 1e-9);
+        // First pass counted the pending job at a: 500 / 3 per running job.
+        assert!((st.first_pass_stckt[0] - 500.0 / 3.0).abs() < 1e-9);
+        assert_eq!(st.max_tickets, 500.0);
+    }
+
+    #[test]
+    fn usage_with_project_goes_to_project_not_user() {
+        let d = DecayConfig::default();
+        let mut s = UsageStore::new();
+        s.add_usage(
+            "u",
+            Some("p"),
+            Usage {
+                cpu: 5.0,
+                ..Usage::default()
+            },
+            100,
+            &d,
+        );
+        assert_eq!(s.user("u").map(|r| r.usage.cpu), Some(0.0));
+        assert_eq!(s.project("p").map(|r| r.usage.cpu), Some(5.0));
+        assert_eq!(s.user_in_project("u", "p").map(|r| r.usage.cpu), Some(5.0));
+    }
+}
