@@ -13,7 +13,8 @@
 //! - every *other queue that has pending ready sections* rises by its own `QPI` ("Relative queue
 //!   priority is growing as long as for some reason, the Scheduler starts sections from other
 //!   queues, but not from this one"). *Chosen*: a queue with nothing to start does not rise;
-//!   otherwise an idle queue would bank priority up to `QPmax` and later hold everyone.
+//!   otherwise an idle queue would bank priority up to `QPmax` and later hold everyone. A queue
+//!   without pending work keeps its priority unchanged until it has work again.
 //! - priorities are *relative* ("how relative queues priorities change"): after each update the
 //!   pending queues are shifted together so that the lowest one (measured from its own `QPmin`)
 //!   sits exactly at its `QPmin`, then clamped to `QPmax`. *Chosen*: without this, in the seed's

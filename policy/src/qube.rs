@@ -27,6 +27,13 @@
 //!   cluster. We follow the table.
 //! - The opening paragraph says "clusters in the root are written as /A, /B, and /C/D"; `/C/D`
 //!   is not in the root (D is above /C, as the same sentence says). Wording only.
+//! - qube-host-selection.txt sorts only "jobs whose cluster matches the worker's" to the top;
+//!   qube-cluster-priority.txt orders all other clusters too. We use the full cluster order,
+//!   which includes the simpler rule.
+//! - qube-host-selection.txt marks "the job instance running on that Worker" for preemption,
+//!   one per host. Jobs that need several slots may need several victims on one host; see
+//!   [`plan_preemption`]. The seed does not define a running instance's "effective priority";
+//!   we use its [`WorkerSortKey`] for the host it runs on, the same key that orders pending jobs.
 //! - The seed never says which way numerical priority runs. Qube! itself treats 1 as highest
 //!   and 9999 as lowest; gridspool follows Grid Engine, where a larger number is more important.
 //!   Here [`JobPriority`] is "larger is better"; the daemon converts Qube!-style numbers at its
@@ -352,7 +359,9 @@ pub enum PreemptionPolicy {
 /// What the daemon must do to one victim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PreemptionMode {
-    /// Let the current piece finish, then release the slots; start nothing new there.
+    /// Let the current piece finish, then release the slots; start nothing new there. A victim
+    /// with no pieces to finish (no agenda) gives way at once, as Qube!'s documentation says;
+    /// the daemon knows which jobs have pieces, this crate does not.
     FinishCurrentPiece,
     /// Kill now and requeue the instance and its piece as pending.
     KillAndRequeue,
