@@ -323,3 +323,108 @@ fn qhold_no_job_list_prints_usage_then_error() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.starts_with("SGE 8.1.9\nusage: qrls"));
 }
+
+/// Recorded on the oracle with job 94 (`qsub -t 1-5`, owned by sgeuser2): a whole-job
+/// refusal drops the hold type for the remaining tasks; named tasks are refused one by one.
+#[test]
+fn qhold_refusals_per_task_follow_sge() {
+    let Some((_, u2, _)) = users("qhold_refusals_per_task_follow_sge") else {
+        return;
+    };
+    let cell = TestCell::new();
+    submit_as(&cell, &u2, 94, "qdw_y", Some("1-5"), Holds::NONE);
+    let run = |args: &[&str], bin: &str| {
+        let r = run_as(&cell, &u2, bin, args);
+        (r.stdout, r.code)
+    };
+    let manager = "denied: \"sgeuser2\" must be manager to set manager hold\n";
+    let operator = "denied: \"sgeuser2\" must be operator to set operator hold\n";
+    let tasks = |list: &[u32]| -> String {
+        list.iter()
+            .map(|t| format!("modified hold of job-array task 94.{t}\n"))
+            .collect()
+    };
+    assert_eq!(
+        run(&["-h", "uos", "94"], "qhold"),
+        (format!("{manager}{operator}{}", tasks(&[3, 4, 5])), 10)
+    );
+    assert_eq!(run(&["94"], "qrls"), (tasks(&[3, 4, 5]), 0));
+    assert_eq!(
+        run(&["-h", "o", "94.2-3"], "qhold"),
+        (format!("{operator}{operator}"), 10)
+    );
+    assert_eq!(
+        run(&["-h", "u", "94"], "qhold"),
+        (tasks(&[1, 2, 3, 4, 5]), 0)
+    );
+}
+
+/// Recorded on the oracle with job 91 (`qsub -t 1-4`): task 0 stands for every task.
+#[test]
+fn qhold_task_zero_means_every_task() {
+    let Some((_, u2, _)) = users("qhold_task_zero_means_every_task") else {
+        return;
+    };
+    let cell = TestCell::new();
+    submit_as(&cell, &u2, 91, "qdw_z", Some("1-4"), Holds::NONE);
+    let all: String = (1..=4)
+        .map(|t| format!("modified hold of job-array task 91.{t}\n"))
+        .collect();
+    let run = |bin: &str, args: &[&str]| {
+        let r = run_as(&cell, &u2, bin, args);
+        (r.stdout, r.code)
+    };
+    assert_eq!(run("qhold", &["91.0"]), (all.clone(), 0));
+    assert_eq!(run("qrls", &["91.0-2"]), (all.clone(), 0));
+    assert_eq!(run("qhold", &["91", "-t", "0-1"]), (all, 0));
+    assert_eq!(
+        run("qdel", &["91.0-2"]),
+        (
+            "sgeuser2 has deleted job-array tasks 1,2 of job 91\n".into(),
+            0
+        )
+    );
+    assert_eq!(
+        run("qdel", &["91", "-t", "0"]),
+        ("job \"91\" task \"0\" does not exist\n".into(), 1)
+    );
+    assert_eq!(
+        run("qdel", &["91"]),
+        ("sgeuser2 has deleted job 91\n".into(), 0)
+    );
+}
+
+/// Option errors that need a job before them, recorded on the oracle.
+#[test]
+fn qhold_task_range_errors() {
+    let Some((_, u2, _)) = users("qhold_task_range_errors") else {
+        return;
+    };
+    let cell = TestCell::new();
+    let run = |args: &[&str]| {
+        let r = run_as(&cell, &u2, "qhold", args);
+        (r.stderr, r.code)
+    };
+    assert_eq!(
+        run(&["999999", "-t"]),
+        (
+            "qalter: -t option must have a list of task id ranges\n".into(),
+            2
+        )
+    );
+    assert_eq!(
+        run(&["999999", "-t", "1-2,5-6"]),
+        (
+            "qalter: -t option only allows one range specification\n".into(),
+            7
+        )
+    );
+    assert_eq!(
+        run(&["999999", "-t", "x"]),
+        (
+            "qalter: Numerical value invalid!\nThe initial portion of string \"x\" contains no decimal number\n".into(),
+            7
+        )
+    );
+    assert_eq!(run(&["-t", "2"]), ("Unknown option -t 2\n\n".into(), 5));
+}

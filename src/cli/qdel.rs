@@ -96,7 +96,6 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "A task id of 0 (qdel 5.0, qdel 5 -t 0) is rejected as an invalid job-task identifier; SGE reports that the task does not exist.",
         "SGE re-signals a running task whose deletion was registered long ago; gridspool reports it as already in deletion until sched_d has killed it.",
     ],
     see_also: &["qstat", "qsub", "qhold", "qrls", "qalter", "sched_d"],
@@ -142,12 +141,36 @@ impl UsageError {
     }
 }
 
+/// Parses `n[-m[:s]]` as SGE's range parser does for job_task_lists, where task id 0 is
+/// allowed: `qdel 5.0` reports that task 0 does not exist, and for `qhold` a range starting at
+/// 0 means every task (`JAT_task_number` 0). The shared [`TaskIdRange::parse`] refuses 0, as
+/// `qsub -t` must.
+pub(crate) fn parse_task_range(text: &str) -> Option<TaskIdRange> {
+    let num = |s: &str| s.trim().parse::<u32>().ok();
+    let (range, step) = match text.split_once(':') {
+        Some((r, s)) => (r, Some(num(s)?)),
+        None => (text, None),
+    };
+    let (a, b) = match range.split_once('-') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None if step.is_none() => {
+            let a = num(range)?;
+            (a, a)
+        }
+        None => return None,
+    };
+    if step == Some(0) {
+        return None;
+    }
+    Some(TaskIdRange::new(a, b, step.unwrap_or(1)))
+}
+
 /// Parses a `-t` value: one task id range; `2,3` is accepted when it compresses to one range,
 /// as SGE's range list does.
 pub(crate) fn parse_t_value(text: &str) -> Result<TaskIdRange, TRangeError> {
     let mut ranges = Vec::new();
     for part in text.split(',') {
-        let r = TaskIdRange::parse(part).map_err(|_| TRangeError::Bad(text.to_string()))?;
+        let r = parse_task_range(part).ok_or_else(|| TRangeError::Bad(text.to_string()))?;
         ranges.push(r);
     }
     if ranges.len() == 1 {
@@ -188,7 +211,7 @@ pub(crate) fn parse_job_word(word: &str) -> Result<Vec<JobTaskRef>, String> {
         }
         let bad = || part.to_string();
         let (id, tasks) = match part.split_once('.') {
-            Some((id, range)) => (id, Some(TaskIdRange::parse(range).map_err(|_| bad())?)),
+            Some((id, range)) => (id, Some(parse_task_range(range).ok_or_else(bad)?)),
             None => (part, None),
         };
         let id: u32 = id.parse().map_err(|_| bad())?;
@@ -615,6 +638,10 @@ mod tests {
             "error: ERROR! \"51.x\" is an invalid job-task identifier"
         );
         assert!(matches!(parse(&words("0")), Err(UsageError::BadJobTask(_))));
+        // Task 0 parses (and then does not exist), as in SGE.
+        let p = parse(&words("5.0-2 6 -t 0")).expect("parse");
+        assert_eq!(p.refs[0].tasks, Some(TaskIdRange::new(0, 2, 1)));
+        assert_eq!(p.refs[1].tasks, Some(TaskIdRange::new(0, 0, 1)));
         // -help wins over bad job words (stage 2 looks at it first).
         assert!(parse(&words("51.x -help")).expect("help").help);
         // A trailing -u without a list is skipped.

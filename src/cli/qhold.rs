@@ -85,7 +85,6 @@ const EXIT_STATUS: &[(&str, &str)] = &[
 
 const COMPATIBILITY: &[&str] = &[
     "SGE's qhold and qrls accept, and apply, any qalter option; gridspool accepts only the options of their -help and refuses the others as unknown (exit status 2).",
-    "A task id of 0 (qhold 5.0, qhold 5 -t 0, which SGE takes as every task) is rejected as an invalid job-task identifier.",
 ];
 
 /// The `-help` text, man page and completions of qhold.
@@ -246,7 +245,7 @@ fn parse(args: &[String]) -> Result<HoldArgs, UsageError> {
                 );
             }
             "-t" => {
-                let v = value("-t", "must have argument")?;
+                let v = value("-t", "must have a list of task id ranges")?;
                 let range = parse_t_value(&v).map_err(|e| match e {
                     TRangeError::Bad(v) => UsageError::new(
                         format!(
@@ -353,9 +352,10 @@ impl Target<'_> {
 
     fn tasks(&self) -> TaskSelector {
         match self {
+            // SGE's task number 0 stands for every task (`qhold 5.0`, `qhold 5 -t 0-1`).
             Target::Ref(JobTaskRef {
                 tasks: Some(range), ..
-            }) => TaskSelector::Tasks(TaskSet::from_range(*range)),
+            }) if range.first > 0 => TaskSelector::Tasks(TaskSet::from_range(*range)),
             _ => TaskSelector::All,
         }
     }

@@ -437,7 +437,9 @@ fn pending_in_category(job: &JobRecord, category: Option<HoldType>) -> Vec<TaskI
 /// `mod_task_attributes` for `JAT_hold`, task by task. A task whose holds would not change is
 /// skipped silently and needs no privilege (so root's `qrls -h s` of a job without a system
 /// hold prints nothing). When a change needs a privilege the requester lacks, SGE reports it,
-/// drops that hold type from the request and goes on with the next task.
+/// leaves that task alone, drops the hold type from the request and goes on with the next
+/// task: a user's `qhold -h uos` of a five-task array is refused for tasks 1 (manager) and 2
+/// (operator) and sets the user hold of tasks 3 to 5 (checked on SGE 8.1.9).
 fn change_holds(
     job: &mut JobRecord,
     who: &Requester,
@@ -499,10 +501,13 @@ fn change_holds(
                 visit(job, id, &mut target);
             }
         }
-        // Named tasks that the job does not have are ignored silently, as in SGE.
+        // Named tasks that the job does not have are ignored silently, as in SGE. Each named
+        // task carries its own copy of the request there, so a refusal drops the hold type
+        // for that task only (`qhold -h o 5.2-3` by a user is refused twice).
         TaskSelector::Tasks(set) => {
             for id in set.iter() {
-                visit(job, id, &mut target);
+                let mut own = requested;
+                visit(job, id, &mut own);
             }
         }
     }
@@ -552,5 +557,205 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
         SpecChange::Notify(v) => spec.notify = v,
         SpecChange::Cluster(v) => spec.cluster = v,
         SpecChange::NoPreempt(v) => spec.no_preempt = v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        JOB_SCHEMA_VERSION, JobSpec, JobSubmission, RunState, RunningTask, Submitter, TaskIdRange,
+    };
+
+    fn job(array: Option<&str>) -> JobRecord {
+        JobRecord::from_submission(JobSubmission {
+            v: JOB_SCHEMA_VERSION,
+            id: JobId(94),
+            submitter: Submitter {
+                owner: "sgeuser2".into(),
+                uid: 1002,
+                group: "sgeuser2".into(),
+                gid: 1002,
+                submission_time: 0,
+                sge_o_home: "/home/sgeuser2".into(),
+                sge_o_log_name: "sgeuser2".into(),
+                sge_o_path: "/bin".into(),
+                sge_o_shell: "/bin/sh".into(),
+                sge_o_workdir: "/home/sgeuser2".into(),
+                sge_o_host: "vm".into(),
+                sge_o_mail: None,
+                sge_o_tz: None,
+            },
+            spec: JobSpec {
+                array: array.map(|a| TaskIdRange::parse(a).expect("range")),
+                ..JobSpec::default()
+            },
+            holds: Holds::NONE,
+        })
+    }
+
+    fn user(manager: bool) -> Requester {
+        Requester {
+            uid: if manager { 0 } else { 1002 },
+            user: if manager { "root" } else { "sgeuser2" }.into(),
+            host: "vm".into(),
+            manager,
+            operator: manager,
+        }
+    }
+
+    fn holds(text: &str) -> Holds {
+        serde_json::from_str(&format!("\"{text}\"")).expect("holds")
+    }
+
+    fn hold_events(
+        j: &mut JobRecord,
+        who: &Requester,
+        tasks: TaskSelector,
+        hold: &str,
+    ) -> Vec<HoldEvent> {
+        let action = RequestAction::Hold {
+            job: j.id,
+            tasks,
+            hold: holds(hold),
+        };
+        match Request::apply(&action, who, j) {
+            Ok(Outcome::Hold(o)) => o.events,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_hold_type_is_dropped_for_the_rest_of_a_whole_job() {
+        let mut j = job(Some("1-5"));
+        let ev = hold_events(&mut j, &user(false), TaskSelector::All, "uos");
+        let denied = |system: bool| {
+            let user = "sgeuser2".to_string();
+            HoldEvent::Denied(if system {
+                Denied::SystemHold {
+                    user,
+                    release: false,
+                }
+            } else {
+                Denied::OperatorHold {
+                    user,
+                    release: false,
+                }
+            })
+        };
+        assert_eq!(
+            ev,
+            vec![
+                denied(true),
+                denied(false),
+                HoldEvent::Modified(3),
+                HoldEvent::Modified(4),
+                HoldEvent::Modified(5)
+            ]
+        );
+        let groups: Vec<(String, String)> = j
+            .tasks
+            .pending
+            .iter()
+            .map(|g| (g.tasks.to_string(), g.holds.letters()))
+            .collect();
+        assert_eq!(
+            groups,
+            vec![("1,2".into(), "".into()), ("3-5:1".into(), "u".into())]
+        );
+    }
+
+    #[test]
+    fn named_tasks_each_carry_their_own_request() {
+        let mut j = job(Some("1-5"));
+        let set = TaskSet::from_range(TaskIdRange::new(2, 3, 1));
+        let ev = hold_events(&mut j, &user(false), TaskSelector::Tasks(set), "o");
+        assert_eq!(ev.len(), 2);
+        assert!(ev.iter().all(|e| matches!(e, HoldEvent::Denied(_))));
+    }
+
+    #[test]
+    fn releasing_a_hold_that_is_not_there_changes_nothing_and_needs_no_privilege() {
+        let mut j = job(None);
+        let before = j.clone();
+        let action = RequestAction::Release {
+            job: j.id,
+            tasks: TaskSelector::All,
+            hold: holds("s"),
+        };
+        let got = Request::apply(&action, &user(false), &mut j);
+        assert_eq!(got, Ok(Outcome::Hold(HoldOutcome::default())));
+        assert_eq!(j, before);
+    }
+
+    #[test]
+    fn deletion_marks_running_tasks_once_and_force_needs_a_manager() {
+        let mut j = job(Some("1-4"));
+        j.tasks.pending[0].tasks.remove(1);
+        j.tasks.running.push(RunningTask {
+            task: 1,
+            state: RunState::Running,
+            start_time: 0,
+            queue: "all.q".into(),
+            host: "vm".into(),
+            slots: 1,
+            granted: Vec::new(),
+            deleting: false,
+            restarted: false,
+            holds: Holds::NONE,
+        });
+        let del = |force: bool| RequestAction::Delete {
+            job: JobId(94),
+            tasks: TaskSelector::Tasks(TaskSet::from_range(TaskIdRange::single(1))),
+            force,
+        };
+        let running = |r: Result<Outcome, Denied>| match r {
+            Ok(Outcome::Delete(o)) => o.running,
+            other => panic!("unexpected {other:?}"),
+        };
+        let who = user(false);
+        assert_eq!(
+            running(Request::apply(&del(false), &who, &mut j)),
+            vec![(1, RunningDeletion::Registered)]
+        );
+        assert_eq!(
+            running(Request::apply(&del(false), &who, &mut j)),
+            vec![(1, RunningDeletion::AlreadyDeleting)]
+        );
+        assert!(matches!(
+            Request::apply(&del(true), &who, &mut j),
+            Err(Denied::ForcedDelete { .. })
+        ));
+        assert_eq!(
+            running(Request::apply(&del(true), &user(true), &mut j)),
+            vec![(1, RunningDeletion::Forced)]
+        );
+        assert!(j.tasks.running.is_empty());
+        let all = RequestAction::Delete {
+            job: JobId(94),
+            tasks: TaskSelector::All,
+            force: false,
+        };
+        match Request::apply(&all, &who, &mut j) {
+            Ok(Outcome::Delete(o)) => {
+                assert_eq!(o.pending.to_string(), "2-4:1");
+                assert!(o.gone);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn old_single_letter_hold_requests_still_read() {
+        let text = r#"{"action":"hold","job":5,"tasks":"all","hold":"u"}"#;
+        let a: RequestAction = serde_json::from_str(text).expect("parse");
+        assert_eq!(
+            a,
+            RequestAction::Hold {
+                job: JobId(5),
+                tasks: TaskSelector::All,
+                hold: Holds::from(HoldType::User),
+            }
+        );
     }
 }
