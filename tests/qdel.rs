@@ -574,3 +574,29 @@ fn qdel_force_by_user_deletes_normally_then_fails() {
     assert_eq!(out.code, 1);
     assert!(cell.job(64).is_none());
 }
+
+/// `qdel '*'` is a pattern over job names, so it selects the caller's own jobs only
+/// (recorded on the oracle as sgeuser2).
+#[test]
+fn qdel_star_deletes_only_own_jobs() {
+    let Some((u1, u2, _)) = users("qdel_star_deletes_only_own_jobs") else {
+        return;
+    };
+    let cell = TestCell::new();
+    let run = |args: &[&str]| {
+        let r = run_as(&cell, &u2, "qdel", args);
+        (r.stdout, r.code)
+    };
+    assert_eq!(
+        run(&["*"]),
+        ("The job * of user(s) sgeuser2 does not exist\n".into(), 1)
+    );
+    submit(&cell, &u1, 101, "job.sh");
+    submit(&cell, &u2, 102, "qdw_s");
+    assert_eq!(run(&["*"]), ("sgeuser2 has deleted job 102\n".into(), 0));
+    assert_eq!(
+        run(&["-u", "sgeuser2", "*"]),
+        ("The job * of user(s) sgeuser2 does not exist\n".into(), 1)
+    );
+    assert!(cell.job(101).is_some(), "sgeuser's job was touched");
+}
