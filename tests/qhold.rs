@@ -428,3 +428,40 @@ fn qhold_task_range_errors() {
     );
     assert_eq!(run(&["-t", "2"]), ("Unknown option -t 2\n\n".into(), 5));
 }
+
+/// An operator (`operators:` in config.yaml) may hold, release and delete other users' jobs
+/// and set operator holds, but system holds and `qdel -u '*'` need a manager.
+#[test]
+fn operators_change_any_job_but_not_system_holds() {
+    let Some((u1, u2, _)) = users("operators_change_any_job_but_not_system_holds") else {
+        return;
+    };
+    let cell = TestCell::with_config(|c| c.replace("operators: []", "operators: [sgeuser2]"));
+    submit(&cell, &u1, 5, "myname");
+    let run = |bin: &str, args: &[&str]| {
+        let r = run_as(&cell, &u2, bin, args);
+        (r.stdout, r.code)
+    };
+    let modified = "modified hold of job 5\n".to_string();
+    assert_eq!(run("qhold", &["-h", "uo", "5"]), (modified.clone(), 0));
+    assert_eq!(holds_of_pending(&cell, 5), vec![("1".into(), "uo".into())]);
+    assert_eq!(
+        run("qhold", &["-h", "s", "5"]),
+        (
+            "denied: \"sgeuser2\" must be manager to set manager hold\n".into(),
+            10
+        )
+    );
+    assert_eq!(run("qrls", &["-h", "uo", "5"]), (modified, 0));
+    assert_eq!(
+        run("qdel", &["-u", "*"]),
+        (
+            "denied: \"sgeuser2\" must be manager to modify all jobs\n".into(),
+            1
+        )
+    );
+    assert_eq!(
+        run("qdel", &["5"]),
+        ("sgeuser2 has deleted job 5\n".into(), 0)
+    );
+}
