@@ -2,4 +2,7 @@
 
 mod support;
 
+mod docs;
 mod harness;
+mod qdel;
+mod qhold;

@@ -1,13 +1,8 @@
-//! `qrls` (being written).
+//! `qrls`: releases holds; the same code as `qhold` (see [`super::qhold`]), as in SGE where
+//! both are `qalter` under another name.
+
+use super::qhold::{HoldCommand, run};
 
 pub fn main(args: Vec<String>) -> std::process::ExitCode {
-    let mut o = super::Output {
-        code: 1,
-        ..Default::default()
-    };
-    o.err(format!(
-        "qrls: not implemented yet ({} arguments)",
-        args.len()
-    ));
-    o.finish()
+    run(HoldCommand::Release, args)
 }

@@ -3,6 +3,7 @@
 //! SGE 8.1.9 captures in `tests/compat/`; deliberate divergences are listed in
 //! `tests/compat/DIVERGENCES.md`.
 
+pub mod docs;
 pub mod job_list;
 pub mod options;
 pub mod pattern;

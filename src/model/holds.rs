@@ -49,6 +49,11 @@ impl Holds {
         system: false,
     };
 
+    /// No hold at all (for `skip_serializing_if`).
+    pub fn is_none(&self) -> bool {
+        !self.any()
+    }
+
     pub fn any(self) -> bool {
         self.user || self.operator || self.system
     }
@@ -77,6 +82,14 @@ impl Holds {
             }
         }
         s
+    }
+}
+
+impl From<HoldType> for Holds {
+    fn from(t: HoldType) -> Self {
+        let mut h = Holds::NONE;
+        h.set(t, true);
+        h
     }
 }
 

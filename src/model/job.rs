@@ -246,6 +246,10 @@ pub struct RunningTask {
     /// The task ran before and was requeued (`Rr`, `RESTARTED=1`).
     #[serde(default)]
     pub restarted: bool,
+    /// Holds set while it runs (`qhold` of a running job, shown as `hr`): they matter again if
+    /// the task is requeued, and `qrls` reports releasing them, as SGE does.
+    #[serde(default, skip_serializing_if = "Holds::is_none")]
+    pub holds: Holds,
 }
 
 /// How a task ended, as `qsub -sync y` and `qacct` report it.

@@ -18,6 +18,7 @@ pub use job::{
     SlotRange, Submitter, TaskStates,
 };
 pub use request::{
-    Denied, HoldTypeName, Outcome, Request, RequestAction, Requester, SpecChange, TaskSelector,
+    DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, Request, RequestAction,
+    Requester, RunningDeletion, SpecChange, TaskSelector,
 };
 pub use tasks::{TaskIdRange, TaskRangeError, TaskSet};

@@ -7,7 +7,10 @@
 //! (no increments), so applying a request twice gives the same record: a crash between writing
 //! a record and removing the request is harmless.
 
-use super::{EnvVar, HoldType, JobId, JobRecord, PathSpec, PeRequest, ResourceRequest, TaskSet};
+use super::{
+    EnvVar, HoldType, Holds, JobId, JobRecord, PathSpec, PeRequest, ResourceRequest, TaskId,
+    TaskSet,
+};
 use serde::{Deserialize, Serialize};
 
 /// Who asks, as the kernel says (the request file's owner is checked against `uid` by
@@ -101,15 +104,19 @@ pub enum RequestAction {
         tasks: TaskSelector,
         force: bool,
     },
+    /// `qhold -h hold_list`: adds every hold type of `hold` (`"uos"`). A set, not one type,
+    /// because SGE checks the privileges for the whole list at once (see [`Request::apply`]);
+    /// files that name a single type (`"u"`) read unchanged.
     Hold {
         job: JobId,
         tasks: TaskSelector,
-        hold: HoldTypeName,
+        hold: Holds,
     },
+    /// `qrls -h hold_list`: removes every hold type of `hold`.
     Release {
         job: JobId,
         tasks: TaskSelector,
-        hold: HoldTypeName,
+        hold: Holds,
     },
     Alter {
         job: JobId,
@@ -177,17 +184,57 @@ pub struct Request {
 /// What applying an action did, for the client's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Pending tasks removed; `gone` when nothing of the job is left.
-    Deleted {
-        tasks: Option<TaskSet>,
-        gone: bool,
-    },
-    /// Running tasks marked for deletion; `sched_d` kills them.
-    RegisteredForDeletion,
-    /// Holds changed (also when they were already so: SGE says "modified" regardless).
-    HoldModified,
+    Delete(DeleteOutcome),
+    Hold(HoldOutcome),
     Altered,
     Shoved,
+}
+
+/// What `qdel` did to one job: SGE words one message per running task and one for the pending
+/// tasks (`sge_delete_all_tasks_of_job`), so both are kept apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    /// Pending tasks removed, built in ascending order so that it prints as SGE prints the
+    /// range list of its message (`4-6:1`, `8,9`, `1,3,7`).
+    pub pending: TaskSet,
+    /// Running tasks the action selected, in task order, and what happened to each.
+    pub running: Vec<(TaskId, RunningDeletion)>,
+    /// Nothing of the job is left pending or running.
+    pub gone: bool,
+}
+
+impl DeleteOutcome {
+    /// The action selected no task at all (SGE: `job "5" task "9" does not exist`).
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.running.is_empty()
+    }
+}
+
+/// What `qdel` did to one running task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunningDeletion {
+    /// Marked for deletion (`dr`); `sched_d` kills it.
+    Registered,
+    /// It was marked already: nothing changed (SGE: `job 5 is already in deletion`).
+    AlreadyDeleting,
+    /// `qdel -f` by a manager: removed from the record at once; `sched_d` kills what is left.
+    Forced,
+}
+
+/// What `qhold`/`qrls` did to one job, in SGE's order: one event per task whose holds changed,
+/// and the refusals met on the way (SGE goes on with the other tasks after a refusal).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HoldOutcome {
+    pub events: Vec<HoldEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldEvent {
+    /// The task's holds changed (`modified hold of job 5`).
+    Modified(TaskId),
+    /// A hold type of the request needs more privileges; it was dropped from the request for
+    /// this and every later task.
+    Denied(Denied),
 }
 
 /// Why an action was refused; `compat` words it as SGE does.
@@ -197,14 +244,18 @@ pub enum Denied {
     NoSuchJob(JobId),
     #[error("{user} may not delete job {job}")]
     DeletePrivilege { user: String, job: JobId },
+    /// `qdel -f` by someone who is not a manager (SGE without `ENABLE_FORCED_QDEL`).
+    #[error("{user} must be manager to force the deletion of job {job}")]
+    ForcedDelete { user: String, job: JobId },
     #[error("{user} must be at least owner of job {job} to change job attributes")]
     NotOwner { user: String, job: JobId },
     #[error("{user} must be operator to increase job priority")]
     PriorityIncrease { user: String },
-    #[error("{user} must be operator to set or release an operator hold")]
-    OperatorHold { user: String },
-    #[error("{user} must be manager to set or release a system hold")]
-    SystemHold { user: String },
+    /// `release`: the request removed holds (SGE says "remove operator hold").
+    #[error("{user} must be operator to set or remove an operator hold")]
+    OperatorHold { user: String, release: bool },
+    #[error("{user} must be manager to set or remove a system hold")]
+    SystemHold { user: String, release: bool },
     #[error("{user} must be operator to shove a job")]
     Shove { user: String },
 }
@@ -217,76 +268,33 @@ impl Request {
         job: &mut JobRecord,
     ) -> Result<Outcome, Denied> {
         match action {
-            RequestAction::Delete { tasks, .. } => {
+            RequestAction::Delete { tasks, force, .. } => {
+                // sge_gdi_del_job refuses a forced deletion before looking at any job.
+                if *force && !who.manager {
+                    return Err(Denied::ForcedDelete {
+                        user: who.user.clone(),
+                        job: job.id,
+                    });
+                }
                 if !who.may_change(job) {
                     return Err(Denied::DeletePrivilege {
                         user: who.user.clone(),
                         job: job.id,
                     });
                 }
-                let sel = tasks.set();
-                let mut removed = TaskSet::new();
-                for g in job.tasks.pending.iter_mut() {
-                    match sel {
-                        None => {
-                            for id in g.tasks.iter() {
-                                removed.insert(id);
-                            }
-                            g.tasks = TaskSet::new();
-                        }
-                        Some(s) => {
-                            for id in g.tasks.remove_all(s).iter() {
-                                removed.insert(id);
-                            }
-                        }
-                    }
-                }
-                job.tasks.pending.retain(|g| !g.tasks.is_empty());
-                let mut registered = false;
-                for r in job.tasks.running.iter_mut() {
-                    if sel.is_none_or(|s| s.contains(r.task)) {
-                        r.deleting = true;
-                        registered = true;
-                    }
-                }
-                if registered {
-                    Ok(Outcome::RegisteredForDeletion)
-                } else {
-                    Ok(Outcome::Deleted {
-                        tasks: sel.map(|_| removed),
-                        gone: job.tasks.is_done(),
-                    })
-                }
+                Ok(Outcome::Delete(delete_tasks(job, tasks.set(), *force)))
             }
             RequestAction::Hold { tasks, hold, .. }
             | RequestAction::Release { tasks, hold, .. } => {
-                let on = matches!(action, RequestAction::Hold { .. });
-                let hold = HoldType::from(*hold);
+                let add = matches!(action, RequestAction::Hold { .. });
+                // sge_gdi_mod_job: the owner check comes first, for the whole job.
                 if !who.may_change(job) {
                     return Err(Denied::NotOwner {
                         user: who.user.clone(),
                         job: job.id,
                     });
                 }
-                match hold {
-                    HoldType::User => {}
-                    HoldType::Operator if !who.is_operator() => {
-                        return Err(Denied::OperatorHold {
-                            user: who.user.clone(),
-                        });
-                    }
-                    HoldType::System if !who.manager => {
-                        return Err(Denied::SystemHold {
-                            user: who.user.clone(),
-                        });
-                    }
-                    _ => {}
-                }
-                for g in job.pending_groups_for(tasks.set()) {
-                    g.holds.set(hold, on);
-                }
-                job.normalise_pending();
-                Ok(Outcome::HoldModified)
+                Ok(Outcome::Hold(change_holds(job, who, tasks, *hold, add)))
             }
             RequestAction::Alter { changes, .. } => {
                 if !who.may_change(job) {
@@ -322,6 +330,188 @@ impl Request {
             }
         }
     }
+}
+
+/// Removes the selected pending tasks and marks (or, forced, removes) the selected running
+/// ones, as `sge_delete_all_tasks_of_job` does.
+fn delete_tasks(job: &mut JobRecord, sel: Option<&TaskSet>, force: bool) -> DeleteOutcome {
+    let mut removed: Vec<TaskId> = Vec::new();
+    for g in job.tasks.pending.iter_mut() {
+        match sel {
+            None => {
+                removed.extend(g.tasks.iter());
+                g.tasks = TaskSet::new();
+            }
+            Some(s) => removed.extend(g.tasks.remove_all(s).iter()),
+        }
+    }
+    job.tasks.pending.retain(|g| !g.tasks.is_empty());
+    removed.sort_unstable();
+    let mut pending = TaskSet::new();
+    for id in removed {
+        pending.insert(id);
+    }
+    let mut selected: Vec<TaskId> = job
+        .tasks
+        .running
+        .iter()
+        .map(|r| r.task)
+        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+        .collect();
+    selected.sort_unstable();
+    let mut running = Vec::with_capacity(selected.len());
+    for task in selected {
+        let Some(i) = job.tasks.running.iter().position(|r| r.task == task) else {
+            continue;
+        };
+        let what = if force {
+            job.tasks.running.remove(i);
+            RunningDeletion::Forced
+        } else if job.tasks.running[i].deleting {
+            RunningDeletion::AlreadyDeleting
+        } else {
+            job.tasks.running[i].deleting = true;
+            RunningDeletion::Registered
+        };
+        running.push((task, what));
+    }
+    DeleteOutcome {
+        pending,
+        running,
+        gone: job.tasks.is_done(),
+    }
+}
+
+/// The holds of one pending or running task; `None` if the job has no such task now.
+fn task_holds(job: &JobRecord, id: TaskId) -> Option<Holds> {
+    job.tasks
+        .pending
+        .iter()
+        .find(|g| g.tasks.contains(id))
+        .map(|g| g.holds)
+        .or_else(|| {
+            job.tasks
+                .running
+                .iter()
+                .find(|r| r.task == id)
+                .map(|r| r.holds)
+        })
+}
+
+/// Moves one task to the holds `new`: a pending task leaves its group (SGE's range split) and
+/// joins the group with those holds, as SGE moves ids between its per-hold range lists.
+fn set_task_holds(job: &mut JobRecord, id: TaskId, new: Holds) {
+    if let Some(r) = job.tasks.running.iter_mut().find(|r| r.task == id) {
+        r.holds = new;
+        return;
+    }
+    for g in job.tasks.pending.iter_mut() {
+        g.tasks.remove(id);
+    }
+    match job.tasks.pending.iter_mut().find(|g| g.holds == new) {
+        Some(g) => g.tasks.insert(id),
+        None => job.tasks.pending.push(super::PendingGroup {
+            tasks: TaskSet::from_range(super::TaskIdRange::single(id)),
+            holds: new,
+        }),
+    }
+    job.tasks.pending.retain(|g| !g.tasks.is_empty());
+}
+
+/// Pending task ids whose holds fall in one of SGE's per-hold lists (`n`: none), ascending.
+fn pending_in_category(job: &JobRecord, category: Option<HoldType>) -> Vec<TaskId> {
+    let mut ids: Vec<TaskId> = job
+        .tasks
+        .pending
+        .iter()
+        .filter(|g| match category {
+            None => !g.holds.any(),
+            Some(t) => g.holds.has(t),
+        })
+        .flat_map(|g| g.tasks.iter())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// `mod_task_attributes` for `JAT_hold`, task by task. A task whose holds would not change is
+/// skipped silently and needs no privilege (so root's `qrls -h s` of a job without a system
+/// hold prints nothing). When a change needs a privilege the requester lacks, SGE reports it,
+/// leaves that task alone, drops the hold type from the request and goes on with the next
+/// task: a user's `qhold -h uos` of a five-task array is refused for tasks 1 (manager) and 2
+/// (operator) and sets the user hold of tasks 3 to 5 (checked on SGE 8.1.9).
+fn change_holds(
+    job: &mut JobRecord,
+    who: &Requester,
+    tasks: &TaskSelector,
+    requested: Holds,
+    add: bool,
+) -> HoldOutcome {
+    let mut target = requested;
+    let mut out = HoldOutcome::default();
+    let mut visit = |job: &mut JobRecord, id: TaskId, target: &mut Holds| {
+        let Some(old) = task_holds(job, id) else {
+            return;
+        };
+        let mut new = old;
+        for t in [HoldType::User, HoldType::Operator, HoldType::System] {
+            if target.has(t) {
+                new.set(t, add);
+            }
+        }
+        if new == old {
+            return;
+        }
+        if target.system && !who.manager {
+            target.system = false;
+            out.events.push(HoldEvent::Denied(Denied::SystemHold {
+                user: who.user.clone(),
+                release: !add,
+            }));
+            return;
+        }
+        if target.operator && !who.is_operator() {
+            target.operator = false;
+            out.events.push(HoldEvent::Denied(Denied::OperatorHold {
+                user: who.user.clone(),
+                release: !add,
+            }));
+            return;
+        }
+        set_task_holds(job, id, new);
+        out.events.push(HoldEvent::Modified(id));
+    };
+    match tasks {
+        // SGE visits the not yet started tasks list by list (no hold, user, operator,
+        // system), each list as it is when reached, then the started tasks.
+        TaskSelector::All => {
+            for category in [
+                None,
+                Some(HoldType::User),
+                Some(HoldType::Operator),
+                Some(HoldType::System),
+            ] {
+                for id in pending_in_category(job, category) {
+                    visit(job, id, &mut target);
+                }
+            }
+            let mut running: Vec<TaskId> = job.tasks.running.iter().map(|r| r.task).collect();
+            running.sort_unstable();
+            for id in running {
+                visit(job, id, &mut target);
+            }
+        }
+        // Named tasks that the job does not have are ignored silently, as in SGE. Each named
+        // task carries its own copy of the request there, so a refusal drops the hold type
+        // for that task only (`qhold -h o 5.2-3` by a user is refused twice).
+        TaskSelector::Tasks(set) => {
+            for id in set.iter() {
+                let mut own = requested;
+                visit(job, id, &mut own);
+            }
+        }
+    }
+    out
 }
 
 fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
@@ -367,5 +557,205 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
         SpecChange::Notify(v) => spec.notify = v,
         SpecChange::Cluster(v) => spec.cluster = v,
         SpecChange::NoPreempt(v) => spec.no_preempt = v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        JOB_SCHEMA_VERSION, JobSpec, JobSubmission, RunState, RunningTask, Submitter, TaskIdRange,
+    };
+
+    fn job(array: Option<&str>) -> JobRecord {
+        JobRecord::from_submission(JobSubmission {
+            v: JOB_SCHEMA_VERSION,
+            id: JobId(94),
+            submitter: Submitter {
+                owner: "sgeuser2".into(),
+                uid: 1002,
+                group: "sgeuser2".into(),
+                gid: 1002,
+                submission_time: 0,
+                sge_o_home: "/home/sgeuser2".into(),
+                sge_o_log_name: "sgeuser2".into(),
+                sge_o_path: "/bin".into(),
+                sge_o_shell: "/bin/sh".into(),
+                sge_o_workdir: "/home/sgeuser2".into(),
+                sge_o_host: "vm".into(),
+                sge_o_mail: None,
+                sge_o_tz: None,
+            },
+            spec: JobSpec {
+                array: array.map(|a| TaskIdRange::parse(a).expect("range")),
+                ..JobSpec::default()
+            },
+            holds: Holds::NONE,
+        })
+    }
+
+    fn user(manager: bool) -> Requester {
+        Requester {
+            uid: if manager { 0 } else { 1002 },
+            user: if manager { "root" } else { "sgeuser2" }.into(),
+            host: "vm".into(),
+            manager,
+            operator: manager,
+        }
+    }
+
+    fn holds(text: &str) -> Holds {
+        serde_json::from_str(&format!("\"{text}\"")).expect("holds")
+    }
+
+    fn hold_events(
+        j: &mut JobRecord,
+        who: &Requester,
+        tasks: TaskSelector,
+        hold: &str,
+    ) -> Vec<HoldEvent> {
+        let action = RequestAction::Hold {
+            job: j.id,
+            tasks,
+            hold: holds(hold),
+        };
+        match Request::apply(&action, who, j) {
+            Ok(Outcome::Hold(o)) => o.events,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_hold_type_is_dropped_for_the_rest_of_a_whole_job() {
+        let mut j = job(Some("1-5"));
+        let ev = hold_events(&mut j, &user(false), TaskSelector::All, "uos");
+        let denied = |system: bool| {
+            let user = "sgeuser2".to_string();
+            HoldEvent::Denied(if system {
+                Denied::SystemHold {
+                    user,
+                    release: false,
+                }
+            } else {
+                Denied::OperatorHold {
+                    user,
+                    release: false,
+                }
+            })
+        };
+        assert_eq!(
+            ev,
+            vec![
+                denied(true),
+                denied(false),
+                HoldEvent::Modified(3),
+                HoldEvent::Modified(4),
+                HoldEvent::Modified(5)
+            ]
+        );
+        let groups: Vec<(String, String)> = j
+            .tasks
+            .pending
+            .iter()
+            .map(|g| (g.tasks.to_string(), g.holds.letters()))
+            .collect();
+        assert_eq!(
+            groups,
+            vec![("1,2".into(), "".into()), ("3-5:1".into(), "u".into())]
+        );
+    }
+
+    #[test]
+    fn named_tasks_each_carry_their_own_request() {
+        let mut j = job(Some("1-5"));
+        let set = TaskSet::from_range(TaskIdRange::new(2, 3, 1));
+        let ev = hold_events(&mut j, &user(false), TaskSelector::Tasks(set), "o");
+        assert_eq!(ev.len(), 2);
+        assert!(ev.iter().all(|e| matches!(e, HoldEvent::Denied(_))));
+    }
+
+    #[test]
+    fn releasing_a_hold_that_is_not_there_changes_nothing_and_needs_no_privilege() {
+        let mut j = job(None);
+        let before = j.clone();
+        let action = RequestAction::Release {
+            job: j.id,
+            tasks: TaskSelector::All,
+            hold: holds("s"),
+        };
+        let got = Request::apply(&action, &user(false), &mut j);
+        assert_eq!(got, Ok(Outcome::Hold(HoldOutcome::default())));
+        assert_eq!(j, before);
+    }
+
+    #[test]
+    fn deletion_marks_running_tasks_once_and_force_needs_a_manager() {
+        let mut j = job(Some("1-4"));
+        j.tasks.pending[0].tasks.remove(1);
+        j.tasks.running.push(RunningTask {
+            task: 1,
+            state: RunState::Running,
+            start_time: 0,
+            queue: "all.q".into(),
+            host: "vm".into(),
+            slots: 1,
+            granted: Vec::new(),
+            deleting: false,
+            restarted: false,
+            holds: Holds::NONE,
+        });
+        let del = |force: bool| RequestAction::Delete {
+            job: JobId(94),
+            tasks: TaskSelector::Tasks(TaskSet::from_range(TaskIdRange::single(1))),
+            force,
+        };
+        let running = |r: Result<Outcome, Denied>| match r {
+            Ok(Outcome::Delete(o)) => o.running,
+            other => panic!("unexpected {other:?}"),
+        };
+        let who = user(false);
+        assert_eq!(
+            running(Request::apply(&del(false), &who, &mut j)),
+            vec![(1, RunningDeletion::Registered)]
+        );
+        assert_eq!(
+            running(Request::apply(&del(false), &who, &mut j)),
+            vec![(1, RunningDeletion::AlreadyDeleting)]
+        );
+        assert!(matches!(
+            Request::apply(&del(true), &who, &mut j),
+            Err(Denied::ForcedDelete { .. })
+        ));
+        assert_eq!(
+            running(Request::apply(&del(true), &user(true), &mut j)),
+            vec![(1, RunningDeletion::Forced)]
+        );
+        assert!(j.tasks.running.is_empty());
+        let all = RequestAction::Delete {
+            job: JobId(94),
+            tasks: TaskSelector::All,
+            force: false,
+        };
+        match Request::apply(&all, &who, &mut j) {
+            Ok(Outcome::Delete(o)) => {
+                assert_eq!(o.pending.to_string(), "2-4:1");
+                assert!(o.gone);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn old_single_letter_hold_requests_still_read() {
+        let text = r#"{"action":"hold","job":5,"tasks":"all","hold":"u"}"#;
+        let a: RequestAction = serde_json::from_str(text).expect("parse");
+        assert_eq!(
+            a,
+            RequestAction::Hold {
+                job: JobId(5),
+                tasks: TaskSelector::All,
+                hold: Holds::from(HoldType::User),
+            }
+        );
     }
 }

@@ -1,0 +1,67 @@
+//! The checked-in man pages and completions are exactly what the generator makes from the
+//! option tables (`gridspool::compat::docs`). `GRIDSPOOL_BLESS=1 cargo test docs` rewrites them.
+
+use std::path::Path;
+
+#[test]
+fn generated_docs_are_up_to_date() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bless = std::env::var_os("GRIDSPOOL_BLESS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (rel, content) in gridspool::compat::docs::generated_files() {
+        let path = root.join(&rel);
+        let current = std::fs::read_to_string(&path).ok();
+        if current.as_deref() == Some(content.as_str()) {
+            continue;
+        }
+        if bless {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).expect("create directory");
+            }
+            std::fs::write(&path, &content).expect("write generated file");
+        } else {
+            stale.push(rel);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "generated files are stale or missing: {}\nregenerate them with: GRIDSPOOL_BLESS=1 cargo test --test tests docs",
+        stale.join(", ")
+    );
+}
+
+#[test]
+fn every_command_has_its_files_and_help_text() {
+    let files = gridspool::compat::docs::generated_files();
+    for doc in gridspool::compat::docs::all_commands() {
+        for rel in [
+            format!("man/{}.1", doc.name),
+            format!("completions/{}.bash", doc.name),
+            format!("completions/_{}", doc.name),
+            format!("completions/{}.fish", doc.name),
+        ] {
+            assert!(files.iter().any(|(p, _)| *p == rel), "{rel} not generated");
+        }
+        let help = gridspool::compat::docs::help_text(&doc);
+        assert!(help.starts_with(&format!("SGE 8.1.9\nusage: {} ", doc.name)));
+    }
+}
+
+/// The bash completions at least parse.
+#[test]
+fn bash_completions_are_valid_bash() {
+    for (rel, content) in gridspool::compat::docs::generated_files() {
+        if !rel.ends_with(".bash") {
+            continue;
+        }
+        let out = std::process::Command::new("bash")
+            .args(["-n", "-c", &content])
+            .output()
+            .expect("run bash");
+        assert!(
+            out.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
