@@ -95,7 +95,9 @@ struct HostState {
     target: Option<SshTarget>,
     exec_spool: PathBuf,
     sessions: Sessions,
-    master: Mutex<()>,
+    /// The pid of the master connection this launcher started or found, so that it can be
+    /// ended even when its control socket is gone.
+    master: Mutex<Option<u32>>,
     watcher: Mutex<WatcherHandle>,
 }
 
@@ -307,6 +309,17 @@ impl Drop for Launcher {
             stop_watcher(&h);
             if let Some(t) = &h.target {
                 t.close_master();
+                // The socket may be gone (a removed spool): end the master by its pid, after
+                // checking that the pid is still an ssh process.
+                if let Some(pid) = lock(&h.master).take()
+                    && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| c.trim() == "ssh")
+                {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGTERM,
+                    );
+                }
             }
         }
     }
@@ -352,7 +365,7 @@ impl Inner {
             exec_spool: exec_spool_dir(self.spool.root(), name),
             target,
             sessions: Sessions::new(short_sessions),
-            master: Mutex::new(()),
+            master: Mutex::new(None),
             watcher: Mutex::new(WatcherHandle::default()),
         });
         hosts.insert(name.to_string(), Arc::clone(&state));
@@ -374,8 +387,12 @@ impl Inner {
         let Some(t) = &host.target else {
             return Ok(());
         };
-        let _one_at_a_time = lock(&host.master);
-        t.ensure_master()
+        let mut master = lock(&host.master);
+        let pid = t.ensure_master()?;
+        if pid.is_some() {
+            *master = pid;
+        }
+        Ok(())
     }
 
     fn start_task(self: &Arc<Self>, host: &Arc<HostState>, spec: LaunchSpec) {

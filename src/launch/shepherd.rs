@@ -622,10 +622,10 @@ impl Supervisor {
             workdir: &workdir,
             paths: &paths,
             job_spool_dir: &job_spool_dir,
-            job_script: if matches!(spec.command, JobCommand::Script { .. }) {
-                &script_path
-            } else {
-                &spec.name
+            // SGE 8.1.9: the script's copy in the spool, or the command of `-b y`.
+            job_script: match &spec.command {
+                JobCommand::Script { .. } => &script_path,
+                JobCommand::Binary { command, .. } => command,
             },
             pe_hostfile: &pe_hostfile_path,
             tmpdir: &tmpdir.to_string_lossy(),

@@ -73,18 +73,33 @@ impl SshTarget {
         cmd
     }
 
-    /// Makes sure the master connection is up, starting it if needed.
-    pub fn ensure_master(&self) -> Result<(), LaunchError> {
-        let check = self
+    /// The pid of the running master connection (`ssh -O check` says `Master running
+    /// (pid=N)`), `None` when there is none.
+    pub fn master_pid(&self) -> Option<u32> {
+        let out = self
             .base("auto")
             .args(["-O", "check", &self.address])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
-        if check.success() {
-            return Ok(());
+            .stderr(Stdio::piped())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stderr);
+        let start = text.find("pid=")? + 4;
+        let digits: String = text[start..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    }
+
+    /// Makes sure the master connection is up, starting it if needed; returns its pid.
+    pub fn ensure_master(&self) -> Result<Option<u32>, LaunchError> {
+        if let Some(pid) = self.master_pid() {
+            return Ok(Some(pid));
         }
         // `-f -N`: authenticate, then go to the background as the master. Its stderr goes to a
         // file, not a pipe: the backgrounded master keeps its descriptors open.
@@ -106,7 +121,7 @@ impl SshTarget {
         let text = std::fs::read_to_string(&err_path).unwrap_or_default();
         let _ = std::fs::remove_file(&err_path);
         if status.success() {
-            Ok(())
+            Ok(self.master_pid())
         } else {
             Err(LaunchError::Unreachable {
                 host: self.host.clone(),
