@@ -866,7 +866,7 @@ fn launch_reattach_after_the_launcher_is_recreated() {
     rig.launcher()
         .reattach(&[(JobId(9059), 1, host()), (JobId(9999), 1, host())])
         .expect("reattach");
-    let mut results = vec![rig.ended(30), rig.ended(30)];
+    let mut results = [rig.ended(30), rig.ended(30)];
     results.sort_by_key(|r| r.job);
     assert_eq!(
         (results[0].job, results[0].exit_status, results[0].failed),

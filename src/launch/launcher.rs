@@ -108,7 +108,35 @@ struct Inner {
     opts: LauncherOptions,
     running: Mutex<HashMap<(JobId, TaskId), Running>>,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
+    /// Tasks whose `Ended` was sent, to drop duplicate reports (job ids are never reused in
+    /// a spool).
+    delivered: Mutex<Delivered>,
     shutdown: AtomicBool,
+}
+
+/// A bounded set of recently delivered tasks.
+#[derive(Default)]
+struct Delivered {
+    set: HashSet<(JobId, TaskId)>,
+    order: std::collections::VecDeque<(JobId, TaskId)>,
+}
+
+impl Delivered {
+    const CAPACITY: usize = 1 << 16;
+
+    /// Adds a task; `false` if it was there already.
+    fn insert(&mut self, key: (JobId, TaskId)) -> bool {
+        if !self.set.insert(key) {
+            return false;
+        }
+        self.order.push_back(key);
+        if self.order.len() > Self::CAPACITY
+            && let Some(old) = self.order.pop_front()
+        {
+            self.set.remove(&old);
+        }
+        true
+    }
 }
 
 /// Starts tasks on their hosts and reports what becomes of them. Dropping it stops the
@@ -158,6 +186,7 @@ impl Launcher {
                 opts,
                 running: Mutex::new(HashMap::new()),
                 hosts: Mutex::new(HashMap::new()),
+                delivered: Mutex::new(Delivered::default()),
                 shutdown: AtomicBool::new(false),
             }),
         })
@@ -529,7 +558,15 @@ impl Inner {
                 r.early_result = Some(result);
                 return;
             }
-            running.remove(&key);
+            let known = running.remove(&key).is_some();
+            let fresh = lock(&self.delivered).insert(key);
+            if !known && !fresh {
+                // Reported again (a watcher session that ended before our `ack` arrived):
+                // the scheduler has it already.
+                drop(running);
+                self.acknowledge(host, key.0, key.1);
+                return;
+            }
         }
         tracing::info!(
             job = %result.job,
@@ -657,13 +694,10 @@ impl Inner {
     fn watch_local(&self, host: &Arc<HostState>) {
         let mut reported = HashSet::new();
         while self.current(host) {
+            // A result held back until `Started` is delivered and acknowledged by the
+            // starting thread; `reported` keeps it from being collected twice meanwhile.
             for result in shepherd::collect_finished(&host.exec_spool, &mut reported) {
-                let key = (result.job, result.task);
                 self.deliver(host, result);
-                // Held back until `Started`: look again next time.
-                if lock(&self.running).get(&key).is_some_and(|r| !r.started) {
-                    reported.remove(&key);
-                }
             }
             std::thread::sleep(self.opts.poll_interval);
         }

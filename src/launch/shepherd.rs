@@ -519,7 +519,8 @@ impl Supervisor {
         if tmpdir.exists() {
             let _ = std::fs::remove_dir_all(&tmpdir);
         }
-        std::fs::create_dir_all(&tmpdir)
+        // `create_dir`, not `_all`: the name is predictable, so it must be ours, new.
+        std::fs::create_dir(&tmpdir)
             .map_err(|e| before(format!("can't create tmpdir {}: {e}", tmpdir.display())))?;
         let _ = std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o755));
         if nix::unistd::geteuid().is_root() {
@@ -742,13 +743,17 @@ impl Supervisor {
     }
 
     fn tick(&mut self) {
-        let pids = descendants(std::process::id());
-        let vmem = vmem_of(&pids);
-        let dt = self.last_sample.elapsed().as_secs_f64();
-        self.last_sample = Instant::now();
-        self.maxvmem = self.maxvmem.max(vmem);
-        self.mem_integral += vmem as f64 / 1e9 * dt;
         let elapsed = self.started.elapsed().as_secs();
+        // Memory is sampled every second at first, then every 5 s: a /proc scan per task
+        // per second is too much on a host with many tasks (SGE samples even less often).
+        if elapsed < 10 || elapsed.is_multiple_of(5) {
+            let pids = descendants(std::process::id());
+            let vmem = vmem_of(&pids);
+            let dt = self.last_sample.elapsed().as_secs_f64();
+            self.last_sample = Instant::now();
+            self.maxvmem = self.maxvmem.max(vmem);
+            self.mem_integral += vmem as f64 / 1e9 * dt;
+        }
         if let Some(s_rt) = self.spec.limits.s_rt
             && elapsed >= s_rt
             && !self.s_rt_sent
