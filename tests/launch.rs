@@ -527,6 +527,7 @@ fn launch_exit_codes_as_sge_reports_them() {
     );
     let r = rig.run(&exit3);
     assert_eq!((r.exit_status, r.failed, r.signal), (3, 0, None));
+    assert!(r.rusage.maxrss > 0.0 && r.rusage.minflt > 0, "{r:?}");
     assert!(r.end_time >= r.start_time && r.start_time > 0.0);
     assert_eq!(
         read(&rig.workdir().join("exit3.sh.o9045")),
@@ -733,6 +734,8 @@ fn launch_h_rt_kills_and_s_rt_warns() {
     assert_eq!((r.exit_status, r.failed), (137, 37));
     assert!(t0.elapsed() < Duration::from_secs(20));
     assert!(r.end_time - r.start_time >= 2.5, "{r:?}");
+    // Sampled from /proc while it ran.
+    assert!(r.maxvmem > 0.0 && r.mem > 0.0, "{r:?}");
     assert!(read(&wd.join("limits.o9055")).contains("got USR1"));
 }
 
@@ -1006,4 +1009,113 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
         }
         other => panic!("expected Failed, got {other:?}"),
     }
+}
+
+#[test]
+fn launch_shell_start_modes_and_interpreter() {
+    let wd_of = |rig: &Rig| Some(rig.workdir().display().to_string());
+    // posix_compliant (default): the queue's shell, or -S, runs the script with its args.
+    let rig = Rig::new();
+    let script = "#!/bin/false\necho \"$0|$1|$2|${BASH_VERSION:+bash}\"\n";
+    let job = rig.job(
+        9070,
+        JobSpec {
+            cwd: wd_of(&rig),
+            args: vec!["a b".into(), "c".into()],
+            interpreter: vec![PathSpec {
+                host: None,
+                path: "/bin/bash".into(),
+            }],
+            ..script_job("posix")
+        },
+        script,
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    let td = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs/9070.1/job_script");
+    assert_eq!(
+        read(&rig.workdir().join("posix.o9070")),
+        format!("{}|a b|c|bash\n", td.display())
+    );
+
+    // unix_behavior: the #! line decides.
+    let rig = Rig::with(|c| c.queues[0].shell_start_mode = "unix_behavior".into());
+    let job = rig.job(
+        9071,
+        JobSpec {
+            cwd: wd_of(&rig),
+            ..script_job("unix")
+        },
+        "#!/bin/false\necho never\n",
+    );
+    let r = rig.run(&job);
+    assert_eq!((r.exit_status, r.failed), (1, 0));
+
+    // script_from_stdin: the shell reads the script on its stdin.
+    let rig = Rig::with(|c| c.queues[0].shell_start_mode = "script_from_stdin".into());
+    let job = rig.job(
+        9072,
+        JobSpec {
+            cwd: wd_of(&rig),
+            args: vec!["x".into()],
+            ..script_job("stdin")
+        },
+        "echo \"from stdin $1\"\n",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    assert_eq!(read(&rig.workdir().join("stdin.o9072")), "from stdin x\n");
+}
+
+#[test]
+fn launch_shepherd_survives_the_crash_of_its_starter() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9073,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("crash", "sleep 2; echo survived", &[])
+        },
+        "",
+    );
+    let spec = LaunchSpec::build(
+        &rig.cell.spool,
+        &rig.config,
+        &job,
+        1,
+        &rig.placement(&host(), 1, None),
+        false,
+    )
+    .expect("spec");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec_file = dir.path().join("spec.json");
+    let reply = dir.path().join("reply");
+    std::fs::write(&spec_file, serde_json::to_vec(&spec).expect("json")).expect("spec");
+    // A stand-in for sched_d: starts the shepherd, then lives on in its process group.
+    use std::os::unix::process::CommandExt;
+    let mut starter = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{SHEPHERD} run < {} > {}; sleep 600",
+            spec_file.display(),
+            reply.display()
+        ))
+        .process_group(0)
+        .spawn()
+        .expect("starter");
+    wait_for("the shepherd's reply", 30, || {
+        std::fs::read_to_string(&reply).is_ok_and(|r| r.contains("started"))
+    });
+    // The crash: SIGHUP then SIGKILL to the starter's whole process group.
+    let pgid = nix::unistd::Pid::from_raw(starter.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGHUP);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    let _ = starter.wait();
+    // A new launcher picks the task up and collects its result.
+    rig.launcher()
+        .reattach(&[(JobId(9073), 1, host())])
+        .expect("reattach");
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9073), 0, 0));
+    assert!(r.end_time - r.start_time >= 1.5, "{r:?}");
+    assert_eq!(read(&wd.join("crash.o9073")), "survived\n");
 }

@@ -139,3 +139,129 @@ pub fn pe_hostfile(spec: &LaunchSpec) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{JobCommand, Limits, Placement};
+    use crate::model::{EnvVar, JobId, Submitter};
+
+    fn spec() -> LaunchSpec {
+        LaunchSpec {
+            v: 1,
+            job: JobId(5),
+            task: 1,
+            array: None,
+            name: "j".into(),
+            submitter: Submitter {
+                owner: "u".into(),
+                uid: 1,
+                group: "g".into(),
+                gid: 1,
+                submission_time: 0,
+                sge_o_home: "/home/u".into(),
+                sge_o_log_name: "u".into(),
+                sge_o_path: "/bin".into(),
+                sge_o_shell: "/bin/bash".into(),
+                sge_o_workdir: "/w".into(),
+                sge_o_host: "h".into(),
+                sge_o_mail: None,
+                sge_o_tz: None,
+            },
+            host: "h".into(),
+            arch: "lx-amd64".into(),
+            placement: Placement {
+                host: "h".into(),
+                queue: "all.q@h".into(),
+                slots: 4,
+                granted: vec![
+                    ("h".into(), "all.q".into(), 3),
+                    ("k".into(), "all.q".into(), 1),
+                ],
+                pe: Some("mpi".into()),
+            },
+            restarted: true,
+            account: "sge".into(),
+            cwd: None,
+            stdout: vec![],
+            stderr: vec![],
+            stdin: vec![],
+            merge_stderr: false,
+            command: JobCommand::Binary {
+                command: "true".into(),
+                args: vec![],
+                shell: true,
+            },
+            interpreter: None,
+            queue_shell: "/bin/sh".into(),
+            shell_start_mode: "posix_compliant".into(),
+            login_shells: vec![],
+            tmpdir: "/tmp".into(),
+            limits: Limits::default(),
+            notify: false,
+            notify_secs: 60,
+            env: vec![
+                EnvVar {
+                    name: "FOO".into(),
+                    value: Some("1".into()),
+                },
+                EnvVar {
+                    name: "PATH".into(),
+                    value: Some("/mine".into()),
+                },
+                EnvVar {
+                    name: "TERM".into(),
+                    value: Some("xterm".into()),
+                },
+            ],
+            sge_root: "/r".into(),
+            sge_cell: "default".into(),
+            exec_spool: "/r/default/execd/h".into(),
+        }
+    }
+
+    #[test]
+    fn sge_variables_win_over_user_ones_but_term_and_others_pass() {
+        let paths = OutputPaths {
+            stdin: "/dev/null".into(),
+            stdout: "/o".into(),
+            stderr: "/e".into(),
+            merged: false,
+        };
+        let ctx = ExecContext {
+            home: "/home/u",
+            workdir: "/home/u",
+            paths: &paths,
+            job_spool_dir: "/s",
+            job_script: "true",
+            pe_hostfile: "/s/pe_hostfile",
+            tmpdir: "/tmp/5.1.all.q",
+            binary_path: "/bin",
+            shell: "/bin/sh",
+        };
+        let env: std::collections::BTreeMap<_, _> =
+            job_environment(&spec(), &ctx).into_iter().collect();
+        assert_eq!(env["FOO"], "1");
+        assert_eq!(env["PATH"], DEFAULT_JOB_PATH);
+        assert_eq!(env["TERM"], "xterm");
+        assert_eq!(env["QUEUE"], "all.q");
+        assert_eq!(env["RESTARTED"], "1");
+        assert_eq!(
+            (
+                env["NHOSTS"].as_str(),
+                env["NQUEUES"].as_str(),
+                env["NSLOTS"].as_str()
+            ),
+            ("2", "2", "4")
+        );
+        assert_eq!(
+            (env["PE"].as_str(), env["PE_HOSTFILE"].as_str()),
+            ("mpi", "/s/pe_hostfile")
+        );
+        assert_eq!(env["SGE_TASK_ID"], "undefined");
+        assert_eq!(
+            pe_hostfile(&spec()),
+            "h 3 all.q@h UNDEFINED\nk 1 all.q@k UNDEFINED\n"
+        );
+    }
+}

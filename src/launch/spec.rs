@@ -27,7 +27,11 @@ pub const LOGIN_SHELLS: [&str; 5] = ["sh", "bash", "ksh", "csh", "tcsh"];
 pub enum JobCommand {
     /// A script job: the script as stored in the spool, run per the queue's
     /// `shell_start_mode`.
-    Script { script: Vec<u8>, args: Vec<String> },
+    Script {
+        #[serde(with = "script_bytes")]
+        script: Vec<u8>,
+        args: Vec<String>,
+    },
     /// `-b y`: a command run as it is (through the shell unless `-shell n`).
     Binary {
         command: String,
@@ -199,5 +203,56 @@ impl LaunchSpec {
             .split('@')
             .next()
             .unwrap_or(&self.placement.queue)
+    }
+}
+
+/// A script travels as a JSON string when it is UTF-8 (nearly always), else as an array of
+/// bytes: either way byte for byte, without bloating the common case fourfold.
+mod script_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Repr::Text(text.to_string()).serialize(s),
+            Err(_) => Repr::Bytes(bytes.to_vec()).serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(match Repr::deserialize(d)? {
+            Repr::Text(t) => t.into_bytes(),
+            Repr::Bytes(b) => b,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_round_trip_as_text_or_bytes() {
+        for script in [b"#!/bin/sh\necho hi\n".to_vec(), vec![0xff, 0xfe, b'\n']] {
+            let cmd = JobCommand::Script {
+                script: script.clone(),
+                args: vec![],
+            };
+            let json = serde_json::to_string(&cmd).expect("json");
+            let back: JobCommand = serde_json::from_str(&json).expect("parse");
+            assert_eq!(back, cmd, "{json}");
+        }
+        let json = serde_json::to_string(&JobCommand::Script {
+            script: b"echo".to_vec(),
+            args: vec![],
+        })
+        .expect("json");
+        assert!(json.contains("\"script\":\"echo\""), "{json}");
     }
 }
