@@ -1119,3 +1119,34 @@ fn launch_shepherd_survives_the_crash_of_its_starter() {
     assert!(r.end_time - r.start_time >= 1.5, "{r:?}");
     assert_eq!(read(&wd.join("crash.o9073")), "survived\n");
 }
+
+#[test]
+fn launch_job_starts_with_default_signal_handling() {
+    let rig = Rig::new();
+    let job = rig.job(
+        9074,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            shell: false,
+            ..binary_job(
+                "sigs",
+                "grep",
+                &["-E", "^Sig(Blk|Ign)", "/proc/self/status"],
+            )
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    // Nothing blocked or ignored: the shepherd's own signal mask must not leak into jobs.
+    // Signals 32 and 33 are glibc's internal ones (below SIGRTMIN, unusable by programs);
+    // glibc's posix_spawn leaves them ignored and only a raw syscall could reset them.
+    let out = read(&rig.workdir().join("sigs.o9074"));
+    let masks: Vec<u64> = out
+        .lines()
+        .map(|l| u64::from_str_radix(l.split('\t').nth(1).expect("mask"), 16).expect("hex"))
+        .collect();
+    let glibc_internal = (1u64 << 31) | (1u64 << 32);
+    assert_eq!(masks.len(), 2, "{out}");
+    assert_eq!(masks[0], 0, "blocked: {out}");
+    assert_eq!(masks[1] & !glibc_internal, 0, "ignored: {out}");
+}

@@ -692,14 +692,13 @@ impl Supervisor {
                     self.kill_tree();
                 }
                 Signal::SIGUSR1 => {
-                    // `qdel` of a -notify job: SIGUSR2 now, SIGKILL after the notify time.
+                    // A kill with notification (`-notify`): SIGUSR2 now, SIGKILL after the
+                    // queue's notify time. A second request does not restart the clock.
                     self.kill_reason.get_or_insert(KillReason::Qdel);
-                    if self.spec.notify && self.kill_at.is_none() {
+                    if self.kill_at.is_none() {
                         self.signal_job(Signal::SIGUSR2);
                         self.kill_at =
                             Some(Instant::now() + Duration::from_secs(self.spec.notify_secs));
-                    } else if !self.spec.notify {
-                        self.kill_tree();
                     }
                 }
                 Signal::SIGALRM => {
@@ -914,6 +913,11 @@ fn exec_job() -> SetupFailure {
         Ok(p) => p,
         Err(e) => return before(format!("bad exec plan: {e}")),
     };
+    // The supervisor's blocked signals are inherited across spawn and exec: a job must start
+    // with nothing blocked (or its SIGTERM, SIGUSR1/2 traps would never fire).
+    if let Err(e) = SigSet::empty().thread_set_mask() {
+        return before(format!("sigprocmask: {e}"));
+    }
     // Its own session and process group: kills and signals address the job as a whole.
     let _ = nix::unistd::setsid();
     let uid = nix::unistd::Uid::from_raw(plan.uid);
