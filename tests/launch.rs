@@ -895,7 +895,23 @@ fn launch_over_ssh_through_a_real_sshd() {
     let user = job_user();
     let opts = sshd.client_options();
     let port = sshd.port;
+    let owner = user.name.clone();
     let rig = Rig::with(|c| {
+        c.hosts.push(HostConfig {
+            name: "sshowner".into(),
+            slots: 1,
+            launch: LaunchMethod::Ssh {
+                address: Some("127.0.0.1".into()),
+                port: Some(port),
+                user: Some(owner),
+                options: opts.clone(),
+                max_sessions: 2,
+            },
+            complex_values: Default::default(),
+            attributes: vec![],
+            cluster: None,
+            arch: "lx-amd64".into(),
+        });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
             slots: 2,
@@ -918,6 +934,10 @@ fn launch_over_ssh_through_a_real_sshd() {
         });
     });
     let wd = rig.workdir();
+    // The shepherds of both logins share the cell's execution spool directory.
+    let execd = rig.cell.spool.root().join("execd");
+    std::fs::create_dir_all(&execd).expect("execd");
+    set_mode(&execd, 0o1777);
     let mut ids = vec![];
     for (i, id) in (9060..9063).enumerate() {
         let job = rig.job(
@@ -950,6 +970,22 @@ fn launch_over_ssh_through_a_real_sshd() {
             format!("sshhost {}\n", ids[i])
         );
     }
+    // Logged in as the job's owner instead: the shepherd runs unprivileged.
+    let job = rig.job(
+        9065,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("asowner", "id -un", &[])
+        },
+        "",
+    );
+    rig.start_on(&job, 1, &rig.placement("sshowner", 1, None));
+    let r = rig.ended(60);
+    assert_eq!(
+        (r.exit_status, r.failed, r.host.as_str()),
+        (0, 0, "sshowner")
+    );
+    assert_eq!(read(&wd.join("asowner.o9065")), format!("{}\n", user.name));
     // A kill over ssh.
     let job = rig.job(
         9063,
@@ -1149,4 +1185,91 @@ fn launch_job_starts_with_default_signal_handling() {
     assert_eq!(masks.len(), 2, "{out}");
     assert_eq!(masks[0], 0, "blocked: {out}");
     assert_eq!(masks[1] & !glibc_internal, 0, "ignored: {out}");
+}
+
+#[test]
+fn launch_a_burst_of_array_tasks() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9075,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            array: Some(TaskIdRange::new(1, 20, 1)),
+            ..binary_job("burst", "echo $SGE_TASK_ID", &[])
+        },
+        "",
+    );
+    for task in 1..=20 {
+        rig.start(&job, task);
+    }
+    let (mut started, mut ended) = (0, vec![]);
+    while ended.len() < 20 {
+        match rig.event(60) {
+            LaunchEvent::Started { .. } => started += 1,
+            LaunchEvent::Ended(r) => ended.push(r),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(started, 20);
+    ended.sort_by_key(|r| r.task);
+    for (i, r) in ended.iter().enumerate() {
+        let task = i as u32 + 1;
+        assert_eq!((r.task, r.exit_status, r.failed), (task, 0, 0));
+        assert_eq!(
+            read(&wd.join(format!("burst.o9075.{task}"))),
+            format!("{task}\n")
+        );
+    }
+    // Nothing is reported twice.
+    assert!(rig.events.recv_timeout(Duration::from_millis(500)).is_err());
+}
+
+#[test]
+fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
+    let Some(sshd) = Sshd::start("launch_over_ssh_without_a_shepherd_there_is_a_host_fault") else {
+        return;
+    };
+    let user = job_user();
+    let cell = TestCell::new();
+    let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
+    config.hosts.push(HostConfig {
+        name: "bare".into(),
+        slots: 1,
+        launch: LaunchMethod::Ssh {
+            address: Some("127.0.0.1".into()),
+            port: Some(sshd.port),
+            user: Some(user.name.clone()),
+            options: sshd.client_options(),
+            max_sessions: 2,
+        },
+        complex_values: Default::default(),
+        attributes: vec![],
+        cluster: None,
+        arch: "lx-amd64".into(),
+    });
+    let (tx, rx) = channel();
+    let mut opts = options(&cell);
+    opts.remote_shepherd = Some("/nonexistent/gridspool-shepherd".into());
+    let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
+    let rig = Rig {
+        launcher: Some(launcher),
+        cell,
+        config,
+        events: rx,
+        user,
+    };
+    let job = rig.job(9076, binary_job("bare", "true", &[]), "");
+    rig.start_on(&job, 1, &rig.placement("bare", 1, None));
+    match rig.event(60) {
+        LaunchEvent::Failed {
+            host_unreachable,
+            error,
+            ..
+        } => {
+            assert!(host_unreachable, "{error}");
+            assert!(error.contains("the shepherd did not answer"), "{error}");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
 }

@@ -27,6 +27,9 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
+/// How many shepherds a local host starts at once.
+const LOCAL_CONCURRENT_STARTS: u32 = 8;
+
 /// Where the launcher finds things; [`LauncherOptions::defaults`] fills them in.
 #[derive(Debug, Clone)]
 pub struct LauncherOptions {
@@ -386,9 +389,11 @@ impl Inner {
         if target.is_some() {
             create_private_dir(&self.opts.control_dir)?;
         }
-        let short_sessions = target
-            .as_ref()
-            .map_or(1, |t| t.max_sessions.saturating_sub(1));
+        // Local hosts: a bound on shepherds being started at once (a burst of array tasks
+        // would otherwise fork hundreds at the same moment).
+        let short_sessions = target.as_ref().map_or(LOCAL_CONCURRENT_STARTS, |t| {
+            t.max_sessions.saturating_sub(1)
+        });
         let state = Arc::new(HostState {
             name: name.to_string(),
             exec_spool: exec_spool_dir(self.spool.root(), name),
@@ -427,13 +432,16 @@ impl Inner {
     fn start_task(self: &Arc<Self>, host: &Arc<HostState>, spec: LaunchSpec) {
         let (job, task) = (spec.job, spec.task);
         let reply = match &host.target {
-            None => self.run_local(&spec),
+            None => {
+                let _permit = host.sessions.acquire();
+                self.run_local(&spec)
+            }
             Some(t) => self.ensure_master(host).and_then(|()| {
                 let json =
                     serde_json::to_vec(&spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
                 let _permit = host.sessions.acquire();
                 let out = t.run(&[self.remote_shepherd(), "run".to_string()], &json)?;
-                parse_reply(&out.stdout, &out.stderr)
+                parse_reply(&host.name, &out.stdout, &out.stderr)
             }),
         };
         match reply {
@@ -468,15 +476,17 @@ impl Inner {
                     }
                 }
             }
-            Ok(RunReply::Failed { error }) => {
-                tracing::warn!(job = %job, task, host = %host.name, "task not started: {error}");
+            Ok(RunReply::Failed { error, host_fault }) => {
+                tracing::warn!(job = %job, task, host = %host.name, host_fault, "task not started: {error}");
                 lock(&self.running).remove(&(job, task));
+                // A host that cannot run jobs is treated like an unreachable one: the task
+                // is requeued and the host marked, instead of the job going to `Eqw`.
                 self.send(LaunchEvent::Failed {
                     job,
                     task,
                     host: host.name.clone(),
                     error,
-                    host_unreachable: false,
+                    host_unreachable: host_fault,
                 });
             }
             Err(e) => {
@@ -512,7 +522,7 @@ impl Inner {
         let out = child
             .wait_with_output()
             .map_err(|e| LaunchError::io("wait", shepherd, e))?;
-        parse_reply(&out.stdout, &out.stderr)
+        parse_reply(&spec.host, &out.stdout, &out.stderr)
     }
 
     fn remote_kill(
@@ -766,18 +776,21 @@ impl Inner {
 }
 
 /// The shepherd's reply on stdout; its stderr explains a missing reply.
-fn parse_reply(stdout: &[u8], stderr: &[u8]) -> Result<RunReply, LaunchError> {
+fn parse_reply(host: &str, stdout: &[u8], stderr: &[u8]) -> Result<RunReply, LaunchError> {
     let text = String::from_utf8_lossy(stdout);
     match text
         .lines()
         .find_map(|l| serde_json::from_str::<RunReply>(l).ok())
     {
         Some(reply) => Ok(reply),
+        // No answer at all (shepherd missing or broken on the host): a fault of the host,
+        // not of the job, so the task is requeued rather than put into error state.
         None => {
             let mut why = String::new();
             let _ = std::io::Cursor::new(stderr).read_to_string(&mut why);
-            Ok(RunReply::Failed {
-                error: format!("the shepherd did not answer: {}", why.trim()),
+            Err(LaunchError::Unreachable {
+                host: host.to_string(),
+                reason: format!("the shepherd did not answer: {}", why.trim()),
             })
         }
     }

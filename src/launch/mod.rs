@@ -19,6 +19,50 @@
 //! crash or restart at any time: running jobs carry on, and a new launcher collects their
 //! results (`reattach`).
 //!
+//! # Local and ssh hosts
+//!
+//! For a local host the launcher runs `gridspool-shepherd run` itself; the shepherd binary is
+//! `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the running executable (install
+//! it beside `sched_d`); see [`LauncherOptions`]. For an ssh host it runs the same command over
+//! the system `ssh` client with the spec on the session's stdin and the reply on its stdout;
+//! the shepherd's path there is the same as here unless [`LauncherOptions::remote_shepherd`]
+//! says otherwise. Results do not come back on that session: it ends as soon as the job has
+//! started, and one `watch` session per host carries every result. A session per running job
+//! would hold one of sshd's `MaxSessions` for the job's whole life and so cap a host's running
+//! jobs at `max_sessions`; this way `max_sessions` bounds only the short start/kill/query
+//! sessions (`max_sessions - 1` of them, the watcher holding one).
+//!
+//! An ssh host whose master connection cannot be established yields
+//! `LaunchEvent::Failed { host_unreachable: true }`; requeueing and backoff are the
+//! scheduler's.
+//!
+//! # Exit status and `failed`, as SGE 8.1.9 records them
+//!
+//! | what happened | `exit_status` | `failed` |
+//! |---|---|---|
+//! | the job exited with `n` | `n` | 0 |
+//! | a signal `s` ended it | 128 + `s` | 0 |
+//! | `qdel` (kill) | 137 | 100 (`assumedly after job`) |
+//! | `h_rt` reached (SIGKILL) | 137 | 37 (`qmaster enforced h_rt…`) |
+//! | it died of the `s_rt` SIGUSR1 | 138 | 100 |
+//! | `-b y` command not found (through the shell) | 127 | 0 |
+//! | `-shell n` command, `-S` shell or queue shell not found | 0 | 27 |
+//! | working directory missing | 0 | 28 |
+//! | an output/input file cannot be opened | 0 | 26 |
+//! | the shepherd could not prepare the job (user unknown, TMPDIR) | 0 | 1 |
+//!
+//! `error` carries SGE's reason text for 26/27/28/1 (`can't open output file "…": No such
+//! file or directory`); the scheduler puts such jobs into `Eqw`.
+//!
+//! # Known divergences from SGE 8.1.9
+//!
+//! - Paths in the environment (`JOB_SCRIPT`, `SGE_JOB_SPOOL_DIR`, `SGE_BINARY_PATH`,
+//!   `SGE_ROOT`) are gridspool's (see [`env`](job_environment)); the script lives in the task
+//!   directory, not in a shared `job_scripts/`.
+//! - `-j y`: SGE opens the file twice without `O_APPEND`, so stderr can overwrite stdout's
+//!   first bytes; gridspool writes both through one descriptor, in order.
+//! - `io` and `iow` are not measured (0); `maxvmem` and `mem` are sampled from `/proc`.
+//!
 //! # Where things live on an execution host
 //!
 //! The execution spool of host `h` is `$SGE_ROOT/$SGE_CELL/execd/h` (SGE:

@@ -70,8 +70,14 @@ pub mod failed {
 pub enum RunReply {
     /// The job process exists (its setup may still fail; the result then says so).
     Started { pid: u32 },
-    /// Nothing was started.
-    Failed { error: String },
+    /// Nothing was started. `host_fault`: the host could not run any job (its execution
+    /// spool is not writable, the shepherd cannot spawn), as opposed to this job being
+    /// refused (an unknown owner, a uid mismatch).
+    Failed {
+        error: String,
+        #[serde(default)]
+        host_fault: bool,
+    },
 }
 
 /// What `watch` prints.
@@ -181,11 +187,13 @@ fn run_mode() -> Result<(), LaunchError> {
         Ok(spec) => match start_task(&spec) {
             Ok(pid) => RunReply::Started { pid },
             Err(e) => RunReply::Failed {
+                host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
                 error: e.to_string(),
             },
         },
         Err(e) => RunReply::Failed {
             error: format!("bad launch spec: {e}"),
+            host_fault: false,
         },
     };
     print_line(&reply).map_err(|e| LaunchError::io("write", "<stdout>", e))

@@ -82,11 +82,14 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile {pid}\n\
                  AuthorizedKeysFile {ak}\nStrictModes no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-                 PermitRootLogin prohibit-password\nUsePAM no\nMaxSessions 30\nMaxStartups 50\n\
+                 PermitRootLogin prohibit-password\nUsePAM {pam}\nMaxSessions 30\nMaxStartups 50\n\
                  LogLevel ERROR\n",
                 hk = host_key.display(),
                 pid = dir.path().join("sshd.pid").display(),
                 ak = authorized.display(),
+                // Without PAM sshd refuses accounts whose password is locked, as `useradd`
+                // leaves the test users; PAM needs root.
+                pam = if super::is_root() { "yes" } else { "no" },
             ),
         )
         .expect("sshd_config");
