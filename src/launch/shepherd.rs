@@ -250,6 +250,18 @@ fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
         std::fs::remove_dir_all(&dir.path).map_err(|e| LaunchError::io("remove", &dir.path, e))?;
     }
     std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
+    let outcome = supervise_task(spec, &dir);
+    if outcome.is_err() {
+        // Nothing runs: leave no directory that a watcher would report as a lost task
+        // after the launcher has already reported the failure.
+        let _ = std::fs::remove_dir_all(&dir.path);
+    }
+    outcome
+}
+
+/// Writes the spec into the new task directory and starts the supervisor; returns the job's
+/// pid once the supervisor has written it.
+fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> {
     let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
     let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
     dir.write("spec.json", &json, 0o600)?;
@@ -292,6 +304,8 @@ fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
             )));
         }
         if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
             return Err(LaunchError::Protocol(format!(
                 "the supervisor of task {} did not start the job within 120 s",
                 spec.task_name()
@@ -524,8 +538,9 @@ impl Supervisor {
             spec.task,
             spec.queue_name()
         ));
-        if tmpdir.exists() {
-            let _ = std::fs::remove_dir_all(&tmpdir);
+        // Also a dangling symlink someone planted under the predictable name.
+        if tmpdir.symlink_metadata().is_ok() {
+            let _ = std::fs::remove_dir_all(&tmpdir).or_else(|_| std::fs::remove_file(&tmpdir));
         }
         // `create_dir`, not `_all`: the name is predictable, so it must be ours, new.
         std::fs::create_dir(&tmpdir)
