@@ -4,5 +4,6 @@ mod support;
 
 mod docs;
 mod harness;
+mod launch;
 mod qdel;
 mod qhold;

@@ -1,6 +1,92 @@
 //! Launching tasks on execution hosts (directly, or over OpenSSH) and the shepherd that runs
 //! them as their owner and reports how they ended.
+//!
+//! # Shape
+//!
+//! - [`LaunchSpec`] is everything one task needs on its execution host, built by the scheduler
+//!   from the job record and the placement ([`LaunchSpec::build`]); it travels as JSON.
+//! - [`Launcher`] is what `sched_d` holds: `start`, `kill`, `reattach`, `reconfigure`; it
+//!   reports [`LaunchEvent`]s on a channel.
+//! - The shepherd (`gridspool-shepherd`, [`shepherd`]) runs on the execution host. `run` reads a
+//!   spec on stdin, creates the task's directory in the host's execution spool, detaches a
+//!   *supervisor* (its own session, SIGHUP blocked, a child subreaper) and answers with the
+//!   job's pid. The supervisor runs the job through an `exec` helper that drops to the owner's
+//!   credentials, enforces limits, waits, and writes `result.json` durably. `watch` streams the
+//!   results of a host's tasks to the launcher and removes each task directory once the launcher
+//!   acknowledges it; `kill` and `query` act on one task directory.
+//!
+//! Because a task's state lives only in its directory on the execution host, `sched_d` may
+//! crash or restart at any time: running jobs carry on, and a new launcher collects their
+//! results (`reattach`).
+//!
+//! # Local and ssh hosts
+//!
+//! For a local host the launcher runs `gridspool-shepherd run` itself; the shepherd binary is
+//! `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the running executable (install
+//! it beside `sched_d`); see [`LauncherOptions`]. For an ssh host it runs the same command over
+//! the system `ssh` client with the spec on the session's stdin and the reply on its stdout;
+//! the shepherd's path there is the same as here unless [`LauncherOptions::remote_shepherd`]
+//! says otherwise. Results do not come back on that session: it ends as soon as the job has
+//! started, and one `watch` session per host carries every result. A session per running job
+//! would hold one of sshd's `MaxSessions` for the job's whole life and so cap a host's running
+//! jobs at `max_sessions`; this way `max_sessions` bounds only the short start/kill/query
+//! sessions (`max_sessions - 1` of them, the watcher holding one).
+//!
+//! An ssh host whose master connection cannot be established yields
+//! `LaunchEvent::Failed { host_unreachable: true }`; requeueing and backoff are the
+//! scheduler's.
+//!
+//! # Exit status and `failed`, as SGE 8.1.9 records them
+//!
+//! | what happened | `exit_status` | `failed` |
+//! |---|---|---|
+//! | the job exited with `n` | `n` | 0 |
+//! | a signal `s` ended it | 128 + `s` | 0 |
+//! | `qdel` (kill) | 137 | 100 (`assumedly after job`) |
+//! | `h_rt` reached (SIGKILL) | 137 | 37 (`qmaster enforced h_rt…`) |
+//! | it died of the `s_rt` SIGUSR1 | 138 | 100 |
+//! | `-b y` command not found (through the shell) | 127 | 0 |
+//! | `-shell n` command, `-S` shell or queue shell not found | 0 | 27 |
+//! | working directory missing | 0 | 28 |
+//! | an output/input file cannot be opened | 0 | 26 |
+//! | the shepherd could not prepare the job (user unknown, TMPDIR) | 0 | 1 |
+//!
+//! `error` carries SGE's reason text for 26/27/28/1 (`can't open output file "…": No such
+//! file or directory`); the scheduler puts such jobs into `Eqw`.
+//!
+//! # Known divergences from SGE 8.1.9
+//!
+//! - Paths in the environment (`JOB_SCRIPT`, `SGE_JOB_SPOOL_DIR`, `SGE_BINARY_PATH`,
+//!   `SGE_ROOT`) are gridspool's (see [`env`](job_environment)); the script lives in the task
+//!   directory, not in a shared `job_scripts/`.
+//! - `-j y`: SGE opens the file twice without `O_APPEND`, so stderr can overwrite stdout's
+//!   first bytes; gridspool writes both through one descriptor, in order.
+//! - `io` and `iow` are not measured (0); `maxvmem` and `mem` are sampled from `/proc`.
+//!
+//! # Where things live on an execution host
+//!
+//! The execution spool of host `h` is `$SGE_ROOT/$SGE_CELL/execd/h` (SGE:
+//! `/var/spool/gridengine/execd/h`); on an ssh host that path is used on the remote side (a
+//! shared `$SGE_ROOT` as in classic SGE installs, or a local directory the shepherd creates).
+//! Each task has `active_jobs/<job>.<task>/` with `spec.json`, `job_script`, `pe_hostfile`,
+//! `shepherd.pid`, `started` and finally `result.json`.
 
+mod env;
+mod error;
+mod launcher;
+mod limits;
+mod paths;
 pub mod protocol;
+pub mod shepherd;
+mod spec;
+mod ssh;
+mod taskdir;
 
+pub use env::job_environment;
+pub use error::LaunchError;
+pub use launcher::{Launcher, LauncherOptions};
+pub use limits::{Limits, RLimit, parse_memory, parse_time};
+pub use paths::{OutputPaths, expand_pseudo_variables, resolve_output_paths};
 pub use protocol::{LaunchEvent, Placement, Rusage, TaskResult};
+pub use spec::{JobCommand, LaunchSpec, SHEPHERD_BINARY, SPEC_VERSION};
+pub use taskdir::{TaskDir, exec_spool_dir};

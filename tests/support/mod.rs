@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use gridspool::model::{JobId, JobRecord};
 use gridspool::spool::Spool;
 use std::io::Write;

@@ -1,0 +1,267 @@
+//! The environment a job sees, as SGE 8.1.9's shepherd sets it (captures
+//! `tests/compat/job/env-output*.txt`).
+//!
+//! The job's `-v`/`-V` variables come first and SGE's own variables replace them (SGE 8.1.9 keeps
+//! `HOME`, `PATH`, `JOB_ID`, `SHELL`… its own even when `-v` names them), except `TERM`, which
+//! SGE leaves empty unless the job passes one. Values differ from SGE only where paths do:
+//!
+//! | variable | SGE 8.1.9 | gridspool |
+//! |---|---|---|
+//! | `JOB_SCRIPT` | `<execd spool>/job_scripts/<job>` | `<exec spool>/active_jobs/<job>.<task>/job_script` |
+//! | `SGE_JOB_SPOOL_DIR` | `<execd spool>/active_jobs/<job>.<task>` | `<exec spool>/active_jobs/<job>.<task>` |
+//! | `SGE_BINARY_PATH` | `/usr/sbin/lx-amd64` | the directory of `gridspool-shepherd` |
+//! | `SGE_ROOT`, `SGE_CELL` | the installation | the spool's parent and name |
+//! | `PATH` | execd's `PATH` | [`DEFAULT_JOB_PATH`] (the same value on Debian) |
+
+use super::paths::OutputPaths;
+use super::spec::LaunchSpec;
+
+/// The job's `PATH`: SGE passes its execd's, which on the reference system is Debian's
+/// standard user path; a login shell's `/etc/profile` sets the same for ordinary users.
+pub const DEFAULT_JOB_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games";
+
+/// What only the execution host knows.
+#[derive(Debug, Clone)]
+pub struct ExecContext<'a> {
+    pub home: &'a str,
+    pub workdir: &'a str,
+    pub paths: &'a OutputPaths,
+    pub job_spool_dir: &'a str,
+    pub job_script: &'a str,
+    pub pe_hostfile: &'a str,
+    pub tmpdir: &'a str,
+    pub binary_path: &'a str,
+    /// The shell that runs the job (`SHELL`).
+    pub shell: &'a str,
+}
+
+/// The complete environment, sorted by name (what `env | sort` shows).
+pub fn job_environment(spec: &LaunchSpec, ctx: &ExecContext<'_>) -> Vec<(String, String)> {
+    let mut env: std::collections::BTreeMap<String, String> = Default::default();
+    env.insert("TERM".into(), String::new());
+    for v in &spec.env {
+        let value = match &v.value {
+            Some(val) => val.clone(),
+            // `-v NAME` without a value: SGE sends the submit environment's value, which qsub
+            // resolved already; an unresolved name is empty.
+            None => String::new(),
+        };
+        env.insert(v.name.clone(), value);
+    }
+    let s = &spec.submitter;
+    let p = &spec.placement;
+    let undefined = || "undefined".to_string();
+    let (first, last, step) = match spec.array {
+        Some(r) => (r.first.to_string(), r.last.to_string(), r.step.to_string()),
+        None => (undefined(), undefined(), undefined()),
+    };
+    let task_id = if spec.array.is_some() {
+        spec.task.to_string()
+    } else {
+        undefined()
+    };
+    let mut hosts: Vec<&str> = p.granted.iter().map(|(h, _, _)| h.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let nhosts = hosts.len().max(1);
+    let nqueues = p.granted.len().max(1);
+    let nslots: u32 = if p.granted.is_empty() {
+        p.slots.max(1)
+    } else {
+        p.granted.iter().map(|(_, _, n)| *n).sum()
+    };
+    let ours: Vec<(&str, String)> = vec![
+        ("ARC", spec.arch.clone()),
+        ("ENVIRONMENT", "BATCH".into()),
+        ("HOME", ctx.home.into()),
+        ("HOSTNAME", spec.host.clone()),
+        ("JOB_ID", spec.job.to_string()),
+        ("JOB_NAME", spec.name.clone()),
+        ("JOB_SCRIPT", ctx.job_script.into()),
+        ("LOGNAME", s.owner.clone()),
+        ("NHOSTS", nhosts.to_string()),
+        ("NQUEUES", nqueues.to_string()),
+        ("NSLOTS", nslots.to_string()),
+        ("PATH", DEFAULT_JOB_PATH.into()),
+        ("PWD", ctx.workdir.into()),
+        ("QUEUE", spec.queue_name().into()),
+        ("REQNAME", spec.name.clone()),
+        ("REQUEST", spec.name.clone()),
+        ("RESTARTED", if spec.restarted { "1" } else { "0" }.into()),
+        ("SGE_ACCOUNT", spec.account.clone()),
+        ("SGE_ARCH", spec.arch.clone()),
+        ("SGE_BINARY_PATH", ctx.binary_path.into()),
+        ("SGE_CELL", spec.sge_cell.clone()),
+        ("SGE_CWD_PATH", ctx.workdir.into()),
+        ("SGE_JOB_SPOOL_DIR", ctx.job_spool_dir.into()),
+        ("SGE_O_HOME", s.sge_o_home.clone()),
+        ("SGE_O_HOST", s.sge_o_host.clone()),
+        ("SGE_O_LOGNAME", s.sge_o_log_name.clone()),
+        ("SGE_O_PATH", s.sge_o_path.clone()),
+        ("SGE_O_SHELL", s.sge_o_shell.clone()),
+        ("SGE_O_WORKDIR", s.sge_o_workdir.clone()),
+        ("SGE_ROOT", spec.sge_root.clone()),
+        ("SGE_STDERR_PATH", ctx.paths.stderr.clone()),
+        ("SGE_STDIN_PATH", ctx.paths.stdin.clone()),
+        ("SGE_STDOUT_PATH", ctx.paths.stdout.clone()),
+        ("SGE_TASK_FIRST", first),
+        ("SGE_TASK_ID", task_id),
+        ("SGE_TASK_LAST", last),
+        ("SGE_TASK_STEPSIZE", step),
+        ("SHELL", ctx.shell.into()),
+        ("TMP", ctx.tmpdir.into()),
+        ("TMPDIR", ctx.tmpdir.into()),
+        ("USER", s.owner.clone()),
+    ];
+    for (k, v) in ours {
+        env.insert(k.to_string(), v);
+    }
+    if let Some(mail) = &s.sge_o_mail {
+        env.insert("SGE_O_MAIL".into(), mail.clone());
+    }
+    if let Some(tz) = &s.sge_o_tz {
+        env.insert("SGE_O_TZ".into(), tz.clone());
+    }
+    if let Some(pe) = &p.pe {
+        env.insert("PE".into(), pe.clone());
+        env.insert("PE_HOSTFILE".into(), ctx.pe_hostfile.into());
+    }
+    env.into_iter().collect()
+}
+
+/// `PE_HOSTFILE` per `sge_pe(5)`: one line per host, `host slots queue@host processor-range`
+/// (`UNDEFINED` when no binding), master host first.
+pub fn pe_hostfile(spec: &LaunchSpec) -> String {
+    let mut out = String::new();
+    for (host, queue, slots) in &spec.placement.granted {
+        let q = queue.split('@').next().unwrap_or(queue);
+        out.push_str(&format!("{host} {slots} {q}@{host} UNDEFINED\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{JobCommand, Limits, Placement};
+    use crate::model::{EnvVar, JobId, Submitter};
+
+    fn spec() -> LaunchSpec {
+        LaunchSpec {
+            v: 1,
+            job: JobId(5),
+            task: 1,
+            array: None,
+            name: "j".into(),
+            submitter: Submitter {
+                owner: "u".into(),
+                uid: 1,
+                group: "g".into(),
+                gid: 1,
+                submission_time: 0,
+                sge_o_home: "/home/u".into(),
+                sge_o_log_name: "u".into(),
+                sge_o_path: "/bin".into(),
+                sge_o_shell: "/bin/bash".into(),
+                sge_o_workdir: "/w".into(),
+                sge_o_host: "h".into(),
+                sge_o_mail: None,
+                sge_o_tz: None,
+            },
+            host: "h".into(),
+            arch: "lx-amd64".into(),
+            placement: Placement {
+                host: "h".into(),
+                queue: "all.q@h".into(),
+                slots: 4,
+                granted: vec![
+                    ("h".into(), "all.q".into(), 3),
+                    ("k".into(), "all.q".into(), 1),
+                ],
+                pe: Some("mpi".into()),
+            },
+            restarted: true,
+            account: "sge".into(),
+            cwd: None,
+            stdout: vec![],
+            stderr: vec![],
+            stdin: vec![],
+            merge_stderr: false,
+            command: JobCommand::Binary {
+                command: "true".into(),
+                args: vec![],
+                shell: true,
+            },
+            interpreter: None,
+            queue_shell: "/bin/sh".into(),
+            shell_start_mode: "posix_compliant".into(),
+            login_shells: vec![],
+            tmpdir: "/tmp".into(),
+            limits: Limits::default(),
+            notify: false,
+            notify_secs: 60,
+            env: vec![
+                EnvVar {
+                    name: "FOO".into(),
+                    value: Some("1".into()),
+                },
+                EnvVar {
+                    name: "PATH".into(),
+                    value: Some("/mine".into()),
+                },
+                EnvVar {
+                    name: "TERM".into(),
+                    value: Some("xterm".into()),
+                },
+            ],
+            sge_root: "/r".into(),
+            sge_cell: "default".into(),
+            exec_spool: "/r/default/execd/h".into(),
+        }
+    }
+
+    #[test]
+    fn sge_variables_win_over_user_ones_but_term_and_others_pass() {
+        let paths = OutputPaths {
+            stdin: "/dev/null".into(),
+            stdout: "/o".into(),
+            stderr: "/e".into(),
+            merged: false,
+        };
+        let ctx = ExecContext {
+            home: "/home/u",
+            workdir: "/home/u",
+            paths: &paths,
+            job_spool_dir: "/s",
+            job_script: "true",
+            pe_hostfile: "/s/pe_hostfile",
+            tmpdir: "/tmp/5.1.all.q",
+            binary_path: "/bin",
+            shell: "/bin/sh",
+        };
+        let env: std::collections::BTreeMap<_, _> =
+            job_environment(&spec(), &ctx).into_iter().collect();
+        assert_eq!(env["FOO"], "1");
+        assert_eq!(env["PATH"], DEFAULT_JOB_PATH);
+        assert_eq!(env["TERM"], "xterm");
+        assert_eq!(env["QUEUE"], "all.q");
+        assert_eq!(env["RESTARTED"], "1");
+        assert_eq!(
+            (
+                env["NHOSTS"].as_str(),
+                env["NQUEUES"].as_str(),
+                env["NSLOTS"].as_str()
+            ),
+            ("2", "2", "4")
+        );
+        assert_eq!(
+            (env["PE"].as_str(), env["PE_HOSTFILE"].as_str()),
+            ("mpi", "/s/pe_hostfile")
+        );
+        assert_eq!(env["SGE_TASK_ID"], "undefined");
+        assert_eq!(
+            pe_hostfile(&spec()),
+            "h 3 all.q@h UNDEFINED\nk 1 all.q@k UNDEFINED\n"
+        );
+    }
+}

@@ -1,0 +1,1260 @@
+//! The shepherd (`gridspool-shepherd`): runs on the execution host, as root (then it runs any
+//! user's job with that user's groups, gid and uid) or as an ordinary user (then only that
+//! user's jobs).
+//!
+//! Modes (first argument):
+//!
+//! - `run`: reads a [`LaunchSpec`] on stdin, creates the task directory, starts a detached
+//!   `supervise` process and prints one [`RunReply`] line (the job's pid, or why nothing ran).
+//! - `supervise <taskdir>` (internal): its own session, SIGHUP and the other signals blocked
+//!   (taken with `sigwait`), a child subreaper so that every descendant of the job stays its
+//!   descendant; starts the job through `exec`, enforces `h_rt`/`s_rt`, samples memory, carries
+//!   out kills, waits, and writes `result.json` durably.
+//! - `exec` (internal): the job's first process. Reads its plan on stdin, starts a new
+//!   session, drops to the owner (`initgroups`, `setgid`, `setuid`), sets rlimits and umask,
+//!   changes into the working directory, opens stdin/stdout/stderr as the owner and `exec`s the
+//!   job. Failures before the job runs are written to the supervisor over a close-on-exec pipe
+//!   with SGE's failure code (26 output file, 27 shell/binary, 28 working directory).
+//! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
+//!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
+//! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job
+//!   (SIGTERM), or with `--notify` to send SIGUSR2 first and kill after the queue's notify time
+//!   (SIGUSR1 to the supervisor).
+//! - `query <exec_spool>`: one [`TaskState`] line per task directory.
+//!
+//! Killing takes the whole process tree: the job's process group, and every process
+//! descended from the supervisor (found by a `/proc` scan; as a child subreaper the supervisor
+//! inherits orphans, so processes that changed their process group or session or
+//! double-forked are still found). Cgroups are not used (they need a delegated hierarchy that
+//! unprivileged installs do not have).
+
+use super::env::{ExecContext, job_environment, pe_hostfile};
+use super::limits::RLimit;
+use super::paths::{OutputPaths, PathContext, resolve_output_paths};
+use super::spec::{JobCommand, LaunchSpec, SPEC_VERSION};
+use super::taskdir::{TaskDir, active_jobs};
+use super::{LaunchError, Rusage, TaskResult};
+use crate::model::{JobId, TaskId};
+use nix::sys::signal::{SigSet, Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, User};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::CString;
+use std::io::{BufRead, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// SGE's `failed` codes (`sge_status.h`, qacct's texts).
+pub mod failed {
+    /// `assumedly before job`: the shepherd could not prepare the job.
+    pub const BEFORE_JOB: u32 = 1;
+    /// `opening input/output file`.
+    pub const OPEN_OUTPUT: u32 = 26;
+    /// `searching requested shell` (also a `-b y -shell n` command that does not exist).
+    pub const NO_SHELL: u32 = 27;
+    /// `changing into working directory`.
+    pub const NO_CWD: u32 = 28;
+    /// `qmaster enforced h_rt, h_cpu, or h_vmem limit`: what SGE 8.1.9 records for h_rt.
+    pub const LIMIT_ENFORCED: u32 = 37;
+    /// `assumedly after job`: killed by qdel (or after an s_rt warning).
+    pub const AFTER_JOB: u32 = 100;
+}
+
+/// The answer of `run`, one JSON line on stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reply")]
+pub enum RunReply {
+    /// The job process exists (its setup may still fail; the result then says so).
+    Started { pid: u32 },
+    /// Nothing was started. `host_fault`: the host could not run any job (its execution
+    /// spool is not writable, the shepherd cannot spawn), as opposed to this job being
+    /// refused (an unknown owner, a uid mismatch).
+    Failed {
+        error: String,
+        #[serde(default)]
+        host_fault: bool,
+    },
+}
+
+/// What `watch` prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "msg")]
+pub enum WatchMessage {
+    Ended { result: TaskResult },
+}
+
+/// What `query` prints for each task directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub job: JobId,
+    pub task: TaskId,
+    /// The supervisor is alive.
+    pub running: bool,
+    /// `result.json` exists.
+    pub finished: bool,
+}
+
+/// What the `exec` helper is told (on its stdin).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ExecPlan {
+    user: String,
+    uid: u32,
+    gid: u32,
+    workdir: String,
+    paths: OutputPaths,
+    rlimits: Vec<super::limits::RLimitValue>,
+    program: String,
+    argv0: String,
+    args: Vec<String>,
+    /// `script_from_stdin`: the script is the job's stdin.
+    stdin_override: Option<String>,
+    /// `-b y -shell n`: the program is searched in `PATH`, and missing is failure 27.
+    search_path: bool,
+}
+
+/// A failure before the job ran, from `exec` to the supervisor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SetupFailure {
+    failed: u32,
+    error: String,
+}
+
+/// Entry point of the shepherd binary.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let mode = args.get(1).map(String::as_str).unwrap_or("");
+    let rest = &args[args.len().min(2)..];
+    let outcome = match mode {
+        "run" => run_mode(),
+        "supervise" => match rest.first() {
+            Some(dir) => supervise_mode(Path::new(dir)),
+            None => Err(usage()),
+        },
+        "exec" => exec_mode(),
+        "watch" => match rest.first() {
+            Some(dir) => {
+                let interval = rest
+                    .get(1)
+                    .and_then(|s| s.parse().ok())
+                    .map_or(Duration::from_millis(500), Duration::from_millis);
+                watch_stdio(Path::new(dir), interval)
+            }
+            None => Err(usage()),
+        },
+        "kill" => kill_mode(rest),
+        "query" => match rest.first() {
+            Some(dir) => query_stdio(Path::new(dir)),
+            None => Err(usage()),
+        },
+        _ => Err(usage()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gridspool-shepherd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> LaunchError {
+    LaunchError::Protocol(
+        "usage: gridspool-shepherd run | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | query <exec_spool>"
+            .to_string(),
+    )
+}
+
+fn print_line<T: Serialize>(value: &T) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(value).map_err(std::io::Error::other)?;
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(line.as_bytes())?;
+    out.flush()
+}
+
+// ---------------------------------------------------------------------------------------
+// run
+
+fn run_mode() -> Result<(), LaunchError> {
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .map_err(|e| LaunchError::io("read", "<stdin>", e))?;
+    let reply = match serde_json::from_slice::<LaunchSpec>(&input) {
+        Ok(spec) => match start_task(&spec) {
+            Ok(pid) => RunReply::Started { pid },
+            Err(e) => RunReply::Failed {
+                host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
+                error: e.to_string(),
+            },
+        },
+        Err(e) => RunReply::Failed {
+            error: format!("bad launch spec: {e}"),
+            host_fault: false,
+        },
+    };
+    print_line(&reply).map_err(|e| LaunchError::io("write", "<stdout>", e))
+}
+
+/// Checks that this shepherd may run the job: root runs anyone's job; anyone else only their
+/// own, and the owner's uid on this host must be the one the job was submitted with.
+fn check_identity(spec: &LaunchSpec) -> Result<User, LaunchError> {
+    let owner = &spec.submitter.owner;
+    let user = User::from_name(owner).ok().flatten().ok_or_else(|| {
+        LaunchError::Refused(format!("can't get password entry for user \"{owner}\""))
+    })?;
+    if user.uid.as_raw() != spec.submitter.uid {
+        return Err(LaunchError::Refused(format!(
+            "user \"{owner}\" has uid {} on this host, but the job was submitted with uid {}",
+            user.uid, spec.submitter.uid
+        )));
+    }
+    let me = nix::unistd::geteuid();
+    if !me.is_root() && me != user.uid {
+        return Err(LaunchError::Refused(format!(
+            "the shepherd runs as uid {me}, not as root, and can only run that user's jobs, not jobs of user \"{owner}\""
+        )));
+    }
+    Ok(user)
+}
+
+fn mkdir_p(path: &Path, mode: u32) -> Result<(), LaunchError> {
+    std::fs::create_dir_all(path).map_err(|e| LaunchError::io("mkdir", path, e))?;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+    Ok(())
+}
+
+/// Creates the task directory and the detached supervisor; returns the job's pid.
+fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
+    if spec.v > SPEC_VERSION {
+        return Err(LaunchError::Protocol(format!(
+            "launch spec version {} is newer than this shepherd's {SPEC_VERSION}",
+            spec.v
+        )));
+    }
+    check_identity(spec)?;
+    let spool = Path::new(&spec.exec_spool);
+    mkdir_p(&active_jobs(spool), 0o755)?;
+    let dir = TaskDir::new(spool, spec.job, spec.task);
+    if dir.path.exists() {
+        if supervisor_alive(&dir) {
+            return Err(LaunchError::Refused(format!(
+                "task {} is already running on this host",
+                spec.task_name()
+            )));
+        }
+        // What is left of an earlier run that was collected or lost.
+        std::fs::remove_dir_all(&dir.path).map_err(|e| LaunchError::io("remove", &dir.path, e))?;
+    }
+    std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
+    let outcome = supervise_task(spec, &dir);
+    if outcome.is_err() {
+        // Nothing runs: leave no directory that a watcher would report as a lost task
+        // after the launcher has already reported the failure.
+        let _ = std::fs::remove_dir_all(&dir.path);
+    }
+    outcome
+}
+
+/// Writes the spec into the new task directory and starts the supervisor; returns the job's
+/// pid once the supervisor has written it.
+fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> {
+    let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
+    let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
+    dir.write("spec.json", &json, 0o600)?;
+    let exe =
+        std::env::current_exe().map_err(|e| LaunchError::io("locate", "/proc/self/exe", e))?;
+    let log_path = dir.path.join("shepherd.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log_path)
+        .map_err(|e| LaunchError::io("open", &log_path, e))?;
+    let mut child = Command::new(&exe)
+        .arg("supervise")
+        .arg(&dir.path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| LaunchError::io("spawn", &exe, e))?;
+    // Wait for the supervisor to say the job exists.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(dir.started())
+            && let Ok(pid) = text.trim().parse::<u32>()
+        {
+            return Ok(pid);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // It ended before saying anything: it may have written a result (then the
+            // watcher reports it) or died.
+            if dir.result().exists() {
+                return Ok(0);
+            }
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(LaunchError::Protocol(format!(
+                "the supervisor of task {} exited ({status}) before starting the job: {}",
+                spec.task_name(),
+                log.trim()
+            )));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(LaunchError::Protocol(format!(
+                "the supervisor of task {} did not start the job within 120 s",
+                spec.task_name()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// process bookkeeping from /proc
+
+/// Field 22 of `/proc/<pid>/stat`: the start time, which tells a pid's reuse apart.
+fn proc_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    // after ")": state(3) ppid(4) … starttime(22) → index 19 from state.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn proc_ppid_and_state(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let mut it = after.split_whitespace();
+    let state = it.next()?.chars().next()?;
+    let ppid = it.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Every process descended from `root` (not `root` itself), zombies included.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some((ppid, _)) = proc_ppid_and_state(pid) {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
+    out
+}
+
+/// Virtual memory of the processes, bytes (`/proc/<pid>/statm`, first field in pages).
+fn vmem_of(pids: &[u32]) -> u64 {
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .map_or(4096, |p| p as u64);
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/statm")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|pages| pages * page)
+        .sum()
+}
+
+fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(dir.pid_file()).ok()?;
+    let mut it = text.split_whitespace();
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// The task's supervisor is alive (its pid exists with the recorded start time).
+pub fn supervisor_alive(dir: &TaskDir) -> bool {
+    read_pid_file(dir).is_some_and(|(pid, start)| {
+        proc_start_time(pid) == Some(start)
+            && proc_ppid_and_state(pid).is_some_and(|(_, s)| s != 'Z')
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// supervise
+
+/// Signals the supervisor takes synchronously with `sigwait`.
+fn supervisor_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGALRM,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGHUP,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGPIPE,
+    ] {
+        set.add(s);
+    }
+    set
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
+    let signals = supervisor_signals();
+    signals
+        .thread_block()
+        .map_err(|e| LaunchError::Protocol(format!("sigprocmask: {e}")))?;
+    // Fails only when already a session leader, which is as good.
+    let _ = nix::unistd::setsid();
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    let dir = TaskDir {
+        path: dir.to_path_buf(),
+    };
+    let me = std::process::id();
+    let start = proc_start_time(me).unwrap_or(0);
+    dir.write("shepherd.pid", format!("{me} {start}\n").as_bytes(), 0o644)?;
+    let bytes = std::fs::read(dir.spec()).map_err(|e| LaunchError::io("read", dir.spec(), e))?;
+    let spec: LaunchSpec = serde_json::from_slice(&bytes)
+        .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?;
+    let mut sup = Supervisor::new(spec, dir.clone(), signals);
+    let result = sup.run();
+    let json = serde_json::to_vec(&result).map_err(|e| LaunchError::Protocol(e.to_string()))?;
+    dir.write("result.json", &json, 0o644)?;
+    sup.cleanup();
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillReason {
+    Qdel,
+    HardRuntime,
+}
+
+struct Supervisor {
+    spec: LaunchSpec,
+    dir: TaskDir,
+    signals: SigSet,
+    tmpdir: Option<PathBuf>,
+    start_wall: f64,
+    started: Instant,
+    job_pid: Option<Pid>,
+    status: Option<WaitStatus>,
+    kill_reason: Option<KillReason>,
+    kill_at: Option<Instant>,
+    s_rt_sent: bool,
+    maxvmem: u64,
+    mem_integral: f64,
+    last_sample: Instant,
+}
+
+impl Supervisor {
+    fn new(spec: LaunchSpec, dir: TaskDir, signals: SigSet) -> Self {
+        Supervisor {
+            spec,
+            dir,
+            signals,
+            tmpdir: None,
+            start_wall: now_secs(),
+            started: Instant::now(),
+            job_pid: None,
+            status: None,
+            kill_reason: None,
+            kill_at: None,
+            s_rt_sent: false,
+            maxvmem: 0,
+            mem_integral: 0.0,
+            last_sample: Instant::now(),
+        }
+    }
+
+    fn base_result(&self) -> TaskResult {
+        TaskResult {
+            job: self.spec.job,
+            task: self.spec.task,
+            host: self.spec.host.clone(),
+            start_time: self.start_wall,
+            end_time: now_secs(),
+            ..TaskResult::default()
+        }
+    }
+
+    fn setup_failure(&self, failed: u32, error: String) -> TaskResult {
+        eprintln!("job {}: {error}", self.spec.task_name());
+        TaskResult {
+            failed,
+            error: Some(error),
+            ..self.base_result()
+        }
+    }
+
+    fn run(&mut self) -> TaskResult {
+        let job_pid = match self.spawn_job() {
+            Ok(pid) => pid,
+            Err(f) => {
+                let _ = self.dir.write("started", b"0\n", 0o644);
+                return self.setup_failure(f.failed, f.error);
+            }
+        };
+        self.job_pid = Some(job_pid);
+        let _ = self
+            .dir
+            .write("started", format!("{job_pid}\n").as_bytes(), 0o644);
+        // The helper reports setup failures and then exits; the job is the helper `exec`ed.
+        // Setup failures were read before `started` was written (see spawn_job).
+        self.wait_loop();
+        self.finish()
+    }
+
+    /// Prepares the job's files and starts the `exec` helper; returns its pid once it has
+    /// `exec`ed the job, or the failure it reported.
+    fn spawn_job(&mut self) -> Result<Pid, SetupFailure> {
+        let before = |error: String| SetupFailure {
+            failed: failed::BEFORE_JOB,
+            error,
+        };
+        let spec = self.spec.clone();
+        let user = check_identity(&spec).map_err(|e| before(e.to_string()))?;
+        let home = user.dir.to_string_lossy().into_owned();
+        let workdir = spec.cwd.clone().unwrap_or_else(|| home.clone());
+        // TMPDIR: <tmpdir>/<job>.<task>.<queue>, owned by the job's owner.
+        let tmpdir = Path::new(&spec.tmpdir).join(format!(
+            "{}.{}.{}",
+            spec.job,
+            spec.task,
+            spec.queue_name()
+        ));
+        // Also a dangling symlink someone planted under the predictable name.
+        if tmpdir.symlink_metadata().is_ok() {
+            let _ = std::fs::remove_dir_all(&tmpdir).or_else(|_| std::fs::remove_file(&tmpdir));
+        }
+        // `create_dir`, not `_all`: the name is predictable, so it must be ours, new.
+        std::fs::create_dir(&tmpdir)
+            .map_err(|e| before(format!("can't create tmpdir {}: {e}", tmpdir.display())))?;
+        let _ = std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o755));
+        if nix::unistd::geteuid().is_root() {
+            let _ = nix::unistd::chown(&tmpdir, Some(user.uid), Some(user.gid));
+        }
+        self.tmpdir = Some(tmpdir.clone());
+        let script_path = self.dir.script().to_string_lossy().into_owned();
+        let pe_hostfile_path = self.dir.pe_hostfile().to_string_lossy().into_owned();
+        if let JobCommand::Script { script, .. } = &spec.command {
+            self.dir
+                .write("job_script", script, 0o755)
+                .map_err(|e| before(e.to_string()))?;
+        }
+        if spec.placement.pe.is_some() {
+            self.dir
+                .write("pe_hostfile", pe_hostfile(&spec).as_bytes(), 0o644)
+                .map_err(|e| before(e.to_string()))?;
+        }
+        let job_spool_dir = self.dir.path.to_string_lossy().into_owned();
+        let task = spec.array.is_some().then_some(spec.task);
+        let path_ctx = PathContext {
+            job: spec.job,
+            task,
+            job_name: &spec.name,
+            user: &spec.submitter.owner,
+            home: &home,
+            hostname: &spec.host,
+            workdir: &workdir,
+        };
+        let paths = resolve_output_paths(
+            &path_ctx,
+            &spec.stdout,
+            &spec.stderr,
+            &spec.stdin,
+            spec.merge_stderr,
+            |p| Path::new(p).is_dir(),
+        );
+        // What runs, per shell_start_mode (queue_conf(5)) and -b/-shell.
+        let shell = spec
+            .interpreter
+            .clone()
+            .unwrap_or_else(|| spec.queue_shell.clone());
+        let shell_argv0 = {
+            let base = shell.rsplit('/').next().unwrap_or(&shell);
+            if spec.login_shells.iter().any(|s| s == base) {
+                format!("-{base}")
+            } else {
+                shell.clone()
+            }
+        };
+        let mut stdin_override = None;
+        let mut search_path = false;
+        let (program, argv0, args) = match &spec.command {
+            JobCommand::Script { script, args } => match spec.shell_start_mode.as_str() {
+                "unix_behavior" if script.starts_with(b"#!") => {
+                    (script_path.clone(), script_path.clone(), args.clone())
+                }
+                "script_from_stdin" => {
+                    stdin_override = Some(script_path.clone());
+                    let mut a = Vec::new();
+                    if !args.is_empty() {
+                        a.push("-s".to_string());
+                        a.extend(args.iter().cloned());
+                    }
+                    (shell.clone(), shell_argv0.clone(), a)
+                }
+                _ => {
+                    let mut a = vec![script_path.clone()];
+                    a.extend(args.iter().cloned());
+                    (shell.clone(), shell_argv0.clone(), a)
+                }
+            },
+            JobCommand::Binary {
+                command,
+                args,
+                shell: true,
+            } => {
+                let mut line = command.clone();
+                for a in args {
+                    line.push(' ');
+                    line.push_str(a);
+                }
+                (
+                    shell.clone(),
+                    shell_argv0.clone(),
+                    vec!["-c".to_string(), line],
+                )
+            }
+            JobCommand::Binary {
+                command,
+                args,
+                shell: false,
+            } => {
+                search_path = true;
+                (command.clone(), command.clone(), args.clone())
+            }
+        };
+        let ctx = ExecContext {
+            home: &home,
+            workdir: &workdir,
+            paths: &paths,
+            job_spool_dir: &job_spool_dir,
+            // SGE 8.1.9: the script's copy in the spool, or the command of `-b y`.
+            job_script: match &spec.command {
+                JobCommand::Script { .. } => &script_path,
+                JobCommand::Binary { command, .. } => command,
+            },
+            pe_hostfile: &pe_hostfile_path,
+            tmpdir: &tmpdir.to_string_lossy(),
+            binary_path: &binary_path(),
+            shell: &shell,
+        };
+        let env = job_environment(&spec, &ctx);
+        let plan = ExecPlan {
+            user: spec.submitter.owner.clone(),
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            workdir: workdir.clone(),
+            paths,
+            rlimits: spec.limits.rlimits.clone(),
+            program,
+            argv0,
+            args,
+            stdin_override,
+            search_path,
+        };
+        let exe = std::env::current_exe().map_err(|e| before(format!("locate shepherd: {e}")))?;
+        let mut child = Command::new(&exe)
+            .arg("exec")
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| before(format!("can't start the job: {e}")))?;
+        let pid = Pid::from_raw(child.id() as i32);
+        if let Some(mut input) = child.stdin.take() {
+            let json = serde_json::to_vec(&plan).unwrap_or_default();
+            // A helper that died early is seen below.
+            let _ = input.write_all(&json);
+        }
+        let mut report = String::new();
+        if let Some(mut err) = child.stderr.take() {
+            let _ = err.read_to_string(&mut report);
+        }
+        if report.trim().is_empty() {
+            return Ok(pid);
+        }
+        // The helper failed before `exec`: reap it and pass its reason on.
+        let _ = child.wait();
+        let failure = serde_json::from_str::<SetupFailure>(report.trim()).unwrap_or(SetupFailure {
+            failed: failed::BEFORE_JOB,
+            error: report.trim().to_string(),
+        });
+        Err(failure)
+    }
+
+    fn wait_loop(&mut self) {
+        nix::unistd::alarm::set(1);
+        while self.status.is_none() {
+            let sig = match self.signals.wait() {
+                Ok(s) => s,
+                Err(_) => continue,
+            };
+            match sig {
+                Signal::SIGTERM | Signal::SIGINT | Signal::SIGQUIT => {
+                    self.kill_reason.get_or_insert(KillReason::Qdel);
+                    self.kill_tree();
+                }
+                Signal::SIGUSR1 => {
+                    // A kill with notification (`-notify`): SIGUSR2 now, SIGKILL after the
+                    // queue's notify time. A second request does not restart the clock.
+                    self.kill_reason.get_or_insert(KillReason::Qdel);
+                    if self.kill_at.is_none() {
+                        self.signal_job(Signal::SIGUSR2);
+                        self.kill_at =
+                            Some(Instant::now() + Duration::from_secs(self.spec.notify_secs));
+                    }
+                }
+                Signal::SIGALRM => {
+                    self.tick();
+                    nix::unistd::alarm::set(1);
+                }
+                _ => {}
+            }
+            self.reap();
+        }
+        nix::unistd::alarm::cancel();
+        // The job is over: take down what it left behind, as SGE kills the job's processes.
+        for _ in 0..100 {
+            let left = descendants(std::process::id());
+            if left.is_empty() {
+                break;
+            }
+            for p in &left {
+                let _ = kill(Pid::from_raw(*p as i32), Signal::SIGKILL);
+            }
+            self.reap();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.reap();
+    }
+
+    /// Reaps every exited child; records the job's status.
+    fn reap(&mut self) {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(status) => {
+                    if status.pid() == self.job_pid
+                        && matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+                    {
+                        self.status = Some(status);
+                    }
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        let elapsed = self.started.elapsed().as_secs();
+        // Memory is sampled every second at first, then every 5 s: a /proc scan per task
+        // per second is too much on a host with many tasks (SGE samples even less often).
+        if elapsed < 10 || elapsed.is_multiple_of(5) {
+            let pids = descendants(std::process::id());
+            let vmem = vmem_of(&pids);
+            let dt = self.last_sample.elapsed().as_secs_f64();
+            self.last_sample = Instant::now();
+            self.maxvmem = self.maxvmem.max(vmem);
+            self.mem_integral += vmem as f64 / 1e9 * dt;
+        }
+        if let Some(s_rt) = self.spec.limits.s_rt
+            && elapsed >= s_rt
+            && !self.s_rt_sent
+        {
+            self.s_rt_sent = true;
+            self.signal_job(Signal::SIGUSR1);
+        }
+        if let Some(h_rt) = self.spec.limits.h_rt
+            && elapsed >= h_rt
+            && self.kill_reason.is_none()
+        {
+            self.kill_reason = Some(KillReason::HardRuntime);
+            self.kill_tree();
+        }
+        if self.kill_at.is_some_and(|t| Instant::now() >= t) {
+            self.kill_tree();
+        }
+    }
+
+    /// Sends a signal to the job's process group and every other descendant.
+    fn signal_job(&self, sig: Signal) {
+        if let Some(pid) = self.job_pid {
+            let _ = killpg(pid, sig);
+        }
+        for p in descendants(std::process::id()) {
+            let _ = kill(Pid::from_raw(p as i32), sig);
+        }
+    }
+
+    fn kill_tree(&mut self) {
+        tracing::info!(job = %self.spec.job, task = self.spec.task, "killing the job's processes");
+        self.signal_job(Signal::SIGKILL);
+    }
+
+    fn finish(&mut self) -> TaskResult {
+        let mut result = self.base_result();
+        match self.status {
+            Some(WaitStatus::Exited(_, code)) => result.exit_status = code,
+            Some(WaitStatus::Signaled(_, sig, _)) => {
+                result.exit_status = 128 + sig as i32;
+                result.signal = Some(sig as i32);
+            }
+            _ => {}
+        }
+        result.failed = match (self.kill_reason, result.signal) {
+            (Some(KillReason::HardRuntime), _) => failed::LIMIT_ENFORCED,
+            (Some(KillReason::Qdel), _) => failed::AFTER_JOB,
+            // SGE 8.1.9 records 100 for a job that died of the s_rt warning.
+            (None, Some(_)) if self.s_rt_sent => failed::AFTER_JOB,
+            _ => 0,
+        };
+        if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            result.rusage = Rusage {
+                utime: secs(u.user_time()),
+                stime: secs(u.system_time()),
+                maxrss: u.max_rss() as f64,
+                ixrss: u.shared_integral() as f64,
+                ismrss: 0.0,
+                idrss: u.unshared_data_integral() as f64,
+                isrss: u.unshared_stack_integral() as f64,
+                minflt: u.minor_page_faults() as u64,
+                majflt: u.major_page_faults() as u64,
+                nswap: u.full_swaps() as u64,
+                inblock: u.block_reads() as f64,
+                oublock: u.block_writes() as u64,
+                msgsnd: u.ipc_sends() as u64,
+                msgrcv: u.ipc_receives() as u64,
+                nsignals: u.signals() as u64,
+                nvcsw: u.voluntary_context_switches() as u64,
+                nivcsw: u.involuntary_context_switches() as u64,
+            };
+        }
+        result.maxvmem = self.maxvmem as f64;
+        result.mem = self.mem_integral;
+        result
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(t) = self.tmpdir.take() {
+            let _ = std::fs::remove_dir_all(t);
+        }
+    }
+}
+
+/// `SGE_BINARY_PATH`: where the gridspool binaries are on this host.
+fn binary_path() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .map_or_else(String::new, |p| p.to_string_lossy().into_owned())
+}
+
+// ---------------------------------------------------------------------------------------
+// exec: the job's first process
+
+fn exec_mode() -> Result<(), LaunchError> {
+    // The supervisor reads our stderr until it closes: keep a close-on-exec copy as the
+    // failure channel, so a successful exec closes it and a failure can still be reported.
+    let channel = std::io::stderr()
+        .as_fd_dup_cloexec()
+        .map_err(|e| LaunchError::io("dup", "<stderr>", e))?;
+    let mut channel = std::fs::File::from(channel);
+    let failure = exec_job();
+    // Only reached when the job could not be started.
+    let line = serde_json::to_string(&failure).unwrap_or_default();
+    let _ = channel.write_all(line.as_bytes());
+    std::process::exit(1);
+}
+
+trait DupCloexec {
+    fn as_fd_dup_cloexec(&self) -> std::io::Result<std::os::fd::OwnedFd>;
+}
+
+impl DupCloexec for std::io::Stderr {
+    fn as_fd_dup_cloexec(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        // `try_clone_to_owned` uses F_DUPFD_CLOEXEC.
+        self.as_fd().try_clone_to_owned()
+    }
+}
+
+fn fail(failed: u32, error: String) -> SetupFailure {
+    SetupFailure { failed, error }
+}
+
+fn errno_text(e: &std::io::Error) -> String {
+    // "No such file or directory", without Rust's " (os error 2)".
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn rlimit_resource(r: RLimit) -> nix::sys::resource::Resource {
+    use nix::sys::resource::Resource;
+    match r {
+        RLimit::As => Resource::RLIMIT_AS,
+        RLimit::Cpu => Resource::RLIMIT_CPU,
+        RLimit::Rss => Resource::RLIMIT_RSS,
+        RLimit::Fsize => Resource::RLIMIT_FSIZE,
+        RLimit::Data => Resource::RLIMIT_DATA,
+        RLimit::Stack => Resource::RLIMIT_STACK,
+        RLimit::Core => Resource::RLIMIT_CORE,
+    }
+}
+
+/// Does everything up to `exec`; returns only on failure.
+fn exec_job() -> SetupFailure {
+    let before = |e: String| fail(failed::BEFORE_JOB, e);
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+        return before(format!("read exec plan: {e}"));
+    }
+    let plan: ExecPlan = match serde_json::from_slice(&input) {
+        Ok(p) => p,
+        Err(e) => return before(format!("bad exec plan: {e}")),
+    };
+    // The supervisor's blocked signals are inherited across spawn and exec: a job must start
+    // with nothing blocked (or its SIGTERM, SIGUSR1/2 traps would never fire).
+    if let Err(e) = SigSet::empty().thread_set_mask() {
+        return before(format!("sigprocmask: {e}"));
+    }
+    // Its own session and process group: kills and signals address the job as a whole.
+    let _ = nix::unistd::setsid();
+    let uid = nix::unistd::Uid::from_raw(plan.uid);
+    let gid = nix::unistd::Gid::from_raw(plan.gid);
+    if nix::unistd::geteuid().is_root() {
+        let Ok(name) = CString::new(plan.user.clone()) else {
+            return before(format!("bad user name {:?}", plan.user));
+        };
+        if let Err(e) = nix::unistd::initgroups(&name, gid) {
+            return before(format!("initgroups({}) failed: {e}", plan.user));
+        }
+        if let Err(e) = nix::unistd::setgid(gid) {
+            return before(format!("setgid({gid}) failed: {e}"));
+        }
+        if let Err(e) = nix::unistd::setuid(uid) {
+            return before(format!("setuid({uid}) failed: {e}"));
+        }
+    } else if nix::unistd::geteuid() != uid {
+        return before(format!(
+            "the shepherd is not root and cannot run a job of user \"{}\"",
+            plan.user
+        ));
+    }
+    for l in &plan.rlimits {
+        let inf = nix::sys::resource::RLIM_INFINITY;
+        let (soft, hard) = (l.soft.unwrap_or(inf), l.hard.unwrap_or(inf));
+        if let Err(e) = nix::sys::resource::setrlimit(rlimit_resource(l.resource), soft, hard) {
+            return before(format!("setrlimit {:?} failed: {e}", l.resource));
+        }
+    }
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    if let Err(e) = std::env::set_current_dir(&plan.workdir) {
+        return fail(
+            failed::NO_CWD,
+            format!("can't chdir to {}: {}", plan.workdir, errno_text(&e)),
+        );
+    }
+    let open_out = |path: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(|e| {
+                fail(
+                    failed::OPEN_OUTPUT,
+                    format!("can't open output file \"{path}\": {}", errno_text(&e)),
+                )
+            })
+    };
+    let stdout = match open_out(&plan.paths.stdout) {
+        Ok(f) => f,
+        Err(f) => return f,
+    };
+    let stderr = if plan.paths.merged {
+        match stdout.try_clone() {
+            Ok(f) => f,
+            Err(e) => return before(format!("dup: {e}")),
+        }
+    } else {
+        match open_out(&plan.paths.stderr) {
+            Ok(f) => f,
+            Err(f) => return f,
+        }
+    };
+    let stdin_path = plan
+        .stdin_override
+        .clone()
+        .unwrap_or_else(|| plan.paths.stdin.clone());
+    let stdin = match std::fs::File::open(&stdin_path) {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(
+                failed::OPEN_OUTPUT,
+                format!("can't open input file \"{stdin_path}\": {}", errno_text(&e)),
+            );
+        }
+    };
+    // The program must exist and be executable for the owner; else SGE's failure 27.
+    let program = if plan.search_path {
+        match search_path(&plan.program) {
+            Some(p) => p,
+            None => {
+                return fail(
+                    failed::NO_SHELL,
+                    format!(
+                        "can't execute \"{}\": No such file or directory",
+                        plan.program
+                    ),
+                );
+            }
+        }
+    } else {
+        plan.program.clone()
+    };
+    if let Err(e) = nix::unistd::access(program.as_str(), nix::unistd::AccessFlags::X_OK) {
+        return fail(
+            failed::NO_SHELL,
+            format!("unable to find shell \"{program}\": {}", e.desc()),
+        );
+    }
+    let err = Command::new(&program)
+        .arg0(&plan.argv0)
+        .args(&plan.args)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .exec();
+    fail(
+        failed::NO_SHELL,
+        format!("execve({program}) failed: {}", errno_text(&err)),
+    )
+}
+
+/// `execvp`'s search of `PATH` for a command without a slash.
+fn search_path(command: &str) -> Option<String> {
+    if command.contains('/') {
+        return Path::new(command).is_file().then(|| command.to_string());
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .map(|d| Path::new(if d.is_empty() { "." } else { d }).join(command))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+// ---------------------------------------------------------------------------------------
+// watch, kill, query
+
+/// Reads one task's result if it has ended; a task whose supervisor died without a result
+/// gets one written now (failed 100), so that it is reported exactly like any other.
+fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
+    if let Ok(bytes) = std::fs::read(dir.result()) {
+        return serde_json::from_slice(&bytes).ok();
+    }
+    // A directory still being set up has no pid file yet; give it time.
+    let young = std::fs::metadata(&dir.path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age < Duration::from_secs(120));
+    if read_pid_file(dir).is_none() && young {
+        return None;
+    }
+    if supervisor_alive(dir) {
+        return None;
+    }
+    // Re-check: it may have finished between the two looks.
+    if let Ok(bytes) = std::fs::read(dir.result()) {
+        return serde_json::from_slice(&bytes).ok();
+    }
+    let host = serde_json::from_slice::<LaunchSpec>(&std::fs::read(dir.spec()).ok()?)
+        .map(|s| s.host)
+        .unwrap_or_default();
+    let result = TaskResult {
+        job,
+        task,
+        host,
+        start_time: now_secs(),
+        end_time: now_secs(),
+        exit_status: 137,
+        signal: Some(9),
+        failed: failed::AFTER_JOB,
+        error: Some("the shepherd of the task ended without a result".to_string()),
+        ..TaskResult::default()
+    };
+    let json = serde_json::to_vec(&result).ok()?;
+    dir.write("result.json", &json, 0o644).ok()?;
+    Some(result)
+}
+
+/// The task directories of an execution spool.
+pub fn task_dirs(exec_spool: &Path) -> Vec<(JobId, TaskId, TaskDir)> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(active_jobs(exec_spool)) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if let Some((j, t)) = name.to_str().and_then(TaskDir::parse_name) {
+                out.push((j, t, TaskDir { path: e.path() }));
+            }
+        }
+    }
+    out.sort_by_key(|(j, t, _)| (*j, *t));
+    out
+}
+
+/// The state of every task directory.
+pub fn query(exec_spool: &Path) -> Vec<TaskState> {
+    task_dirs(exec_spool)
+        .into_iter()
+        .map(|(job, task, dir)| TaskState {
+            job,
+            task,
+            running: supervisor_alive(&dir),
+            finished: dir.result().exists(),
+        })
+        .collect()
+}
+
+/// One pass of a watcher: the results of ended tasks not yet in `reported`.
+pub fn collect_finished(
+    exec_spool: &Path,
+    reported: &mut HashSet<(JobId, TaskId)>,
+) -> Vec<TaskResult> {
+    let mut out = Vec::new();
+    let present: HashSet<(JobId, TaskId)> = task_dirs(exec_spool)
+        .into_iter()
+        .map(|(job, task, dir)| {
+            if !reported.contains(&(job, task))
+                && let Some(r) = finished_result(&dir, job, task)
+            {
+                reported.insert((job, task));
+                out.push(r);
+            }
+            (job, task)
+        })
+        .collect();
+    reported.retain(|k| present.contains(k));
+    out
+}
+
+/// Removes a reported task's directory (the launcher has passed its result on).
+pub fn acknowledge(exec_spool: &Path, job: JobId, task: TaskId) -> Result<(), LaunchError> {
+    let dir = TaskDir::new(exec_spool, job, task);
+    if !dir.result().exists() {
+        return Err(LaunchError::NotRunning { job, task });
+    }
+    match std::fs::remove_dir_all(&dir.path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LaunchError::io("remove", &dir.path, e)),
+    }
+}
+
+/// Asks the supervisor of a task to kill it (`notify`: SIGUSR2 first, per `-notify`).
+pub fn request_kill(
+    exec_spool: &Path,
+    job: JobId,
+    task: TaskId,
+    notify: bool,
+) -> Result<(), LaunchError> {
+    let dir = TaskDir::new(exec_spool, job, task);
+    let Some((pid, start)) = read_pid_file(&dir) else {
+        return Err(LaunchError::NotRunning { job, task });
+    };
+    if proc_start_time(pid) != Some(start) {
+        return Err(LaunchError::NotRunning { job, task });
+    }
+    let sig = if notify {
+        Signal::SIGUSR1
+    } else {
+        Signal::SIGTERM
+    };
+    kill(Pid::from_raw(pid as i32), sig).map_err(|e| {
+        LaunchError::Refused(format!(
+            "cannot signal the shepherd of {job}.{task} (pid {pid}): {e}"
+        ))
+    })
+}
+
+fn watch_stdio(exec_spool: &Path, interval: Duration) -> Result<(), LaunchError> {
+    let (tx, rx) = std::sync::mpsc::channel::<Option<(JobId, TaskId)>>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if let Some(name) = line.trim().strip_prefix("ack ")
+                && let Some(key) = TaskDir::parse_name(name.trim())
+                && tx.send(Some(key)).is_err()
+            {
+                return;
+            }
+        }
+        let _ = tx.send(None);
+    });
+    let mut reported = HashSet::new();
+    loop {
+        for result in collect_finished(exec_spool, &mut reported) {
+            let msg = WatchMessage::Ended { result };
+            if print_line(&msg).is_err() {
+                return Ok(());
+            }
+        }
+        let deadline = Instant::now() + interval;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Some((job, task))) => {
+                    if let Err(e) = acknowledge(exec_spool, job, task) {
+                        eprintln!("gridspool-shepherd: {e}");
+                    }
+                }
+                Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+            }
+        }
+    }
+}
+
+fn kill_mode(rest: &[String]) -> Result<(), LaunchError> {
+    let (notify, rest) = match rest.first().map(String::as_str) {
+        Some("--notify") => (true, &rest[1..]),
+        _ => (false, rest),
+    };
+    let [spool, job, task] = rest else {
+        return Err(usage());
+    };
+    let job: JobId = job.parse().map_err(|_| usage())?;
+    let task: TaskId = task.parse().map_err(|_| usage())?;
+    request_kill(Path::new(spool), job, task, notify)
+}
+
+fn query_stdio(exec_spool: &Path) -> Result<(), LaunchError> {
+    for state in query(exec_spool) {
+        print_line(&state).map_err(|e| LaunchError::io("write", "<stdout>", e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! The system OpenSSH client, as the launcher uses it: one master connection per host
+//! (`ControlMaster`/`ControlPath`/`ControlPersist`), `BatchMode` (never a password prompt), the
+//! host's own options, and a cap on concurrent sessions per host.
+
+use super::LaunchError;
+use crate::config::LaunchMethod;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Condvar, Mutex};
+
+/// How long an idle master connection stays up after its last session.
+const CONTROL_PERSIST_SECS: u32 = 600;
+
+/// ssh's exit status when the connection (not the remote command) failed.
+pub const SSH_CONNECTION_FAILED: i32 = 255;
+
+/// One ssh-reachable host.
+#[derive(Debug, Clone)]
+pub struct SshTarget {
+    pub host: String,
+    pub address: String,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub options: Vec<String>,
+    pub max_sessions: u32,
+    pub control_path: PathBuf,
+}
+
+impl SshTarget {
+    /// The target for a host configured with `LaunchMethod::Ssh`; `None` for local hosts.
+    pub fn from_config(host: &str, method: &LaunchMethod, control_dir: &Path) -> Option<Self> {
+        match method {
+            LaunchMethod::Local => None,
+            LaunchMethod::Ssh {
+                address,
+                port,
+                user,
+                options,
+                max_sessions,
+            } => Some(SshTarget {
+                host: host.to_string(),
+                address: address.clone().unwrap_or_else(|| host.to_string()),
+                port: *port,
+                user: user.clone(),
+                options: options.clone(),
+                max_sessions: (*max_sessions).max(1),
+                // `%C` is a hash of host, port and user: short enough for a socket path.
+                control_path: control_dir.join("cm-%C"),
+            }),
+        }
+    }
+
+    /// `ssh` with the common options, ready for a destination and a command.
+    fn base(&self, master: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes"])
+            .args(["-o", &format!("ControlMaster={master}")])
+            .args([
+                "-o",
+                &format!("ControlPath={}", self.control_path.display()),
+            ])
+            .args(["-o", &format!("ControlPersist={CONTROL_PERSIST_SECS}")])
+            .args(["-o", "ConnectTimeout=10"])
+            .args(["-o", "ServerAliveInterval=15"])
+            .args(["-o", "LogLevel=ERROR"]);
+        if let Some(p) = self.port {
+            cmd.args(["-p", &p.to_string()]);
+        }
+        if let Some(u) = &self.user {
+            cmd.args(["-l", u]);
+        }
+        cmd.args(&self.options);
+        cmd
+    }
+
+    /// The pid of the running master connection (`ssh -O check` says `Master running
+    /// (pid=N)`), `None` when there is none.
+    pub fn master_pid(&self) -> Option<u32> {
+        let out = self
+            .base("auto")
+            .args(["-O", "check", &self.address])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stderr);
+        let start = text.find("pid=")? + 4;
+        let digits: String = text[start..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    }
+
+    /// Makes sure the master connection is up, starting it if needed; returns its pid.
+    pub fn ensure_master(&self) -> Result<Option<u32>, LaunchError> {
+        if let Some(pid) = self.master_pid() {
+            return Ok(Some(pid));
+        }
+        // `-f -N`: authenticate, then go to the background as the master. Its stderr goes to a
+        // file, not a pipe: the backgrounded master keeps its descriptors open.
+        let err_path = std::env::temp_dir().join(format!(
+            "gridspool-ssh-{}-{}.err",
+            std::process::id(),
+            self.host
+        ));
+        let err_file = std::fs::File::create(&err_path)
+            .map_err(|e| LaunchError::io("create", &err_path, e))?;
+        let status = self
+            .base("yes")
+            .args(["-f", "-N", &self.address])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err_file)
+            .status()
+            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let _ = std::fs::remove_file(&err_path);
+        if status.success() {
+            Ok(self.master_pid())
+        } else {
+            Err(LaunchError::Unreachable {
+                host: self.host.clone(),
+                reason: text.trim().to_string(),
+            })
+        }
+    }
+
+    /// `ssh … address -- words…` with the words quoted for the remote shell.
+    pub fn command(&self, words: &[String]) -> Command {
+        let mut cmd = self.base("auto");
+        let line: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+        cmd.arg(&self.address).arg("--").arg(line.join(" "));
+        cmd
+    }
+
+    /// Runs a remote command to completion with `input` on its stdin.
+    pub fn run(&self, words: &[String], input: &[u8]) -> Result<Output, LaunchError> {
+        use std::io::Write;
+        let mut child = self
+            .command(words)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input);
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| LaunchError::io("wait", "ssh", e))?;
+        if out.status.code() == Some(SSH_CONNECTION_FAILED) {
+            return Err(LaunchError::Unreachable {
+                host: self.host.clone(),
+                reason: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Closes the master connection (`ssh -O exit`).
+    pub fn close_master(&self) {
+        let _ = self
+            .base("auto")
+            .args(["-O", "exit", &self.address])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Quotes a word for a POSIX shell (the remote side runs the command through the user's
+/// shell).
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// A counting semaphore: at most `max_sessions` concurrent sessions per host.
+#[derive(Debug)]
+pub struct Sessions {
+    free: Mutex<u32>,
+    cv: Condvar,
+}
+
+/// Holds one session slot until dropped.
+pub struct SessionPermit<'a>(&'a Sessions);
+
+impl Sessions {
+    pub fn new(n: u32) -> Self {
+        Sessions {
+            free: Mutex::new(n.max(1)),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub fn acquire(&self) -> SessionPermit<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        SessionPermit(self)
+    }
+}
+
+impl Drop for SessionPermit<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.0.cv.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_for_the_remote_shell() {
+        assert_eq!(shell_quote("/usr/bin/x"), "/usr/bin/x");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

@@ -1,0 +1,1275 @@
+//! Launching tasks for real: the shepherd binary, real processes, files, signals and a real
+//! sshd on 127.0.0.1. Jobs run as `sgeuser` when the tests run as root (as the captures were
+//! made), else as the calling user.
+
+use crate::support::sshd::{Sshd, free_port};
+use crate::support::*;
+use gridspool::config::{ClusterConfig, HostConfig, LaunchMethod};
+use gridspool::launch::{
+    LaunchEvent, LaunchSpec, Launcher, LauncherOptions, Placement, TaskResult, exec_spool_dir,
+};
+use gridspool::model::{
+    EnvVar, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, PathSpec,
+    ResourceRequest, Submitter, TaskIdRange,
+};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const SHEPHERD: &str = env!("CARGO_BIN_EXE_gridspool-shepherd");
+
+/// The user jobs run as: sgeuser as root, else whoever runs the tests.
+fn job_user() -> TestUser {
+    if is_root()
+        && let Some(u) = user1()
+    {
+        return u;
+    }
+    let me = gridspool::identity::Caller::from_kernel().expect("caller");
+    TestUser {
+        name: me.user,
+        uid: me.uid,
+        gid: me.gid,
+        home: me.home.into(),
+    }
+}
+
+fn host() -> String {
+    gridspool::identity::short_hostname()
+}
+
+/// Fields drop in order: the launcher (which ends its ssh masters) before the cell.
+struct Rig {
+    launcher: Option<Launcher>,
+    cell: TestCell,
+    config: ClusterConfig,
+    events: Receiver<LaunchEvent>,
+    user: TestUser,
+}
+
+fn options(cell: &TestCell) -> LauncherOptions {
+    let mut o = LauncherOptions::defaults(&cell.spool).expect("options");
+    o.shepherd = PathBuf::from(SHEPHERD);
+    o.poll_interval = Duration::from_millis(100);
+    o
+}
+
+impl Rig {
+    fn new() -> Rig {
+        Self::with(|_| {})
+    }
+
+    fn with(edit: impl FnOnce(&mut ClusterConfig)) -> Rig {
+        let cell = TestCell::new();
+        let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
+        edit(&mut config);
+        let (tx, rx) = channel();
+        let launcher =
+            Launcher::with_options(&config, &cell.spool, tx, options(&cell)).expect("launcher");
+        let user = job_user();
+        Rig {
+            cell,
+            config,
+            launcher: Some(launcher),
+            events: rx,
+            user,
+        }
+    }
+
+    fn launcher(&self) -> &Launcher {
+        self.launcher.as_ref().expect("launcher")
+    }
+
+    /// A directory the job's owner can write in.
+    fn workdir(&self) -> PathBuf {
+        self.cell.workdir(&self.user)
+    }
+
+    fn submitter(&self) -> Submitter {
+        Submitter {
+            owner: self.user.name.clone(),
+            uid: self.user.uid,
+            group: self.user.name.clone(),
+            gid: self.user.gid,
+            submission_time: 0,
+            sge_o_home: self.user.home.display().to_string(),
+            sge_o_log_name: self.user.name.clone(),
+            sge_o_path: "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games".into(),
+            sge_o_shell: "/bin/bash".into(),
+            sge_o_workdir: self.user.home.display().to_string(),
+            sge_o_host: host(),
+            sge_o_mail: None,
+            sge_o_tz: None,
+        }
+    }
+
+    /// Publishes a job (with its script) in the spool, as qsub would.
+    fn job(&self, id: u32, spec: JobSpec, script: &str) -> JobRecord {
+        let sub = JobSubmission {
+            v: JOB_SCHEMA_VERSION,
+            id: JobId(id),
+            submitter: self.submitter(),
+            spec,
+            holds: Default::default(),
+        };
+        self.cell
+            .spool
+            .publish_job(&sub, script.as_bytes())
+            .expect("publish");
+        JobRecord::from_submission(sub)
+    }
+
+    fn placement(&self, host: &str, slots: u32, pe: Option<&str>) -> Placement {
+        Placement {
+            host: host.to_string(),
+            queue: "all.q".into(),
+            slots,
+            granted: vec![(host.to_string(), "all.q".into(), slots)],
+            pe: pe.map(str::to_string),
+        }
+    }
+
+    fn start_on(&self, job: &JobRecord, task: u32, placement: &Placement) {
+        let spec = LaunchSpec::build(&self.cell.spool, &self.config, job, task, placement, false)
+            .expect("spec");
+        self.launcher().start(spec).expect("start");
+    }
+
+    fn start(&self, job: &JobRecord, task: u32) {
+        self.start_on(job, task, &self.placement(&host(), 1, None));
+    }
+
+    /// Waits for the next event (panics after `secs`).
+    fn event(&self, secs: u64) -> LaunchEvent {
+        self.events
+            .recv_timeout(Duration::from_secs(secs))
+            .unwrap_or_else(|_| panic!("no launch event within {secs} s"))
+    }
+
+    fn started(&self) -> u32 {
+        match self.event(30) {
+            LaunchEvent::Started { pid, .. } => pid,
+            other => panic!("expected Started, got {other:?}"),
+        }
+    }
+
+    fn ended(&self, secs: u64) -> TaskResult {
+        loop {
+            match self.event(secs) {
+                LaunchEvent::Ended(r) => return r,
+                LaunchEvent::Started { .. } => continue,
+                other => panic!("expected Ended, got {other:?}"),
+            }
+        }
+    }
+
+    /// Runs a job to its end.
+    fn run(&self, job: &JobRecord) -> TaskResult {
+        self.start(job, 1);
+        self.ended(60)
+    }
+}
+
+fn script_job(name: &str) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        script_file: name.into(),
+        ..JobSpec::default()
+    }
+}
+
+fn binary_job(name: &str, command: &str, args: &[&str]) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        script_file: command.into(),
+        binary: true,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..JobSpec::default()
+    }
+}
+
+fn path(p: &Path) -> Vec<PathSpec> {
+    vec![PathSpec {
+        host: None,
+        path: p.display().to_string(),
+    }]
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn wait_for(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for our purpose.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| !r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// `KEY=value` lines of a capture (or of `env | sort`) as a map.
+fn env_map(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Compares a job's `env | sort` with a capture: the same variables; equal values except
+/// those whose value is a gridspool path or id, which must equal `ours`.
+fn assert_env_like_capture(output: &str, capture: &str, ours: &[(&str, String)]) {
+    let mut expected = env_map(&Capture::load(capture).stdout);
+    for (k, v) in ours {
+        assert!(expected.contains_key(*k), "{k} is not in {capture}");
+        expected.insert(k.to_string(), v.clone());
+    }
+    let actual = env_map(output);
+    let keys =
+        |m: &std::collections::BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        keys(&actual),
+        keys(&expected),
+        "variables differ from {capture}"
+    );
+    for (k, v) in &expected {
+        assert_eq!(&actual[k], v, "{k} differs from {capture}");
+    }
+}
+
+/// The values that differ from SGE's by path or id.
+fn env_overrides(
+    rig: &Rig,
+    id: u32,
+    task_dir: &str,
+    name: &str,
+    suffix: &str,
+) -> Vec<(&'static str, String)> {
+    let h = host();
+    let spool = exec_spool_dir(rig.cell.spool.root(), &h);
+    let td = spool.join("active_jobs").join(task_dir);
+    let wd = rig.workdir().display().to_string();
+    let bin = Path::new(SHEPHERD)
+        .parent()
+        .expect("dir")
+        .display()
+        .to_string();
+    vec![
+        ("HOSTNAME", h.clone()),
+        ("SGE_O_HOST", h),
+        ("JOB_ID", id.to_string()),
+        ("JOB_SCRIPT", td.join("job_script").display().to_string()),
+        ("SGE_JOB_SPOOL_DIR", td.display().to_string()),
+        ("SGE_BINARY_PATH", bin),
+        ("SGE_ROOT", rig.cell.root.display().to_string()),
+        ("PWD", wd.clone()),
+        ("SGE_CWD_PATH", wd.clone()),
+        ("SGE_STDOUT_PATH", format!("{wd}/{name}.o{id}{suffix}")),
+        ("SGE_STDERR_PATH", format!("{wd}/{name}.e{id}{suffix}")),
+        ("TMP", format!("/tmp/{task_dir}.all.q")),
+        ("TMPDIR", format!("/tmp/{task_dir}.all.q")),
+    ]
+}
+
+const ENV_SCRIPT: &str = "#!/bin/sh\nenv | sort\n";
+
+#[test]
+fn launch_script_job_environment_matches_sge() {
+    if !is_root() {
+        return skip(
+            "launch_script_job_environment_matches_sge",
+            "needs root to run as sgeuser",
+        );
+    }
+    let rig = Rig::new();
+    let id = 9037;
+    let job = rig.job(
+        id,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            ..script_job("envjob")
+        },
+        ENV_SCRIPT,
+    );
+    let r = rig.run(&job);
+    assert_eq!((r.exit_status, r.failed, r.error.as_deref()), (0, 0, None));
+    let out = read(&rig.workdir().join(format!("envjob.o{id}")));
+    assert_env_like_capture(
+        &out,
+        "job/env-output.txt",
+        &env_overrides(&rig, id, &format!("{id}.1"), "envjob", ""),
+    );
+    // TMPDIR is gone with the task, and so is the task directory (collected).
+    assert!(!Path::new(&format!("/tmp/{id}.1.all.q")).exists());
+    let td = exec_spool_dir(rig.cell.spool.root(), &host()).join(format!("active_jobs/{id}.1"));
+    wait_for("task directory removal", 10, || !td.exists());
+}
+
+#[test]
+fn launch_pe_job_environment_and_hostfile_match_sge() {
+    if !is_root() {
+        return skip(
+            "launch_pe_job_environment_and_hostfile_match_sge",
+            "needs root",
+        );
+    }
+    let rig = Rig::new();
+    let id = 9038;
+    let job = rig.job(
+        id,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            ..script_job("envpe")
+        },
+        "#!/bin/sh\nenv | sort\ncat $PE_HOSTFILE >&2\n",
+    );
+    rig.start_on(&job, 1, &rig.placement(&host(), 2, Some("smp")));
+    let r = rig.ended(60);
+    assert_eq!((r.exit_status, r.failed), (0, 0));
+    let out = read(&rig.workdir().join(format!("envpe.o{id}")));
+    let mut ours = env_overrides(&rig, id, &format!("{id}.1"), "envpe", "");
+    let td = exec_spool_dir(rig.cell.spool.root(), &host()).join(format!("active_jobs/{id}.1"));
+    ours.push(("PE_HOSTFILE", td.join("pe_hostfile").display().to_string()));
+    assert_env_like_capture(&out, "job/env-output-pe.txt", &ours);
+    let hostfile = read(&rig.workdir().join(format!("envpe.e{id}")));
+    assert_eq!(hostfile, format!("{h} 2 all.q@{h} UNDEFINED\n", h = host()));
+}
+
+#[test]
+fn launch_array_task_environment_matches_sge() {
+    if !is_root() {
+        return skip("launch_array_task_environment_matches_sge", "needs root");
+    }
+    let rig = Rig::new();
+    let id = 9039;
+    let job = rig.job(
+        id,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            array: Some(TaskIdRange::new(2, 3, 1)),
+            ..script_job("envarr")
+        },
+        ENV_SCRIPT,
+    );
+    rig.start(&job, 2);
+    let r = rig.ended(60);
+    assert_eq!((r.task, r.exit_status, r.failed), (2, 0, 0));
+    let out = read(&rig.workdir().join(format!("envarr.o{id}.2")));
+    assert_env_like_capture(
+        &out,
+        "job/env-output-array-task2.txt",
+        &env_overrides(&rig, id, &format!("{id}.2"), "envarr", ".2"),
+    );
+}
+
+#[test]
+fn launch_binary_job_environment_matches_sge() {
+    if !is_root() {
+        return skip("launch_binary_job_environment_matches_sge", "needs root");
+    }
+    let rig = Rig::new();
+    let id = 9040;
+    // `-b y` runs through the shell (`-shell y`), so the pipe works as in SGE.
+    let job = rig.job(
+        id,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            ..binary_job("envjob", "env", &["|", "sort"])
+        },
+        "",
+    );
+    let r = rig.run(&job);
+    assert_eq!((r.exit_status, r.failed), (0, 0));
+    let out = read(&rig.workdir().join(format!("envjob.o{id}")));
+    let mut ours = env_overrides(&rig, id, &format!("{id}.1"), "envjob", "");
+    // SGE: JOB_SCRIPT of a binary job is its command.
+    for o in ours.iter_mut() {
+        if o.0 == "JOB_SCRIPT" {
+            o.1 = "env".into();
+        }
+    }
+    assert_env_like_capture(&out, "job/env-output.txt", &ours);
+}
+
+#[test]
+fn launch_user_variables_and_sge_variables() {
+    let rig = Rig::new();
+    let job = rig.job(
+        9041,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            env: vec![
+                EnvVar {
+                    name: "FOO".into(),
+                    value: Some("bar".into()),
+                },
+                EnvVar {
+                    name: "TERM".into(),
+                    value: Some("vt".into()),
+                },
+                // SGE 8.1.9 keeps its own HOME and JOB_ID.
+                EnvVar {
+                    name: "HOME".into(),
+                    value: Some("/yy".into()),
+                },
+                EnvVar {
+                    name: "JOB_ID".into(),
+                    value: Some("77".into()),
+                },
+            ],
+            ..binary_job("vars", "echo", &["$FOO", "$TERM", "$HOME", "$JOB_ID"])
+        },
+        "",
+    );
+    let r = rig.run(&job);
+    assert_eq!((r.exit_status, r.failed), (0, 0));
+    let out = read(&rig.workdir().join("vars.o9041"));
+    assert_eq!(out, format!("bar vt {} 9041\n", rig.user.home.display()));
+}
+
+#[test]
+fn launch_output_paths_follow_sge_rules() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let odir = wd.join("odir");
+    std::fs::create_dir_all(&odir).expect("odir");
+    let _ = nix::unistd::chown(
+        &odir,
+        Some(nix::unistd::Uid::from_raw(rig.user.uid)),
+        Some(nix::unistd::Gid::from_raw(rig.user.gid)),
+    );
+    let cwd = Some(wd.display().to_string());
+    // Array task 2: -o a directory, -e with pseudo variables (relative to the cwd).
+    let job = rig.job(
+        9042,
+        JobSpec {
+            cwd: cwd.clone(),
+            array: Some(TaskIdRange::new(1, 2, 1)),
+            stdout: path(&odir),
+            stderr: vec![PathSpec {
+                host: None,
+                path: "err.$TASK_ID.$JOB_NAME.$USER".into(),
+            }],
+            ..binary_job("paths", "echo out; echo err >&2", &[])
+        },
+        "",
+    );
+    rig.start(&job, 2);
+    assert_eq!(rig.ended(60).exit_status, 0);
+    assert_eq!(read(&odir.join("paths.o9042.2")), "out\n");
+    assert_eq!(
+        read(&wd.join(format!("err.2.paths.{}", rig.user.name))),
+        "err\n"
+    );
+
+    // -j y: one file for both streams, in order (SGE's SGE_STDERR_PATH names it too).
+    let job = rig.job(
+        9043,
+        JobSpec {
+            cwd: cwd.clone(),
+            merge_stderr: true,
+            stdout: vec![PathSpec { host: None, path: "joined.out".into() }],
+            ..binary_job("joined", "echo hello from job $JOB_ID task $SGE_TASK_ID; echo err >&2; echo $SGE_STDERR_PATH", &[])
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    assert_eq!(
+        read(&wd.join("joined.out")),
+        format!(
+            "hello from job 9043 task undefined\nerr\n{}/joined.out\n",
+            wd.display()
+        )
+    );
+    assert!(!wd.join("joined.e9043").exists());
+
+    // Defaults without -cwd: the owner's home; stdin from -i.
+    let input = wd.join("input.txt");
+    std::fs::write(&input, "from stdin\n").expect("input");
+    let job = rig.job(
+        9044,
+        JobSpec {
+            stdin: path(&input),
+            stdout: path(&wd.join("cat.out")),
+            ..binary_job("cat", "cat", &[])
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    assert_eq!(read(&wd.join("cat.out")), "from stdin\n");
+    let home_err = rig.user.home.join("cat.e9044");
+    assert!(home_err.exists(), "stderr goes to the home by default");
+    let _ = std::fs::remove_file(home_err);
+}
+
+#[test]
+fn launch_exit_codes_as_sge_reports_them() {
+    let rig = Rig::new();
+    let cwd = Some(rig.workdir().display().to_string());
+    let exit3 = rig.job(
+        9045,
+        JobSpec {
+            cwd: cwd.clone(),
+            ..script_job("exit3.sh")
+        },
+        "#!/bin/sh\necho \"exiting with 3\"\nexit 3\n",
+    );
+    let r = rig.run(&exit3);
+    assert_eq!((r.exit_status, r.failed, r.signal), (3, 0, None));
+    assert!(r.rusage.maxrss > 0.0 && r.rusage.minflt > 0, "{r:?}");
+    assert!(r.end_time >= r.start_time && r.start_time > 0.0);
+    assert_eq!(
+        read(&rig.workdir().join("exit3.sh.o9045")),
+        "exiting with 3\n"
+    );
+
+    let t = rig.job(
+        9046,
+        JobSpec {
+            cwd: cwd.clone(),
+            ..binary_job("true", "true", &[])
+        },
+        "",
+    );
+    assert_eq!((rig.run(&t).exit_status, 0), (0, 0));
+
+    // capture qsub/sync-y-nonexistent-binary: exit 127, failed 0.
+    let nb = rig.job(
+        9047,
+        JobSpec {
+            cwd: cwd.clone(),
+            name: "binary".into(),
+            ..binary_job("binary", "/no/such/binary", &[])
+        },
+        "",
+    );
+    let r = rig.run(&nb);
+    assert_eq!((r.exit_status, r.failed), (127, 0));
+
+    // `-shell n` with a missing command: SGE 8.1.9 fails with 27 (searching requested shell).
+    let nb = rig.job(
+        9048,
+        JobSpec {
+            cwd: cwd.clone(),
+            shell: false,
+            ..binary_job("shn", "/no/such/bin", &[])
+        },
+        "",
+    );
+    let r = rig.run(&nb);
+    assert_eq!(r.failed, 27, "{r:?}");
+
+    // A missing working directory: 28.
+    let nc = rig.job(
+        9049,
+        JobSpec {
+            cwd: Some("/nonexistent-gridspool".into()),
+            ..binary_job("nocwd", "true", &[])
+        },
+        "",
+    );
+    let r = rig.run(&nc);
+    assert_eq!(r.failed, 28, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("can't chdir to /nonexistent-gridspool: No such file or directory")
+    );
+
+    // -S that does not exist: 27.
+    let ns = rig.job(
+        9050,
+        JobSpec {
+            cwd: cwd.clone(),
+            interpreter: vec![PathSpec {
+                host: None,
+                path: "/no/shell".into(),
+            }],
+            ..script_job("nosh")
+        },
+        "echo hi\n",
+    );
+    assert_eq!(rig.run(&ns).failed, 27);
+
+    // -shell n runs the binary directly with its arguments, found in PATH.
+    let direct = rig.job(
+        9051,
+        JobSpec {
+            cwd: cwd.clone(),
+            shell: false,
+            ..binary_job("direct", "printf", &["%s-%s", "a b", "$HOME"])
+        },
+        "",
+    );
+    assert_eq!(rig.run(&direct).exit_status, 0);
+    assert_eq!(read(&rig.workdir().join("direct.o9051")), "a b-$HOME");
+}
+
+#[test]
+fn launch_output_open_failure_is_failed_26_with_sge_reason() {
+    let rig = Rig::new();
+    let job = rig.job(
+        9052,
+        JobSpec {
+            stdout: path(Path::new("/nonexistent-dir/out.txt")),
+            ..binary_job("true", "true", &[])
+        },
+        "",
+    );
+    let r = rig.run(&job);
+    assert_eq!(r.failed, 26);
+    // capture qstat/j-error.txt: the text after "error: ".
+    assert_eq!(
+        r.error.as_deref(),
+        Some("can't open output file \"/nonexistent-dir/out.txt\": No such file or directory")
+    );
+}
+
+#[test]
+fn launch_kill_takes_the_whole_process_tree() {
+    let rig = Rig::new();
+    let pids = rig.workdir().join("pids");
+    let _ = std::fs::remove_file(&pids);
+    let job = rig.job(
+        9053,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            ..script_job("tree")
+        },
+        &format!(
+            "#!/bin/sh\n\
+             sh -c 'trap \"\" TERM; while :; do sleep 1; done' &\n\
+             echo $! >> {p}\n\
+             setsid sh -c 'trap \"\" TERM HUP; while :; do sleep 1; done' &\n\
+             echo $! >> {p}\n\
+             echo $$ >> {p}\n\
+             sleep 600\n",
+            p = pids.display()
+        ),
+    );
+    rig.start(&job, 1);
+    let pid = rig.started();
+    assert!(pid > 0);
+    wait_for("the job's children", 30, || {
+        std::fs::read_to_string(&pids).is_ok_and(|s| s.lines().count() == 3)
+    });
+    let all: Vec<i32> = read(&pids)
+        .lines()
+        .map(|l| l.trim().parse().expect("pid"))
+        .collect();
+    assert!(all.iter().all(|p| alive(*p)));
+    rig.launcher().kill(JobId(9053), 1, false).expect("kill");
+    let r = rig.ended(30);
+    // capture qacct/j-killed.txt: failed 100, exit 137.
+    assert_eq!((r.exit_status, r.failed, r.signal), (137, 100, Some(9)));
+    wait_for("every process of the job to be gone", 10, || {
+        all.iter().all(|p| !alive(*p))
+    });
+}
+
+#[test]
+fn launch_kill_with_notify_sends_sigusr2_first() {
+    let rig = Rig::with(|c| c.queues[0].notify = "00:00:02".into());
+    let wd = rig.workdir();
+    let job = rig.job(
+        9054,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            notify: true,
+            ..script_job("notify")
+        },
+        "#!/bin/sh\ntrap 'echo got USR2' USR2\necho ready\nwhile :; do sleep 1; done\n",
+    );
+    rig.start(&job, 1);
+    rig.started();
+    wait_for("the job to trap", 30, || {
+        std::fs::read_to_string(wd.join("notify.o9054")).is_ok_and(|s| s.contains("ready"))
+    });
+    let t0 = Instant::now();
+    rig.launcher().kill(JobId(9054), 1, true).expect("kill");
+    let r = rig.ended(30);
+    assert!(
+        t0.elapsed() >= Duration::from_secs(1),
+        "SIGKILL came after the notify time"
+    );
+    assert_eq!((r.exit_status, r.failed), (137, 100));
+    assert!(read(&wd.join("notify.o9054")).contains("got USR2"));
+}
+
+#[test]
+fn launch_h_rt_kills_and_s_rt_warns() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9055,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            hard_resources: vec![
+                ResourceRequest {
+                    name: "s_rt".into(),
+                    value: "0:0:1".into(),
+                },
+                ResourceRequest {
+                    name: "h_rt".into(),
+                    value: "0:0:3".into(),
+                },
+            ],
+            ..script_job("limits")
+        },
+        "#!/bin/sh\ntrap 'echo got USR1' USR1\nwhile :; do sleep 1; done\n",
+    );
+    let t0 = Instant::now();
+    let r = rig.run(&job);
+    // SGE 8.1.9 (oracle, h_rt=0:0:3): failed 37, exit_status 137.
+    assert_eq!((r.exit_status, r.failed), (137, 37));
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert!(r.end_time - r.start_time >= 2.5, "{r:?}");
+    // Sampled from /proc while it ran.
+    assert!(r.maxvmem > 0.0 && r.mem > 0.0, "{r:?}");
+    assert!(read(&wd.join("limits.o9055")).contains("got USR1"));
+}
+
+#[test]
+fn launch_h_vmem_becomes_an_address_space_limit() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9056,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            hard_resources: vec![
+                ResourceRequest {
+                    name: "h_vmem".into(),
+                    value: "300M".into(),
+                },
+                ResourceRequest {
+                    name: "h_cpu".into(),
+                    value: "0:1:0".into(),
+                },
+            ],
+            ..binary_job("vmem", "ulimit -v; ulimit -t", &[])
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    assert_eq!(
+        read(&wd.join("vmem.o9056")),
+        format!("{}\n60\n", 300 * 1024)
+    );
+}
+
+#[test]
+fn launch_runs_jobs_as_their_owner_with_groups_when_root() {
+    if !is_root() {
+        return skip(
+            "launch_runs_jobs_as_their_owner_with_groups_when_root",
+            "needs root",
+        );
+    }
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9057,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("ident", "id -u; id -g; id -G; ls -ld $TMPDIR", &[])
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    let out = read(&wd.join("ident.o9057"));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], rig.user.uid.to_string());
+    assert_eq!(lines[1], rig.user.gid.to_string());
+    // initgroups: exactly the user's groups, never root's.
+    assert!(!lines[2].split_whitespace().any(|g| g == "0"), "{out}");
+    assert!(
+        lines[3].contains(&format!(" {} ", rig.user.name)),
+        "TMPDIR owned by the user: {out}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(wd.join("ident.o9057")).expect("meta");
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (rig.user.uid, 0o644));
+}
+
+#[test]
+fn launch_shepherd_refuses_other_users_jobs_when_not_root() {
+    if !is_root() {
+        return skip(
+            "launch_shepherd_refuses_other_users_jobs_when_not_root",
+            "needs root to become sgeuser",
+        );
+    }
+    let rig = Rig::new();
+    let mut job = rig.job(9058, binary_job("other", "true", &[]), "");
+    job.submitter.owner = "root".into();
+    job.submitter.uid = 0;
+    let spec = LaunchSpec::build(
+        &rig.cell.spool,
+        &rig.config,
+        &job,
+        1,
+        &rig.placement(&host(), 1, None),
+        false,
+    )
+    .expect("spec");
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(SHEPHERD)
+        .arg("run")
+        .uid(rig.user.uid)
+        .gid(rig.user.gid)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("shepherd");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&serde_json::to_vec(&spec).expect("json"))
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"reply\":\"failed\""), "{text}");
+    assert!(text.contains("can only run that user's jobs"), "{text}");
+}
+
+#[test]
+fn launch_reattach_after_the_launcher_is_recreated() {
+    let mut rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9059,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("survivor", "sleep 2; echo survived", &[])
+        },
+        "",
+    );
+    rig.start(&job, 1);
+    rig.started();
+    // sched_d goes away; the job carries on.
+    drop(rig.launcher.take());
+    let (tx, rx) = channel();
+    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
+        .expect("launcher");
+    rig.events = rx;
+    rig.launcher = Some(launcher);
+    rig.launcher()
+        .reattach(&[(JobId(9059), 1, host()), (JobId(9999), 1, host())])
+        .expect("reattach");
+    let mut results = [rig.ended(30), rig.ended(30)];
+    results.sort_by_key(|r| r.job);
+    assert_eq!(
+        (results[0].job, results[0].exit_status, results[0].failed),
+        (JobId(9059), 0, 0)
+    );
+    assert_eq!(read(&wd.join("survivor.o9059")), "survived\n");
+    // A task the host knows nothing about is reported lost.
+    assert_eq!((results[1].job, results[1].failed), (JobId(9999), 100));
+    assert!(
+        results[1]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("not found")
+    );
+}
+
+#[test]
+fn launch_over_ssh_through_a_real_sshd() {
+    let Some(sshd) = Sshd::start("launch_over_ssh_through_a_real_sshd") else {
+        return;
+    };
+    let user = job_user();
+    let opts = sshd.client_options();
+    let port = sshd.port;
+    let owner = user.name.clone();
+    let rig = Rig::with(|c| {
+        c.hosts.push(HostConfig {
+            name: "sshowner".into(),
+            slots: 1,
+            launch: LaunchMethod::Ssh {
+                address: Some("127.0.0.1".into()),
+                port: Some(port),
+                user: Some(owner),
+                options: opts.clone(),
+                max_sessions: 2,
+            },
+            complex_values: Default::default(),
+            attributes: vec![],
+            cluster: None,
+            arch: "lx-amd64".into(),
+        });
+        c.hosts.push(HostConfig {
+            name: "sshhost".into(),
+            slots: 2,
+            launch: LaunchMethod::Ssh {
+                address: Some("127.0.0.1".into()),
+                port: Some(port),
+                // As root, log in as root (which runs sgeuser's job); else as ourselves.
+                user: Some(if is_root() {
+                    "root".into()
+                } else {
+                    user.name.clone()
+                }),
+                options: opts,
+                max_sessions: 4,
+            },
+            complex_values: Default::default(),
+            attributes: vec![],
+            cluster: None,
+            arch: "lx-amd64".into(),
+        });
+    });
+    let wd = rig.workdir();
+    // The shepherds of both logins share the cell's execution spool directory.
+    let execd = rig.cell.spool.root().join("execd");
+    std::fs::create_dir_all(&execd).expect("execd");
+    set_mode(&execd, 0o1777);
+    let mut ids = vec![];
+    for (i, id) in (9060..9063).enumerate() {
+        let job = rig.job(
+            id,
+            JobSpec {
+                cwd: Some(wd.display().to_string()),
+                ..binary_job("viassh", &format!("echo $HOSTNAME $JOB_ID; exit {i}"), &[])
+            },
+            "",
+        );
+        rig.start_on(&job, 1, &rig.placement("sshhost", 1, None));
+        ids.push(id);
+    }
+    let mut ended = vec![];
+    while ended.len() < 3 {
+        match rig.event(60) {
+            LaunchEvent::Started { host, .. } => assert_eq!(host, "sshhost"),
+            LaunchEvent::Ended(r) => ended.push(r),
+            other => panic!("unexpected {other:?}\nsshd log: {}", sshd.log()),
+        }
+    }
+    ended.sort_by_key(|r| r.job);
+    for (i, r) in ended.iter().enumerate() {
+        assert_eq!(
+            (r.job, r.exit_status, r.failed, r.host.as_str()),
+            (JobId(ids[i]), i as i32, 0, "sshhost")
+        );
+        assert_eq!(
+            read(&wd.join(format!("viassh.o{}", ids[i]))),
+            format!("sshhost {}\n", ids[i])
+        );
+    }
+    // Logged in as the job's owner instead: the shepherd runs unprivileged.
+    let job = rig.job(
+        9065,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("asowner", "id -un", &[])
+        },
+        "",
+    );
+    rig.start_on(&job, 1, &rig.placement("sshowner", 1, None));
+    let r = rig.ended(60);
+    assert_eq!(
+        (r.exit_status, r.failed, r.host.as_str()),
+        (0, 0, "sshowner")
+    );
+    assert_eq!(read(&wd.join("asowner.o9065")), format!("{}\n", user.name));
+    // A kill over ssh.
+    let job = rig.job(
+        9063,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("sshkill", "sleep 600", &[])
+        },
+        "",
+    );
+    rig.start_on(&job, 1, &rig.placement("sshhost", 1, None));
+    rig.started();
+    rig.launcher().kill(JobId(9063), 1, false).expect("kill");
+    let r = rig.ended(30);
+    assert_eq!((r.exit_status, r.failed), (137, 100));
+}
+
+#[test]
+fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
+    let port = free_port();
+    let rig = Rig::with(|c| {
+        c.hosts.push(HostConfig {
+            name: "deadhost".into(),
+            slots: 1,
+            launch: LaunchMethod::Ssh {
+                address: Some("127.0.0.1".into()),
+                port: Some(port),
+                user: None,
+                options: vec![
+                    "-F".into(),
+                    "/dev/null".into(),
+                    "-o".into(),
+                    "ConnectTimeout=5".into(),
+                ],
+                max_sessions: 2,
+            },
+            complex_values: Default::default(),
+            attributes: vec![],
+            cluster: None,
+            arch: "lx-amd64".into(),
+        });
+    });
+    let job = rig.job(9064, binary_job("nowhere", "true", &[]), "");
+    rig.start_on(&job, 1, &rig.placement("deadhost", 1, None));
+    match rig.event(60) {
+        LaunchEvent::Failed {
+            job,
+            host,
+            host_unreachable,
+            error,
+            ..
+        } => {
+            assert_eq!(
+                (job, host.as_str(), host_unreachable),
+                (JobId(9064), "deadhost", true),
+                "{error}"
+            );
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn launch_shell_start_modes_and_interpreter() {
+    let wd_of = |rig: &Rig| Some(rig.workdir().display().to_string());
+    // posix_compliant (default): the queue's shell, or -S, runs the script with its args.
+    let rig = Rig::new();
+    let script = "#!/bin/false\necho \"$0|$1|$2|${BASH_VERSION:+bash}\"\n";
+    let job = rig.job(
+        9070,
+        JobSpec {
+            cwd: wd_of(&rig),
+            args: vec!["a b".into(), "c".into()],
+            interpreter: vec![PathSpec {
+                host: None,
+                path: "/bin/bash".into(),
+            }],
+            ..script_job("posix")
+        },
+        script,
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    let td = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs/9070.1/job_script");
+    assert_eq!(
+        read(&rig.workdir().join("posix.o9070")),
+        format!("{}|a b|c|bash\n", td.display())
+    );
+
+    // unix_behavior: the #! line decides.
+    let rig = Rig::with(|c| c.queues[0].shell_start_mode = "unix_behavior".into());
+    let job = rig.job(
+        9071,
+        JobSpec {
+            cwd: wd_of(&rig),
+            ..script_job("unix")
+        },
+        "#!/bin/false\necho never\n",
+    );
+    let r = rig.run(&job);
+    assert_eq!((r.exit_status, r.failed), (1, 0));
+
+    // script_from_stdin: the shell reads the script on its stdin.
+    let rig = Rig::with(|c| c.queues[0].shell_start_mode = "script_from_stdin".into());
+    let job = rig.job(
+        9072,
+        JobSpec {
+            cwd: wd_of(&rig),
+            args: vec!["x".into()],
+            ..script_job("stdin")
+        },
+        "echo \"from stdin $1\"\n",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    assert_eq!(read(&rig.workdir().join("stdin.o9072")), "from stdin x\n");
+}
+
+#[test]
+fn launch_shepherd_survives_the_crash_of_its_starter() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9073,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("crash", "sleep 2; echo survived", &[])
+        },
+        "",
+    );
+    let spec = LaunchSpec::build(
+        &rig.cell.spool,
+        &rig.config,
+        &job,
+        1,
+        &rig.placement(&host(), 1, None),
+        false,
+    )
+    .expect("spec");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec_file = dir.path().join("spec.json");
+    let reply = dir.path().join("reply");
+    std::fs::write(&spec_file, serde_json::to_vec(&spec).expect("json")).expect("spec");
+    // A stand-in for sched_d: starts the shepherd, then lives on in its process group.
+    use std::os::unix::process::CommandExt;
+    let mut starter = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{SHEPHERD} run < {} > {}; sleep 600",
+            spec_file.display(),
+            reply.display()
+        ))
+        .process_group(0)
+        .spawn()
+        .expect("starter");
+    wait_for("the shepherd's reply", 30, || {
+        std::fs::read_to_string(&reply).is_ok_and(|r| r.contains("started"))
+    });
+    // The crash: SIGHUP then SIGKILL to the starter's whole process group.
+    let pgid = nix::unistd::Pid::from_raw(starter.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGHUP);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    let _ = starter.wait();
+    // A new launcher picks the task up and collects its result.
+    rig.launcher()
+        .reattach(&[(JobId(9073), 1, host())])
+        .expect("reattach");
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9073), 0, 0));
+    assert!(r.end_time - r.start_time >= 1.5, "{r:?}");
+    assert_eq!(read(&wd.join("crash.o9073")), "survived\n");
+}
+
+#[test]
+fn launch_job_starts_with_default_signal_handling() {
+    let rig = Rig::new();
+    let job = rig.job(
+        9074,
+        JobSpec {
+            cwd: Some(rig.workdir().display().to_string()),
+            shell: false,
+            ..binary_job(
+                "sigs",
+                "grep",
+                &["-E", "^Sig(Blk|Ign)", "/proc/self/status"],
+            )
+        },
+        "",
+    );
+    assert_eq!(rig.run(&job).exit_status, 0);
+    // Nothing blocked or ignored: the shepherd's own signal mask must not leak into jobs.
+    // Signals 32 and 33 are glibc's internal ones (below SIGRTMIN, unusable by programs);
+    // glibc's posix_spawn leaves them ignored and only a raw syscall could reset them.
+    let out = read(&rig.workdir().join("sigs.o9074"));
+    let masks: Vec<u64> = out
+        .lines()
+        .map(|l| u64::from_str_radix(l.split('\t').nth(1).expect("mask"), 16).expect("hex"))
+        .collect();
+    let glibc_internal = (1u64 << 31) | (1u64 << 32);
+    assert_eq!(masks.len(), 2, "{out}");
+    assert_eq!(masks[0], 0, "blocked: {out}");
+    assert_eq!(masks[1] & !glibc_internal, 0, "ignored: {out}");
+}
+
+#[test]
+fn launch_a_burst_of_array_tasks() {
+    let rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9075,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            array: Some(TaskIdRange::new(1, 20, 1)),
+            ..binary_job("burst", "echo $SGE_TASK_ID", &[])
+        },
+        "",
+    );
+    for task in 1..=20 {
+        rig.start(&job, task);
+    }
+    let (mut started, mut ended) = (0, vec![]);
+    while ended.len() < 20 {
+        match rig.event(60) {
+            LaunchEvent::Started { .. } => started += 1,
+            LaunchEvent::Ended(r) => ended.push(r),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(started, 20);
+    ended.sort_by_key(|r| r.task);
+    for (i, r) in ended.iter().enumerate() {
+        let task = i as u32 + 1;
+        assert_eq!((r.task, r.exit_status, r.failed), (task, 0, 0));
+        assert_eq!(
+            read(&wd.join(format!("burst.o9075.{task}"))),
+            format!("{task}\n")
+        );
+    }
+    // Nothing is reported twice.
+    assert!(rig.events.recv_timeout(Duration::from_millis(500)).is_err());
+}
+
+#[test]
+fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
+    let Some(sshd) = Sshd::start("launch_over_ssh_without_a_shepherd_there_is_a_host_fault") else {
+        return;
+    };
+    let user = job_user();
+    let cell = TestCell::new();
+    let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
+    config.hosts.push(HostConfig {
+        name: "bare".into(),
+        slots: 1,
+        launch: LaunchMethod::Ssh {
+            address: Some("127.0.0.1".into()),
+            port: Some(sshd.port),
+            user: Some(user.name.clone()),
+            options: sshd.client_options(),
+            max_sessions: 2,
+        },
+        complex_values: Default::default(),
+        attributes: vec![],
+        cluster: None,
+        arch: "lx-amd64".into(),
+    });
+    let (tx, rx) = channel();
+    let mut opts = options(&cell);
+    opts.remote_shepherd = Some("/nonexistent/gridspool-shepherd".into());
+    let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
+    let rig = Rig {
+        launcher: Some(launcher),
+        cell,
+        config,
+        events: rx,
+        user,
+    };
+    let job = rig.job(9076, binary_job("bare", "true", &[]), "");
+    rig.start_on(&job, 1, &rig.placement("bare", 1, None));
+    match rig.event(60) {
+        LaunchEvent::Failed {
+            host_unreachable,
+            error,
+            ..
+        } => {
+            assert!(host_unreachable, "{error}");
+            assert!(error.contains("the shepherd did not answer"), "{error}");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
