@@ -3,4 +3,5 @@
 mod support;
 
 mod harness;
+mod qalter;
 mod qsub;

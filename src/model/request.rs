@@ -90,6 +90,8 @@ pub enum SpecChange {
     Notify(bool),
     Cluster(Option<String>),
     NoPreempt(bool),
+    /// Job context variables after `qalter -ac/-sc/-dc` (the whole new context).
+    Context(std::collections::BTreeMap<String, String>),
 }
 
 /// What a request asks for, on one job.
@@ -367,5 +369,6 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
         SpecChange::Notify(v) => spec.notify = v,
         SpecChange::Cluster(v) => spec.cluster = v,
         SpecChange::NoPreempt(v) => spec.no_preempt = v,
+        SpecChange::Context(v) => spec.context = v,
     }
 }
