@@ -926,3 +926,30 @@ fn qsub_concurrent_submissions_get_unique_ids() {
     assert_eq!(unique.len(), 30);
     assert_eq!(cell.spool.scan_jobs().expect("scan").jobs.len(), 30);
 }
+
+#[test]
+fn qsub_sync_y_interrupted_deletes_the_job() {
+    // Oracle: SIGINT to `qsub -sync y` prints this on stderr, deletes the job, exits 1.
+    let Some(user) = user1() else {
+        skip("qsub_sync_y_interrupted", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    cell.set_next_job_id(109);
+    let child = cell
+        .command("qsub", &user)
+        .args(["-sync", "y", "-b", "y", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until(|| cell.spool.job_file(JobId(109)).exists());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("kill");
+    let run = collect(child);
+    assert_eq!(run.stdout, "Your job 109 (\"sleep\") has been submitted\n");
+    assert_eq!(run.stderr, "\nInterrupted!\nPlease wait while qsub shuts down.\n");
+    assert_eq!(run.code, 1);
+    assert!(cell.job(109).is_none(), "the pending job is deleted");
+}

@@ -22,14 +22,15 @@ use crate::compat::submit::{
     fold, option_file_words, script_directives, validate_job, verify_against_config,
 };
 use crate::model::{
-    EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobSpec, JobSubmission, Submitter,
-    TaskId,
+    EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobSpec, JobSubmission, RequestAction,
+    Submitter, TaskId, TaskSelector,
 };
 use crate::spool::{Spool, SpoolError};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 const PROG: &str = "qsub";
@@ -396,6 +397,12 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         }
         Verify::None | Verify::Warning => {}
     }
+    // With -sync y, Ctrl-C must delete the job from the moment it exists (qsub(1)).
+    let interrupts = if folded.sync {
+        interrupt_channel()
+    } else {
+        None
+    };
     let id = env.spool.allocate_job_id().map_err(spool_error)?;
     let holds = Holds {
         user: folded.user_hold,
@@ -424,7 +431,8 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     drop(out);
     Ok(wait_for_job(
-        &env.spool,
+        &env,
+        interrupts,
         id,
         sub.spec.array.is_some(),
         &sub.spec.task_range().iter().collect::<Vec<_>>(),
@@ -478,6 +486,43 @@ fn submitted_line(sub: &JobSubmission, terse: bool) -> String {
     }
 }
 
+/// Blocks SIGINT, SIGTERM and SIGHUP and hands them to a thread waiting in `sigwait`, which
+/// reports them on the returned channel: `-sync y` can then delete its job on Ctrl-C, without
+/// an async signal handler (and without `unsafe`).
+fn interrupt_channel() -> Option<Receiver<()>> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set.add(Signal::SIGHUP);
+    set.thread_block().ok()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if set.wait().is_ok() {
+            let _ = tx.send(());
+        }
+    });
+    Some(rx)
+}
+
+/// SGE's words when `qsub -sync y` is interrupted; the job is deleted, exit 1.
+fn interrupted_output(env: &ClientEnv, id: JobId) -> Output {
+    let mut o = Output {
+        code: 1,
+        ..Output::default()
+    };
+    o.err("\nInterrupted!\nPlease wait while qsub shuts down.");
+    let delete = RequestAction::Delete {
+        job: id,
+        tasks: TaskSelector::All,
+        force: false,
+    };
+    if let Err(e) = env.spool.publish_request(env.requester(), vec![delete]) {
+        o.err(format!("error: cannot delete job {id}: {e}"));
+    }
+    o
+}
+
 /// Reads the complete lines of a job's exit log (`sched_d` appends one JSON line per finished
 /// task and fsyncs it; a line still being written has no newline yet and is left for later).
 fn read_exits(path: &Path) -> BTreeMap<TaskId, FinishedTask> {
@@ -503,7 +548,15 @@ fn read_exits(path: &Path) -> BTreeMap<TaskId, FinishedTask> {
 /// stderr otherwise (nothing with `-terse`). The exit code is that of the first task, in
 /// finishing order, that exited non-zero. A job deleted before its tasks ended (its files
 /// vanish) gets SGE's `Unable to run job 28` and, as SGE 8.1.9 does, exit 0.
-fn wait_for_job(spool: &Spool, id: JobId, array: bool, tasks: &[TaskId], terse: bool) -> Output {
+fn wait_for_job(
+    env: &ClientEnv,
+    interrupts: Option<Receiver<()>>,
+    id: JobId,
+    array: bool,
+    tasks: &[TaskId],
+    terse: bool,
+) -> Output {
+    let spool = &env.spool;
     let exits_path = spool.exits_file(id);
     let mut delay = Duration::from_millis(10);
     let mut finished_order: Vec<TaskId> = Vec::new();
@@ -525,7 +578,23 @@ fn wait_for_job(spool: &Spool, id: JobId, array: bool, tasks: &[TaskId], terse: 
             let complete = tasks.iter().all(|t| exits.contains_key(t));
             break (exits, !complete);
         }
-        std::thread::sleep(delay);
+        let interrupted = match &interrupts {
+            Some(rx) => match rx.recv_timeout(delay) {
+                Ok(()) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(delay);
+                    false
+                }
+            },
+            None => {
+                std::thread::sleep(delay);
+                false
+            }
+        };
+        if interrupted {
+            return interrupted_output(env, id);
+        }
         delay = (delay * 2).min(Duration::from_millis(500));
     };
     let name = |t: TaskId| {
