@@ -243,3 +243,26 @@ fn qalter_holds_hold_jid_and_users() {
     let run = cell.run(&user, "qalter", &["-l", "nosuchres=1", "5"]);
     assert_eq!(run.stdout, "unknown resource \"nosuchres\"\n");
 }
+
+#[test]
+fn qalter_job_share() {
+    let Some((cell, user)) = context() else {
+        skip("qalter_job_share", "needs root");
+        return;
+    };
+    let run = cell.run(&user, "qalter", &["-js", "5", "6"]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "{}@{} sets job share of job 6 to 5\n",
+            user.name,
+            gridspool::identity::short_hostname()
+        )
+    );
+    assert_eq!(cell.job(6).expect("6").spec.job_share, 5);
+    let run = cell.run(&user, "qsub", &["-js", "-1", "job.sh"]);
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        ("qsub: invalid jobshare, must be an unsigned integer\n", 2)
+    );
+}

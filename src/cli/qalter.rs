@@ -187,6 +187,7 @@ fn select<'a>(
 /// SGE's order of the "modified …" lines (qmaster's `mod_job_attributes`, oracle-checked).
 const MESSAGE_ORDER: &[Touched] = &[
     Touched::Priority,
+    Touched::JobShare,
     Touched::StartTime,
     Touched::Deadline,
     Touched::Account,
@@ -295,6 +296,13 @@ fn changes_for(
                 lines.push(format!(
                     "{}@{} sets scheduling priority of job {id} to {}",
                     who.user, who.host, s.priority
+                ));
+            }
+            Touched::JobShare => {
+                changes.push(SpecChange::JobShare(s.job_share));
+                lines.push(format!(
+                    "{}@{} sets job share of job {id} to {}",
+                    who.user, who.host, s.job_share
                 ));
             }
             Touched::StartTime => {

@@ -139,8 +139,7 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-js job_share]",
         "share tree or functional job share",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-jsv",
         Arity::One,
@@ -433,8 +432,7 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-js job_share]",
         "share tree or functional job share",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-l",
         Arity::One,

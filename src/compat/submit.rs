@@ -111,6 +111,13 @@ pub fn task_concurrency(value: &str) -> Result<Option<u32>, SubmitError> {
         })
 }
 
+/// `-js job_share`: an unsigned integer.
+pub fn job_share(value: &str) -> Result<u32, SubmitError> {
+    value
+        .parse::<u32>()
+        .map_err(|_| SubmitError::Usage("invalid jobshare, must be an unsigned integer".into()))
+}
+
 /// `-w e|w|n|v|p`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Verify {
@@ -561,6 +568,7 @@ pub fn check_option(opt: &ParsedOption, prog: &str) -> Result<(), SubmitError> {
         "-b" | "-j" | "-now" | "-r" | "-R" | "-shell" | "-sync" => yes_no(spec.name, v).map(drop),
         "-p" => priority(v).map(drop),
         "-tc" => task_concurrency(v).map(drop),
+        "-js" => job_share(v).map(drop),
         "-t" => task_range(v).map(drop),
         "-m" => mail_options(v).map(drop),
         "-w" => verify_level(v).map(drop),
@@ -637,6 +645,7 @@ pub enum Touched {
     Shell,
     Now,
     Array,
+    JobShare,
 }
 
 /// All options folded together.
@@ -880,6 +889,10 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                 touch(&mut f.touched, Touched::TaskConcurrency);
             }
             "-terse" => f.terse = true,
+            "-js" => {
+                spec.job_share = job_share(v)?;
+                touch(&mut f.touched, Touched::JobShare);
+            }
             "-v" => {
                 merge_env(&mut spec.env, env_list(v, ctx.environ));
                 touch(&mut f.touched, Touched::Env);

@@ -92,6 +92,8 @@ pub enum SpecChange {
     NoPreempt(bool),
     /// Job context variables after `qalter -ac/-sc/-dc` (the whole new context).
     Context(std::collections::BTreeMap<String, String>),
+    /// `qalter -js`.
+    JobShare(u32),
 }
 
 /// What a request asks for, on one job.
@@ -370,5 +372,6 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
         SpecChange::Cluster(v) => spec.cluster = v,
         SpecChange::NoPreempt(v) => spec.no_preempt = v,
         SpecChange::Context(v) => spec.context = v,
+        SpecChange::JobShare(v) => spec.job_share = v,
     }
 }
