@@ -1035,3 +1035,78 @@ fn qsub_setgid_reads_user_files_with_the_real_gid() {
         ("Your job 1 (\"open.sh\") has been submitted\n", Some(0))
     );
 }
+
+#[test]
+fn qsub_hold_jid_forms() {
+    // Oracle-checked: a `-terse` array id is refused, patterns match the user's jobs by name,
+    // and -hold_jid_ad needs the same task range.
+    let Some(user) = user1() else {
+        skip("qsub_hold_jid_forms", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    scripts(&cell, &user);
+    cell.set_next_job_id(110);
+    let a = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-h", "-t", "1-3", "-b", "y", "true"],
+    );
+    assert_eq!(a.stdout, "110.1-3:1\n");
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-hold_jid", "110.1-3:1", "-b", "y", "true"],
+    );
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "Unable to run job: denied: job \"110.1-3:1\" not found\nExiting.\n",
+            1
+        )
+    );
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-hold_jid", "110", "-b", "y", "true"],
+    );
+    assert_eq!(run.stdout, "111\n");
+    let run = cell.run(
+        &user,
+        "qsub",
+        &[
+            "-terse",
+            "-t",
+            "1-3",
+            "-hold_jid_ad",
+            "110",
+            "-b",
+            "y",
+            "true",
+        ],
+    );
+    assert_eq!(run.stdout, "112.1-3:1\n");
+    assert_eq!(job(&cell, 112).spec.array_predecessors, vec![JobId(110)]);
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-t", "1-4", "-hold_jid_ad", "110", "-b", "y", "true"],
+    );
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "Unable to run job: This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad\nExiting.\n",
+            1
+        )
+    );
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-hold_jid", "tr*", "-N", "pat", "-b", "y", "true"],
+    );
+    assert_eq!(run.stdout, "113\n");
+    assert_eq!(
+        job(&cell, 113).spec.predecessors,
+        vec![JobId(110), JobId(111), JobId(112)]
+    );
+}

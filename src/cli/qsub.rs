@@ -22,8 +22,8 @@ use crate::compat::submit::{
     fold, option_file_words, script_directives, validate_job, verify_against_config,
 };
 use crate::model::{
-    EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobSpec, JobSubmission, RequestAction,
-    Submitter, TaskId, TaskSelector,
+    EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission,
+    RequestAction, Submitter, TaskId, TaskSelector,
 };
 use crate::spool::{Spool, SpoolError};
 use std::collections::BTreeMap;
@@ -222,29 +222,39 @@ fn resolve_predecessors(
     words: &[String],
     owner_uid: u32,
     scan: &mut Option<crate::spool::JobScan>,
-) -> Result<Vec<JobId>, SpoolError> {
-    let mut out = Vec::new();
+) -> Result<Vec<JobRecord>, SubmitError> {
+    let mut out: Vec<JobRecord> = Vec::new();
+    let mut push = |job: JobRecord| {
+        if !out.iter().any(|j| j.id == job.id) {
+            out.push(job);
+        }
+    };
     for w in words {
         if let Ok(id) = w.parse::<JobId>() {
-            let exists = match scan {
-                Some(s) => s.get(id).is_some(),
-                None => spool.read_job(id)?.is_some(),
+            let job = match scan {
+                Some(s) => s.get(id).cloned(),
+                None => spool.read_job(id).map_err(spool_error)?,
             };
-            if exists && !out.contains(&id) {
-                out.push(id);
+            if let Some(job) = job {
+                push(job);
             }
             continue;
         }
+        // `42.1-3:1` (what `qsub -terse` prints for an array job) names tasks, which
+        // dependencies cannot: SGE refuses it.
+        let (digits, rest) = w.split_at(w.find(|c: char| !c.is_ascii_digit()).unwrap_or(w.len()));
+        if !digits.is_empty() && rest.starts_with('.') {
+            return Err(SubmitError::Rejected(format!(
+                "denied: job \"{w}\" not found"
+            )));
+        }
         if scan.is_none() {
-            *scan = Some(spool.scan_jobs()?);
+            *scan = Some(spool.scan_jobs().map_err(spool_error)?);
         }
         if let Some(s) = scan {
             for job in &s.jobs {
-                if job.submitter.uid == owner_uid
-                    && pattern::matches(w, &job.spec.name)
-                    && !out.contains(&job.id)
-                {
-                    out.push(job.id);
+                if job.submitter.uid == owner_uid && pattern::matches(w, &job.spec.name) {
+                    push(job.clone());
                 }
             }
         }
@@ -365,13 +375,22 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let mut scan = None;
     if !spec.hold_jid.is_empty() {
         spec.predecessors =
-            resolve_predecessors(&env.spool, &spec.hold_jid, env.caller.uid, &mut scan)
-                .map_err(spool_error)?;
+            resolve_predecessors(&env.spool, &spec.hold_jid, env.caller.uid, &mut scan)?
+                .iter()
+                .map(|j| j.id)
+                .collect();
     }
     if !spec.hold_jid_ad.is_empty() {
-        spec.array_predecessors =
-            resolve_predecessors(&env.spool, &spec.hold_jid_ad, env.caller.uid, &mut scan)
-                .map_err(spool_error)?;
+        let preds = resolve_predecessors(&env.spool, &spec.hold_jid_ad, env.caller.uid, &mut scan)?;
+        if preds
+            .iter()
+            .any(|p| p.spec.task_range() != spec.task_range())
+        {
+            return Err(SubmitError::Rejected(
+                "This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad".into(),
+            ));
+        }
+        spec.array_predecessors = preds.iter().map(|j| j.id).collect();
     }
 
     // 6. Verification (-w), then publication.
