@@ -1110,3 +1110,58 @@ fn qsub_hold_jid_forms() {
         vec![JobId(110), JobId(111), JobId(112)]
     );
 }
+
+#[test]
+fn qsub_now_y_waits_for_dispatch() {
+    // Oracle: stdout has the submission line; stderr says it waits, then the verdict.
+    let Some(user) = user1() else {
+        skip("qsub_now_y", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    let spawn = || {
+        cell.command("qsub", &user)
+            .args(["-now", "y", "-b", "y", "sleep", "30"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    // Started by sched_d: a running task appears in the job's state.
+    cell.set_next_job_id(116);
+    let child = spawn();
+    wait_until(|| cell.spool.job_file(JobId(116)).exists());
+    let mut j = cell.job(116).expect("116");
+    j.tasks.pending.clear();
+    j.tasks.running.push(gridspool::model::RunningTask {
+        task: 1,
+        state: gridspool::model::RunState::Running,
+        start_time: 0,
+        queue: "all.q".into(),
+        host: "vm".into(),
+        slots: 1,
+        granted: Vec::new(),
+        deleting: false,
+        restarted: false,
+    });
+    cell.set_state(&j);
+    set_mode(&cell.spool.state_file(JobId(116)), 0o644);
+    let run = collect(child);
+    assert_eq!(run.stdout, "Your job 116 (\"sleep\") has been submitted\n");
+    assert_eq!(
+        run.stderr,
+        "Waiting for immediate job to be scheduled.\n\nYour immediate job 116 has been successfully scheduled.\n"
+    );
+    assert_eq!(run.code, 0);
+    // Not startable at once: sched_d removes it.
+    let child = spawn();
+    wait_until(|| cell.spool.job_file(JobId(117)).exists());
+    cell.spool.remove_job(JobId(117)).expect("remove");
+    let run = collect(child);
+    assert_eq!(
+        run.stderr,
+        "Waiting for immediate job to be scheduled.\n\nYour qsub request could not be scheduled; try again later.\n"
+    );
+    assert_eq!(run.code, 1);
+}

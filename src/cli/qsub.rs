@@ -417,7 +417,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         Verify::None | Verify::Warning => {}
     }
     // With -sync y, Ctrl-C must delete the job from the moment it exists (qsub(1)).
-    let interrupts = if folded.sync {
+    let interrupts = if folded.sync || spec.now {
         interrupt_channel()
     } else {
         None
@@ -439,16 +439,43 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         .map_err(spool_error)?;
 
     let line = submitted_line(&sub, folded.terse);
-    if !folded.sync {
+    let immediate = sub.spec.now;
+    if !folded.sync && !immediate {
         return Ok(Output {
             stdout: format!("{line}\n"),
             ..Output::default()
         });
     }
-    // -sync y: the submission line goes out now, then qsub waits.
+    // -sync y / -now y: the submission line goes out now, then qsub waits.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     drop(out);
+    if immediate {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "Waiting for immediate job to be scheduled.");
+        drop(err);
+        match wait_for_dispatch(&env, interrupts.as_ref(), id) {
+            Dispatch::Scheduled => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "\nYour immediate job {id} has been successfully scheduled."
+                );
+            }
+            Dispatch::Refused => {
+                let mut o = Output {
+                    code: 1,
+                    ..Output::default()
+                };
+                o.err("\nYour qsub request could not be scheduled; try again later.");
+                return Ok(o);
+            }
+            Dispatch::Interrupted => return Ok(interrupted_output(&env, id)),
+        }
+        if !folded.sync {
+            return Ok(Output::default());
+        }
+    }
     Ok(wait_for_job(
         &env,
         interrupts,
@@ -457,6 +484,42 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         &sub.spec.task_range().iter().collect::<Vec<_>>(),
         folded.terse,
     ))
+}
+
+/// How an immediate (`-now y`) job fared.
+enum Dispatch {
+    Scheduled,
+    Refused,
+    Interrupted,
+}
+
+/// `-now y`: waits until `sched_d` has started the job (a running or finished task, or an exit
+/// line) or has removed it because it could not start it at once.
+fn wait_for_dispatch(env: &ClientEnv, interrupts: Option<&Receiver<()>>, id: JobId) -> Dispatch {
+    let mut delay = Duration::from_millis(10);
+    loop {
+        match env.spool.read_job(id) {
+            Ok(Some(job)) if !job.tasks.running.is_empty() || job.tasks.finished > 0 => {
+                return Dispatch::Scheduled;
+            }
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => {
+                return if read_exits(&env.spool.exits_file(id)).is_empty() {
+                    Dispatch::Refused
+                } else {
+                    Dispatch::Scheduled
+                };
+            }
+        }
+        if let Some(rx) = interrupts {
+            if rx.recv_timeout(delay).is_ok() {
+                return Dispatch::Interrupted;
+            }
+        } else {
+            std::thread::sleep(delay);
+        }
+        delay = (delay * 2).min(Duration::from_millis(500));
+    }
 }
 
 /// Fills in what SGE derives: the script's name and arguments, the default job name, `TERM`
