@@ -266,3 +266,40 @@ fn qalter_job_share() {
         ("qsub: invalid jobshare, must be an unsigned integer\n", 2)
     );
 }
+
+#[test]
+fn qalter_w_verifies_the_altered_job() {
+    let Some((cell, user)) = context() else {
+        skip("qalter_w", "needs root");
+        return;
+    };
+    let run = cell.run(&user, "qalter", &["-w", "e", "-pe", "smp", "100000", "5"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("error: no suitable queues\n", 1)
+    );
+    assert!(
+        cell.job(5).expect("5").spec.pe.is_none(),
+        "refused: unchanged"
+    );
+    let run = cell.run(&user, "qalter", &["-w", "v", "-pe", "smp", "100000", "5"]);
+    assert!(
+        run.stdout
+            .starts_with("Job 5 cannot run in PE \"smp\" because it only offers")
+    );
+    assert!(
+        run.stdout.ends_with("\nverification: no suitable queues\n"),
+        "{run:?}"
+    );
+    assert_eq!(run.code, 1);
+    let run = cell.run(&user, "qalter", &["-w", "v", "-p", "-1", "5"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("verification: found suitable queue(s)\n", 0)
+    );
+    assert_eq!(
+        cell.job(5).expect("5").spec.priority,
+        0,
+        "-w v only reports"
+    );
+}

@@ -15,8 +15,8 @@ use crate::compat::options::{OperandMode, Origin, ParsedArgs, parse};
 use crate::compat::pattern;
 use crate::compat::qsub_options::{QALTER_OPTIONS, qalter_help};
 use crate::compat::submit::{
-    FoldContext, Folded, SubmitError, SubmitterRights, Touched, check_option, context_list, fold,
-    job_name_valid, validate_attributes,
+    FoldContext, Folded, SubmitError, SubmitterRights, Touched, Verify, check_option, context_list,
+    fold, job_name_valid, validate_attributes, verify_against_config,
 };
 use crate::model::{
     Denied, HoldType, HoldTypeName, JobId, JobRecord, Request, RequestAction, Requester,
@@ -607,6 +607,31 @@ fn alter(
             }
             job_actions.push(a);
             lines.extend(change_lines);
+        }
+        // -w: verify the job as it would be after the change (qalter(1)); `v` and `p` only
+        // report, `e` refuses the change when no queue could run the job.
+        match folded.verify {
+            Verify::None | Verify::Warning => {}
+            Verify::Error => {
+                if !verify_against_config(&view.spec, &env.config, job.id.0).suitable {
+                    o.out("error: no suitable queues");
+                    o.code = 1;
+                    continue;
+                }
+            }
+            Verify::Verify | Verify::Poke => {
+                let v = verify_against_config(&view.spec, &env.config, job.id.0);
+                if v.suitable {
+                    o.out("verification: found suitable queue(s)");
+                } else {
+                    for r in v.reasons {
+                        o.out(r);
+                    }
+                    o.out("verification: no suitable queues");
+                    o.code = 1;
+                }
+                continue;
+            }
         }
         for l in lines {
             o.out(l);
