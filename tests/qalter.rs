@@ -215,6 +215,19 @@ fn qalter_holds_hold_jid_and_users() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout.lines().count(), 5);
     assert_eq!(cell.job(10).expect("10").spec.account, "acc");
+    let run = cell.run(&user, "qalter", &["-p", "-1", "-u", "nosuchuser"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("The job * of user(s) nosuchuser does not exist\n", 1)
+    );
+    let run = cell.run(&user, "qalter", &["-h", "x", "5"]);
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "qalter: Unknown hold list \"x\" specified to -h option\n",
+            7
+        )
+    );
     let run = cell.run(&user, "qalter", &["-p", "-1", "nosuchname"]);
     assert_eq!(run.stdout, "denied: job \"nosuchname\" does not exist\n");
     let run = cell.run(&user, "qalter", &["-p", "-1", "10.2"]);

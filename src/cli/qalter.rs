@@ -173,13 +173,23 @@ fn select<'a>(
             }
         }
     }
+    let mut by_user = 0;
     for j in &scan.jobs {
         let mine = users
             .iter()
             .any(|u| pattern::matches(u, &j.submitter.owner));
-        if mine && !jobs.iter().any(|(x, _)| x.id == j.id) {
-            jobs.push((j, None));
+        if mine {
+            by_user += 1;
+            if !jobs.iter().any(|(x, _)| x.id == j.id) {
+                jobs.push((j, None));
+            }
         }
+    }
+    if !users.is_empty() && by_user == 0 {
+        missing.push(format!(
+            "The job * of user(s) {} does not exist",
+            users.join(",")
+        ));
     }
     (jobs, missing)
 }

@@ -582,7 +582,9 @@ pub fn check_option(opt: &ParsedOption, prog: &str) -> Result<(), SubmitError> {
 /// `qalter -h hold_list`: letters `n u s o U S O` (upper case releases).
 pub fn hold_list(value: &str) -> Result<Vec<char>, SubmitError> {
     if value.is_empty() || !value.chars().all(|c| "nusoUSO".contains(c)) {
-        return Err(invalid_argument("-h", value));
+        return Err(SubmitError::BadValue(format!(
+            "Unknown hold list \"{value}\" specified to -h option"
+        )));
     }
     Ok(value.chars().collect())
 }
