@@ -5,5 +5,7 @@ mod support;
 mod docs;
 mod harness;
 mod launch;
+mod qalter;
 mod qdel;
 mod qhold;
+mod qsub;

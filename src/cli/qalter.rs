@@ -1,13 +1,694 @@
-//! `qalter` (being written).
+//! `qalter`: change attributes of pending (and, for most attributes, running) jobs, as SGE
+//! 8.1.9's `qalter(1)` does.
+//!
+//! Options are parsed with `qalter`'s own table and folded like `qsub`'s
+//! (`compat::submit::fold`); each attribute an option sets becomes one `SpecChange` that
+//! replaces the job's value (qalter(1): "an option specified with qalter completely replaces any
+//! parameters previously specified for the job by that option"). `-h hold_list` becomes hold
+//! and release actions. What to print is decided by applying the request to the current view of
+//! each job with `Request::apply`, so refusals print SGE's words and publish nothing for that
+//! job; the accepted actions of all jobs go out as one request.
 
-pub fn main(args: Vec<String>) -> std::process::ExitCode {
-    let mut o = super::Output {
+use super::{ClientEnv, Output, take_spool_arg};
+use crate::compat::job_list::{self, JobTaskRef};
+use crate::compat::options::{OperandMode, Origin, ParsedArgs, parse};
+use crate::compat::pattern;
+use crate::compat::qsub_options::{QALTER_OPTIONS, qalter_help};
+use crate::compat::submit::{
+    FoldContext, Folded, SubmitError, SubmitterRights, Touched, Verify, check_option, context_list,
+    fold, job_name_valid, validate_attributes, verify_against_config,
+};
+use crate::model::{
+    Denied, HoldType, HoldTypeName, JobId, JobRecord, Request, RequestAction, Requester,
+    SpecChange, TaskSelector, TaskSet,
+};
+use crate::spool::JobScan;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const PROG: &str = "qalter";
+
+/// Entry point of the `qalter` binary.
+pub fn main(mut args: Vec<String>) -> ExitCode {
+    let spool = take_spool_arg(&mut args);
+    run(args, spool).finish()
+}
+
+fn usage_error(e: &SubmitError) -> Output {
+    Output {
+        stdout: String::new(),
+        stderr: e.render(PROG),
+        code: e.code(),
+    }
+}
+
+/// A qmaster answer that refuses the whole request: printed on stdout, exit 1.
+fn refused(text: &str) -> Output {
+    let mut o = Output {
         code: 1,
-        ..Default::default()
+        ..Output::default()
     };
-    o.err(format!(
-        "qalter: not implemented yet ({} arguments)",
-        args.len()
-    ));
-    o.finish()
+    o.out(text);
+    o
+}
+
+fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Output {
+    let parsed = match parse(
+        QALTER_OPTIONS,
+        &args,
+        OperandMode::Interleaved,
+        &Origin::CommandLine,
+    ) {
+        Ok(p) => p,
+        Err(e) => return usage_error(&SubmitError::Usage(e.to_string())),
+    };
+    if parsed.options.iter().any(|o| o.spec.name == "-help") {
+        return Output {
+            stdout: qalter_help(),
+            ..Output::default()
+        };
+    }
+    for opt in &parsed.options {
+        if let Err(e) = check_option(opt, PROG) {
+            return match e {
+                SubmitError::Rejected(m) => refused(&m),
+                e => usage_error(&e),
+            };
+        }
+    }
+    if let Some(lonely) = lonely_dash_t(&parsed) {
+        let mut o = Output {
+            code: 2,
+            ..Output::default()
+        };
+        o.err(format!(
+            "found lonely '-t {lonely}' option (The -t option needs a leading job name)."
+        ));
+        return o;
+    }
+    let refs = match job_list::from_args(&parsed) {
+        Ok(r) => r,
+        Err(_) => {
+            let bad = parsed.operands.join(",");
+            let mut o = Output {
+                code: 2,
+                ..Output::default()
+            };
+            o.err(format!(
+                "ERROR! \"{bad}\" is an invalid job-task identifier"
+            ));
+            return o;
+        }
+    };
+    let users: Vec<String> = parsed
+        .options
+        .iter()
+        .filter(|o| o.spec.name == "-u")
+        .flat_map(|o| crate::compat::submit::comma_list(&o.values[0]))
+        .collect();
+    // SGE's qalter does nothing, successfully, without a job list.
+    if refs.is_empty() && users.is_empty() {
+        return Output::default();
+    }
+    let env = match super::load_env(spool_dir) {
+        Ok(env) => env,
+        Err(out) => return out,
+    };
+    let environ: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".into());
+    let folded = match fold(
+        &parsed.options,
+        FoldContext {
+            config: &env.config,
+            environ: &environ,
+            cwd: &cwd,
+        },
+    ) {
+        Ok(f) => f,
+        Err(SubmitError::Rejected(m)) => return refused(&m),
+        Err(e) => return usage_error(&e),
+    };
+    let scan = match env.spool.scan_jobs() {
+        Ok(s) => s,
+        Err(e) => return refused(&format!("error: {e}")),
+    };
+    alter(&env, &parsed, &folded, &refs, &users, &scan)
+}
+
+/// A `-t` with no job before it.
+fn lonely_dash_t(parsed: &ParsedArgs) -> Option<String> {
+    parsed
+        .options
+        .iter()
+        .find(|o| o.spec.name == "-t" && o.operands_before == 0)
+        .map(|o| o.values[0].clone())
+}
+
+/// The jobs a job_task_list or `-u` selects, with the tasks named; or SGE's refusal line.
+fn select<'a>(
+    scan: &'a JobScan,
+    refs: &[JobTaskRef],
+    users: &[String],
+) -> (Vec<(&'a JobRecord, Option<TaskSet>)>, Vec<String>) {
+    let mut jobs: Vec<(&JobRecord, Option<TaskSet>)> = Vec::new();
+    let mut missing = Vec::new();
+    for r in refs {
+        let hits: Vec<&JobRecord> = scan.jobs.iter().filter(|j| r.selects(j)).collect();
+        if hits.is_empty() {
+            missing.push(format!("denied: job \"{}\" does not exist", r.text));
+        }
+        for j in hits {
+            if !jobs.iter().any(|(x, _)| x.id == j.id) {
+                jobs.push((j, r.tasks.map(TaskSet::from_range)));
+            }
+        }
+    }
+    let mut by_user = 0;
+    for j in &scan.jobs {
+        let mine = users
+            .iter()
+            .any(|u| pattern::matches(u, &j.submitter.owner));
+        if mine {
+            by_user += 1;
+            if !jobs.iter().any(|(x, _)| x.id == j.id) {
+                jobs.push((j, None));
+            }
+        }
+    }
+    if !users.is_empty() && by_user == 0 {
+        missing.push(format!(
+            "The job * of user(s) {} does not exist",
+            users.join(",")
+        ));
+    }
+    (jobs, missing)
+}
+
+/// SGE's order of the "modified …" lines (qmaster's `mod_job_attributes`, oracle-checked).
+const MESSAGE_ORDER: &[Touched] = &[
+    Touched::Priority,
+    Touched::JobShare,
+    Touched::StartTime,
+    Touched::Deadline,
+    Touched::Account,
+    Touched::Cwd,
+    Touched::Stderr,
+    Touched::Stdin,
+    Touched::Reserve,
+    Touched::MergeStderr,
+    Touched::HardResources,
+    Touched::SoftResources,
+    Touched::MailOptions,
+    Touched::MailList,
+    Touched::Name,
+    Touched::HoldJid,
+    Touched::HoldJidAd,
+    Touched::Notify,
+    Touched::Stdout,
+    Touched::Pe,
+    Touched::HardQueues,
+    Touched::SoftQueues,
+    Touched::MasterQueues,
+    Touched::Restartable,
+    Touched::Interpreter,
+    Touched::Env,
+    Touched::Context,
+    Touched::Project,
+    Touched::TaskConcurrency,
+];
+
+/// The job's new context after the `-ac`/`-sc`/`-dc` options, applied in order to its current
+/// context.
+fn new_context(parsed: &ParsedArgs, job: &JobRecord) -> BTreeMap<String, String> {
+    let mut ctx = job.spec.context.clone();
+    for o in &parsed.options {
+        let v = o.values.first().map_or("", String::as_str);
+        match o.spec.name {
+            "-ac" => ctx.extend(context_list(v)),
+            "-sc" => ctx = context_list(v).into_iter().collect(),
+            "-dc" => {
+                for (k, _) in context_list(v) {
+                    ctx.remove(&k);
+                }
+            }
+            _ => {}
+        }
+    }
+    ctx
+}
+
+/// `-hold_jid`/`-hold_jid_ad` words resolved against the scan: (existing jobs, requested ids
+/// that do not exist).
+fn resolve(scan: &JobScan, words: &[String], owner_uid: u32) -> (Vec<JobId>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut exited = Vec::new();
+    for w in words {
+        if let Ok(id) = w.parse::<JobId>() {
+            if scan.get(id).is_some() {
+                if !found.contains(&id) {
+                    found.push(id);
+                }
+            } else {
+                exited.push(w.clone());
+            }
+            continue;
+        }
+        for j in &scan.jobs {
+            if j.submitter.uid == owner_uid
+                && pattern::matches(w, &j.spec.name)
+                && !found.contains(&j.id)
+            {
+                found.push(j.id);
+            }
+        }
+    }
+    (found, exited)
+}
+
+fn none_or(list: &[String]) -> String {
+    if list.is_empty() {
+        "NONE".into()
+    } else {
+        list.join(",")
+    }
+}
+
+/// The changes for one job, with the lines SGE prints once they are accepted.
+fn changes_for(
+    parsed: &ParsedArgs,
+    folded: &Folded,
+    scan: &JobScan,
+    job: &JobRecord,
+    who: &Requester,
+) -> (Vec<SpecChange>, Vec<String>) {
+    let s = &folded.spec;
+    let id = job.id;
+    let mut changes = Vec::new();
+    let mut lines = Vec::new();
+    let modified = |what: &str| format!("modified {what} of job {id}");
+    for t in MESSAGE_ORDER {
+        if !folded.touched.contains(t) {
+            continue;
+        }
+        match t {
+            Touched::Priority => {
+                changes.push(SpecChange::Priority(s.priority));
+                lines.push(format!(
+                    "{}@{} sets scheduling priority of job {id} to {}",
+                    who.user, who.host, s.priority
+                ));
+            }
+            Touched::JobShare => {
+                changes.push(SpecChange::JobShare(s.job_share));
+                lines.push(format!(
+                    "{}@{} sets job share of job {id} to {}",
+                    who.user, who.host, s.job_share
+                ));
+            }
+            Touched::StartTime => {
+                changes.push(SpecChange::StartTime(s.start_time));
+                lines.push(modified("start time"));
+            }
+            Touched::Deadline => {
+                changes.push(SpecChange::Deadline(s.deadline));
+                lines.push(modified("deadline time"));
+            }
+            Touched::Account => {
+                changes.push(SpecChange::Account(s.account.clone()));
+                lines.push(modified("account"));
+            }
+            Touched::Cwd => {
+                changes.push(SpecChange::Cwd(s.cwd.clone()));
+                lines.push(modified("working directory"));
+            }
+            Touched::Stderr => {
+                changes.push(SpecChange::Stderr(s.stderr.clone()));
+                lines.push(modified("stderr path list"));
+            }
+            Touched::Stdin => {
+                changes.push(SpecChange::Stdin(s.stdin.clone()));
+                lines.push(modified("stdin path list"));
+            }
+            Touched::Reserve => {
+                changes.push(SpecChange::Reserve(s.reserve));
+                lines.push(modified("reservation behaviour"));
+            }
+            Touched::MergeStderr => {
+                changes.push(SpecChange::MergeStderr(s.merge_stderr));
+                lines.push(modified("output merge behaviour"));
+            }
+            Touched::HardResources => {
+                changes.push(SpecChange::HardResources(s.hard_resources.clone()));
+                lines.push(modified("hard resource list"));
+            }
+            Touched::SoftResources => {
+                changes.push(SpecChange::SoftResources(s.soft_resources.clone()));
+                lines.push(modified("soft resource list"));
+            }
+            Touched::MailOptions => {
+                changes.push(SpecChange::MailOptions(s.mail_options.clone()));
+                lines.push(modified("mail options"));
+            }
+            Touched::MailList => {
+                changes.push(SpecChange::MailList(s.mail_list.clone()));
+                lines.push(modified("mail list"));
+            }
+            Touched::Name => {
+                changes.push(SpecChange::Name(s.name.clone()));
+                lines.push(modified("job name"));
+            }
+            Touched::HoldJid => {
+                let (found, exited) = resolve(scan, &s.hold_jid, job.submitter.uid);
+                let blocking: Vec<String> = found.iter().map(ToString::to_string).collect();
+                lines.push(format!(
+                    "{}\n   blocking jobs: {}\n   exited jobs:   {}",
+                    modified("job id hold list"),
+                    none_or(&blocking),
+                    none_or(&exited)
+                ));
+                changes.push(SpecChange::HoldJid {
+                    requested: s.hold_jid.clone(),
+                    resolved: found,
+                });
+            }
+            Touched::HoldJidAd => {
+                let (found, exited) = resolve(scan, &s.hold_jid_ad, job.submitter.uid);
+                let blocking: Vec<String> = found.iter().map(ToString::to_string).collect();
+                lines.push(format!(
+                    "{}\n   blocking jobs: {}\n   exited jobs:   {}",
+                    modified("array job id hold list"),
+                    none_or(&blocking),
+                    none_or(&exited)
+                ));
+                changes.push(SpecChange::HoldJidAd {
+                    requested: s.hold_jid_ad.clone(),
+                    resolved: found,
+                });
+            }
+            Touched::Notify => {
+                changes.push(SpecChange::Notify(s.notify));
+                lines.push(modified("notify behaviour"));
+            }
+            Touched::Stdout => {
+                changes.push(SpecChange::Stdout(s.stdout.clone()));
+                lines.push(modified("stdout path list"));
+            }
+            Touched::Pe => {
+                changes.push(SpecChange::Pe(s.pe.clone()));
+                lines.push(modified("parallel environment"));
+                lines.push(modified("slot range"));
+            }
+            Touched::HardQueues => {
+                changes.push(SpecChange::HardQueues(s.hard_queues.clone()));
+                lines.push(modified("hard queue list"));
+            }
+            Touched::SoftQueues => {
+                changes.push(SpecChange::SoftQueues(s.soft_queues.clone()));
+                lines.push(modified("soft queue list"));
+            }
+            Touched::MasterQueues => {
+                changes.push(SpecChange::MasterQueues(s.master_queues.clone()));
+                lines.push(modified("master hard queue list"));
+            }
+            Touched::Restartable => {
+                changes.push(SpecChange::Restartable(s.restartable));
+                lines.push(modified("restart behaviour"));
+            }
+            Touched::Interpreter => {
+                changes.push(SpecChange::Interpreter(s.interpreter.clone()));
+                lines.push(modified("shell list"));
+            }
+            Touched::Env => {
+                changes.push(SpecChange::Env(s.env.clone()));
+                lines.push(modified("environment"));
+            }
+            Touched::Context => {
+                changes.push(SpecChange::Context(new_context(parsed, job)));
+                lines.push(modified("context"));
+            }
+            Touched::Project => {
+                changes.push(SpecChange::Project(s.project.clone()));
+                lines.push(modified("project"));
+            }
+            Touched::TaskConcurrency => {
+                changes.push(SpecChange::TaskConcurrency(s.task_concurrency));
+                lines.push(modified("task concurrency"));
+            }
+            _ => {}
+        }
+    }
+    (changes, lines)
+}
+
+/// SGE's words for a refusal.
+fn denied_line(d: &Denied) -> String {
+    match d {
+        Denied::NoSuchJob(id) => format!("denied: job \"{id}\" does not exist"),
+        Denied::NotOwner { user, job } | Denied::DeletePrivilege { user, job } => format!(
+            "denied: \"{user}\" must be at least owner of job {job} to change job attributes"
+        ),
+        Denied::PriorityIncrease { user } => {
+            format!("denied: \"{user}\" must be operator to increase job priority")
+        }
+        Denied::OperatorHold { user } => {
+            format!("denied: \"{user}\" must be operator to set operator hold")
+        }
+        Denied::SystemHold { user } => {
+            format!("denied: \"{user}\" must be manager to set system hold")
+        }
+        Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
+    }
+}
+
+/// `-h hold_list` as hold and release actions: `u o s` set, `U O S` release, `n` releases
+/// every hold the job has.
+fn hold_actions(list: &[char], job: &JobRecord, tasks: &TaskSelector) -> Vec<RequestAction> {
+    let mut out = Vec::new();
+    for c in list {
+        let (hold, on) = match c {
+            'u' => (vec![HoldType::User], true),
+            'o' => (vec![HoldType::Operator], true),
+            's' => (vec![HoldType::System], true),
+            'U' => (vec![HoldType::User], false),
+            'O' => (vec![HoldType::Operator], false),
+            'S' => (vec![HoldType::System], false),
+            _ => {
+                let held: Vec<HoldType> = [HoldType::User, HoldType::Operator, HoldType::System]
+                    .into_iter()
+                    .filter(|h| job.tasks.pending.iter().any(|g| g.holds.has(*h)))
+                    .collect();
+                (held, false)
+            }
+        };
+        for h in hold {
+            let name = HoldTypeName::from(h);
+            out.push(if on {
+                RequestAction::Hold {
+                    job: job.id,
+                    tasks: tasks.clone(),
+                    hold: name,
+                }
+            } else {
+                RequestAction::Release {
+                    job: job.id,
+                    tasks: tasks.clone(),
+                    hold: name,
+                }
+            });
+        }
+    }
+    out
+}
+
+fn pending_holds(job: &JobRecord) -> Vec<(TaskSet, String)> {
+    job.tasks
+        .pending
+        .iter()
+        .map(|g| (g.tasks.clone(), g.holds.letters()))
+        .collect()
+}
+
+fn alter(
+    env: &ClientEnv,
+    parsed: &ParsedArgs,
+    folded: &Folded,
+    refs: &[JobTaskRef],
+    users: &[String],
+    scan: &JobScan,
+) -> Output {
+    let who = env.requester();
+    let rights = SubmitterRights {
+        uid: env.caller.uid,
+        gid: env.caller.gid,
+        user: env.caller.user.clone(),
+        operator: who.is_operator(),
+        manager: who.manager,
+        host: env.host.clone(),
+    };
+    let mut o = Output::default();
+    let (jobs, missing) = select(scan, refs, users);
+    let spec_options = !folded.touched.is_empty();
+    let mut actions = Vec::new();
+    for (job, tasks) in jobs {
+        if tasks.is_some() && spec_options {
+            o.out("denied: the selected option works only on jobs and not on tasks");
+            o.code = 4;
+            continue;
+        }
+        // Checks against the configuration of what the options set (untouched attributes
+        // keep their defaults in `folded.spec` and so pass).
+        let mut check = folded.spec.clone();
+        check.array = job.spec.array;
+        if folded.touched.contains(&Touched::Pe)
+            && let Some(pe) = &check.pe
+            && !env
+                .config
+                .parallel_environments
+                .iter()
+                .any(|p| pattern::matches(&pe.name, &p.name))
+        {
+            o.out(format!(
+                "denied: parallel environment \"{}\" does not exist",
+                pe.name
+            ));
+            o.code = 1;
+            continue;
+        }
+        let name_check = if folded.touched.contains(&Touched::Name) {
+            job_name_valid(&check.name)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = name_check.and_then(|()| validate_attributes(&check, &env.config, &rights))
+        {
+            o.out(match e {
+                SubmitError::Rejected(m) => m,
+                e => e.to_string(),
+            });
+            o.code = 1;
+            continue;
+        }
+        let selector = match &tasks {
+            Some(t) => TaskSelector::Tasks(t.clone()),
+            None => TaskSelector::All,
+        };
+        let mut view = job.clone();
+        let mut job_actions = Vec::new();
+        let mut lines = Vec::new();
+        if let Some(list) = &folded.hold_list {
+            let before = pending_holds(&view);
+            let mut denied = None;
+            for a in hold_actions(list, job, &selector) {
+                if let Err(d) = Request::apply(&a, &who, &mut view) {
+                    denied = Some(d);
+                    break;
+                }
+                job_actions.push(a);
+            }
+            if let Some(d) = denied {
+                o.out(denied_line(&d));
+                o.code = 1;
+                continue;
+            }
+            if pending_holds(&view) != before {
+                lines.push(format!("modified hold of job {}", job.id));
+            }
+        }
+        let (changes, change_lines) = changes_for(parsed, folded, scan, job, &who);
+        if !changes.is_empty() {
+            let a = RequestAction::Alter {
+                job: job.id,
+                changes,
+            };
+            if let Err(d) = Request::apply(&a, &who, &mut view) {
+                o.out(denied_line(&d));
+                o.code = 1;
+                continue;
+            }
+            job_actions.push(a);
+            lines.extend(change_lines);
+        }
+        // -w: verify the job as it would be after the change (qalter(1)); `v` and `p` only
+        // report, `e` refuses the change when no queue could run the job.
+        match folded.verify {
+            Verify::None | Verify::Warning => {}
+            Verify::Error => {
+                if !verify_against_config(&view.spec, &env.config, job.id.0).suitable {
+                    o.out("error: no suitable queues");
+                    o.code = 1;
+                    continue;
+                }
+            }
+            Verify::Verify | Verify::Poke => {
+                let v = verify_against_config(&view.spec, &env.config, job.id.0);
+                if v.suitable {
+                    o.out("verification: found suitable queue(s)");
+                } else {
+                    for r in v.reasons {
+                        o.out(r);
+                    }
+                    o.out("verification: no suitable queues");
+                    o.code = 1;
+                }
+                continue;
+            }
+        }
+        for l in lines {
+            o.out(l);
+        }
+        actions.extend(job_actions);
+    }
+    for m in missing {
+        o.out(m);
+        o.code = o.code.max(1);
+    }
+    if !actions.is_empty()
+        && let Err(e) = env.spool.publish_request(who, actions)
+    {
+        let mut f = Output {
+            code: 1,
+            ..Output::default()
+        };
+        f.err(format!("error: {e}"));
+        return f;
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compat::options::{OperandMode, Origin, parse};
+
+    #[test]
+    fn lonely_t_is_found() {
+        let words: Vec<String> = ["-t", "1-2", "5"].iter().map(|s| s.to_string()).collect();
+        let p = parse(
+            QALTER_OPTIONS,
+            &words,
+            OperandMode::Interleaved,
+            &Origin::CommandLine,
+        )
+        .expect("parse");
+        assert_eq!(lonely_dash_t(&p).as_deref(), Some("1-2"));
+        let words: Vec<String> = ["5", "-t", "1-2"].iter().map(|s| s.to_string()).collect();
+        let p = parse(
+            QALTER_OPTIONS,
+            &words,
+            OperandMode::Interleaved,
+            &Origin::CommandLine,
+        )
+        .expect("parse");
+        assert_eq!(lonely_dash_t(&p), None);
+    }
 }

@@ -1,13 +1,712 @@
-//! `qsub` (being written).
+//! `qsub`: submit a batch job, as SGE 8.1.9's `qsub(1)` does, into the spool.
+//!
+//! Options come from, in increasing precedence (`qsub(1)`, `sge_request(5)`):
+//! `$SGE_ROOT/$SGE_CELL/common/sge_request`, `~/.sge_request`, `./.sge_request`, the script's
+//! `#$` lines (or the `-C` prefix), then the command line (with `-@` files spliced in where
+//! they appear). One table (`compat::qsub_options`) parses all of them; `compat::submit` folds
+//! them into the job. There is no qmaster: the checks qmaster would make are made here, with its
+//! words, and the job is published whole with `Spool::publish_job` (the script is copied into
+//! the spool, so the user's file may go away the moment `qsub` returns).
+//!
+//! Multi-user installs run `qsub` setgid to the spool's group so that it can write the spool.
+//! Everything read on the user's behalf (the script, `-@` files, `sge_request` files) is read
+//! with the effective gid dropped to the caller's real gid ([`with_real_gid`]): otherwise a user
+//! could submit, and so read, a file only the spool group may read.
 
-pub fn main(args: Vec<String>) -> std::process::ExitCode {
-    let mut o = super::Output {
-        code: 1,
-        ..Default::default()
+use super::{ClientEnv, Output, take_spool_arg};
+use crate::compat::options::{OperandMode, Origin, ParsedArgs, ParsedOption, parse};
+use crate::compat::pattern;
+use crate::compat::qsub_options::{QSUB_OPTIONS, qsub_help};
+use crate::compat::submit::{
+    FoldContext, SubmitError, SubmitterRights, Touched, Verify, check_option, expand_option_files,
+    fold, option_file_words, script_directives, validate_job, verify_against_config,
+};
+use crate::model::{
+    EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission,
+    RequestAction, Submitter, TaskId, TaskSelector,
+};
+use crate::spool::{Spool, SpoolError};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+const PROG: &str = "qsub";
+
+/// Entry point of the `qsub` binary.
+pub fn main(mut args: Vec<String>) -> ExitCode {
+    let spool = take_spool_arg(&mut args);
+    match run(args, spool) {
+        Ok(out) => out.finish(),
+        Err(e) => fail(&e).finish(),
+    }
+}
+
+fn fail(e: &SubmitError) -> Output {
+    Output {
+        stdout: String::new(),
+        stderr: e.render(PROG),
+        code: e.code(),
+    }
+}
+
+/// Runs `f` with the effective group id set to the real one, then restores the saved
+/// effective gid. A no-op when `qsub` is not setgid. Used for every read of a user's file.
+pub fn with_real_gid<T>(f: impl FnOnce() -> T) -> Result<T, SubmitError> {
+    use nix::unistd::{getegid, getgid, setegid};
+    let saved = getegid();
+    let real = getgid();
+    if saved == real {
+        return Ok(f());
+    }
+    setegid(real).map_err(|e| {
+        SubmitError::Rejected(format!(
+            "cannot drop the spool group to read your files: {e}"
+        ))
+    })?;
+    let out = f();
+    setegid(saved).map_err(|e| {
+        SubmitError::Rejected(format!("cannot restore the spool group after reading: {e}"))
+    })?;
+    Ok(out)
+}
+
+/// `strerror` text of an I/O error (SGE prints `No such file or directory`, without Rust's
+/// `(os error 2)`).
+fn strerror(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => nix::errno::Errno::from_raw(n).desc().to_string(),
+        None => e.to_string(),
+    }
+}
+
+fn parse_source(
+    words: &[String],
+    origin: Origin,
+    stray_words_allowed: bool,
+) -> Result<ParsedArgs, SubmitError> {
+    let mode = if stray_words_allowed {
+        OperandMode::StopAtFirst
+    } else {
+        OperandMode::Interleaved
     };
-    o.err(format!(
-        "qsub: not implemented yet ({} arguments)",
-        args.len()
-    ));
-    o.finish()
+    let parsed =
+        parse(QSUB_OPTIONS, words, mode, &origin).map_err(|e| SubmitError::Usage(e.to_string()))?;
+    if !stray_words_allowed && !parsed.operands.is_empty() {
+        return Err(SubmitError::StrayWords(parsed.operands.len()));
+    }
+    for opt in &parsed.options {
+        check_option(opt, PROG)?;
+    }
+    Ok(parsed)
+}
+
+/// Reads one `sge_request` file if it exists; missing or unreadable files are skipped, as SGE
+/// skips them.
+fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
+    let text = with_real_gid(|| std::fs::read(path))?;
+    let Ok(bytes) = text else {
+        return Ok(Vec::new());
+    };
+    let words = option_file_words(&String::from_utf8_lossy(&bytes));
+    let origin = Origin::DefaultsFile(path.display().to_string());
+    Ok(parse_source(&words, origin, false)?.options)
+}
+
+/// The script and what it says about itself.
+struct Script {
+    /// `script_file` of `qstat -j`: the path as given, the command of `-b y`, or `STDIN`.
+    file: String,
+    bytes: Vec<u8>,
+    args: Vec<String>,
+}
+
+fn read_script(operands: &[String], binary: bool) -> Result<Script, SubmitError> {
+    let args = operands.iter().skip(1).cloned().collect();
+    match operands.first().map(String::as_str) {
+        Some(cmd) if binary => Ok(Script {
+            file: cmd.to_string(),
+            bytes: Vec::new(),
+            args,
+        }),
+        None if binary => Err(SubmitError::Usage(
+            "command required for a binary job".into(),
+        )),
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| SubmitError::Script {
+                    msg: format!("error reading from stdin: {}", strerror(&e)),
+                    code: 4,
+                })?;
+            if bytes.is_empty() {
+                return Err(SubmitError::Script {
+                    msg: "no input read from stdin".into(),
+                    code: 4,
+                });
+            }
+            Ok(Script {
+                file: "STDIN".into(),
+                bytes,
+                args,
+            })
+        }
+        Some(path) => {
+            let bytes =
+                with_real_gid(|| std::fs::read(path))?.map_err(|e| SubmitError::Script {
+                    msg: format!("error opening {path}: {}", strerror(&e)),
+                    code: 14,
+                })?;
+            Ok(Script {
+                file: path.to_string(),
+                bytes,
+                args,
+            })
+        }
+    }
+}
+
+/// The submit environment, in `environ` order.
+fn environ() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn getenv<'a>(environ: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    environ
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The `SGE_O_*` values and the owner, as SGE computes them: from the kernel (uid, gid) and
+/// the submit environment, falling back to the user database.
+fn submitter(env: &ClientEnv, environ: &[(String, String)], cwd: &str) -> Submitter {
+    let caller = &env.caller;
+    Submitter {
+        owner: caller.user.clone(),
+        uid: caller.uid,
+        group: caller.group.clone(),
+        gid: caller.gid,
+        submission_time: crate::compat::time::now(),
+        sge_o_home: getenv(environ, "HOME").unwrap_or(&caller.home).to_string(),
+        sge_o_log_name: getenv(environ, "LOGNAME")
+            .unwrap_or(&caller.user)
+            .to_string(),
+        sge_o_path: getenv(environ, "PATH").unwrap_or("").to_string(),
+        sge_o_shell: getenv(environ, "SHELL")
+            .unwrap_or(&caller.shell)
+            .to_string(),
+        sge_o_workdir: cwd.to_string(),
+        sge_o_host: env.host.clone(),
+        sge_o_mail: getenv(environ, "MAIL").map(String::from),
+        sge_o_tz: getenv(environ, "TZ").map(String::from),
+    }
+}
+
+/// Resolves `-hold_jid`/`-hold_jid_ad` words to existing jobs: ids that exist, and the jobs
+/// of the same owner whose names match a name or pattern. A word naming nothing stays in the
+/// request (`qstat -j` shows it) without becoming a predecessor, as in SGE.
+fn resolve_predecessors(
+    spool: &Spool,
+    words: &[String],
+    owner_uid: u32,
+    scan: &mut Option<crate::spool::JobScan>,
+) -> Result<Vec<JobRecord>, SubmitError> {
+    let mut out: Vec<JobRecord> = Vec::new();
+    let mut push = |job: JobRecord| {
+        if !out.iter().any(|j| j.id == job.id) {
+            out.push(job);
+        }
+    };
+    for w in words {
+        if let Ok(id) = w.parse::<JobId>() {
+            let job = match scan {
+                Some(s) => s.get(id).cloned(),
+                None => spool.read_job(id).map_err(spool_error)?,
+            };
+            if let Some(job) = job {
+                push(job);
+            }
+            continue;
+        }
+        // `42.1-3:1` (what `qsub -terse` prints for an array job) names tasks, which
+        // dependencies cannot: SGE refuses it.
+        let (digits, rest) = w.split_at(w.find(|c: char| !c.is_ascii_digit()).unwrap_or(w.len()));
+        if !digits.is_empty() && rest.starts_with('.') {
+            return Err(SubmitError::Rejected(format!(
+                "denied: job \"{w}\" not found"
+            )));
+        }
+        if scan.is_none() {
+            *scan = Some(spool.scan_jobs().map_err(spool_error)?);
+        }
+        if let Some(s) = scan {
+            for job in &s.jobs {
+                if job.submitter.uid == owner_uid && pattern::matches(w, &job.spec.name) {
+                    push(job.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn spool_error(e: SpoolError) -> SubmitError {
+    SubmitError::Rejected(format!("error: {e}"))
+}
+
+fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitError> {
+    // 1. The command line, with `-@` files spliced in where they appear.
+    let mut read_option_file = |file: &str| -> Result<String, SubmitError> {
+        let bytes = with_real_gid(|| std::fs::read(file))?.map_err(|e| {
+            SubmitError::Usage(format!(
+                "can't open option file \"{file}\": {}",
+                strerror(&e)
+            ))
+        })?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let words = expand_option_files(&args, QSUB_OPTIONS, &mut read_option_file, 0)?;
+    let cmdline = parse(
+        QSUB_OPTIONS,
+        &words,
+        OperandMode::StopAtFirst,
+        &Origin::CommandLine,
+    )
+    .map_err(|e| SubmitError::Usage(e.to_string()))?;
+    if cmdline.options.iter().any(|o| o.spec.name == "-help") {
+        return Ok(Output {
+            stdout: qsub_help(),
+            ..Output::default()
+        });
+    }
+    for opt in &cmdline.options {
+        check_option(opt, PROG)?;
+    }
+
+    // 2. The cell, its configuration, the caller.
+    let env = match super::load_env(spool_dir) {
+        Ok(env) => env,
+        Err(out) => return Ok(out),
+    };
+    let environ = environ();
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|_| getenv(&environ, "PWD").map(String::from).ok_or(()))
+        .unwrap_or_else(|()| "/".to_string());
+
+    // 3. Defaults files: cluster, home, working directory.
+    let mut options: Vec<ParsedOption> = Vec::new();
+    let home_file = Path::new(&env.caller.home).join(".sge_request");
+    let cwd_file = Path::new(&cwd).join(".sge_request");
+    options.extend(defaults_file(&env.spool.cluster_sge_request())?);
+    options.extend(defaults_file(&home_file)?);
+    if cwd_file != home_file {
+        options.extend(defaults_file(&cwd_file)?);
+    }
+
+    // 4. The script (never for -b y) and its directives. `-b` and `-C` cannot come from it.
+    let before_script = options.iter().chain(&cmdline.options);
+    let mut binary = false;
+    let mut prefix = "#$".to_string();
+    for o in before_script {
+        match o.spec.name {
+            "-b" => binary = o.values.first().is_some_and(|v| v.starts_with('y')),
+            "-C" => prefix = o.values.first().cloned().unwrap_or_default(),
+            "-clear" => {
+                binary = false;
+                prefix = "#$".to_string();
+            }
+            _ => {}
+        }
+    }
+    let script = read_script(&cmdline.operands, binary)?;
+    if script.bytes.contains(&0) {
+        // SGE reads the script as a C string and refuses one with a NUL byte.
+        return Err(SubmitError::Rejected(
+            "Script length does not match declared length".into(),
+        ));
+    }
+    if !binary {
+        for (line, words) in script_directives(&script.bytes, &prefix) {
+            let parsed = parse_source(&words, Origin::Script(line), false)?;
+            options.extend(
+                parsed
+                    .options
+                    .into_iter()
+                    .filter(|o| !matches!(o.spec.name, "-C" | "-b")),
+            );
+        }
+    }
+    options.extend(cmdline.options.iter().cloned());
+
+    // 5. The job.
+    let ctx = FoldContext {
+        config: &env.config,
+        environ: &environ,
+        cwd: &cwd,
+    };
+    let folded = fold(&options, ctx)?;
+    let mut spec = folded.spec;
+    let named = folded.touched.contains(&Touched::Name);
+    finish_spec(&mut spec, &script, binary, named, &env);
+    let requester = env.requester();
+    let rights = SubmitterRights {
+        uid: env.caller.uid,
+        gid: env.caller.gid,
+        user: env.caller.user.clone(),
+        operator: requester.is_operator(),
+        manager: requester.manager,
+        host: env.host.clone(),
+    };
+    validate_job(&spec, &env.config, &rights)?;
+
+    let mut scan = None;
+    if !spec.hold_jid.is_empty() {
+        spec.predecessors =
+            resolve_predecessors(&env.spool, &spec.hold_jid, env.caller.uid, &mut scan)?
+                .iter()
+                .map(|j| j.id)
+                .collect();
+    }
+    if !spec.hold_jid_ad.is_empty() {
+        let preds = resolve_predecessors(&env.spool, &spec.hold_jid_ad, env.caller.uid, &mut scan)?;
+        if preds
+            .iter()
+            .any(|p| p.spec.task_range() != spec.task_range())
+        {
+            return Err(SubmitError::Rejected(
+                "This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad".into(),
+            ));
+        }
+        spec.array_predecessors = preds.iter().map(|j| j.id).collect();
+    }
+
+    // 6. Verification (-w), then publication.
+    match folded.verify {
+        Verify::Error => {
+            if !verify_against_config(&spec, &env.config, 0).suitable {
+                return Err(SubmitError::Rejected("error: no suitable queues".into()));
+            }
+        }
+        Verify::Verify | Verify::Poke => {
+            // SGE spends a job id on a verification run.
+            let id = env.spool.allocate_job_id().map_err(spool_error)?;
+            let v = verify_against_config(&spec, &env.config, id.0);
+            if v.suitable {
+                return Ok(Output {
+                    stdout: "verification: found suitable queue(s)\n".into(),
+                    ..Output::default()
+                });
+            }
+            let mut lines = v.reasons;
+            lines.push("verification: no suitable queues".into());
+            return Err(SubmitError::Rejected(lines.join("\n")));
+        }
+        Verify::None | Verify::Warning => {}
+    }
+    // With -sync y, Ctrl-C must delete the job from the moment it exists (qsub(1)).
+    let interrupts = if folded.sync || spec.now {
+        interrupt_channel()
+    } else {
+        None
+    };
+    let id = env.spool.allocate_job_id().map_err(spool_error)?;
+    let holds = Holds {
+        user: folded.user_hold,
+        ..Holds::NONE
+    };
+    let sub = JobSubmission {
+        v: JOB_SCHEMA_VERSION,
+        id,
+        submitter: submitter(&env, &environ, &cwd),
+        spec,
+        holds,
+    };
+    env.spool
+        .publish_job(&sub, &script.bytes)
+        .map_err(spool_error)?;
+
+    let line = submitted_line(&sub, folded.terse);
+    let immediate = sub.spec.now;
+    if !folded.sync && !immediate {
+        return Ok(Output {
+            stdout: format!("{line}\n"),
+            ..Output::default()
+        });
+    }
+    // -sync y / -now y: the submission line goes out now, then qsub waits.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    drop(out);
+    if immediate {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "Waiting for immediate job to be scheduled.");
+        drop(err);
+        match wait_for_dispatch(&env, interrupts.as_ref(), id) {
+            Dispatch::Scheduled => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "\nYour immediate job {id} has been successfully scheduled."
+                );
+            }
+            Dispatch::Refused => {
+                let mut o = Output {
+                    code: 1,
+                    ..Output::default()
+                };
+                o.err("\nYour qsub request could not be scheduled; try again later.");
+                return Ok(o);
+            }
+            Dispatch::Interrupted => return Ok(interrupted_output(&env, id)),
+        }
+        if !folded.sync {
+            return Ok(Output::default());
+        }
+    }
+    Ok(wait_for_job(
+        &env,
+        interrupts,
+        id,
+        sub.spec.array.is_some(),
+        &sub.spec.task_range().iter().collect::<Vec<_>>(),
+        folded.terse,
+    ))
+}
+
+/// How an immediate (`-now y`) job fared.
+enum Dispatch {
+    Scheduled,
+    Refused,
+    Interrupted,
+}
+
+/// `-now y`: waits until `sched_d` has started the job (a running or finished task, or an exit
+/// line) or has removed it because it could not start it at once.
+fn wait_for_dispatch(env: &ClientEnv, interrupts: Option<&Receiver<()>>, id: JobId) -> Dispatch {
+    let mut delay = Duration::from_millis(10);
+    loop {
+        match env.spool.read_job(id) {
+            Ok(Some(job)) if !job.tasks.running.is_empty() || job.tasks.finished > 0 => {
+                return Dispatch::Scheduled;
+            }
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => {
+                return if read_exits(&env.spool.exits_file(id)).is_empty() {
+                    Dispatch::Refused
+                } else {
+                    Dispatch::Scheduled
+                };
+            }
+        }
+        if let Some(rx) = interrupts {
+            if rx.recv_timeout(delay).is_ok() {
+                return Dispatch::Interrupted;
+            }
+        } else {
+            std::thread::sleep(delay);
+        }
+        delay = (delay * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// Fills in what SGE derives: the script's name and arguments, the default job name, `TERM`
+/// (SGE always exports `TERM=NONE` unless `-v`/`-V` give one), and the default mail address.
+/// `named`: some `-N` was given (`-N ''` is then refused, not replaced by the default).
+fn finish_spec(spec: &mut JobSpec, script: &Script, binary: bool, named: bool, env: &ClientEnv) {
+    spec.script_file = script.file.clone();
+    spec.args = script.args.clone();
+    spec.binary = binary;
+    if !named {
+        spec.name = script
+            .file
+            .rsplit('/')
+            .next()
+            .unwrap_or(&script.file)
+            .to_string();
+    }
+    if !spec.env.iter().any(|v| v.name == "TERM") {
+        spec.env.insert(
+            0,
+            EnvVar {
+                name: "TERM".into(),
+                value: None,
+            },
+        );
+    }
+    if spec.mail_list.is_empty() {
+        spec.mail_list
+            .push(format!("{}@{}", env.caller.user, env.host));
+    }
+}
+
+/// `Your job 42 ("name") has been submitted`, the array form, or the `-terse` id.
+fn submitted_line(sub: &JobSubmission, terse: bool) -> String {
+    match (sub.spec.array, terse) {
+        (None, true) => sub.id.to_string(),
+        (Some(r), true) => format!("{}.{r}", sub.id),
+        (None, false) => format!(
+            "Your job {} (\"{}\") has been submitted",
+            sub.id, sub.spec.name
+        ),
+        (Some(r), false) => format!(
+            "Your job-array {}.{r} (\"{}\") has been submitted",
+            sub.id, sub.spec.name
+        ),
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP and hands them to a thread waiting in `sigwait`, which
+/// reports them on the returned channel: `-sync y` can then delete its job on Ctrl-C, without
+/// an async signal handler (and without `unsafe`).
+fn interrupt_channel() -> Option<Receiver<()>> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set.add(Signal::SIGHUP);
+    set.thread_block().ok()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if set.wait().is_ok() {
+            let _ = tx.send(());
+        }
+    });
+    Some(rx)
+}
+
+/// SGE's words when `qsub -sync y` is interrupted; the job is deleted, exit 1.
+fn interrupted_output(env: &ClientEnv, id: JobId) -> Output {
+    let mut o = Output {
+        code: 1,
+        ..Output::default()
+    };
+    o.err("\nInterrupted!\nPlease wait while qsub shuts down.");
+    let delete = RequestAction::Delete {
+        job: id,
+        tasks: TaskSelector::All,
+        force: false,
+    };
+    if let Err(e) = env.spool.publish_request(env.requester(), vec![delete]) {
+        o.err(format!("error: cannot delete job {id}: {e}"));
+    }
+    o
+}
+
+/// Reads the complete lines of a job's exit log (`sched_d` appends one JSON line per finished
+/// task and fsyncs it; a line still being written has no newline yet and is left for later).
+fn read_exits(path: &Path) -> BTreeMap<TaskId, FinishedTask> {
+    let mut out = BTreeMap::new();
+    let Ok(bytes) = std::fs::read(path) else {
+        return out;
+    };
+    let complete = match bytes.iter().rposition(|b| *b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => return out,
+    };
+    for line in complete.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        if let Ok(t) = serde_json::from_slice::<FinishedTask>(line) {
+            out.entry(t.task).or_insert(t);
+        }
+    }
+    out
+}
+
+/// `-sync y`: waits until every task has an exit line, polling with a backing-off interval
+/// (10 ms doubling to 500 ms; an inotify watch would not see writes from other NFS clients).
+/// Prints SGE's lines in task order: `Job 28 exited with exit code 0.` on stdout when 0, on
+/// stderr otherwise (nothing with `-terse`). The exit code is that of the first task, in
+/// finishing order, that exited non-zero. A job deleted before its tasks ended (its files
+/// vanish) gets SGE's `Unable to run job 28` and, as SGE 8.1.9 does, exit 0.
+fn wait_for_job(
+    env: &ClientEnv,
+    interrupts: Option<Receiver<()>>,
+    id: JobId,
+    array: bool,
+    tasks: &[TaskId],
+    terse: bool,
+) -> Output {
+    let spool = &env.spool;
+    let exits_path = spool.exits_file(id);
+    let mut delay = Duration::from_millis(10);
+    let mut finished_order: Vec<TaskId> = Vec::new();
+    let mut o = Output::default();
+    let (finished, deleted) = loop {
+        let exits = read_exits(&exits_path);
+        for t in exits.keys() {
+            if !finished_order.contains(t) {
+                finished_order.push(*t);
+            }
+        }
+        if tasks.iter().all(|t| exits.contains_key(t)) {
+            break (exits, false);
+        }
+        let alive = spool.job_file(id).exists() || spool.state_file(id).exists();
+        if !alive {
+            // Gone: read the log once more, as it is removed last.
+            let exits = read_exits(&exits_path);
+            let complete = tasks.iter().all(|t| exits.contains_key(t));
+            break (exits, !complete);
+        }
+        let interrupted = match &interrupts {
+            Some(rx) => match rx.recv_timeout(delay) {
+                Ok(()) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(delay);
+                    false
+                }
+            },
+            None => {
+                std::thread::sleep(delay);
+                false
+            }
+        };
+        if interrupted {
+            return interrupted_output(env, id);
+        }
+        delay = (delay * 2).min(Duration::from_millis(500));
+    };
+    let name = |t: TaskId| {
+        if array {
+            format!("{id}.{t}")
+        } else {
+            id.to_string()
+        }
+    };
+    for t in tasks {
+        match finished.get(t) {
+            Some(f) => {
+                if terse {
+                    continue;
+                }
+                let line = format!("Job {} exited with exit code {}.", name(*t), f.exit_status);
+                if f.exit_status == 0 {
+                    o.out(line);
+                } else {
+                    o.err(line);
+                }
+            }
+            None if deleted => o.err(format!("Unable to run job {}", name(*t))),
+            None => {}
+        }
+    }
+    o.code = finished_order
+        .iter()
+        .filter_map(|t| finished.get(t))
+        .find(|f| f.exit_status != 0)
+        .map_or(0, |f| (f.exit_status & 0xff) as u8);
+    o
 }

@@ -7,4 +7,6 @@ pub mod docs;
 pub mod job_list;
 pub mod options;
 pub mod pattern;
+pub mod qsub_options;
+pub mod submit;
 pub mod time;

@@ -131,6 +131,9 @@ pub struct JobSpec {
     pub no_preempt: bool,
     /// Job context variables (`-ac`, `-sc`, `-dc`).
     pub context: BTreeMap<String, String>,
+    /// `-js`: the job's share of its user's or project's share-tree/functional tickets
+    /// (`jobshare` in `qstat -j`).
+    pub job_share: u32,
 }
 
 impl Default for JobSpec {
@@ -174,6 +177,7 @@ impl Default for JobSpec {
             cluster: None,
             no_preempt: false,
             context: BTreeMap::new(),
+            job_share: 0,
         }
     }
 }

@@ -93,6 +93,10 @@ pub enum SpecChange {
     Notify(bool),
     Cluster(Option<String>),
     NoPreempt(bool),
+    /// Job context variables after `qalter -ac/-sc/-dc` (the whole new context).
+    Context(std::collections::BTreeMap<String, String>),
+    /// `qalter -js`.
+    JobShare(u32),
 }
 
 /// What a request asks for, on one job.
@@ -557,6 +561,8 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
         SpecChange::Notify(v) => spec.notify = v,
         SpecChange::Cluster(v) => spec.cluster = v,
         SpecChange::NoPreempt(v) => spec.no_preempt = v,
+        SpecChange::Context(v) => spec.context = v,
+        SpecChange::JobShare(v) => spec.job_share = v,
     }
 }
 

@@ -1,0 +1,1167 @@
+//! `qsub` against the SGE 8.1.9 captures in `tests/compat/qsub/`, plus the behaviour the
+//! captures do not show: option sources and their precedence, `-@`, `-C`, the spool left
+//! untouched by every refusal, concurrent submissions, and `-sync y` against an exit log
+//! written as `sched_d` writes it.
+
+use crate::support::*;
+use gridspool::model::{FinishedTask, JobId, JobRecord};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The job scripts of the capture run (`sge-capture.sh`), in the user's working directory.
+fn scripts(cell: &TestCell, user: &TestUser) {
+    cell.write_file(
+        user,
+        "job.sh",
+        "#!/bin/sh\necho \"hello from job $JOB_ID task $SGE_TASK_ID\"\nsleep ${1:-600}\n",
+    );
+    cell.write_file(
+        user,
+        "directives.sh",
+        "#!/bin/sh\n#$ -N embedded_name\n#$ -p -10\n#$ -l h_rt=0:05:00\necho embedded\nsleep 600\n",
+    );
+    cell.write_file(user, "env.sh", "#!/bin/sh\nenv | sort\n");
+    cell.write_file(
+        user,
+        "exit3.sh",
+        "#!/bin/sh\necho \"exiting with 3\"\nexit 3\n",
+    );
+    cell.write_file(
+        user,
+        "burn.sh",
+        "#!/bin/sh\n# burn CPU for $1 seconds\nend=$(( $(date +%s) + ${1:-20} ))\nwhile [ $(date +%s) -lt $end ]; do :; done\n",
+    );
+}
+
+fn job_files(cell: &TestCell) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(cell.spool.jobs_dir())
+        .expect("jobs dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs a capture's command in a cell prepared like the capture's context and compares.
+/// `next_id` is the job id SGE gave (or would have given); `prepare` recreates other state.
+fn golden_as(
+    case: &str,
+    who: Option<TestUser>,
+    args: &[&str],
+    stdin: Option<&str>,
+    next_id: u32,
+    edit_config: impl FnOnce(String) -> String,
+    prepare: impl FnOnce(&TestCell, &TestUser),
+) -> Option<(TestCell, Run)> {
+    let Some(user) = who else {
+        skip(case, "needs root to run commands as the capture's user");
+        return None;
+    };
+    let cap = Capture::load(&format!("qsub/{case}.txt"));
+    let cell = TestCell::with_config(edit_config);
+    scripts(&cell, &user);
+    prepare(&cell, &user);
+    cell.set_next_job_id(next_id);
+    let before = job_files(&cell);
+    let run = cell.run_with_stdin(&user, "qsub", args, stdin);
+    assert_matches(&run, &cap);
+    if run.code != 0 {
+        assert_eq!(job_files(&cell), before, "{case}: a refusal left files");
+    }
+    Some((cell, run))
+}
+
+fn golden(case: &str, args: &[&str], next_id: u32) -> Option<(TestCell, Run)> {
+    golden_as(case, user1(), args, None, next_id, |c| c, |_, _| {})
+}
+
+fn job(cell: &TestCell, id: u32) -> JobRecord {
+    cell.job(id)
+        .unwrap_or_else(|| panic!("job {id} in the spool"))
+}
+
+fn resources(list: &[gridspool::model::ResourceRequest]) -> String {
+    list.iter()
+        .map(|r| format!("{}={}", r.name, r.value))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[test]
+fn qsub_help() {
+    golden("help", &["-help"], 1);
+}
+
+#[test]
+fn qsub_plain() {
+    if let Some((cell, _)) = golden("plain", &["job.sh"], 2) {
+        let j = job(&cell, 2);
+        assert_eq!(j.spec.name, "job.sh");
+        assert_eq!(j.spec.script_file, "job.sh");
+        assert_eq!(j.spec.account, "sge");
+        let host = gridspool::identity::short_hostname();
+        assert_eq!(j.spec.mail_list, vec![format!("sgeuser@{host}")]);
+        assert_eq!(j.spec.env.len(), 1);
+        assert_eq!(
+            (j.spec.env[0].name.as_str(), &j.spec.env[0].value),
+            ("TERM", &None)
+        );
+        assert_eq!(j.submitter.owner, "sgeuser");
+        assert_eq!(j.submitter.uid, 1001);
+        assert_eq!(j.submitter.sge_o_log_name, "sgeuser");
+        assert_eq!(
+            j.submitter.sge_o_path,
+            "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games"
+        );
+        assert_eq!(j.submitter.sge_o_shell, "/bin/bash");
+        assert_eq!(j.submitter.sge_o_home, "/home/sgeuser");
+        assert_eq!(j.submitter.sge_o_host, host);
+        assert!(j.submitter.sge_o_workdir.ends_with("work-sgeuser"));
+        // The script is in the spool: the user's copy may go.
+        let script = cell.spool.read_script(JobId(2)).expect("script");
+        assert!(String::from_utf8_lossy(&script).contains("hello from job"));
+    }
+}
+
+#[test]
+fn qsub_terse() {
+    golden("terse", &["-terse", "job.sh"], 3);
+}
+
+#[test]
+fn qsub_b_y() {
+    if let Some((cell, _)) = golden("b-y", &["-b", "y", "sleep", "600"], 4) {
+        let j = job(&cell, 4);
+        assert!(j.spec.binary);
+        assert_eq!(j.spec.script_file, "sleep");
+        assert_eq!(j.spec.args, vec!["600"]);
+        assert!(cell.spool.read_script(JobId(4)).expect("script").is_empty());
+    }
+}
+
+#[test]
+fn qsub_n() {
+    golden("N", &["-N", "myname", "job.sh"], 5);
+}
+
+#[test]
+fn qsub_p_100() {
+    if let Some((cell, _)) = golden("p-100", &["-p", "-100", "job.sh"], 6) {
+        assert_eq!(job(&cell, 6).spec.priority, -100);
+    }
+}
+
+#[test]
+fn qsub_l_h_rt() {
+    if let Some((cell, _)) = golden("l-h_rt", &["-l", "h_rt=0:10:0", "job.sh"], 7) {
+        assert_eq!(resources(&job(&cell, 7).spec.hard_resources), "h_rt=600");
+    }
+}
+
+#[test]
+fn qsub_pe_smp() {
+    if let Some((cell, _)) = golden("pe-smp", &["-pe", "smp", "2", "job.sh"], 8) {
+        let pe = job(&cell, 8).spec.pe.expect("pe");
+        assert_eq!(
+            (pe.name.as_str(), pe.range.min, pe.range.max),
+            ("smp", 2, 2)
+        );
+    }
+}
+
+#[test]
+fn qsub_hold_jid() {
+    let prepare = |cell: &TestCell, user: &TestUser| {
+        cell.set_next_job_id(2);
+        assert_eq!(cell.run(user, "qsub", &["job.sh"]).code, 0);
+    };
+    if let Some((cell, _)) = golden_as(
+        "hold_jid",
+        user1(),
+        &["-hold_jid", "2", "job.sh"],
+        None,
+        9,
+        |c| c,
+        prepare,
+    ) {
+        let j = job(&cell, 9);
+        assert_eq!(j.spec.hold_jid, vec!["2"]);
+        assert_eq!(j.spec.predecessors, vec![JobId(2)]);
+    }
+}
+
+#[test]
+fn qsub_hold_jid_name() {
+    let prepare = |cell: &TestCell, user: &TestUser| {
+        cell.set_next_job_id(5);
+        assert_eq!(cell.run(user, "qsub", &["-N", "myname", "job.sh"]).code, 0);
+    };
+    if let Some((cell, _)) = golden_as(
+        "hold_jid-name",
+        user1(),
+        &["-hold_jid", "myname", "-N", "after_myname", "job.sh"],
+        None,
+        16,
+        |c| c,
+        prepare,
+    ) {
+        let j = job(&cell, 16);
+        assert_eq!(j.spec.hold_jid, vec!["myname"]);
+        assert_eq!(j.spec.predecessors, vec![JobId(5)]);
+    }
+}
+
+#[test]
+fn qsub_hold_jid_nonexistent() {
+    if let Some((cell, _)) = golden(
+        "hold_jid-nonexistent",
+        &["-hold_jid", "999999", "job.sh"],
+        17,
+    ) {
+        let j = job(&cell, 17);
+        assert_eq!(j.spec.hold_jid, vec!["999999"]);
+        assert!(j.spec.predecessors.is_empty());
+    }
+}
+
+#[test]
+fn qsub_hold_jid_missing_arg() {
+    golden("hold_jid-missing-arg", &["-hold_jid"], 18);
+}
+
+#[test]
+fn qsub_t_array() {
+    if let Some((cell, _)) = golden("t-array", &["-t", "1-5", "job.sh"], 10) {
+        assert_eq!(
+            job(&cell, 10).spec.array.expect("array").to_string(),
+            "1-5:1"
+        );
+    }
+}
+
+#[test]
+fn qsub_terse_t_array() {
+    golden("terse-t-array", &["-terse", "-t", "1-3:2", "job.sh"], 11);
+}
+
+#[test]
+fn qsub_t_bad() {
+    golden("t-bad", &["-t", "5-1", "job.sh"], 24);
+}
+
+#[test]
+fn qsub_h_userhold() {
+    if let Some((cell, _)) = golden("h-userhold", &["-h", "job.sh"], 12) {
+        assert!(job(&cell, 12).tasks.pending[0].holds.user);
+    }
+}
+
+#[test]
+fn qsub_directives() {
+    if let Some((cell, _)) = golden("directives", &["directives.sh"], 13) {
+        let j = job(&cell, 13);
+        assert_eq!(j.spec.name, "embedded_name");
+        assert_eq!(j.spec.priority, -10);
+        assert_eq!(resources(&j.spec.hard_resources), "h_rt=300");
+        assert_eq!(j.spec.script_file, "directives.sh");
+    }
+}
+
+#[test]
+fn qsub_stdin() {
+    if let Some((cell, _)) = golden_as(
+        "stdin",
+        user1(),
+        &[],
+        Some("sleep 600\n"),
+        14,
+        |c| c,
+        |_, _| {},
+    ) {
+        let j = job(&cell, 14);
+        assert_eq!(j.spec.script_file, "STDIN");
+        assert_eq!(
+            cell.spool.read_script(JobId(14)).expect("script"),
+            b"sleep 600\n"
+        );
+    }
+}
+
+#[test]
+fn qsub_no_stdin_script() {
+    golden_as(
+        "no-stdin-script",
+        user1(),
+        &[],
+        Some(""),
+        14,
+        |c| c,
+        |_, _| {},
+    );
+}
+
+#[test]
+fn qsub_n_with_args() {
+    if let Some((cell, _)) = golden("N-with-args", &["-N", "witharg", "job.sh", "123"], 15) {
+        assert_eq!(job(&cell, 15).spec.args, vec!["123"]);
+    }
+}
+
+#[test]
+fn qsub_n_slash() {
+    golden("N-slash", &["-N", "a/b", "job.sh"], 15);
+}
+
+#[test]
+fn qsub_bad_option() {
+    golden("bad-option", &["-badopt", "job.sh"], 15);
+}
+
+#[test]
+fn qsub_nonexistent_script() {
+    golden("nonexistent-script", &["/no/such/script.sh"], 15);
+}
+
+#[test]
+fn qsub_nonexistent_script_relative() {
+    golden("nonexistent-script-relative", &["nosuch.sh"], 15);
+}
+
+#[test]
+fn qsub_b_y_nonexistent_binary() {
+    golden(
+        "b-y-nonexistent-binary",
+        &["-b", "y", "/no/such/binary"],
+        18,
+    );
+}
+
+#[test]
+fn qsub_p_positive() {
+    golden("p-positive", &["-p", "10", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_p_out_of_range() {
+    golden("p-out-of-range", &["-p", "-2000", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_p_not_number() {
+    golden("p-not-number", &["-p", "abc", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_l_unknown() {
+    golden("l-unknown", &["-l", "nosuchres=1", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_l_h_rt_bad() {
+    golden("l-h_rt-bad", &["-l", "h_rt=abc", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_pe_unknown() {
+    golden("pe-unknown", &["-pe", "nosuchpe", "2", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_q_unknown() {
+    golden("q-unknown", &["-q", "nosuch.q", "job.sh"], 18);
+}
+
+#[test]
+fn qsub_w_v_pe_unknown() {
+    golden(
+        "w-v-pe-unknown",
+        &["-w", "v", "-pe", "nosuchpe", "2", "job.sh"],
+        25,
+    );
+}
+
+#[test]
+fn qsub_w_e_too_many_slots() {
+    // The capture's host had 2 slots; make this cell's host the same whatever the CPU count.
+    golden_as(
+        "w-e-too-many-slots",
+        user1(),
+        &["-w", "e", "-pe", "smp", "64", "job.sh"],
+        None,
+        25,
+        two_slots,
+        |_, _| {},
+    );
+}
+
+fn two_slots(config: String) -> String {
+    config
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("slots:") && !l.contains("999") {
+                format!("{}slots: 2", &l[..l.len() - l.trim_start().len()])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn qsub_root_refused() {
+    golden_as(
+        "root-refused",
+        root(),
+        &["-b", "y", "true"],
+        None,
+        2,
+        |c| c.replace("min_uid: 0", "min_uid: 1000"),
+        |_, _| {},
+    );
+}
+
+#[test]
+fn qsub_by_user2() {
+    if let Some((cell, _)) = golden_as("by-user2", user2(), &["job.sh"], None, 27, |c| c, |_, _| {})
+    {
+        assert_eq!(job(&cell, 27).submitter.owner, "sgeuser2");
+    }
+}
+
+#[test]
+fn qsub_burn_1() {
+    golden("burn-1", &["-b", "n", "burn.sh", "20"], 40);
+}
+
+#[test]
+fn qsub_burn_2() {
+    golden("burn-2", &["-b", "n", "burn.sh", "20"], 41);
+}
+
+#[test]
+fn qsub_burn_3() {
+    golden_as(
+        "burn-3",
+        user2(),
+        &["-b", "n", "burn.sh", "5"],
+        None,
+        42,
+        |c| c,
+        |_, _| {},
+    );
+}
+
+#[test]
+fn qsub_o_unwritable() {
+    if let Some((cell, _)) = golden(
+        "o-unwritable",
+        &["-o", "/nonexistent-dir/out.txt", "-b", "y", "true"],
+        33,
+    ) {
+        let j = job(&cell, 33);
+        assert_eq!(j.spec.stdout[0].path, "/nonexistent-dir/out.txt");
+        assert_eq!(j.spec.stdout[0].host, None);
+    }
+}
+
+// ---------------------------------------------------------------- -sync y
+
+/// Runs a `-sync y` capture: starts qsub, waits for its job file, appends `exits` to the job's
+/// exit log as `sched_d` does, and compares what qsub printed.
+fn golden_sync(case: &str, args: &[&str], next_id: u32, exits: &[(u32, i32)]) {
+    let Some(user) = user1() else {
+        skip(case, "needs root to run commands as sgeuser");
+        return;
+    };
+    let cap = Capture::load(&format!("qsub/{case}.txt"));
+    let cell = TestCell::new();
+    scripts(&cell, &user);
+    cell.set_next_job_id(next_id);
+    let child = cell
+        .command("qsub", &user)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn qsub");
+    let id = JobId(next_id);
+    wait_until(|| cell.spool.job_file(id).exists());
+    let mut log = String::new();
+    for (task, status) in exits {
+        let t = FinishedTask {
+            task: *task,
+            exit_status: *status,
+            failed: 0,
+            end_time: 0,
+        };
+        log.push_str(&serde_json::to_string(&t).expect("json"));
+        log.push('\n');
+        // Written in two steps, the way a slow append may be seen half done.
+        std::fs::write(cell.spool.exits_file(id), &log[..log.len() - 1]).expect("exits");
+        std::fs::write(cell.spool.exits_file(id), &log).expect("exits");
+    }
+    let run = collect(child);
+    assert_matches(&run, &cap);
+}
+
+fn wait_until(mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < Duration::from_secs(20), "timed out");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn collect(mut child: std::process::Child) -> Run {
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut stdout).expect("stdout");
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut stderr).expect("stderr");
+    }
+    let status = child.wait().expect("wait");
+    Run {
+        stdout,
+        stderr,
+        code: status.code().unwrap_or(-1),
+    }
+}
+
+#[test]
+fn qsub_sync_y() {
+    golden_sync("sync-y", &["-sync", "y", "-b", "y", "true"], 28, &[(1, 0)]);
+}
+
+#[test]
+fn qsub_sync_y_exit3() {
+    golden_sync("sync-y-exit3", &["-sync", "y", "exit3.sh"], 29, &[(1, 3)]);
+}
+
+#[test]
+fn qsub_sync_y_false() {
+    golden_sync(
+        "sync-y-false",
+        &["-sync", "y", "-b", "y", "false"],
+        30,
+        &[(1, 1)],
+    );
+}
+
+#[test]
+fn qsub_b_y_quoting() {
+    // The real job ran `sh -c exit` with argument `3` (SGE passes arguments unquoted): 0.
+    golden_sync(
+        "b-y-quoting",
+        &["-sync", "y", "-b", "y", "sh", "-c", "exit 3"],
+        31,
+        &[(1, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_cwd_j_y() {
+    golden_sync(
+        "sync-y-cwd-j-y",
+        &[
+            "-sync",
+            "y",
+            "-cwd",
+            "-j",
+            "y",
+            "-o",
+            "joined.out",
+            "-N",
+            "joined",
+            "job.sh",
+            "1",
+        ],
+        32,
+        &[(1, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_terse() {
+    golden_sync(
+        "sync-y-terse",
+        &["-sync", "y", "-terse", "-b", "y", "true"],
+        34,
+        &[(1, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_array() {
+    // Tasks finish out of order; qsub prints them in task order.
+    golden_sync(
+        "sync-y-array",
+        &["-sync", "y", "-t", "1-3", "-b", "y", "true"],
+        35,
+        &[(2, 0), (1, 0), (3, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_nonexistent_binary() {
+    golden_sync(
+        "sync-y-nonexistent-binary",
+        &["-sync", "y", "-b", "y", "/no/such/binary"],
+        36,
+        &[(1, 127)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_env() {
+    golden_sync(
+        "sync-y-env",
+        &["-sync", "y", "-N", "envjob", "env.sh"],
+        37,
+        &[(1, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_pe_env() {
+    golden_sync(
+        "sync-y-pe-env",
+        &["-sync", "y", "-pe", "smp", "2", "-N", "envpe", "env.sh"],
+        38,
+        &[(1, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_array_env() {
+    golden_sync(
+        "sync-y-array-env",
+        &["-sync", "y", "-t", "2-3", "-N", "envarr", "env.sh"],
+        39,
+        &[(3, 0), (2, 0)],
+    );
+}
+
+#[test]
+fn qsub_sync_y_job_deleted() {
+    // Oracle (SGE 8.1.9, qdel during `qsub -sync y`): `Unable to run job 85` on stderr, exit 0.
+    let Some(user) = user1() else {
+        skip("qsub_sync_y_job_deleted", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    cell.set_next_job_id(85);
+    let child = cell
+        .command("qsub", &user)
+        .args(["-sync", "y", "-b", "y", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until(|| cell.spool.job_file(JobId(85)).exists());
+    cell.spool.remove_job(JobId(85)).expect("remove");
+    let run = collect(child);
+    assert_eq!(run.stdout, "Your job 85 (\"sleep\") has been submitted\n");
+    assert_eq!(run.stderr, "Unable to run job 85\n");
+    assert_eq!(run.code, 0);
+}
+
+// ---------------------------------------------------------------- sources and precedence
+
+#[test]
+fn qsub_precedence_sge_request_script_command_line() {
+    let Some(user) = user1() else {
+        skip("qsub_precedence", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    std::fs::write(
+        cell.spool.cluster_sge_request(),
+        "# cluster defaults\n-A clusteracct -l h_rt=5 -q all.q\n-v Z=1 -M a@b\n",
+    )
+    .expect("sge_request");
+    cell.write_file(&user, ".sge_request", "-N fromcwd -m b\n");
+    cell.write_file(
+        &user,
+        "d.sh",
+        "#!/bin/sh\n#$ -l h_rt=10,mem_free=1G\n#$ -q all.q\n#$ -v X=1\n#$ -o a.out\necho hi\n#$ -p -5\n  #$ -A indented-is-ignored\n#$ -M x@y -m e\n",
+    );
+    cell.set_next_job_id(1);
+    let run = cell.run(
+        &user,
+        "qsub",
+        &[
+            "-l", "h_rt=20", "-q", "*@*", "-v", "Y=2", "-o", "b.out", "d.sh",
+        ],
+    );
+    assert_eq!(
+        run.stdout, "Your job 1 (\"fromcwd\") has been submitted\n",
+        "{run:?}"
+    );
+    let j = job(&cell, 1).spec;
+    assert_eq!(j.account, "clusteracct");
+    // -l merges across sources, a later value of a resource replacing the earlier.
+    assert_eq!(resources(&j.hard_resources), "mem_free=1G,h_rt=20");
+    // -q: a later source replaces the list of an earlier one.
+    assert_eq!(j.hard_queues, vec!["*@*"]);
+    let env: Vec<String> = j
+        .env
+        .iter()
+        .map(|v| format!("{}={}", v.name, v.value.as_deref().unwrap_or("NONE")))
+        .collect();
+    assert_eq!(env, ["TERM=NONE", "Z=1", "X=1", "Y=2"]);
+    assert_eq!(j.stdout[0].path, "b.out");
+    assert_eq!(j.stdout.len(), 1);
+    assert_eq!(
+        j.priority, -5,
+        "a directive after the first command still counts"
+    );
+    assert_eq!(j.mail_list, vec!["a@b", "x@y"]);
+    assert_eq!(j.mail_options, "be");
+}
+
+#[test]
+fn qsub_option_file_and_prefix() {
+    let Some(user) = user1() else {
+        skip("qsub_option_file_and_prefix", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    cell.write_file(&user, "opts", "# options\n-N fromfile\n-p -3 -C '#PBS'\n");
+    cell.write_file(
+        &user,
+        "p.sh",
+        "#!/bin/sh\n#$ -N dollar\n#PBS -A pbsacct\n#PBS -C '#$'\necho hi\n",
+    );
+    cell.set_next_job_id(1);
+    let run = cell.run(&user, "qsub", &["-@", "opts", "-terse", "p.sh"]);
+    assert_eq!((run.stdout.as_str(), run.code), ("1\n", 0), "{run:?}");
+    let j = job(&cell, 1).spec;
+    assert_eq!(j.name, "fromfile");
+    assert_eq!(j.priority, -3);
+    assert_eq!(j.account, "pbsacct", "-C in the script is ignored");
+    // -C '' turns directive scanning off; the command line still overrides.
+    let run = cell.run(&user, "qsub", &["-C", "", "-terse", "p.sh"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(job(&cell, 2).spec.name, "p.sh");
+    // A missing -@ file is refused before anything is submitted.
+    let run = cell.run(&user, "qsub", &["-@", "nosuch", "p.sh"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("nosuch"), "{run:?}");
+    assert_eq!(job_files(&cell), ["1.job", "2.job"]);
+}
+
+#[test]
+fn qsub_refusals_leave_the_spool_intact() {
+    let Some(user) = user1() else {
+        skip("qsub_refusals", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    scripts(&cell, &user);
+    cell.write_file(&user, "nul.sh", "#!/bin/sh\n#$ -N x\n\u{0}\n");
+    cell.write_file(&user, "stray.sh", "#!/bin/sh\n#$ -N x extra words\n");
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["-t", "0", "job.sh"], 1, "0 is an invalid task id"),
+        (&["-t", "abc", "job.sh"], 7, "Numerical value invalid!"),
+        (&["-m", "x", "job.sh"], 7, "Wrong mail options list format"),
+        (
+            &["-a", "abc", "job.sh"],
+            7,
+            "Wrong date/time format \"abc\" specified to -a option",
+        ),
+        (&["-b", "x", "true"], 7, "invalid option argument \"-b x\""),
+        (
+            &["-pe", "smp", "0", "job.sh"],
+            1,
+            "pe range must be greater than zero",
+        ),
+        (
+            &["-l", "s=abc", "job.sh"],
+            1,
+            "attribute \"slots\" is not a integer value",
+        ),
+        (&["-N", "1abc", "job.sh"], 1, "cannot start with a digit"),
+        (
+            &["-P", "nosuchproj", "job.sh"],
+            1,
+            "project \"nosuchproj\" does not exist",
+        ),
+        (
+            &["-hold_jid_ad", "1", "job.sh"],
+            1,
+            "Can only specify \"-hold_jid_ad\"",
+        ),
+        (
+            &["-dl", "01011200", "job.sh"],
+            1,
+            "is not a deadline initiation user",
+        ),
+        (&["-ckpt", "x", "job.sh"], 2, "not supported by gridspool"),
+        (&["-b", "y"], 2, "command required for a binary job"),
+        (
+            &["nul.sh"],
+            1,
+            "Script length does not match declared length",
+        ),
+        (&["stray.sh"], 5, "Unknown option"),
+        (&["-w", "v", "-b", "y", "true"], 0, ""),
+    ];
+    for (args, code, needle) in cases {
+        let run = cell.run(&user, "qsub", args);
+        assert_eq!(run.code, *code, "{args:?}: {run:?}");
+        assert!(run.stderr.contains(needle), "{args:?}: {run:?}");
+        assert_eq!(job_files(&cell), Vec::<String>::new(), "{args:?}");
+    }
+}
+
+#[test]
+fn qsub_values_as_sge_shows_them() {
+    let Some(user) = user1() else {
+        skip("qsub_values", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    cell.set_next_job_id(1);
+    let args = [
+        "-terse",
+        "-l",
+        "a=lx-amd64,mf=1k,h_rt=1.5",
+        "-soft",
+        "-l",
+        "s_rt=1:0:0",
+        "-q",
+        "all.q",
+        "-hard",
+        "-pe",
+        "smp",
+        "4-2",
+        "-m",
+        "bea",
+        "-a",
+        "202701011200",
+        "-v",
+        "NOTSET,A=1",
+        "-ac",
+        "K=1",
+        "-ac",
+        "L=2",
+        "-dc",
+        "K",
+        "-tc",
+        "0",
+        "-r",
+        "y",
+        "-notify",
+        "-j",
+        "y",
+        "-S",
+        "/bin/bash",
+        "-e",
+        "err",
+        "-wd",
+        "/tmp",
+        "-b",
+        "y",
+        "true",
+    ];
+    let run = cell.run(&user, "qsub", &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let j = job(&cell, 1).spec;
+    assert_eq!(
+        resources(&j.hard_resources),
+        "arch=lx-amd64,mem_free=1k,h_rt=2"
+    );
+    assert_eq!(resources(&j.soft_resources), "s_rt=3600");
+    assert_eq!(j.soft_queues, vec!["all.q"]);
+    let pe = j.pe.expect("pe");
+    assert_eq!((pe.range.min, pe.range.max), (2, 4));
+    assert_eq!(j.mail_options, "abe");
+    assert!(j.start_time.is_some());
+    assert_eq!(j.env[1].name, "NOTSET");
+    assert_eq!(j.env[1].value, None);
+    assert_eq!(j.context.get("L").map(String::as_str), Some("2"));
+    assert!(!j.context.contains_key("K"));
+    assert_eq!(j.task_concurrency, None);
+    assert_eq!(j.restartable, Some(true));
+    assert!(j.notify && j.merge_stderr);
+    assert_eq!(j.interpreter[0].path, "/bin/bash");
+    assert_eq!(j.cwd.as_deref(), Some("/tmp"));
+}
+
+#[test]
+fn qsub_concurrent_submissions_get_unique_ids() {
+    let Some(user) = user1() else {
+        skip("qsub_concurrent", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..5)
+                        .map(|_| {
+                            let r = cell.run(&user, "qsub", &["-terse", "-b", "y", "true"]);
+                            assert_eq!(r.code, 0, "{r:?}");
+                            r.stdout.trim().to_string()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("join"))
+            .collect()
+    });
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 30);
+    assert_eq!(cell.spool.scan_jobs().expect("scan").jobs.len(), 30);
+}
+
+#[test]
+fn qsub_sync_y_interrupted_deletes_the_job() {
+    // Oracle: SIGINT to `qsub -sync y` prints this on stderr, deletes the job, exits 1.
+    let Some(user) = user1() else {
+        skip("qsub_sync_y_interrupted", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    cell.set_next_job_id(109);
+    let child = cell
+        .command("qsub", &user)
+        .args(["-sync", "y", "-b", "y", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until(|| cell.spool.job_file(JobId(109)).exists());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("kill");
+    let run = collect(child);
+    assert_eq!(run.stdout, "Your job 109 (\"sleep\") has been submitted\n");
+    assert_eq!(
+        run.stderr,
+        "\nInterrupted!\nPlease wait while qsub shuts down.\n"
+    );
+    assert_eq!(run.code, 1);
+    assert!(cell.job(109).is_none(), "the pending job is deleted");
+}
+
+#[test]
+fn qsub_setgid_reads_user_files_with_the_real_gid() {
+    // Multi-user installs run qsub setgid to the spool's group. A script only that group may
+    // read must not become readable through qsub.
+    let Some(user) = user1() else {
+        skip("qsub_setgid", "needs root");
+        return;
+    };
+    let group = "gsspooltest";
+    if nix::unistd::Group::from_name(group)
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        let ok = std::process::Command::new("groupadd")
+            .arg(group)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            skip("qsub_setgid", "cannot create a group");
+            return;
+        }
+    }
+    let gid = nix::unistd::Group::from_name(group)
+        .expect("group")
+        .expect("group exists")
+        .gid;
+    let cell = TestCell::new();
+    let qsub = cell.root.join("qsub-setgid");
+    std::fs::copy(bin_path("qsub"), &qsub).expect("copy qsub");
+    nix::unistd::chown(&qsub, Some(nix::unistd::Uid::from_raw(0)), Some(gid)).expect("chown");
+    set_mode(&qsub, 0o2755);
+    let secret = cell.write_file(
+        &user,
+        "secret.sh",
+        "#!/bin/sh\n#$ -N secret\necho only the group\n",
+    );
+    nix::unistd::chown(&secret, Some(nix::unistd::Uid::from_raw(0)), Some(gid)).expect("chown");
+    set_mode(&secret, 0o640);
+    cell.write_file(&user, "open.sh", "#!/bin/sh\necho hi\n");
+    let run_as_user = |script: &str| {
+        let out = std::process::Command::new(&qsub)
+            .arg(script)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &user.home)
+            .env("LOGNAME", &user.name)
+            .env("SGE_ROOT", &cell.root)
+            .env("SGE_CELL", "default")
+            .current_dir(cell.workdir(&user))
+            .uid(user.uid)
+            .gid(user.gid)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run setgid qsub");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code(),
+        )
+    };
+    let (stdout, stderr, code) = run_as_user("secret.sh");
+    assert_eq!(
+        (stdout.as_str(), stderr.as_str(), code),
+        (
+            "",
+            "Unable to read script file because of error: error opening secret.sh: Permission denied\n",
+            Some(14)
+        )
+    );
+    // The effective gid is restored for the spool: a readable script is submitted.
+    let (stdout, _, code) = run_as_user("open.sh");
+    assert_eq!(
+        (stdout.as_str(), code),
+        ("Your job 1 (\"open.sh\") has been submitted\n", Some(0))
+    );
+}
+
+#[test]
+fn qsub_hold_jid_forms() {
+    // Oracle-checked: a `-terse` array id is refused, patterns match the user's jobs by name,
+    // and -hold_jid_ad needs the same task range.
+    let Some(user) = user1() else {
+        skip("qsub_hold_jid_forms", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    scripts(&cell, &user);
+    cell.set_next_job_id(110);
+    let a = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-h", "-t", "1-3", "-b", "y", "true"],
+    );
+    assert_eq!(a.stdout, "110.1-3:1\n");
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-hold_jid", "110.1-3:1", "-b", "y", "true"],
+    );
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "Unable to run job: denied: job \"110.1-3:1\" not found\nExiting.\n",
+            1
+        )
+    );
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-hold_jid", "110", "-b", "y", "true"],
+    );
+    assert_eq!(run.stdout, "111\n");
+    let run = cell.run(
+        &user,
+        "qsub",
+        &[
+            "-terse",
+            "-t",
+            "1-3",
+            "-hold_jid_ad",
+            "110",
+            "-b",
+            "y",
+            "true",
+        ],
+    );
+    assert_eq!(run.stdout, "112.1-3:1\n");
+    assert_eq!(job(&cell, 112).spec.array_predecessors, vec![JobId(110)]);
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-t", "1-4", "-hold_jid_ad", "110", "-b", "y", "true"],
+    );
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "Unable to run job: This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad\nExiting.\n",
+            1
+        )
+    );
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-hold_jid", "tr*", "-N", "pat", "-b", "y", "true"],
+    );
+    assert_eq!(run.stdout, "113\n");
+    assert_eq!(
+        job(&cell, 113).spec.predecessors,
+        vec![JobId(110), JobId(111), JobId(112)]
+    );
+}
+
+#[test]
+fn qsub_now_y_waits_for_dispatch() {
+    // Oracle: stdout has the submission line; stderr says it waits, then the verdict.
+    let Some(user) = user1() else {
+        skip("qsub_now_y", "needs root");
+        return;
+    };
+    let cell = TestCell::new();
+    let spawn = || {
+        cell.command("qsub", &user)
+            .args(["-now", "y", "-b", "y", "sleep", "30"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    // Started by sched_d: a running task appears in the job's state.
+    cell.set_next_job_id(116);
+    let child = spawn();
+    wait_until(|| cell.spool.job_file(JobId(116)).exists());
+    let mut j = cell.job(116).expect("116");
+    j.tasks.pending.clear();
+    j.tasks.running.push(gridspool::model::RunningTask {
+        task: 1,
+        state: gridspool::model::RunState::Running,
+        start_time: 0,
+        queue: "all.q".into(),
+        host: "vm".into(),
+        slots: 1,
+        granted: Vec::new(),
+        deleting: false,
+        restarted: false,
+    });
+    cell.set_state(&j);
+    set_mode(&cell.spool.state_file(JobId(116)), 0o644);
+    let run = collect(child);
+    assert_eq!(run.stdout, "Your job 116 (\"sleep\") has been submitted\n");
+    assert_eq!(
+        run.stderr,
+        "Waiting for immediate job to be scheduled.\n\nYour immediate job 116 has been successfully scheduled.\n"
+    );
+    assert_eq!(run.code, 0);
+    // Not startable at once: sched_d removes it.
+    let child = spawn();
+    wait_until(|| cell.spool.job_file(JobId(117)).exists());
+    cell.spool.remove_job(JobId(117)).expect("remove");
+    let run = collect(child);
+    assert_eq!(
+        run.stderr,
+        "Waiting for immediate job to be scheduled.\n\nYour qsub request could not be scheduled; try again later.\n"
+    );
+    assert_eq!(run.code, 1);
+}
