@@ -33,6 +33,7 @@ fn context() -> Option<(TestCell, TestUser)> {
             granted: Vec::new(),
             deleting: false,
             restarted: false,
+            holds: gridspool::model::Holds::NONE,
         }],
         finished: 0,
     };

@@ -1144,6 +1144,7 @@ fn qsub_now_y_waits_for_dispatch() {
         granted: Vec::new(),
         deleting: false,
         restarted: false,
+        holds: gridspool::model::Holds::NONE,
     });
     cell.set_state(&j);
     set_mode(&cell.spool.state_file(JobId(116)), 0o644);

@@ -19,7 +19,7 @@ use crate::compat::submit::{
     fold, job_name_valid, validate_attributes, verify_against_config,
 };
 use crate::model::{
-    Denied, HoldType, HoldTypeName, JobId, JobRecord, Request, RequestAction, Requester,
+    HoldEvent, HoldType, Holds, JobId, JobRecord, Outcome, Request, RequestAction, Requester,
     SpecChange, TaskSelector, TaskSet,
 };
 use crate::spool::JobScan;
@@ -450,26 +450,6 @@ fn changes_for(
     (changes, lines)
 }
 
-/// SGE's words for a refusal.
-fn denied_line(d: &Denied) -> String {
-    match d {
-        Denied::NoSuchJob(id) => format!("denied: job \"{id}\" does not exist"),
-        Denied::NotOwner { user, job } | Denied::DeletePrivilege { user, job } => format!(
-            "denied: \"{user}\" must be at least owner of job {job} to change job attributes"
-        ),
-        Denied::PriorityIncrease { user } => {
-            format!("denied: \"{user}\" must be operator to increase job priority")
-        }
-        Denied::OperatorHold { user } => {
-            format!("denied: \"{user}\" must be operator to set operator hold")
-        }
-        Denied::SystemHold { user } => {
-            format!("denied: \"{user}\" must be manager to set system hold")
-        }
-        Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
-    }
-}
-
 /// `-h hold_list` as hold and release actions: `u o s` set, `U O S` release, `n` releases
 /// every hold the job has.
 fn hold_actions(list: &[char], job: &JobRecord, tasks: &TaskSelector) -> Vec<RequestAction> {
@@ -491,7 +471,7 @@ fn hold_actions(list: &[char], job: &JobRecord, tasks: &TaskSelector) -> Vec<Req
             }
         };
         for h in hold {
-            let name = HoldTypeName::from(h);
+            let name = Holds::from(h);
             out.push(if on {
                 RequestAction::Hold {
                     job: job.id,
@@ -589,14 +569,25 @@ fn alter(
             let before = pending_holds(&view);
             let mut denied = None;
             for a in hold_actions(list, job, &selector) {
-                if let Err(d) = Request::apply(&a, &who, &mut view) {
-                    denied = Some(d);
+                match Request::apply(&a, &who, &mut view) {
+                    Err(d) => denied = Some(d),
+                    // A hold type the caller may not touch is refused per task; qalter, like
+                    // SGE's, reports the first refusal and leaves the job alone.
+                    Ok(Outcome::Hold(h)) => {
+                        denied = h.events.into_iter().find_map(|e| match e {
+                            HoldEvent::Denied(d) => Some(d),
+                            HoldEvent::Modified(_) => None,
+                        })
+                    }
+                    Ok(_) => {}
+                }
+                if denied.is_some() {
                     break;
                 }
                 job_actions.push(a);
             }
             if let Some(d) = denied {
-                o.out(denied_line(&d));
+                o.out(crate::compat::messages::denied(&d));
                 o.code = 1;
                 continue;
             }
@@ -611,7 +602,7 @@ fn alter(
                 changes,
             };
             if let Err(d) = Request::apply(&a, &who, &mut view) {
-                o.out(denied_line(&d));
+                o.out(crate::compat::messages::denied(&d));
                 o.code = 1;
                 continue;
             }

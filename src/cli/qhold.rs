@@ -14,8 +14,8 @@ use crate::compat::job_list::{JobRef, JobTaskRef};
 use crate::compat::options::{Arity, OptionSpec};
 use crate::compat::pattern;
 use crate::model::{
-    Denied, HoldEvent, HoldType, Holds, JobId, JobRecord, Outcome, Request, RequestAction,
-    TaskSelector, TaskSet,
+    HoldEvent, HoldType, Holds, JobId, JobRecord, Outcome, Request, RequestAction, TaskSelector,
+    TaskSet,
 };
 
 /// qhold's and qrls's options, in SGE's `-help` order (the two tables are the same).
@@ -361,24 +361,6 @@ impl Target<'_> {
     }
 }
 
-/// The words SGE uses for a refused hold type.
-fn denied_text(d: &Denied) -> String {
-    match d {
-        Denied::SystemHold { user, release } => format!(
-            "denied: \"{user}\" must be manager to {} manager hold",
-            if *release { "remove" } else { "set" }
-        ),
-        Denied::OperatorHold { user, release } => format!(
-            "denied: \"{user}\" must be operator to {} operator hold",
-            if *release { "remove" } else { "set" }
-        ),
-        Denied::NotOwner { user, job } => format!(
-            "denied: \"{user}\" must be at least owner of job {job} to change job attributes"
-        ),
-        other => format!("denied: {other}"),
-    }
-}
-
 /// What `qhold`/`qrls` prints and publishes; `load` gives the environment once the command
 /// line is known to need it.
 pub fn execute(
@@ -473,7 +455,7 @@ pub fn execute(
                                 });
                             }
                             HoldEvent::Denied(d) => {
-                                lines.push(denied_text(&d));
+                                lines.push(crate::compat::messages::denied(&d));
                                 fail(&mut code, status::NO_PRIVILEGE);
                             }
                         }
@@ -485,7 +467,7 @@ pub fn execute(
                 Ok(_) => {}
                 Err(d) => {
                     // sge_gdi_mod_job stops at the first job the caller may not change.
-                    lines.push(denied_text(&d));
+                    lines.push(crate::compat::messages::denied(&d));
                     fail(&mut code, status::NOT_OWNER);
                     break;
                 }

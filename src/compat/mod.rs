@@ -5,6 +5,7 @@
 
 pub mod docs;
 pub mod job_list;
+pub mod messages;
 pub mod options;
 pub mod pattern;
 pub mod qsub_options;

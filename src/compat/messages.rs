@@ -1,0 +1,34 @@
+//! SGE's words for refusals that several commands print (`qalter`, `qhold`, `qrls`): they come
+//! from the qmaster in SGE, so every client says them the same way.
+
+use crate::model::Denied;
+
+/// `denied: …` as SGE prints it for a refused change to a job.
+pub fn denied(d: &Denied) -> String {
+    let verb = |release: bool| if release { "remove" } else { "set" };
+    match d {
+        Denied::NoSuchJob(id) => format!("denied: job \"{id}\" does not exist"),
+        Denied::NotOwner { user, job } | Denied::DeletePrivilege { user, job } => format!(
+            "denied: \"{user}\" must be at least owner of job {job} to change job attributes"
+        ),
+        Denied::PriorityIncrease { user } => {
+            format!("denied: \"{user}\" must be operator to increase job priority")
+        }
+        Denied::OperatorHold { user, release } => {
+            format!(
+                "denied: \"{user}\" must be operator to {} operator hold",
+                verb(*release)
+            )
+        }
+        Denied::SystemHold { user, release } => {
+            format!(
+                "denied: \"{user}\" must be manager to {} manager hold",
+                verb(*release)
+            )
+        }
+        Denied::ForcedDelete { user, job } => {
+            format!("denied: \"{user}\" must be manager to force the deletion of job {job}")
+        }
+        Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
+    }
+}
