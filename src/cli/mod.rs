@@ -8,8 +8,10 @@ use crate::spool::{Spool, SpoolError};
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod qacct;
 pub mod qalter;
 pub mod qdel;
+pub mod qhost;
 pub mod qhold;
 pub mod qrls;
 pub mod qstat;

@@ -1,0 +1,641 @@
+//! `qacct`: reports from the accounting file, as SGE 8.1.9's `qacct(1)` prints them.
+//!
+//! The file is streamed once: each record is filtered, shown (`-j`) or added to the summary
+//! and to its group (a `BTreeMap` keyed by the grouping columns, so a million records cost a
+//! million map lookups and constant memory per group). Output matches the real `qacct`
+//! byte for byte (tests/compat/qacct); SGE's own quirks are kept where users can see them —
+//! rows are only printed when the total wallclock is non-zero, a filter value sets its
+//! column's width — and options gridspool cannot honour are refused, never ignored.
+
+use super::Output;
+use crate::acct::report::{self, Totals};
+use crate::acct::{AccountingRecord, Entry, Reader};
+use crate::compat::pattern;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `qacct -help`, exactly as SGE 8.1.9 prints it.
+pub const USAGE: &str = "SGE 8.1.9
+usage: qacct [options]
+ [-ar [ar_id]]                     list [matching] advance reservations
+ [-A [account_string]]             list [matching] account
+ [-b begin_time]                   jobs started after
+ [-d days]                         jobs started during the last d days
+ [-D [department]]                 list [matching] department
+ [-e end_time]                     jobs started before
+ [-E]                              select job end time, not start
+ [[-f] acctfile]                   use alternate accounting file
+ [-g [groupid|groupname]]          list [matching] group
+ [-h [host]]                       list [matching] host
+ [-help]                           display this message
+ [-j [job_id|job_name|pattern]]    list all [matching] jobs
+ [-l attr=val,...]                 request given complex attributes
+ [-m]                              list only master tasks
+ [-o [owner]]                      list [matching] owner
+ [-u [owner]]                      list [matching] owner
+ [-pe [pe_name]]                   list [matching] parallel environment
+ [-P [project]]                    list [matching] project
+ [-q [queue]]                      list [matching] queue
+ [-slots [slots]]                  list [matching] job slots
+ [-t taskid[-taskid[:step]]]       list all [matching] tasks (requires -j option)
+
+ begin_time, end_time              [[CC]YYMMDDhhmm[.SS]
+ queue                             [cluster_queue|queue_instance|queue_domain|pattern]
+";
+
+/// A grouping column: shown when its option is given; filtered when given with a value.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Column {
+    shown: bool,
+    filter: Option<String>,
+}
+
+/// Which job `-j` asks for.
+#[derive(Debug, Clone, PartialEq)]
+enum JobSelect {
+    All,
+    Number(u32),
+    Name(String),
+}
+
+/// `-t first[-last[:step]]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TaskRange {
+    first: u32,
+    last: u32,
+    step: u32,
+}
+
+impl TaskRange {
+    fn contains(&self, task: u32) -> bool {
+        task >= self.first && task <= self.last && (task - self.first) % self.step == 0
+    }
+}
+
+/// The parsed command line.
+#[derive(Debug, Clone, Default)]
+struct Options {
+    host: Column,
+    queue: Column,
+    /// `-q` patterns, each matched against `queue@host`.
+    queue_patterns: Vec<String>,
+    group: Column,
+    owner: Column,
+    project: Column,
+    department: Column,
+    pe: Column,
+    slots: Column,
+    account: Column,
+    job: Option<JobSelect>,
+    tasks: Option<TaskRange>,
+    begin: Option<i64>,
+    end: Option<i64>,
+    days: Option<i64>,
+    by_end_time: bool,
+    master_only: bool,
+    file: Option<PathBuf>,
+}
+
+/// Why the command line was refused.
+#[derive(Debug, Clone, PartialEq)]
+enum UsageError {
+    /// SGE prints the usage alone, exit 1.
+    Plain,
+    /// A message, then the usage.
+    Message(String),
+    /// A message without the usage (gridspool's refusals).
+    Refused(String),
+}
+
+fn optional_value(args: &[String], i: &mut usize) -> Option<String> {
+    match args.get(*i + 1) {
+        Some(v) if !v.starts_with('-') => {
+            *i += 1;
+            Some(v.clone())
+        }
+        _ => None,
+    }
+}
+
+fn required_value(args: &[String], i: &mut usize) -> Result<String, UsageError> {
+    match args.get(*i + 1) {
+        Some(v) => {
+            *i += 1;
+            Ok(v.clone())
+        }
+        None => Err(UsageError::Plain),
+    }
+}
+
+/// `[[CC]YY]MMDDhhmm[.SS]` in local time, as `qsub -a` and `qacct -b/-e` read it.
+pub fn parse_date_time(text: &str, now: i64) -> Option<i64> {
+    use jiff::{Timestamp, civil, tz::TimeZone};
+    let (main, secs) = match text.split_once('.') {
+        Some((m, s)) if s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit()) => (m, s),
+        Some(_) => return None,
+        None => (text, "00"),
+    };
+    if !main.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let tz = TimeZone::system();
+    let this_year = Timestamp::from_second(now).ok()?.to_zoned(tz.clone()).year();
+    let num = |s: &str| s.parse::<i16>().ok();
+    let (year, rest) = match main.len() {
+        8 => (this_year, main),
+        10 => {
+            let yy = num(&main[..2])?;
+            // POSIX touch: 69-99 are 19xx, 00-68 are 20xx.
+            (if yy >= 69 { 1900 + yy } else { 2000 + yy }, &main[2..])
+        }
+        12 => (num(&main[..4])?, &main[4..]),
+        _ => return None,
+    };
+    let dt = civil::DateTime::new(
+        year,
+        num(&rest[0..2])? as i8,
+        num(&rest[2..4])? as i8,
+        num(&rest[4..6])? as i8,
+        num(&rest[6..8])? as i8,
+        num(secs)? as i8,
+        0,
+    )
+    .ok()?;
+    Some(dt.to_zoned(tz).ok()?.timestamp().as_second())
+}
+
+fn group_name(value: String) -> String {
+    match value.parse::<u32>() {
+        Ok(gid) => nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map_or(value, |g| g.name),
+        Err(_) => value,
+    }
+}
+
+fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> {
+    let mut o = Options::default();
+    let mut help = false;
+    let mut i = 0;
+    while i < args.len() {
+        let column = |c: &mut Column, v: Option<String>| {
+            c.shown = true;
+            if v.is_some() {
+                c.filter = v;
+            }
+        };
+        match args[i].as_str() {
+            "-o" | "-u" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.owner, v);
+            }
+            "-g" => {
+                let v = optional_value(args, &mut i).map(group_name);
+                column(&mut o.group, v);
+            }
+            "-q" => {
+                o.queue.shown = true;
+                if let Some(q) = optional_value(args, &mut i) {
+                    // SGE shows the host column too when a queue is named.
+                    o.host.shown = true;
+                    let q = match q.split_once('@') {
+                        None => format!("{q}@*"),
+                        Some((_, "")) => format!("{q}*"),
+                        Some(_) => q,
+                    };
+                    o.queue_patterns.push(q);
+                }
+            }
+            "-h" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.host, v);
+            }
+            "-j" => {
+                o.job = Some(match optional_value(args, &mut i) {
+                    None => JobSelect::All,
+                    Some(v) => match leading_number(&v) {
+                        Some(n) if n > 0 => JobSelect::Number(n),
+                        _ => JobSelect::Name(v),
+                    },
+                });
+            }
+            "-t" => {
+                let Some(v) = args.get(i + 1).filter(|v| !v.starts_with('-')) else {
+                    return Err(UsageError::Message(
+                        "-t option must have a list of task id ranges".into(),
+                    ));
+                };
+                i += 1;
+                o.tasks = Some(parse_task_range(v).ok_or_else(|| {
+                    UsageError::Message(format!("invalid list of task id ranges: {v}"))
+                })?);
+            }
+            "-b" | "-e" => {
+                let which = args[i].clone();
+                let v = required_value(args, &mut i)?;
+                let t = parse_date_time(&v, now).ok_or_else(|| {
+                    UsageError::Message("Invalid format of date/hour-minute field.".into())
+                })?;
+                if which == "-b" {
+                    o.begin = Some(t);
+                } else {
+                    o.end = Some(t);
+                }
+            }
+            "-d" => {
+                let v = required_value(args, &mut i)?;
+                o.days = Some(v.parse::<u32>().map_err(|_| UsageError::Plain)?.into());
+            }
+            "-E" => o.by_end_time = true,
+            "-m" => o.master_only = true,
+            "-P" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.project, v);
+            }
+            "-D" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.department, v);
+            }
+            "-pe" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.pe, v);
+            }
+            "-slots" => {
+                let v = optional_value(args, &mut i)
+                    .map(|v| leading_number(&v).unwrap_or(0))
+                    .filter(|n| *n > 0)
+                    .map(|n| n.to_string());
+                column(&mut o.slots, v);
+            }
+            "-A" => {
+                let v = optional_value(args, &mut i);
+                column(&mut o.account, v);
+            }
+            "-f" => o.file = Some(PathBuf::from(required_value(args, &mut i)?)),
+            "-help" => help = true,
+            "-ar" => {
+                return Err(UsageError::Refused(
+                    "error: -ar: gridspool has no advance reservations".into(),
+                ));
+            }
+            "-l" => {
+                return Err(UsageError::Refused(
+                    "error: -l: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct".into(),
+                ));
+            }
+            _ => return Err(UsageError::Plain),
+        }
+        i += 1;
+    }
+    if o.tasks.is_some() && !matches!(o.job, Some(JobSelect::Number(_) | JobSelect::Name(_))) {
+        return Err(UsageError::Message(
+            "error: -t option requires -j option with an argument".into(),
+        ));
+    }
+    Ok((o, help))
+}
+
+/// The leading decimal digits as a number (`sscanf("%u")`: `39abc` is job 39).
+fn leading_number(s: &str) -> Option<u32> {
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+fn parse_task_range(s: &str) -> Option<TaskRange> {
+    let (range, step) = match s.split_once(':') {
+        Some((r, st)) => (r, st.parse::<u32>().ok()?),
+        None => (s, 1),
+    };
+    let (first, last) = match range.split_once('-') {
+        Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+        None => {
+            let n = range.parse::<u32>().ok()?;
+            (n, n)
+        }
+    };
+    if first == 0 || last < first || step == 0 {
+        return None;
+    }
+    Some(TaskRange { first, last, step })
+}
+
+/// The grouping key of a record: one slot per column, empty when the column is not shown.
+type Key = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    u32,
+    String,
+);
+
+fn key(o: &Options, r: &AccountingRecord) -> Key {
+    let s = |c: &Column, v: &str| if c.shown { v.to_string() } else { String::new() };
+    (
+        s(&o.host, &r.hostname.to_ascii_lowercase()),
+        s(&o.queue, &r.qname),
+        s(&o.group, &r.group),
+        s(&o.owner, &r.owner),
+        s(&o.project, &r.project),
+        s(&o.department, &r.department),
+        s(&o.pe, &r.granted_pe),
+        if o.slots.shown { r.slots } else { 0 },
+        s(&o.account, &r.account),
+    )
+}
+
+impl Options {
+    fn grouped(&self) -> bool {
+        [
+            &self.host,
+            &self.queue,
+            &self.group,
+            &self.owner,
+            &self.project,
+            &self.department,
+            &self.pe,
+            &self.slots,
+            &self.account,
+        ]
+        .iter()
+        .any(|c| c.shown)
+    }
+
+    /// The time window `[begin, end]` on start (or, with `-E`, end) times, with `-d`
+    /// counting from `-b`, back from `-e`, or back from now, as SGE does.
+    fn window(&self, now: i64) -> (Option<i64>, Option<i64>) {
+        let day = 24 * 3600;
+        let end = self
+            .end
+            .or_else(|| match (self.days, self.begin) {
+                (Some(d), Some(b)) => Some(b + d * day),
+                _ => None,
+            });
+        let begin = self.begin.or_else(|| match (self.days, self.end) {
+            (Some(d), Some(e)) => Some(e - d * day),
+            (Some(d), None) => Some(now - d * day),
+            _ => None,
+        });
+        (begin, end)
+    }
+
+    fn selects(&self, r: &AccountingRecord, begin: Option<i64>, end: Option<i64>) -> bool {
+        let t = if self.by_end_time {
+            r.end_time
+        } else {
+            r.start_time
+        };
+        let eq = |c: &Column, v: &str| c.filter.as_deref().is_none_or(|f| f == v);
+        begin.is_none_or(|b| t >= b)
+            && end.is_none_or(|e| t <= e)
+            && (!self.master_only || r.is_master_task())
+            && eq(&self.owner, &r.owner)
+            && eq(&self.group, &r.group)
+            && (self.queue_patterns.is_empty()
+                || self.queue_patterns.iter().any(|p| {
+                    pattern::matches(p, &format!("{}@{}", r.qname, r.hostname))
+                }))
+            && eq(&self.project, &r.project)
+            && eq(&self.department, &r.department)
+            && eq(&self.pe, &r.granted_pe)
+            && self
+                .slots
+                .filter
+                .as_deref()
+                .is_none_or(|f| f == r.slots.to_string())
+            && self
+                .host
+                .filter
+                .as_deref()
+                .is_none_or(|h| h.eq_ignore_ascii_case(&r.hostname))
+            && eq(&self.account, &r.account)
+    }
+
+    fn job_selects(&self, r: &AccountingRecord) -> bool {
+        let task_ok = self.tasks.is_none_or(|t| t.contains(r.task_number));
+        match &self.job {
+            None => false,
+            Some(JobSelect::All) => true,
+            Some(JobSelect::Number(n)) => r.job_number == *n && task_ok,
+            Some(JobSelect::Name(p)) => pattern::matches(p, &r.job_name) && task_ok,
+        }
+    }
+}
+
+/// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
+/// accounting file, used when no `-f` is given (`None` when no cell could be found, with the
+/// reason).
+pub fn run_with(
+    args: &[String],
+    default_file: Result<PathBuf, String>,
+    now: i64,
+) -> Output {
+    let mut out = Output::default();
+    let (o, help) = match parse_args(args, now) {
+        Ok(v) => v,
+        Err(e) => {
+            match e {
+                UsageError::Plain => out.stderr.push_str(USAGE),
+                UsageError::Message(m) => {
+                    out.err(m);
+                    out.stderr.push_str(USAGE);
+                }
+                UsageError::Refused(m) => out.err(m),
+            }
+            out.code = 1;
+            return out;
+        }
+    };
+    if help {
+        out.stdout.push_str(USAGE);
+        return out;
+    }
+    let path = match o.file.clone().map_or(default_file, Ok) {
+        Ok(p) => p,
+        Err(message) => {
+            out.err(message);
+            out.code = 1;
+            return out;
+        }
+    };
+    let reader = match Reader::open(&path) {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+                _ => e.to_string(),
+            };
+            out.err(format!("{}: {reason}", path.display()));
+            out.out("no jobs running since startup");
+            out.code = 1;
+            return out;
+        }
+    };
+
+    let (begin, end) = o.window(now);
+    let grouped = o.grouped();
+    let mut totals = Totals::default();
+    let mut groups: BTreeMap<Key, Totals> = BTreeMap::new();
+    let mut found = false;
+    for entry in reader {
+        let r = match entry {
+            Ok(Entry::Record(r)) => r,
+            Ok(Entry::Invalid { line, .. }) => {
+                out.err(format!("error: ignoring invalid entry in line {line}"));
+                continue;
+            }
+            Err(e) => {
+                out.err(format!("error: {e}"));
+                out.code = 1;
+                return out;
+            }
+        };
+        if !o.selects(&r, begin, end) {
+            continue;
+        }
+        if o.job_selects(&r) {
+            out.stdout.push_str(&report::detail(&r));
+            found = true;
+        }
+        totals.add(&r);
+        if grouped {
+            groups.entry(key(&o, &r)).or_default().add(&r);
+        }
+    }
+
+    match (&o.job, o.tasks) {
+        (Some(JobSelect::Number(n)), t) if !found => {
+            out.err(match t {
+                Some(t) => format!(
+                    "error: Job-array tasks {n}.{}-{}:{} not found",
+                    t.first, t.last, t.step
+                ),
+                None => format!("error: job id {n} not found"),
+            });
+            out.code = 1;
+            return out;
+        }
+        (Some(JobSelect::Name(name)), t) if !found => {
+            out.err(match t {
+                Some(t) => format!(
+                    "error: Job-array tasks \"{name}\".{}-{}:{} not found",
+                    t.first, t.last, t.step
+                ),
+                None => format!("error: job name {name} not found"),
+            });
+            out.code = 1;
+            return out;
+        }
+        (Some(JobSelect::Number(_) | JobSelect::Name(_)), _) => return out,
+        _ => {}
+    }
+    print_table(&mut out, &o, &totals, &groups);
+    out
+}
+
+/// The summary or grouped table.
+fn print_table(out: &mut Output, o: &Options, totals: &Totals, groups: &BTreeMap<Key, Totals>) {
+    // Column widths as SGE computes them: the title plus one, or a filter value plus one,
+    // widened to any longer value (plus one).
+    let width = |c: &Column, title: &str, values: &mut dyn Iterator<Item = usize>| {
+        let mut w = match &c.filter {
+            Some(f) => f.len() + 1,
+            None => title.len() + 1,
+        };
+        w = w.max(title.len() + 1);
+        for len in values {
+            if w < len {
+                w = len + 1;
+            }
+        }
+        w
+    };
+    let slots_width = {
+        let mut w = match &o.slots.filter {
+            Some(f) => format!("{f:>5}").len(),
+            None => "SLOTS".len() + 1,
+        };
+        for k in groups.keys() {
+            let len = format!("{:>5}", k.7).len();
+            if w < len {
+                w = len + 1;
+            }
+        }
+        w
+    };
+    let mut header = String::new();
+    let mut columns: Vec<(usize, usize)> = Vec::new(); // (index into key strings, width)
+    let specs: [(&Column, &str, usize); 8] = [
+        (&o.host, "HOST", 0),
+        (&o.queue, "CLUSTER QUEUE", 1),
+        (&o.group, "GROUP", 2),
+        (&o.owner, "OWNER", 3),
+        (&o.project, "PROJECT", 4),
+        (&o.department, "DEPARTMENT", 5),
+        (&o.pe, "PE", 6),
+        (&o.account, "ACCOUNT", 8),
+    ];
+    let field = |k: &Key, idx: usize| -> String {
+        match idx {
+            0 => k.0.clone(),
+            1 => k.1.clone(),
+            2 => k.2.clone(),
+            3 => k.3.clone(),
+            4 => k.4.clone(),
+            5 => k.5.clone(),
+            6 => k.6.clone(),
+            7 => format!("{:>5}", k.7),
+            _ => k.8.clone(),
+        }
+    };
+    for (c, title, idx) in specs {
+        if idx == 8 && o.slots.shown {
+            header.push_str(&format!("{:<slots_width$}", "SLOTS"));
+            columns.push((7, slots_width));
+        }
+        if c.shown {
+            let w = width(c, title, &mut groups.keys().map(|k| field(k, idx).len()));
+            header.push_str(&format!("{title:<w$}"));
+            columns.push((idx, w));
+        }
+    }
+    if columns.is_empty() {
+        out.out("Total System Usage");
+    }
+    let rule = "=".repeat(header.len() + report::TITLE.len());
+    out.out(format!("{header}{}", report::TITLE));
+    out.out(rule);
+    if totals.wallclock == 0.0 {
+        return;
+    }
+    if columns.is_empty() {
+        out.out(report::numbers(totals));
+        return;
+    }
+    for (k, t) in groups {
+        let mut line = String::new();
+        for &(idx, w) in &columns {
+            line.push_str(&format!("{:<w$}", field(k, idx)));
+        }
+        line.push_str(&report::numbers(t));
+        out.out(line);
+    }
+}
+
+/// The `qacct` binary: the cell's accounting file unless `-f` names another.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    let default_file = super::locate_spool(spool)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            crate::spool::Spool::open(dir)
+                .map(|s| s.accounting_path())
+                .map_err(|e| format!("error: {e}"))
+        });
+    run_with(&args, default_file, crate::compat::time::now()).finish()
+}
