@@ -362,7 +362,9 @@ impl AccountingRecord {
             return Err(RecordError::TooFewFields { found: f.len() });
         }
         let joined;
-        if f.len() > FIELD_COUNT {
+        // Categories start with an option (`-l …`); anything else is a line with extra
+        // trailing fields (a later format), whose extras are ignored as SGE does.
+        if f.len() > FIELD_COUNT && f[39].starts_with('-') {
             let extra = f.len() - FIELD_COUNT;
             joined = f[39..=39 + extra].join(":");
             let mut rebuilt: Vec<&str> = f[..39].to_vec();
@@ -517,6 +519,14 @@ mod tests {
         assert_eq!(r.iow, 0.0);
         assert_eq!(r.maxvmem, 3428352.0);
         assert_eq!(r.to_line(), line);
+    }
+
+    #[test]
+    fn extra_trailing_fields_are_ignored() {
+        let line = JOB2.replace("-l h_rt=1200", "NONE") + ":extra";
+        let r = AccountingRecord::parse_line(&line).expect("parse");
+        assert_eq!(r.category, "NONE");
+        assert_eq!(r.ar_submission_time, 0);
     }
 
     #[test]

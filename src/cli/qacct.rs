@@ -105,6 +105,8 @@ enum UsageError {
     Message(String),
     /// A message without the usage (gridspool's refusals).
     Refused(String),
+    /// SGE's date parser complains on stderr (after an empty line), then the usage.
+    BadDate,
 }
 
 fn optional_value(args: &[String], i: &mut usize) -> Option<String> {
@@ -212,13 +214,15 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                 column(&mut o.host, v);
             }
             "-j" => {
-                o.job = Some(match optional_value(args, &mut i) {
-                    None => JobSelect::All,
+                o.job = match optional_value(args, &mut i) {
+                    None => Some(JobSelect::All),
                     Some(v) => match leading_number(&v) {
-                        Some(n) if n > 0 => JobSelect::Number(n),
-                        _ => JobSelect::Name(v),
+                        Some(n) if n > 0 => Some(JobSelect::Number(n)),
+                        // Job 0 does not exist: SGE selects nothing and prints the summary.
+                        Some(_) => None,
+                        None => Some(JobSelect::Name(v)),
                     },
-                });
+                };
             }
             "-t" => {
                 let Some(v) = args.get(i + 1).filter(|v| !v.starts_with('-')) else {
@@ -234,9 +238,7 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             "-b" | "-e" => {
                 let which = args[i].clone();
                 let v = required_value(args, &mut i)?;
-                let t = parse_date_time(&v, now).ok_or_else(|| {
-                    UsageError::Message("Invalid format of date/hour-minute field.".into())
-                })?;
+                let t = parse_date_time(&v, now).ok_or(UsageError::BadDate)?;
                 if which == "-b" {
                     o.begin = Some(t);
                 } else {
@@ -261,13 +263,14 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                 let v = optional_value(args, &mut i);
                 column(&mut o.pe, v);
             }
-            "-slots" => {
-                let v = optional_value(args, &mut i)
-                    .map(|v| leading_number(&v).unwrap_or(0))
-                    .filter(|n| *n > 0)
-                    .map(|n| n.to_string());
-                column(&mut o.slots, v);
-            }
+            "-slots" => match optional_value(args, &mut i) {
+                None => column(&mut o.slots, None),
+                // `atol`: a value that is not a positive number neither filters nor shows.
+                Some(v) => match leading_number(&v).filter(|n| *n > 0) {
+                    Some(n) => column(&mut o.slots, Some(n.to_string())),
+                    None => {}
+                },
+            },
             "-A" => {
                 let v = optional_value(args, &mut i);
                 column(&mut o.account, v);
@@ -287,11 +290,6 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             _ => return Err(UsageError::Plain),
         }
         i += 1;
-    }
-    if o.tasks.is_some() && !matches!(o.job, Some(JobSelect::Number(_) | JobSelect::Name(_))) {
-        return Err(UsageError::Message(
-            "error: -t option requires -j option with an argument".into(),
-        ));
     }
     Ok((o, help))
 }
@@ -321,6 +319,7 @@ fn parse_task_range(s: &str) -> Option<TaskRange> {
 }
 
 /// The grouping key of a record: one slot per column, empty when the column is not shown.
+/// The account is the last element but is not sorted: see [`Groups`].
 type Key = (
     String,
     String,
@@ -333,10 +332,57 @@ type Key = (
     String,
 );
 
+/// The sorted key without the account.
+type SortKey = (String, String, String, String, String, String, String, u32);
+
+/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE and
+/// slots; accounts are not sorted — SGE inserts a new account in front of the others of the
+/// same sorted key, so they appear newest first.
+#[derive(Debug, Default)]
+struct Groups {
+    map: BTreeMap<SortKey, Vec<(String, Totals)>>,
+}
+
+impl Groups {
+    fn add(&mut self, k: Key, r: &AccountingRecord) {
+        let (h, q, g, o, p, d, pe, sl, account) = k;
+        let run = self.map.entry((h, q, g, o, p, d, pe, sl)).or_default();
+        match run.iter_mut().find(|(a, _)| *a == account) {
+            Some((_, t)) => t.add(r),
+            None => {
+                let mut t = Totals::default();
+                t.add(r);
+                run.insert(0, (account, t));
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Key, &Totals)> {
+        self.map.iter().flat_map(|(k, run)| {
+            run.iter().map(move |(a, t)| {
+                (
+                    (
+                        k.0.clone(),
+                        k.1.clone(),
+                        k.2.clone(),
+                        k.3.clone(),
+                        k.4.clone(),
+                        k.5.clone(),
+                        k.6.clone(),
+                        k.7,
+                        a.clone(),
+                    ),
+                    t,
+                )
+            })
+        })
+    }
+}
+
 fn key(o: &Options, r: &AccountingRecord) -> Key {
     let s = |c: &Column, v: &str| if c.shown { v.to_string() } else { String::new() };
     (
-        s(&o.host, &r.hostname.to_ascii_lowercase()),
+        s(&o.host, &r.hostname),
         s(&o.queue, &r.qname),
         s(&o.group, &r.group),
         s(&o.owner, &r.owner),
@@ -349,6 +395,24 @@ fn key(o: &Options, r: &AccountingRecord) -> Key {
 }
 
 impl Options {
+    /// SGE's "summary view": some column is shown without a filter value, so records are
+    /// grouped by it.
+    fn summary_view(&self) -> bool {
+        [
+            &self.host,
+            &self.queue,
+            &self.group,
+            &self.owner,
+            &self.project,
+            &self.department,
+            &self.pe,
+            &self.slots,
+            &self.account,
+        ]
+        .iter()
+        .any(|c| c.shown && c.filter.is_none())
+    }
+
     fn grouped(&self) -> bool {
         [
             &self.host,
@@ -445,6 +509,10 @@ pub fn run_with(
                     out.stderr.push_str(USAGE);
                 }
                 UsageError::Refused(m) => out.err(m),
+                UsageError::BadDate => {
+                    out.err("\nInvalid format of date/hour-minute field.");
+                    out.stderr.push_str(USAGE);
+                }
             }
             out.code = 1;
             return out;
@@ -480,8 +548,9 @@ pub fn run_with(
     let (begin, end) = o.window(now);
     let grouped = o.grouped();
     let mut totals = Totals::default();
-    let mut groups: BTreeMap<Key, Totals> = BTreeMap::new();
+    let mut groups = Groups::default();
     let mut found = false;
+    let mut first_host: Option<String> = None;
     for entry in reader {
         let r = match entry {
             Ok(Entry::Record(r)) => r,
@@ -503,12 +572,22 @@ pub fn run_with(
             found = true;
         }
         totals.add(&r);
+        if first_host.is_none() {
+            first_host = Some(r.hostname.clone());
+        }
         if grouped {
-            groups.entry(key(&o, &r)).or_default().add(&r);
+            groups.add(key(&o, &r), &r);
         }
     }
 
     match (&o.job, o.tasks) {
+        // SGE reads the file before it notices (so invalid lines are reported first).
+        (None | Some(JobSelect::All), Some(_)) => {
+            out.err("error: -t option requires -j option with an argument");
+            out.stderr.push_str(USAGE);
+            out.code = 1;
+            return out;
+        }
         (Some(JobSelect::Number(n)), t) if !found => {
             out.err(match t {
                 Some(t) => format!(
@@ -534,43 +613,25 @@ pub fn run_with(
         (Some(JobSelect::Number(_) | JobSelect::Name(_)), _) => return out,
         _ => {}
     }
-    print_table(&mut out, &o, &totals, &groups);
+    print_table(&mut out, &o, &totals, &groups, &first_host);
     out
 }
 
-/// The summary or grouped table.
-fn print_table(out: &mut Output, o: &Options, totals: &Totals, groups: &BTreeMap<Key, Totals>) {
-    // Column widths as SGE computes them: the title plus one, or a filter value plus one,
-    // widened to any longer value (plus one).
-    let width = |c: &Column, title: &str, values: &mut dyn Iterator<Item = usize>| {
-        let mut w = match &c.filter {
-            Some(f) => f.len() + 1,
-            None => title.len() + 1,
-        };
-        w = w.max(title.len() + 1);
-        for len in values {
-            if w < len {
-                w = len + 1;
-            }
-        }
-        w
-    };
-    let slots_width = {
-        let mut w = match &o.slots.filter {
-            Some(f) => format!("{f:>5}").len(),
-            None => "SLOTS".len() + 1,
-        };
-        for k in groups.keys() {
-            let len = format!("{:>5}", k.7).len();
-            if w < len {
-                w = len + 1;
-            }
-        }
-        w
-    };
-    let mut header = String::new();
-    let mut columns: Vec<(usize, usize)> = Vec::new(); // (index into key strings, width)
-    let specs: [(&Column, &str, usize); 8] = [
+/// The summary or grouped table, laid out as SGE does it: a column per grouping option (in
+/// a fixed order), each as wide as its title, or as its filter value, plus one, and widened to
+/// fit every grouped value plus one. When every shown column has a filter value there is one
+/// group and SGE prints the filter values with the totals (its "non-summary view"); rows are
+/// only printed when the total wallclock is not zero.
+fn print_table(
+    out: &mut Output,
+    o: &Options,
+    totals: &Totals,
+    groups: &Groups,
+    first_host: &Option<String>,
+) {
+    let rows: Vec<(Key, &Totals)> = groups.iter().collect();
+    let summary_view = o.summary_view();
+    let specs: [(&Column, &str, usize); 9] = [
         (&o.host, "HOST", 0),
         (&o.queue, "CLUSTER QUEUE", 1),
         (&o.group, "GROUP", 2),
@@ -578,6 +639,7 @@ fn print_table(out: &mut Output, o: &Options, totals: &Totals, groups: &BTreeMap
         (&o.project, "PROJECT", 4),
         (&o.department, "DEPARTMENT", 5),
         (&o.pe, "PE", 6),
+        (&o.slots, "SLOTS", 7),
         (&o.account, "ACCOUNT", 8),
     ];
     let field = |k: &Key, idx: usize| -> String {
@@ -593,37 +655,66 @@ fn print_table(out: &mut Output, o: &Options, totals: &Totals, groups: &BTreeMap
             _ => k.8.clone(),
         }
     };
+    let mut header = String::new();
+    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
     for (c, title, idx) in specs {
-        if idx == 8 && o.slots.shown {
-            header.push_str(&format!("{:<slots_width$}", "SLOTS"));
-            columns.push((7, slots_width));
+        if !c.shown {
+            continue;
         }
-        if c.shown {
-            let w = width(c, title, &mut groups.keys().map(|k| field(k, idx).len()));
-            header.push_str(&format!("{title:<w$}"));
-            columns.push((idx, w));
+        let mut w = if idx == 7 {
+            5
+        } else {
+            c.filter.as_ref().map_or(title.len() + 1, |f| f.len() + 1)
+        };
+        if idx != 7 {
+            w = w.max(title.len() + 1);
         }
+        // Grouped values widen their column; slots are always measured (as "%5d"), even
+        // for a filtered column, as SGE does.
+        if summary_view && (c.filter.is_none() || idx == 7) {
+            for (k, _) in &rows {
+                let len = field(k, idx).len();
+                if w <= len {
+                    w = len + 1;
+                }
+            }
+        }
+        header.push_str(&format!("{title:<w$}"));
+        let fixed = c.filter.as_ref().map(|f| match idx {
+            7 => format!("{f:>5}"),
+            // SGE prints the host name as resolved (`-h VM` shows `vm`): the record's.
+            0 => first_host.clone().unwrap_or_else(|| f.clone()),
+            _ => f.clone(),
+        });
+        columns.push((idx, w, fixed));
     }
     if columns.is_empty() {
         out.out("Total System Usage");
     }
-    let rule = "=".repeat(header.len() + report::TITLE.len());
     out.out(format!("{header}{}", report::TITLE));
-    out.out(rule);
+    out.out("=".repeat(header.len() + report::TITLE.len()));
     if totals.wallclock == 0.0 {
         return;
     }
-    if columns.is_empty() {
-        out.out(report::numbers(totals));
-        return;
-    }
-    for (k, t) in groups {
+    let row = |k: Option<&Key>, t: &Totals| {
         let mut line = String::new();
-        for &(idx, w) in &columns {
-            line.push_str(&format!("{:<w$}", field(k, idx)));
+        for (idx, w, fixed) in &columns {
+            let v = match (fixed, k) {
+                (Some(f), _) => f.clone(),
+                (None, Some(k)) => field(k, *idx),
+                (None, None) => String::new(),
+            };
+            line.push_str(&format!("{v:<w$}"));
         }
         line.push_str(&report::numbers(t));
-        out.out(line);
+        line
+    };
+    if summary_view {
+        for (k, t) in &rows {
+            out.out(row(Some(k), t));
+        }
+    } else {
+        out.out(row(None, totals));
     }
 }
 
