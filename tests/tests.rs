@@ -3,3 +3,5 @@
 mod support;
 
 mod harness;
+mod qacct;
+mod qhost;

@@ -84,20 +84,28 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
     Ok(())
 }
 
-/// One item of the stream: a record, or a line that is not one (with its 1-based number, as
-/// `qacct`'s "error: ignoring invalid entry in line N" reports it).
+/// One item of the stream: a record, or a line that is not one.
 #[derive(Debug)]
 pub enum Entry {
     Record(AccountingRecord),
-    Invalid { line: u64, error: RecordError },
+    Invalid {
+        /// The 1-based physical line number.
+        line: u64,
+        /// The number `qacct` reports ("error: ignoring invalid entry in line N"): SGE counts
+        /// only the lines it tries to parse, not comments and empty lines.
+        entry: u64,
+        error: RecordError,
+    },
 }
 
 /// Streams an accounting file with a buffered reader: one line in memory at a time, comment
-/// lines (`#`) and blank-only lines skipped, so a million records need constant memory.
+/// lines (`#`) and empty lines skipped, so a million records need constant memory. Lines of
+/// blanks are invalid entries, as in SGE.
 pub struct Reader<R> {
     input: R,
     path: PathBuf,
     line: u64,
+    entry: u64,
     buf: String,
 }
 
@@ -115,6 +123,7 @@ impl<R: BufRead> Reader<R> {
             input,
             path: path.to_path_buf(),
             line: 0,
+            entry: 0,
             buf: String::new(),
         }
     }
@@ -129,13 +138,15 @@ impl<R: BufRead> Reader<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                     // Not UTF-8: skip the rest of this line, report it as invalid.
                     self.line += 1;
+                    self.entry += 1;
                     let mut raw = Vec::new();
                     if let Err(e) = self.input.read_until(b'\n', &mut raw) {
                         return Some(Err(AcctError::io("read", &self.path, e)));
                     }
                     return Some(Ok(Entry::Invalid {
                         line: self.line,
-                        error: RecordError::TooFewFields { found: 0 },
+                        entry: self.entry,
+                        error: RecordError::NotText,
                     }));
                 }
                 Err(e) => return Some(Err(AcctError::io("read", &self.path, e))),
@@ -145,13 +156,15 @@ impl<R: BufRead> Reader<R> {
             }
             self.line += 1;
             let text = self.buf.trim_end_matches(['\n', '\r']);
-            if text.starts_with('#') || (!text.is_empty() && text.trim().is_empty()) {
+            if text.is_empty() || text.starts_with('#') {
                 continue;
             }
+            self.entry += 1;
             return Some(Ok(match AccountingRecord::parse_line(text) {
                 Ok(r) => Entry::Record(r),
                 Err(error) => Entry::Invalid {
                     line: self.line,
+                    entry: self.entry,
                     error,
                 },
             }));
@@ -203,13 +216,13 @@ mod tests {
     fn invalid_lines_are_numbered_and_a_torn_tail_waits() {
         let text = "# c\n\nall.q:h\n   \nlast-without-newline";
         let mut r = Reader::new(text.as_bytes(), Path::new("x"));
-        let lines: Vec<u64> = r
+        let lines: Vec<(u64, u64)> = r
             .by_ref()
             .map(|e| match e.expect("io") {
-                Entry::Invalid { line, .. } => line,
-                Entry::Record(_) => 0,
+                Entry::Invalid { line, entry, .. } => (line, entry),
+                Entry::Record(_) => (0, 0),
             })
             .collect();
-        assert_eq!(lines, vec![2, 3]);
+        assert_eq!(lines, vec![(3, 1), (4, 2)]);
     }
 }

@@ -150,6 +150,8 @@ pub enum RecordError {
     Empty,
     #[error("{found} fields, at least {REQUIRED_FIELDS} needed")]
     TooFewFields { found: usize },
+    #[error("not UTF-8 text")]
+    NotText,
 }
 
 /// The job's category as SGE builds it (`sge_build_job_category_dstring`): the hard requests

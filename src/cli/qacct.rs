@@ -554,8 +554,8 @@ pub fn run_with(
     for entry in reader {
         let r = match entry {
             Ok(Entry::Record(r)) => r,
-            Ok(Entry::Invalid { line, .. }) => {
-                out.err(format!("error: ignoring invalid entry in line {line}"));
+            Ok(Entry::Invalid { entry, .. }) => {
+                out.err(format!("error: ignoring invalid entry in line {entry}"));
                 continue;
             }
             Err(e) => {

@@ -1,0 +1,1 @@
+//! `qhost` against the SGE 8.1.9 captures.
