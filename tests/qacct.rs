@@ -123,7 +123,6 @@ fn task_behind(line: &str) -> (JobRecord, Placement, TaskResult) {
         io: num(38),
         iow: num(40),
         maxvmem: num(42),
-        pe_taskid: None,
     };
     (job, placement, result)
 }
@@ -204,10 +203,20 @@ fn filler(lines: &[String]) -> String {
     let sum = |i: usize| -> f64 {
         lines
             .iter()
-            .map(|l| l.split(':').nth(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0))
+            .map(|l| {
+                l.split(':')
+                    .nth(i)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            })
             .sum()
     };
-    let (wall, utime, stime, cpu) = (29.0 - sum(13), 0.052 - sum(14), 0.105 - sum(15), 0.157 - sum(36));
+    let (wall, utime, stime, cpu) = (
+        29.0 - sum(13),
+        0.052 - sum(14),
+        0.105 - sum(15),
+        0.157 - sum(36),
+    );
     format!(
         "all.q:vm:sgeuser:sgeuser:others:99999:sge:0:1795301100:1795301101:{}:0:0:{wall}:{utime:.6}:{stime:.6}:0.000000:0:0:0:0:0:0:0:0.000000:0:0:0:0:0:0:NONE:defaultdepartment:NONE:1:0:{cpu:.6}:0.000000:0.000000:NONE:0.000000:NONE:0.000000:0:0",
         1795301101 + wall as i64
@@ -323,7 +332,10 @@ const ALICE: &str = "q2.q:h2:grp:alice:jobA:50:acct1:-5:1795301100:1795301200:17
 #[test]
 fn qacct_grouped_tables_match_sge() {
     let f = crafted_file(&[ALICE]);
-    let out = run_f(f.path(), &["-o", "-g", "-P", "-D", "-A", "-q", "-h", "-pe", "-slots"]);
+    let out = run_f(
+        f.path(),
+        &["-o", "-g", "-P", "-D", "-A", "-q", "-h", "-pe", "-slots"],
+    );
     assert_eq!(out.stdout, "\
 HOST CLUSTER QUEUE GROUP   OWNER   PROJECT DEPARTMENT        PE   SLOTS ACCOUNT     WALLCLOCK         UTIME         STIME           CPU             MEMORY                 IO                IOW
 ================================================================================================================================================================================================
@@ -381,11 +393,17 @@ fn qacct_missing_and_empty_files() {
     let out = run_f(Path::new("/nonexistent/accounting"), &[]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stdout, "no jobs running since startup\n");
-    assert_eq!(out.stderr, "/nonexistent/accounting: No such file or directory\n");
+    assert_eq!(
+        out.stderr,
+        "/nonexistent/accounting: No such file or directory\n"
+    );
     let empty = tempfile::NamedTempFile::new().expect("temp");
     let out = run_f(empty.path(), &[]);
     assert_eq!(out.code, 0);
-    assert_eq!(out.stdout, "Total System Usage\n    WALLCLOCK         UTIME         STIME           CPU             MEMORY                 IO                IOW\n================================================================================================================\n");
+    assert_eq!(
+        out.stdout,
+        "Total System Usage\n    WALLCLOCK         UTIME         STIME           CPU             MEMORY                 IO                IOW\n================================================================================================================\n"
+    );
 }
 
 #[test]
@@ -397,14 +415,23 @@ fn qacct_task_ranges_names_and_errors() {
     let out = run_f(f.path(), &["-j", "39", "-t", "5"]);
     assert_eq!(out.stderr, "error: Job-array tasks 39.5-5:1 not found\n");
     let out = run_f(f.path(), &["-j", "envarr", "-t", "5-9:2"]);
-    assert_eq!(out.stderr, "error: Job-array tasks \"envarr\".5-9:2 not found\n");
+    assert_eq!(
+        out.stderr,
+        "error: Job-array tasks \"envarr\".5-9:2 not found\n"
+    );
     let out = run_f(f.path(), &["-j", "nosuch"]);
-    assert_eq!((out.code, out.stderr.as_str()), (1, "error: job name nosuch not found\n"));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "error: job name nosuch not found\n")
+    );
     let out = run_f(f.path(), &["-j", "env*"]);
     assert_eq!(out.stdout.matches("jobname      env").count(), 3);
     let out = run_f(f.path(), &["-t", "3"]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.starts_with("error: -t option requires -j option with an argument\nSGE 8.1.9\n"));
+    assert!(
+        out.stderr
+            .starts_with("error: -t option requires -j option with an argument\nSGE 8.1.9\n")
+    );
 }
 
 #[test]
@@ -414,13 +441,21 @@ fn qacct_time_windows() {
     let tz_utc = jiff::tz::TimeZone::system() == jiff::tz::TimeZone::UTC;
     if tz_utc {
         let out = run_f(f.path(), &["-e", "202611212245.10", "-o"]);
-        assert!(out.stdout.contains("\nsgeuser            26         0.004         0.012         0.016"), "{}", out.stdout);
+        assert!(
+            out.stdout
+                .contains("\nsgeuser            26         0.004         0.012         0.016"),
+            "{}",
+            out.stdout
+        );
         let out = run_f(f.path(), &["-E", "-b", "202611212245.20"]);
         assert!(out.stdout.ends_with("=\n"), "{}", out.stdout);
     }
     let out = run_f(f.path(), &["-b", "2026"]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.starts_with("\nInvalid format of date/hour-minute field.\nSGE 8.1.9\n"));
+    assert!(
+        out.stderr
+            .starts_with("\nInvalid format of date/hour-minute field.\nSGE 8.1.9\n")
+    );
 }
 
 #[test]
@@ -429,7 +464,11 @@ fn qacct_refuses_what_it_cannot_do() {
     for opt in [["-ar", "1"], ["-l", "h_rt=1"]] {
         let out = run_f(f.path(), &opt);
         assert_eq!(out.code, 1);
-        assert!(out.stderr.starts_with(&format!("error: {}:", opt[0])), "{}", out.stderr);
+        assert!(
+            out.stderr.starts_with(&format!("error: {}:", opt[0])),
+            "{}",
+            out.stderr
+        );
     }
     let out = run_f(f.path(), &["-x"]);
     assert_eq!(out.code, 1);

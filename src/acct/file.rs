@@ -87,7 +87,8 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
 /// One item of the stream: a record, or a line that is not one.
 #[derive(Debug)]
 pub enum Entry {
-    Record(AccountingRecord),
+    /// Boxed: a record is large and most entries are records.
+    Record(Box<AccountingRecord>),
     Invalid {
         /// The 1-based physical line number.
         line: u64,
@@ -161,7 +162,7 @@ impl<R: BufRead> Reader<R> {
             }
             self.entry += 1;
             return Some(Ok(match AccountingRecord::parse_line(text) {
-                Ok(r) => Entry::Record(r),
+                Ok(r) => Entry::Record(Box::new(r)),
                 Err(error) => Entry::Invalid {
                     line: self.line,
                     entry: self.entry,

@@ -261,11 +261,9 @@ pub fn write_report(
     report: &HostReport,
 ) -> Result<(), crate::spool::SpoolError> {
     let dir = daemon_dir.join("hosts");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| crate::spool::SpoolError::io("mkdir", &dir, e))?;
-    let text = serde_json::to_vec(report).map_err(|e| {
-        crate::spool::SpoolError::io("serialize", &dir, std::io::Error::other(e))
-    })?;
+    std::fs::create_dir_all(&dir).map_err(|e| crate::spool::SpoolError::io("mkdir", &dir, e))?;
+    let text = serde_json::to_vec(report)
+        .map_err(|e| crate::spool::SpoolError::io("serialize", &dir, std::io::Error::other(e)))?;
     crate::spool::durable::write_replace(&dir, &format!("{}.json", report.host), &text, 0o644)
 }
 

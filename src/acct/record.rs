@@ -274,10 +274,9 @@ impl AccountingRecord {
             io: result.io,
             category: category(job),
             iow: result.iow,
-            pe_taskid: result
-                .pe_taskid
-                .clone()
-                .unwrap_or_else(|| NONE.to_string()),
+            // The shepherd reports one result per task, the master's: PE slave tasks are
+            // part of it, as with SGE's loosely integrated PEs.
+            pe_taskid: NONE.to_string(),
             maxvmem: result.maxvmem,
             arid: 0,
             ar_submission_time: 0,
@@ -375,7 +374,8 @@ impl AccountingRecord {
             f = rebuilt;
         }
         let s = |i: usize, default: &str| -> String {
-            f.get(i).map_or_else(|| default.to_string(), |v| v.to_string())
+            f.get(i)
+                .map_or_else(|| default.to_string(), |v| v.to_string())
         };
         let int = |i: usize| f.get(i).map_or(0, |v| atol(v));
         let float = |i: usize| f.get(i).map_or(0.0, |v| atof(v));
@@ -533,10 +533,7 @@ mod tests {
 
     #[test]
     fn short_and_sloppy_lines_read_like_sge() {
-        assert_eq!(
-            AccountingRecord::parse_line(""),
-            Err(RecordError::Empty)
-        );
+        assert_eq!(AccountingRecord::parse_line(""), Err(RecordError::Empty));
         assert!(matches!(
             AccountingRecord::parse_line("a:b:c"),
             Err(RecordError::TooFewFields { found: 3 })
@@ -547,7 +544,9 @@ mod tests {
         assert_eq!(r.slots, 1);
         let sloppy = JOB2.replace(":2:sge:", ":x2:sge:");
         assert_eq!(
-            AccountingRecord::parse_line(&sloppy).expect("parse").job_number,
+            AccountingRecord::parse_line(&sloppy)
+                .expect("parse")
+                .job_number,
             0
         );
     }

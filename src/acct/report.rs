@@ -143,11 +143,7 @@ pub fn detail(r: &AccountingRecord) -> String {
     let colon = if r.failed != 0 { ":" } else { "" };
     line(
         "failed",
-        &format!(
-            "{:<3} {colon} {}",
-            r.failed,
-            failure_description(r.failed)
-        ),
+        &format!("{:<3} {colon} {}", r.failed, failure_description(r.failed)),
     );
     if r.exit_status >= 128 {
         line(

@@ -126,7 +126,10 @@ impl UsageTable {
     /// entries that are all kept as of `now`.
     fn fold(&mut self, r: &AccountingRecord, now: i64) {
         let u = Usage::of(r).scaled(decay_factor(self.halftime_secs, r.end_time, now));
-        for (map, key) in [(&mut self.users, &r.owner), (&mut self.projects, &r.project)] {
+        for (map, key) in [
+            (&mut self.users, &r.owner),
+            (&mut self.projects, &r.project),
+        ] {
             if map_key_counts(key) {
                 let e = map.entry(key.clone()).or_insert(DecayedUsage {
                     usage: Usage::default(),
@@ -143,7 +146,10 @@ impl UsageTable {
         let halftime = self.halftime_secs;
         let t = r.end_time;
         let u = Usage::of(r);
-        for (map, key) in [(&mut self.users, &r.owner), (&mut self.projects, &r.project)] {
+        for (map, key) in [
+            (&mut self.users, &r.owner),
+            (&mut self.projects, &r.project),
+        ] {
             if map_key_counts(key) {
                 let e = map.entry(key.clone()).or_insert(DecayedUsage {
                     usage: Usage::default(),
@@ -224,7 +230,7 @@ mod tests {
         let b = incremental.user("alice", now);
         assert!((a.cpu - b.cpu).abs() < 1e-9, "{a:?} {b:?}");
         assert!((a.cpu - 50.0).abs() < 1e-9, "100 decayed twice, 50 once");
-        assert!(folded.projects.get("NONE").is_none());
+        assert!(!folded.projects.contains_key("NONE"));
         assert!((folded.project("p1", now).cpu - a.cpu).abs() < 1e-9);
         let w = BTreeMap::from([("cpu".to_string(), 1.0), ("mem".to_string(), 2.0)]);
         assert!((a.combined(&w) - 2.0 * a.cpu).abs() < 1e-9);

@@ -68,7 +68,7 @@ struct TaskRange {
 
 impl TaskRange {
     fn contains(&self, task: u32) -> bool {
-        task >= self.first && task <= self.last && (task - self.first) % self.step == 0
+        task >= self.first && task <= self.last && (task - self.first).is_multiple_of(self.step)
     }
 }
 
@@ -141,7 +141,10 @@ pub fn parse_date_time(text: &str, now: i64) -> Option<i64> {
         return None;
     }
     let tz = TimeZone::system();
-    let this_year = Timestamp::from_second(now).ok()?.to_zoned(tz.clone()).year();
+    let this_year = Timestamp::from_second(now)
+        .ok()?
+        .to_zoned(tz.clone())
+        .year();
     let num = |s: &str| s.parse::<i16>().ok();
     let (year, rest) = match main.len() {
         8 => (this_year, main),
@@ -266,10 +269,11 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             "-slots" => match optional_value(args, &mut i) {
                 None => column(&mut o.slots, None),
                 // `atol`: a value that is not a positive number neither filters nor shows.
-                Some(v) => match leading_number(&v).filter(|n| *n > 0) {
-                    Some(n) => column(&mut o.slots, Some(n.to_string())),
-                    None => {}
-                },
+                Some(v) => {
+                    if let Some(n) = leading_number(&v).filter(|n| *n > 0) {
+                        column(&mut o.slots, Some(n.to_string()));
+                    }
+                }
             },
             "-A" => {
                 let v = optional_value(args, &mut i);
@@ -380,7 +384,13 @@ impl Groups {
 }
 
 fn key(o: &Options, r: &AccountingRecord) -> Key {
-    let s = |c: &Column, v: &str| if c.shown { v.to_string() } else { String::new() };
+    let s = |c: &Column, v: &str| {
+        if c.shown {
+            v.to_string()
+        } else {
+            String::new()
+        }
+    };
     (
         s(&o.host, &r.hostname),
         s(&o.queue, &r.qname),
@@ -433,12 +443,10 @@ impl Options {
     /// counting from `-b`, back from `-e`, or back from now, as SGE does.
     fn window(&self, now: i64) -> (Option<i64>, Option<i64>) {
         let day = 24 * 3600;
-        let end = self
-            .end
-            .or_else(|| match (self.days, self.begin) {
-                (Some(d), Some(b)) => Some(b + d * day),
-                _ => None,
-            });
+        let end = self.end.or_else(|| match (self.days, self.begin) {
+            (Some(d), Some(b)) => Some(b + d * day),
+            _ => None,
+        });
         let begin = self.begin.or_else(|| match (self.days, self.end) {
             (Some(d), Some(e)) => Some(e - d * day),
             (Some(d), None) => Some(now - d * day),
@@ -460,9 +468,10 @@ impl Options {
             && eq(&self.owner, &r.owner)
             && eq(&self.group, &r.group)
             && (self.queue_patterns.is_empty()
-                || self.queue_patterns.iter().any(|p| {
-                    pattern::matches(p, &format!("{}@{}", r.qname, r.hostname))
-                }))
+                || self
+                    .queue_patterns
+                    .iter()
+                    .any(|p| pattern::matches(p, &format!("{}@{}", r.qname, r.hostname))))
             && eq(&self.project, &r.project)
             && eq(&self.department, &r.department)
             && eq(&self.pe, &r.granted_pe)
@@ -493,11 +502,7 @@ impl Options {
 /// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
 /// accounting file, used when no `-f` is given (`None` when no cell could be found, with the
 /// reason).
-pub fn run_with(
-    args: &[String],
-    default_file: Result<PathBuf, String>,
-    now: i64,
-) -> Output {
+pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
     let mut out = Output::default();
     let (o, help) = match parse_args(args, now) {
         Ok(v) => v,

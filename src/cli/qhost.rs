@@ -233,17 +233,30 @@ fn resources(host: &HostConfig, l: &HostLoad) -> Vec<(String, String)> {
         ("hl:load_short".into(), f(l.load_short)),
         ("hl:load_medium".into(), f(l.load_medium)),
         ("hl:load_long".into(), f(l.load_long)),
-        ("hl:arch".into(), if l.arch.is_empty() { host.arch.clone() } else { l.arch.clone() }),
+        (
+            "hl:arch".into(),
+            if l.arch.is_empty() {
+                host.arch.clone()
+            } else {
+                l.arch.clone()
+            },
+        ),
         ("hl:num_proc".into(), f(f64::from(l.num_proc))),
         ("hl:mem_free".into(), memory3(l.mem_free)),
         ("hl:swap_free".into(), memory3(l.swap_free)),
         ("hl:virtual_free".into(), memory3(l.mem_free + l.swap_free)),
         ("hl:mem_total".into(), memory3(l.mem_total)),
         ("hl:swap_total".into(), memory3(l.swap_total)),
-        ("hl:virtual_total".into(), memory3(l.mem_total + l.swap_total)),
+        (
+            "hl:virtual_total".into(),
+            memory3(l.mem_total + l.swap_total),
+        ),
         ("hl:mem_used".into(), memory3(l.mem_used())),
         ("hl:swap_used".into(), memory3(l.swap_used())),
-        ("hl:virtual_used".into(), memory3(l.mem_used() + l.swap_used())),
+        (
+            "hl:virtual_used".into(),
+            memory3(l.mem_used() + l.swap_used()),
+        ),
         ("hl:cpu".into(), f(l.cpu)),
         ("hl:m_topology".into(), l.m_topology.clone()),
         ("hl:m_topology_inuse".into(), l.m_topology.clone()),
@@ -328,9 +341,27 @@ fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) ->
 fn known_attribute(config: &ClusterConfig, name: &str) -> bool {
     matches!(
         name,
-        "arch" | "a" | "hostname" | "h" | "num_proc" | "p" | "m_socket" | "m_core"
-            | "m_thread" | "mem_total" | "mt" | "mem_free" | "mf" | "mem_used" | "mu"
-            | "swap_total" | "st" | "swap_free" | "sf" | "load_avg" | "la"
+        "arch"
+            | "a"
+            | "hostname"
+            | "h"
+            | "num_proc"
+            | "p"
+            | "m_socket"
+            | "m_core"
+            | "m_thread"
+            | "mem_total"
+            | "mt"
+            | "mem_free"
+            | "mf"
+            | "mem_used"
+            | "mu"
+            | "swap_total"
+            | "st"
+            | "swap_free"
+            | "sf"
+            | "load_avg"
+            | "la"
     ) || config.complex(name).is_some()
 }
 
@@ -479,7 +510,10 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
         out.out("<?xml version='1.0'?>");
         out.out("<qhost xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qhost/qhost.xsd\">");
         let value = |out: &mut Output, n: &str, v: &str| {
-            out.out(format!("   <hostvalue name='{n}'>{}</hostvalue>", xml_escape(v)));
+            out.out(format!(
+                "   <hostvalue name='{n}'>{}</hostvalue>",
+                xml_escape(v)
+            ));
         };
         let host_values = |out: &mut Output, v: &HostValues| {
             value(out, "arch_string", &v.arch);
@@ -521,7 +555,9 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
                     let q = xml_escape(&q);
                     out.out(format!(" <queue name='{q}'>"));
                     let qv = |out: &mut Output, n: &str, v: &str| {
-                        out.out(format!("   <queuevalue qname='{q}' name='{n}'>{v}</queuevalue>"));
+                        out.out(format!(
+                            "   <queuevalue qname='{q}' name='{n}'>{v}</queuevalue>"
+                        ));
                     };
                     qv(&mut out, "qtype_string", &t);
                     qv(&mut out, "slots_used", &u.to_string());
@@ -557,7 +593,11 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     }
     for h in &hosts {
         let st = status(h);
-        out.out(table_line(&h.name, &HostValues::of(h, st.load.as_ref()), topology));
+        out.out(table_line(
+            &h.name,
+            &HostValues::of(h, st.load.as_ref()),
+            topology,
+        ));
         if let (Some(sel), Some(l)) = (&o.resources, &st.load) {
             let mut first = true;
             for (k, v) in resources(h, l) {

@@ -72,9 +72,6 @@ pub struct TaskResult {
     pub iow: f64,
     /// Bytes.
     pub maxvmem: f64,
-    /// For a slave task of a tightly integrated parallel job, its PE task id (accounting's
-    /// `pe_taskid`); `None` for the job's master task.
-    pub pe_taskid: Option<String>,
 }
 
 /// What the launcher reports back to the scheduler, over a channel, as tasks start and end.
