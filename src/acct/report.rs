@@ -213,6 +213,16 @@ impl Totals {
         self.io += r.io;
         self.iow += r.iow;
     }
+
+    pub fn merge(&mut self, t: &Totals) {
+        self.wallclock += t.wallclock;
+        self.utime += t.utime;
+        self.stime += t.stime;
+        self.cpu += t.cpu;
+        self.mem += t.mem;
+        self.io += t.io;
+        self.iow += t.iow;
+    }
 }
 
 /// The numeric columns' title, as SGE prints it after the grouping columns.

@@ -11,7 +11,7 @@ use super::Output;
 use crate::acct::report::{self, Totals};
 use crate::acct::{AccountingRecord, Entry, Reader};
 use crate::compat::pattern;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// `qacct -help`, exactly as SGE 8.1.9 prints it.
@@ -341,66 +341,62 @@ type SortKey = (String, String, String, String, String, String, String, u32);
 
 /// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE and
 /// slots; accounts are not sorted — SGE inserts a new account in front of the others of the
-/// same sorted key, so they appear newest first.
+/// same sorted key, so they appear newest first. Collected in a hash map (one lookup per
+/// record), sorted once for printing.
 #[derive(Debug, Default)]
 struct Groups {
-    map: BTreeMap<SortKey, Vec<(String, Totals)>>,
+    map: HashMap<SortKey, Vec<(String, Totals)>>,
 }
 
 impl Groups {
-    fn add(&mut self, k: Key, r: &AccountingRecord) {
+    fn add(&mut self, k: Key, r: &Totals) {
         let (h, q, g, o, p, d, pe, sl, account) = k;
         let run = self.map.entry((h, q, g, o, p, d, pe, sl)).or_default();
         match run.iter_mut().find(|(a, _)| *a == account) {
-            Some((_, t)) => t.add(r),
-            None => {
-                let mut t = Totals::default();
-                t.add(r);
-                run.insert(0, (account, t));
-            }
+            Some((_, t)) => t.merge(r),
+            None => run.insert(0, (account, *r)),
         }
     }
 
     fn iter(&self) -> impl Iterator<Item = (Key, &Totals)> {
-        self.map.iter().flat_map(|(k, run)| {
-            run.iter().map(move |(a, t)| {
-                (
+        let mut keys: Vec<&SortKey> = self.map.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .filter_map(|k| self.map.get_key_value(k))
+            .flat_map(|(k, run)| {
+                run.iter().map(move |(a, t)| {
                     (
-                        k.0.clone(),
-                        k.1.clone(),
-                        k.2.clone(),
-                        k.3.clone(),
-                        k.4.clone(),
-                        k.5.clone(),
-                        k.6.clone(),
-                        k.7,
-                        a.clone(),
-                    ),
-                    t,
-                )
+                        (
+                            k.0.clone(),
+                            k.1.clone(),
+                            k.2.clone(),
+                            k.3.clone(),
+                            k.4.clone(),
+                            k.5.clone(),
+                            k.6.clone(),
+                            k.7,
+                            a.clone(),
+                        ),
+                        t,
+                    )
+                })
             })
-        })
     }
 }
 
-fn key(o: &Options, r: &AccountingRecord) -> Key {
-    let s = |c: &Column, v: &str| {
-        if c.shown {
-            v.to_string()
-        } else {
-            String::new()
-        }
-    };
+/// The grouping key of a record, taking its strings (the record is not needed after).
+fn key(o: &Options, r: AccountingRecord) -> Key {
+    let s = |c: &Column, v: String| if c.shown { v } else { String::new() };
     (
-        s(&o.host, &r.hostname),
-        s(&o.queue, &r.qname),
-        s(&o.group, &r.group),
-        s(&o.owner, &r.owner),
-        s(&o.project, &r.project),
-        s(&o.department, &r.department),
-        s(&o.pe, &r.granted_pe),
+        s(&o.host, r.hostname),
+        s(&o.queue, r.qname),
+        s(&o.group, r.group),
+        s(&o.owner, r.owner),
+        s(&o.project, r.project),
+        s(&o.department, r.department),
+        s(&o.pe, r.granted_pe),
         if o.slots.shown { r.slots } else { 0 },
-        s(&o.account, &r.account),
+        s(&o.account, r.account),
     )
 }
 
@@ -576,12 +572,14 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             out.stdout.push_str(&report::detail(&r));
             found = true;
         }
-        totals.add(&r);
+        let mut this = Totals::default();
+        this.add(&r);
+        totals.merge(&this);
         if first_host.is_none() {
             first_host = Some(r.hostname.clone());
         }
         if grouped {
-            groups.add(key(&o, &r), &r);
+            groups.add(key(&o, *r), &this);
         }
     }
 
