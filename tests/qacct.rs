@@ -487,3 +487,30 @@ fn qacct_share_tree_usage_from_the_captured_file() {
     assert!(u.cpu > 0.15 && u.cpu < 0.157, "{u:?}");
     assert!(table.projects.is_empty());
 }
+
+#[test]
+fn qacct_scheduler_accounts_a_finished_task() {
+    let cell = TestCell::new();
+    let config = default_config();
+    let path = cell.spool.accounting_path();
+    let mut usage = acct::UsageTable::new(acct::halftime_secs(&config));
+    assert_eq!(usage.halftime_secs, 336.0 * 3600.0);
+    let line = captured_lines()
+        .into_iter()
+        .find(|l| l.contains(":exit3.sh:29:"))
+        .expect("job 29");
+    let (job, placement, result) = task_behind(&line);
+    let record =
+        acct::account_task(&path, &job, &placement, &result, &config, &mut usage).expect("account");
+    assert_eq!(record.to_line(), line);
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(text, format!("{}{line}\n", acct::HEADER));
+    assert_eq!(usage.user("sgeuser", record.end_time).cpu, record.cpu);
+    let out = gridspool::cli::qacct::run_with(
+        &["-j".into(), "29".into()],
+        Ok(path.clone()),
+        record.end_time,
+    );
+    let cap = Capture::load("qacct/j-exit3.txt");
+    assert_eq!(normalise_dates(&out.stdout), normalise_dates(&cap.stdout));
+}

@@ -15,3 +15,31 @@ pub mod usage;
 pub use file::{AcctError, Entry, HEADER, Reader, append};
 pub use record::{AccountingRecord, RecordError, category};
 pub use usage::{DecayedUsage, FoldReport, Usage, UsageTable, decay_factor};
+
+use crate::config::ClusterConfig;
+use crate::launch::protocol::{Placement, TaskResult};
+use crate::model::JobRecord;
+use std::path::Path;
+
+/// What `sched_d` does when a task ends: builds the task's record, appends it (synced) to the
+/// accounting file at `path`, and folds it into the share-tree usage. Returns the record
+/// (for logs and `qstat -j`'s usage line).
+pub fn account_task(
+    path: &Path,
+    job: &JobRecord,
+    placement: &Placement,
+    result: &TaskResult,
+    config: &ClusterConfig,
+    usage: &mut UsageTable,
+) -> Result<AccountingRecord, AcctError> {
+    let record = AccountingRecord::from_task(job, placement, result, config);
+    append(path, std::slice::from_ref(&record))?;
+    usage.add(&record);
+    Ok(record)
+}
+
+/// `sched_conf(5)` `halftime` (hours; 0 means usage never decays) in seconds, as
+/// [`UsageTable`] takes it.
+pub fn halftime_secs(config: &ClusterConfig) -> f64 {
+    (config.scheduler.halftime * 3600.0).max(0.0)
+}
