@@ -20,7 +20,7 @@ fn fixture_proc(dir: &Path) {
     .expect("w");
     std::fs::write(
         dir.join("meminfo"),
-        "MemTotal:       24684100 kB\nMemFree:        20000000 kB\nMemAvailable:   24096548 kB\nBuffers:          100000 kB\nCached:          3000000 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
+        "MemTotal:       24684100 kB\nMemFree:        20996548 kB\nMemAvailable:   24096548 kB\nBuffers:          100000 kB\nCached:          3000000 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
     )
     .expect("w");
     std::fs::write(

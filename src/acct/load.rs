@@ -116,15 +116,9 @@ impl HostLoad {
                 .map_or(0.0, |v| v * 1024.0)
         };
         let mem_total = kb("MemTotal");
-        // SGE's mem_free counts free memory plus buffers and page cache.
-        let mem_free = {
-            let available = kb("MemAvailable");
-            if available > 0.0 {
-                available
-            } else {
-                kb("MemFree") + kb("Buffers") + kb("Cached")
-            }
-        };
+        // SGE's Linux load sensor counts free memory plus buffers and page cache as free
+        // (not the kernel's newer MemAvailable estimate).
+        let mem_free = kb("MemFree") + kb("Buffers") + kb("Cached");
         let (swap_total, swap_free) = (kb("SwapTotal"), kb("SwapFree"));
 
         let cpuinfo = read(&proc_dir.join("cpuinfo"))?;
