@@ -472,7 +472,7 @@ fn qacct_refuses_what_it_cannot_do() {
     }
     let out = run_f(f.path(), &["-x"]);
     assert_eq!(out.code, 1);
-    assert_eq!(out.stderr, gridspool::cli::qacct::USAGE);
+    assert_eq!(out.stderr, gridspool::cli::qacct::usage());
 }
 
 #[test]

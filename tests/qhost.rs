@@ -278,13 +278,13 @@ vm                      lx-amd64        2  2.18   23.5G  573.8M     0.0     0.0
         out.stderr,
         format!(
             "{}error: invalid option argument \"-x\"\n",
-            gridspool::cli::qhost::USAGE
+            gridspool::cli::qhost::usage()
         )
     );
     let out = run(&["-help"]);
     assert_eq!(
         (out.stdout.as_str(), out.code),
-        (gridspool::cli::qhost::USAGE, 0)
+        (gridspool::cli::qhost::usage().as_str(), 0)
     );
     let out = run(&["-j"]);
     assert_eq!(out.code, 1);

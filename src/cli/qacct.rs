@@ -10,38 +10,122 @@
 use super::Output;
 use crate::acct::report::{self, Totals};
 use crate::acct::{AccountingRecord, Entry, Reader};
+use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support, help_lines};
 use crate::compat::pattern;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// `qacct -help`, exactly as SGE 8.1.9 prints it.
-pub const USAGE: &str = "SGE 8.1.9
-usage: qacct [options]
- [-ar [ar_id]]                     list [matching] advance reservations
- [-A [account_string]]             list [matching] account
- [-b begin_time]                   jobs started after
- [-d days]                         jobs started during the last d days
- [-D [department]]                 list [matching] department
- [-e end_time]                     jobs started before
- [-E]                              select job end time, not start
- [[-f] acctfile]                   use alternate accounting file
- [-g [groupid|groupname]]          list [matching] group
- [-h [host]]                       list [matching] host
- [-help]                           display this message
- [-j [job_id|job_name|pattern]]    list all [matching] jobs
- [-l attr=val,...]                 request given complex attributes
- [-m]                              list only master tasks
- [-o [owner]]                      list [matching] owner
- [-u [owner]]                      list [matching] owner
- [-pe [pe_name]]                   list [matching] parallel environment
- [-P [project]]                    list [matching] project
- [-q [queue]]                      list [matching] queue
- [-slots [slots]]                  list [matching] job slots
- [-t taskid[-taskid[:step]]]       list all [matching] tasks (requires -j option)
+/// `qacct`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
+/// and the generated man page and completions.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-ar",
+        Arity::Optional,
+        "[-ar [ar_id]]",
+        "list [matching] advance reservations",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-A",
+        Arity::Optional,
+        "[-A [account_string]]",
+        "list [matching] account",
+    ),
+    OptionSpec::new("-b", Arity::One, "[-b begin_time]", "jobs started after"),
+    OptionSpec::new(
+        "-d",
+        Arity::One,
+        "[-d days]",
+        "jobs started during the last d days",
+    ),
+    OptionSpec::new(
+        "-D",
+        Arity::Optional,
+        "[-D [department]]",
+        "list [matching] department",
+    ),
+    OptionSpec::new("-e", Arity::One, "[-e end_time]", "jobs started before"),
+    OptionSpec::new("-E", Arity::Flag, "[-E]", "select job end time, not start"),
+    OptionSpec::new(
+        "-f",
+        Arity::One,
+        "[[-f] acctfile]",
+        "use alternate accounting file",
+    ),
+    OptionSpec::new(
+        "-g",
+        Arity::Optional,
+        "[-g [groupid|groupname]]",
+        "list [matching] group",
+    ),
+    OptionSpec::new("-h", Arity::Optional, "[-h [host]]", "list [matching] host"),
+    OptionSpec::new("-help", Arity::Flag, "[-help]", "display this message"),
+    OptionSpec::new(
+        "-j",
+        Arity::Optional,
+        "[-j [job_id|job_name|pattern]]",
+        "list all [matching] jobs",
+    ),
+    OptionSpec::new(
+        "-l",
+        Arity::One,
+        "[-l attr=val,...]",
+        "request given complex attributes",
+    )
+    .unsupported(),
+    OptionSpec::new("-m", Arity::Flag, "[-m]", "list only master tasks"),
+    OptionSpec::new(
+        "-o",
+        Arity::Optional,
+        "[-o [owner]]",
+        "list [matching] owner",
+    ),
+    OptionSpec::new(
+        "-u",
+        Arity::Optional,
+        "[-u [owner]]",
+        "list [matching] owner",
+    ),
+    OptionSpec::new(
+        "-pe",
+        Arity::Optional,
+        "[-pe [pe_name]]",
+        "list [matching] parallel environment",
+    ),
+    OptionSpec::new(
+        "-P",
+        Arity::Optional,
+        "[-P [project]]",
+        "list [matching] project",
+    ),
+    OptionSpec::new(
+        "-q",
+        Arity::Optional,
+        "[-q [queue]]",
+        "list [matching] queue",
+    ),
+    OptionSpec::new(
+        "-slots",
+        Arity::Optional,
+        "[-slots [slots]]",
+        "list [matching] job slots",
+    ),
+    // Optional in the table so that a missing list gets SGE's own message.
+    OptionSpec::new(
+        "-t",
+        Arity::Optional,
+        "[-t taskid[-taskid[:step]]]",
+        "list all [matching] tasks (requires -j option)",
+    ),
+];
 
- begin_time, end_time              [[CC]YYMMDDhhmm[.SS]
- queue                             [cluster_queue|queue_instance|queue_domain|pattern]
-";
+/// `qacct -help`, exactly as SGE 8.1.9 prints it.
+pub fn usage() -> String {
+    format!(
+        "SGE 8.1.9\nusage: qacct [options]\n{}\n begin_time, end_time              [[CC]YYMMDDhhmm[.SS]\n queue                             [cluster_queue|queue_instance|queue_domain|pattern]\n",
+        help_lines(OPTIONS, " ", 34)
+    )
+}
 
 /// A grouping column: shown when its option is given; filtered when given with a value.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -109,26 +193,6 @@ enum UsageError {
     BadDate,
 }
 
-fn optional_value(args: &[String], i: &mut usize) -> Option<String> {
-    match args.get(*i + 1) {
-        Some(v) if !v.starts_with('-') => {
-            *i += 1;
-            Some(v.clone())
-        }
-        _ => None,
-    }
-}
-
-fn required_value(args: &[String], i: &mut usize) -> Result<String, UsageError> {
-    match args.get(*i + 1) {
-        Some(v) => {
-            *i += 1;
-            Ok(v.clone())
-        }
-        None => Err(UsageError::Plain),
-    }
-}
-
 /// `[[CC]YY]MMDDhhmm[.SS]` in local time, as `qsub -a` and `qacct -b/-e` read it.
 pub fn parse_date_time(text: &str, now: i64) -> Option<i64> {
     use jiff::{Timestamp, civil, tz::TimeZone};
@@ -180,28 +244,41 @@ fn group_name(value: String) -> String {
 }
 
 fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> {
+    // SGE's qacct answers a bad or incomplete option with its usage alone.
+    let parsed = options::parse(
+        OPTIONS,
+        args,
+        OperandMode::Interleaved,
+        &Origin::CommandLine,
+    )
+    .map_err(|_| UsageError::Plain)?;
+    if !parsed.operands.is_empty() {
+        return Err(UsageError::Plain);
+    }
     let mut o = Options::default();
     let mut help = false;
-    let mut i = 0;
-    while i < args.len() {
+    for opt in &parsed.options {
         let column = |c: &mut Column, v: Option<String>| {
             c.shown = true;
             if v.is_some() {
                 c.filter = v;
             }
         };
-        match args[i].as_str() {
-            "-o" | "-u" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.owner, v);
-            }
-            "-g" => {
-                let v = optional_value(args, &mut i).map(group_name);
-                column(&mut o.group, v);
-            }
+        let value = opt.values.first().cloned();
+        if opt.spec.support == Support::Unsupported {
+            return Err(UsageError::Refused(match opt.spec.name {
+                "-ar" => "error: -ar: gridspool has no advance reservations".into(),
+                name => format!(
+                    "error: {name}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct"
+                ),
+            }));
+        }
+        match opt.spec.name {
+            "-o" | "-u" => column(&mut o.owner, value),
+            "-g" => column(&mut o.group, value.map(group_name)),
             "-q" => {
                 o.queue.shown = true;
-                if let Some(q) = optional_value(args, &mut i) {
+                if let Some(q) = value {
                     // SGE shows the host column too when a queue is named.
                     o.host.shown = true;
                     let q = match q.split_once('@') {
@@ -212,12 +289,9 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                     o.queue_patterns.push(q);
                 }
             }
-            "-h" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.host, v);
-            }
+            "-h" => column(&mut o.host, value),
             "-j" => {
-                o.job = match optional_value(args, &mut i) {
+                o.job = match value {
                     None => Some(JobSelect::All),
                     Some(v) => match leading_number(&v) {
                         Some(n) if n > 0 => Some(JobSelect::Number(n)),
@@ -228,45 +302,32 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                 };
             }
             "-t" => {
-                let Some(v) = args.get(i + 1).filter(|v| !v.starts_with('-')) else {
-                    return Err(UsageError::Message(
-                        "-t option must have a list of task id ranges".into(),
-                    ));
-                };
-                i += 1;
-                o.tasks = Some(parse_task_range(v).ok_or_else(|| {
+                let v = value.ok_or_else(|| {
+                    UsageError::Message("-t option must have a list of task id ranges".into())
+                })?;
+                o.tasks = Some(parse_task_range(&v).ok_or_else(|| {
                     UsageError::Message(format!("invalid list of task id ranges: {v}"))
                 })?);
             }
             "-b" | "-e" => {
-                let which = args[i].clone();
-                let v = required_value(args, &mut i)?;
+                let v = value.unwrap_or_default();
                 let t = parse_date_time(&v, now).ok_or(UsageError::BadDate)?;
-                if which == "-b" {
+                if opt.spec.name == "-b" {
                     o.begin = Some(t);
                 } else {
                     o.end = Some(t);
                 }
             }
             "-d" => {
-                let v = required_value(args, &mut i)?;
+                let v = value.unwrap_or_default();
                 o.days = Some(v.parse::<u32>().map_err(|_| UsageError::Plain)?.into());
             }
             "-E" => o.by_end_time = true,
             "-m" => o.master_only = true,
-            "-P" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.project, v);
-            }
-            "-D" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.department, v);
-            }
-            "-pe" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.pe, v);
-            }
-            "-slots" => match optional_value(args, &mut i) {
+            "-P" => column(&mut o.project, value),
+            "-D" => column(&mut o.department, value),
+            "-pe" => column(&mut o.pe, value),
+            "-slots" => match value {
                 None => column(&mut o.slots, None),
                 // `atol`: a value that is not a positive number neither filters nor shows.
                 Some(v) => {
@@ -275,25 +336,11 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                     }
                 }
             },
-            "-A" => {
-                let v = optional_value(args, &mut i);
-                column(&mut o.account, v);
-            }
-            "-f" => o.file = Some(PathBuf::from(required_value(args, &mut i)?)),
+            "-A" => column(&mut o.account, value),
+            "-f" => o.file = value.map(PathBuf::from),
             "-help" => help = true,
-            "-ar" => {
-                return Err(UsageError::Refused(
-                    "error: -ar: gridspool has no advance reservations".into(),
-                ));
-            }
-            "-l" => {
-                return Err(UsageError::Refused(
-                    "error: -l: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct".into(),
-                ));
-            }
             _ => return Err(UsageError::Plain),
         }
-        i += 1;
     }
     Ok((o, help))
 }
@@ -504,15 +551,15 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         Ok(v) => v,
         Err(e) => {
             match e {
-                UsageError::Plain => out.stderr.push_str(USAGE),
+                UsageError::Plain => out.stderr.push_str(&usage()),
                 UsageError::Message(m) => {
                     out.err(m);
-                    out.stderr.push_str(USAGE);
+                    out.stderr.push_str(&usage());
                 }
                 UsageError::Refused(m) => out.err(m),
                 UsageError::BadDate => {
                     out.err("\nInvalid format of date/hour-minute field.");
-                    out.stderr.push_str(USAGE);
+                    out.stderr.push_str(&usage());
                 }
             }
             out.code = 1;
@@ -520,7 +567,7 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         }
     };
     if help {
-        out.stdout.push_str(USAGE);
+        out.stdout.push_str(&usage());
         return out;
     }
     let path = match o.file.clone().map_or(default_file, Ok) {
@@ -587,7 +634,7 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         // SGE reads the file before it notices (so invalid lines are reported first).
         (None | Some(JobSelect::All), Some(_)) => {
             out.err("error: -t option requires -j option with an argument");
-            out.stderr.push_str(USAGE);
+            out.stderr.push_str(&usage());
             out.code = 1;
             return out;
         }

@@ -9,24 +9,66 @@
 
 use super::Output;
 use crate::acct::load::{self, HostLoad, HostReport, MAX_UNHEARD_SECS};
+use crate::compat::options::{
+    self, ArgError, Arity, OperandMode, OptionSpec, Origin, Support, help_lines,
+};
 use crate::config::{ClusterConfig, HostConfig, QueueConfig};
 use crate::model::JobRecord;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// `qhost`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
+/// and the generated man page and completions.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-F",
+        Arity::Optional,
+        "[-F [resource_attribute]]",
+        "show (selected) resources",
+    ),
+    OptionSpec::new(
+        "-h",
+        Arity::One,
+        "[-h hostlist]",
+        "display only selected hosts",
+    ),
+    OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
+    OptionSpec::new("-j", Arity::Flag, "[-j]", "display jobs hosted by host").unsupported(),
+    OptionSpec::new(
+        "-l",
+        Arity::One,
+        "[-l attr=val,...]",
+        "request the given resources",
+    ),
+    OptionSpec::new(
+        "-ncb",
+        Arity::Flag,
+        "[-ncb]",
+        "suppress host topology based information",
+    ),
+    OptionSpec::new("-q", Arity::Flag, "[-q]", "display queues hosted by host"),
+    OptionSpec::new(
+        "-u",
+        Arity::One,
+        "[-u user[,user,...]]",
+        "show only jobs for user",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-xml",
+        Arity::Flag,
+        "[-xml]",
+        "display the information in XML format",
+    ),
+];
+
 /// `qhost -help`, exactly as SGE 8.1.9 prints it.
-pub const USAGE: &str = "SGE 8.1.9
-usage: qhost [options]
-  [-F [resource_attribute]]  show (selected) resources
-  [-h hostlist]              display only selected hosts
-  [-help]                    print this help
-  [-j]                       display jobs hosted by host
-  [-l attr=val,...]          request the given resources
-  [-ncb]                     suppress host topology based information
-  [-q]                       display queues hosted by host
-  [-u user[,user,...]]       show only jobs for user
-  [-xml]                     display the information in XML format
-";
+pub fn usage() -> String {
+    format!(
+        "SGE 8.1.9\nusage: qhost [options]\n{}",
+        help_lines(OPTIONS, "  ", 27)
+    )
+}
 
 /// Everything `qhost` needs besides its arguments, gathered by [`main`] (or a test).
 #[derive(Debug, Clone)]
@@ -67,54 +109,54 @@ enum ParseError {
 }
 
 fn parse(args: &[String]) -> Result<Options, ParseError> {
+    let parsed = options::parse(
+        OPTIONS,
+        args,
+        OperandMode::Interleaved,
+        &Origin::CommandLine,
+    )
+    .map_err(|e| match e {
+        ArgError::Unknown(_) => ParseError::UsageThen(format!("error: {e}")),
+        ArgError::MissingValue(_) => ParseError::Message(format!("error: {e}")),
+    })?;
+    if let Some(word) = parsed.operands.first() {
+        return Err(ParseError::UsageThen(format!(
+            "error: invalid option argument \"{word}\""
+        )));
+    }
     let mut o = Options::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let value = |i: &mut usize| -> Option<String> {
-            let v = args.get(*i + 1)?;
-            *i += 1;
-            Some(v.clone())
-        };
-        match a {
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    for opt in &parsed.options {
+        let value = opt.values.first().map(String::as_str);
+        if opt.spec.support == Support::Unsupported {
+            return Err(ParseError::Message(format!(
+                "error: {}: gridspool's qhost does not list jobs per host yet; use qstat -s r",
+                opt.spec.name
+            )));
+        }
+        match opt.spec.name {
             "-q" => o.queues = true,
             "-xml" => o.xml = true,
             "-ncb" => o.no_topology = true,
             "-help" => return Err(ParseError::Help),
-            "-F" => {
-                let list = match args.get(i + 1) {
-                    Some(v) if !v.starts_with('-') => {
-                        i += 1;
-                        v.split(',')
-                            .filter(|s| !s.is_empty())
-                            .map(String::from)
-                            .collect()
-                    }
-                    _ => Vec::new(),
-                };
-                o.resources.get_or_insert_with(Vec::new).extend(list);
-            }
-            "-h" => {
-                let v = value(&mut i).ok_or_else(|| {
-                    ParseError::Message("error: -h option must have argument".into())
-                })?;
-                o.hosts
-                    .get_or_insert_with(Vec::new)
-                    .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
-            }
+            "-F" => o
+                .resources
+                .get_or_insert_with(Vec::new)
+                .extend(value.map(list).unwrap_or_default()),
+            "-h" => o
+                .hosts
+                .get_or_insert_with(Vec::new)
+                .extend(list(value.unwrap_or_default())),
             "-l" => {
-                let v = value(&mut i).ok_or_else(|| {
-                    ParseError::Message("error: -l option must have argument".into())
-                })?;
-                for req in v.split(',').filter(|s| !s.is_empty()) {
-                    let (k, val) = req.split_once('=').unwrap_or((req, "TRUE"));
+                for req in list(value.unwrap_or_default()) {
+                    let (k, val) = req.split_once('=').unwrap_or((&req, "TRUE"));
                     o.requests.push((k.to_string(), val.to_string()));
                 }
-            }
-            "-j" | "-u" => {
-                return Err(ParseError::Message(format!(
-                    "error: {a}: gridspool's qhost does not list jobs per host yet; use qstat -s r"
-                )));
             }
             other => {
                 return Err(ParseError::UsageThen(format!(
@@ -122,7 +164,6 @@ fn parse(args: &[String]) -> Result<Options, ParseError> {
                 )));
             }
         }
-        i += 1;
     }
     Ok(o)
 }
@@ -414,11 +455,11 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     let o = match parse(args) {
         Ok(o) => o,
         Err(ParseError::Help) => {
-            out.stdout.push_str(USAGE);
+            out.stdout.push_str(&usage());
             return out;
         }
         Err(ParseError::UsageThen(m)) => {
-            out.stderr.push_str(USAGE);
+            out.stderr.push_str(&usage());
             out.err(m);
             out.code = 1;
             return out;
@@ -433,7 +474,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     if let Some(hosts) = &o.hosts {
         for h in hosts {
             if config.hosts.iter().all(|c| !c.name.eq_ignore_ascii_case(h)) {
-                out.stderr.push_str(USAGE);
+                out.stderr.push_str(&usage());
                 out.err(format!("error: can't resolve hostname \"{h}\""));
                 out.code = 1;
                 return out;
