@@ -53,6 +53,16 @@ pub struct HostLoad {
     pub m_topology: String,
 }
 
+/// The texts of `/proc/loadavg`, `/proc/meminfo`, `/proc/cpuinfo` and `/proc/stat` (empty
+/// when unavailable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcTexts {
+    pub loadavg: String,
+    pub meminfo: String,
+    pub cpuinfo: String,
+    pub stat: String,
+}
+
 /// What `sched_d` publishes about a remote host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostReport {
@@ -97,19 +107,24 @@ impl HostLoad {
     /// `cpuinfo` and (optionally) `stat`.
     pub fn measure(proc_dir: &Path, arch: &str) -> Result<Self, LoadError> {
         let loadavg_path = proc_dir.join("loadavg");
-        let loadavg = read(&loadavg_path)?;
-        let mut fields = loadavg.split_whitespace().map(str::parse::<f64>);
-        let mut next = || match fields.next() {
-            Some(Ok(v)) => Ok(v),
-            _ => Err(LoadError::Parse {
-                path: loadavg_path.clone(),
-            }),
+        let texts = ProcTexts {
+            loadavg: read(&loadavg_path)?,
+            meminfo: read(&proc_dir.join("meminfo"))?,
+            cpuinfo: read(&proc_dir.join("cpuinfo"))?,
+            stat: std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default(),
         };
-        let (load_short, load_medium, load_long) = (next()?, next()?, next()?);
+        Self::from_texts(&texts, arch).ok_or(LoadError::Parse { path: loadavg_path })
+    }
 
-        let meminfo = read(&proc_dir.join("meminfo"))?;
+    /// The load from the texts of the four `/proc` files, however they were fetched (the
+    /// launcher can `cat` them over its ssh connection to a remote host). `None` when
+    /// `loadavg` does not start with three numbers.
+    pub fn from_texts(t: &ProcTexts, arch: &str) -> Option<Self> {
+        let mut fields = t.loadavg.split_whitespace().map(str::parse::<f64>);
+        let mut next = || fields.next().and_then(Result::ok);
+        let (load_short, load_medium, load_long) = (next()?, next()?, next()?);
         let kb = |key: &str| -> f64 {
-            meminfo
+            t.meminfo
                 .lines()
                 .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
                 .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
@@ -120,14 +135,9 @@ impl HostLoad {
         // (not the kernel's newer MemAvailable estimate).
         let mem_free = kb("MemFree") + kb("Buffers") + kb("Cached");
         let (swap_total, swap_free) = (kb("SwapTotal"), kb("SwapFree"));
-
-        let cpuinfo = read(&proc_dir.join("cpuinfo"))?;
-        let topo = Topology::from_cpuinfo(&cpuinfo);
-        let cpu = std::fs::read_to_string(proc_dir.join("stat"))
-            .ok()
-            .and_then(|s| cpu_busy_percent(&s))
-            .unwrap_or(0.0);
-        Ok(HostLoad {
+        let topo = Topology::from_cpuinfo(&t.cpuinfo);
+        let cpu = cpu_busy_percent(&t.stat).unwrap_or(0.0);
+        Some(HostLoad {
             arch: arch.to_string(),
             num_proc: topo.threads,
             m_socket: topo.sockets,
