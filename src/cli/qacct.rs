@@ -1,8 +1,8 @@
 //! `qacct`: reports from the accounting file, as SGE 8.1.9's `qacct(1)` prints them.
 //!
 //! The file is streamed once: each record is filtered, shown (`-j`) or added to the summary
-//! and to its group (a `BTreeMap` keyed by the grouping columns, so a million records cost a
-//! million map lookups and constant memory per group). Output matches the real `qacct`
+//! and to its group (a hash map keyed by the grouping columns, sorted once for printing, so a
+//! million records cost a million lookups and constant memory per group). Output matches the real `qacct`
 //! byte for byte (tests/compat/qacct); SGE's own quirks are kept where users can see them —
 //! rows are only printed when the total wallclock is non-zero, a filter value sets its
 //! column's width — and options gridspool cannot honour are refused, never ignored.
@@ -543,8 +543,8 @@ impl Options {
 }
 
 /// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
-/// accounting file, used when no `-f` is given (`None` when no cell could be found, with the
-/// reason).
+/// accounting file, used when no `-f` is given (`Err` with the message when no cell could be
+/// found); `now` anchors `-d` and years left out of `-b`/`-e`.
 pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
     let mut out = Output::default();
     let (o, help) = match parse_args(args, now) {
