@@ -1,1 +1,45 @@
-//! Accounting: SGE 8.1.9 accounting records, the accounting file, and `qacct`.
+//! Accounting: SGE 8.1.9 accounting records, the accounting file, share-tree usage from it,
+//! and what `qacct` prints.
+//!
+//! `sched_d` turns every [`crate::launch::protocol::TaskResult`] into an
+//! [`AccountingRecord`] ([`AccountingRecord::from_task`]) and [`append`]s it to
+//! `Spool::accounting_path()` as soon as the result arrives; `qacct`, cron jobs and the
+//! share-tree start-up fold ([`UsageTable::from_file`]) read the same file.
+
+pub mod file;
+pub mod load;
+pub mod record;
+pub mod report;
+pub mod usage;
+
+pub use file::{AcctError, Entry, HEADER, Reader, append};
+pub use record::{AccountingRecord, RecordError, category};
+pub use usage::{DecayedUsage, FoldReport, Usage, UsageTable, decay_factor};
+
+use crate::config::ClusterConfig;
+use crate::launch::protocol::{Placement, TaskResult};
+use crate::model::JobRecord;
+use std::path::Path;
+
+/// What `sched_d` does when a task ends: builds the task's record, appends it (synced) to the
+/// accounting file at `path`, and folds it into the share-tree usage. Returns the record
+/// (for logs and `qstat -j`'s usage line).
+pub fn account_task(
+    path: &Path,
+    job: &JobRecord,
+    placement: &Placement,
+    result: &TaskResult,
+    config: &ClusterConfig,
+    usage: &mut UsageTable,
+) -> Result<AccountingRecord, AcctError> {
+    let record = AccountingRecord::from_task(job, placement, result, config);
+    append(path, std::slice::from_ref(&record))?;
+    usage.add(&record);
+    Ok(record)
+}
+
+/// `sched_conf(5)` `halftime` (hours; 0 means usage never decays) in seconds, as
+/// [`UsageTable`] takes it.
+pub fn halftime_secs(config: &ClusterConfig) -> f64 {
+    (config.scheduler.halftime * 3600.0).max(0.0)
+}

@@ -9,9 +9,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub mod demo;
+pub mod qacct;
 pub mod qalter;
 pub mod qdel;
 pub mod qhold;
+pub mod qhost;
 pub mod qrls;
 pub mod qstat;
 pub mod qsub;

@@ -254,6 +254,8 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qhold" => env!("CARGO_BIN_EXE_qhold"),
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
         "sched_d" => env!("CARGO_BIN_EXE_sched_d"),
+        "qacct" => env!("CARGO_BIN_EXE_qacct"),
+        "qhost" => env!("CARGO_BIN_EXE_qhost"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

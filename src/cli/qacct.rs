@@ -1,0 +1,782 @@
+//! `qacct`: reports from the accounting file, as SGE 8.1.9's `qacct(1)` prints them.
+//!
+//! The file is streamed once: each record is filtered, shown (`-j`) or added to the summary
+//! and to its group (a hash map keyed by the grouping columns, sorted once for printing, so a
+//! million records cost a million lookups and constant memory per group). Output matches the real `qacct`
+//! byte for byte (tests/compat/qacct); SGE's own quirks are kept where users can see them —
+//! rows are only printed when the total wallclock is non-zero, a filter value sets its
+//! column's width — and options gridspool cannot honour are refused, never ignored.
+
+use super::Output;
+use crate::acct::report::{self, Totals};
+use crate::acct::{AccountingRecord, Entry, Reader};
+use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support, help_lines};
+use crate::compat::pattern;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// `qacct`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
+/// and the generated man page and completions.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-ar",
+        Arity::Optional,
+        "[-ar [ar_id]]",
+        "list [matching] advance reservations",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-A",
+        Arity::Optional,
+        "[-A [account_string]]",
+        "list [matching] account",
+    ),
+    OptionSpec::new("-b", Arity::One, "[-b begin_time]", "jobs started after"),
+    OptionSpec::new(
+        "-d",
+        Arity::One,
+        "[-d days]",
+        "jobs started during the last d days",
+    ),
+    OptionSpec::new(
+        "-D",
+        Arity::Optional,
+        "[-D [department]]",
+        "list [matching] department",
+    ),
+    OptionSpec::new("-e", Arity::One, "[-e end_time]", "jobs started before"),
+    OptionSpec::new("-E", Arity::Flag, "[-E]", "select job end time, not start"),
+    OptionSpec::new(
+        "-f",
+        Arity::One,
+        "[[-f] acctfile]",
+        "use alternate accounting file",
+    ),
+    OptionSpec::new(
+        "-g",
+        Arity::Optional,
+        "[-g [groupid|groupname]]",
+        "list [matching] group",
+    ),
+    OptionSpec::new("-h", Arity::Optional, "[-h [host]]", "list [matching] host"),
+    OptionSpec::new("-help", Arity::Flag, "[-help]", "display this message"),
+    OptionSpec::new(
+        "-j",
+        Arity::Optional,
+        "[-j [job_id|job_name|pattern]]",
+        "list all [matching] jobs",
+    ),
+    OptionSpec::new(
+        "-l",
+        Arity::One,
+        "[-l attr=val,...]",
+        "request given complex attributes",
+    )
+    .unsupported(),
+    OptionSpec::new("-m", Arity::Flag, "[-m]", "list only master tasks"),
+    OptionSpec::new(
+        "-o",
+        Arity::Optional,
+        "[-o [owner]]",
+        "list [matching] owner",
+    ),
+    OptionSpec::new(
+        "-u",
+        Arity::Optional,
+        "[-u [owner]]",
+        "list [matching] owner",
+    ),
+    OptionSpec::new(
+        "-pe",
+        Arity::Optional,
+        "[-pe [pe_name]]",
+        "list [matching] parallel environment",
+    ),
+    OptionSpec::new(
+        "-P",
+        Arity::Optional,
+        "[-P [project]]",
+        "list [matching] project",
+    ),
+    OptionSpec::new(
+        "-q",
+        Arity::Optional,
+        "[-q [queue]]",
+        "list [matching] queue",
+    ),
+    OptionSpec::new(
+        "-slots",
+        Arity::Optional,
+        "[-slots [slots]]",
+        "list [matching] job slots",
+    ),
+    // Optional in the table so that a missing list gets SGE's own message.
+    OptionSpec::new(
+        "-t",
+        Arity::Optional,
+        "[-t taskid[-taskid[:step]]]",
+        "list all [matching] tasks (requires -j option)",
+    ),
+];
+
+/// `qacct -help`, exactly as SGE 8.1.9 prints it.
+pub fn usage() -> String {
+    format!(
+        "SGE 8.1.9\nusage: qacct [options]\n{}\n begin_time, end_time              [[CC]YYMMDDhhmm[.SS]\n queue                             [cluster_queue|queue_instance|queue_domain|pattern]\n",
+        help_lines(OPTIONS, " ", 34)
+    )
+}
+
+/// A grouping column: shown when its option is given; filtered when given with a value.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Column {
+    shown: bool,
+    filter: Option<String>,
+}
+
+/// Which job `-j` asks for.
+#[derive(Debug, Clone, PartialEq)]
+enum JobSelect {
+    All,
+    Number(u32),
+    Name(String),
+}
+
+/// `-t first[-last[:step]]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TaskRange {
+    first: u32,
+    last: u32,
+    step: u32,
+}
+
+impl TaskRange {
+    fn contains(&self, task: u32) -> bool {
+        task >= self.first && task <= self.last && (task - self.first).is_multiple_of(self.step)
+    }
+}
+
+/// The parsed command line.
+#[derive(Debug, Clone, Default)]
+struct Options {
+    host: Column,
+    queue: Column,
+    /// `-q` patterns, each matched against `queue@host`.
+    queue_patterns: Vec<String>,
+    group: Column,
+    owner: Column,
+    project: Column,
+    department: Column,
+    pe: Column,
+    slots: Column,
+    account: Column,
+    job: Option<JobSelect>,
+    tasks: Option<TaskRange>,
+    begin: Option<i64>,
+    end: Option<i64>,
+    days: Option<i64>,
+    by_end_time: bool,
+    master_only: bool,
+    file: Option<PathBuf>,
+}
+
+/// Why the command line was refused.
+#[derive(Debug, Clone, PartialEq)]
+enum UsageError {
+    /// SGE prints the usage alone, exit 1.
+    Plain,
+    /// A message, then the usage.
+    Message(String),
+    /// A message without the usage (gridspool's refusals).
+    Refused(String),
+    /// SGE's date parser complains on stderr (after an empty line), then the usage.
+    BadDate,
+}
+
+/// `[[CC]YY]MMDDhhmm[.SS]` in local time, as `qsub -a` and `qacct -b/-e` read it.
+pub fn parse_date_time(text: &str, now: i64) -> Option<i64> {
+    use jiff::{Timestamp, civil, tz::TimeZone};
+    let (main, secs) = match text.split_once('.') {
+        Some((m, s)) if s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit()) => (m, s),
+        Some(_) => return None,
+        None => (text, "00"),
+    };
+    if !main.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let tz = TimeZone::system();
+    let this_year = Timestamp::from_second(now)
+        .ok()?
+        .to_zoned(tz.clone())
+        .year();
+    let num = |s: &str| s.parse::<i16>().ok();
+    let (year, rest) = match main.len() {
+        8 => (this_year, main),
+        10 => {
+            let yy = num(&main[..2])?;
+            // POSIX touch: 69-99 are 19xx, 00-68 are 20xx.
+            (if yy >= 69 { 1900 + yy } else { 2000 + yy }, &main[2..])
+        }
+        12 => (num(&main[..4])?, &main[4..]),
+        _ => return None,
+    };
+    let dt = civil::DateTime::new(
+        year,
+        num(&rest[0..2])? as i8,
+        num(&rest[2..4])? as i8,
+        num(&rest[4..6])? as i8,
+        num(&rest[6..8])? as i8,
+        num(secs)? as i8,
+        0,
+    )
+    .ok()?;
+    Some(dt.to_zoned(tz).ok()?.timestamp().as_second())
+}
+
+fn group_name(value: String) -> String {
+    match value.parse::<u32>() {
+        Ok(gid) => nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map_or(value, |g| g.name),
+        Err(_) => value,
+    }
+}
+
+fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> {
+    // SGE's qacct answers a bad or incomplete option with its usage alone.
+    let parsed = options::parse(
+        OPTIONS,
+        args,
+        OperandMode::Interleaved,
+        &Origin::CommandLine,
+    )
+    .map_err(|_| UsageError::Plain)?;
+    if !parsed.operands.is_empty() {
+        return Err(UsageError::Plain);
+    }
+    let mut o = Options::default();
+    let mut help = false;
+    for opt in &parsed.options {
+        let column = |c: &mut Column, v: Option<String>| {
+            c.shown = true;
+            if v.is_some() {
+                c.filter = v;
+            }
+        };
+        let value = opt.values.first().cloned();
+        if opt.spec.support == Support::Unsupported {
+            return Err(UsageError::Refused(match opt.spec.name {
+                "-ar" => "error: -ar: gridspool has no advance reservations".into(),
+                name => format!(
+                    "error: {name}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct"
+                ),
+            }));
+        }
+        match opt.spec.name {
+            "-o" | "-u" => column(&mut o.owner, value),
+            "-g" => column(&mut o.group, value.map(group_name)),
+            "-q" => {
+                o.queue.shown = true;
+                if let Some(q) = value {
+                    // SGE shows the host column too when a queue is named.
+                    o.host.shown = true;
+                    let q = match q.split_once('@') {
+                        None => format!("{q}@*"),
+                        Some((_, "")) => format!("{q}*"),
+                        Some(_) => q,
+                    };
+                    o.queue_patterns.push(q);
+                }
+            }
+            "-h" => column(&mut o.host, value),
+            "-j" => {
+                o.job = match value {
+                    None => Some(JobSelect::All),
+                    Some(v) => match leading_number(&v) {
+                        Some(n) if n > 0 => Some(JobSelect::Number(n)),
+                        // Job 0 does not exist: SGE selects nothing and prints the summary.
+                        Some(_) => None,
+                        None => Some(JobSelect::Name(v)),
+                    },
+                };
+            }
+            "-t" => {
+                let v = value.ok_or_else(|| {
+                    UsageError::Message("-t option must have a list of task id ranges".into())
+                })?;
+                o.tasks = Some(parse_task_range(&v).ok_or_else(|| {
+                    UsageError::Message(format!("invalid list of task id ranges: {v}"))
+                })?);
+            }
+            "-b" | "-e" => {
+                let v = value.unwrap_or_default();
+                let t = parse_date_time(&v, now).ok_or(UsageError::BadDate)?;
+                if opt.spec.name == "-b" {
+                    o.begin = Some(t);
+                } else {
+                    o.end = Some(t);
+                }
+            }
+            "-d" => {
+                let v = value.unwrap_or_default();
+                o.days = Some(v.parse::<u32>().map_err(|_| UsageError::Plain)?.into());
+            }
+            "-E" => o.by_end_time = true,
+            "-m" => o.master_only = true,
+            "-P" => column(&mut o.project, value),
+            "-D" => column(&mut o.department, value),
+            "-pe" => column(&mut o.pe, value),
+            "-slots" => match value {
+                None => column(&mut o.slots, None),
+                // `atol`: a value that is not a positive number neither filters nor shows.
+                Some(v) => {
+                    if let Some(n) = leading_number(&v).filter(|n| *n > 0) {
+                        column(&mut o.slots, Some(n.to_string()));
+                    }
+                }
+            },
+            "-A" => column(&mut o.account, value),
+            "-f" => o.file = value.map(PathBuf::from),
+            "-help" => help = true,
+            _ => return Err(UsageError::Plain),
+        }
+    }
+    Ok((o, help))
+}
+
+/// The leading decimal digits as a number (`sscanf("%u")`: `39abc` is job 39).
+fn leading_number(s: &str) -> Option<u32> {
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+fn parse_task_range(s: &str) -> Option<TaskRange> {
+    let (range, step) = match s.split_once(':') {
+        Some((r, st)) => (r, st.parse::<u32>().ok()?),
+        None => (s, 1),
+    };
+    let (first, last) = match range.split_once('-') {
+        Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+        None => {
+            let n = range.parse::<u32>().ok()?;
+            (n, n)
+        }
+    };
+    if first == 0 || last < first || step == 0 {
+        return None;
+    }
+    Some(TaskRange { first, last, step })
+}
+
+/// The grouping key of a record: one slot per column, empty when the column is not shown.
+/// The account is the last element but is not sorted: see [`Groups`].
+type Key = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    u32,
+    String,
+);
+
+/// The sorted key without the account.
+type SortKey = (String, String, String, String, String, String, String, u32);
+
+/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE and
+/// slots; accounts are not sorted — SGE inserts a new account in front of the others of the
+/// same sorted key, so they appear newest first. Collected in a hash map (one lookup per
+/// record), sorted once for printing.
+#[derive(Debug, Default)]
+struct Groups {
+    map: HashMap<SortKey, Vec<(String, Totals)>>,
+}
+
+impl Groups {
+    fn add(&mut self, k: Key, r: &Totals) {
+        let (h, q, g, o, p, d, pe, sl, account) = k;
+        let run = self.map.entry((h, q, g, o, p, d, pe, sl)).or_default();
+        match run.iter_mut().find(|(a, _)| *a == account) {
+            Some((_, t)) => t.merge(r),
+            None => run.insert(0, (account, *r)),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Key, &Totals)> {
+        let mut keys: Vec<&SortKey> = self.map.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .filter_map(|k| self.map.get_key_value(k))
+            .flat_map(|(k, run)| {
+                run.iter().map(move |(a, t)| {
+                    (
+                        (
+                            k.0.clone(),
+                            k.1.clone(),
+                            k.2.clone(),
+                            k.3.clone(),
+                            k.4.clone(),
+                            k.5.clone(),
+                            k.6.clone(),
+                            k.7,
+                            a.clone(),
+                        ),
+                        t,
+                    )
+                })
+            })
+    }
+}
+
+/// The grouping key of a record, taking its strings (the record is not needed after).
+fn key(o: &Options, r: AccountingRecord) -> Key {
+    let s = |c: &Column, v: String| if c.shown { v } else { String::new() };
+    (
+        s(&o.host, r.hostname),
+        s(&o.queue, r.qname),
+        s(&o.group, r.group),
+        s(&o.owner, r.owner),
+        s(&o.project, r.project),
+        s(&o.department, r.department),
+        s(&o.pe, r.granted_pe),
+        if o.slots.shown { r.slots } else { 0 },
+        s(&o.account, r.account),
+    )
+}
+
+impl Options {
+    /// SGE's "summary view": some column is shown without a filter value, so records are
+    /// grouped by it.
+    fn summary_view(&self) -> bool {
+        [
+            &self.host,
+            &self.queue,
+            &self.group,
+            &self.owner,
+            &self.project,
+            &self.department,
+            &self.pe,
+            &self.slots,
+            &self.account,
+        ]
+        .iter()
+        .any(|c| c.shown && c.filter.is_none())
+    }
+
+    fn grouped(&self) -> bool {
+        [
+            &self.host,
+            &self.queue,
+            &self.group,
+            &self.owner,
+            &self.project,
+            &self.department,
+            &self.pe,
+            &self.slots,
+            &self.account,
+        ]
+        .iter()
+        .any(|c| c.shown)
+    }
+
+    /// The time window `[begin, end]` on start (or, with `-E`, end) times, with `-d`
+    /// counting from `-b`, back from `-e`, or back from now, as SGE does.
+    fn window(&self, now: i64) -> (Option<i64>, Option<i64>) {
+        let day = 24 * 3600;
+        let end = self.end.or_else(|| match (self.days, self.begin) {
+            (Some(d), Some(b)) => Some(b + d * day),
+            _ => None,
+        });
+        let begin = self.begin.or_else(|| match (self.days, self.end) {
+            (Some(d), Some(e)) => Some(e - d * day),
+            (Some(d), None) => Some(now - d * day),
+            _ => None,
+        });
+        (begin, end)
+    }
+
+    fn selects(&self, r: &AccountingRecord, begin: Option<i64>, end: Option<i64>) -> bool {
+        let t = if self.by_end_time {
+            r.end_time
+        } else {
+            r.start_time
+        };
+        let eq = |c: &Column, v: &str| c.filter.as_deref().is_none_or(|f| f == v);
+        begin.is_none_or(|b| t >= b)
+            && end.is_none_or(|e| t <= e)
+            && (!self.master_only || r.is_master_task())
+            && eq(&self.owner, &r.owner)
+            && eq(&self.group, &r.group)
+            && (self.queue_patterns.is_empty()
+                || self
+                    .queue_patterns
+                    .iter()
+                    .any(|p| pattern::matches(p, &format!("{}@{}", r.qname, r.hostname))))
+            && eq(&self.project, &r.project)
+            && eq(&self.department, &r.department)
+            && eq(&self.pe, &r.granted_pe)
+            && self
+                .slots
+                .filter
+                .as_deref()
+                .is_none_or(|f| f == r.slots.to_string())
+            && self
+                .host
+                .filter
+                .as_deref()
+                .is_none_or(|h| h.eq_ignore_ascii_case(&r.hostname))
+            && eq(&self.account, &r.account)
+    }
+
+    fn job_selects(&self, r: &AccountingRecord) -> bool {
+        let task_ok = self.tasks.is_none_or(|t| t.contains(r.task_number));
+        match &self.job {
+            None => false,
+            Some(JobSelect::All) => true,
+            Some(JobSelect::Number(n)) => r.job_number == *n && task_ok,
+            Some(JobSelect::Name(p)) => pattern::matches(p, &r.job_name) && task_ok,
+        }
+    }
+}
+
+/// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
+/// accounting file, used when no `-f` is given (`Err` with the message when no cell could be
+/// found); `now` anchors `-d` and years left out of `-b`/`-e`.
+pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
+    let mut out = Output::default();
+    let (o, help) = match parse_args(args, now) {
+        Ok(v) => v,
+        Err(e) => {
+            match e {
+                UsageError::Plain => out.stderr.push_str(&usage()),
+                UsageError::Message(m) => {
+                    out.err(m);
+                    out.stderr.push_str(&usage());
+                }
+                UsageError::Refused(m) => out.err(m),
+                UsageError::BadDate => {
+                    out.err("\nInvalid format of date/hour-minute field.");
+                    out.stderr.push_str(&usage());
+                }
+            }
+            out.code = 1;
+            return out;
+        }
+    };
+    if help {
+        out.stdout.push_str(&usage());
+        return out;
+    }
+    let path = match o.file.clone().map_or(default_file, Ok) {
+        Ok(p) => p,
+        Err(message) => {
+            out.err(message);
+            out.code = 1;
+            return out;
+        }
+    };
+    let reader = match Reader::open(&path) {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+                _ => e.to_string(),
+            };
+            out.err(format!("{}: {reason}", path.display()));
+            out.out("no jobs running since startup");
+            out.code = 1;
+            return out;
+        }
+    };
+
+    let (begin, end) = o.window(now);
+    let grouped = o.grouped();
+    let mut totals = Totals::default();
+    let mut groups = Groups::default();
+    let mut found = false;
+    let mut first_host: Option<String> = None;
+    for entry in reader {
+        let r = match entry {
+            Ok(Entry::Record(r)) => r,
+            Ok(Entry::Invalid { entry, .. }) => {
+                out.err(format!("error: ignoring invalid entry in line {entry}"));
+                continue;
+            }
+            Err(e) => {
+                out.err(format!("error: {e}"));
+                out.code = 1;
+                return out;
+            }
+        };
+        if !o.selects(&r, begin, end) {
+            continue;
+        }
+        if o.job_selects(&r) {
+            out.stdout.push_str(&report::detail(&r));
+            found = true;
+        }
+        let mut this = Totals::default();
+        this.add(&r);
+        totals.merge(&this);
+        if first_host.is_none() {
+            first_host = Some(r.hostname.clone());
+        }
+        if grouped {
+            groups.add(key(&o, *r), &this);
+        }
+    }
+
+    match (&o.job, o.tasks) {
+        // SGE reads the file before it notices (so invalid lines are reported first).
+        (None | Some(JobSelect::All), Some(_)) => {
+            out.err("error: -t option requires -j option with an argument");
+            out.stderr.push_str(&usage());
+            out.code = 1;
+            return out;
+        }
+        (Some(JobSelect::Number(n)), t) if !found => {
+            out.err(match t {
+                Some(t) => format!(
+                    "error: Job-array tasks {n}.{}-{}:{} not found",
+                    t.first, t.last, t.step
+                ),
+                None => format!("error: job id {n} not found"),
+            });
+            out.code = 1;
+            return out;
+        }
+        (Some(JobSelect::Name(name)), t) if !found => {
+            out.err(match t {
+                Some(t) => format!(
+                    "error: Job-array tasks \"{name}\".{}-{}:{} not found",
+                    t.first, t.last, t.step
+                ),
+                None => format!("error: job name {name} not found"),
+            });
+            out.code = 1;
+            return out;
+        }
+        (Some(JobSelect::Number(_) | JobSelect::Name(_)), _) => return out,
+        _ => {}
+    }
+    print_table(&mut out, &o, &totals, &groups, &first_host);
+    out
+}
+
+/// The summary or grouped table, laid out as SGE does it: a column per grouping option (in
+/// a fixed order), each as wide as its title, or as its filter value, plus one, and widened to
+/// fit every grouped value plus one. When every shown column has a filter value there is one
+/// group and SGE prints the filter values with the totals (its "non-summary view"); rows are
+/// only printed when the total wallclock is not zero.
+fn print_table(
+    out: &mut Output,
+    o: &Options,
+    totals: &Totals,
+    groups: &Groups,
+    first_host: &Option<String>,
+) {
+    let rows: Vec<(Key, &Totals)> = groups.iter().collect();
+    let summary_view = o.summary_view();
+    let specs: [(&Column, &str, usize); 9] = [
+        (&o.host, "HOST", 0),
+        (&o.queue, "CLUSTER QUEUE", 1),
+        (&o.group, "GROUP", 2),
+        (&o.owner, "OWNER", 3),
+        (&o.project, "PROJECT", 4),
+        (&o.department, "DEPARTMENT", 5),
+        (&o.pe, "PE", 6),
+        (&o.slots, "SLOTS", 7),
+        (&o.account, "ACCOUNT", 8),
+    ];
+    let field = |k: &Key, idx: usize| -> String {
+        match idx {
+            0 => k.0.clone(),
+            1 => k.1.clone(),
+            2 => k.2.clone(),
+            3 => k.3.clone(),
+            4 => k.4.clone(),
+            5 => k.5.clone(),
+            6 => k.6.clone(),
+            7 => format!("{:>5}", k.7),
+            _ => k.8.clone(),
+        }
+    };
+    let mut header = String::new();
+    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
+    for (c, title, idx) in specs {
+        if !c.shown {
+            continue;
+        }
+        let mut w = if idx == 7 {
+            5
+        } else {
+            c.filter.as_ref().map_or(title.len() + 1, |f| f.len() + 1)
+        };
+        if idx != 7 {
+            w = w.max(title.len() + 1);
+        }
+        // Grouped values widen their column; slots are always measured (as "%5d"), even
+        // for a filtered column, as SGE does.
+        if summary_view && (c.filter.is_none() || idx == 7) {
+            for (k, _) in &rows {
+                let len = field(k, idx).len();
+                if w <= len {
+                    w = len + 1;
+                }
+            }
+        }
+        header.push_str(&format!("{title:<w$}"));
+        let fixed = c.filter.as_ref().map(|f| match idx {
+            7 => format!("{f:>5}"),
+            // SGE prints the host name as resolved (`-h VM` shows `vm`): the record's.
+            0 => first_host.clone().unwrap_or_else(|| f.clone()),
+            _ => f.clone(),
+        });
+        columns.push((idx, w, fixed));
+    }
+    if columns.is_empty() {
+        out.out("Total System Usage");
+    }
+    out.out(format!("{header}{}", report::TITLE));
+    out.out("=".repeat(header.len() + report::TITLE.len()));
+    if totals.wallclock == 0.0 {
+        return;
+    }
+    let row = |k: Option<&Key>, t: &Totals| {
+        let mut line = String::new();
+        for (idx, w, fixed) in &columns {
+            let v = match (fixed, k) {
+                (Some(f), _) => f.clone(),
+                (None, Some(k)) => field(k, *idx),
+                (None, None) => String::new(),
+            };
+            line.push_str(&format!("{v:<w$}"));
+        }
+        line.push_str(&report::numbers(t));
+        line
+    };
+    if summary_view {
+        for (k, t) in &rows {
+            out.out(row(Some(k), t));
+        }
+    } else {
+        out.out(row(None, totals));
+    }
+}
+
+/// The `qacct` binary: the cell's accounting file unless `-f` names another.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    let default_file = super::locate_spool(spool)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            crate::spool::Spool::open(dir)
+                .map(|s| s.accounting_path())
+                .map_err(|e| format!("error: {e}"))
+        });
+    run_with(&args, default_file, crate::compat::time::now()).finish()
+}

@@ -1,0 +1,776 @@
+//! `qhost`: execution hosts, their load and their queues, as SGE 8.1.9's `qhost(1)` prints
+//! them (plain, `-q`, `-F`, `-xml`, `-h`, `-l`, `-ncb`).
+//!
+//! Hosts come from the cluster configuration. The host `qhost` runs on is measured from
+//! `/proc` (or from the directory in `GRIDSPOOL_PROC_DIR`, which tests point at fixed
+//! files); other hosts show what `sched_d` last reported in `daemon/hosts/<name>.json`
+//! (see [`crate::acct::load`]) or `-` when nothing recent is known, and their queues then
+//! carry SGE's `au` state. `-j`/`-u` (jobs per host) are refused rather than ignored.
+
+use super::Output;
+use crate::acct::load::{self, HostLoad, HostReport, MAX_UNHEARD_SECS};
+use crate::compat::options::{
+    self, ArgError, Arity, OperandMode, OptionSpec, Origin, Support, help_lines,
+};
+use crate::config::{ClusterConfig, HostConfig, QueueConfig};
+use crate::model::JobRecord;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `qhost`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
+/// and the generated man page and completions.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-F",
+        Arity::Optional,
+        "[-F [resource_attribute]]",
+        "show (selected) resources",
+    ),
+    OptionSpec::new(
+        "-h",
+        Arity::One,
+        "[-h hostlist]",
+        "display only selected hosts",
+    ),
+    OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
+    OptionSpec::new("-j", Arity::Flag, "[-j]", "display jobs hosted by host").unsupported(),
+    OptionSpec::new(
+        "-l",
+        Arity::One,
+        "[-l attr=val,...]",
+        "request the given resources",
+    ),
+    OptionSpec::new(
+        "-ncb",
+        Arity::Flag,
+        "[-ncb]",
+        "suppress host topology based information",
+    ),
+    OptionSpec::new("-q", Arity::Flag, "[-q]", "display queues hosted by host"),
+    OptionSpec::new(
+        "-u",
+        Arity::One,
+        "[-u user[,user,...]]",
+        "show only jobs for user",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-xml",
+        Arity::Flag,
+        "[-xml]",
+        "display the information in XML format",
+    ),
+];
+
+/// `qhost -help`, exactly as SGE 8.1.9 prints it.
+pub fn usage() -> String {
+    format!(
+        "SGE 8.1.9\nusage: qhost [options]\n{}",
+        help_lines(OPTIONS, "  ", 27)
+    )
+}
+
+/// Everything `qhost` needs besides its arguments, gathered by [`main`] (or a test).
+#[derive(Debug, Clone)]
+pub struct QhostInput {
+    pub config: ClusterConfig,
+    /// The jobs of the spool (for the used slots of each queue instance).
+    pub jobs: Vec<JobRecord>,
+    /// Measured load of hosts known right now: this host's from `/proc`, others' from their
+    /// reports.
+    pub loads: BTreeMap<String, HostStatus>,
+}
+
+/// What is known about one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostStatus {
+    pub load: Option<HostLoad>,
+    /// Known and reachable: the host's queues are not in state `u`.
+    pub known: bool,
+}
+
+#[derive(Debug, Default)]
+struct Options {
+    queues: bool,
+    /// `-F`: `Some(empty)` for all resources, else the selected names.
+    resources: Option<Vec<String>>,
+    hosts: Option<Vec<String>>,
+    requests: Vec<(String, String)>,
+    no_topology: bool,
+    xml: bool,
+}
+
+enum ParseError {
+    /// The usage on stderr, then the message.
+    UsageThen(String),
+    /// The message alone.
+    Message(String),
+    Help,
+}
+
+fn parse(args: &[String]) -> Result<Options, ParseError> {
+    let parsed = options::parse(
+        OPTIONS,
+        args,
+        OperandMode::Interleaved,
+        &Origin::CommandLine,
+    )
+    .map_err(|e| match e {
+        ArgError::Unknown(_) => ParseError::UsageThen(format!("error: {e}")),
+        ArgError::MissingValue(_) => ParseError::Message(format!("error: {e}")),
+    })?;
+    if let Some(word) = parsed.operands.first() {
+        return Err(ParseError::UsageThen(format!(
+            "error: invalid option argument \"{word}\""
+        )));
+    }
+    let mut o = Options::default();
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    for opt in &parsed.options {
+        let value = opt.values.first().map(String::as_str);
+        if opt.spec.support == Support::Unsupported {
+            return Err(ParseError::Message(format!(
+                "error: {}: gridspool's qhost does not list jobs per host yet; use qstat -s r",
+                opt.spec.name
+            )));
+        }
+        match opt.spec.name {
+            "-q" => o.queues = true,
+            "-xml" => o.xml = true,
+            "-ncb" => o.no_topology = true,
+            "-help" => return Err(ParseError::Help),
+            "-F" => o
+                .resources
+                .get_or_insert_with(Vec::new)
+                .extend(value.map(list).unwrap_or_default()),
+            "-h" => o
+                .hosts
+                .get_or_insert_with(Vec::new)
+                .extend(list(value.unwrap_or_default())),
+            "-l" => {
+                for req in list(value.unwrap_or_default()) {
+                    let (k, val) = req.split_once('=').unwrap_or((&req, "TRUE"));
+                    o.requests.push((k.to_string(), val.to_string()));
+                }
+            }
+            other => {
+                return Err(ParseError::UsageThen(format!(
+                    "error: invalid option argument \"{other}\""
+                )));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// `23.5G`, `573.8M`, `0.0`: memory in the table, one decimal and a binary unit.
+pub fn memory1(bytes: f64) -> String {
+    memory_with(bytes, 1)
+}
+
+/// `22.980G`, `0.000`: memory in `-F` resource lines.
+pub fn memory3(bytes: f64) -> String {
+    memory_with(bytes, 3)
+}
+
+fn memory_with(bytes: f64, decimals: usize) -> String {
+    const K: f64 = 1024.0;
+    let (v, unit) = if bytes >= K * K * K * K {
+        (bytes / (K * K * K * K), "T")
+    } else if bytes >= K * K * K {
+        (bytes / (K * K * K), "G")
+    } else if bytes >= K * K {
+        (bytes / (K * K), "M")
+    } else if bytes >= K {
+        (bytes / K, "K")
+    } else {
+        (bytes, "")
+    };
+    format!("{v:.decimals$}{unit}")
+}
+
+/// The host line's values, `-` when unknown.
+struct HostValues {
+    arch: String,
+    ncpu: String,
+    nsoc: String,
+    ncor: String,
+    nthr: String,
+    load: String,
+    memtot: String,
+    memuse: String,
+    swapto: String,
+    swapus: String,
+}
+
+impl HostValues {
+    fn unknown() -> Self {
+        let d = || "-".to_string();
+        HostValues {
+            arch: d(),
+            ncpu: d(),
+            nsoc: d(),
+            ncor: d(),
+            nthr: d(),
+            load: d(),
+            memtot: d(),
+            memuse: d(),
+            swapto: d(),
+            swapus: d(),
+        }
+    }
+
+    fn of(host: &HostConfig, load: Option<&HostLoad>) -> Self {
+        match load {
+            None => HostValues {
+                arch: host.arch.clone(),
+                ..HostValues::unknown()
+            },
+            Some(l) => HostValues {
+                arch: if l.arch.is_empty() {
+                    host.arch.clone()
+                } else {
+                    l.arch.clone()
+                },
+                ncpu: l.num_proc.to_string(),
+                nsoc: l.m_socket.to_string(),
+                ncor: l.m_core.to_string(),
+                nthr: l.m_thread.to_string(),
+                load: format!("{:.2}", l.load_medium),
+                memtot: memory1(l.mem_total),
+                memuse: memory1(l.mem_used()),
+                swapto: memory1(l.swap_total),
+                swapus: memory1(l.swap_used()),
+            },
+        }
+    }
+}
+
+fn table_line(name: &str, v: &HostValues, topology: bool) -> String {
+    let name: String = name.chars().take(23).collect();
+    let arch: String = v.arch.chars().take(13).collect();
+    let mut s = format!("{name:<23} {arch:<13}{:>4}", v.ncpu);
+    if topology {
+        s.push_str(&format!(" {:>4} {:>4} {:>4}", v.nsoc, v.ncor, v.nthr));
+    }
+    s.push_str(&format!(
+        " {:>5} {:>7} {:>7} {:>7} {:>7}",
+        v.load, v.memtot, v.memuse, v.swapto, v.swapus
+    ));
+    s
+}
+
+/// The host's resources for `-F`, in the order SGE's load report lists them.
+fn resources(host: &HostConfig, l: &HostLoad) -> Vec<(String, String)> {
+    let n = f64::from(l.num_proc.max(1));
+    let f = |v: f64| format!("{v:.6}");
+    let mut r = vec![
+        ("hl:load_avg".into(), f(l.load_medium)),
+        ("hl:load_short".into(), f(l.load_short)),
+        ("hl:load_medium".into(), f(l.load_medium)),
+        ("hl:load_long".into(), f(l.load_long)),
+        (
+            "hl:arch".into(),
+            if l.arch.is_empty() {
+                host.arch.clone()
+            } else {
+                l.arch.clone()
+            },
+        ),
+        ("hl:num_proc".into(), f(f64::from(l.num_proc))),
+        ("hl:mem_free".into(), memory3(l.mem_free)),
+        ("hl:swap_free".into(), memory3(l.swap_free)),
+        ("hl:virtual_free".into(), memory3(l.mem_free + l.swap_free)),
+        ("hl:mem_total".into(), memory3(l.mem_total)),
+        ("hl:swap_total".into(), memory3(l.swap_total)),
+        (
+            "hl:virtual_total".into(),
+            memory3(l.mem_total + l.swap_total),
+        ),
+        ("hl:mem_used".into(), memory3(l.mem_used())),
+        ("hl:swap_used".into(), memory3(l.swap_used())),
+        (
+            "hl:virtual_used".into(),
+            memory3(l.mem_used() + l.swap_used()),
+        ),
+        ("hl:cpu".into(), f(l.cpu)),
+        ("hl:m_topology".into(), l.m_topology.clone()),
+        ("hl:m_topology_inuse".into(), l.m_topology.clone()),
+        ("hl:m_socket".into(), f(f64::from(l.m_socket))),
+        ("hl:m_core".into(), f(f64::from(l.m_core))),
+        ("hl:m_thread".into(), f(f64::from(l.m_thread))),
+        ("hl:np_load_avg".into(), f(l.load_medium / n)),
+        ("hl:np_load_short".into(), f(l.load_short / n)),
+        ("hl:np_load_medium".into(), f(l.load_medium / n)),
+        ("hl:np_load_long".into(), f(l.load_long / n)),
+    ];
+    for (k, v) in &host.complex_values {
+        r.push((format!("hc:{k}"), v.clone()));
+    }
+    r
+}
+
+/// The value of a complex attribute on a host, for `-l`; `None` when the host does not
+/// know it.
+fn attribute(host: &HostConfig, l: Option<&HostLoad>, name: &str) -> Option<String> {
+    match name {
+        "arch" | "a" => Some(host.arch.clone()),
+        "hostname" | "h" => Some(host.name.clone()),
+        _ => {
+            if let Some(v) = host.complex_values.get(name) {
+                return Some(v.clone());
+            }
+            let l = l?;
+            let v = match name {
+                "num_proc" | "p" => f64::from(l.num_proc),
+                "m_socket" => f64::from(l.m_socket),
+                "m_core" => f64::from(l.m_core),
+                "m_thread" => f64::from(l.m_thread),
+                "mem_total" | "mt" => l.mem_total,
+                "mem_free" | "mf" => l.mem_free,
+                "mem_used" | "mu" => l.mem_used(),
+                "swap_total" | "st" => l.swap_total,
+                "swap_free" | "sf" => l.swap_free,
+                "load_avg" | "la" => l.load_medium,
+                _ => return None,
+            };
+            Some(v.to_string())
+        }
+    }
+}
+
+/// SGE's memory and number syntax: `1.5G`, `512M`, `100k` (k/m/g are powers of 1000,
+/// K/M/G of 1024).
+fn number(text: &str) -> Option<f64> {
+    let (digits, mult) = match text.chars().last()? {
+        'k' => (&text[..text.len() - 1], 1e3),
+        'm' => (&text[..text.len() - 1], 1e6),
+        'g' => (&text[..text.len() - 1], 1e9),
+        'K' => (&text[..text.len() - 1], 1024.0),
+        'M' => (&text[..text.len() - 1], 1024.0 * 1024.0),
+        'G' => (&text[..text.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        _ => (text, 1.0),
+    };
+    digits.parse::<f64>().ok().map(|v| v * mult)
+}
+
+/// Whether a host satisfies a `-l name=value` request: names compare as text, capacities
+/// (memory) must be at least the request, counts must be equal — the relations of SGE's
+/// built-in complexes.
+fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) -> bool {
+    let Some(have) = attribute(host, l, name) else {
+        return false;
+    };
+    match name {
+        "arch" | "a" => crate::compat::pattern::matches(want, &have),
+        "hostname" | "h" => have.eq_ignore_ascii_case(want),
+        "num_proc" | "p" | "m_socket" | "m_core" | "m_thread" => {
+            number(want).zip(number(&have)).is_some_and(|(w, h)| w == h)
+        }
+        _ => match (number(want), number(&have)) {
+            (Some(w), Some(h)) => w <= h,
+            _ => want == have,
+        },
+    }
+}
+
+fn known_attribute(config: &ClusterConfig, name: &str) -> bool {
+    matches!(
+        name,
+        "arch"
+            | "a"
+            | "hostname"
+            | "h"
+            | "num_proc"
+            | "p"
+            | "m_socket"
+            | "m_core"
+            | "m_thread"
+            | "mem_total"
+            | "mt"
+            | "mem_free"
+            | "mf"
+            | "mem_used"
+            | "mu"
+            | "swap_total"
+            | "st"
+            | "swap_free"
+            | "sf"
+            | "load_avg"
+            | "la"
+    ) || config.complex(name).is_some()
+}
+
+/// SGE's queue type letters: `B`atch, `I`nteractive, `P`arallel (a PE is attached).
+fn qtype_string(q: &QueueConfig) -> String {
+    let t = q.qtype.to_ascii_uppercase();
+    let mut s = String::new();
+    if t.contains("BATCH") {
+        s.push('B');
+    }
+    if t.contains("INTERACTIVE") {
+        s.push('I');
+    }
+    if !q.pe_list.is_empty() {
+        s.push('P');
+    }
+    if s.is_empty() {
+        s.push('N');
+    }
+    s
+}
+
+/// Slots used on each queue instance (queue, host) by running tasks.
+fn used_slots(jobs: &[JobRecord]) -> BTreeMap<(String, String), u32> {
+    let mut used = BTreeMap::new();
+    for j in jobs {
+        for t in &j.tasks.running {
+            if t.granted.is_empty() {
+                *used.entry((t.queue.clone(), t.host.clone())).or_insert(0) += t.slots;
+            }
+            for (h, q, s) in &t.granted {
+                *used.entry((q.clone(), h.clone())).or_insert(0) += *s;
+            }
+        }
+    }
+    used
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
+        .replace('"', "&quot;")
+}
+
+/// Runs `qhost` on gathered input.
+pub fn run_with(args: &[String], input: &QhostInput) -> Output {
+    let mut out = Output::default();
+    let o = match parse(args) {
+        Ok(o) => o,
+        Err(ParseError::Help) => {
+            out.stdout.push_str(&usage());
+            return out;
+        }
+        Err(ParseError::UsageThen(m)) => {
+            out.stderr.push_str(&usage());
+            out.err(m);
+            out.code = 1;
+            return out;
+        }
+        Err(ParseError::Message(m)) => {
+            out.err(m);
+            out.code = 1;
+            return out;
+        }
+    };
+    let config = &input.config;
+    if let Some(hosts) = &o.hosts {
+        for h in hosts {
+            if config.hosts.iter().all(|c| !c.name.eq_ignore_ascii_case(h)) {
+                out.stderr.push_str(&usage());
+                out.err(format!("error: can't resolve hostname \"{h}\""));
+                out.code = 1;
+                return out;
+            }
+        }
+    }
+    for (name, _) in &o.requests {
+        if !known_attribute(config, name) {
+            out.err(format!("error: unknown resource \"{name}\""));
+            out.code = 1;
+            return out;
+        }
+    }
+    let mut hosts: Vec<&HostConfig> = config
+        .hosts
+        .iter()
+        .filter(|h| {
+            o.hosts
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|n| n.eq_ignore_ascii_case(&h.name)))
+        })
+        .filter(|h| {
+            let l = input.loads.get(&h.name).and_then(|s| s.load.as_ref());
+            o.requests.iter().all(|(k, v)| satisfies(h, l, k, v))
+        })
+        .collect();
+    hosts.sort_by(|a, b| a.name.cmp(&b.name));
+    // With -l, SGE lists only the hosts that match (no global pseudo host), and nothing at
+    // all when none does.
+    if !o.requests.is_empty() && hosts.is_empty() {
+        return out;
+    }
+    let show_global = o.requests.is_empty();
+    let used = used_slots(&input.jobs);
+    let topology = !o.no_topology;
+
+    let status = |h: &HostConfig| {
+        input.loads.get(&h.name).cloned().unwrap_or(HostStatus {
+            load: None,
+            known: false,
+        })
+    };
+    let queue_rows = |h: &HostConfig, st: &HostStatus| -> Vec<(String, String, u32, u32, String)> {
+        let mut rows = Vec::new();
+        for q in &config.queues {
+            if !config.queue_hosts(q).iter().any(|qh| qh.name == h.name) {
+                continue;
+            }
+            let mut state = String::new();
+            if !st.known {
+                state.push('a');
+            }
+            if q.disabled {
+                state.push('d');
+            }
+            if !st.known {
+                state.push('u');
+            }
+            let u = used
+                .get(&(q.name.clone(), h.name.clone()))
+                .copied()
+                .unwrap_or(0);
+            rows.push((q.name.clone(), qtype_string(q), u, q.slots, state));
+        }
+        rows
+    };
+    let selected = |name: &str| {
+        o.resources
+            .as_ref()
+            .is_some_and(|sel| sel.is_empty() || sel.iter().any(|s| s == name))
+    };
+
+    if o.xml {
+        out.out("<?xml version='1.0'?>");
+        out.out("<qhost xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qhost/qhost.xsd\">");
+        let value = |out: &mut Output, n: &str, v: &str| {
+            out.out(format!(
+                "   <hostvalue name='{n}'>{}</hostvalue>",
+                xml_escape(v)
+            ));
+        };
+        let host_values = |out: &mut Output, v: &HostValues| {
+            value(out, "arch_string", &v.arch);
+            value(out, "num_proc", &v.ncpu);
+            if topology {
+                value(out, "m_socket", &v.nsoc);
+                value(out, "m_core", &v.ncor);
+                value(out, "m_thread", &v.nthr);
+            }
+            value(out, "load_avg", &v.load);
+            value(out, "mem_total", &v.memtot);
+            value(out, "mem_used", &v.memuse);
+            value(out, "swap_total", &v.swapto);
+            value(out, "swap_used", &v.swapus);
+        };
+        if show_global {
+            out.out(" <host name='global'>");
+            host_values(&mut out, &HostValues::unknown());
+            out.out(" </host>");
+        }
+        for h in &hosts {
+            let st = status(h);
+            out.out(format!(" <host name='{}'>", xml_escape(&h.name)));
+            host_values(&mut out, &HostValues::of(h, st.load.as_ref()));
+            if let Some(l) = &st.load {
+                for (k, v) in resources(h, l) {
+                    let (dom, name) = k.split_once(':').unwrap_or(("hl", &k));
+                    if selected(name) {
+                        out.out(format!(
+                            "   <resourcevalue name='{}' dominance='{dom}'>{}</resourcevalue>",
+                            xml_escape(name),
+                            xml_escape(&v)
+                        ));
+                    }
+                }
+            }
+            if o.queues {
+                for (q, t, u, total, state) in queue_rows(h, &st) {
+                    let q = xml_escape(&q);
+                    out.out(format!(" <queue name='{q}'>"));
+                    let qv = |out: &mut Output, n: &str, v: &str| {
+                        out.out(format!(
+                            "   <queuevalue qname='{q}' name='{n}'>{v}</queuevalue>"
+                        ));
+                    };
+                    qv(&mut out, "qtype_string", &t);
+                    qv(&mut out, "slots_used", &u.to_string());
+                    qv(&mut out, "slots", &total.to_string());
+                    qv(&mut out, "slots_resv", "0");
+                    qv(&mut out, "state_string", &state);
+                    out.out(" </queue>");
+                }
+            }
+            out.out(" </host>");
+        }
+        out.out("</qhost>");
+        return out;
+    }
+
+    let header = HostValues {
+        arch: "ARCH".into(),
+        ncpu: "NCPU".into(),
+        nsoc: "NSOC".into(),
+        ncor: "NCOR".into(),
+        nthr: "NTHR".into(),
+        load: "LOAD".into(),
+        memtot: "MEMTOT".into(),
+        memuse: "MEMUSE".into(),
+        swapto: "SWAPTO".into(),
+        swapus: "SWAPUS".into(),
+    };
+    let head = table_line("HOSTNAME", &header, topology);
+    out.out(&head);
+    out.out("-".repeat(head.len()));
+    if show_global {
+        out.out(table_line("global", &HostValues::unknown(), topology));
+    }
+    for h in &hosts {
+        let st = status(h);
+        out.out(table_line(
+            &h.name,
+            &HostValues::of(h, st.load.as_ref()),
+            topology,
+        ));
+        if let (Some(sel), Some(l)) = (&o.resources, &st.load) {
+            let mut first = true;
+            for (k, v) in resources(h, l) {
+                let name = k.split_once(':').map_or(k.as_str(), |(_, n)| n);
+                if !selected(name) {
+                    continue;
+                }
+                // With a selection, SGE introduces the first line with a title.
+                let prefix = if !sel.is_empty() && first {
+                    "    Host Resource(s):      "
+                } else {
+                    "   "
+                };
+                first = false;
+                out.out(format!("{prefix}{k}={v}"));
+            }
+        }
+        if o.queues {
+            for (q, t, u, total, state) in queue_rows(h, &st) {
+                out.out(format!(
+                    "   {q:<20} {t:<5} {:<14}{state}",
+                    format!("0/{u}/{total}")
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Gathers the input: the configuration, the spool's jobs, this host's load and the other
+/// hosts' reports (stale ones, older than `max_unheard`, count as unknown).
+pub fn gather(
+    env: &super::ClientEnv,
+    proc_dir: &std::path::Path,
+    now: i64,
+) -> Result<QhostInput, String> {
+    let jobs = env
+        .spool
+        .scan_jobs()
+        .map_err(|e| format!("error: {e}"))?
+        .jobs;
+    let mut loads = BTreeMap::new();
+    for h in &env.config.hosts {
+        let status = if h.name.eq_ignore_ascii_case(&env.host) {
+            let load = HostLoad::measure(proc_dir, &h.arch).map_err(|e| format!("error: {e}"))?;
+            HostStatus {
+                load: Some(load),
+                known: true,
+            }
+        } else {
+            match load::read_report(&env.spool.daemon_dir(), &h.name) {
+                Some(HostReport {
+                    time,
+                    reachable,
+                    load,
+                    ..
+                }) if now - time <= MAX_UNHEARD_SECS => HostStatus {
+                    known: reachable,
+                    load: if reachable { load } else { None },
+                },
+                _ => HostStatus {
+                    load: None,
+                    known: false,
+                },
+            }
+        };
+        loads.insert(h.name.clone(), status);
+    }
+    Ok(QhostInput {
+        config: env.config.clone(),
+        jobs,
+        loads,
+    })
+}
+
+/// The `qhost` binary.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    if args.iter().any(|a| a == "-help") {
+        return run_with(&args, &empty_input()).finish();
+    }
+    let env = match super::load_env(spool) {
+        Ok(env) => env,
+        Err(out) => return out.finish(),
+    };
+    let proc_dir = std::env::var_os("GRIDSPOOL_PROC_DIR")
+        .map_or_else(|| PathBuf::from("/proc"), PathBuf::from);
+    match gather(&env, &proc_dir, crate::compat::time::now()) {
+        Ok(input) => run_with(&args, &input).finish(),
+        Err(message) => {
+            let mut out = Output {
+                code: 1,
+                ..Output::default()
+            };
+            out.err(message);
+            out.finish()
+        }
+    }
+}
+
+fn empty_input() -> QhostInput {
+    QhostInput {
+        config: ClusterConfig {
+            managers: Vec::new(),
+            operators: Vec::new(),
+            min_uid: 0,
+            min_gid: 0,
+            hosts: Vec::new(),
+            hostgroups: BTreeMap::new(),
+            queues: Vec::new(),
+            complexes: Vec::new(),
+            parallel_environments: Vec::new(),
+            projects: Vec::new(),
+            users: Vec::new(),
+            share_tree: None,
+            scheduler: Default::default(),
+        },
+        jobs: Vec::new(),
+        loads: BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_formats() {
+        assert_eq!(memory1(0.0), "0.0");
+        assert_eq!(memory1(24684100.0 * 1024.0), "23.5G");
+        assert_eq!(memory1(587552.0 * 1024.0), "573.8M");
+        assert_eq!(memory3(24096548.0 * 1024.0), "22.980G");
+        assert_eq!(memory3(587552.0 * 1024.0), "573.781M");
+    }
+}
