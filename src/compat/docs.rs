@@ -65,6 +65,8 @@ pub struct CommandDoc {
 /// Every documented command. The lead adds an entry per command; nothing else changes.
 pub fn all_commands() -> Vec<CommandDoc> {
     vec![
+        crate::compat::qsub_options::QSUB_DOC,
+        crate::compat::qsub_options::QALTER_DOC,
         crate::cli::qdel::DOC,
         crate::cli::qhold::QHOLD_DOC,
         crate::cli::qhold::QRLS_DOC,
@@ -73,7 +75,13 @@ pub fn all_commands() -> Vec<CommandDoc> {
 
 /// SGE's `-help` text: version line, usage line, options, blank line, syntax legend.
 pub fn help_text(doc: &CommandDoc) -> String {
-    let mut rows: Vec<OptionSpec> = doc.options.to_vec();
+    // Options with an empty usage are accepted but not listed (SGE's hidden options).
+    let mut rows: Vec<OptionSpec> = doc
+        .options
+        .iter()
+        .filter(|o| !o.usage.is_empty())
+        .copied()
+        .collect();
     if let Some((usage, help)) = doc.operand {
         // Only rendered, never matched against argv.
         rows.push(OptionSpec::new("", Arity::Flag, usage, help));

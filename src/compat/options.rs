@@ -206,12 +206,17 @@ pub fn help_lines(table: &[OptionSpec], indent: &str, width: usize) -> String {
     for spec in table {
         let mut lines = spec.help.split('\n');
         let first = lines.next().unwrap_or("");
-        let pad = width.saturating_sub(spec.usage.len()).max(1);
-        out.push_str(&format!(
-            "{indent}{}{}{first}\n",
-            spec.usage,
-            " ".repeat(pad)
-        ));
+        if first.is_empty() {
+            // A row without help text (qsub's `[{command|-} [command_args]]`) has no padding.
+            out.push_str(&format!("{indent}{}\n", spec.usage));
+        } else {
+            let pad = width.saturating_sub(spec.usage.len()).max(1);
+            out.push_str(&format!(
+                "{indent}{}{}{first}\n",
+                spec.usage,
+                " ".repeat(pad)
+            ));
+        }
         for more in lines {
             out.push_str(&format!("{indent}{}{more}\n", " ".repeat(width)));
         }

@@ -6,7 +6,8 @@
 //! Options marked unsupported print in `-help` exactly as SGE prints them but are refused with a
 //! clear message when used (see `tests/compat/DIVERGENCES.md`).
 
-use super::options::{Arity, OptionSpec, help_lines};
+use super::docs::{CommandDoc, SyntaxItem, ValueHint, help_text};
+use super::options::{Arity, OptionSpec};
 
 /// `qsub`'s options.
 pub static QSUB_OPTIONS: &[OptionSpec] = &[
@@ -568,107 +569,417 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("-ar", Arity::One, "", "").unsupported(),
 ];
 
-const QSUB_HELP_TAIL: &str = "   [{command|-} [command_args]]
+pub static QSUB_SYNTAX: &[SyntaxItem] = &[
+    SyntaxItem {
+        name: "account_string",
+        definition: "account_name",
+    },
+    SyntaxItem {
+        name: "complex_list",
+        definition: "complex[,complex,...]",
+    },
+    SyntaxItem {
+        name: "context_list",
+        definition: "variable[=value][,variable[=value],...]",
+    },
+    SyntaxItem {
+        name: "ckpt_selector",
+        definition: "`n' `s' `m' `x' `r' <interval>",
+    },
+    SyntaxItem {
+        name: "date_time",
+        definition: "[[CC]YY]MMDDhhmm[.SS]",
+    },
+    SyntaxItem {
+        name: "job_identifier_list",
+        definition: "{job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]",
+    },
+    SyntaxItem {
+        name: "jsv_url",
+        definition: "[script:][username@]path",
+    },
+    SyntaxItem {
+        name: "listname_list",
+        definition: "listname[,listname,...]",
+    },
+    SyntaxItem {
+        name: "rqs_list",
+        definition: "rqs_name[,rqs_name,...]",
+    },
+    SyntaxItem {
+        name: "mail_address",
+        definition: "username[@host]",
+    },
+    SyntaxItem {
+        name: "mail_list",
+        definition: "mail_address[,mail_address,...]",
+    },
+    SyntaxItem {
+        name: "mail_options",
+        definition: "`e' `b' `a' `n' `s'",
+    },
+    SyntaxItem {
+        name: "node_path",
+        definition: "[/]node_name[[/.]node_name...]",
+    },
+    SyntaxItem {
+        name: "node_shares_list",
+        definition: "node_path=shares[,node_path=shares,...]",
+    },
+    SyntaxItem {
+        name: "working_directory",
+        definition: "path",
+    },
+    SyntaxItem {
+        name: "path_list",
+        definition: "[host:]path[,[host:]path,...]",
+    },
+    SyntaxItem {
+        name: "priority",
+        definition: "-1023 - 1024",
+    },
+    SyntaxItem {
+        name: "resource_list",
+        definition: "resource[=value][,resource[=value],...]",
+    },
+    SyntaxItem {
+        name: "simple_context_list",
+        definition: "variable[,variable,...]",
+    },
+    SyntaxItem {
+        name: "slot_range",
+        definition: "[n[-m]|[-]m] - n,m > 0",
+    },
+    SyntaxItem {
+        name: "task_id_range",
+        definition: "task_id['-'task_id[':'step]]",
+    },
+    SyntaxItem {
+        name: "variable_list",
+        definition: "variable[=value][,variable[=value],...]",
+    },
+    SyntaxItem {
+        name: "obj_nm",
+        definition: "\"queue\"|\"exechost\"|\"pe\"|\"ckpt\"|\"hostgroup\"|\"resource_quota\"",
+    },
+    SyntaxItem {
+        name: "attr_nm",
+        definition: "(see man pages)",
+    },
+    SyntaxItem {
+        name: "obj_id_list",
+        definition: "objectname [ objectname ...]",
+    },
+    SyntaxItem {
+        name: "wc_cqueue",
+        definition: "wildcard expression matching a cluster queue",
+    },
+    SyntaxItem {
+        name: "wc_host",
+        definition: "wildcard expression matching a host",
+    },
+    SyntaxItem {
+        name: "wc_hostgroup",
+        definition: "wildcard expression matching a hostgroup",
+    },
+    SyntaxItem {
+        name: "wc_qinstance",
+        definition: "wc_cqueue@wc_host",
+    },
+    SyntaxItem {
+        name: "wc_qdomain",
+        definition: "wc_cqueue@wc_hostgroup",
+    },
+    SyntaxItem {
+        name: "wc_queue",
+        definition: "wc_cqueue|wc_qdomain|wc_qinstance",
+    },
+    SyntaxItem {
+        name: "wc_queue_list",
+        definition: "wc_queue[,wc_queue,...]",
+    },
+    SyntaxItem {
+        name: "thread_name",
+        definition: "\"scheduler\"|\"jvm\"",
+    },
+    SyntaxItem {
+        name: "exp",
+        definition: "explicit:<socket>,<core>[:...]",
+    },
+    SyntaxItem {
+        name: "lin",
+        definition: "linear[:<amount>[:<socket>,<core>]]",
+    },
+    SyntaxItem {
+        name: "str",
+        definition: "striding:<amount>:<stepsize>[:<socket>,<core>]",
+    },
+];
 
-account_string          account_name
-complex_list            complex[,complex,...]
-context_list            variable[=value][,variable[=value],...]
-ckpt_selector           `n' `s' `m' `x' `r' <interval>
-date_time               [[CC]YY]MMDDhhmm[.SS]
-job_identifier_list     {job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]
-jsv_url                 [script:][username@]path
-listname_list           listname[,listname,...]
-rqs_list                rqs_name[,rqs_name,...]
-mail_address            username[@host]
-mail_list               mail_address[,mail_address,...]
-mail_options            `e' `b' `a' `n' `s'
-node_path               [/]node_name[[/.]node_name...]
-node_shares_list        node_path=shares[,node_path=shares,...]
-working_directory       path
-path_list               [host:]path[,[host:]path,...]
-priority                -1023 - 1024
-resource_list           resource[=value][,resource[=value],...]
-simple_context_list     variable[,variable,...]
-slot_range              [n[-m]|[-]m] - n,m > 0
-task_id_range           task_id['-'task_id[':'step]]
-variable_list           variable[=value][,variable[=value],...]
-obj_nm                  \"queue\"|\"exechost\"|\"pe\"|\"ckpt\"|\"hostgroup\"|\"resource_quota\"
-attr_nm                 (see man pages)
-obj_id_list             objectname [ objectname ...]
-wc_cqueue               wildcard expression matching a cluster queue
-wc_host                 wildcard expression matching a host
-wc_hostgroup            wildcard expression matching a hostgroup
-wc_qinstance            wc_cqueue@wc_host
-wc_qdomain              wc_cqueue@wc_hostgroup
-wc_queue                wc_cqueue|wc_qdomain|wc_qinstance
-wc_queue_list           wc_queue[,wc_queue,...]
-thread_name             \"scheduler\"|\"jvm\"
-exp                     explicit:<socket>,<core>[:...]
-lin                     linear[:<amount>[:<socket>,<core>]]
-str                     striding:<amount>:<stepsize>[:<socket>,<core>]
-";
+pub static QALTER_SYNTAX: &[SyntaxItem] = &[
+    SyntaxItem {
+        name: "account_string",
+        definition: "account_name",
+    },
+    SyntaxItem {
+        name: "complex_list",
+        definition: "complex[,complex,...]",
+    },
+    SyntaxItem {
+        name: "context_list",
+        definition: "variable[=value][,variable[=value],...]",
+    },
+    SyntaxItem {
+        name: "ckpt_selector",
+        definition: "`n' `s' `m' `x' `r' <interval>",
+    },
+    SyntaxItem {
+        name: "date_time",
+        definition: "[[CC]YY]MMDDhhmm[.SS]",
+    },
+    SyntaxItem {
+        name: "hold_list",
+        definition: "`n' `u' `s' `o' `U' `S' `O'",
+    },
+    SyntaxItem {
+        name: "job_identifier_list",
+        definition: "{job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]",
+    },
+    SyntaxItem {
+        name: "listname_list",
+        definition: "listname[,listname,...]",
+    },
+    SyntaxItem {
+        name: "rqs_list",
+        definition: "rqs_name[,rqs_name,...]",
+    },
+    SyntaxItem {
+        name: "mail_address",
+        definition: "username[@host]",
+    },
+    SyntaxItem {
+        name: "mail_list",
+        definition: "mail_address[,mail_address,...]",
+    },
+    SyntaxItem {
+        name: "mail_options",
+        definition: "`e' `b' `a' `n' `s'",
+    },
+    SyntaxItem {
+        name: "node_path",
+        definition: "[/]node_name[[/.]node_name...]",
+    },
+    SyntaxItem {
+        name: "node_shares_list",
+        definition: "node_path=shares[,node_path=shares,...]",
+    },
+    SyntaxItem {
+        name: "working_directory",
+        definition: "path",
+    },
+    SyntaxItem {
+        name: "path_list",
+        definition: "[host:]path[,[host:]path,...]",
+    },
+    SyntaxItem {
+        name: "priority",
+        definition: "-1023 - 1024",
+    },
+    SyntaxItem {
+        name: "resource_list",
+        definition: "resource[=value][,resource[=value],...]",
+    },
+    SyntaxItem {
+        name: "simple_context_list",
+        definition: "variable[,variable,...]",
+    },
+    SyntaxItem {
+        name: "slot_range",
+        definition: "[n[-m]|[-]m] - n,m > 0",
+    },
+    SyntaxItem {
+        name: "job_task_list",
+        definition: "job_tasks[,job_tasks,...]",
+    },
+    SyntaxItem {
+        name: "job_tasks",
+        definition: "[job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]",
+    },
+    SyntaxItem {
+        name: "task_id_range",
+        definition: "task_id['-'task_id[':'step]]",
+    },
+    SyntaxItem {
+        name: "user_list",
+        definition: "user[,user,...]",
+    },
+    SyntaxItem {
+        name: "variable_list",
+        definition: "variable[=value][,variable[=value],...]",
+    },
+    SyntaxItem {
+        name: "wc_cqueue",
+        definition: "wildcard expression matching a cluster queue",
+    },
+    SyntaxItem {
+        name: "wc_host",
+        definition: "wildcard expression matching a host",
+    },
+    SyntaxItem {
+        name: "wc_hostgroup",
+        definition: "wildcard expression matching a hostgroup",
+    },
+    SyntaxItem {
+        name: "wc_qinstance",
+        definition: "wc_cqueue@wc_host",
+    },
+    SyntaxItem {
+        name: "wc_qdomain",
+        definition: "wc_cqueue@wc_hostgroup",
+    },
+    SyntaxItem {
+        name: "wc_queue",
+        definition: "wc_cqueue|wc_qdomain|wc_qinstance",
+    },
+    SyntaxItem {
+        name: "wc_queue_list",
+        definition: "wc_queue[,wc_queue,...]",
+    },
+    SyntaxItem {
+        name: "exp",
+        definition: "explicit:<socket>,<core>[:...]",
+    },
+    SyntaxItem {
+        name: "lin",
+        definition: "linear[:<amount>[:<socket>,<core>]]",
+    },
+    SyntaxItem {
+        name: "str",
+        definition: "striding:<amount>:<stepsize>[:<socket>,<core>]",
+    },
+];
 
-const QALTER_HELP_TAIL: &str =
-    "   job_task_list                            jobids (and taskids) of jobs to be altered
+/// `qsub`: its `-help`, man page and completions.
+pub const QSUB_DOC: CommandDoc = CommandDoc {
+    name: "qsub",
+    summary: "submit a batch job to gridspool",
+    synopsis: "[options]",
+    options: QSUB_OPTIONS,
+    operand: Some(("[{command|-} [command_args]]", "")),
+    operand_hint: ValueHint::Files,
+    syntax: QSUB_SYNTAX,
+    description: &[
+        "qsub submits a job script (or, with -b y, a command) to the spool of the cell $SGE_ROOT/$SGE_CELL. The script is copied into the spool at once, so it may be changed or deleted as soon as qsub returns. Without a script argument the script is read from standard input and the job is named STDIN.",
+        "Options come from, in increasing precedence: $SGE_ROOT/$SGE_CELL/common/sge_request, ~/.sge_request, ./.sge_request, the #$ lines of the script (another prefix with -C), files named with -@, and the command line. Single-valued options take the last value; -l merges by resource, -v, -M, -hold_jid and context options accumulate, -q is replaced per source.",
+        "The job belongs to the caller's real user and group, as the kernel reports them; its submission time is taken by qsub. sched_d starts it as soon as a slot and the requested resources are free, in the priority order of the configured policy.",
+        "Options that SGE lists but gridspool does not implement are refused with a message naming the option; none is silently ignored.",
+    ],
+    option_details: &[
+        (
+            "-sync",
+            "qsub waits until the job (every task of an array) has ended, prints one line per task and exits with the job's exit status.",
+        ),
+        (
+            "-now",
+            "With y, the job must start in sched_d's next scheduling pass or it is removed; qsub reports which happened.",
+        ),
+        (
+            "-w",
+            "e refuses a job that no queue of the configuration could ever run; w warns; v and p only report and do not submit; n checks nothing.",
+        ),
+    ],
+    value_hints: &[
+        ("-@", ValueHint::Files),
+        ("-e", ValueHint::Files),
+        ("-o", ValueHint::Files),
+        ("-i", ValueHint::Files),
+        ("-S", ValueHint::Files),
+        ("-wd", ValueHint::Files),
+        ("-b", ValueHint::Words(&["y", "n"])),
+        ("-j", ValueHint::Words(&["y", "n"])),
+        ("-r", ValueHint::Words(&["y", "n"])),
+        ("-R", ValueHint::Words(&["y", "n"])),
+        ("-now", ValueHint::Words(&["y", "n"])),
+        ("-sync", ValueHint::Words(&["y", "n"])),
+        ("-shell", ValueHint::Words(&["y", "n"])),
+        ("-w", ValueHint::Words(&["e", "w", "n", "v", "p"])),
+        ("-hold_jid", ValueHint::Jobs),
+        ("-hold_jid_ad", ValueHint::Jobs),
+    ],
+    exit_status: &[
+        (
+            "0",
+            "The job was submitted (with -sync y: the job ended with exit status 0).",
+        ),
+        (
+            "1",
+            "The job was rejected (unknown resource, queue or parallel environment, priority not allowed, user id below min_uid, ...).",
+        ),
+        (
+            "2",
+            "The command line is wrong (unknown or unsupported option, missing argument).",
+        ),
+        ("4", "No script was read from standard input."),
+        ("7", "The priority is not a number from -1023 to 1024."),
+        ("14", "The script file cannot be read."),
+        ("other", "With -sync y, the exit status of the job."),
+    ],
+    compatibility: &[
+        "Options of SGE's table that gridspool does not implement (-ckpt, -c, -binding, -jsv, -ot, -he, -pty, -ar, -display, -verify and the qconf-like -Ap -astnode -at -dul -mattr -srqs) are refused; SGE would accept them.",
+        "A missing -@ file is an error; SGE ignores it and reads the script from standard input.",
+    ],
+    see_also: &[
+        "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "sched_d",
+    ],
+};
 
-account_string          account_name
-complex_list            complex[,complex,...]
-context_list            variable[=value][,variable[=value],...]
-ckpt_selector           `n' `s' `m' `x' `r' <interval>
-date_time               [[CC]YY]MMDDhhmm[.SS]
-hold_list               `n' `u' `s' `o' `U' `S' `O'
-job_identifier_list     {job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]
-listname_list           listname[,listname,...]
-rqs_list                rqs_name[,rqs_name,...]
-mail_address            username[@host]
-mail_list               mail_address[,mail_address,...]
-mail_options            `e' `b' `a' `n' `s'
-node_path               [/]node_name[[/.]node_name...]
-node_shares_list        node_path=shares[,node_path=shares,...]
-working_directory       path
-path_list               [host:]path[,[host:]path,...]
-priority                -1023 - 1024
-resource_list           resource[=value][,resource[=value],...]
-simple_context_list     variable[,variable,...]
-slot_range              [n[-m]|[-]m] - n,m > 0
-job_task_list           job_tasks[,job_tasks,...]
-job_tasks               [job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]
-task_id_range           task_id['-'task_id[':'step]]
-user_list               user[,user,...]
-variable_list           variable[=value][,variable[=value],...]
-wc_cqueue               wildcard expression matching a cluster queue
-wc_host                 wildcard expression matching a host
-wc_hostgroup            wildcard expression matching a hostgroup
-wc_qinstance            wc_cqueue@wc_host
-wc_qdomain              wc_cqueue@wc_hostgroup
-wc_queue                wc_cqueue|wc_qdomain|wc_qinstance
-wc_queue_list           wc_queue[,wc_queue,...]
-exp                     explicit:<socket>,<core>[:...]
-lin                     linear[:<amount>[:<socket>,<core>]]
-str                     striding:<amount>:<stepsize>[:<socket>,<core>]
-";
-
-/// The options shown by `-help` (hidden ones have an empty usage).
-fn visible(table: &[OptionSpec]) -> Vec<OptionSpec> {
-    table
-        .iter()
-        .filter(|s| !s.usage.is_empty())
-        .copied()
-        .collect()
-}
+/// `qalter`: its `-help`, man page and completions.
+pub const QALTER_DOC: CommandDoc = CommandDoc {
+    name: "qalter",
+    summary: "change the attributes of pending and running gridspool jobs",
+    synopsis: "[options] job_task_list",
+    options: QALTER_OPTIONS,
+    operand: Some((
+        "job_task_list",
+        "jobids (and taskids) of jobs to be altered",
+    )),
+    operand_hint: ValueHint::Jobs,
+    syntax: QALTER_SYNTAX,
+    description: &[
+        "qalter changes the attributes of jobs: the options mean what they mean to qsub. The job owner may change their own jobs; operators and managers any job. Only operators may raise a priority.",
+        "Every change is checked against the current state of the job before anything is written; a refusal prints SGE's words and changes nothing. The accepted changes are written to the spool as one request, which qstat shows at once and sched_d applies.",
+    ],
+    option_details: &[(
+        "-h",
+        "u, o and s set the user, operator and system hold; U, O and S release them; n releases every hold.",
+    )],
+    value_hints: &[
+        ("-e", ValueHint::Files),
+        ("-o", ValueHint::Files),
+        ("-h", ValueHint::Words(&["u", "o", "s", "U", "O", "S", "n"])),
+        ("-hold_jid", ValueHint::Jobs),
+        ("-u", ValueHint::Users),
+    ],
+    exit_status: &[
+        ("0", "Every change was made."),
+        (
+            "1",
+            "A change was refused or a job does not exist (the messages on standard output say which).",
+        ),
+        ("2", "The command line is wrong."),
+    ],
+    compatibility: &[
+        "qalter -w e refuses the change when no queue could run the altered job; SGE prints the same error but applies the change.",
+    ],
+    see_also: &["qsub", "qstat", "qhold", "qrls", "qdel"],
+};
 
 /// `qsub -help`, byte for byte as SGE 8.1.9 prints it.
 pub fn qsub_help() -> String {
-    format!(
-        "SGE 8.1.9\nusage: qsub [options]\n{}{QSUB_HELP_TAIL}",
-        help_lines(&visible(QSUB_OPTIONS), "   ", 41)
-    )
+    help_text(&QSUB_DOC)
 }
 
 /// `qalter -help`, byte for byte as SGE 8.1.9 prints it.
 pub fn qalter_help() -> String {
-    format!(
-        "SGE 8.1.9\nusage: qalter [options] job_task_list\n{}{QALTER_HELP_TAIL}",
-        help_lines(&visible(QALTER_OPTIONS), "   ", 41)
-    )
+    help_text(&QALTER_DOC)
 }
