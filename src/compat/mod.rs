@@ -6,4 +6,5 @@
 pub mod job_list;
 pub mod options;
 pub mod pattern;
+pub mod qstat;
 pub mod time;

@@ -79,11 +79,22 @@ pub struct TaskResult {
 #[serde(rename_all = "snake_case", tag = "event")]
 pub enum LaunchEvent {
     /// The shepherd is running the task (`t` → `r`).
-    Started { job: JobId, task: TaskId, host: String, pid: u32 },
+    Started {
+        job: JobId,
+        task: TaskId,
+        host: String,
+        pid: u32,
+    },
     /// The task ended (whatever the reason); becomes an accounting record.
     Ended(TaskResult),
     /// The task could not be started. `host_unreachable`: the host did not answer, so the
     /// task goes back to pending and the host is marked and retried with backoff; otherwise
     /// the job goes to error state (`Eqw`) with `error` as its reason.
-    Failed { job: JobId, task: TaskId, host: String, error: String, host_unreachable: bool },
+    Failed {
+        job: JobId,
+        task: TaskId,
+        host: String,
+        error: String,
+        host_unreachable: bool,
+    },
 }
