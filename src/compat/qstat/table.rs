@@ -59,7 +59,6 @@ pub(crate) fn queue_width(view: &View<'_>) -> usize {
 
 /// The column header and its underline.
 fn header(out: &mut String, args: &QstatArgs, qw: usize) {
-    let start = out.len();
     out.push_str("job-ID  prior  ");
     if args.pri || args.urg {
         out.push_str(" nurg   ");
@@ -101,9 +100,26 @@ fn header(out: &mut String, args: &QstatArgs, qw: usize) {
     if args.tasks {
         out.push_str("task-ID state cpu        mem     io      stat failed ");
     }
-    let width = out[start..].chars().count();
     out.push('\n');
-    for _ in 1..width {
+    // SGE's underline is not the header's length: a base for the fixed columns plus a
+    // fixed stretch per optional column group (measured on SGE 8.1.9's output).
+    let mut dashes = 83 + qw;
+    if args.group.pe_tasks {
+        dashes += 1;
+    }
+    if args.ext {
+        dashes += 79;
+    }
+    if args.tasks {
+        dashes += 53;
+    }
+    if args.urg {
+        dashes += 64;
+    }
+    if args.pri {
+        dashes += 35;
+    }
+    for _ in 0..dashes {
         out.push('-');
     }
     out.push('\n');
