@@ -99,6 +99,9 @@ pub enum RowKind {
         task: Option<TaskId>,
         state: PendingState,
     },
+    /// A job whose tasks have all finished but which the spool still holds (`z`, shown by
+    /// `-s z` only).
+    Zombie,
 }
 
 /// One line of a job table.
@@ -134,7 +137,7 @@ impl<'a> Row<'a> {
     pub fn running(&self) -> Option<&'a RunningTask> {
         match self.kind {
             RowKind::Running(i) => self.job.tasks.running.get(i),
-            RowKind::Pending { .. } => None,
+            RowKind::Pending { .. } | RowKind::Zombie => None,
         }
     }
 
@@ -142,6 +145,7 @@ impl<'a> Row<'a> {
         match self.kind {
             RowKind::Running(i) => self.job.tasks.running.get(i).map_or("r", running_code),
             RowKind::Pending { state, .. } => state.code(),
+            RowKind::Zombie => "z",
         }
     }
 
@@ -172,6 +176,14 @@ impl<'a> Row<'a> {
                 if let Some(g) = self.job.tasks.pending.get(group) {
                     let _ = write!(buf, "{}", g.tasks);
                 }
+            }
+            // The record keeps how many tasks finished, not which: the job's whole range.
+            RowKind::Zombie => {
+                let _ = write!(
+                    buf,
+                    "{}",
+                    crate::model::TaskSet::from_range(self.job.spec.task_range())
+                );
             }
         }
         true
@@ -219,9 +231,16 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
     };
     let mut running: Vec<(Row<'a>, &'a str, &'a str)> = Vec::new();
     let mut pending: Vec<Row<'a>> = Vec::new();
+    let mut zombies: Vec<Row<'a>> = Vec::new();
     for job in view.jobs {
         if !user_selected(args, view, &job.submitter.owner) {
             continue;
+        }
+        if args.states.zombie && job.tasks.is_done() && job.tasks.finished > 0 {
+            zombies.push(Row {
+                job,
+                kind: RowKind::Zombie,
+            });
         }
         for (i, t) in job.tasks.running.iter().enumerate() {
             if !running_selected(args, t) {
@@ -308,5 +327,6 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
     let mut out = Vec::with_capacity(running.len() + pending.len());
     out.extend(running.into_iter().map(|(r, _, _)| r));
     out.extend(pending);
+    out.extend(zombies);
     out
 }

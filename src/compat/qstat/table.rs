@@ -417,6 +417,18 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             job_line(out, args, row, None, qw, row.slots());
         }
     }
+    let mut zombies = rows
+        .iter()
+        .filter(|r| matches!(r.kind, RowKind::Zombie))
+        .peekable();
+    if zombies.peek().is_some() {
+        out.push_str(
+            "\n############################################################################\n --  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  --  \n############################################################################\n",
+        );
+        for row in zombies {
+            job_line(out, args, row, None, qw, row.slots());
+        }
+    }
 }
 
 /// The numbers of one line of `-g c`.

@@ -51,6 +51,7 @@ fn job_list(
         match row.kind {
             RowKind::Running(_) => "running",
             RowKind::Pending { .. } => "pending",
+            RowKind::Zombie => "zombie",
         }
     );
     num(out, i, "JB_job_number", job.id);
