@@ -9,8 +9,8 @@
 
 use anyhow::Context;
 use gridspool::model::{
-    EnvVar, Holds, JobId, JobRecord, JobSpec, JobSubmission, PriorityInfo, RunState,
-    RunningTask, Submitter, TaskIdRange,
+    EnvVar, Holds, JobId, JobRecord, JobSpec, JobSubmission, PriorityInfo, RunState, RunningTask,
+    Submitter, TaskIdRange,
 };
 use gridspool::spool::Spool;
 

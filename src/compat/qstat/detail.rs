@@ -333,7 +333,11 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
         line(out, "jid_successor_list:", ids_text(&succ));
     }
     if !s.hold_jid_ad.is_empty() {
-        line(out, "ja_ad_predecessor_list (req):", s.hold_jid_ad.join(","));
+        line(
+            out,
+            "ja_ad_predecessor_list (req):",
+            s.hold_jid_ad.join(","),
+        );
     }
     let live_ad: Vec<JobId> = s
         .array_predecessors
@@ -516,7 +520,12 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     open(out, 4, "element");
     el(out, 6, "JB_job_number", job.id);
     el(out, 6, "JB_ar", 0);
-    el(out, 6, "JB_exec_file", format_args!("job_scripts/{}", job.id));
+    el(
+        out,
+        6,
+        "JB_exec_file",
+        format_args!("job_scripts/{}", job.id),
+    );
     el(out, 6, "JB_submission_time", sub.submission_time);
     el(out, 6, "JB_owner", &sub.owner);
     el(out, 6, "JB_uid", sub.uid);

@@ -172,7 +172,9 @@ impl<'a> Row<'a> {
             RowKind::Pending { task: Some(t), .. } => {
                 let _ = write!(buf, "{t}");
             }
-            RowKind::Pending { group, task: None, .. } => {
+            RowKind::Pending {
+                group, task: None, ..
+            } => {
                 if let Some(g) = self.job.tasks.pending.get(group) {
                     let _ = write!(buf, "{}", g.tasks);
                 }

@@ -487,7 +487,9 @@ pub(crate) fn summaries(args: &QstatArgs, view: &View<'_>) -> Vec<ClusterQueueSu
 
 /// `-g c`: the cluster queue summary.
 pub fn cluster_summary(out: &mut String, args: &QstatArgs, view: &View<'_>) {
-    out.push_str("CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  \n");
+    out.push_str(
+        "CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  \n",
+    );
     out.push_str(&"-".repeat(80));
     out.push('\n');
     for s in summaries(args, view) {

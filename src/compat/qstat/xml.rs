@@ -76,7 +76,12 @@ fn job_list(
     text(out, i, "JB_name", &job.spec.name);
     text(out, i, "JB_owner", &job.submitter.owner);
     if args.ext {
-        text(out, i, "JB_project", job.spec.project.as_deref().unwrap_or(""));
+        text(
+            out,
+            i,
+            "JB_project",
+            job.spec.project.as_deref().unwrap_or(""),
+        );
         text(out, i, "JB_department", "defaultdepartment");
     }
     num(out, i, "state", row.state_code());
@@ -140,14 +145,6 @@ fn job_list(
 fn requests(out: &mut String, row: &Row<'_>, i: usize) {
     let spec = &row.job.spec;
     text(out, i, "full_job_name", &spec.name);
-    if let Some(t) = row.running() {
-        ind(out, i);
-        out.push_str("<master_queue>");
-        esc(out, &t.queue);
-        out.push('@');
-        esc(out, &t.host);
-        out.push_str("</master_queue>\n");
-    }
     for r in &spec.hard_resources {
         ind(out, i);
         out.push_str("<hard_request name=\"");
