@@ -62,9 +62,20 @@ fn run(args: &mut Vec<String>) -> super::Output {
         load: &load,
     };
     let r = qstat::render(&parsed, &view);
-    super::Output {
+    let mut o = super::Output {
         stdout: r.stdout,
         stderr: r.stderr,
         code: r.code,
+    };
+    // A job that cannot be read is not silently missing from the list: say so, once (a
+    // spool with wrong permissions would otherwise print one line per job).
+    if let Some(first) = scan.problems.first() {
+        o.err(format!(
+            "warning: {} spool file(s) could not be read, first {}: {}",
+            scan.problems.len(),
+            first.path.display(),
+            first.reason
+        ));
     }
+    o
 }
