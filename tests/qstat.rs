@@ -814,3 +814,27 @@ fn qstat_oracle_formats() {
         &["Job is in hold state"],
     );
 }
+
+#[test]
+fn qstat_g_t_lists_every_slot_of_a_parallel_job() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_g_t_lists_every_slot_of_a_parallel_job", "needs sgeuser");
+    };
+    let c = cell();
+    let mut s = spec("pe2");
+    s.binary = true;
+    s.args = vec!["60".into()];
+    s.script_file = "sleep".into();
+    s.pe = Some(PeRequest {
+        name: "smp".into(),
+        range: SlotRange { min: 2, max: 2 },
+    });
+    put(&c, 107, &u1, T0, s, |j| {
+        start(j, T0 + 1, None);
+        j.tasks.running[0].slots = 2;
+        j.priority = Some(prio(0.555, 0.5));
+    });
+    check(&c, &u1, "oracle-g-t-pe");
+    check_with_load(&c, &u1, "oracle-f-g-t-pe", "8.60,2");
+    check(&c, &u1, "oracle-g-t-pe-xml");
+}

@@ -133,7 +133,11 @@ fn job_line(
     queue: Option<&str>,
     qw: usize,
     slots: u32,
+    role: Role,
 ) {
+    if role == Role::Slave {
+        return slave_line(out, args, row, queue, qw);
+    }
     let job = row.job;
     let p = row.priority();
     let running = row.running();
@@ -211,7 +215,7 @@ fn job_line(
         out.push(' ');
     }
     if args.group.pe_tasks {
-        if running.is_some() {
+        if role == Role::Master {
             out.push_str("MASTER ");
         } else {
             spaces(out, 7);
@@ -226,6 +230,74 @@ fn job_line(
     if args.requests {
         requests(out, row);
     }
+}
+
+/// What a line of `-g t` stands for: the master task of a job, or one more slot of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A job line without `-g t`, or a pending job with it.
+    Job,
+    /// The first slot of a running task (`MASTER`).
+    Master,
+    /// Each further slot of a parallel task (`SLAVE`), printed without the job's columns.
+    Slave,
+}
+
+/// The `(queue instance, slots)` of a running task, master first.
+pub(crate) fn granted(t: &crate::model::RunningTask) -> Vec<(String, u32)> {
+    if t.granted.is_empty() {
+        vec![(format!("{}@{}", t.queue, t.host), t.slots)]
+    } else {
+        t.granted
+            .iter()
+            .map(|(h, q, n)| (format!("{q}@{h}"), *n))
+            .collect()
+    }
+}
+
+/// A `SLAVE` line of `-g t`: SGE leaves the job's own columns blank (its widths, including
+/// its 18 blanks for the 6-wide `ppri` column).
+fn slave_line(out: &mut String, args: &QstatArgs, row: &Row<'_>, queue: Option<&str>, qw: usize) {
+    let mut blank = 16;
+    if args.pri || args.urg {
+        blank += 8;
+    }
+    if args.pri {
+        blank += 8;
+    }
+    if args.pri || args.ext {
+        blank += 8;
+    }
+    if args.urg {
+        blank += 36;
+    }
+    if args.pri {
+        blank += 18;
+    }
+    blank += 24;
+    if args.ext {
+        blank += 28;
+    }
+    blank += 6;
+    if args.show_time() {
+        blank += 20;
+    }
+    if args.urg {
+        blank += 20;
+    }
+    if args.ext {
+        blank += 28 + 36;
+    }
+    spaces(out, blank);
+    if let Some(q) = queue {
+        pad(out, q, qw);
+        out.push(' ');
+    }
+    out.push_str("SLAVE  ");
+    if !row.task_text(out) {
+        spaces(out, 7);
+    }
+    out.push('\n');
 }
 
 /// `-r`: the requests of a job, under its line.
@@ -347,7 +419,19 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             }
             None => "",
         };
-        job_line(out, args, row, Some(queue), qw, row.slots());
+        match row.running() {
+            Some(t) if args.group.pe_tasks => {
+                let mut first = true;
+                for (q, n) in granted(t) {
+                    for _ in 0..n {
+                        let role = if first { Role::Master } else { Role::Slave };
+                        first = false;
+                        job_line(out, args, row, Some(&q), qw, 1, role);
+                    }
+                }
+            }
+            _ => job_line(out, args, row, Some(queue), qw, row.slots(), Role::Job),
+        }
     }
 }
 
@@ -387,17 +471,22 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
         queue_line(out, q, qw);
         for row in rows {
             let Some(t) = row.running() else { continue };
-            if t.granted.is_empty() {
-                if t.queue == q.queue.name && t.host == q.host {
-                    job_line(out, args, row, None, qw, t.slots);
-                    any = true;
+            for (i, (name, n)) in granted(t).into_iter().enumerate() {
+                if name != q.name {
+                    continue;
                 }
-            } else {
-                for (host, queue, slots) in &t.granted {
-                    if *queue == q.queue.name && *host == q.host {
-                        job_line(out, args, row, None, qw, *slots);
-                        any = true;
+                any = true;
+                if args.group.pe_tasks {
+                    for k in 0..n {
+                        let role = if i == 0 && k == 0 {
+                            Role::Master
+                        } else {
+                            Role::Slave
+                        };
+                        job_line(out, args, row, None, qw, 1, role);
                     }
+                } else {
+                    job_line(out, args, row, None, qw, n, Role::Job);
                 }
             }
         }
@@ -414,7 +503,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n",
         );
         for row in pending {
-            job_line(out, args, row, None, qw, row.slots());
+            job_line(out, args, row, None, qw, row.slots(), Role::Job);
         }
     }
     let mut zombies = rows
@@ -426,7 +515,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n --  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  --  \n############################################################################\n",
         );
         for row in zombies {
-            job_line(out, args, row, None, qw, row.slots());
+            job_line(out, args, row, None, qw, row.slots(), Role::Job);
         }
     }
 }

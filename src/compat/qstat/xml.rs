@@ -3,7 +3,7 @@
 use super::detail::{esc, slot_range};
 use super::queues;
 use super::rows::{Row, RowKind};
-use super::table::summaries;
+use super::table::{Role, granted, summaries};
 use super::{QstatArgs, View};
 use crate::compat::time;
 use std::fmt::Write;
@@ -37,8 +37,9 @@ fn job_list(
     args: &QstatArgs,
     row: &Row<'_>,
     indent: usize,
-    with_queue: bool,
+    queue: Option<&str>,
     slots: u32,
+    role: Role,
 ) {
     let job = row.job;
     let p = row.priority();
@@ -115,21 +116,15 @@ fn job_list(
         num(out, i, "stickets", p.stickets as i64);
         num(out, i, "JAT_share", format_args!("{:.5}", p.share));
     }
-    if with_queue {
-        ind(out, i);
-        out.push_str("<queue_name>");
-        if let Some(t) = running {
-            esc(out, &t.queue);
-            out.push('@');
-            esc(out, &t.host);
-        }
-        out.push_str("</queue_name>\n");
+    if let Some(q) = queue {
+        text(out, i, "queue_name", q);
     }
-    if args.group.pe_tasks && running.is_some() {
-        num(out, i, "master", "MASTER");
-    } else {
-        num(out, i, "slots", slots);
+    match role {
+        Role::Master => num(out, i, "master", "MASTER"),
+        Role::Slave => num(out, i, "master", "SLAVE"),
+        Role::Job => {}
     }
+    num(out, i, "slots", slots);
     let mut tasks = String::new();
     if row.task_text(&mut tasks) {
         num(out, i, "tasks", tasks);
@@ -224,17 +219,22 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             let mut any = false;
             for row in rows {
                 let Some(t) = row.running() else { continue };
-                if t.granted.is_empty() {
-                    if t.queue == q.queue.name && t.host == q.host {
-                        job_list(out, args, row, 6, false, t.slots);
-                        any = true;
+                for (i, (name, n)) in granted(t).into_iter().enumerate() {
+                    if name != q.name {
+                        continue;
                     }
-                } else {
-                    for (host, queue, slots) in &t.granted {
-                        if *queue == q.queue.name && *host == q.host {
-                            job_list(out, args, row, 6, false, *slots);
-                            any = true;
+                    any = true;
+                    if args.group.pe_tasks {
+                        for k in 0..n {
+                            let role = if i == 0 && k == 0 {
+                                Role::Master
+                            } else {
+                                Role::Slave
+                            };
+                            job_list(out, args, row, 6, None, 1, role);
                         }
+                    } else {
+                        job_list(out, args, row, 6, None, n, Role::Job);
                     }
                 }
             }
@@ -244,13 +244,34 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             }
         }
     } else {
-        for row in rows.iter().filter(|r| r.running().is_some()) {
-            job_list(out, args, row, 4, true, row.slots());
+        for row in rows {
+            let Some(t) = row.running() else { continue };
+            if args.group.pe_tasks {
+                let mut first = true;
+                for (q, n) in granted(t) {
+                    for _ in 0..n {
+                        let role = if first { Role::Master } else { Role::Slave };
+                        first = false;
+                        job_list(out, args, row, 4, Some(&q), 1, role);
+                    }
+                }
+            } else {
+                job_list(
+                    out,
+                    args,
+                    row,
+                    4,
+                    Some(&granted(t)[0].0),
+                    row.slots(),
+                    Role::Job,
+                );
+            }
         }
     }
     out.push_str("  </queue_info>\n  <job_info>\n");
     for row in rows.iter().filter(|r| r.running().is_none()) {
-        job_list(out, args, row, 4, !args.full, row.slots());
+        let queue = (!args.full).then_some("");
+        job_list(out, args, row, 4, queue, row.slots(), Role::Job);
     }
     out.push_str("  </job_info>\n</job_info>\n");
 }
