@@ -818,7 +818,10 @@ fn qstat_oracle_formats() {
 #[test]
 fn qstat_g_t_lists_every_slot_of_a_parallel_job() {
     let Some((u1, _)) = users() else {
-        return skip("qstat_g_t_lists_every_slot_of_a_parallel_job", "needs sgeuser");
+        return skip(
+            "qstat_g_t_lists_every_slot_of_a_parallel_job",
+            "needs sgeuser",
+        );
     };
     let c = cell();
     let mut s = spec("pe2");
