@@ -841,3 +841,57 @@ fn qstat_g_t_lists_every_slot_of_a_parallel_job() {
     check_with_load(&c, &u1, "oracle-f-g-t-pe", "8.60,2");
     check(&c, &u1, "oracle-g-t-pe-xml");
 }
+
+#[test]
+fn qstat_j_of_an_array_with_options() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_of_an_array_with_options", "needs sgeuser");
+    };
+    let c = cell();
+    let mut s = spec("xarr");
+    s.binary = true;
+    s.args = vec!["1".into()];
+    s.script_file = "sleep".into();
+    s.array = Some(TaskIdRange::new(1, 4, 1));
+    s.hard_resources = h_rt("100");
+    s.hold_jid = vec!["99999".into()];
+    s.cwd = Some("/home/sgeuser".into());
+    s.priority = -3;
+    s.merge_stderr = true;
+    s.stdout = vec![PathSpec {
+        host: None,
+        path: "/tmp/x.out".into(),
+    }];
+    // The capture's own times: `-xml` shows them as epoch seconds.
+    let t = 1795307411;
+    put(&c, 108, &u1, t, s, |j| {
+        j.tasks.pending[0].holds.user = true;
+        let sel = TaskSet::from_range(TaskIdRange::single(2));
+        for g in j.pending_groups_for(Some(&sel)) {
+            g.holds.user = false;
+        }
+        let mut running = j.clone();
+        running.tasks.pending.retain(|g| !g.holds.user);
+        start(&mut running, t + 1, None);
+        j.tasks.pending.retain(|g| g.holds.user);
+        j.tasks.running = running.tasks.running;
+        j.version = 1;
+        j.priority = Some(PriorityInfo {
+            npprior: 0.0,
+            ..prio(0.555, 0.0)
+        });
+    });
+    check_detail(
+        &c,
+        &u1,
+        "oracle-j-array-options",
+        &["-j", "108"],
+        &["Job is in hold state"],
+    );
+    let mut cap = Capture::load("qstat/oracle-j-array-options-xml.txt");
+    cap.stdout = cap.stdout.replace(
+        "<MES_message_number>83</MES_message_number>\n          <MES_message>(Collecting of scheduler job information is turned off)</MES_message>",
+        "<MES_message_number>0</MES_message_number>\n          <MES_message>Job is in hold state</MES_message>",
+    );
+    assert_matches(&qstat(&c, &u1, &["-j", "108", "-xml"]), &cap);
+}

@@ -10,6 +10,7 @@ use super::rows::{self, DerivedHolds};
 use super::{QstatArgs, Rendered, View};
 use crate::compat::job_list::{self, JobRef};
 use crate::compat::time;
+use crate::config::ComplexType;
 use crate::model::{JobId, JobRecord, PathSpec, SlotRange};
 use std::fmt::Write;
 
@@ -532,44 +533,35 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 6, "JB_group", &sub.group);
     el(out, 6, "JB_gid", sub.gid);
     el(out, 6, "JB_account", &s.account);
-    if let Some(cwd) = &s.cwd {
-        el(out, 6, "JB_cwd", cwd);
-    }
     el(out, 6, "JB_merge_stderr", s.merge_stderr);
-    if !s.hard_resources.is_empty() {
-        open(out, 6, "JB_hard_resource_list");
-        for r in &s.hard_resources {
-            open(out, 8, "qstat_l_requests");
-            el(out, 10, "CE_name", &r.name);
-            el(out, 10, "CE_stringval", &r.value);
-            close(out, 8, "qstat_l_requests");
-        }
-        close(out, 6, "JB_hard_resource_list");
-    }
     open(out, 6, "JB_mail_list");
-    open(out, 8, "element");
-    match s.mail_list.first().and_then(|m| m.split_once('@')) {
-        Some((u, h)) => {
-            el(out, 10, "MR_user", u);
-            el(out, 10, "MR_host", h);
-        }
-        None => {
-            el(out, 10, "MR_user", &sub.owner);
-            el(out, 10, "MR_host", &sub.sge_o_host);
-        }
+    let mails: Vec<(String, String)> = if s.mail_list.is_empty() {
+        vec![(sub.owner.clone(), sub.sge_o_host.clone())]
+    } else {
+        s.mail_list
+            .iter()
+            .map(|m| match m.split_once('@') {
+                Some((u, h)) => (u.to_string(), h.to_string()),
+                None => (m.clone(), String::new()),
+            })
+            .collect()
+    };
+    for (u, h) in &mails {
+        open(out, 8, "element");
+        el(out, 10, "MR_user", u);
+        el(out, 10, "MR_host", h);
+        close(out, 8, "element");
     }
-    close(out, 8, "element");
     close(out, 6, "JB_mail_list");
     el(out, 6, "JB_notify", s.notify);
     el(out, 6, "JB_job_name", &s.name);
+    xml_paths(out, "JB_stdout_path_list", &s.stdout);
+    xml_paths(out, "JB_stderr_path_list", &s.stderr);
+    xml_paths(out, "JB_stdin_path_list", &s.stdin);
     el(out, 6, "JB_jobshare", 0);
+    xml_resources(out, "JB_hard_resource_list", &s.hard_resources, view);
+    xml_resources(out, "JB_soft_resource_list", &s.soft_resources, view);
     open(out, 6, "JB_env_list");
-    let prefixed = [
-        ("__SGE_PREFIX__O_HOME", Some(sub.sge_o_home.as_str())),
-        ("__SGE_PREFIX__O_LOGNAME", Some(sub.sge_o_log_name.as_str())),
-        ("__SGE_PREFIX__O_PATH", Some(sub.sge_o_path.as_str())),
-        ("__SGE_PREFIX__O_SHELL", Some(sub.sge_o_shell.as_str())),
-    ];
     let env_el = |out: &mut String, name: &str, value: Option<&str>| {
         open(out, 8, "job_sublist");
         el(out, 10, "VA_variable", name);
@@ -578,9 +570,10 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 8, "job_sublist");
     };
-    for (n, v) in prefixed {
-        env_el(out, n, v);
-    }
+    env_el(out, "__SGE_PREFIX__O_HOME", Some(&sub.sge_o_home));
+    env_el(out, "__SGE_PREFIX__O_LOGNAME", Some(&sub.sge_o_log_name));
+    env_el(out, "__SGE_PREFIX__O_PATH", Some(&sub.sge_o_path));
+    env_el(out, "__SGE_PREFIX__O_SHELL", Some(&sub.sge_o_shell));
     for v in &s.env {
         env_el(out, &v.name, v.value.as_deref());
     }
@@ -610,6 +603,9 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 6, "JB_ja_tasks");
     }
+    if let Some(cwd) = &s.cwd {
+        el(out, 6, "JB_cwd", cwd);
+    }
     if let Some(pe) = &s.pe {
         el(out, 6, "JB_pe", &pe.name);
         open(out, 6, "JB_pe_range");
@@ -620,40 +616,15 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         close(out, 8, "ranges");
         close(out, 6, "JB_pe_range");
     }
+    xml_requests(out, &s.hold_jid);
     let live: Vec<JobId> = s
         .predecessors
         .iter()
         .copied()
         .filter(|p| view.job(*p).is_some())
         .collect();
-    if !s.hold_jid.is_empty() {
-        open(out, 6, "JB_jid_request_list");
-        for w in &s.hold_jid {
-            open(out, 8, "ulong_sublist");
-            el(out, 10, "JRE_job_name", w);
-            close(out, 8, "ulong_sublist");
-        }
-        close(out, 6, "JB_jid_request_list");
-    }
-    if !live.is_empty() {
-        open(out, 6, "JB_jid_predecessor_list");
-        for p in &live {
-            open(out, 8, "ulong_sublist");
-            el(out, 10, "JRE_job_number", p);
-            close(out, 8, "ulong_sublist");
-        }
-        close(out, 6, "JB_jid_predecessor_list");
-    }
-    let succ = successors(job.id, view);
-    if !succ.is_empty() {
-        open(out, 6, "JB_jid_successor_list");
-        for p in &succ {
-            open(out, 8, "ulong_sublist");
-            el(out, 10, "JRE_job_number", p);
-            close(out, 8, "ulong_sublist");
-        }
-        close(out, 6, "JB_jid_successor_list");
-    }
+    xml_job_numbers(out, "JB_jid_predecessor_list", &live);
+    xml_job_numbers(out, "JB_jid_successor_list", &successors(job.id, view));
     el(out, 6, "JB_deadline", s.deadline.unwrap_or(0));
     el(out, 6, "JB_execution_time", s.start_time.unwrap_or(0));
     el(out, 6, "JB_checkpoint_attr", 0);
@@ -673,6 +644,8 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     );
     el(out, 6, "JB_verify", 0);
     el(out, 6, "JB_script_size", 0);
+    // SGE 8.1.9 prints the request list a second time here.
+    xml_requests(out, &s.hold_jid);
     el(out, 6, "JB_verify_suitable_queues", 0);
     el(out, 6, "JB_soft_wallclock_gmt", 0);
     el(out, 6, "JB_hard_wallclock_gmt", 0);
@@ -689,7 +662,9 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if let Some(p) = &s.project {
         el(out, 6, "JB_project", p);
     }
-    el(out, 6, "JB_type", if s.binary { 8 } else { 0 });
+    // JB_TYPE flags: 0x40 array, 0x80 binary.
+    let kind = if s.binary { 0x80 } else { 0 } | if job.is_array() { 0x40 } else { 0 };
+    el(out, 6, "JB_type", kind);
     open(out, 6, "JB_binding");
     open(out, 8, "element");
     el(out, 10, "BN_strategy", "no_job_binding");
@@ -710,4 +685,134 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     let nurg = job.priority.as_ref().map_or(0.0, |p| p.nurg);
     el(out, 6, "JB_nurg", format_args!("{nurg:.6}"));
     close(out, 4, "element");
+}
+
+fn xml_paths(out: &mut String, name: &str, paths: &[PathSpec]) {
+    if paths.is_empty() {
+        return;
+    }
+    open(out, 6, name);
+    for p in paths {
+        open(out, 8, "path_list");
+        el(out, 10, "PN_path", &p.path);
+        el(out, 10, "PN_host", p.host.as_deref().unwrap_or(""));
+        el(out, 10, "PN_file_host", "");
+        el(out, 10, "PN_file_staging", false);
+        close(out, 8, "path_list");
+    }
+    close(out, 6, name);
+}
+
+fn xml_requests(out: &mut String, words: &[String]) {
+    if words.is_empty() {
+        return;
+    }
+    open(out, 6, "JB_jid_request_list");
+    for w in words {
+        open(out, 8, "element");
+        el(out, 10, "JRE_job_number", 0);
+        el(out, 10, "JRE_job_name", w);
+        close(out, 8, "element");
+    }
+    close(out, 6, "JB_jid_request_list");
+}
+
+fn xml_job_numbers(out: &mut String, name: &str, ids: &[JobId]) {
+    if ids.is_empty() {
+        return;
+    }
+    open(out, 6, name);
+    for p in ids {
+        open(out, 8, "ulong_sublist");
+        el(out, 10, "JRE_job_number", p);
+        close(out, 8, "ulong_sublist");
+    }
+    close(out, 6, name);
+}
+
+/// SGE's `CE_valtype` numbers (`complex(5)` types).
+fn valtype(kind: ComplexType) -> u32 {
+    match kind {
+        ComplexType::Int => 1,
+        ComplexType::String => 2,
+        ComplexType::Time => 3,
+        ComplexType::Memory => 4,
+        ComplexType::Bool => 5,
+        ComplexType::Cstring => 6,
+        ComplexType::Host => 7,
+        ComplexType::Double => 8,
+        ComplexType::Restring => 9,
+    }
+}
+
+/// The numeric value of a request (`100`, `1:00:00`, `2G`, `512m`, `true`), 0 if none.
+fn numeric_value(text: &str) -> f64 {
+    let t = text.trim();
+    if t.contains(':') {
+        return t.split(':').fold(0.0, |acc, part| {
+            acc * 60.0 + part.parse::<f64>().unwrap_or(0.0)
+        });
+    }
+    if t.eq_ignore_ascii_case("true") {
+        return 1.0;
+    }
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c {
+                'k' => 1e3,
+                'K' => 1024.0,
+                'm' => 1e6,
+                'M' => 1024.0 * 1024.0,
+                'g' => 1e9,
+                'G' => 1024.0 * 1024.0 * 1024.0,
+                't' => 1e12,
+                'T' => 1024.0_f64.powi(4),
+                _ => 0.0,
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1.0),
+    };
+    num.parse::<f64>().map_or(0.0, |n| n * mult)
+}
+
+fn xml_resources(
+    out: &mut String,
+    name: &str,
+    list: &[crate::model::ResourceRequest],
+    view: &View<'_>,
+) {
+    if list.is_empty() {
+        return;
+    }
+    open(out, 6, name);
+    for r in list {
+        let kind = view
+            .config
+            .complex(&r.name)
+            .map_or(ComplexType::String, |c| c.kind);
+        open(out, 8, "qstat_l_requests");
+        el(out, 10, "CE_name", &r.name);
+        el(out, 10, "CE_valtype", valtype(kind));
+        el(out, 10, "CE_stringval", &r.value);
+        el(
+            out,
+            10,
+            "CE_doubleval",
+            format_args!("{:.6}", numeric_value(&r.value)),
+        );
+        for (n, v) in [
+            ("CE_relop", "0"),
+            ("CE_consumable", "0"),
+            ("CE_dominant", "0"),
+            ("CE_pj_doubleval", "0.000000"),
+            ("CE_pj_dominant", "0"),
+            ("CE_requestable", "0"),
+            ("CE_tagged", "0"),
+        ] {
+            el(out, 10, n, v);
+        }
+        close(out, 8, "qstat_l_requests");
+    }
+    close(out, 6, name);
 }
