@@ -1,6 +1,8 @@
 //! Fills a new cell with N jobs, fast, for `bench/qstat.sh`.
 //!
-//! Usage: `qstat_fill CELL_DIR N`. Jobs are written through the spool's paths but without
+//! Usage: `qstat_fill CELL_DIR N`, or `qstat_fill --render N` to time only the formatting of
+//! N such jobs held in memory (no spool), which separates `qstat`'s own cost from the scan.
+//! Jobs are written through the spool's paths but without
 //! the per-file fsync of `Spool::publish_job` (a benchmark cell need not survive a crash):
 //! 100,000 durable publishes would take minutes and measure the disk, not `qstat`.
 //! The mix resembles a busy cluster: every 50th job an array of 1-100, every 20th held,
@@ -22,11 +24,67 @@ fn main() -> anyhow::Result<()> {
         .context("usage: qstat_fill CELL_DIR N")?
         .parse()
         .context("N must be a number")?;
+    if dir == "--render" {
+        return render_only(n);
+    }
     gridspool::cli::sched_d::init(std::path::Path::new(&dir))?;
     let spool = Spool::open(&dir)?;
+    for job in jobs(n) {
+        let sub = JobSubmission {
+            v: 1,
+            id: job.id,
+            submitter: job.submitter.clone(),
+            spec: job.spec.clone(),
+            holds: Holds::NONE,
+        };
+        let mut bytes = serde_json::to_vec(&sub)?;
+        bytes.extend_from_slice(b"\n#!/bin/sh\nsleep 60\n");
+        std::fs::write(spool.job_file(job.id), &bytes)?;
+        std::fs::write(spool.state_file(job.id), serde_json::to_vec(&job)?)?;
+    }
+    Ok(())
+}
+
+/// Times `render` of `qstat -u '*'` and `-xml` over `n` jobs in memory.
+fn render_only(n: u32) -> anyhow::Result<()> {
+    use gridspool::compat::qstat::{self, HostLoad, QstatArgs, View};
+    let jobs = jobs(n);
+    let host = gridspool::identity::short_hostname();
+    let config = gridspool::config::ClusterConfig::parse(
+        &gridspool::config::ClusterConfig::default_text(&host, 2),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let load = HostLoad::local(&host);
+    let view = View {
+        jobs: &jobs,
+        config: &config,
+        caller: "alice",
+        now: gridspool::compat::time::now(),
+        load: &load,
+    };
+    for extra in [&[][..], &["-xml".to_string()][..]] {
+        let mut words = vec!["-u".to_string(), "*".to_string()];
+        words.extend_from_slice(extra);
+        let args = QstatArgs::parse(&words)?;
+        let start = std::time::Instant::now();
+        let out = qstat::render(&args, &view);
+        let took = start.elapsed();
+        println!(
+            "render qstat {}: {n} jobs, {} bytes in {:.1} ms",
+            words.join(" "),
+            out.stdout.len(),
+            took.as_secs_f64() * 1000.0
+        );
+    }
+    Ok(())
+}
+
+/// The benchmark's jobs, as `sched_d` would leave them in the spool.
+fn jobs(n: u32) -> Vec<JobRecord> {
     let host = gridspool::identity::short_hostname();
     let users = ["alice", "bob", "carol", "dave"];
     let t0 = gridspool::compat::time::now() - 86_400;
+    let mut out = Vec::with_capacity(n as usize);
     for i in 1..=n {
         let owner = users[(i as usize) % users.len()];
         let mut spec = JobSpec {
@@ -70,9 +128,6 @@ fn main() -> anyhow::Result<()> {
                 ..Holds::NONE
             },
         };
-        let mut bytes = serde_json::to_vec(&sub)?;
-        bytes.extend_from_slice(b"\n#!/bin/sh\nsleep 60\n");
-        std::fs::write(spool.job_file(sub.id), &bytes)?;
         let mut job = JobRecord::from_submission(sub);
         if i <= 2 {
             let task = job.tasks.pending[0].tasks.pop_first().unwrap_or(1);
@@ -99,7 +154,7 @@ fn main() -> anyhow::Result<()> {
             rrcontr: 1000.0,
             ..PriorityInfo::default()
         });
-        std::fs::write(spool.state_file(job.id), serde_json::to_vec(&job)?)?;
+        out.push(job);
     }
-    Ok(())
+    out
 }

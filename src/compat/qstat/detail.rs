@@ -425,16 +425,7 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
 
 /// Escapes text for an XML element.
 pub(crate) fn esc(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
+    super::fmt::esc(out, s);
 }
 
 fn el(out: &mut String, indent: usize, name: &str, value: impl std::fmt::Display) {

@@ -7,6 +7,7 @@
 //! once, in [`rows`]. Everything here is pure: the CLI (`cli::qstat`) gathers the inputs.
 
 pub mod detail;
+mod fmt;
 pub mod queues;
 pub mod rows;
 pub mod table;

@@ -2,36 +2,15 @@
 //! columns, the `-f` queue listing, and the `-g c` cluster queue summary. Column widths,
 //! truncation and padding are SGE 8.1.9's (`qstat(1)` output as captured).
 
+use super::fmt::{Dates, pad, spaces};
 use super::queues::{self, QueueInstance};
 use super::rows::{Row, RowKind};
 use super::{QstatArgs, View};
-use crate::compat::time;
 use crate::model::TaskUsage;
 use std::fmt::Write;
 
 /// SGE's minimum width of the queue column.
 const MIN_QUEUE_WIDTH: usize = 30;
-
-/// `%-W.Ws`: left-aligned, padded and cut to `width` characters.
-pub(crate) fn pad(out: &mut String, s: &str, width: usize) {
-    let mut n = 0;
-    for c in s.chars() {
-        if n == width {
-            break;
-        }
-        out.push(c);
-        n += 1;
-    }
-    for _ in n..width {
-        out.push(' ');
-    }
-}
-
-fn spaces(out: &mut String, n: usize) {
-    for _ in 0..n {
-        out.push(' ');
-    }
-}
 
 /// `d:hh:mm:ss` of `qstat -ext`'s cpu column.
 fn cpu_days(out: &mut String, secs: f64) {
@@ -126,6 +105,9 @@ fn header(out: &mut String, args: &QstatArgs, qw: usize) {
 }
 
 /// One job line; `with_queue` is false in `-f`, where the queue heads the group.
+// The arguments are one line's coordinates (queue, slots, role) plus the shared output
+// state; a struct for them would only be unpacked again on the next line.
+#[allow(clippy::too_many_arguments)]
 fn job_line(
     out: &mut String,
     args: &QstatArgs,
@@ -134,6 +116,7 @@ fn job_line(
     qw: usize,
     slots: u32,
     role: Role,
+    dates: &mut Dates,
 ) {
     if role == Role::Slave {
         return slave_line(out, args, row, queue, qw);
@@ -175,13 +158,13 @@ fn job_line(
     out.push(' ');
     if args.show_time() {
         let t = running.map_or(job.submitter.submission_time, |t| t.start_time);
-        out.push_str(&time::qstat_date(t));
+        dates.plain(out, t);
         out.push(' ');
     }
     if args.urg {
         match job.spec.deadline {
             Some(d) => {
-                out.push_str(&time::qstat_date(d));
+                dates.plain(out, d);
                 out.push(' ');
             }
             None => spaces(out, 20),
@@ -407,6 +390,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     let qw = queue_width(view);
     out.reserve(rows.len() * 128);
     header(out, args, qw);
+    let mut dates = Dates::default();
     let mut qname = String::new();
     for row in rows {
         let queue = match row.running() {
@@ -426,11 +410,20 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     for _ in 0..n {
                         let role = if first { Role::Master } else { Role::Slave };
                         first = false;
-                        job_line(out, args, row, Some(&q), qw, 1, role);
+                        job_line(out, args, row, Some(&q), qw, 1, role, &mut dates);
                     }
                 }
             }
-            _ => job_line(out, args, row, Some(queue), qw, row.slots(), Role::Job),
+            _ => job_line(
+                out,
+                args,
+                row,
+                Some(queue),
+                qw,
+                row.slots(),
+                Role::Job,
+                &mut dates,
+            ),
         }
     }
 }
@@ -458,6 +451,8 @@ fn queue_line(out: &mut String, q: &QueueInstance<'_>, qw: usize) {
 pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     let qw = queue_width(view);
     let instances = queues::instances(args, view);
+    let mut dates = Dates::default();
+    out.reserve(rows.len() * 100);
     pad(out, "queuename", qw);
     out.push_str(" qtype resv/used/tot. load_avg arch          states\n");
     let dashes = qw + 51;
@@ -483,10 +478,10 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                         } else {
                             Role::Slave
                         };
-                        job_line(out, args, row, None, qw, 1, role);
+                        job_line(out, args, row, None, qw, 1, role, &mut dates);
                     }
                 } else {
-                    job_line(out, args, row, None, qw, n, Role::Job);
+                    job_line(out, args, row, None, qw, n, Role::Job, &mut dates);
                 }
             }
         }
@@ -503,7 +498,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n",
         );
         for row in pending {
-            job_line(out, args, row, None, qw, row.slots(), Role::Job);
+            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut dates);
         }
     }
     let mut zombies = rows
@@ -515,7 +510,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n --  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  --  \n############################################################################\n",
         );
         for row in zombies {
-            job_line(out, args, row, None, qw, row.slots(), Role::Job);
+            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut dates);
         }
     }
 }

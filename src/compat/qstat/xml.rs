@@ -1,37 +1,58 @@
 //! `qstat -xml`: SGE's element structure for the job tables, `-f` and `-g c`.
 
 use super::detail::{esc, slot_range};
+use super::fmt::{Dates, spaces};
 use super::queues;
 use super::rows::{Row, RowKind};
 use super::table::{Role, granted, summaries};
 use super::{QstatArgs, View};
-use crate::compat::time;
 use std::fmt::Write;
 
 const HEAD: &str = "<?xml version='1.0'?>\n<job_info  xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\">\n";
 
 fn ind(out: &mut String, n: usize) {
-    for _ in 0..n {
-        out.push(' ');
-    }
+    spaces(out, n);
+}
+
+fn open_tag(out: &mut String, indent: usize, name: &str) {
+    ind(out, indent);
+    out.push('<');
+    out.push_str(name);
+    out.push('>');
+}
+
+fn close_tag(out: &mut String, name: &str) {
+    out.push_str("</");
+    out.push_str(name);
+    out.push_str(">\n");
 }
 
 /// `<name>value</name>` for values that need no escaping (numbers, fixed words).
 fn num(out: &mut String, indent: usize, name: &str, value: impl std::fmt::Display) {
-    ind(out, indent);
-    let _ = writeln!(out, "<{name}>{value}</{name}>");
+    open_tag(out, indent, name);
+    let _ = write!(out, "{value}");
+    close_tag(out, name);
 }
 
 /// `<name>text</name>` with the text escaped.
 fn text(out: &mut String, indent: usize, name: &str, value: &str) {
-    ind(out, indent);
-    let _ = write!(out, "<{name}>");
+    open_tag(out, indent, name);
     esc(out, value);
-    let _ = writeln!(out, "</{name}>");
+    close_tag(out, name);
+}
+
+/// `<name>date</name>` in `qstat -xml`'s date form.
+fn date(out: &mut String, indent: usize, name: &str, epoch: i64, dates: &mut Dates) {
+    open_tag(out, indent, name);
+    dates.iso(out, epoch);
+    close_tag(out, name);
 }
 
 /// One `<job_list>`; `in_queue` is true inside `-f`'s `<Queue-List>` and for pending jobs of
 /// `-f`, where SGE leaves out `<queue_name>`.
+// The arguments are one line's coordinates (queue, slots, role) plus the shared output
+// state; a struct for them would only be unpacked again on the next line.
+#[allow(clippy::too_many_arguments)]
 fn job_list(
     out: &mut String,
     args: &QstatArgs,
@@ -40,6 +61,7 @@ fn job_list(
     queue: Option<&str>,
     slots: u32,
     role: Role,
+    dates: &mut Dates,
 ) {
     let job = row.job;
     let p = row.priority();
@@ -88,19 +110,20 @@ fn job_list(
     num(out, i, "state", row.state_code());
     if args.show_time() {
         match running {
-            Some(t) => num(out, i, "JAT_start_time", time::xml_date(t.start_time)),
-            None => num(
+            Some(t) => date(out, i, "JAT_start_time", t.start_time, dates),
+            None => date(
                 out,
                 i,
                 "JB_submission_time",
-                time::xml_date(job.submitter.submission_time),
+                job.submitter.submission_time,
+                dates,
             ),
         }
     }
     if args.urg
         && let Some(d) = job.spec.deadline
     {
-        num(out, i, "JB_deadline", time::xml_date(d));
+        date(out, i, "JB_deadline", d, dates);
     }
     if args.ext {
         if let Some(u) = running.and_then(|t| t.usage.as_ref()) {
@@ -199,6 +222,7 @@ fn requests(out: &mut String, row: &Row<'_>, i: usize) {
 pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     out.reserve(rows.len() * 400 + 512);
     out.push_str(HEAD);
+    let mut dates = Dates::default();
     out.push_str("  <queue_info>\n");
     if args.full {
         for q in queues::instances(args, view) {
@@ -231,10 +255,10 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                             } else {
                                 Role::Slave
                             };
-                            job_list(out, args, row, 6, None, 1, role);
+                            job_list(out, args, row, 6, None, 1, role, &mut dates);
                         }
                     } else {
-                        job_list(out, args, row, 6, None, n, Role::Job);
+                        job_list(out, args, row, 6, None, n, Role::Job, &mut dates);
                     }
                 }
             }
@@ -252,7 +276,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     for _ in 0..n {
                         let role = if first { Role::Master } else { Role::Slave };
                         first = false;
-                        job_list(out, args, row, 4, Some(&q), 1, role);
+                        job_list(out, args, row, 4, Some(&q), 1, role, &mut dates);
                     }
                 }
             } else {
@@ -264,6 +288,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     Some(&granted(t)[0].0),
                     row.slots(),
                     Role::Job,
+                    &mut dates,
                 );
             }
         }
@@ -271,7 +296,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     out.push_str("  </queue_info>\n  <job_info>\n");
     for row in rows.iter().filter(|r| r.running().is_none()) {
         let queue = (!args.full).then_some("");
-        job_list(out, args, row, 4, queue, row.slots(), Role::Job);
+        job_list(out, args, row, 4, queue, row.slots(), Role::Job, &mut dates);
     }
     out.push_str("  </job_info>\n</job_info>\n");
 }
