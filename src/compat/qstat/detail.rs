@@ -721,6 +721,25 @@ fn xml_job_numbers(out: &mut String, name: &str, ids: &[JobId]) {
     close(out, 6, name);
 }
 
+/// A request's share of the job's urgency (`-r`'s figure in parentheses): the complex's
+/// urgency, times the requested amount and the slots for numeric complexes.
+pub(crate) fn urgency_contribution(
+    view: &View<'_>,
+    r: &crate::model::ResourceRequest,
+    slots: u32,
+) -> f64 {
+    let Some(c) = view.config.complex(&r.name) else {
+        return 0.0;
+    };
+    if c.urgency == 0.0 {
+        0.0
+    } else if c.kind.is_numeric() {
+        numeric_value(&r.value) * c.urgency * f64::from(slots)
+    } else {
+        c.urgency
+    }
+}
+
 /// SGE's `CE_valtype` numbers (`complex(5)` types).
 fn valtype(kind: ComplexType) -> u32 {
     match kind {
@@ -737,7 +756,7 @@ fn valtype(kind: ComplexType) -> u32 {
 }
 
 /// The numeric value of a request (`100`, `1:00:00`, `2G`, `512m`, `true`), 0 if none.
-fn numeric_value(text: &str) -> f64 {
+pub(crate) fn numeric_value(text: &str) -> f64 {
     let t = text.trim();
     if t.contains(':') {
         return t.split(':').fold(0.0, |acc, part| {

@@ -108,6 +108,21 @@ impl Dates {
     }
 }
 
+/// What every line of a table shares: the view it is drawn from and the date cache.
+pub(crate) struct LineCx<'v, 'a> {
+    pub view: &'v super::View<'a>,
+    pub dates: Dates,
+}
+
+impl<'v, 'a> LineCx<'v, 'a> {
+    pub(crate) fn new(view: &'v super::View<'a>) -> Self {
+        LineCx {
+            view,
+            dates: Dates::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -192,11 +192,52 @@ impl<'a> Row<'a> {
     }
 }
 
-fn user_selected(args: &QstatArgs, view: &View<'_>, owner: &str) -> bool {
+/// The users `-u` names: user names, and `@group` resolved through the group database
+/// (its members, and every user whose primary group it is).
+struct UserSelection<'x> {
+    names: Vec<&'x str>,
+    groups: Vec<(u32, Vec<String>)>,
+}
+
+impl<'x> UserSelection<'x> {
+    fn new(names: &'x [String]) -> Self {
+        let mut sel = UserSelection {
+            names: Vec::new(),
+            groups: Vec::new(),
+        };
+        for n in names {
+            match n.strip_prefix('@') {
+                Some(g) => {
+                    if let Ok(Some(gr)) = nix::unistd::Group::from_name(g) {
+                        sel.groups.push((gr.gid.as_raw(), gr.mem));
+                    }
+                }
+                None => sel.names.push(n),
+            }
+        }
+        sel
+    }
+
+    fn selects(&self, job: &JobRecord) -> bool {
+        let owner = job.submitter.owner.as_str();
+        self.names.contains(&owner)
+            || self
+                .groups
+                .iter()
+                .any(|(gid, mem)| *gid == job.submitter.gid || mem.iter().any(|m| m == owner))
+    }
+}
+
+fn user_selected(
+    args: &QstatArgs,
+    view: &View<'_>,
+    sel: &UserSelection<'_>,
+    job: &JobRecord,
+) -> bool {
     match &args.users {
-        UserFilter::Caller => owner == view.caller,
+        UserFilter::Caller => job.submitter.owner == view.caller,
         UserFilter::All => true,
-        UserFilter::Names(names) => names.iter().any(|n| n == owner),
+        UserFilter::Names(_) => sel.selects(job),
     }
 }
 
@@ -234,8 +275,13 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
     let mut running: Vec<(Row<'a>, &'a str, &'a str)> = Vec::new();
     let mut pending: Vec<Row<'a>> = Vec::new();
     let mut zombies: Vec<Row<'a>> = Vec::new();
+    let no_names = Vec::new();
+    let users = UserSelection::new(match &args.users {
+        UserFilter::Names(n) => n,
+        _ => &no_names,
+    });
     for job in view.jobs {
-        if !user_selected(args, view, &job.submitter.owner) {
+        if !user_selected(args, view, &users, job) {
             continue;
         }
         if args.states.zombie && job.tasks.is_done() && job.tasks.finished > 0 {

@@ -2,7 +2,7 @@
 //! columns, the `-f` queue listing, and the `-g c` cluster queue summary. Column widths,
 //! truncation and padding are SGE 8.1.9's (`qstat(1)` output as captured).
 
-use super::fmt::{Dates, pad, spaces};
+use super::fmt::{LineCx, pad, spaces};
 use super::queues::{self, QueueInstance};
 use super::rows::{Row, RowKind};
 use super::{QstatArgs, View};
@@ -116,7 +116,7 @@ fn job_line(
     qw: usize,
     slots: u32,
     role: Role,
-    dates: &mut Dates,
+    cx: &mut LineCx<'_, '_>,
 ) {
     if role == Role::Slave {
         return slave_line(out, args, row, queue, qw);
@@ -158,13 +158,13 @@ fn job_line(
     out.push(' ');
     if args.show_time() {
         let t = running.map_or(job.submitter.submission_time, |t| t.start_time);
-        dates.plain(out, t);
+        cx.dates.plain(out, t);
         out.push(' ');
     }
     if args.urg {
         match job.spec.deadline {
             Some(d) => {
-                dates.plain(out, d);
+                cx.dates.plain(out, d);
                 out.push(' ');
             }
             None => spaces(out, 20),
@@ -211,7 +211,7 @@ fn job_line(
     }
     out.push('\n');
     if args.requests {
-        requests(out, row);
+        requests(out, row, cx.view);
     }
 }
 
@@ -284,7 +284,7 @@ fn slave_line(out: &mut String, args: &QstatArgs, row: &Row<'_>, queue: Option<&
 }
 
 /// `-r`: the requests of a job, under its line.
-fn requests(out: &mut String, row: &Row<'_>) {
+fn requests(out: &mut String, row: &Row<'_>, view: &View<'_>) {
     let job = row.job;
     let spec = &job.spec;
     let _ = writeln!(out, "       Full jobname:     {}", spec.name);
@@ -310,7 +310,8 @@ fn requests(out: &mut String, row: &Row<'_>) {
         if i > 0 {
             spaces(out, 25);
         }
-        let _ = writeln!(out, "{}={} ({:.6})", r.name, r.value, 0.0);
+        let uc = detail::urgency_contribution(view, r, row.slots());
+        let _ = writeln!(out, "{}={} ({uc:.6})", r.name, r.value);
     }
     out.push_str("       Soft Resources:   ");
     if spec.soft_resources.is_empty() {
@@ -390,7 +391,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     let qw = queue_width(view);
     out.reserve(rows.len() * 128);
     header(out, args, qw);
-    let mut dates = Dates::default();
+    let mut cx = LineCx::new(view);
     let mut qname = String::new();
     for row in rows {
         let queue = match row.running() {
@@ -410,7 +411,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     for _ in 0..n {
                         let role = if first { Role::Master } else { Role::Slave };
                         first = false;
-                        job_line(out, args, row, Some(&q), qw, 1, role, &mut dates);
+                        job_line(out, args, row, Some(&q), qw, 1, role, &mut cx);
                     }
                 }
             }
@@ -422,7 +423,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                 qw,
                 row.slots(),
                 Role::Job,
-                &mut dates,
+                &mut cx,
             ),
         }
     }
@@ -451,7 +452,7 @@ fn queue_line(out: &mut String, q: &QueueInstance<'_>, qw: usize) {
 pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     let qw = queue_width(view);
     let instances = queues::instances(args, view);
-    let mut dates = Dates::default();
+    let mut cx = LineCx::new(view);
     out.reserve(rows.len() * 100);
     pad(out, "queuename", qw);
     out.push_str(" qtype resv/used/tot. load_avg arch          states\n");
@@ -478,10 +479,10 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                         } else {
                             Role::Slave
                         };
-                        job_line(out, args, row, None, qw, 1, role, &mut dates);
+                        job_line(out, args, row, None, qw, 1, role, &mut cx);
                     }
                 } else {
-                    job_line(out, args, row, None, qw, n, Role::Job, &mut dates);
+                    job_line(out, args, row, None, qw, n, Role::Job, &mut cx);
                 }
             }
         }
@@ -498,7 +499,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n",
         );
         for row in pending {
-            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut dates);
+            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut cx);
         }
     }
     let mut zombies = rows
@@ -510,7 +511,7 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             "\n############################################################################\n --  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  -  FINISHED JOBS  --  \n############################################################################\n",
         );
         for row in zombies {
-            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut dates);
+            job_line(out, args, row, None, qw, row.slots(), Role::Job, &mut cx);
         }
     }
 }

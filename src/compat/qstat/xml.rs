@@ -1,7 +1,7 @@
 //! `qstat -xml`: SGE's element structure for the job tables, `-f` and `-g c`.
 
 use super::detail::{esc, slot_range};
-use super::fmt::{Dates, spaces};
+use super::fmt::{Dates, LineCx, spaces};
 use super::queues;
 use super::rows::{Row, RowKind};
 use super::table::{Role, granted, summaries};
@@ -61,7 +61,7 @@ fn job_list(
     queue: Option<&str>,
     slots: u32,
     role: Role,
-    dates: &mut Dates,
+    cx: &mut LineCx<'_, '_>,
 ) {
     let job = row.job;
     let p = row.priority();
@@ -110,20 +110,20 @@ fn job_list(
     num(out, i, "state", row.state_code());
     if args.show_time() {
         match running {
-            Some(t) => date(out, i, "JAT_start_time", t.start_time, dates),
+            Some(t) => date(out, i, "JAT_start_time", t.start_time, &mut cx.dates),
             None => date(
                 out,
                 i,
                 "JB_submission_time",
                 job.submitter.submission_time,
-                dates,
+                &mut cx.dates,
             ),
         }
     }
     if args.urg
         && let Some(d) = job.spec.deadline
     {
-        date(out, i, "JB_deadline", d, dates);
+        date(out, i, "JB_deadline", d, &mut cx.dates);
     }
     if args.ext {
         if let Some(u) = running.and_then(|t| t.usage.as_ref()) {
@@ -153,21 +153,22 @@ fn job_list(
         num(out, i, "tasks", tasks);
     }
     if args.requests {
-        requests(out, row, i);
+        requests(out, row, i, cx.view);
     }
     ind(out, indent);
     out.push_str("</job_list>\n");
 }
 
 /// `-r -xml`: the requests of a job.
-fn requests(out: &mut String, row: &Row<'_>, i: usize) {
+fn requests(out: &mut String, row: &Row<'_>, i: usize, view: &View<'_>) {
     let spec = &row.job.spec;
     text(out, i, "full_job_name", &spec.name);
     for r in &spec.hard_resources {
         ind(out, i);
         out.push_str("<hard_request name=\"");
         esc(out, &r.name);
-        out.push_str("\" resource_contribution=\"0.000000\">");
+        let uc = super::detail::urgency_contribution(view, r, row.slots());
+        let _ = write!(out, "\" resource_contribution=\"{uc:.6}\">");
         esc(out, &r.value);
         out.push_str("</hard_request>\n");
     }
@@ -222,7 +223,7 @@ fn requests(out: &mut String, row: &Row<'_>, i: usize) {
 pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     out.reserve(rows.len() * 400 + 512);
     out.push_str(HEAD);
-    let mut dates = Dates::default();
+    let mut cx = LineCx::new(view);
     out.push_str("  <queue_info>\n");
     if args.full {
         for q in queues::instances(args, view) {
@@ -255,10 +256,10 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                             } else {
                                 Role::Slave
                             };
-                            job_list(out, args, row, 6, None, 1, role, &mut dates);
+                            job_list(out, args, row, 6, None, 1, role, &mut cx);
                         }
                     } else {
-                        job_list(out, args, row, 6, None, n, Role::Job, &mut dates);
+                        job_list(out, args, row, 6, None, n, Role::Job, &mut cx);
                     }
                 }
             }
@@ -276,7 +277,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     for _ in 0..n {
                         let role = if first { Role::Master } else { Role::Slave };
                         first = false;
-                        job_list(out, args, row, 4, Some(&q), 1, role, &mut dates);
+                        job_list(out, args, row, 4, Some(&q), 1, role, &mut cx);
                     }
                 }
             } else {
@@ -288,7 +289,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     Some(&granted(t)[0].0),
                     row.slots(),
                     Role::Job,
-                    &mut dates,
+                    &mut cx,
                 );
             }
         }
@@ -296,7 +297,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     out.push_str("  </queue_info>\n  <job_info>\n");
     for row in rows.iter().filter(|r| r.running().is_none()) {
         let queue = (!args.full).then_some("");
-        job_list(out, args, row, 4, queue, row.slots(), Role::Job, &mut dates);
+        job_list(out, args, row, 4, queue, row.slots(), Role::Job, &mut cx);
     }
     out.push_str("  </job_info>\n</job_info>\n");
 }
