@@ -895,3 +895,23 @@ fn qstat_j_of_an_array_with_options() {
     );
     assert_matches(&qstat(&c, &u1, &["-j", "108", "-xml"]), &cap);
 }
+
+#[test]
+fn qstat_u_accepts_groups_and_lists() {
+    let Some((u1, u2)) = users() else {
+        return skip("qstat_u_accepts_groups_and_lists", "needs test users");
+    };
+    let c = main_context(&u1, &u2);
+    let ids = |run: &Run| -> Vec<String> {
+        run.stdout
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split_whitespace().next().map(String::from))
+            .collect()
+    };
+    // sgeuser2's primary group is sgeuser2.
+    assert_eq!(ids(&qstat(&c, &u1, &["-u", "@sgeuser2"])), vec!["27"]);
+    let both = qstat(&c, &u1, &["-u", "sgeuser2,sgeuser", "-s", "r"]);
+    assert_eq!(ids(&both), vec!["2", "3"]);
+    assert_eq!(qstat(&c, &u1, &["-u", "@nosuchgroup"]).stdout, "");
+}
