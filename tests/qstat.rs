@@ -915,3 +915,24 @@ fn qstat_u_accepts_groups_and_lists() {
     assert_eq!(ids(&both), vec!["2", "3"]);
     assert_eq!(qstat(&c, &u1, &["-u", "@nosuchgroup"]).stdout, "");
 }
+
+#[test]
+fn qstat_j_unknown_jobs_and_overview_xml() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_unknown_jobs_and_overview_xml", "needs sgeuser");
+    };
+    let c = cell();
+    for case in [
+        "oracle-j-nonexistent-xml",
+        "oracle-j-nonexistent-two",
+        "oracle-j-nonexistent-name",
+    ] {
+        check(&c, &u1, case);
+    }
+    let mut cap = Capture::load("qstat/oracle-j-all-xml.txt");
+    cap.stdout = cap.stdout.replace(
+        "<MES_message_number>83</MES_message_number>\n        <MES_message>(Collecting of scheduler job information is turned off)</MES_message>",
+        "<MES_message_number>0</MES_message_number>\n        <MES_message>there are no messages available</MES_message>",
+    );
+    assert_matches(&qstat(&c, &u1, &["-j", "-xml"]), &cap);
+}

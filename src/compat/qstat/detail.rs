@@ -100,7 +100,18 @@ pub fn render(args: &QstatArgs, words: &[String], view: &View<'_>) -> Rendered {
     }
     let (jobs, missing) = resolve(words, view);
     if args.xml {
+        if jobs.is_empty() && !missing.is_empty() {
+            // SGE's answer for unknown jobs in XML: a list on stdout, exit 0.
+            r.stdout
+                .push_str("<?xml version='1.0'?>\n<unknown_jobs >\n");
+            for m in &missing {
+                el(&mut r.stdout, 4, "ST_name", m);
+            }
+            r.stdout.push_str("</unknown_jobs>\n");
+            return r;
+        }
         xml(&mut r.stdout, &jobs, view);
+        return r;
     } else {
         for job in &jobs {
             text(&mut r.stdout, job, view);
@@ -480,16 +491,35 @@ fn xml_messages(out: &mut String, reasons: &[String]) {
 }
 
 fn xml_overview(out: &mut String, view: &View<'_>) {
-    out.push_str(DETAIL_HEAD);
-    let mut reasons: Vec<String> = Vec::new();
+    out.push_str("<?xml version='1.0'?>\n<message  xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/message.xsd\">\n");
+    let mut reasons: Vec<(String, Vec<JobId>)> = Vec::new();
     for job in view.jobs {
-        for r in scheduling_reasons(job, view) {
-            let line = format!("{r}: {}", job.id);
-            reasons.push(line);
+        for reason in scheduling_reasons(job, view) {
+            match reasons.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, ids)) => ids.push(job.id),
+                None => reasons.push((reason, vec![job.id])),
+            }
         }
     }
-    xml_messages(out, &reasons);
-    out.push_str("</detailed_job_info>\n");
+    let lines: Vec<String> = if reasons.is_empty() {
+        vec![NO_MESSAGES.to_string()]
+    } else {
+        reasons
+            .iter()
+            .map(|(r, ids)| format!("{r}: {}", ids_text(ids).replace(',', ", ")))
+            .collect()
+    };
+    open(out, 2, "element");
+    open(out, 4, "SME_global_message_list");
+    for l in &lines {
+        open(out, 6, "element");
+        el(out, 8, "MES_message_number", 0);
+        el(out, 8, "MES_message", l);
+        close(out, 6, "element");
+    }
+    close(out, 4, "SME_global_message_list");
+    close(out, 2, "element");
+    out.push_str("</message>\n");
 }
 
 /// `qstat -j list -xml`.
