@@ -856,3 +856,22 @@ fn xml_resources(
     }
     close(out, 6, name);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_format_like_sge() {
+        assert_eq!(slot_range(SlotRange { min: 2, max: 2 }), "2");
+        assert_eq!(slot_range(SlotRange { min: 2, max: 4 }), "2-4");
+        assert_eq!(cpu_time(5.0), "00:00:05");
+        assert_eq!(cpu_time(90_061.0), "1:01:01:01");
+        assert_eq!(memory(0.0), "0");
+        assert_eq!(memory(1536.0 * 1024.0 * 1024.0), "1.500G");
+        assert_eq!(numeric_value("1:00:00"), 3600.0);
+        assert_eq!(numeric_value("2G"), 2.0 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(numeric_value("100"), 100.0);
+        assert_eq!(numeric_value("x"), 0.0);
+    }
+}

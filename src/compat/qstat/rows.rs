@@ -378,3 +378,51 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
     out.extend(zombies);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{HoldType, RunningTask};
+
+    fn task(state: RunState, deleting: bool, restarted: bool) -> RunningTask {
+        RunningTask {
+            task: 1,
+            state,
+            start_time: 0,
+            queue: "all.q".into(),
+            host: "vm".into(),
+            slots: 1,
+            granted: Vec::new(),
+            deleting,
+            restarted,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn state_codes_are_sges() {
+        assert_eq!(running_code(&task(RunState::Running, false, false)), "r");
+        assert_eq!(
+            running_code(&task(RunState::Transferring, true, false)),
+            "dt"
+        );
+        assert_eq!(running_code(&task(RunState::Running, true, false)), "dr");
+        assert_eq!(running_code(&task(RunState::Running, false, true)), "Rr");
+        assert_eq!(
+            running_code(&task(RunState::QueueSuspended, false, false)),
+            "S"
+        );
+        let mut s = PendingState::default();
+        assert_eq!(s.code(), "qw");
+        s.error = true;
+        assert_eq!(s.code(), "Eqw");
+        s.error = false;
+        s.holds.set(HoldType::Operator, true);
+        assert_eq!(s.code(), "hqw");
+        let s = PendingState {
+            start_time: true,
+            ..PendingState::default()
+        };
+        assert!(s.held());
+    }
+}
