@@ -34,6 +34,7 @@ fn context() -> Option<(TestCell, TestUser)> {
             deleting: false,
             restarted: false,
             holds: gridspool::model::Holds::NONE,
+            usage: None,
         }],
         finished: 0,
     };

@@ -112,6 +112,7 @@ pub(crate) fn start_tasks(cell: &TestCell, id: u32, tasks: &[u32]) {
             deleting: false,
             restarted: false,
             holds: Holds::NONE,
+            usage: None,
         });
     }
     job.tasks.pending.retain(|g| !g.tasks.is_empty());

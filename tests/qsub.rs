@@ -1145,6 +1145,7 @@ fn qsub_now_y_waits_for_dispatch() {
         deleting: false,
         restarted: false,
         holds: gridspool::model::Holds::NONE,
+        usage: None,
     });
     cell.set_state(&j);
     set_mode(&cell.spool.state_file(JobId(116)), 0o644);

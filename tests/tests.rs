@@ -10,4 +10,5 @@ mod qalter;
 mod qdel;
 mod qhold;
 mod qhost;
+mod qstat;
 mod qsub;

@@ -1,13 +1,81 @@
-//! `qstat` (being written).
+//! `qstat`: parses the command line, reads the spool once and prints what SGE 8.1.9 would.
+//! The formats are in `compat::qstat`; this module only gathers the inputs.
 
-pub fn main(args: Vec<String>) -> std::process::ExitCode {
-    let mut o = super::Output {
-        code: 1,
-        ..Default::default()
+use crate::compat::qstat::{self, HostLoad, QstatArgError, QstatArgs, View};
+use crate::compat::time;
+
+/// Runs `qstat` with `args` (without the program name) and returns its exit code.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    run(&mut args).finish()
+}
+
+fn run(args: &mut Vec<String>) -> super::Output {
+    let spool_dir = super::take_spool_arg(args);
+    let parsed = match QstatArgs::parse(args) {
+        Ok(p) => p,
+        Err(QstatArgError::Usage(msg)) => {
+            // SGE prints its usage to stderr before the complaint.
+            let mut o = super::Output {
+                code: 1,
+                ..Default::default()
+            };
+            o.stderr.push_str(&qstat::help_text());
+            o.err(msg);
+            return o;
+        }
+        Err(e @ QstatArgError::Unsupported(..)) => {
+            let mut o = super::Output {
+                code: 1,
+                ..Default::default()
+            };
+            o.err(e.to_string());
+            return o;
+        }
     };
-    o.err(format!(
-        "qstat: not implemented yet ({} arguments)",
-        args.len()
-    ));
-    o.finish()
+    if parsed.help {
+        return super::Output {
+            stdout: qstat::help_text(),
+            ..Default::default()
+        };
+    }
+    let env = match super::load_env(spool_dir) {
+        Ok(env) => env,
+        Err(o) => return o,
+    };
+    let scan = match env.spool.scan_jobs() {
+        Ok(s) => s,
+        Err(e) => {
+            let mut o = super::Output {
+                code: 1,
+                ..Default::default()
+            };
+            o.err(format!("error: {e}"));
+            return o;
+        }
+    };
+    let load = HostLoad::local(&env.host);
+    let view = View {
+        jobs: &scan.jobs,
+        config: &env.config,
+        caller: &env.caller.user,
+        now: time::now(),
+        load: &load,
+    };
+    let r = qstat::render(&parsed, &view);
+    let mut o = super::Output {
+        stdout: r.stdout,
+        stderr: r.stderr,
+        code: r.code,
+    };
+    // A job that cannot be read is not silently missing from the list: say so, once (a
+    // spool with wrong permissions would otherwise print one line per job).
+    if let Some(first) = scan.problems.first() {
+        o.err(format!(
+            "warning: {} spool file(s) could not be read, first {}: {}",
+            scan.problems.len(),
+            first.path.display(),
+            first.reason
+        ));
+    }
+    o
 }

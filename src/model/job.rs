@@ -254,6 +254,27 @@ pub struct RunningTask {
     /// the task is requeued, and `qrls` reports releasing them, as SGE does.
     #[serde(default, skip_serializing_if = "Holds::is_none")]
     pub holds: Holds,
+    /// Online usage as last reported for the running task (`qstat -ext` cpu/mem/io columns,
+    /// `usage` line of `qstat -j`); `None` until the first report, which `qstat -ext` shows
+    /// as `NA`, as SGE does before execd's first load report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TaskUsage>,
+}
+
+/// Online usage of a running task, in SGE's scaled units (`sge_accounting(5)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskUsage {
+    /// CPU seconds.
+    pub cpu: f64,
+    /// Integral memory usage, GB seconds.
+    pub mem: f64,
+    /// I/O, GB.
+    pub io: f64,
+    /// Current virtual memory, bytes.
+    pub vmem: f64,
+    /// Peak virtual memory, bytes.
+    pub maxvmem: f64,
 }
 
 /// How a task ended, as `qsub -sync y` and `qacct` report it.

@@ -709,6 +709,7 @@ mod tests {
             deleting: false,
             restarted: false,
             holds: Holds::NONE,
+            usage: None,
         });
         let del = |force: bool| RequestAction::Delete {
             job: JobId(94),

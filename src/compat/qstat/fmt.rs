@@ -1,0 +1,160 @@
+//! Fast building blocks for the tables: padding without per-character work for ASCII text,
+//! and date formatting that calls the time zone database once per local hour instead of once
+//! per line (`qstat` of 100,000 jobs prints 100,000 dates).
+
+use crate::compat::time;
+
+const SPACES: &str = "                                                                ";
+
+/// Appends `n` spaces.
+pub(crate) fn spaces(out: &mut String, mut n: usize) {
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
+    }
+}
+
+/// `%-W.Ws`: left-aligned, padded and cut to `width` characters.
+pub(crate) fn pad(out: &mut String, s: &str, width: usize) {
+    if s.is_ascii() {
+        let take = s.len().min(width);
+        out.push_str(&s[..take]);
+        spaces(out, width - take);
+        return;
+    }
+    let mut n = 0;
+    for c in s.chars() {
+        if n == width {
+            break;
+        }
+        out.push(c);
+        n += 1;
+    }
+    spaces(out, width - n);
+}
+
+/// Escapes text for XML, copying runs without special characters whole.
+pub(crate) fn esc(out: &mut String, s: &str) {
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let rep = match b {
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'&' => "&amp;",
+            b'"' => "&quot;",
+            b'\'' => "&apos;",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        out.push_str(rep);
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+}
+
+/// Formats SGE's dates, remembering the local hour of the last one: within that hour only
+/// minutes and seconds change (time zone offsets change on hour boundaries).
+#[derive(Debug, Default)]
+pub(crate) struct Dates {
+    /// Epoch second where the cached local hour starts, and its two prefixes:
+    /// `MM/DD/YYYY HH:` and `YYYY-MM-DDTHH:`.
+    hour: Option<(i64, String, String)>,
+}
+
+impl Dates {
+    fn hour(&mut self, epoch: i64) -> (i64, &str, &str) {
+        let hit =
+            matches!(&self.hour, Some((start, _, _)) if epoch >= *start && epoch < start + 3600);
+        if !hit {
+            let plain = time::qstat_date(epoch);
+            let iso = time::xml_date(epoch);
+            // `MM/DD/YYYY HH:MM:SS`: minutes at 14..16, seconds at 17..19.
+            let mm: i64 = plain[14..16].parse().unwrap_or(0);
+            let ss: i64 = plain[17..19].parse().unwrap_or(0);
+            let start = epoch - mm * 60 - ss;
+            self.hour = Some((start, plain[..14].to_string(), iso[..14].to_string()));
+        }
+        match &self.hour {
+            Some((start, p, i)) => (*start, p.as_str(), i.as_str()),
+            None => (epoch, "", ""),
+        }
+    }
+
+    fn tail(out: &mut String, offset: i64) {
+        let (m, s) = (offset / 60, offset % 60);
+        let digits = [
+            b'0' + (m / 10) as u8,
+            b'0' + (m % 10) as u8,
+            b':',
+            b'0' + (s / 10) as u8,
+            b'0' + (s % 10) as u8,
+        ];
+        out.push_str(std::str::from_utf8(&digits).unwrap_or("00:00"));
+    }
+
+    /// `11/21/2026 22:45:02` (`qstat`'s submit/start column).
+    pub(crate) fn plain(&mut self, out: &mut String, epoch: i64) {
+        let (start, prefix, _) = self.hour(epoch);
+        out.push_str(prefix);
+        Self::tail(out, epoch - start);
+    }
+
+    /// `2026-11-21T22:45:02` (`qstat -xml`).
+    pub(crate) fn iso(&mut self, out: &mut String, epoch: i64) {
+        let (start, _, prefix) = self.hour(epoch);
+        out.push_str(prefix);
+        Self::tail(out, epoch - start);
+    }
+}
+
+/// What every line of a table shares: the view it is drawn from and the date cache.
+pub(crate) struct LineCx<'v, 'a> {
+    pub view: &'v super::View<'a>,
+    pub dates: Dates,
+}
+
+impl<'v, 'a> LineCx<'v, 'a> {
+    pub(crate) fn new(view: &'v super::View<'a>) -> Self {
+        LineCx {
+            view,
+            dates: Dates::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_dates_equal_direct_ones() {
+        let mut d = Dates::default();
+        let base = 1795301101;
+        for e in [
+            base,
+            base + 1,
+            base + 59,
+            base + 3599,
+            base + 3600,
+            base - 7200,
+            base + 86_399,
+        ] {
+            let mut a = String::new();
+            d.plain(&mut a, e);
+            assert_eq!(a, time::qstat_date(e));
+            let mut b = String::new();
+            d.iso(&mut b, e);
+            assert_eq!(b, time::xml_date(e));
+        }
+    }
+
+    #[test]
+    fn padding_and_escaping() {
+        let mut s = String::new();
+        pad(&mut s, "embedded_name", 10);
+        pad(&mut s, "ä", 3);
+        esc(&mut s, "a<b&'c'");
+        assert_eq!(s, "embedded_nä  a&lt;b&amp;&apos;c&apos;");
+    }
+}

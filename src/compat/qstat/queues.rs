@@ -1,0 +1,196 @@
+//! Queue instances as `qstat -f` and `-g c` show them: one per (cluster queue, host), with
+//! slots used by running tasks, the host's load and SGE's state letters.
+
+use super::{QstatArgs, View};
+use crate::compat::pattern;
+use crate::config::{ClusterConfig, QueueConfig};
+
+/// The load of the host `qstat` runs on: gridspool has no execd load reports, so `qstat`
+/// reads `/proc/loadavg` for its own host and shows `-NA-` for the others (as SGE does for a
+/// host whose execd does not report).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostLoad {
+    pub host: String,
+    /// One-minute load average (`load_avg`).
+    pub load_avg: Option<f64>,
+    /// Processors, for `np_load_avg` (`-g c`'s CQLOAD).
+    pub num_proc: u32,
+}
+
+/// Environment variable that replaces the local host's load, `LOAD[,NPROC]` (for example
+/// `2.17627,2`). Only the tests set it, to recreate the load of SGE's captures.
+pub const LOAD_OVERRIDE_ENV: &str = "GRIDSPOOL_QSTAT_LOADAVG";
+
+impl HostLoad {
+    /// The local host's load: [`LOAD_OVERRIDE_ENV`] if set, else `/proc/loadavg`.
+    pub fn local(host: &str) -> HostLoad {
+        let nproc = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        if let Ok(text) = std::env::var(LOAD_OVERRIDE_ENV) {
+            let mut parts = text.split(',');
+            let load = parts.next().and_then(|l| l.trim().parse().ok());
+            let np = parts
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(nproc);
+            return HostLoad {
+                host: host.to_string(),
+                load_avg: load,
+                num_proc: np.max(1),
+            };
+        }
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|t| t.split_whitespace().next().and_then(|l| l.parse().ok()));
+        HostLoad {
+            host: host.to_string(),
+            load_avg: load,
+            num_proc: nproc.max(1),
+        }
+    }
+
+    fn for_host(&self, host: &str) -> Option<f64> {
+        (self.host == host).then_some(self.load_avg).flatten()
+    }
+}
+
+/// One queue instance (`all.q@vm`).
+#[derive(Debug, Clone)]
+pub struct QueueInstance<'a> {
+    pub queue: &'a QueueConfig,
+    pub host: String,
+    pub name: String,
+    pub slots_total: u32,
+    pub slots_used: u32,
+    pub load_avg: Option<f64>,
+    pub num_proc: u32,
+    pub arch: String,
+}
+
+impl QueueInstance<'_> {
+    /// SGE's `qtype` letters: B(atch), I(nteractive), P(arallel) when the queue has PEs.
+    pub fn qtype(&self) -> String {
+        let mut t = String::new();
+        let q = self.queue.qtype.to_ascii_uppercase();
+        if q.contains("BATCH") {
+            t.push('B');
+        }
+        if q.contains("INTERACTIVE") {
+            t.push('I');
+        }
+        if !self.queue.pe_list.is_empty() {
+            t.push('P');
+        }
+        if t.is_empty() {
+            t.push_str("NONE");
+        }
+        t
+    }
+
+    /// State letters: `d` for a disabled queue. gridspool has no alarm, suspend-threshold,
+    /// calendar or error states for queues, and hosts without a load report are not marked
+    /// `au`: their state is unknown to the client, not "unreachable".
+    pub fn states(&self) -> &'static str {
+        if self.queue.disabled { "d" } else { "" }
+    }
+
+    /// `np_load_avg`: the load divided by the processors.
+    pub fn np_load(&self) -> Option<f64> {
+        self.load_avg.map(|l| l / f64::from(self.num_proc.max(1)))
+    }
+}
+
+/// Whether a queue instance matches one `wc_queue` of `-q` (`all.q`, `all.q@host`,
+/// `*@host`, `all.q@@group`).
+fn matches_wc_queue(config: &ClusterConfig, wc: &str, queue: &str, host: &str) -> bool {
+    let (qpat, hpat) = match wc.split_once('@') {
+        Some((q, h)) => (q, Some(h)),
+        None => (wc, None),
+    };
+    let qpat = if qpat.is_empty() { "*" } else { qpat };
+    if !pattern::matches(qpat, queue) {
+        return false;
+    }
+    match hpat {
+        None => true,
+        Some(h) if h.starts_with('@') => config
+            .hostgroups
+            .iter()
+            .filter(|(g, _)| pattern::matches(h, g))
+            .any(|(_, members)| members.iter().any(|m| m == host)),
+        Some(h) => pattern::matches(h, host),
+    }
+}
+
+/// The queue instances `-q`, `-pe` and `-qs` select, sorted by name, with their slots used.
+pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>> {
+    let config: &'a ClusterConfig = view.config;
+    let mut out = Vec::new();
+    for q in &config.queues {
+        if let Some(pes) = &args.pes
+            && !q
+                .pe_list
+                .iter()
+                .any(|p| pes.iter().any(|w| pattern::matches(w, p)))
+        {
+            continue;
+        }
+        for h in config.queue_hosts(q) {
+            if let Some(wcs) = &args.queues
+                && !wcs
+                    .iter()
+                    .any(|w| matches_wc_queue(config, w, &q.name, &h.name))
+            {
+                continue;
+            }
+            let inst = QueueInstance {
+                queue: q,
+                host: h.name.clone(),
+                name: format!("{}@{}", q.name, h.name),
+                slots_total: q.slots,
+                slots_used: 0,
+                load_avg: view.load.for_host(&h.name),
+                num_proc: if view.load.host == h.name {
+                    view.load.num_proc
+                } else {
+                    h.slots.max(1)
+                },
+                arch: h.arch.clone(),
+            };
+            if let Some(states) = &args.queue_states
+                && !states.chars().any(|c| inst.states().contains(c))
+            {
+                continue;
+            }
+            out.push(inst);
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    for job in view.jobs {
+        for t in &job.tasks.running {
+            if t.granted.is_empty() {
+                if let Some(i) = out
+                    .iter_mut()
+                    .find(|i| i.queue.name == t.queue && i.host == t.host)
+                {
+                    i.slots_used += t.slots;
+                }
+            } else {
+                for (host, queue, slots) in &t.granted {
+                    if let Some(i) = out
+                        .iter_mut()
+                        .find(|i| &i.queue.name == queue && &i.host == host)
+                    {
+                        i.slots_used += slots;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `-q`/`-pe`/`-qs` restrict the queues (then only jobs running in selected
+/// instances are listed).
+pub fn queue_selection_active(args: &QstatArgs) -> bool {
+    args.queues.is_some() || args.pes.is_some() || args.queue_states.is_some()
+}
