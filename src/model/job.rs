@@ -8,6 +8,25 @@ use std::collections::BTreeMap;
 /// Bumped when a field changes meaning; readers accept unknown fields and older versions.
 pub const JOB_SCHEMA_VERSION: u32 = 1;
 
+// Fields at their default values are left out of the JSON: a record is then a third of the
+// size, which is what `qstat` pays for at 100,000 jobs (every field has a serde default, so
+// readers are unaffected).
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn is_zero_i32(n: &i32) -> bool {
+    *n == 0
+}
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Who submitted the job and from where: filled in by `qsub` from the kernel (uid, gid) and
 /// the submit environment (`SGE_O_*`), never from an option a user can set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,64 +94,100 @@ pub struct JobSpec {
     /// `script_file` of `qstat -j`: the script's path as given, the command of `-b y`, `STDIN`.
     pub script_file: String,
     /// `-b y`: the command is run as is, not copied as a script.
+    #[serde(skip_serializing_if = "is_false")]
     pub binary: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// `-shell n` starts a binary directly instead of through the shell.
+    #[serde(skip_serializing_if = "is_true")]
     pub shell: bool,
     /// `-S`
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub interpreter: Vec<PathSpec>,
     /// Working directory from `-cwd` or `-wd`; `None` means the owner's home, as in SGE.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stdout: Vec<PathSpec>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<PathSpec>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stdin: Vec<PathSpec>,
     /// `-j y`
+    #[serde(skip_serializing_if = "is_false")]
     pub merge_stderr: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hard_resources: Vec<ResourceRequest>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub soft_resources: Vec<ResourceRequest>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hard_queues: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub soft_queues: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub master_queues: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pe: Option<PeRequest>,
     /// `-t`; `None` for a job that is not an array job (its one task is task 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub array: Option<TaskIdRange>,
     /// `-tc`: at most this many tasks of the array at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub task_concurrency: Option<u32>,
     /// `-hold_jid` as requested (ids, names, patterns) and as resolved to job ids.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hold_jid: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub predecessors: Vec<JobId>,
     /// `-hold_jid_ad` as requested and resolved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hold_jid_ad: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub array_predecessors: Vec<JobId>,
     /// `-p`, -1023..=1024.
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub priority: i32,
     /// `-a`, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<i64>,
     /// `-dl`, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<i64>,
     /// `-r y|n`; `None` leaves it to the queue's `rerun`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub restartable: Option<bool>,
     /// `-R y`
+    #[serde(skip_serializing_if = "is_false")]
     pub reserve: bool,
     /// `-m`, SGE's letters (`bea`, `n`).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub mail_options: String,
     /// `-M`; SGE's default is `owner@submithost`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mail_list: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
     pub notify: bool,
     /// `-now y`: start immediately or not at all.
+    #[serde(skip_serializing_if = "is_false")]
     pub now: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     /// `-A`; SGE's default is `sge`.
     pub account: String,
     /// Qube!'s cluster path (`-cluster`), `None` meaning the root `/`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
     /// Never preempt this job (Qube!'s non-preemptible flag).
+    #[serde(skip_serializing_if = "is_false")]
     pub no_preempt: bool,
     /// Job context variables (`-ac`, `-sc`, `-dc`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub context: BTreeMap<String, String>,
     /// `-js`: the job's share of its user's or project's share-tree/functional tickets
     /// (`jobshare` in `qstat -j`).
+    #[serde(skip_serializing_if = "is_zero_u32")]
     pub job_share: u32,
 }
 
@@ -242,13 +297,13 @@ pub struct RunningTask {
     pub host: String,
     pub slots: u32,
     /// For parallel jobs, every (host, queue, slots) granted; empty otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub granted: Vec<(String, String, u32)>,
     /// `qdel` registered the task for deletion (`dr`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub deleting: bool,
     /// The task ran before and was requeued (`Rr`, `RESTARTED=1`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub restarted: bool,
     /// Holds set while it runs (`qhold` of a running job, shown as `hr`): they matter again if
     /// the task is requeued, and `qrls` reports releasing them, as SGE does.
@@ -314,6 +369,7 @@ pub struct PriorityInfo {
     pub share: f64,
     /// Extra terms of the active policy (cluster order, queue priority and gap, slice…),
     /// shown by `qstat -j` and `-pri`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub policy_terms: Vec<(String, String)>,
 }
 
@@ -321,9 +377,12 @@ pub struct PriorityInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TaskStates {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingGroup>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<RunningTask>,
     /// How many tasks have finished (their details are in the job's exit log and accounting).
+    #[serde(skip_serializing_if = "is_zero_u64")]
     pub finished: u64,
 }
 
@@ -347,19 +406,19 @@ pub struct JobRecord {
     pub spec: JobSpec,
     pub tasks: TaskStates,
     /// Set when the job is in error state (`Eqw`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
     /// `None` until the scheduler has looked at the job (then qstat shows SGE's zeros).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<PriorityInfo>,
     /// Why the job is not running, as of the last scheduling pass (`qstat -j`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_reasons: Vec<String>,
     /// Bumped by each `qalter` (`version:` of `qstat -j`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub version: u32,
     /// Sequence number of the last request folded into this record.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub applied_request: u64,
 }
 

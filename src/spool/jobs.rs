@@ -53,8 +53,17 @@ fn read_submission(path: &Path) -> Result<JobSubmission, SpoolError> {
 }
 
 fn read_state(path: &Path) -> Result<JobRecord, SpoolError> {
-    let bytes = fs::read(path).map_err(|e| SpoolError::io("read", path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| malformed(path, format!("bad job state: {e}")))
+    read_state_into(path, &mut Vec::new())
+}
+
+/// Reads a state file into `buf` (reused across a scan: no per-file allocation and no `statx`
+/// to size it, which `fs::read` would do) and parses it.
+fn read_state_into(path: &Path, buf: &mut Vec<u8>) -> Result<JobRecord, SpoolError> {
+    buf.clear();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(buf))
+        .map_err(|e| SpoolError::io("read", path, e))?;
+    serde_json::from_slice(buf).map_err(|e| malformed(path, format!("bad job state: {e}")))
 }
 
 /// The kind of a name in `jobs/`.
@@ -218,9 +227,10 @@ impl Spool {
     fn read_jobs(&self, part: &[(JobId, bool)]) -> (Vec<JobRecord>, Vec<ScanProblem>) {
         let mut jobs = Vec::with_capacity(part.len());
         let mut problems = Vec::new();
+        let mut buf = Vec::with_capacity(4096);
         for &(id, has_state) in part {
             let result = if has_state {
-                read_state(&self.state_file(id))
+                read_state_into(&self.state_file(id), &mut buf)
             } else {
                 read_submission(&self.job_file(id)).map(JobRecord::from_submission)
             };
