@@ -39,17 +39,7 @@ fn context() -> Option<(TestCell, TestUser)> {
         finished: 0,
     };
     cell.set_state(&running);
-    share_spool(&cell);
     Some((cell, user))
-}
-
-/// In production the clients run setgid to the spool's group and job files are 0640; the test
-/// users share no group, so the files are opened to everyone (the captures' users see each
-/// other's jobs).
-fn share_spool(cell: &TestCell) {
-    for e in std::fs::read_dir(cell.spool.jobs_dir()).expect("jobs") {
-        set_mode(&e.expect("entry").path(), 0o644);
-    }
 }
 
 fn requests(cell: &TestCell) -> usize {

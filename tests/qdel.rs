@@ -27,36 +27,9 @@ pub(crate) fn submitter(user: &TestUser) -> Submitter {
     }
 }
 
-/// Makes every job and request file readable by all test users. A real install runs the
-/// clients setgid to the spool group, which makes them readable to every client; the test cell
-/// has no such group, so files written by one user (or by the test itself) are opened up.
-pub(crate) fn share_files(cell: &TestCell) {
-    // The sequence counters are replaced by rename, and their locks opened for writing, by
-    // every client: the directory loses the sticky bit and the files become writable.
-    set_mode(&cell.spool.seq_dir(), 0o777);
-    for (dir, mode) in [
-        (cell.spool.jobs_dir(), 0o644),
-        (cell.spool.requests_dir(), 0o644),
-        (cell.spool.seq_dir(), 0o666),
-    ] {
-        for entry in std::fs::read_dir(&dir).expect("spool dir") {
-            let path = entry.expect("entry").path();
-            if !path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            {
-                set_mode(&path, mode);
-            }
-        }
-    }
-}
-
-/// Runs a command as `user`, then shares what it wrote (see [`share_files`]).
+/// Runs a command as `user`.
 pub(crate) fn run_as(cell: &TestCell, user: &TestUser, bin: &str, args: &[&str]) -> Run {
-    share_files(cell);
-    let run = cell.run(user, bin, args);
-    share_files(cell);
-    run
+    cell.run(user, bin, args)
 }
 
 /// Submits a job through the library as `qsub` would, with job id `id`.
@@ -87,7 +60,6 @@ pub(crate) fn submit_as(
     cell.spool
         .publish_job(&sub, b"#!/bin/sh\nsleep 600\n")
         .expect("publish job");
-    share_files(cell);
 }
 
 pub(crate) fn submit(cell: &TestCell, user: &TestUser, id: u32, name: &str) {
@@ -117,7 +89,6 @@ pub(crate) fn start_tasks(cell: &TestCell, id: u32, tasks: &[u32]) {
     }
     job.tasks.pending.retain(|g| !g.tasks.is_empty());
     cell.set_state(&job);
-    share_files(cell);
 }
 
 /// The users of the captures, or `None` (test skipped) when they cannot be had.
@@ -340,7 +311,6 @@ fn qdel_error_job() {
         message: "can't open output file \"/nonexistent-dir/out.txt\"".into(),
     });
     cell.set_state(&job);
-    share_files(&cell);
     check(&cell, &u1, "qdel/error-job.txt");
     assert!(cell.job(33).is_none());
 }

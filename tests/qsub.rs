@@ -6,7 +6,6 @@
 use crate::support::*;
 use gridspool::model::{FinishedTask, JobId, JobRecord};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -960,36 +959,22 @@ fn qsub_sync_y_interrupted_deletes_the_job() {
 
 #[test]
 fn qsub_setgid_reads_user_files_with_the_real_gid() {
-    // Multi-user installs run qsub setgid to the spool's group. A script only that group may
-    // read must not become readable through qsub.
+    // Multi-user installs run qsub setgid to the spool's group (the harness installs its
+    // clients that way when root). A script only that group may read must not become
+    // readable through qsub.
     let Some(user) = user1() else {
         skip("qsub_setgid", "needs root");
         return;
     };
-    let group = "gsspooltest";
-    if nix::unistd::Group::from_name(group)
-        .ok()
-        .flatten()
-        .is_none()
-    {
-        let ok = std::process::Command::new("groupadd")
-            .arg(group)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            skip("qsub_setgid", "cannot create a group");
-            return;
-        }
-    }
-    let gid = nix::unistd::Group::from_name(group)
+    let gid = nix::unistd::Group::from_name(TEST_GROUP)
         .expect("group")
-        .expect("group exists")
+        .expect("the harness creates its group as root")
         .gid;
     let cell = TestCell::new();
-    let qsub = cell.root.join("qsub-setgid");
-    std::fs::copy(bin_path("qsub"), &qsub).expect("copy qsub");
-    nix::unistd::chown(&qsub, Some(nix::unistd::Uid::from_raw(0)), Some(gid)).expect("chown");
-    set_mode(&qsub, 0o2755);
+    assert!(
+        client_path("qsub").starts_with(std::env::temp_dir()),
+        "clients run as setgid copies"
+    );
     let secret = cell.write_file(
         &user,
         "secret.sh",
@@ -998,41 +983,20 @@ fn qsub_setgid_reads_user_files_with_the_real_gid() {
     nix::unistd::chown(&secret, Some(nix::unistd::Uid::from_raw(0)), Some(gid)).expect("chown");
     set_mode(&secret, 0o640);
     cell.write_file(&user, "open.sh", "#!/bin/sh\necho hi\n");
-    let run_as_user = |script: &str| {
-        let out = std::process::Command::new(&qsub)
-            .arg(script)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &user.home)
-            .env("LOGNAME", &user.name)
-            .env("SGE_ROOT", &cell.root)
-            .env("SGE_CELL", "default")
-            .current_dir(cell.workdir(&user))
-            .uid(user.uid)
-            .gid(user.gid)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run setgid qsub");
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-            out.status.code(),
-        )
-    };
-    let (stdout, stderr, code) = run_as_user("secret.sh");
+    let run = cell.run(&user, "qsub", &["secret.sh"]);
     assert_eq!(
-        (stdout.as_str(), stderr.as_str(), code),
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
         (
             "",
             "Unable to read script file because of error: error opening secret.sh: Permission denied\n",
-            Some(14)
+            14
         )
     );
     // The effective gid is restored for the spool: a readable script is submitted.
-    let (stdout, _, code) = run_as_user("open.sh");
+    let run = cell.run(&user, "qsub", &["open.sh"]);
     assert_eq!(
-        (stdout.as_str(), code),
-        ("Your job 1 (\"open.sh\") has been submitted\n", Some(0))
+        (run.stdout.as_str(), run.code),
+        ("Your job 1 (\"open.sh\") has been submitted\n", 0)
     );
 }
 

@@ -123,20 +123,13 @@ impl TestCell {
         gridspool::cli::sched_d::init(&cell).expect("init spool");
         let config = std::fs::read_to_string(cell.join("config.yaml")).expect("config");
         std::fs::write(cell.join("config.yaml"), edit(config)).expect("write config");
-        // Test cells are shared by the test users: world-writable like /tmp (sticky).
-        for sub in [
-            "",
-            "seq",
-            "jobs",
-            "requests",
-            "common",
-            "quarantine",
-            "daemon",
-        ] {
-            set_mode(&cell.join(sub), 0o1777);
+        match spool_group() {
+            // As root, the cell is laid out as scripts/install-multiuser.sh lays out a shared
+            // installation, and the clients run as setgid copies (see `client_path`).
+            Some(gid) => share_like_an_installation(&cell, gid),
+            // Otherwise everything runs as the one user there is.
+            None => {}
         }
-        // Counters are replaced by rename, by whichever user submits next: no sticky bit there.
-        set_mode(&cell.join("seq"), 0o777);
         let spool = Spool::open(&cell).expect("open spool");
         TestCell {
             _dir: dir,
@@ -174,7 +167,7 @@ impl TestCell {
     }
 
     pub fn command(&self, bin: &str, user: &TestUser) -> Command {
-        let mut cmd = Command::new(bin_path(bin));
+        let mut cmd = Command::new(client_path(bin));
         cmd.env_clear()
             .env(
                 "PATH",
@@ -244,7 +237,76 @@ pub fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-/// Path of one of the package's binaries.
+/// The group of the test installation (`gridspool-test`), created when running as root.
+fn spool_group() -> Option<u32> {
+    static G: OnceLock<Option<u32>> = OnceLock::new();
+    *G.get_or_init(|| {
+        if !is_root() {
+            return None;
+        }
+        let lookup = || nix::unistd::Group::from_name(TEST_GROUP).ok().flatten();
+        if lookup().is_none() {
+            let _ = Command::new("groupadd")
+                .args(["-f", "--system", TEST_GROUP])
+                .status();
+        }
+        lookup().map(|g| g.gid.as_raw())
+    })
+}
+
+/// The spool group of the harness's emulated shared installation.
+pub const TEST_GROUP: &str = "gridspool-test";
+
+/// Modes and groups of `scripts/install-multiuser.sh`: users reach the spool only through
+/// the setgid clients.
+fn share_like_an_installation(cell: &Path, gid: u32) {
+    use std::os::unix::fs::chown;
+    for (sub, mode) in [
+        ("", 0o755),
+        ("seq", 0o2770),
+        ("jobs", 0o3770),
+        ("requests", 0o3770),
+        ("daemon", 0o2750),
+        ("quarantine", 0o2750),
+        ("common", 0o755),
+    ] {
+        let dir = cell.join(sub);
+        chown(&dir, Some(0), Some(gid)).expect("chown cell");
+        set_mode(&dir, mode);
+    }
+}
+
+/// The binary to run for a client: as root, a copy installed setgid to the test group, so
+/// that tests exercise exactly what a shared installation runs; otherwise the built binary.
+/// The daemon and shepherd run as root and are used as built.
+pub fn client_path(bin: &str) -> PathBuf {
+    let Some(gid) = spool_group() else {
+        return bin_path(bin);
+    };
+    if bin == "sched_d" {
+        return bin_path(bin);
+    }
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("gridspool-test-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("setgid bin dir");
+        set_mode(&d, 0o755);
+        d
+    });
+    let target = dir.join(bin);
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !target.exists() {
+        let tmp = dir.join(format!(".{bin}.tmp"));
+        std::fs::copy(bin_path(bin), &tmp).expect("copy client");
+        std::os::unix::fs::chown(&tmp, Some(0), Some(gid)).expect("chown client");
+        set_mode(&tmp, 0o2755);
+        std::fs::rename(&tmp, &target).expect("install client");
+    }
+    target
+}
+
+/// Path of one of the package's binaries, as built.
 pub fn bin_path(bin: &str) -> PathBuf {
     let exe = match bin {
         "qsub" => env!("CARGO_BIN_EXE_qsub"),
