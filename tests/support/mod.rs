@@ -123,12 +123,11 @@ impl TestCell {
         gridspool::cli::sched_d::init(&cell).expect("init spool");
         let config = std::fs::read_to_string(cell.join("config.yaml")).expect("config");
         std::fs::write(cell.join("config.yaml"), edit(config)).expect("write config");
-        match spool_group() {
-            // As root, the cell is laid out as scripts/install-multiuser.sh lays out a shared
-            // installation, and the clients run as setgid copies (see `client_path`).
-            Some(gid) => share_like_an_installation(&cell, gid),
-            // Otherwise everything runs as the one user there is.
-            None => {}
+        // As root, the cell is laid out as scripts/install-multiuser.sh lays out a shared
+        // installation, and the clients run as setgid copies (see `client_path`); otherwise
+        // everything runs as the one user there is.
+        if let Some(gid) = spool_group() {
+            share_like_an_installation(&cell, gid);
         }
         let spool = Spool::open(&cell).expect("open spool");
         TestCell {
