@@ -12,3 +12,4 @@ mod qhold;
 mod qhost;
 mod qstat;
 mod qsub;
+mod security;
