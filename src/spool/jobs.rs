@@ -87,7 +87,10 @@ fn parse_job_file_name(name: &str) -> Option<(JobId, JobFileKind)> {
 impl Spool {
     /// Takes the next job id from the locked, durable sequence.
     pub fn allocate_job_id(&self) -> Result<JobId, SpoolError> {
-        let n = sequence::next(&self.seq_dir(), "jobid")?;
+        let jobs = self.jobs_dir();
+        let n = sequence::next_free(&self.seq_dir(), "jobid", 1, |n| {
+            jobs.join(format!("{n}.job")).exists()
+        })?;
         u32::try_from(n).map(JobId).map_err(|_| {
             malformed(
                 &self.seq_dir().join("jobid"),

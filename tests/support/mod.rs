@@ -162,7 +162,10 @@ impl TestCell {
 
     /// Makes the next job id `next`.
     pub fn set_next_job_id(&self, next: u32) {
-        std::fs::write(self.cell.join("seq/jobid"), format!("{}\n", next - 1)).expect("seq");
+        let path = self.cell.join("seq/jobid");
+        std::fs::write(&path, format!("{}\n", next - 1)).expect("seq");
+        // Every client rewrites the counter in place (spool::sequence), as the group does.
+        set_mode(&path, 0o660);
     }
 
     pub fn command(&self, bin: &str, user: &TestUser) -> Command {
