@@ -1,0 +1,488 @@
+//! The scheduler's in-memory state: every job of the spool, the cluster's resources with the
+//! bookings of running tasks, and the job categories. Pure: no files, no clock (times are
+//! passed in), so the pass can be tested with table cases.
+
+use super::cluster::{Booking, Cluster, Demand, StaticMiss};
+use super::fit;
+use super::priority::{PriorityPolicy, TemporarySgeFormula};
+use super::value::parse_time;
+use crate::compat::pattern;
+use crate::config::ClusterConfig;
+use crate::model::{
+    ErrorInfo, Holds, JobId, JobRecord, PendingGroup, RunState, RunningTask, TaskId, TaskSet,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Index of a category in [`SchedState`].
+pub type CatId = usize;
+
+/// Jobs with identical hard requirements (`-l`, `-q`, `-pe`) share a category: its demand,
+/// its statically matching queue instances and, within a pass, one fit verdict (SGE's
+/// job categories, `sched_conf(5)`), so that one failed fit is not retried for each job.
+#[derive(Debug, Clone)]
+pub struct Category {
+    pub key: String,
+    pub demand: Result<Demand, String>,
+    /// Queue instances that can ever take the category, in try order.
+    pub candidates: Vec<usize>,
+    /// Why no queue instance matches statically (when `candidates` is empty).
+    pub static_reason: Option<String>,
+    /// Jobs currently in the category.
+    pub jobs: usize,
+}
+
+/// One job and what the scheduler derives from it.
+#[derive(Debug, Clone)]
+pub struct JobEntry {
+    pub record: JobRecord,
+    pub cat: CatId,
+}
+
+/// Bookkeeping of one running task: what it holds and when it is expected to end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningBooking {
+    pub booking: Booking,
+    pub uid: u32,
+    /// start + h_rt (or default_duration); `i64::MAX` when unknown.
+    pub expected_end: i64,
+}
+
+/// The whole in-memory state of `sched_d`.
+pub struct SchedState {
+    pub config: ClusterConfig,
+    pub cluster: Cluster,
+    pub(crate) jobs: BTreeMap<JobId, JobEntry>,
+    pub(crate) categories: Vec<Category>,
+    cat_index: HashMap<String, CatId>,
+    pub(crate) running: HashMap<(JobId, TaskId), RunningBooking>,
+    pub(crate) user_running: HashMap<u32, u32>,
+    pub(crate) policy: Box<dyn PriorityPolicy>,
+    dirty: BTreeSet<JobId>,
+}
+
+impl std::fmt::Debug for SchedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedState")
+            .field("jobs", &self.jobs.len())
+            .field("categories", &self.categories.len())
+            .field("running", &self.running.len())
+            .finish()
+    }
+}
+
+/// Problems the state reports to the daemon (never fatal).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("job {0} is not known")]
+    NoSuchJob(JobId),
+    #[error("task {0}.{1} is not running")]
+    NotRunning(JobId, TaskId),
+}
+
+fn category_key(spec: &crate::model::JobSpec) -> String {
+    let mut res: Vec<(&str, &str)> = spec
+        .hard_resources
+        .iter()
+        .map(|r| (r.name.as_str(), r.value.as_str()))
+        .collect();
+    res.sort_unstable();
+    let pe = spec
+        .pe
+        .as_ref()
+        .map(|p| (p.name.as_str(), p.range.min, p.range.max));
+    serde_json::to_string(&(res, &spec.hard_queues, pe)).unwrap_or_default()
+}
+
+impl SchedState {
+    /// An empty state over `config`, ordering with the temporary SGE formula.
+    pub fn new(config: ClusterConfig) -> Self {
+        Self::with_policy(config, Box::new(TemporarySgeFormula))
+    }
+
+    /// An empty state with the given priority policy (the seam the policy crate plugs into).
+    pub fn with_policy(config: ClusterConfig, policy: Box<dyn PriorityPolicy>) -> Self {
+        SchedState {
+            cluster: Cluster::from_config(&config),
+            config,
+            jobs: BTreeMap::new(),
+            categories: Vec::new(),
+            cat_index: HashMap::new(),
+            running: HashMap::new(),
+            user_running: HashMap::new(),
+            policy,
+            dirty: BTreeSet::new(),
+        }
+    }
+
+    /// Replaces the priority policy.
+    pub fn set_policy(&mut self, policy: Box<dyn PriorityPolicy>) {
+        self.policy = policy;
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&JobRecord> {
+        self.jobs.get(&id).map(|e| &e.record)
+    }
+
+    pub fn jobs(&self) -> impl Iterator<Item = &JobRecord> {
+        self.jobs.values().map(|e| &e.record)
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn category_count(&self) -> usize {
+        self.categories.iter().filter(|c| c.jobs > 0).count()
+    }
+
+    /// Job ids whose record changed since the last call (to be written with `write_state`).
+    pub fn take_dirty(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.dirty).into_iter().collect()
+    }
+
+    pub fn mark_dirty(&mut self, id: JobId) {
+        self.dirty.insert(id);
+    }
+
+    fn category_for(&mut self, spec: &crate::model::JobSpec) -> CatId {
+        let key = category_key(spec);
+        if let Some(&c) = self.cat_index.get(&key) {
+            return c;
+        }
+        let cat = self.build_category(key.clone(), spec);
+        self.categories.push(cat);
+        let id = self.categories.len() - 1;
+        self.cat_index.insert(key, id);
+        id
+    }
+
+    fn build_category(&self, key: String, spec: &crate::model::JobSpec) -> Category {
+        let demand = Demand::build(&self.cluster, &self.config, spec);
+        let mut candidates = Vec::new();
+        let mut static_reason = None;
+        if let Ok(d) = &demand {
+            let mut first_miss = None;
+            for qi in 0..self.cluster.qis.len() {
+                match d.static_fit(&self.cluster, qi) {
+                    Ok(()) => candidates.push(qi),
+                    Err(m) => {
+                        if first_miss.is_none() {
+                            first_miss = Some(m);
+                        }
+                    }
+                }
+            }
+            if candidates.is_empty() {
+                static_reason = Some(match first_miss {
+                    Some(StaticMiss::QueueList) => format!(
+                        "cannot run in any queue instance because none is contained in its hard queue list (-q {})",
+                        spec.hard_queues.join(",")
+                    ),
+                    Some(StaticMiss::Fixed(r)) => {
+                        format!("(-l {r}) cannot run in any queue instance: no host or queue offers it")
+                    }
+                    Some(StaticMiss::Pe) => format!(
+                        "cannot run because no queue instance offers parallel environment \"{}\"",
+                        spec.pe.as_ref().map(|p| p.name.as_str()).unwrap_or("")
+                    ),
+                    None => "cannot run because there are no queue instances".to_string(),
+                });
+            }
+        }
+        Category {
+            key,
+            demand,
+            candidates,
+            static_reason,
+            jobs: 0,
+        }
+    }
+
+    /// Expected run time of a job's tasks for reservations: `h_rt`, else the scheduler's
+    /// `default_duration` (`sched_conf(5)`); `None` for INFINITY.
+    pub(crate) fn duration(&self, cat: CatId) -> Option<i64> {
+        let h_rt = self.categories[cat]
+            .demand
+            .as_ref()
+            .ok()
+            .and_then(|d| d.h_rt);
+        let d = h_rt.or_else(|| parse_time(&self.config.scheduler.default_duration))?;
+        (d != i64::MAX).then_some(d)
+    }
+
+    /// Adds a job (new submission or recovered record). Its running tasks are booked again
+    /// from their recorded placement. Returns false when the id is already known.
+    pub fn add_job(&mut self, record: JobRecord) -> bool {
+        if self.jobs.contains_key(&record.id) {
+            return false;
+        }
+        let cat = self.category_for(&record.spec);
+        self.categories[cat].jobs += 1;
+        let id = record.id;
+        let running: Vec<RunningTask> = record.tasks.running.clone();
+        self.jobs.insert(id, JobEntry { record, cat });
+        for r in running {
+            self.book_recovered(id, &r);
+        }
+        true
+    }
+
+    fn book_recovered(&mut self, id: JobId, r: &RunningTask) {
+        let Some(entry) = self.jobs.get(&id) else {
+            return;
+        };
+        let grant_names: Vec<(String, String, u32)> = if r.granted.is_empty() {
+            vec![(r.host.clone(), r.queue.clone(), r.slots)]
+        } else {
+            r.granted.clone()
+        };
+        let grant: Vec<(usize, u32)> = grant_names
+            .iter()
+            .filter_map(|(h, q, n)| self.cluster.qi_index(q, h).map(|qi| (qi, *n)))
+            .collect();
+        let cat = entry.cat;
+        let uid = entry.record.submitter.uid;
+        let pe = entry.record.spec.pe.as_ref().and_then(|p| {
+            let first = grant.first()?;
+            self.cluster
+                .pes
+                .iter()
+                .position(|s| {
+                    pattern::matches(&p.name, &s.name)
+                        && self.cluster.qis[first.0].pe_list.contains(&s.name)
+                })
+                .map(|i| (i, r.slots))
+        });
+        let booking = match &self.categories[cat].demand {
+            Ok(d) => fit::booking(&self.cluster, d, &grant, pe),
+            Err(_) => Booking {
+                slots: grant,
+                consumables: Vec::new(),
+                pe,
+            },
+        };
+        let expected_end = self
+            .duration(cat)
+            .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
+        self.cluster.book(&booking);
+        *self.user_running.entry(uid).or_insert(0) += 1;
+        self.running.insert(
+            (id, r.task),
+            RunningBooking {
+                booking,
+                uid,
+                expected_end,
+            },
+        );
+    }
+
+    /// Removes a job entirely (retired or deleted); its running bookings are released.
+    pub fn remove_job(&mut self, id: JobId) -> Option<JobRecord> {
+        let entry = self.jobs.remove(&id)?;
+        self.categories[entry.cat].jobs = self.categories[entry.cat].jobs.saturating_sub(1);
+        for r in &entry.record.tasks.running {
+            self.release(id, r.task);
+        }
+        self.dirty.remove(&id);
+        Some(entry.record)
+    }
+
+    fn release(&mut self, id: JobId, task: TaskId) {
+        if let Some(b) = self.running.remove(&(id, task)) {
+            self.cluster.release(&b.booking);
+            if let Some(n) = self.user_running.get_mut(&b.uid) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Mutable access to a record for a request; call [`SchedState::job_changed`] after.
+    pub fn job_mut(&mut self, id: JobId) -> Option<&mut JobRecord> {
+        self.jobs.get_mut(&id).map(|e| &mut e.record)
+    }
+
+    /// Re-derives what depends on a record after it changed (`qalter` may change the
+    /// category) and marks it to be written.
+    pub fn job_changed(&mut self, id: JobId) {
+        let Some(entry) = self.jobs.get(&id) else {
+            return;
+        };
+        let old = entry.cat;
+        let spec = entry.record.spec.clone();
+        let cat = self.category_for(&spec);
+        if cat != old {
+            self.categories[old].jobs = self.categories[old].jobs.saturating_sub(1);
+            self.categories[cat].jobs += 1;
+            if let Some(e) = self.jobs.get_mut(&id) {
+                e.cat = cat;
+            }
+        }
+        self.dirty.insert(id);
+    }
+
+    /// `t` → `r`: the launcher confirmed the task runs.
+    pub fn task_started(&mut self, id: JobId, task: TaskId) -> Result<(), StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let r = job
+            .tasks
+            .running
+            .iter_mut()
+            .find(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        if r.state == RunState::Transferring {
+            r.state = RunState::Running;
+        }
+        self.dirty.insert(id);
+        Ok(())
+    }
+
+    /// The task ended: it leaves the running list, its resources are free again and the
+    /// job's finished count grows. Returns the task as it ran.
+    pub fn task_ended(&mut self, id: JobId, task: TaskId) -> Result<RunningTask, StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let pos = job
+            .tasks
+            .running
+            .iter()
+            .position(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        let r = job.tasks.running.remove(pos);
+        job.tasks.finished += 1;
+        self.release(id, task);
+        self.dirty.insert(id);
+        Ok(r)
+    }
+
+    /// Puts a running task back to pending (its host was unreachable, or it never started
+    /// before a crash): not lost, not failed. With `error`, the job goes to error state
+    /// (`Eqw`), as SGE does when a job cannot be started.
+    pub fn requeue_task(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        error: Option<ErrorInfo>,
+    ) -> Result<(), StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let pos = job
+            .tasks
+            .running
+            .iter()
+            .position(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        job.tasks.running.remove(pos);
+        if let Some(g) = job.tasks.pending.iter_mut().find(|g| g.holds == Holds::NONE) {
+            g.tasks.insert(task);
+        } else {
+            let mut tasks = TaskSet::new();
+            tasks.insert(task);
+            job.tasks.pending.push(PendingGroup {
+                tasks,
+                holds: Holds::NONE,
+            });
+        }
+        if error.is_some() {
+            job.error = error;
+        }
+        self.release(id, task);
+        self.dirty.insert(id);
+        Ok(())
+    }
+
+    /// The launcher could not reach `host`: no task goes there until the backoff expires
+    /// (10 s, doubling per consecutive failure, at most 10 min).
+    pub fn host_unreachable(&mut self, host: &str, now: i64) -> Option<i64> {
+        let h = self.cluster.host_index(host)?;
+        let hs = &mut self.cluster.hosts[h];
+        hs.failures = hs.failures.saturating_add(1);
+        let backoff = (10i64 << hs.failures.min(6).saturating_sub(1)).min(600);
+        hs.down_until = Some(now + backoff);
+        Some(now + backoff)
+    }
+
+    /// A task started on `host`: it is reachable again.
+    pub fn host_reachable(&mut self, host: &str) {
+        if let Some(h) = self.cluster.host_index(host) {
+            self.cluster.hosts[h].failures = 0;
+            self.cluster.hosts[h].down_until = None;
+        }
+    }
+
+    /// Hosts marked unreachable, with the time they will be retried.
+    pub fn hosts_down(&self) -> Vec<(String, i64)> {
+        self.cluster
+            .hosts
+            .iter()
+            .filter_map(|h| h.down_until.map(|t| (h.name.clone(), t)))
+            .collect()
+    }
+
+    /// Applies a new configuration (SIGHUP): resources and categories are rebuilt and the
+    /// running tasks booked again where their queue instances still exist.
+    pub fn reload_config(&mut self, config: ClusterConfig) {
+        let down: Vec<(String, Option<i64>, u32)> = self
+            .cluster
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.down_until, h.failures))
+            .collect();
+        self.config = config;
+        self.cluster = Cluster::from_config(&self.config);
+        for (name, until, failures) in down {
+            if let Some(i) = self.cluster.host_index(&name) {
+                self.cluster.hosts[i].down_until = until;
+                self.cluster.hosts[i].failures = failures;
+            }
+        }
+        self.categories.clear();
+        self.cat_index.clear();
+        self.running.clear();
+        self.user_running.clear();
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let Some(spec) = self.jobs.get(&id).map(|e| e.record.spec.clone()) else {
+                continue;
+            };
+            let cat = self.category_for(&spec);
+            self.categories[cat].jobs += 1;
+            let running = match self.jobs.get_mut(&id) {
+                Some(e) => {
+                    e.cat = cat;
+                    e.record.tasks.running.clone()
+                }
+                None => continue,
+            };
+            for r in running {
+                self.book_recovered(id, &r);
+            }
+        }
+    }
+
+    /// Jobs whose every task has ended (zombies until the daemon retires them).
+    pub fn done_jobs(&self) -> Vec<JobId> {
+        self.jobs
+            .values()
+            .filter(|e| e.record.tasks.is_done())
+            .map(|e| e.record.id)
+            .collect()
+    }
+
+    /// Running tasks as (job, task, expected end).
+    pub fn running_tasks(&self) -> Vec<(JobId, TaskId, i64)> {
+        let mut v: Vec<_> = self
+            .running
+            .iter()
+            .map(|(&(j, t), b)| (j, t, b.expected_end))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The category verdict inputs for tests and `qstat`: (key, jobs).
+    pub fn categories(&self) -> Vec<(String, usize)> {
+        self.categories
+            .iter()
+            .filter(|c| c.jobs > 0)
+            .map(|c| (c.key.clone(), c.jobs))
+            .collect()
+    }
+}
