@@ -22,3 +22,6 @@ pub use pass::{PassResult, Reservation, Start};
 pub use priority::{PriorityInput, PriorityPolicy, TemporarySgeFormula};
 pub use runner::{AccountingHook, NoAccounting, ProcessRunner, RunnerError, TaskRunner};
 pub use state::SchedState;
+
+#[cfg(test)]
+mod tests;

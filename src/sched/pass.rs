@@ -298,6 +298,16 @@ impl SchedState {
             .map_or(i64::MAX, |d| now.saturating_add(d));
         let mut reasons = Vec::new();
         loop {
+            let running = self.jobs.get(&id).map_or(0, |e| e.record.tasks.running.len());
+            let task = match self.next_task(id) {
+                Ok(t) => t,
+                Err(why) => {
+                    if !why.is_empty() && running == 0 {
+                        reasons.push(why);
+                    }
+                    break;
+                }
+            };
             let verdict = verdicts.entry(cat).or_insert(CatVerdict {
                 failed: None,
                 cursor: 0,
@@ -306,7 +316,6 @@ impl SchedState {
                 reasons.push(why.clone());
                 break;
             }
-            let running = self.jobs.get(&id).map_or(0, |e| e.record.tasks.running.len());
             if let Some(tc) = tc
                 && running as u32 >= tc
             {
@@ -321,15 +330,6 @@ impl SchedState {
                 ));
                 break;
             }
-            let task = match self.next_task(id) {
-                Ok(t) => t,
-                Err(why) => {
-                    if !why.is_empty() && running == 0 {
-                        reasons.push(why);
-                    }
-                    break;
-                }
-            };
             let cursor = verdict.cursor;
             let Ok(demand) = &self.categories[cat].demand else {
                 break;
