@@ -316,14 +316,19 @@ fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
     let _d = SchedD::start(&cell, &[]);
     gridspool::spool::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
         .expect("write");
-    wait_for("quarantine", Duration::from_secs(10), || !cell.spool.job_file(JobId(4242)).exists());
-    let set_aside: Vec<String> = std::fs::read_dir(cell.spool.quarantine_dir())
-        .expect("quarantine dir")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(set_aside.iter().any(|n| n.ends_with("4242.job")), "{set_aside:?}");
-    assert!(set_aside.iter().any(|n| n.ends_with("4242.job.reason")));
+    let set_aside = || -> Vec<String> {
+        std::fs::read_dir(cell.spool.quarantine_dir())
+            .expect("quarantine dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // The file is moved first, then its reason written beside it.
+    wait_for("quarantine with reason", Duration::from_secs(10), || {
+        set_aside().iter().any(|n| n.ends_with("4242.job.reason"))
+    });
+    assert!(!cell.spool.job_file(JobId(4242)).exists());
+    assert!(set_aside().iter().any(|n| n.ends_with("4242.job")));
     let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
     wait_for("good job ran", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
 }
