@@ -724,8 +724,8 @@ impl Daemon {
     /// Writes every changed record durably.
     fn flush(&mut self) {
         for id in self.state.take_dirty() {
-            if let Some(job) = self.state.job(id)
-                && let Err(e) = self.spool.write_state(job)
+            if let Some(job) = self.state.record_for_write(id)
+                && let Err(e) = self.spool.write_state(&job)
             {
                 error!(job = %id, "cannot write state: {e}");
             }

@@ -7,13 +7,14 @@
 //! never fits later in the same pass, and a serial category resumes its host search where
 //! the previous job of the category left it.
 
-use super::fit::{self, FitMiss, FitQuery};
+use super::fit::{self, FitQuery};
 use super::priority::{PriorityInput, order_key};
-use super::state::{CatId, RunningBooking, SchedState};
+use super::state::{CatId, JobEntry, RunningBooking, SchedState};
 use crate::compat::time::ctime;
 use crate::launch::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Start this task here (the daemon writes the state, then calls the runner).
 #[derive(Debug, Clone, PartialEq)]
@@ -48,17 +49,37 @@ pub struct PassResult {
     pub fits: usize,
 }
 
-/// Why an eligible job could not start, per category within one pass.
-#[derive(Debug, Clone)]
+fn reservation_reason(r: &Reservation) -> String {
+    format!(
+        "reserved {} slot(s) on {} from {} (-R y)",
+        r.placement.slots,
+        r.placement.host,
+        ctime(r.from)
+    )
+}
+
+/// The verdict of one category within one pass.
+#[derive(Debug, Clone, Default)]
 struct CatVerdict {
-    failed: Option<String>,
+    /// Set once a fit failed: the reason every later job of the category gets.
+    failed: Option<Arc<[String]>>,
+    /// Serial categories resume their search here.
     cursor: usize,
 }
 
-enum Eligibility {
-    Eligible,
-    Blocked(String),
+/// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    key: (i64, i64, JobId),
+    /// Position of the job in `jobs` iteration order (stable within the pass).
+    pos: usize,
+    id: JobId,
+    cat: CatId,
+    reserve: bool,
+    array_deps: bool,
 }
+
+const NO_INPUT: usize = usize::MAX;
 
 impl SchedState {
     /// Runs one scheduling pass at time `now`.
@@ -66,108 +87,128 @@ impl SchedState {
         let mut result = PassResult::default();
         self.cluster.clear_reservations();
         let sconf = self.config.scheduler.clone();
+        let ncat = self.categories.len();
+        let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
+        let queue_urgency: HashMap<&str, f64> = self
+            .config
+            .queues
+            .iter()
+            .map(|q| (q.name.as_str(), q.urgency))
+            .collect();
+        let n = self.jobs.len();
+        let mut input_of: Vec<usize> = vec![NO_INPUT; n];
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
+        let mut blocked_pos: Vec<usize> = Vec::new();
+        let mut cands: Vec<Candidate> = Vec::new();
 
-        // 1. Classify: eligible pending jobs, running jobs (priority only), blocked jobs.
-        let mut inputs: Vec<PriorityInput> = Vec::new();
-        let mut eligible: Vec<(usize, JobId)> = Vec::new(); // (index into inputs, job)
-        let mut blocked: Vec<(JobId, String)> = Vec::new();
-        for (id, e) in &self.jobs {
-            let r = &e.record;
-            let has_pending = r.tasks.pending.iter().any(|g| !g.tasks.is_empty());
-            let elig = if has_pending {
-                self.eligibility(*id, now, &mut result.next_wakeup)
-            } else {
-                Eligibility::Blocked(String::new())
-            };
-            let running_since = r.tasks.running.iter().map(|t| t.start_time).min();
-            let include = matches!(elig, Eligibility::Eligible) || running_since.is_some();
-            if include {
-                let d = self.categories[e.cat].demand.as_ref().ok();
-                let queue_urgency = match running_since {
-                    Some(_) => {
-                        let q = r.tasks.running.first().map(|t| t.queue.as_str());
-                        self.config
-                            .queues
-                            .iter()
-                            .find(|c| Some(c.name.as_str()) == q)
-                            .map_or(0.0, |c| c.urgency)
-                    }
-                    None => d.map_or(0.0, |d| d.queue_urgency),
+        // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
+        // running jobs get a priority; held and blocked ones get SGE's zeros.
+        let mut infos = {
+            let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
+            for (pos, e) in self.jobs.values().enumerate() {
+                let r = &e.record;
+                let has_pending = r.tasks.pending.iter().any(|g| !g.tasks.is_empty());
+                let elig = if has_pending {
+                    self.eligibility_of(e, now, &mut result.next_wakeup)
+                } else {
+                    Err(String::new())
                 };
-                inputs.push(PriorityInput {
-                    job: *id,
-                    uid: r.submitter.uid,
-                    owner: r.submitter.owner.clone(),
-                    project: r.spec.project.clone(),
-                    submission_time: r.submitter.submission_time,
-                    posix_priority: r.spec.priority,
-                    slots: d.map_or(1, |d| d.urgency_slots),
-                    rrcontr: d.map_or(0.0, |d| d.rr_urgency) + queue_urgency,
-                    deadline: r.spec.deadline,
-                    running_since: if has_pending && matches!(elig, Eligibility::Eligible) {
-                        None
-                    } else {
-                        running_since
-                    },
-                });
-                if matches!(elig, Eligibility::Eligible) {
-                    eligible.push((inputs.len() - 1, *id));
+                let running_since = r.tasks.running.iter().map(|t| t.start_time).min();
+                if elig.is_ok() || running_since.is_some() {
+                    let d = self.categories[e.cat].demand.as_ref().ok();
+                    let qu = match (elig.is_ok(), r.tasks.running.first()) {
+                        (false, Some(t)) => queue_urgency.get(t.queue.as_str()).copied().unwrap_or(0.0),
+                        _ => d.map_or(0.0, |d| d.queue_urgency),
+                    };
+                    input_of[pos] = inputs.len();
+                    inputs.push(PriorityInput {
+                        job: r.id,
+                        uid: r.submitter.uid,
+                        owner: &r.submitter.owner,
+                        project: r.spec.project.as_deref(),
+                        submission_time: r.submitter.submission_time,
+                        posix_priority: r.spec.priority,
+                        slots: d.map_or(1, |d| d.urgency_slots),
+                        rrcontr: d.map_or(0.0, |d| d.rr_urgency) + qu,
+                        deadline: r.spec.deadline,
+                        running_since: if elig.is_ok() { None } else { running_since },
+                    });
+                }
+                match elig {
+                    Ok(()) => cands.push(Candidate {
+                        key: (0, 0, r.id),
+                        pos,
+                        id: r.id,
+                        cat: e.cat,
+                        reserve: r.spec.reserve,
+                        array_deps: !r.spec.array_predecessors.is_empty(),
+                    }),
+                    Err(why) if has_pending => {
+                        blocked_pos.push(pos);
+                        job_reasons[pos] = Some(if e.reasons.len() == 1 && e.reasons[0] == why {
+                            e.reasons.clone()
+                        } else {
+                            Arc::from(vec![why])
+                        });
+                    }
+                    Err(_) => {}
                 }
             }
-            if let Eligibility::Blocked(why) = elig
-                && has_pending
-            {
-                blocked.push((*id, why));
-            }
-        }
-
-        // 2. Priorities (the policy seam), written into the records.
-        let infos = self.policy.compute(&sconf, now, &inputs);
-        for (input, info) in inputs.iter().zip(infos.iter()) {
-            if let Some(e) = self.jobs.get_mut(&input.job) {
-                e.record.priority = Some(info.clone());
-            }
-        }
-        // Held and blocked jobs show SGE's zeros.
-        for (id, _) in &blocked {
-            if let Some(e) = self.jobs.get_mut(id) {
-                e.record.priority = Some(PriorityInfo::default());
-            }
-        }
+            self.policy.compute(&sconf, now, &inputs)
+        };
 
         // 3. Order.
-        let mut order: Vec<((i64, i64, JobId), JobId)> = eligible
-            .iter()
-            .map(|&(i, id)| {
-                let prio = infos.get(i).map_or(0.0, |p| p.prio);
-                (
-                    order_key(sconf.policy, prio, inputs[i].submission_time, id),
-                    id,
-                )
-            })
-            .collect();
-        order.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        result.considered = order.len();
+        for c in cands.iter_mut() {
+            let i = input_of[c.pos];
+            let prio = infos.get(i).map_or(0.0, |p| p.prio);
+            let submitted = self
+                .jobs
+                .get(&c.id)
+                .map_or(0, |e| e.record.submitter.submission_time);
+            c.key = order_key(sconf.policy, prio, submitted, c.id);
+        }
+        cands.sort_unstable_by_key(|c| c.key);
+        result.considered = cands.len();
+        let blocked: std::collections::HashSet<usize> = blocked_pos.into_iter().collect();
+        for (pos, e) in self.jobs.values_mut().enumerate() {
+            let i = input_of[pos];
+            if i != NO_INPUT {
+                e.priority = infos.get_mut(i).map(std::mem::take);
+            } else if blocked.contains(&pos) {
+                e.priority = Some(PriorityInfo::default());
+            }
+        }
 
-        // 4. Dispatch.
-        let mut verdicts: HashMap<CatId, CatVerdict> = HashMap::new();
-        let mut reasons: HashMap<JobId, Vec<String>> = HashMap::new();
+        // 4. Dispatch. A job whose category already failed costs no lookup at all.
+        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); ncat];
         let mut reservations_left = sconf.max_reservation;
-        for (_, id) in order {
-            let why = self.dispatch_job(id, now, &mut verdicts, &mut reservations_left, &mut result);
-            reasons.insert(id, why);
-        }
-        for (id, why) in blocked {
-            reasons.insert(id, vec![why]);
+        for c in &cands {
+            if let Some(r) = &verdicts[c.cat].failed
+                && !c.reserve
+                && !c.array_deps
+            {
+                job_reasons[c.pos] = Some(r.clone());
+                continue;
+            }
+            let why = self.dispatch_job(
+                c,
+                now,
+                durations[c.cat],
+                &mut verdicts,
+                &mut reservations_left,
+                &mut result,
+            );
+            job_reasons[c.pos] = Some(why);
         }
 
-        // 5. Reasons: written only when they change, so a pass does not rewrite every state.
+        // 5. Reasons: a record is rewritten only when its reasons change.
+        let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
-        for (id, e) in self.jobs.iter_mut() {
-            let new = reasons.remove(id).unwrap_or_default();
-            if e.record.pending_reasons != new {
-                e.record.pending_reasons = new;
-                changed.push(*id);
+        for (pos, e) in self.jobs.values_mut().enumerate() {
+            let new = job_reasons[pos].take().unwrap_or_else(|| empty.clone());
+            if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
+                e.reasons = new;
+                changed.push(e.record.id);
             }
         }
         for id in changed {
@@ -176,14 +217,11 @@ impl SchedState {
         result
     }
 
-    /// Whether a job with pending tasks may be considered now.
-    fn eligibility(&self, id: JobId, now: i64, wake: &mut Option<i64>) -> Eligibility {
-        let Some(e) = self.jobs.get(&id) else {
-            return Eligibility::Blocked(String::new());
-        };
+    /// Whether a job with pending tasks may be considered now, else why not.
+    fn eligibility_of(&self, e: &JobEntry, now: i64, wake: &mut Option<i64>) -> Result<(), String> {
         let r = &e.record;
         if let Some(err) = &r.error {
-            return Eligibility::Blocked(format!("job is in error state: {}", err.message));
+            return Err(format!("job is in error state: {}", err.message));
         }
         if r.tasks
             .pending
@@ -197,37 +235,39 @@ impl SchedState {
                 .map(|g| g.holds.letters())
                 .collect::<Vec<_>>()
                 .join("");
-            return Eligibility::Blocked(format!("job is in hold state (hold types: {letters})"));
+            return Err(format!("job is in hold state (hold types: {letters})"));
         }
         if let Some(t) = r.spec.start_time
             && t > now
         {
             *wake = Some(wake.map_or(t, |w| w.min(t)));
-            return Eligibility::Blocked(format!(
+            return Err(format!(
                 "job start time (-a) not reached: it may start at {}",
                 ctime(t)
             ));
         }
-        let waiting: Vec<String> = r
-            .spec
-            .predecessors
-            .iter()
-            .filter(|p| self.jobs.get(p).is_some_and(|j| !j.record.tasks.is_done()))
-            .map(|p| p.to_string())
-            .collect();
-        if !waiting.is_empty() {
-            return Eligibility::Blocked(format!(
-                "job dropped because of job dependencies (-hold_jid: waiting for job {})",
-                waiting.join(", ")
-            ));
+        if !r.spec.predecessors.is_empty() {
+            let waiting: Vec<String> = r
+                .spec
+                .predecessors
+                .iter()
+                .filter(|p| self.jobs.get(p).is_some_and(|j| !j.record.tasks.is_done()))
+                .map(|p| p.to_string())
+                .collect();
+            if !waiting.is_empty() {
+                return Err(format!(
+                    "job dropped because of job dependencies (-hold_jid: waiting for job {})",
+                    waiting.join(", ")
+                ));
+            }
         }
         if let Err(why) = &self.categories[e.cat].demand {
-            return Eligibility::Blocked(why.clone());
+            return Err(why.clone());
         }
         if let Some(why) = &self.categories[e.cat].static_reason {
-            return Eligibility::Blocked(why.clone());
+            return Err(why.clone());
         }
-        Eligibility::Eligible
+        Ok(())
     }
 
     /// Whether array task `task` of `id` waits for the same task of an `-hold_jid_ad`
@@ -279,23 +319,22 @@ impl SchedState {
     /// Starts as many tasks of one job as fit; returns the job's pending reasons.
     fn dispatch_job(
         &mut self,
-        id: JobId,
+        c: &Candidate,
         now: i64,
-        verdicts: &mut HashMap<CatId, CatVerdict>,
+        duration: Option<i64>,
+        verdicts: &mut [CatVerdict],
         reservations_left: &mut u32,
         result: &mut PassResult,
-    ) -> Vec<String> {
+    ) -> Arc<[String]> {
+        let (id, cat) = (c.id, c.cat);
         let Some(e) = self.jobs.get(&id) else {
-            return Vec::new();
+            return Arc::from(Vec::new());
         };
-        let cat = e.cat;
         let uid = e.record.submitter.uid;
         let tc = e.record.spec.task_concurrency.filter(|n| *n > 0);
-        let reserve = e.record.spec.reserve;
+        let reserve = c.reserve;
         let maxujobs = self.config.scheduler.maxujobs;
-        let end = self
-            .duration(cat)
-            .map_or(i64::MAX, |d| now.saturating_add(d));
+        let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
         let mut reasons = Vec::new();
         loop {
             let running = self.jobs.get(&id).map_or(0, |e| e.record.tasks.running.len());
@@ -308,12 +347,23 @@ impl SchedState {
                     break;
                 }
             };
-            let verdict = verdicts.entry(cat).or_insert(CatVerdict {
-                failed: None,
-                cursor: 0,
-            });
-            if let Some(why) = &verdict.failed {
-                reasons.push(why.clone());
+            let verdict = &mut verdicts[cat];
+            if let Some(why) = verdict.failed.clone() {
+                // A job of this category already failed to fit in this pass; a `-R y` job
+                // still gets its reservation.
+                if reserve && running == 0 && *reservations_left > 0 {
+                    *reservations_left -= 1;
+                    if let Some(r) = self.plan_reservation(id, task, cat, now) {
+                        reasons.extend(why.iter().cloned());
+                        reasons.push(reservation_reason(&r));
+                        result.reservations.push(r);
+                        break;
+                    }
+                }
+                if reasons.is_empty() {
+                    return why;
+                }
+                reasons.extend(why.iter().cloned());
                 break;
             }
             if let Some(tc) = tc
@@ -372,25 +422,17 @@ impl SchedState {
                     } else {
                         miss.describe()
                     };
-                    verdict.failed = Some(why.clone());
+                    verdict.failed = Some(Arc::from(vec![why.clone()]));
                     reasons.push(why);
                     if reserve && *reservations_left > 0 {
                         *reservations_left -= 1;
-                        if let Some(r) = self.plan_reservation(id, task, cat, now, &miss) {
-                            reasons.push(format!(
-                                "reserved {} slot(s) on {} from {} (-R y)",
-                                r.placement.slots,
-                                r.placement.host,
-                                ctime(r.from)
-                            ));
+                        if let Some(r) = self.plan_reservation(id, task, cat, now) {
+                            reasons.push(reservation_reason(&r));
                             result.reservations.push(r);
                         }
                         // The next job of this category gets its own reservation attempt,
                         // against resources that now include this one.
-                        if let Some(v) = verdicts.get_mut(&cat) {
-                            v.failed = None;
-                            v.cursor = 0;
-                        }
+                        verdicts[cat] = CatVerdict::default();
                         // But this job does not retry now.
                         break;
                     }
@@ -398,7 +440,7 @@ impl SchedState {
                 }
             }
         }
-        reasons
+        Arc::from(reasons)
     }
 
     fn start_task(
@@ -458,7 +500,6 @@ impl SchedState {
         task: TaskId,
         cat: CatId,
         now: i64,
-        _miss: &FitMiss,
     ) -> Option<Reservation> {
         let demand = self.categories[cat].demand.as_ref().ok()?;
         let mut ends: Vec<(i64, &RunningBooking)> = self

@@ -11,11 +11,11 @@ use crate::model::{JobId, PriorityInfo};
 
 /// One job as a priority policy sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PriorityInput {
+pub struct PriorityInput<'a> {
     pub job: JobId,
     pub uid: u32,
-    pub owner: String,
-    pub project: Option<String>,
+    pub owner: &'a str,
+    pub project: Option<&'a str>,
     pub submission_time: i64,
     /// `-p`, -1023..=1024.
     pub posix_priority: i32,
@@ -36,7 +36,7 @@ pub trait PriorityPolicy: Send {
         &mut self,
         config: &SchedulerConfig,
         now: i64,
-        jobs: &[PriorityInput],
+        jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo>;
 }
 
@@ -60,7 +60,11 @@ pub fn normalise(values: &[f64]) -> Vec<f64> {
 /// The urgency terms of one job (`sge_priority(5)`): wtcontr = waited seconds ×
 /// weight_waiting_time, dlcontr = weight_deadline / seconds left (weight_deadline once the
 /// deadline has passed), urg = rrcontr + wtcontr + dlcontr.
-pub fn temporary_sge_urgency(c: &SchedulerConfig, now: i64, j: &PriorityInput) -> (f64, f64, f64) {
+pub fn temporary_sge_urgency(
+    c: &SchedulerConfig,
+    now: i64,
+    j: &PriorityInput<'_>,
+) -> (f64, f64, f64) {
     let waited_until = j.running_since.unwrap_or(now);
     let wtcontr = ((waited_until - j.submission_time).max(0) as f64 * c.weight_waiting_time).round();
     let dlcontr = match j.deadline {
@@ -82,7 +86,7 @@ impl PriorityPolicy for TemporarySgeFormula {
         &mut self,
         c: &SchedulerConfig,
         now: i64,
-        jobs: &[PriorityInput],
+        jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo> {
         let terms: Vec<(f64, f64, f64)> = jobs
             .iter()
@@ -132,11 +136,11 @@ pub fn order_key(policy: PolicyOrder, prio: f64, submitted: i64, job: JobId) -> 
 mod tests {
     use super::*;
 
-    fn input(job: u32, submitted: i64, rr: f64) -> PriorityInput {
+    fn input(job: u32, submitted: i64, rr: f64) -> PriorityInput<'static> {
         PriorityInput {
             job: JobId(job),
             uid: 1,
-            owner: "u".into(),
+            owner: "u",
             project: None,
             submission_time: submitted,
             posix_priority: 0,
@@ -167,7 +171,7 @@ mod tests {
     fn seed_sge_queue_bonus_crossovers_with_100_per_slot() {
         let c = SchedulerConfig::default();
         let now = 10_000_000;
-        let u = |j: &PriorityInput| temporary_sge_urgency(&c, now, j).2;
+        let u = |j: &PriorityInput<'_>| temporary_sge_urgency(&c, now, j).2;
         let t2 = input(2, now, 200.0 + 40_000.0);
         let u2 = input(3, now, 200.0 + 80_000.0);
         assert!(u(&input(1, now - 33 * 3600, 6_400.0)) < u(&t2));

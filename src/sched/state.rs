@@ -9,9 +9,11 @@ use super::value::parse_time;
 use crate::compat::pattern;
 use crate::config::ClusterConfig;
 use crate::model::{
-    ErrorInfo, Holds, JobId, JobRecord, PendingGroup, RunState, RunningTask, TaskId, TaskSet,
+    ErrorInfo, Holds, JobId, JobRecord, PendingGroup, PriorityInfo, RunState, RunningTask, TaskId,
+    TaskSet,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Index of a category in [`SchedState`].
 pub type CatId = usize;
@@ -33,9 +35,15 @@ pub struct Category {
 
 /// One job and what the scheduler derives from it.
 #[derive(Debug, Clone)]
+///
+/// The priority and "why pending" reasons of the last pass live here, not in the record:
+/// reasons are shared per category (one allocation, not one per job), and both are put into
+/// the record only when it is written ([`SchedState::record_for_write`]).
 pub struct JobEntry {
     pub record: JobRecord,
     pub cat: CatId,
+    pub reasons: Arc<[String]>,
+    pub priority: Option<PriorityInfo>,
 }
 
 /// Bookkeeping of one running task: what it holds and when it is expected to end.
@@ -123,6 +131,27 @@ impl SchedState {
         self.jobs.get(&id).map(|e| &e.record)
     }
 
+    /// Why the job is not running, as of the last pass (`qstat -j`).
+    pub fn pending_reasons(&self, id: JobId) -> &[String] {
+        self.jobs.get(&id).map_or(&[], |e| &e.reasons[..])
+    }
+
+    /// The priority of the last pass (`qstat -pri`/`-urg`/`-ext`); zeros for held jobs.
+    pub fn priority(&self, id: JobId) -> Option<&PriorityInfo> {
+        self.jobs.get(&id).and_then(|e| e.priority.as_ref())
+    }
+
+    /// The record as it is to be written to the spool: with the last pass's priority and
+    /// pending reasons.
+    pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
+        let e = self.jobs.get(&id)?;
+        let mut r = e.record.clone();
+        r.pending_reasons = e.reasons.to_vec();
+        r.priority = e.priority.clone();
+        Some(r)
+    }
+
+    /// Records without the scheduler's derived columns (see [`SchedState::record_for_write`]).
     pub fn jobs(&self) -> impl Iterator<Item = &JobRecord> {
         self.jobs.values().map(|e| &e.record)
     }
@@ -212,7 +241,7 @@ impl SchedState {
 
     /// Adds a job (new submission or recovered record). Its running tasks are booked again
     /// from their recorded placement. Returns false when the id is already known.
-    pub fn add_job(&mut self, record: JobRecord) -> bool {
+    pub fn add_job(&mut self, mut record: JobRecord) -> bool {
         if self.jobs.contains_key(&record.id) {
             return false;
         }
@@ -220,7 +249,17 @@ impl SchedState {
         self.categories[cat].jobs += 1;
         let id = record.id;
         let running: Vec<RunningTask> = record.tasks.running.clone();
-        self.jobs.insert(id, JobEntry { record, cat });
+        let reasons: Arc<[String]> = Arc::from(std::mem::take(&mut record.pending_reasons));
+        let priority = record.priority.take();
+        self.jobs.insert(
+            id,
+            JobEntry {
+                record,
+                cat,
+                reasons,
+                priority,
+            },
+        );
         for r in running {
             self.book_recovered(id, &r);
         }

@@ -107,9 +107,7 @@ fn state(config: ClusterConfig, jobs: Vec<JobRecord>) -> SchedState {
 }
 
 fn reasons(s: &SchedState, id: u32) -> String {
-    s.job(JobId(id))
-        .map(|j| j.pending_reasons.join(" | "))
-        .unwrap_or_default()
+    s.pending_reasons(JobId(id)).join(" | ")
 }
 
 struct Case {
@@ -422,7 +420,7 @@ fn priorities_fill_running_and_pending_and_zero_for_held() {
     let r = s.schedule(NOW);
     // Equal urgency and tickets: the ordering falls to submission time (weight_priority 0).
     assert_eq!(r.starts[0].job, JobId(1));
-    let p = |id| s.job(JobId(id)).and_then(|j| j.priority.clone()).expect("priority");
+    let p = |id| s.priority(JobId(id)).cloned().expect("priority");
     assert_eq!(p(3), crate::model::PriorityInfo::default());
     assert!(p(1).prio > 0.0 && p(4).prio > 0.0);
     assert_eq!(p(4).npprior, (100.0 + 1024.0) / 2048.0);
@@ -434,7 +432,10 @@ fn priorities_fill_running_and_pending_and_zero_for_held() {
 fn recovered_running_tasks_are_booked_again() {
     let mut s = state(config(1, 2, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);
     assert_eq!(pass(&mut s).len(), 2);
-    let records: Vec<JobRecord> = s.jobs().cloned().collect();
+    let records: Vec<JobRecord> = s
+        .jobs()
+        .filter_map(|j| s.record_for_write(j.id))
+        .collect();
     let mut again = SchedState::new(config(1, 2, ""));
     for r in records {
         again.add_job(r);
