@@ -91,6 +91,12 @@ fn rss_mb() -> f64 {
 }
 
 fn main() {
+    println!(
+        "size_of JobRecord {} B, JobSpec {} B, Submitter {} B (inline, before heap strings)",
+        std::mem::size_of::<JobRecord>(),
+        std::mem::size_of::<JobSpec>(),
+        std::mem::size_of::<Submitter>()
+    );
     let t = Instant::now();
     let mut state = SchedState::new(config());
     for id in 1..=JOBS {

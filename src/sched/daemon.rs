@@ -170,7 +170,13 @@ pub struct Daemon {
     terminate: bool,
     /// Ids whose job file could not be used (quarantined); never loaded again.
     refused: BTreeSet<JobId>,
+    /// Periodic passes refresh stale priorities in state files from here on.
+    refresh_cursor: JobId,
+    periodic_due: bool,
 }
+
+/// State files refreshed per periodic pass only for their priority columns.
+const PRIORITY_REFRESH_PER_PASS: usize = 1000;
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -222,6 +228,8 @@ impl Daemon {
             reload_needed: false,
             terminate: false,
             refused: BTreeSet::new(),
+            refresh_cursor: JobId(0),
+            periodic_due: false,
         })
     }
 
@@ -289,6 +297,7 @@ impl Daemon {
             if at >= next_periodic {
                 next_periodic = at + periodic;
                 self.pass_needed = true;
+                self.periodic_due = true;
             }
             if at >= next_rescan {
                 next_rescan = at + self.opts.rescan;
@@ -332,6 +341,16 @@ impl Daemon {
         if self.pass_needed {
             self.pass_needed = false;
             self.run_pass();
+        }
+        if self.periodic_due {
+            self.periodic_due = false;
+            let n = self
+                .state
+                .refresh_stale_priorities(&mut self.refresh_cursor, PRIORITY_REFRESH_PER_PASS);
+            if n > 0 {
+                debug!(jobs = n, "refreshing priorities in state files");
+                self.flush();
+            }
         }
     }
 
@@ -724,10 +743,12 @@ impl Daemon {
     /// Writes every changed record durably.
     fn flush(&mut self) {
         for id in self.state.take_dirty() {
-            if let Some(job) = self.state.record_for_write(id)
-                && let Err(e) = self.spool.write_state(&job)
-            {
-                error!(job = %id, "cannot write state: {e}");
+            let Some(job) = self.state.record_for_write(id) else {
+                continue;
+            };
+            match self.spool.write_state(&job) {
+                Ok(()) => self.state.note_written(id),
+                Err(e) => error!(job = %id, "cannot write state: {e}"),
             }
         }
     }

@@ -217,13 +217,12 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
         .collect();
-    let mut host_left: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
-    for &(qi, _) in &cands {
-        let h = c.qis[qi].host;
-        host_left
-            .entry(h)
-            .or_insert(c.hosts[h].slots_cap.saturating_sub(c.hosts[h].slots_used));
-    }
+    // Free slots per host, shared by the host's queue instances (indexed by host).
+    let mut host_left: Vec<u32> = c
+        .hosts
+        .iter()
+        .map(|h| h.slots_cap.saturating_sub(h.slots_used))
+        .collect();
     let mut grant: Vec<(usize, u32)> = Vec::new();
     match p.rule {
         AllocationRule::PeSlots => {
@@ -248,11 +247,10 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
                     break;
                 }
                 let h = c.qis[qi].host;
-                let hl = host_left.get(&h).copied().unwrap_or(0);
-                let n = cap.min(hl).min(left);
+                let n = cap.min(host_left[h]).min(left);
                 if n > 0 {
                     grant.push((qi, n));
-                    host_left.insert(h, hl - n);
+                    host_left[h] -= n;
                     left -= n;
                 }
             }
@@ -272,13 +270,12 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
                     if hosts_this_round.contains(&h) || given[i] >= cap {
                         continue;
                     }
-                    let hl = host_left.get(&h).copied().unwrap_or(0);
-                    if hl == 0 {
+                    if host_left[h] == 0 {
                         continue;
                     }
                     hosts_this_round.insert(h);
                     given[i] += 1;
-                    host_left.insert(h, hl - 1);
+                    host_left[h] -= 1;
                     left -= 1;
                     progress = true;
                 }
@@ -301,7 +298,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
                 if used_hosts.contains(&h) || cap < per {
                     continue;
                 }
-                if host_left.get(&h).copied().unwrap_or(0) < per {
+                if host_left[h] < per {
                     continue;
                 }
                 used_hosts.insert(h);

@@ -75,6 +75,7 @@ struct Candidate {
     pos: usize,
     id: JobId,
     cat: CatId,
+    submitted: i64,
     reserve: bool,
     array_deps: bool,
 }
@@ -140,6 +141,7 @@ impl SchedState {
                         pos,
                         id: r.id,
                         cat: e.cat,
+                        submitted: r.submitter.submission_time,
                         reserve: r.spec.reserve,
                         array_deps: !r.spec.array_predecessors.is_empty(),
                     }),
@@ -161,11 +163,7 @@ impl SchedState {
         for c in cands.iter_mut() {
             let i = input_of[c.pos];
             let prio = infos.get(i).map_or(0.0, |p| p.prio);
-            let submitted = self
-                .jobs
-                .get(&c.id)
-                .map_or(0, |e| e.record.submitter.submission_time);
-            c.key = order_key(sconf.policy, prio, submitted, c.id);
+            c.key = order_key(sconf.policy, prio, c.submitted, c.id);
         }
         cands.sort_unstable_by_key(|c| c.key);
         result.considered = cands.len();
@@ -501,43 +499,89 @@ impl SchedState {
         cat: CatId,
         now: i64,
     ) -> Option<Reservation> {
-        let demand = self.categories[cat].demand.as_ref().ok()?;
-        let mut ends: Vec<(i64, &RunningBooking)> = self
+        // Running tasks grouped by expected end. The fit is monotone in time (ends only free
+        // resources), so a binary search over the groups finds the earliest fitting end with
+        // O(log groups) fits. Releases are applied to the live cluster and undone after, so
+        // nothing is cloned.
+        let mut ends: Vec<(i64, JobId, TaskId)> = self
             .running
-            .values()
-            .filter(|b| b.expected_end != i64::MAX)
-            .map(|b| (b.expected_end, b))
+            .iter()
+            .filter(|(_, b)| b.expected_end != i64::MAX)
+            .map(|(&(j, t), b)| (b.expected_end, j, t))
             .collect();
-        ends.sort_by_key(|(t, _)| *t);
-        let mut future = self.cluster.clone();
-        let mut i = 0;
-        while i < ends.len() {
-            let t = ends[i].0;
-            while i < ends.len() && ends[i].0 == t {
-                future.release(&ends[i].1.booking);
-                i += 1;
-            }
-            let q = FitQuery {
-                demand,
-                candidates: &self.categories[cat].candidates,
-                cursor: 0,
-                now,
-                end: i64::MAX,
-                ignore_availability: false,
-            };
-            if let Ok(f) = fit::fit(&future, &q) {
-                let from = t.max(now);
-                for &(qi, n) in &f.booking.slots {
-                    self.cluster.qis[qi].reserved.push((from, n));
-                }
-                return Some(Reservation {
-                    job: id,
-                    task,
-                    from,
-                    placement: f.placement,
-                });
+        ends.sort_unstable();
+        let mut group_end: Vec<usize> = Vec::new(); // exclusive end index of each group
+        for i in 0..ends.len() {
+            if i + 1 == ends.len() || ends[i + 1].0 != ends[i].0 {
+                group_end.push(i + 1);
             }
         }
-        None
+        let demand = self.categories[cat].demand.as_ref().ok()?;
+        let candidates = &self.categories[cat].candidates;
+        let cluster = &mut self.cluster;
+        let running = &self.running;
+        let mut released = 0usize; // number of entries of `ends` released
+        let mut move_to = |cluster: &mut super::cluster::Cluster, target: usize| {
+            while released < target {
+                let (_, j, t) = ends[released];
+                if let Some(b) = running.get(&(j, t)) {
+                    cluster.release(&b.booking);
+                }
+                released += 1;
+            }
+            while released > target {
+                released -= 1;
+                let (_, j, t) = ends[released];
+                if let Some(b) = running.get(&(j, t)) {
+                    cluster.book(&b.booking);
+                }
+            }
+        };
+        let probe = |cluster: &super::cluster::Cluster| {
+            fit::fit(
+                cluster,
+                &FitQuery {
+                    demand,
+                    candidates,
+                    cursor: 0,
+                    now,
+                    end: i64::MAX,
+                    ignore_availability: false,
+                },
+            )
+            .ok()
+        };
+        let (mut lo, mut hi) = (0usize, group_end.len());
+        let mut found = None;
+        if hi > 0 {
+            move_to(cluster, group_end[hi - 1]);
+            if let Some(f) = probe(cluster) {
+                found = Some((hi - 1, f));
+                hi -= 1;
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    move_to(cluster, group_end[mid]);
+                    match probe(cluster) {
+                        Some(f) => {
+                            found = Some((mid, f));
+                            hi = mid;
+                        }
+                        None => lo = mid + 1,
+                    }
+                }
+            }
+            move_to(cluster, 0);
+        }
+        let (g, f) = found?;
+        let from = ends[group_end[g] - 1].0.max(now);
+        for &(qi, n) in &f.booking.slots {
+            self.cluster.qis[qi].reserved.push((from, n));
+        }
+        Some(Reservation {
+            job: id,
+            task,
+            from,
+            placement: f.placement,
+        })
     }
 }
