@@ -116,12 +116,13 @@ fn main() {
     let first = t.elapsed();
     let running = r.starts.len();
     println!(
-        "first pass (empty cluster): {:.1} ms, {} starts, {} reservations, {} fits, {} considered",
+        "first pass (empty cluster): {:.1} ms, {} starts, {} reservations, {} fits, {} considered; phases us {:?} (classify+priority, order, dispatch, reasons)",
         first.as_secs_f64() * 1e3,
         r.starts.len(),
         r.reservations.len(),
         r.fits,
-        r.considered
+        r.considered,
+        r.phase_us
     );
     let _ = state.take_dirty();
 
@@ -135,10 +136,11 @@ fn main() {
         let _ = state.take_dirty();
         if i == 0 {
             println!(
-                "event pass (full cluster, one task ended): {} starts, {} fits, {} considered",
+                "event pass (full cluster, one task ended): {} starts, {} fits, {} considered; phases us {:?}",
                 r.starts.len(),
                 r.fits,
-                r.considered
+                r.considered,
+                r.phase_us
             );
         }
     }
@@ -153,10 +155,11 @@ fn main() {
     let t = Instant::now();
     let r = state.schedule(NOW + 60);
     println!(
-        "periodic pass (full cluster, priorities recomputed): {:.1} ms, {} starts, {} fits",
+        "periodic pass (full cluster, priorities recomputed): {:.1} ms, {} starts, {} fits; phases us {:?}",
         t.elapsed().as_secs_f64() * 1e3,
         r.starts.len(),
-        r.fits
+        r.fits,
+        r.phase_us
     );
     println!("resident after passes: {:.0} MB (target: sched_d under 200 MB)", rss_mb());
 }

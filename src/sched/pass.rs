@@ -47,6 +47,9 @@ pub struct PassResult {
     pub considered: usize,
     /// Fits attempted (a measure of the work done, for the benchmark).
     pub fits: usize,
+    /// Where the time went, in microseconds: classify and prioritise, order, dispatch
+    /// (with reservations), reasons.
+    pub phase_us: [u64; 4],
 }
 
 fn reservation_reason(r: &Reservation) -> String {
@@ -85,6 +88,7 @@ const NO_INPUT: usize = usize::MAX;
 impl SchedState {
     /// Runs one scheduling pass at time `now`.
     pub fn schedule(&mut self, now: i64) -> PassResult {
+        let mut clock = std::time::Instant::now();
         let mut result = PassResult::default();
         self.cluster.clear_reservations();
         let sconf = self.config.scheduler.clone();
@@ -159,6 +163,13 @@ impl SchedState {
             self.policy.compute(&sconf, now, &inputs)
         };
 
+        let mut lap = |slot: &mut u64| {
+            let t = std::time::Instant::now();
+            *slot = (t - clock).as_micros() as u64;
+            clock = t;
+        };
+        let mut phases = [0u64; 4];
+        lap(&mut phases[0]);
         // 3. Order.
         for c in cands.iter_mut() {
             let i = input_of[c.pos];
@@ -177,6 +188,7 @@ impl SchedState {
             }
         }
 
+        lap(&mut phases[1]);
         // 4. Dispatch. A job whose category already failed costs no lookup at all.
         let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); ncat];
         let mut reservations_left = sconf.max_reservation;
@@ -199,6 +211,7 @@ impl SchedState {
             job_reasons[c.pos] = Some(why);
         }
 
+        lap(&mut phases[2]);
         // 5. Reasons: a record is rewritten only when its reasons change.
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
@@ -212,6 +225,8 @@ impl SchedState {
         for id in changed {
             self.mark_dirty(id);
         }
+        lap(&mut phases[3]);
+        result.phase_us = phases;
         result
     }
 
