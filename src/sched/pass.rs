@@ -13,7 +13,6 @@ use super::state::{CatId, JobEntry, RunningBooking, SchedState};
 use crate::compat::time::ctime;
 use crate::launch::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Start this task here (the daemon writes the state, then calls the runner).
@@ -94,12 +93,6 @@ impl SchedState {
         let sconf = self.config.scheduler.clone();
         let ncat = self.categories.len();
         let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
-        let queue_urgency: HashMap<&str, f64> = self
-            .config
-            .queues
-            .iter()
-            .map(|q| (q.name.as_str(), q.urgency))
-            .collect();
         let n = self.jobs.len();
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
@@ -110,46 +103,49 @@ impl SchedState {
         // running jobs get a priority; held and blocked ones get SGE's zeros.
         let mut infos = {
             let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
-            for (pos, e) in self.jobs.values().enumerate() {
-                let r = &e.record;
-                let has_pending = r.tasks.pending.iter().any(|g| !g.tasks.is_empty());
-                let elig = if has_pending {
+            let names = &self.name_list;
+            for (pos, (id, e)) in self.jobs.iter().enumerate() {
+                let h = &e.hot;
+                let elig = if h.has_pending {
                     self.eligibility_of(e, now, &mut result.next_wakeup)
                 } else {
                     Err(String::new())
                 };
-                let running_since = r.tasks.running.iter().map(|t| t.start_time).min();
-                if elig.is_ok() || running_since.is_some() {
+                if elig.is_ok() || h.running_since.is_some() {
                     let d = self.categories[e.cat].demand.as_ref().ok();
-                    let qu = match (elig.is_ok(), r.tasks.running.first()) {
-                        (false, Some(t)) => queue_urgency.get(t.queue.as_str()).copied().unwrap_or(0.0),
-                        _ => d.map_or(0.0, |d| d.queue_urgency),
+                    let qu = if elig.is_err() {
+                        h.running_queue_urgency
+                    } else {
+                        d.map_or(0.0, |d| d.queue_urgency)
                     };
                     input_of[pos] = inputs.len();
                     inputs.push(PriorityInput {
-                        job: r.id,
-                        uid: r.submitter.uid,
-                        owner: &r.submitter.owner,
-                        project: r.spec.project.as_deref(),
-                        submission_time: r.submitter.submission_time,
-                        posix_priority: r.spec.priority,
+                        job: *id,
+                        uid: h.uid,
+                        owner: names.get(h.owner as usize).map_or("", String::as_str),
+                        project: h
+                            .project
+                            .and_then(|p| names.get(p as usize))
+                            .map(String::as_str),
+                        submission_time: h.submitted,
+                        posix_priority: h.posix_priority,
                         slots: d.map_or(1, |d| d.urgency_slots),
                         rrcontr: d.map_or(0.0, |d| d.rr_urgency) + qu,
-                        deadline: r.spec.deadline,
-                        running_since: if elig.is_ok() { None } else { running_since },
+                        deadline: h.deadline,
+                        running_since: if elig.is_ok() { None } else { h.running_since },
                     });
                 }
                 match elig {
                     Ok(()) => cands.push(Candidate {
-                        key: (0, 0, r.id),
+                        key: (0, 0, *id),
                         pos,
-                        id: r.id,
+                        id: *id,
                         cat: e.cat,
-                        submitted: r.submitter.submission_time,
-                        reserve: r.spec.reserve,
-                        array_deps: !r.spec.array_predecessors.is_empty(),
+                        submitted: h.submitted,
+                        reserve: h.reserve,
+                        array_deps: h.array_deps,
                     }),
-                    Err(why) if has_pending => {
+                    Err(why) if h.has_pending => {
                         blocked_pos.push(pos);
                         job_reasons[pos] = Some(if e.reasons.len() == 1 && e.reasons[0] == why {
                             e.reasons.clone()
@@ -230,18 +226,17 @@ impl SchedState {
         result
     }
 
-    /// Whether a job with pending tasks may be considered now, else why not.
+    /// Whether a job with pending tasks may be considered now, else why not. Reads only the
+    /// hot fields unless the job is blocked (then the record says why).
     fn eligibility_of(&self, e: &JobEntry, now: i64, wake: &mut Option<i64>) -> Result<(), String> {
-        let r = &e.record;
-        if let Some(err) = &r.error {
-            return Err(format!("job is in error state: {}", err.message));
+        let h = &e.hot;
+        if h.error {
+            let msg = e.record.error.as_ref().map_or("", |x| x.message.as_str());
+            return Err(format!("job is in error state: {msg}"));
         }
-        if r.tasks
-            .pending
-            .iter()
-            .all(|g| g.tasks.is_empty() || g.holds.any())
-        {
-            let letters: String = r
+        if !h.pending_unheld {
+            let letters: String = e
+                .record
                 .tasks
                 .pending
                 .iter()
@@ -250,7 +245,7 @@ impl SchedState {
                 .join("");
             return Err(format!("job is in hold state (hold types: {letters})"));
         }
-        if let Some(t) = r.spec.start_time
+        if let Some(t) = h.start_time
             && t > now
         {
             *wake = Some(wake.map_or(t, |w| w.min(t)));
@@ -259,12 +254,13 @@ impl SchedState {
                 ctime(t)
             ));
         }
-        if !r.spec.predecessors.is_empty() {
-            let waiting: Vec<String> = r
+        if h.has_predecessors {
+            let waiting: Vec<String> = e
+                .record
                 .spec
                 .predecessors
                 .iter()
-                .filter(|p| self.jobs.get(p).is_some_and(|j| !j.record.tasks.is_done()))
+                .filter(|p| self.jobs.get(p).is_some_and(|j| !j.hot.is_done()))
                 .map(|p| p.to_string())
                 .collect();
             if !waiting.is_empty() {
@@ -274,10 +270,11 @@ impl SchedState {
                 ));
             }
         }
-        if let Err(why) = &self.categories[e.cat].demand {
+        let cat = &self.categories[e.cat];
+        if let Err(why) = &cat.demand {
             return Err(why.clone());
         }
-        if let Some(why) = &self.categories[e.cat].static_reason {
+        if let Some(why) = &cat.static_reason {
             return Err(why.clone());
         }
         Ok(())
@@ -350,7 +347,7 @@ impl SchedState {
         let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
         let mut reasons = Vec::new();
         loop {
-            let running = self.jobs.get(&id).map_or(0, |e| e.record.tasks.running.len());
+            let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
             let task = match self.next_task(id) {
                 Ok(t) => t,
                 Err(why) => {
@@ -501,6 +498,7 @@ impl SchedState {
                 expected_end: end,
             },
         );
+        self.refresh_hot(id);
         self.mark_dirty(id);
     }
 
