@@ -430,3 +430,21 @@ fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
     let log = std::fs::read_to_string(cell.cell.join("daemon/sched_d.log")).expect("log file");
     assert!(log.contains(&format!("job={id}")), "log lines name the job:\n{log}");
 }
+
+#[test]
+fn sighup_reloads_the_configuration() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let d = SchedD::start(&cell, &[]);
+    let a = submit(&cell.spool, "sleep 30", |s, _| s.cwd = cwd(&dir));
+    let b = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("b waits for a slot", Duration::from_secs(10), || {
+        state(&cell.spool, b).is_some_and(|s| s.pending_reasons.iter().any(|r| r.contains("free slot")))
+    });
+    let text = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(cell.spool.config_path(), text.replace("slots: 1", "slots: 2")).expect("write");
+    d.signal(Signal::SIGHUP);
+    wait_for("b ran after the reload", Duration::from_secs(10), || !exits(&cell.spool, b).is_empty());
+    assert!(state(&cell.spool, a).is_some_and(|s| !s.tasks.running.is_empty()));
+    assert!(d.log_text().contains("configuration reloaded"));
+}

@@ -566,25 +566,19 @@ impl SchedState {
         };
         let (mut lo, mut hi) = (0usize, group_end.len());
         let mut found = None;
-        if hi > 0 {
-            move_to(cluster, group_end[hi - 1]);
-            if let Some(f) = probe(cluster) {
-                found = Some((hi - 1, f));
-                hi -= 1;
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    move_to(cluster, group_end[mid]);
-                    match probe(cluster) {
-                        Some(f) => {
-                            found = Some((mid, f));
-                            hi = mid;
-                        }
-                        None => lo = mid + 1,
-                    }
+        // Smallest group index whose release makes the job fit, if any.
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            move_to(cluster, group_end[mid]);
+            match probe(cluster) {
+                Some(f) => {
+                    found = Some((mid, f));
+                    hi = mid;
                 }
+                None => lo = mid + 1,
             }
-            move_to(cluster, 0);
         }
+        move_to(cluster, 0);
         let (g, f) = found?;
         let from = ends[group_end[g] - 1].0.max(now);
         for &(qi, n) in &f.booking.slots {

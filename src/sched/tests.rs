@@ -448,3 +448,15 @@ fn recovered_running_tasks_are_booked_again() {
     again.reload_config(c);
     assert!(pass(&mut again).is_empty());
 }
+
+#[test]
+fn disabled_queues_take_nothing_and_reload_enables_them() {
+    let mut c = config(1, 2, "");
+    c.queues[0].disabled = true;
+    let mut s = state(c.clone(), vec![job(1, |_, _| {})]);
+    assert!(pass(&mut s).is_empty());
+    assert!(reasons(&s, 1).contains("disabled"), "{}", reasons(&s, 1));
+    c.queues[0].disabled = false;
+    s.reload_config(c);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+}
