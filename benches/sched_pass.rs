@@ -145,13 +145,13 @@ fn main() {
         state.task_ended(job, task).expect("running task");
         let t = Instant::now();
         let c0 = cpu_ms();
-        let r = state.schedule(NOW + 1 + i as i64);
+        let r = state.schedule_event(NOW + 1 + i as i64);
         event_ms.push(t.elapsed().as_secs_f64() * 1e3);
         event_cpu.push(cpu_ms() - c0);
         let _ = state.take_dirty();
         if i == 0 {
             println!(
-                "event pass (full cluster, one task ended): {} starts, {} fits, {} considered; phases us {:?}",
+                "event pass (full cluster, one task ended, order of the last full pass reused): {} starts, {} fits, {} considered; phases us {:?}",
                 r.starts.len(),
                 r.fits,
                 r.considered,

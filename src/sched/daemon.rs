@@ -173,6 +173,8 @@ pub struct Daemon {
     /// Periodic passes refresh stale priorities in state files from here on.
     refresh_cursor: JobId,
     periodic_due: bool,
+    /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
+    full_pass: bool,
 }
 
 /// State files refreshed per periodic pass only for their priority columns.
@@ -230,6 +232,7 @@ impl Daemon {
             refused: BTreeSet::new(),
             refresh_cursor: JobId(0),
             periodic_due: false,
+            full_pass: true,
         })
     }
 
@@ -298,6 +301,7 @@ impl Daemon {
                 next_periodic = at + periodic;
                 self.pass_needed = true;
                 self.periodic_due = true;
+                self.full_pass = true;
             }
             if at >= next_rescan {
                 next_rescan = at + self.opts.rescan;
@@ -306,6 +310,7 @@ impl Daemon {
             if self.wakeup.is_some_and(|w| now() >= w) {
                 self.wakeup = None;
                 self.pass_needed = true;
+                self.full_pass = true;
             }
         }
         self.drain();
@@ -756,7 +761,11 @@ impl Daemon {
     fn run_pass(&mut self) {
         let started = Instant::now();
         let t = now();
-        let result = self.state.schedule(t);
+        let result = if std::mem::take(&mut self.full_pass) {
+            self.state.schedule(t)
+        } else {
+            self.state.schedule_event(t)
+        };
         self.wakeup = [result.next_wakeup, self.state.hosts_down().iter().map(|(_, t)| *t).min()]
             .into_iter()
             .flatten()

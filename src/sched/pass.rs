@@ -71,7 +71,7 @@ struct CatVerdict {
 
 /// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
 #[derive(Debug, Clone, Copy)]
-struct Candidate {
+pub(crate) struct Candidate {
     key: (i64, i64, JobId),
     /// Position of the job in `jobs` iteration order (stable within the pass).
     pos: usize,
@@ -93,6 +93,8 @@ impl SchedState {
         let sconf = self.config.scheduler.clone();
         let ncat = self.categories.len();
         let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
+        self.order_cache = None;
+        self.started_in_pass.clear();
         let n = self.jobs.len();
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
@@ -185,10 +187,71 @@ impl SchedState {
         }
 
         lap(&mut phases[1]);
-        // 4. Dispatch. A job whose category already failed costs no lookup at all.
-        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); ncat];
-        let mut reservations_left = sconf.max_reservation;
-        for c in &cands {
+        self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
+        lap(&mut phases[2]);
+        self.store_reasons(job_reasons, true);
+        lap(&mut phases[3]);
+        result.phase_us = phases;
+        self.keep_order(cands);
+        result
+    }
+
+    /// A pass after an event that changed only resources or running tasks (a task started
+    /// or ended, a host came back): the priorities and order of the last full pass are
+    /// reused, and a job whose category already failed costs no lookup, so the pass is
+    /// O(candidates) with a small constant. Falls back to [`SchedState::schedule`] when the
+    /// set of jobs, a record or the configuration changed since.
+    pub fn schedule_event(&mut self, now: i64) -> PassResult {
+        let Some(cands) = self.order_cache.take() else {
+            return self.schedule(now);
+        };
+        let mut clock = std::time::Instant::now();
+        let mut result = PassResult::default();
+        self.cluster.clear_reservations();
+        let durations: Vec<Option<i64>> =
+            (0..self.categories.len()).map(|c| self.duration(c)).collect();
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
+        result.considered = cands.len();
+        self.dispatch_all(&cands, &mut job_reasons, false, now, &durations, &mut result);
+        let t = std::time::Instant::now();
+        result.phase_us[2] = (t - clock).as_micros() as u64;
+        clock = t;
+        self.store_reasons(job_reasons, false);
+        result.phase_us[3] = clock.elapsed().as_micros() as u64;
+        self.keep_order(cands);
+        result
+    }
+
+    /// Keeps the ordered candidates for [`SchedState::schedule_event`], without the jobs
+    /// whose last pending task started in this pass.
+    fn keep_order(&mut self, mut cands: Vec<Candidate>) {
+        let started = std::mem::take(&mut self.started_in_pass);
+        if !started.is_empty() {
+            cands.retain(|c| {
+                !started.contains(&c.id)
+                    || self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.pending_unheld)
+            });
+        }
+        self.order_cache = Some(cands);
+    }
+
+    /// 4. Dispatch in order. A job whose category already failed in this pass gets the
+    /// category's reason without a lookup.
+    fn dispatch_all(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut [Option<Arc<[String]>>],
+        _full: bool,
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut reservations_left = self.config.scheduler.max_reservation;
+        for c in cands {
             if let Some(r) = &verdicts[c.cat].failed
                 && !c.reserve
                 && !c.array_deps
@@ -202,17 +265,23 @@ impl SchedState {
                 durations[c.cat],
                 &mut verdicts,
                 &mut reservations_left,
-                &mut result,
+                result,
             );
             job_reasons[c.pos] = Some(why);
         }
+    }
 
-        lap(&mut phases[2]);
-        // 5. Reasons: a record is rewritten only when its reasons change.
+    /// 5. Reasons: a record is rewritten only when its reasons change. With `clear`, jobs
+    /// without a new reason get none (a full pass saw every job); without, they keep theirs.
+    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
         for (pos, e) in self.jobs.values_mut().enumerate() {
-            let new = job_reasons[pos].take().unwrap_or_else(|| empty.clone());
+            let new = match job_reasons.get_mut(pos).and_then(Option::take) {
+                Some(r) => r,
+                None if clear => empty.clone(),
+                None => continue,
+            };
             if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
                 e.reasons = new;
                 changed.push(e.record.id);
@@ -221,9 +290,6 @@ impl SchedState {
         for id in changed {
             self.mark_dirty(id);
         }
-        lap(&mut phases[3]);
-        result.phase_us = phases;
-        result
     }
 
     /// Whether a job with pending tasks may be considered now, else why not. Reads only the
@@ -499,6 +565,7 @@ impl SchedState {
             },
         );
         self.refresh_hot(id);
+        self.started_in_pass.insert(id);
         self.mark_dirty(id);
     }
 

@@ -106,6 +106,14 @@ pub struct SchedState {
     dirty: BTreeSet<JobId>,
     names: HashMap<String, u32>,
     pub(crate) name_list: Vec<String>,
+    /// The ordered candidates of the last full pass, while still valid (see
+    /// [`SchedState::schedule_event`]); `None` after any change to the set of jobs, a
+    /// record, or the configuration.
+    pub(crate) order_cache: Option<Vec<super::pass::Candidate>>,
+    pub(crate) started_in_pass: std::collections::HashSet<JobId>,
+    /// Jobs with `-hold_jid`/`-hold_jid_ad` predecessors: while there are any, a task's end
+    /// may unblock another job, so it invalidates the order cache.
+    dependent_jobs: usize,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -161,7 +169,15 @@ impl SchedState {
             dirty: BTreeSet::new(),
             names: HashMap::new(),
             name_list: Vec::new(),
+            order_cache: None,
+            started_in_pass: std::collections::HashSet::new(),
+            dependent_jobs: 0,
         }
+    }
+
+    /// Forgets the cached order: the next event pass is a full one.
+    pub fn invalidate_order(&mut self) {
+        self.order_cache = None;
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -197,6 +213,7 @@ impl SchedState {
         let running_queue_urgency = first_queue
             .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
             .map_or(0.0, |q| q.urgency);
+        let was_dependent = e.hot.has_predecessors || e.hot.array_deps;
         e.hot = Hot {
             uid: r.submitter.uid,
             owner,
@@ -219,6 +236,12 @@ impl SchedState {
             running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
             running_queue_urgency,
         };
+        let dependent = e.hot.has_predecessors || e.hot.array_deps;
+        match (was_dependent, dependent) {
+            (false, true) => self.dependent_jobs += 1,
+            (true, false) => self.dependent_jobs = self.dependent_jobs.saturating_sub(1),
+            _ => {}
+        }
     }
 
     /// Replaces the priority policy.
@@ -403,6 +426,7 @@ impl SchedState {
         for r in running {
             self.book_recovered(id, &r);
         }
+        self.invalidate_order();
         true
     }
 
@@ -458,6 +482,10 @@ impl SchedState {
     /// Removes a job entirely (retired or deleted); its running bookings are released.
     pub fn remove_job(&mut self, id: JobId) -> Option<JobRecord> {
         let entry = self.jobs.remove(&id)?;
+        self.invalidate_order();
+        if entry.hot.has_predecessors || entry.hot.array_deps {
+            self.dependent_jobs = self.dependent_jobs.saturating_sub(1);
+        }
         self.categories[entry.cat].jobs = self.categories[entry.cat].jobs.saturating_sub(1);
         for r in &entry.record.tasks.running {
             self.release(id, r.task);
@@ -497,6 +525,7 @@ impl SchedState {
             }
         }
         self.refresh_hot(id);
+        self.invalidate_order();
         self.dirty.insert(id);
     }
 
@@ -530,6 +559,9 @@ impl SchedState {
         job.tasks.finished += 1;
         self.release(id, task);
         self.refresh_hot(id);
+        if self.dependent_jobs > 0 {
+            self.invalidate_order();
+        }
         self.dirty.insert(id);
         Ok(r)
     }
@@ -566,6 +598,8 @@ impl SchedState {
         }
         self.release(id, task);
         self.refresh_hot(id);
+        // The task is pending again: its job may not be among the cached candidates.
+        self.invalidate_order();
         self.dirty.insert(id);
         Ok(())
     }
@@ -615,6 +649,7 @@ impl SchedState {
                 self.cluster.hosts[i].failures = failures;
             }
         }
+        self.invalidate_order();
         self.categories.clear();
         self.cat_index.clear();
         self.running.clear();

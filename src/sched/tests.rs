@@ -460,3 +460,25 @@ fn disabled_queues_take_nothing_and_reload_enables_them() {
     s.reload_config(c);
     assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
 }
+
+#[test]
+fn event_passes_reuse_the_order_until_something_changes() {
+    let mut s = state(
+        config(1, 1, ""),
+        vec![job(1, |_, _| {}), job(2, |_, _| {}), job(3, |_, h| h.user = true)],
+    );
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    s.task_ended(JobId(1), 1).expect("running");
+    let r = s.schedule_event(NOW + 1);
+    let started: Vec<u32> = r.starts.iter().map(|x| x.job.0).collect();
+    assert_eq!(started, vec![2]);
+    assert!(reasons(&s, 3).contains("hold"), "blocked jobs keep their reasons");
+    assert!(reasons(&s, 2).is_empty(), "a started job has no pending reason");
+    // Releasing the hold changes a record: the next event pass is a full one and sees it.
+    s.job_mut(JobId(3)).expect("job").tasks.pending[0].holds = Holds::NONE;
+    s.job_changed(JobId(3));
+    s.task_ended(JobId(2), 1).expect("running");
+    let r = s.schedule_event(NOW + 2);
+    assert_eq!(r.starts.len(), 1);
+    assert_eq!(r.starts[0].job, JobId(3));
+}
