@@ -90,6 +90,7 @@ impl SchedState {
         let mut clock = std::time::Instant::now();
         let mut result = PassResult::default();
         self.cluster.clear_reservations();
+        self.ends_cache = None;
         let sconf = self.config.scheduler.clone();
         let ncat = self.categories.len();
         let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
@@ -208,6 +209,7 @@ impl SchedState {
         let mut clock = std::time::Instant::now();
         let mut result = PassResult::default();
         self.cluster.clear_reservations();
+        self.ends_cache = None;
         let durations: Vec<Option<i64>> =
             (0..self.categories.len()).map(|c| self.duration(c)).collect();
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
@@ -498,7 +500,17 @@ impl SchedState {
                     } else {
                         miss.describe()
                     };
-                    verdict.failed = Some(Arc::from(vec![why.clone()]));
+                    // The same words as in the last pass share the last pass's allocation, so
+                    // that comparing reasons is a pointer comparison.
+                    let shared = match &self.categories[cat].last_failure {
+                        Some(last) if last.len() == 1 && last[0] == why => last.clone(),
+                        _ => {
+                            let fresh: Arc<[String]> = Arc::from(vec![why.clone()]);
+                            self.categories[cat].last_failure = Some(fresh.clone());
+                            fresh
+                        }
+                    };
+                    verdicts[cat].failed = Some(shared);
                     reasons.push(why);
                     if reserve && *reservations_left > 0 {
                         *reservations_left -= 1;
@@ -583,13 +595,20 @@ impl SchedState {
         // resources), so a binary search over the groups finds the earliest fitting end with
         // O(log groups) fits. Releases are applied to the live cluster and undone after, so
         // nothing is cloned.
-        let mut ends: Vec<(i64, JobId, TaskId)> = self
-            .running
-            .iter()
-            .filter(|(_, b)| b.expected_end != i64::MAX)
-            .map(|(&(j, t), b)| (b.expected_end, j, t))
-            .collect();
-        ends.sort_unstable();
+        // Sorted once per pass and again only after a start added a running task.
+        let ends = match self.ends_cache.take() {
+            Some((n, v)) if n == self.running.len() => v,
+            _ => {
+                let mut v: Vec<(i64, JobId, TaskId)> = self
+                    .running
+                    .iter()
+                    .filter(|(_, b)| b.expected_end != i64::MAX)
+                    .map(|(&(j, t), b)| (b.expected_end, j, t))
+                    .collect();
+                v.sort_unstable();
+                v
+            }
+        };
         let mut group_end: Vec<usize> = Vec::new(); // exclusive end index of each group
         for i in 0..ends.len() {
             if i + 1 == ends.len() || ends[i + 1].0 != ends[i].0 {
@@ -646,11 +665,15 @@ impl SchedState {
             }
         }
         move_to(cluster, 0);
-        let (g, f) = found?;
+        let Some((g, f)) = found else {
+            self.ends_cache = Some((self.running.len(), ends));
+            return None;
+        };
         let from = ends[group_end[g] - 1].0.max(now);
         for &(qi, n) in &f.booking.slots {
             self.cluster.qis[qi].reserved.push((from, n));
         }
+        self.ends_cache = Some((self.running.len(), ends));
         Some(Reservation {
             job: id,
             task,

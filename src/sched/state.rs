@@ -31,6 +31,8 @@ pub struct Category {
     pub static_reason: Option<String>,
     /// Jobs currently in the category.
     pub jobs: usize,
+    /// The reason of the category's last failed fit, reused while the words stay the same.
+    pub last_failure: Option<Arc<[String]>>,
 }
 
 /// One job and what the scheduler derives from it.
@@ -114,6 +116,9 @@ pub struct SchedState {
     /// Jobs with `-hold_jid`/`-hold_jid_ad` predecessors: while there are any, a task's end
     /// may unblock another job, so it invalidates the order cache.
     dependent_jobs: usize,
+    /// Running tasks sorted by expected end, for reservations within one pass (with the
+    /// number of running tasks it was built from).
+    pub(crate) ends_cache: Option<(usize, Vec<(i64, JobId, TaskId)>)>,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -172,6 +177,7 @@ impl SchedState {
             order_cache: None,
             started_in_pass: std::collections::HashSet::new(),
             dependent_jobs: 0,
+            ends_cache: None,
         }
     }
 
@@ -383,6 +389,7 @@ impl SchedState {
             candidates,
             static_reason,
             jobs: 0,
+            last_failure: None,
         }
     }
 
