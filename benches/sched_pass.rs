@@ -26,7 +26,12 @@ fn config() -> ClusterConfig {
         t.push_str(&format!("  - {{name: node{i:04}, slots: {SLOTS}}}\n"));
     }
     t.push_str("hostgroups:\n  \"@all\": [");
-    t.push_str(&(0..HOSTS).map(|i| format!("node{i:04}")).collect::<Vec<_>>().join(", "));
+    t.push_str(
+        &(0..HOSTS)
+            .map(|i| format!("node{i:04}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
     t.push_str("]\n");
     t.push_str(&format!(
         "queues:\n  - {{name: all.q, hostlist: [\"@all\"], slots: {SLOTS}, pe_list: [smp, mpi]}}\n  - {{name: t.q, hostlist: [\"@all\"], slots: {SLOTS}, seq_no: 1, urgency: 40000, pe_list: [smp]}}\n"
@@ -45,15 +50,35 @@ fn job(id: u32) -> JobRecord {
         priority: -((id % 7) as i32) * 10,
         ..JobSpec::default()
     };
-    spec.hard_resources
-        .push(ResourceRequest { name: "h_rt".into(), value: format!("{}", 600 * (cat + 1)) });
+    spec.hard_resources.push(ResourceRequest {
+        name: "h_rt".into(),
+        value: format!("{}", 600 * (cat + 1)),
+    });
     match cat / 10 {
         0..=4 => {}
-        5 => spec.pe = Some(PeRequest { name: "smp".into(), range: SlotRange { min: 2, max: 2 } }),
-        6 => spec.pe = Some(PeRequest { name: "smp".into(), range: SlotRange { min: 4, max: 4 } }),
-        7 => spec.pe = Some(PeRequest { name: "mpi".into(), range: SlotRange { min: 16, max: 16 } }),
+        5 => {
+            spec.pe = Some(PeRequest {
+                name: "smp".into(),
+                range: SlotRange { min: 2, max: 2 },
+            })
+        }
+        6 => {
+            spec.pe = Some(PeRequest {
+                name: "smp".into(),
+                range: SlotRange { min: 4, max: 4 },
+            })
+        }
+        7 => {
+            spec.pe = Some(PeRequest {
+                name: "mpi".into(),
+                range: SlotRange { min: 16, max: 16 },
+            })
+        }
         8 => spec.hard_queues = vec!["t.q".into()],
-        _ => spec.hard_resources.push(ResourceRequest { name: "arch".into(), value: "lx*".into() }),
+        _ => spec.hard_resources.push(ResourceRequest {
+            name: "arch".into(),
+            value: "lx*".into(),
+        }),
     }
     spec.reserve = cat == 71;
     JobRecord::from_submission(JobSubmission {
@@ -83,9 +108,11 @@ fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<f64>().ok())
+            })
         })
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
@@ -181,5 +208,8 @@ fn main() {
         r.fits,
         r.phase_us
     );
-    println!("resident after passes: {:.0} MB (target: sched_d under 200 MB)", rss_mb());
+    println!(
+        "resident after passes: {:.0} MB (target: sched_d under 200 MB)",
+        rss_mb()
+    );
 }

@@ -32,7 +32,9 @@ struct SchedD {
 
 impl SchedD {
     fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
-        let log = cell.root.join(format!("sched_d.{}.stderr", std::process::id()));
+        let log = cell
+            .root
+            .join(format!("sched_d.{}.stderr", std::process::id()));
         let err = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -192,8 +194,12 @@ fn sched_d_runs_a_job_records_its_exit_and_retires_it() {
     let cell = cell(2);
     let dir = workdir(&cell);
     let _d = SchedD::start(&cell, &[]);
-    let id = submit(&cell.spool, "echo hello from $JOB_ID\nexit 3\n", |s, _| s.cwd = cwd(&dir));
-    wait_for("exit line", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
+    let id = submit(&cell.spool, "echo hello from $JOB_ID\nexit 3\n", |s, _| {
+        s.cwd = cwd(&dir)
+    });
+    wait_for("exit line", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
     let e = exits(&cell.spool, id);
     assert_eq!((e[0].task, e[0].exit_status, e[0].failed), (1, 3, 0));
     let out = std::fs::read_to_string(dir.join(format!("job.sh.o{id}"))).expect("stdout file");
@@ -229,17 +235,23 @@ fn jobs_wait_for_slots_dependencies_and_holds() {
     let _d = SchedD::start(&cell, &[]);
     let order = dir.join("order");
     let o = order.display().to_string();
-    let a = submit(&cell.spool, &format!("echo a >> {o}; sleep 0.5"), |s, _| s.cwd = cwd(&dir));
+    let a = submit(&cell.spool, &format!("echo a >> {o}; sleep 0.5"), |s, _| {
+        s.cwd = cwd(&dir)
+    });
     let b = submit(&cell.spool, &format!("echo b >> {o}"), |s, _| {
         s.cwd = cwd(&dir);
         s.predecessors = vec![JobId(a.0 + 2)];
     });
-    let c = submit(&cell.spool, &format!("echo c >> {o}"), |s, _| s.cwd = cwd(&dir));
+    let c = submit(&cell.spool, &format!("echo c >> {o}"), |s, _| {
+        s.cwd = cwd(&dir)
+    });
     let held = submit(&cell.spool, &format!("echo held >> {o}"), |s, h| {
         s.cwd = cwd(&dir);
         h.user = true;
     });
-    wait_for("b ran", Duration::from_secs(20), || !exits(&cell.spool, b).is_empty());
+    wait_for("b ran", Duration::from_secs(20), || {
+        !exits(&cell.spool, b).is_empty()
+    });
     assert_eq!(std::fs::read_to_string(&order).expect("order"), "a\nc\nb\n");
     let st = state(&cell.spool, held).expect("state of held job");
     assert!(
@@ -263,16 +275,31 @@ fn sigterm_drains_and_a_restart_reattaches_without_running_twice() {
         |s, _| s.cwd = cwd(&dir),
     );
     wait_for("running state", Duration::from_secs(10), || {
-        state(&cell.spool, id).is_some_and(|s| s.tasks.running.first().is_some_and(|r| r.state == RunState::Running))
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
     });
     d.signal(Signal::SIGTERM);
     assert_eq!(d.wait(), Some(0), "log:\n{}", d.log_text());
     assert!(!cell.cell.join("daemon/sched_d.pid").exists());
-    assert!(exits(&cell.spool, id).is_empty(), "the task outlives the daemon");
+    assert!(
+        exits(&cell.spool, id).is_empty(),
+        "the task outlives the daemon"
+    );
     let d2 = SchedD::start(&cell, &[]);
-    wait_for("exit after restart", Duration::from_secs(15), || !exits(&cell.spool, id).is_empty());
+    wait_for("exit after restart", Duration::from_secs(15), || {
+        !exits(&cell.spool, id).is_empty()
+    });
     assert_eq!(exits(&cell.spool, id)[0].exit_status, 0);
-    assert_eq!(lines(&count), 1, "ran exactly once; log:\n{}", d2.log_text());
+    assert_eq!(
+        lines(&count),
+        1,
+        "ran exactly once; log:\n{}",
+        d2.log_text()
+    );
     assert!(d2.log_text().contains("task re-attached"));
 }
 
@@ -303,8 +330,14 @@ fn kill_9_and_restart_lose_nothing_and_run_nothing_twice() {
     );
     let _d2 = SchedD::start(&cell, &[]);
     for id in ids.iter().chain([&late]) {
-        wait_for("every job ended", Duration::from_secs(20), || !exits(&cell.spool, *id).is_empty());
-        assert_eq!(lines(&dir.join(format!("count.{id}"))), 1, "job {id} ran once");
+        wait_for("every job ended", Duration::from_secs(20), || {
+            !exits(&cell.spool, *id).is_empty()
+        });
+        assert_eq!(
+            lines(&dir.join(format!("count.{id}"))),
+            1,
+            "job {id} ran once"
+        );
         assert_eq!(exits(&cell.spool, *id).len(), 1);
     }
 }
@@ -330,7 +363,9 @@ fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
     assert!(!cell.spool.job_file(JobId(4242)).exists());
     assert!(set_aside().iter().any(|n| n.ends_with("4242.job")));
     let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
-    wait_for("good job ran", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
+    wait_for("good job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
 }
 
 #[test]
@@ -342,7 +377,9 @@ fn a_forged_request_is_refused_and_a_genuine_one_applied() {
         s.cwd = cwd(&dir);
         h.user = true;
     });
-    wait_for("held state", Duration::from_secs(10), || state(&cell.spool, id).is_some());
+    wait_for("held state", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some()
+    });
     let release = |uid| {
         cell.spool
             .publish_request(
@@ -365,11 +402,20 @@ fn a_forged_request_is_refused_and_a_genuine_one_applied() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(q.iter().any(|n| n.ends_with(&format!("{:012}.req", forged.seq))), "{q:?}");
+    assert!(
+        q.iter()
+            .any(|n| n.ends_with(&format!("{:012}.req", forged.seq))),
+        "{q:?}"
+    );
     std::thread::sleep(Duration::from_millis(300));
-    assert!(exits(&cell.spool, id).is_empty(), "the forged release did nothing");
+    assert!(
+        exits(&cell.spool, id).is_empty(),
+        "the forged release did nothing"
+    );
     release(me().uid);
-    wait_for("released job ran", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
+    wait_for("released job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
 }
 
 #[test]
@@ -377,9 +423,16 @@ fn qdel_of_a_running_job_kills_its_process_tree() {
     let cell = cell(1);
     let dir = workdir(&cell);
     let _d = SchedD::start(&cell, &[]);
-    let id = submit(&cell.spool, "sleep 60 &\nsleep 60\n", |s, _| s.cwd = cwd(&dir));
+    let id = submit(&cell.spool, "sleep 60 &\nsleep 60\n", |s, _| {
+        s.cwd = cwd(&dir)
+    });
     wait_for("running", Duration::from_secs(10), || {
-        state(&cell.spool, id).is_some_and(|s| s.tasks.running.first().is_some_and(|r| r.state == RunState::Running))
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
     });
     cell.spool
         .publish_request(
@@ -391,7 +444,9 @@ fn qdel_of_a_running_job_kills_its_process_tree() {
             }],
         )
         .expect("qdel request");
-    wait_for("killed", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
+    wait_for("killed", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
     let e = &exits(&cell.spool, id)[0];
     assert_eq!((e.exit_status, e.failed), (137, 100));
 }
@@ -406,7 +461,12 @@ fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
         .args(["--daemon", "--poll", "100", "--rescan", "60"])
         .output()
         .expect("run --daemon");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pid: i32 = std::fs::read_to_string(cell.cell.join("daemon/sched_d.pid"))
         .expect("pid file")
         .trim()
@@ -420,7 +480,9 @@ fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
     }
     let guard = KillOnDrop(pid);
     let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
-    wait_for("job ran under polling", Duration::from_secs(10), || !exits(&cell.spool, id).is_empty());
+    wait_for("job ran under polling", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
     let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     // It may be nobody's child to reap now: wait for its pid file to go (drained).
     wait_for("daemon drained", Duration::from_secs(10), || {
@@ -428,7 +490,10 @@ fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
     });
     drop(guard);
     let log = std::fs::read_to_string(cell.cell.join("daemon/sched_d.log")).expect("log file");
-    assert!(log.contains(&format!("job={id}")), "log lines name the job:\n{log}");
+    assert!(
+        log.contains(&format!("job={id}")),
+        "log lines name the job:\n{log}"
+    );
 }
 
 #[test]
@@ -439,12 +504,19 @@ fn sighup_reloads_the_configuration() {
     let a = submit(&cell.spool, "sleep 30", |s, _| s.cwd = cwd(&dir));
     let b = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
     wait_for("b waits for a slot", Duration::from_secs(10), || {
-        state(&cell.spool, b).is_some_and(|s| s.pending_reasons.iter().any(|r| r.contains("free slot")))
+        state(&cell.spool, b)
+            .is_some_and(|s| s.pending_reasons.iter().any(|r| r.contains("free slot")))
     });
     let text = std::fs::read_to_string(cell.spool.config_path()).expect("config");
-    std::fs::write(cell.spool.config_path(), text.replace("slots: 1", "slots: 2")).expect("write");
+    std::fs::write(
+        cell.spool.config_path(),
+        text.replace("slots: 1", "slots: 2"),
+    )
+    .expect("write");
     d.signal(Signal::SIGHUP);
-    wait_for("b ran after the reload", Duration::from_secs(10), || !exits(&cell.spool, b).is_empty());
+    wait_for("b ran after the reload", Duration::from_secs(10), || {
+        !exits(&cell.spool, b).is_empty()
+    });
     assert!(state(&cell.spool, a).is_some_and(|s| !s.tasks.running.is_empty()));
     assert!(d.log_text().contains("configuration reloaded"));
 }

@@ -5,10 +5,10 @@
 use super::{ClientError, locate_spool};
 use crate::config::ClusterConfig;
 use crate::identity::short_hostname;
-use crate::spool::{Spool, durable};
-use clap::Parser;
 use crate::sched::ProcessRunner;
 use crate::sched::daemon::{Daemon, DaemonOptions};
+use crate::spool::{Spool, durable};
+use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -100,7 +100,8 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         spool.clone(),
         opts,
         |spool, events| {
-            let runner = ProcessRunner::new(spool.clone(), spool.daemon_dir().join("tasks"), events)?;
+            let runner =
+                ProcessRunner::new(spool.clone(), spool.daemon_dir().join("tasks"), events)?;
             Ok(Box::new(runner) as Box<dyn crate::sched::TaskRunner>)
         },
         Box::new(crate::sched::NoAccounting),
@@ -129,9 +130,8 @@ fn init_logging(spool: &Spool, stderr: bool, level: &str) -> Result<(), anyhow::
     let file_layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(std::sync::Mutex::new(file));
-    let stderr_layer = stderr.then(|| {
-        tracing_subscriber::fmt::layer().with_writer(std::io::stderr)
-    });
+    let stderr_layer =
+        stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
     tracing_subscriber::registry()
         .with(level)
         .with(file_layer)

@@ -7,8 +7,8 @@
 //! global host is `qconf -se global`; that host offers no slots and is in no queue.
 
 use super::value::{parse_numeric, request_met};
-use crate::config::{ClusterConfig, Complex, Consumable};
 use crate::compat::pattern;
+use crate::config::{ClusterConfig, Complex, Consumable};
 use std::collections::HashMap;
 
 /// The name of the pseudo-host that carries cluster-wide consumables.
@@ -266,7 +266,9 @@ impl Cluster {
 
     pub fn qi_index(&self, queue: &str, host: &str) -> Option<usize> {
         let h = self.host_index(host)?;
-        self.qis.iter().position(|q| q.host == h && q.queue == queue)
+        self.qis
+            .iter()
+            .position(|q| q.host == h && q.queue == queue)
     }
 
     /// The complex a `-l` name (full name or shortcut) refers to.
@@ -375,7 +377,10 @@ impl QueuePattern {
         match &self.host {
             None => true,
             Some(h) if h.starts_with('@') => hosts[qi.host].groups.iter().any(|g| g == h),
-            Some(h) => pattern::matches(&h.to_ascii_lowercase(), &hosts[qi.host].name.to_ascii_lowercase()),
+            Some(h) => pattern::matches(
+                &h.to_ascii_lowercase(),
+                &hosts[qi.host].name.to_ascii_lowercase(),
+            ),
         }
     }
 }
@@ -506,8 +511,7 @@ impl Demand {
         }
         // Consumables with a non-zero default are consumed by every job (complex(5)).
         for c in cluster.complexes.values() {
-            if c.consumable == Consumable::No || c.name == "slots" || requested.contains(&c.name)
-            {
+            if c.consumable == Consumable::No || c.name == "slots" || requested.contains(&c.name) {
                 continue;
             }
             if let Some(d) = parse_numeric(c.kind, &c.default).filter(|d| *d > 0.0) {

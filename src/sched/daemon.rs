@@ -90,7 +90,8 @@ pub enum Input {
     Fs(Vec<PathBuf>),
     /// The watcher lost events (overflow) or asked for a rescan.
     Rescan,
-    Launch(LaunchEvent),
+    /// Boxed: launch events are large and the channel carries many small inputs.
+    Launch(Box<LaunchEvent>),
     Signal(i32),
 }
 
@@ -195,7 +196,10 @@ impl Daemon {
     pub fn new(
         spool: Spool,
         opts: DaemonOptions,
-        make_runner: impl FnOnce(&Spool, Sender<LaunchEvent>) -> Result<Box<dyn TaskRunner>, DaemonError>,
+        make_runner: impl FnOnce(
+            &Spool,
+            Sender<LaunchEvent>,
+        ) -> Result<Box<dyn TaskRunner>, DaemonError>,
         acct: Box<dyn AccountingHook>,
     ) -> Result<Self, DaemonError> {
         let config = ClusterConfig::load(&spool.config_path())?;
@@ -206,7 +210,7 @@ impl Daemon {
             .name("launch-events".into())
             .spawn(move || {
                 for ev in launch_rx {
-                    if fwd.send(Input::Launch(ev)).is_err() {
+                    if fwd.send(Input::Launch(Box::new(ev))).is_err() {
                         break;
                     }
                 }
@@ -367,7 +371,7 @@ impl Daemon {
                 }
             }
             Input::Rescan => self.rescan_needed = true,
-            Input::Launch(ev) => self.launch_event(ev),
+            Input::Launch(ev) => self.launch_event(*ev),
             Input::Signal(sig) => {
                 if sig == signal_hook::consts::SIGHUP {
                     info!("SIGHUP: reloading the configuration");
@@ -388,11 +392,16 @@ impl Daemon {
         if name.starts_with('.') {
             return;
         }
-        let dir = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str());
+        let dir = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str());
         match dir {
             Some("requests") => self.requests_needed = true,
             Some("jobs") => {
-                if let Some(id) = name.strip_suffix(".job").and_then(|s| s.parse::<JobId>().ok())
+                if let Some(id) = name
+                    .strip_suffix(".job")
+                    .and_then(|s| s.parse::<JobId>().ok())
                     && self.state.job(id).is_none()
                     && !self.refused.contains(&id)
                     && path.exists()
@@ -572,7 +581,9 @@ impl Daemon {
                 return;
             };
             match self.runner.reattach(job, &r) {
-                Reattached::Attached => info!(job = %id, task = r.task, host = %r.host, "task re-attached"),
+                Reattached::Attached => {
+                    info!(job = %id, task = r.task, host = %r.host, "task re-attached")
+                }
                 Reattached::NeverStarted => {
                     info!(job = %id, task = r.task, "task had not started: pending again");
                     let _ = self.state.requeue_task(id, r.task, None);
@@ -631,14 +642,15 @@ impl Daemon {
                 self.quarantine_file(&path, "not a gridspool request");
                 continue;
             }
-            let (bytes, owner) = match fs::read(&path).and_then(|b| Ok((b, fs::metadata(&path)?.uid()))) {
-                Ok(x) => x,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    error!("cannot read {}: {e}", path.display());
-                    continue;
-                }
-            };
+            let (bytes, owner) =
+                match fs::read(&path).and_then(|b| Ok((b, fs::metadata(&path)?.uid()))) {
+                    Ok(x) => x,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        error!("cannot read {}: {e}", path.display());
+                        continue;
+                    }
+                };
             let req: Request = match serde_json::from_slice(&bytes) {
                 Ok(r) => r,
                 Err(e) => {
@@ -715,7 +727,8 @@ impl Daemon {
                     } else {
                         self.state.job_changed(id);
                         if gone {
-                            self.retire_at.insert(id, now() + self.opts.retention.as_secs() as i64);
+                            self.retire_at
+                                .insert(id, now() + self.opts.retention.as_secs() as i64);
                         }
                     }
                 }
@@ -766,10 +779,13 @@ impl Daemon {
         } else {
             self.state.schedule_event(t)
         };
-        self.wakeup = [result.next_wakeup, self.state.hosts_down().iter().map(|(_, t)| *t).min()]
-            .into_iter()
-            .flatten()
-            .min();
+        self.wakeup = [
+            result.next_wakeup,
+            self.state.hosts_down().iter().map(|(_, t)| *t).min(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         // Transferring is durable before anything starts.
         self.flush();
         for s in &result.starts {
@@ -802,7 +818,12 @@ impl Daemon {
 
     fn launch_event(&mut self, ev: LaunchEvent) {
         match ev {
-            LaunchEvent::Started { job, task, host, pid } => {
+            LaunchEvent::Started {
+                job,
+                task,
+                host,
+                pid,
+            } => {
                 self.state.host_reachable(&host);
                 match self.state.task_started(job, task) {
                     Ok(()) => info!(job = %job, task, host = %host, pid, "task running"),
@@ -907,7 +928,10 @@ impl Daemon {
             .jobs()
             .map(|j| j.tasks.running.len())
             .sum::<usize>();
-        info!(running, "sched_d stopped; running tasks are left to the next sched_d");
+        info!(
+            running,
+            "sched_d stopped; running tasks are left to the next sched_d"
+        );
     }
 
     /// Test and tooling access: a job record as the daemon holds it.

@@ -341,7 +341,12 @@ fn push_levels(
 
 /// What a grant books: slots per queue instance, per-slot consumables on every granted
 /// instance, per-job consumables on the master, global amounts once.
-pub fn booking(c: &Cluster, d: &Demand, grant: &[(usize, u32)], pe: Option<(usize, u32)>) -> Booking {
+pub fn booking(
+    c: &Cluster,
+    d: &Demand,
+    grant: &[(usize, u32)],
+    pe: Option<(usize, u32)>,
+) -> Booking {
     let total: u32 = grant.iter().map(|(_, n)| n).sum();
     let mut consumables = Vec::new();
     for r in &d.consumables {

@@ -210,11 +210,19 @@ impl SchedState {
         let mut result = PassResult::default();
         self.cluster.clear_reservations();
         self.ends_cache = None;
-        let durations: Vec<Option<i64>> =
-            (0..self.categories.len()).map(|c| self.duration(c)).collect();
+        let durations: Vec<Option<i64>> = (0..self.categories.len())
+            .map(|c| self.duration(c))
+            .collect();
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
         result.considered = cands.len();
-        self.dispatch_all(&cands, &mut job_reasons, false, now, &durations, &mut result);
+        self.dispatch_all(
+            &cands,
+            &mut job_reasons,
+            false,
+            now,
+            &durations,
+            &mut result,
+        );
         let t = std::time::Instant::now();
         result.phase_us[2] = (t - clock).as_micros() as u64;
         clock = t;
@@ -231,17 +239,14 @@ impl SchedState {
         if !started.is_empty() {
             cands.retain(|c| {
                 !started.contains(&c.id)
-                    || self
-                        .jobs
-                        .get(&c.id)
-                        .is_some_and(|e| e.hot.pending_unheld)
+                    || self.jobs.get(&c.id).is_some_and(|e| e.hot.pending_unheld)
             });
         }
         self.order_cache = Some(cands);
     }
 
-    /// 4. Dispatch in order. A job whose category already failed in this pass gets the
-    /// category's reason without a lookup.
+    /// Step 4, dispatch in order: a job whose category already failed in this pass gets
+    /// the category's reason without a lookup.
     fn dispatch_all(
         &mut self,
         cands: &[Candidate],
@@ -273,8 +278,9 @@ impl SchedState {
         }
     }
 
-    /// 5. Reasons: a record is rewritten only when its reasons change. With `clear`, jobs
-    /// without a new reason get none (a full pass saw every job); without, they keep theirs.
+    /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
+    /// jobs without a new reason get none (a full pass saw every job); without, they keep
+    /// theirs.
     fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
@@ -485,16 +491,17 @@ impl SchedState {
                     });
                 }
                 Err(miss) => {
-                    let blocked_by_reservation = self.cluster.qis.iter().any(|q| !q.reserved.is_empty())
-                        && fit::fit(
-                            &self.cluster,
-                            &FitQuery {
-                                end: i64::MIN,
-                                cursor: 0,
-                                ..query
-                            },
-                        )
-                        .is_ok();
+                    let blocked_by_reservation =
+                        self.cluster.qis.iter().any(|q| !q.reserved.is_empty())
+                            && fit::fit(
+                                &self.cluster,
+                                &FitQuery {
+                                    end: i64::MIN,
+                                    cursor: 0,
+                                    ..query
+                                },
+                            )
+                            .is_ok();
                     let why = if blocked_by_reservation {
                         "cannot run because resources are reserved for higher-priority jobs (-R y) and its run time (h_rt or default_duration) would overlap the reservation".to_string()
                     } else {

@@ -66,7 +66,8 @@ pub fn temporary_sge_urgency(
     j: &PriorityInput<'_>,
 ) -> (f64, f64, f64) {
     let waited_until = j.running_since.unwrap_or(now);
-    let wtcontr = ((waited_until - j.submission_time).max(0) as f64 * c.weight_waiting_time).round();
+    let wtcontr =
+        ((waited_until - j.submission_time).max(0) as f64 * c.weight_waiting_time).round();
     let dlcontr = match j.deadline {
         None => 0.0,
         Some(dl) => {
@@ -182,8 +183,10 @@ mod tests {
 
     #[test]
     fn normalisation_and_weights() {
-        let mut c = SchedulerConfig::default();
-        c.weight_priority = 1.0;
+        let c = SchedulerConfig {
+            weight_priority: 1.0,
+            ..SchedulerConfig::default()
+        };
         let now = 100;
         let mut p = TemporarySgeFormula;
         let mut hi = input(1, now, 2000.0);

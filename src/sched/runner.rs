@@ -141,7 +141,11 @@ const WRAPPER: &str = r#""$@"; s=$?; echo "$s" > "$GS_EXIT_FILE.tmp" && mv -f "$
 impl ProcessRunner {
     /// A runner keeping its per-task markers in `dir` (created; usually
     /// `daemon/tasks` of the spool).
-    pub fn new(spool: Spool, dir: PathBuf, events: Sender<LaunchEvent>) -> Result<Self, RunnerError> {
+    pub fn new(
+        spool: Spool,
+        dir: PathBuf,
+        events: Sender<LaunchEvent>,
+    ) -> Result<Self, RunnerError> {
         fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
         // Tasks run as their owners write their exit status here.
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))
@@ -160,7 +164,13 @@ impl ProcessRunner {
         self.dir.join(format!("{job}.{task}.{what}"))
     }
 
-    fn write_marker(&self, job: JobId, task: TaskId, what: &str, text: &str) -> Result<(), RunnerError> {
+    fn write_marker(
+        &self,
+        job: JobId,
+        task: TaskId,
+        what: &str,
+        text: &str,
+    ) -> Result<(), RunnerError> {
         crate::spool::durable::write_replace(
             &self.dir,
             &format!("{job}.{task}.{what}"),
@@ -210,7 +220,14 @@ impl ProcessRunner {
         }
     }
 
-    fn spawn_waiter(&self, job: JobId, task: TaskId, host: String, start: f64, mut child: std::process::Child) {
+    fn spawn_waiter(
+        &self,
+        job: JobId,
+        task: TaskId,
+        host: String,
+        start: f64,
+        mut child: std::process::Child,
+    ) {
         let events = self.events.clone();
         let pids = self.pids.clone();
         let killed = self.killed.clone();
@@ -271,7 +288,11 @@ impl ProcessRunner {
                 end_time: now_f(),
                 exit_status: status.unwrap_or(137),
                 signal: None,
-                failed: if status.is_none() || was_killed { 100 } else { 0 },
+                failed: if status.is_none() || was_killed {
+                    100
+                } else {
+                    0
+                },
                 ..TaskResult::default()
             };
             let _ = events.send(LaunchEvent::Ended(result));
@@ -291,7 +312,11 @@ impl TaskRunner for ProcessRunner {
         restarted: bool,
     ) -> Result<(), RunnerError> {
         let spec = &job.spec;
-        let cwd = PathBuf::from(spec.cwd.clone().unwrap_or_else(|| job.submitter.sge_o_home.clone()));
+        let cwd = PathBuf::from(
+            spec.cwd
+                .clone()
+                .unwrap_or_else(|| job.submitter.sge_o_home.clone()),
+        );
         let mut argv: Vec<String> = Vec::new();
         if spec.binary {
             argv.push(spec.script_file.clone());
@@ -372,7 +397,14 @@ impl TaskRunner for ProcessRunner {
             .env("SGE_O_HOST", &job.submitter.sge_o_host)
             .env("SGE_O_PATH", &job.submitter.sge_o_path)
             .env("SGE_STDOUT_PATH", &out_path)
-            .env("SGE_STDERR_PATH", if spec.merge_stderr { &out_path } else { &err_path })
+            .env(
+                "SGE_STDERR_PATH",
+                if spec.merge_stderr {
+                    &out_path
+                } else {
+                    &err_path
+                },
+            )
             .env("USER", &job.submitter.owner)
             .env("LOGNAME", &job.submitter.owner)
             .env("HOME", &job.submitter.sge_o_home);
@@ -395,7 +427,10 @@ impl TaskRunner for ProcessRunner {
                     job: job.id,
                     task,
                     host: placement.host.clone(),
-                    error: format!("cannot start job: {e} (working directory {})", cwd.display()),
+                    error: format!(
+                        "cannot start job: {e} (working directory {})",
+                        cwd.display()
+                    ),
                     host_unreachable: false,
                 });
                 return Ok(());
@@ -469,7 +504,11 @@ impl TaskRunner for ProcessRunner {
 
 /// Appends a finished task's line to `jobs/<id>.exits` and syncs it: `qsub -sync y` reads it.
 /// (The one append in the spool: the file only grows, one whole line per write.)
-pub fn append_exit(spool: &Spool, id: JobId, line: &crate::model::FinishedTask) -> Result<(), RunnerError> {
+pub fn append_exit(
+    spool: &Spool,
+    id: JobId,
+    line: &crate::model::FinishedTask,
+) -> Result<(), RunnerError> {
     let path = spool.exits_file(id);
     let mut text = serde_json::to_string(line).map_err(|e| RunnerError::Other(e.to_string()))?;
     text.push('\n');
@@ -479,7 +518,8 @@ pub fn append_exit(spool: &Spool, id: JobId, line: &crate::model::FinishedTask) 
         .mode(0o644)
         .open(&path)
         .map_err(|e| io("open", &path, e))?;
-    f.write_all(text.as_bytes()).map_err(|e| io("append", &path, e))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| io("append", &path, e))?;
     f.sync_data().map_err(|e| io("fsync", &path, e))
 }
 

@@ -86,6 +86,9 @@ impl Hot {
     }
 }
 
+/// (expected end, job, task) of a running task.
+pub type EndOfTask = (i64, JobId, TaskId);
+
 /// Bookkeeping of one running task: what it holds and when it is expected to end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunningBooking {
@@ -118,7 +121,7 @@ pub struct SchedState {
     dependent_jobs: usize,
     /// Running tasks sorted by expected end, for reservations within one pass (with the
     /// number of running tasks it was built from).
-    pub(crate) ends_cache: Option<(usize, Vec<(i64, JobId, TaskId)>)>,
+    pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -373,7 +376,9 @@ impl SchedState {
                         spec.hard_queues.join(",")
                     ),
                     Some(StaticMiss::Fixed(r)) => {
-                        format!("(-l {r}) cannot run in any queue instance: no host or queue offers it")
+                        format!(
+                            "(-l {r}) cannot run in any queue instance: no host or queue offers it"
+                        )
                     }
                     Some(StaticMiss::Pe) => format!(
                         "cannot run because no queue instance offers parallel environment \"{}\"",
@@ -590,7 +595,12 @@ impl SchedState {
             .position(|r| r.task == task)
             .ok_or(StateError::NotRunning(id, task))?;
         job.tasks.running.remove(pos);
-        if let Some(g) = job.tasks.pending.iter_mut().find(|g| g.holds == Holds::NONE) {
+        if let Some(g) = job
+            .tasks
+            .pending
+            .iter_mut()
+            .find(|g| g.holds == Holds::NONE)
+        {
             g.tasks.insert(task);
         } else {
             let mut tasks = TaskSet::new();

@@ -177,7 +177,10 @@ fn table_of_single_passes() {
             hosts: 3,
             slots: 2,
             extra: "",
-            jobs: vec![job(1, |s, _| s.pe = pe("mpi", 3, 3)), job(2, |s, _| s.pe = pe("mpi", 1, 8))],
+            jobs: vec![
+                job(1, |s, _| s.pe = pe("mpi", 3, 3)),
+                job(2, |s, _| s.pe = pe("mpi", 1, 8)),
+            ],
             starts: &["1.1@n1:2+n2:1", "2.1@n2:1+n3:2"],
             pending: &[],
         },
@@ -195,7 +198,10 @@ fn table_of_single_passes() {
             hosts: 3,
             slots: 4,
             extra: "",
-            jobs: vec![job(1, |s, _| s.pe = pe("two", 4, 5)), job(2, |s, _| s.pe = pe("two", 3, 3))],
+            jobs: vec![
+                job(1, |s, _| s.pe = pe("two", 4, 5)),
+                job(2, |s, _| s.pe = pe("two", 3, 3)),
+            ],
             starts: &["1.1@n1:2+n2:2"],
             pending: &[(2, "no queue instance offers 3 free slots")],
         },
@@ -245,7 +251,11 @@ fn table_of_single_passes() {
         assert_eq!(got, c.starts, "case: {}", c.name);
         for (id, want) in c.pending {
             let r = reasons(&s, *id);
-            assert!(r.contains(want), "case: {}: job {id} reasons {r:?} lack {want:?}", c.name);
+            assert!(
+                r.contains(want),
+                "case: {}: job {id} reasons {r:?} lack {want:?}",
+                c.name
+            );
         }
     }
 }
@@ -281,10 +291,18 @@ fn consumables_per_host_and_global() {
     let mut s = state(c, jobs);
     let got = pass(&mut s);
     assert_eq!(got, vec!["1.1@n1:1", "2.1@n2:1", "4.1@n1:1"]);
-    assert!(reasons(&s, 3).contains("enough free mem"), "{}", reasons(&s, 3));
+    assert!(
+        reasons(&s, 3).contains("enough free mem"),
+        "{}",
+        reasons(&s, 3)
+    );
     assert!(reasons(&s, 5).contains("globally"), "{}", reasons(&s, 5));
     // 1G free per host is one slot's worth: the PE job gets no two slots anywhere.
-    assert!(reasons(&s, 6).contains("2 free slots"), "{}", reasons(&s, 6));
+    assert!(
+        reasons(&s, 6).contains("2 free slots"),
+        "{}",
+        reasons(&s, 6)
+    );
     // Job 1 ends: its memory comes back and job 3 (first in order) takes it.
     s.task_ended(JobId(1), 1).expect("running");
     assert_eq!(pass(&mut s), vec!["3.1@n1:1"]);
@@ -318,7 +336,11 @@ fn dependencies_release_when_predecessors_leave() {
     c.scheduler.policy = crate::config::PolicyOrder::Fifo;
     let mut s = state(c, jobs);
     assert_eq!(pass(&mut s), vec!["1.1@n1:1", "1.2@n1:1"]);
-    assert!(reasons(&s, 3).contains("-hold_jid_ad"), "{}", reasons(&s, 3));
+    assert!(
+        reasons(&s, 3).contains("-hold_jid_ad"),
+        "{}",
+        reasons(&s, 3)
+    );
     // Task 1 of job 1 ends: task 1 of job 3 may start, task 2 may not.
     s.task_ended(JobId(1), 1).expect("running");
     assert_eq!(pass(&mut s), vec!["1.3@n1:1"]);
@@ -352,8 +374,16 @@ fn reservation_and_backfill() {
     assert_eq!(r.reservations.len(), 1);
     assert_eq!(r.reservations[0].job, JobId(2));
     assert_eq!(r.reservations[0].from, NOW + 1000);
-    assert!(reasons(&s, 2).contains("reserved 3 slot(s) on n1"), "{}", reasons(&s, 2));
-    assert!(reasons(&s, 4).contains("reserved for higher-priority jobs"), "{}", reasons(&s, 4));
+    assert!(
+        reasons(&s, 2).contains("reserved 3 slot(s) on n1"),
+        "{}",
+        reasons(&s, 2)
+    );
+    assert!(
+        reasons(&s, 4).contains("reserved for higher-priority jobs"),
+        "{}",
+        reasons(&s, 4)
+    );
 }
 
 #[test]
@@ -376,7 +406,10 @@ fn maxujobs_and_unreachable_hosts() {
     assert_eq!(pass(&mut s).len(), 3);
     assert!(reasons(&s, 4).contains("maxujobs 3"));
     // A host that cannot be reached gets no tasks until its backoff expires.
-    let mut s = state(config(2, 1, ""), (1..=2).map(|i| job(i, |_, _| {})).collect());
+    let mut s = state(
+        config(2, 1, ""),
+        (1..=2).map(|i| job(i, |_, _| {})).collect(),
+    );
     let retry = s.host_unreachable("n1", NOW).expect("known host");
     assert_eq!(retry, NOW + 10);
     assert_eq!(pass(&mut s), vec!["1.1@n2:1"]);
@@ -432,10 +465,7 @@ fn priorities_fill_running_and_pending_and_zero_for_held() {
 fn recovered_running_tasks_are_booked_again() {
     let mut s = state(config(1, 2, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);
     assert_eq!(pass(&mut s).len(), 2);
-    let records: Vec<JobRecord> = s
-        .jobs()
-        .filter_map(|j| s.record_for_write(j.id))
-        .collect();
+    let records: Vec<JobRecord> = s.jobs().filter_map(|j| s.record_for_write(j.id)).collect();
     let mut again = SchedState::new(config(1, 2, ""));
     for r in records {
         again.add_job(r);
@@ -465,15 +495,25 @@ fn disabled_queues_take_nothing_and_reload_enables_them() {
 fn event_passes_reuse_the_order_until_something_changes() {
     let mut s = state(
         config(1, 1, ""),
-        vec![job(1, |_, _| {}), job(2, |_, _| {}), job(3, |_, h| h.user = true)],
+        vec![
+            job(1, |_, _| {}),
+            job(2, |_, _| {}),
+            job(3, |_, h| h.user = true),
+        ],
     );
     assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
     s.task_ended(JobId(1), 1).expect("running");
     let r = s.schedule_event(NOW + 1);
     let started: Vec<u32> = r.starts.iter().map(|x| x.job.0).collect();
     assert_eq!(started, vec![2]);
-    assert!(reasons(&s, 3).contains("hold"), "blocked jobs keep their reasons");
-    assert!(reasons(&s, 2).is_empty(), "a started job has no pending reason");
+    assert!(
+        reasons(&s, 3).contains("hold"),
+        "blocked jobs keep their reasons"
+    );
+    assert!(
+        reasons(&s, 2).is_empty(),
+        "a started job has no pending reason"
+    );
     // Releasing the hold changes a record: the next event pass is a full one and sees it.
     s.job_mut(JobId(3)).expect("job").tasks.pending[0].holds = Holds::NONE;
     s.job_changed(JobId(3));

@@ -130,10 +130,7 @@ mod tests {
     fn numbers_times_and_multipliers() {
         assert_eq!(parse_numeric(ComplexType::Memory, "1K"), Some(1024.0));
         assert_eq!(parse_numeric(ComplexType::Memory, "2k"), Some(2000.0));
-        assert_eq!(
-            parse_numeric(ComplexType::Memory, "1G"),
-            Some(1073741824.0)
-        );
+        assert_eq!(parse_numeric(ComplexType::Memory, "1G"), Some(1073741824.0));
         assert_eq!(parse_time("1:00:00"), Some(3600));
         assert_eq!(parse_time("::30"), Some(30));
         assert_eq!(parse_time("90"), Some(90));
