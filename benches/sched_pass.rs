@@ -140,6 +140,11 @@ fn main() {
         state.add_job(job(id));
     }
     println!(
+        "after adding {JOBS} jobs one by one: resident {:.0} MB",
+        rss_mb()
+    );
+    state.compact();
+    println!(
         "state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB",
         state.job_count(),
         state.category_count(),

@@ -176,6 +176,8 @@ pub struct Daemon {
     periodic_due: bool,
     /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
     full_pass: bool,
+    /// Job count at the last [`SchedState::compact`].
+    compacted_at: usize,
 }
 
 /// State files refreshed per periodic pass only for their priority columns.
@@ -237,6 +239,7 @@ impl Daemon {
             refresh_cursor: JobId(0),
             periodic_due: false,
             full_pass: true,
+            compacted_at: 0,
         })
     }
 
@@ -353,6 +356,12 @@ impl Daemon {
         }
         if self.periodic_due {
             self.periodic_due = false;
+            // Repack the job map when it grew by a quarter since the last time.
+            let n = self.state.job_count();
+            if n > 1000 && n > self.compacted_at + self.compacted_at / 4 {
+                self.state.compact();
+                self.compacted_at = n;
+            }
             let n = self
                 .state
                 .refresh_stale_priorities(&mut self.refresh_cursor, PRIORITY_REFRESH_PER_PASS);
@@ -462,6 +471,8 @@ impl Daemon {
         for id in ids {
             self.load_job(id);
         }
+        self.state.compact();
+        self.compacted_at = self.state.job_count();
         let t = now();
         let retention = self.opts.retention.as_secs() as i64;
         for id in self.state.done_jobs() {
