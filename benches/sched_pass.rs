@@ -138,6 +138,8 @@ fn main() {
     let mut state = SchedState::new(config());
     for id in 1..=JOBS {
         state.add_job(job(id));
+        // As sched_d does after loading a waiting job: keep its record encoded.
+        state.cool_idle();
     }
     println!(
         "after adding {JOBS} jobs one by one: resident {:.0} MB",

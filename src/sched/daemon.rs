@@ -576,6 +576,8 @@ impl Daemon {
         if !running.is_empty() {
             self.reattach(id, running);
         }
+        // Keep waiting jobs encoded (see `sched::state::Rec`).
+        self.state.cool_idle();
         self.pass_needed = true;
     }
 
@@ -591,7 +593,7 @@ impl Daemon {
             let Some(job) = self.state.job(id) else {
                 return;
             };
-            match self.runner.reattach(job, &r) {
+            match self.runner.reattach(&job, &r) {
                 Reattached::Attached => {
                     info!(job = %id, task = r.task, host = %r.host, "task re-attached")
                 }
@@ -804,7 +806,7 @@ impl Daemon {
                 continue;
             };
             info!(job = %s.job, task = s.task, host = %s.placement.host, queue = %s.placement.queue, slots = s.placement.slots, "dispatching");
-            if let Err(e) = self.runner.start(job, s.task, &s.placement, s.restarted) {
+            if let Err(e) = self.runner.start(&job, s.task, &s.placement, s.restarted) {
                 error!(job = %s.job, task = s.task, "cannot start: {e}");
                 let _ = self.state.requeue_task(
                     s.job,
@@ -817,6 +819,7 @@ impl Daemon {
             }
         }
         self.flush();
+        self.state.cool_idle();
         debug!(
             considered = result.considered,
             started = result.starts.len(),
@@ -888,7 +891,7 @@ impl Daemon {
         let Some(job) = self.state.job(id) else {
             return;
         };
-        if let Err(e) = self.acct.record(job, &ran, &result) {
+        if let Err(e) = self.acct.record(&job, &ran, &result) {
             error!(job = %id, task, "accounting: {e}");
         }
         let line = FinishedTask {
@@ -934,11 +937,7 @@ impl Daemon {
     /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.flush();
-        let running = self
-            .state
-            .jobs()
-            .map(|j| j.tasks.running.len())
-            .sum::<usize>();
+        let running = self.state.running_tasks().len();
         info!(
             running,
             "sched_d stopped; running tasks are left to the next sched_d"
@@ -946,7 +945,7 @@ impl Daemon {
     }
 
     /// Test and tooling access: a job record as the daemon holds it.
-    pub fn job(&self, id: JobId) -> Option<&JobRecord> {
+    pub fn job(&self, id: JobId) -> Option<std::borrow::Cow<'_, JobRecord>> {
         self.state.job(id)
     }
 }

@@ -284,7 +284,7 @@ impl SchedState {
     fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
-        for (pos, e) in self.jobs.values_mut().enumerate() {
+        for (pos, (id, e)) in self.jobs.iter_mut().enumerate() {
             let new = match job_reasons.get_mut(pos).and_then(Option::take) {
                 Some(r) => r,
                 None if clear => empty.clone(),
@@ -292,7 +292,7 @@ impl SchedState {
             };
             if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
                 e.reasons = new;
-                changed.push(e.record.id);
+                changed.push(*id);
             }
         }
         for id in changed {
@@ -305,18 +305,15 @@ impl SchedState {
     fn eligibility_of(&self, e: &JobEntry, now: i64, wake: &mut Option<i64>) -> Result<(), String> {
         let h = &e.hot;
         if h.error {
-            let msg = e.record.error.as_ref().map_or("", |x| x.message.as_str());
+            let msg = e
+                .record
+                .get()
+                .and_then(|r| r.error.as_ref().map(|x| x.message.clone()))
+                .unwrap_or_default();
             return Err(format!("job is in error state: {msg}"));
         }
         if !h.pending_unheld {
-            let letters: String = e
-                .record
-                .tasks
-                .pending
-                .iter()
-                .map(|g| g.holds.letters())
-                .collect::<Vec<_>>()
-                .join("");
+            let letters = h.holds.letters();
             return Err(format!("job is in hold state (hold types: {letters})"));
         }
         if let Some(t) = h.start_time
@@ -329,9 +326,7 @@ impl SchedState {
             ));
         }
         if h.has_predecessors {
-            let waiting: Vec<String> = e
-                .record
-                .spec
+            let waiting: Vec<String> = h
                 .predecessors
                 .iter()
                 .filter(|p| self.jobs.get(p).is_some_and(|j| !j.hot.is_done()))
@@ -358,11 +353,12 @@ impl SchedState {
     /// predecessor (`sge_types(1)`: task-wise dependency).
     fn array_task_blocked(&self, id: JobId, task: TaskId) -> Option<JobId> {
         let e = self.jobs.get(&id)?;
-        for p in &e.record.spec.array_predecessors {
-            let Some(pj) = self.jobs.get(p) else {
+        let rec = e.record.get()?;
+        for p in &rec.spec.array_predecessors {
+            let Some(pr) = self.jobs.get(p).and_then(|pj| pj.record.get()) else {
                 continue;
             };
-            let t = &pj.record.tasks;
+            let t = &pr.tasks;
             if t.pending.iter().any(|g| g.tasks.contains(task))
                 || t.running.iter().any(|r| r.task == task)
             {
@@ -378,8 +374,11 @@ impl SchedState {
             return Err(String::new());
         };
         let mut waited_for = None;
-        for g in e.record.tasks.pending.iter().filter(|g| !g.holds.any()) {
-            if e.record.spec.array_predecessors.is_empty() {
+        let Some(rec) = e.record.get() else {
+            return Err(String::new());
+        };
+        for g in rec.tasks.pending.iter().filter(|g| !g.holds.any()) {
+            if rec.spec.array_predecessors.is_empty() {
                 if let Some(t) = g.tasks.first() {
                     return Ok(t);
                 }
@@ -414,8 +413,12 @@ impl SchedState {
         let Some(e) = self.jobs.get(&id) else {
             return Arc::from(Vec::new());
         };
-        let uid = e.record.submitter.uid;
-        let tc = e.record.spec.task_concurrency.filter(|n| *n > 0);
+        let uid = e.hot.uid;
+        // Decoded now: the job is about to be dispatched or explained.
+        let Some(rec) = self.job_mut(id) else {
+            return Arc::from(Vec::new());
+        };
+        let tc = rec.spec.task_concurrency.filter(|n| *n > 0);
         let reserve = c.reserve;
         let maxujobs = self.config.scheduler.maxujobs;
         let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
@@ -551,19 +554,22 @@ impl SchedState {
         let Some(e) = self.jobs.get_mut(&id) else {
             return;
         };
-        let uid = e.record.submitter.uid;
-        for g in e.record.tasks.pending.iter_mut() {
+        let uid = e.hot.uid;
+        let Some(record) = e.record.warm() else {
+            return;
+        };
+        for g in record.tasks.pending.iter_mut() {
             if !g.holds.any() && g.tasks.remove(task) {
                 break;
             }
         }
-        e.record.tasks.pending.retain(|g| !g.tasks.is_empty());
+        record.tasks.pending.retain(|g| !g.tasks.is_empty());
         let granted = if placement.pe.is_some() {
             placement.granted.clone()
         } else {
             Vec::new()
         };
-        e.record.tasks.running.push(crate::model::RunningTask {
+        record.tasks.running.push(crate::model::RunningTask {
             task,
             state: crate::model::RunState::Transferring,
             start_time: now,

@@ -45,7 +45,7 @@ pub struct Category {
 /// The record is boxed and the fields a pass reads for every job are copied into [`Hot`],
 /// so that a pass over 100,000 jobs walks compact map nodes instead of 1.2 KB records.
 pub struct JobEntry {
-    pub record: Box<JobRecord>,
+    pub record: Rec,
     pub cat: CatId,
     pub hot: Hot,
     pub reasons: Arc<[String]>,
@@ -54,9 +54,56 @@ pub struct JobEntry {
     pub written_prio: Option<f64>,
 }
 
+/// A job record, decoded ("warm") while the scheduler works with it, else kept as its
+/// compact JSON ("cold"): a decoded record takes about 1.9 KB with its strings, its JSON
+/// about half that, and 100,000 pending jobs must fit in `sched_d`'s 200 MB. Pending jobs
+/// are cooled after each pass; a job is warmed when it is dispatched, altered or written.
+#[derive(Debug, Clone)]
+pub enum Rec {
+    Warm(Box<JobRecord>),
+    Cold(Box<[u8]>),
+}
+
+impl Rec {
+    /// The record, decoding a cold one (`None` only if our own encoding failed to decode).
+    pub fn get(&self) -> Option<std::borrow::Cow<'_, JobRecord>> {
+        match self {
+            Rec::Warm(b) => Some(std::borrow::Cow::Borrowed(&**b)),
+            Rec::Cold(bytes) => serde_json::from_slice(bytes)
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Decodes in place and gives mutable access.
+    pub fn warm(&mut self) -> Option<&mut JobRecord> {
+        if let Rec::Cold(bytes) = self {
+            let r: JobRecord = serde_json::from_slice(bytes).ok()?;
+            *self = Rec::Warm(Box::new(r));
+        }
+        match self {
+            Rec::Warm(b) => Some(&mut **b),
+            Rec::Cold(_) => None,
+        }
+    }
+
+    /// Encodes a warm record (kept warm if encoding fails).
+    pub fn cool(&mut self) {
+        if let Rec::Warm(b) = self
+            && let Ok(v) = serde_json::to_vec(&**b)
+        {
+            *self = Rec::Cold(v.into_boxed_slice());
+        }
+    }
+
+    pub fn is_warm(&self) -> bool {
+        matches!(self, Rec::Warm(_))
+    }
+}
+
 /// What a pass reads for every job, kept beside the boxed record and refreshed whenever the
 /// record changes ([`SchedState::job_changed`] and the task transitions).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Hot {
     pub uid: u32,
     /// Interned owner and project names ([`SchedState::name`]).
@@ -73,6 +120,10 @@ pub struct Hot {
     pub has_pending: bool,
     /// Some pending task is not held.
     pub pending_unheld: bool,
+    /// Every hold on some pending task (for the reason of a held job).
+    pub holds: Holds,
+    /// `-hold_jid` predecessors (empty, without allocation, for most jobs).
+    pub predecessors: Box<[JobId]>,
     pub running: u32,
     pub running_since: Option<i64>,
     /// Urgency bonus of the queue its first running task is in.
@@ -122,6 +173,8 @@ pub struct SchedState {
     /// Running tasks sorted by expected end, for reservations within one pass (with the
     /// number of running tasks it was built from).
     pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
+    /// Jobs whose record is decoded, to be cooled when idle.
+    warm: BTreeSet<JobId>,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -181,6 +234,7 @@ impl SchedState {
             started_in_pass: std::collections::HashSet::new(),
             dependent_jobs: 0,
             ends_cache: None,
+            warm: BTreeSet::new(),
         }
     }
 
@@ -215,22 +269,25 @@ impl SchedState {
 
     /// Recomputes a job's [`Hot`] fields from its record.
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
-        let Some(e) = self.jobs.get(&id) else {
+        let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
             return;
         };
-        let r = &e.record;
-        let owner = r.submitter.owner.clone();
-        let project = r.spec.project.clone();
-        let owner = self.intern(&owner);
-        let project = project.map(|p| self.intern(&p));
-        let Some(e) = self.jobs.get_mut(&id) else {
-            return;
-        };
-        let r = &e.record;
+        let r = r.into_owned();
+        let owner = self.intern(&r.submitter.owner);
+        let project = r.spec.project.as_deref().map(|p| self.intern(p));
         let first_queue = r.tasks.running.first().map(|t| t.queue.as_str());
         let running_queue_urgency = first_queue
             .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
             .map_or(0.0, |q| q.urgency);
+        let mut holds = Holds::NONE;
+        for g in r.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
+            holds.user |= g.holds.user;
+            holds.operator |= g.holds.operator;
+            holds.system |= g.holds.system;
+        }
+        let Some(e) = self.jobs.get_mut(&id) else {
+            return;
+        };
         let was_dependent = e.hot.has_predecessors || e.hot.array_deps;
         e.hot = Hot {
             uid: r.submitter.uid,
@@ -250,6 +307,8 @@ impl SchedState {
                 .pending
                 .iter()
                 .any(|g| !g.tasks.is_empty() && !g.holds.any()),
+            holds,
+            predecessors: r.spec.predecessors.clone().into_boxed_slice(),
             running: r.tasks.running.len() as u32,
             running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
             running_queue_urgency,
@@ -267,8 +326,32 @@ impl SchedState {
         self.policy = policy;
     }
 
-    pub fn job(&self, id: JobId) -> Option<&JobRecord> {
-        self.jobs.get(&id).map(|e| &*e.record)
+    /// A job's record (decoded if it was cold).
+    pub fn job(&self, id: JobId) -> Option<std::borrow::Cow<'_, JobRecord>> {
+        self.jobs.get(&id).and_then(|e| e.record.get())
+    }
+
+    /// Every job id, in order.
+    pub fn job_ids(&self) -> Vec<JobId> {
+        self.jobs.keys().copied().collect()
+    }
+
+    /// Encodes the records of jobs that only wait (no running task) and were decoded since
+    /// the last call; returns how many. The daemon calls it after each pass.
+    pub fn cool_idle(&mut self) -> usize {
+        let warm = std::mem::take(&mut self.warm);
+        let mut n = 0;
+        for id in warm {
+            if let Some(e) = self.jobs.get_mut(&id) {
+                if e.hot.running == 0 {
+                    e.record.cool();
+                    n += 1;
+                } else {
+                    self.warm.insert(id);
+                }
+            }
+        }
+        n
     }
 
     /// Why the job is not running, as of the last pass (`qstat -j`).
@@ -285,7 +368,7 @@ impl SchedState {
     /// pending reasons.
     pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
         let e = self.jobs.get(&id)?;
-        let mut r = (*e.record).clone();
+        let mut r = e.record.get()?.into_owned();
         r.pending_reasons = e.reasons.to_vec();
         r.priority = e.priority.clone();
         Some(r)
@@ -326,11 +409,6 @@ impl SchedState {
             self.dirty.insert(id);
         }
         n
-    }
-
-    /// Records without the scheduler's derived columns (see [`SchedState::record_for_write`]).
-    pub fn jobs(&self) -> impl Iterator<Item = &JobRecord> {
-        self.jobs.values().map(|e| &*e.record)
     }
 
     pub fn job_count(&self) -> usize {
@@ -435,7 +513,7 @@ impl SchedState {
         self.jobs.insert(
             id,
             JobEntry {
-                record: Box::new(record),
+                record: Rec::Warm(Box::new(record)),
                 cat,
                 hot: Hot::default(),
                 reasons,
@@ -444,6 +522,7 @@ impl SchedState {
             },
         );
         self.refresh_hot(id);
+        self.warm.insert(id);
         for r in running {
             self.book_recovered(id, &r);
         }
@@ -465,8 +544,9 @@ impl SchedState {
             .filter_map(|(h, q, n)| self.cluster.qi_index(q, h).map(|qi| (qi, *n)))
             .collect();
         let cat = entry.cat;
-        let uid = entry.record.submitter.uid;
-        let pe = entry.record.spec.pe.as_ref().and_then(|p| {
+        let uid = entry.hot.uid;
+        let pe_request = entry.record.get().and_then(|r| r.spec.pe.clone());
+        let pe = pe_request.as_ref().and_then(|p| {
             let first = grant.first()?;
             self.cluster
                 .pes
@@ -508,11 +588,13 @@ impl SchedState {
             self.dependent_jobs = self.dependent_jobs.saturating_sub(1);
         }
         self.categories[entry.cat].jobs = self.categories[entry.cat].jobs.saturating_sub(1);
-        for r in &entry.record.tasks.running {
+        let record = entry.record.get().map(std::borrow::Cow::into_owned);
+        for r in record.iter().flat_map(|r| r.tasks.running.iter()) {
             self.release(id, r.task);
         }
+        self.warm.remove(&id);
         self.dirty.remove(&id);
-        Some(*entry.record)
+        record
     }
 
     fn release(&mut self, id: JobId, task: TaskId) {
@@ -526,7 +608,9 @@ impl SchedState {
 
     /// Mutable access to a record for a request; call [`SchedState::job_changed`] after.
     pub fn job_mut(&mut self, id: JobId) -> Option<&mut JobRecord> {
-        self.jobs.get_mut(&id).map(|e| &mut *e.record)
+        let e = self.jobs.get_mut(&id)?;
+        self.warm.insert(id);
+        e.record.warm()
     }
 
     /// Re-derives what depends on a record after it changed (`qalter` may change the
@@ -536,7 +620,9 @@ impl SchedState {
             return;
         };
         let old = entry.cat;
-        let spec = entry.record.spec.clone();
+        let Some(spec) = entry.record.get().map(|r| r.spec.clone()) else {
+            return;
+        };
         let cat = self.category_for(&spec);
         if cat != old {
             self.categories[old].jobs = self.categories[old].jobs.saturating_sub(1);
@@ -682,7 +768,12 @@ impl SchedState {
         self.user_running.clear();
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
-            let Some(spec) = self.jobs.get(&id).map(|e| e.record.spec.clone()) else {
+            let Some(spec) = self
+                .jobs
+                .get(&id)
+                .and_then(|e| e.record.get())
+                .map(|r| r.spec.clone())
+            else {
                 continue;
             };
             let cat = self.category_for(&spec);
@@ -690,7 +781,10 @@ impl SchedState {
             let running = match self.jobs.get_mut(&id) {
                 Some(e) => {
                     e.cat = cat;
-                    e.record.tasks.running.clone()
+                    e.record
+                        .get()
+                        .map(|r| r.tasks.running.clone())
+                        .unwrap_or_default()
                 }
                 None => continue,
             };
@@ -704,9 +798,9 @@ impl SchedState {
     /// Jobs whose every task has ended (zombies until the daemon retires them).
     pub fn done_jobs(&self) -> Vec<JobId> {
         self.jobs
-            .values()
-            .filter(|e| e.hot.is_done())
-            .map(|e| e.record.id)
+            .iter()
+            .filter(|(_, e)| e.hot.is_done())
+            .map(|(id, _)| *id)
             .collect()
     }
 

@@ -465,7 +465,11 @@ fn priorities_fill_running_and_pending_and_zero_for_held() {
 fn recovered_running_tasks_are_booked_again() {
     let mut s = state(config(1, 2, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);
     assert_eq!(pass(&mut s).len(), 2);
-    let records: Vec<JobRecord> = s.jobs().filter_map(|j| s.record_for_write(j.id)).collect();
+    let records: Vec<JobRecord> = s
+        .job_ids()
+        .into_iter()
+        .filter_map(|id| s.record_for_write(id))
+        .collect();
     let mut again = SchedState::new(config(1, 2, ""));
     for r in records {
         again.add_job(r);
@@ -521,4 +525,33 @@ fn event_passes_reuse_the_order_until_something_changes() {
     let r = s.schedule_event(NOW + 2);
     assert_eq!(r.starts.len(), 1);
     assert_eq!(r.starts[0].job, JobId(3));
+}
+
+#[test]
+fn cold_records_are_dispatched_altered_and_written_like_warm_ones() {
+    let mut s = state(
+        config(1, 1, ""),
+        vec![
+            job(1, |_, _| {}),
+            job(2, |s, _| s.predecessors = vec![JobId(1)]),
+            job(3, |_, h| h.user = true),
+        ],
+    );
+    assert_eq!(s.cool_idle(), 3);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    assert_eq!(s.cool_idle(), 0, "the running job stays decoded");
+    assert!(reasons(&s, 2).contains("waiting for job 1"));
+    assert!(reasons(&s, 3).contains("hold types: u"));
+    let written = s.record_for_write(JobId(3)).expect("record");
+    assert_eq!(written.pending_reasons, s.pending_reasons(JobId(3)));
+    s.job_mut(JobId(3)).expect("job").tasks.pending[0].holds = Holds::NONE;
+    s.job_changed(JobId(3));
+    s.cool_idle();
+    s.task_ended(JobId(1), 1).expect("running");
+    s.remove_job(JobId(1));
+    assert_eq!(pass(&mut s), vec!["2.1@n1:1"]);
+    assert_eq!(
+        s.job(JobId(3)).expect("job").tasks.pending[0].holds,
+        Holds::NONE
+    );
 }
