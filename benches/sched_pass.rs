@@ -171,6 +171,8 @@ fn main() {
         r.phase_us
     );
     let _ = state.take_dirty();
+    // As sched_d does after each pass: waiting jobs decoded by the pass are encoded again.
+    state.cool_idle();
 
     let mut event_ms = Vec::new();
     let mut event_cpu = Vec::new();
@@ -183,6 +185,7 @@ fn main() {
         event_ms.push(t.elapsed().as_secs_f64() * 1e3);
         event_cpu.push(cpu_ms() - c0);
         let _ = state.take_dirty();
+        state.cool_idle();
         if i == 0 {
             println!(
                 "event pass (full cluster, one task ended, order of the last full pass reused): {} starts, {} fits, {} considered; phases us {:?}",

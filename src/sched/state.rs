@@ -269,50 +269,55 @@ impl SchedState {
 
     /// Recomputes a job's [`Hot`] fields from its record.
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
-        let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
-            return;
+        // Everything is read while the record is borrowed (no copy of it); names are
+        // interned after.
+        let (mut hot, owner, project) = {
+            let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
+                return;
+            };
+            let first_queue = r.tasks.running.first().map(|t| t.queue.as_str());
+            let running_queue_urgency = first_queue
+                .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
+                .map_or(0.0, |q| q.urgency);
+            let mut holds = Holds::NONE;
+            for g in r.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
+                holds.user |= g.holds.user;
+                holds.operator |= g.holds.operator;
+                holds.system |= g.holds.system;
+            }
+            let hot = Hot {
+                uid: r.submitter.uid,
+                owner: 0,
+                project: None,
+                submitted: r.submitter.submission_time,
+                posix_priority: r.spec.priority,
+                deadline: r.spec.deadline,
+                start_time: r.spec.start_time,
+                reserve: r.spec.reserve,
+                array_deps: !r.spec.array_predecessors.is_empty(),
+                has_predecessors: !r.spec.predecessors.is_empty(),
+                error: r.error.is_some(),
+                has_pending: r.tasks.pending.iter().any(|g| !g.tasks.is_empty()),
+                pending_unheld: r
+                    .tasks
+                    .pending
+                    .iter()
+                    .any(|g| !g.tasks.is_empty() && !g.holds.any()),
+                holds,
+                predecessors: r.spec.predecessors.clone().into_boxed_slice(),
+                running: r.tasks.running.len() as u32,
+                running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
+                running_queue_urgency,
+            };
+            (hot, r.submitter.owner.clone(), r.spec.project.clone())
         };
-        let r = r.into_owned();
-        let owner = self.intern(&r.submitter.owner);
-        let project = r.spec.project.as_deref().map(|p| self.intern(p));
-        let first_queue = r.tasks.running.first().map(|t| t.queue.as_str());
-        let running_queue_urgency = first_queue
-            .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
-            .map_or(0.0, |q| q.urgency);
-        let mut holds = Holds::NONE;
-        for g in r.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
-            holds.user |= g.holds.user;
-            holds.operator |= g.holds.operator;
-            holds.system |= g.holds.system;
-        }
+        hot.owner = self.intern(&owner);
+        hot.project = project.as_deref().map(|p| self.intern(p));
         let Some(e) = self.jobs.get_mut(&id) else {
             return;
         };
         let was_dependent = e.hot.has_predecessors || e.hot.array_deps;
-        e.hot = Hot {
-            uid: r.submitter.uid,
-            owner,
-            project,
-            submitted: r.submitter.submission_time,
-            posix_priority: r.spec.priority,
-            deadline: r.spec.deadline,
-            start_time: r.spec.start_time,
-            reserve: r.spec.reserve,
-            array_deps: !r.spec.array_predecessors.is_empty(),
-            has_predecessors: !r.spec.predecessors.is_empty(),
-            error: r.error.is_some(),
-            has_pending: r.tasks.pending.iter().any(|g| !g.tasks.is_empty()),
-            pending_unheld: r
-                .tasks
-                .pending
-                .iter()
-                .any(|g| !g.tasks.is_empty() && !g.holds.any()),
-            holds,
-            predecessors: r.spec.predecessors.clone().into_boxed_slice(),
-            running: r.tasks.running.len() as u32,
-            running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
-            running_queue_urgency,
-        };
+        e.hot = hot;
         let dependent = e.hot.has_predecessors || e.hot.array_deps;
         match (was_dependent, dependent) {
             (false, true) => self.dependent_jobs += 1,
