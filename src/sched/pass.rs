@@ -259,8 +259,10 @@ impl SchedState {
         let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
         let mut reservations_left = self.config.scheduler.max_reservation;
         for c in cands {
+            // Only a `-R y` job with reservations left, or one whose tasks wait task-wise,
+            // needs a closer look once its category failed.
             if let Some(r) = &verdicts[c.cat].failed
-                && !c.reserve
+                && !(c.reserve && reservations_left > 0)
                 && !c.array_deps
             {
                 job_reasons[c.pos] = Some(r.clone());
