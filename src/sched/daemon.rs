@@ -264,9 +264,11 @@ impl Daemon {
 
     /// Runs until SIGTERM/SIGINT: recovery, watching, passes. Returns after draining.
     pub fn run(mut self) -> Result<(), DaemonError> {
-        self.recover();
-        let _watcher = self.watch()?;
+        // Watch before reading the spool: a file published during recovery is then either
+        // listed or announced (and loading a job twice is harmless), never missed.
         self.forward_signals()?;
+        let _watcher = self.watch()?;
+        self.recover();
         info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
         let periodic = self.opts.periodic.unwrap_or_else(|| {
             Duration::from_secs(
