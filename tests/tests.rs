@@ -13,3 +13,4 @@ mod qhost;
 mod qstat;
 mod qsub;
 mod security;
+mod sched;

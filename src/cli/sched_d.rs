@@ -1,13 +1,17 @@
 //! `sched_d`: the daemon's command line. `--init` creates a spool with the default
-//! configuration; running the daemon itself lives in `crate::sched`.
+//! configuration; otherwise the daemon runs (in the foreground unless `--daemon`); the
+//! daemon itself lives in `crate::sched`.
 
 use super::{ClientError, locate_spool};
 use crate::config::ClusterConfig;
 use crate::identity::short_hostname;
+use crate::sched::ProcessRunner;
+use crate::sched::daemon::{Daemon, DaemonOptions};
 use crate::spool::{Spool, durable};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// gridspool's scheduler daemon.
 #[derive(Debug, Parser)]
@@ -20,6 +24,33 @@ pub struct Args {
     /// host with as many slots as CPUs, a queue all.q), then exit. Existing files are kept.
     #[arg(long)]
     pub init: bool,
+    /// Run in the foreground, logging to stderr and to daemon/sched_d.log (the default, as
+    /// services under systemd expect).
+    #[arg(long, conflicts_with = "daemon")]
+    pub foreground: bool,
+    /// Detach: start in a new session with no terminal, log to daemon/sched_d.log only, and
+    /// return once the daemon holds the spool lock.
+    #[arg(long)]
+    pub daemon: bool,
+    /// Poll the spool every MS milliseconds instead of using inotify (spools on NFS, where
+    /// inotify does not see other hosts' writes).
+    #[arg(long, value_name = "MS")]
+    pub poll: Option<u64>,
+    /// Re-list jobs/ and requests/ this often even without events (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub rescan: u64,
+    /// Keep a finished job's files this long so `qsub -sync` can read its exit (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub retention: u64,
+    /// Periodic pass interval in seconds (default: the scheduler's schedule_interval).
+    #[arg(long, value_name = "SECONDS")]
+    pub interval: Option<u64>,
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Internal: this process is the detached child of `--daemon`.
+    #[arg(long, hide = true)]
+    pub detached: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -47,11 +78,108 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let dir = locate_spool(args.spool)?;
-    anyhow::bail!(
-        "running the daemon on {} is not implemented yet",
-        dir.display()
-    )
+    let dir = locate_spool(args.spool.clone())?;
+    if args.daemon {
+        return detach(&dir);
+    }
+    if args.detached {
+        // A new session without a controlling terminal (we are not a group leader: the
+        // parent spawned us in its own group).
+        nix::unistd::setsid().map_err(|e| anyhow::anyhow!("setsid: {e}"))?;
+    }
+    let spool = Spool::open(&dir)?;
+    let lock = crate::sched::daemon::SpoolLock::acquire(&spool)?;
+    init_logging(&spool, !args.detached, &args.log_level)?;
+    let opts = DaemonOptions {
+        poll: args.poll.map(Duration::from_millis),
+        rescan: Duration::from_secs(args.rescan.max(1)),
+        retention: Duration::from_secs(args.retention),
+        periodic: args.interval.map(|s| Duration::from_secs(s.max(1))),
+    };
+    let daemon = Daemon::new(
+        spool.clone(),
+        opts,
+        |spool, events| {
+            let runner =
+                ProcessRunner::new(spool.clone(), spool.daemon_dir().join("tasks"), events)?;
+            Ok(Box::new(runner) as Box<dyn crate::sched::TaskRunner>)
+        },
+        Box::new(crate::sched::NoAccounting),
+    )?;
+    let result = daemon.run();
+    drop(lock);
+    if let Err(e) = &result {
+        tracing::error!("sched_d stopped: {e}");
+    }
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs to `daemon/sched_d.log` (appended) and, in the foreground, to stderr.
+fn init_logging(spool: &Spool, stderr: bool, level: &str) -> Result<(), anyhow::Error> {
+    use tracing_subscriber::prelude::*;
+    let level: tracing_subscriber::filter::LevelFilter = level
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--log-level {level}: {e}"))?;
+    let path = spool.daemon_dir().join("sched_d.log");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("open {}: {e}", path.display()))?;
+    let file_layer = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file));
+    let stderr_layer =
+        stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    tracing_subscriber::registry()
+        .with(level)
+        .with(file_layer)
+        .with(stderr_layer)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("logging: {e}"))
+}
+
+/// `--daemon`: starts this program again, detached, and returns once it holds the lock
+/// (its pid is in the pid file) or says why it could not.
+fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
+    let exe = std::env::current_exe()?;
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    args.retain(|a| a != "--daemon");
+    if !args.iter().any(|a| a == "--spool") {
+        args.push("--spool".into());
+        args.push(dir.as_os_str().to_owned());
+    }
+    args.push("--detached".into());
+    let mut child = std::process::Command::new(exe)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let pid_file = dir.join("daemon").join("sched_d.pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let mut msg = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut msg);
+            }
+            anyhow::bail!("daemon exited at start ({status}): {}", msg.trim());
+        }
+        let running = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if running == Some(child.id()) {
+            println!("sched_d running as pid {}", child.id());
+            return Ok(ExitCode::SUCCESS);
+        }
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("daemon did not start within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `$SGE_ROOT/$SGE_CELL` for `--init`, which may create the cell directory.

@@ -1,0 +1,105 @@
+//! Dispatch latency (issue 3): `qsub` returning → the job's first command, on the local host
+//! with the default local process runner. Publishes 50 jobs one after another through the
+//! library (as qsub does) to a fresh spool served by a real `sched_d`, and prints the median.
+//! Prints figures; asserts nothing about time.
+
+use gridspool::identity::Caller;
+use gridspool::model::{JobSpec, JobSubmission, Submitter};
+use gridspool::spool::Spool;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn ns_now() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = tempfile::tempdir()?;
+    let cell = root.path().join("default");
+    gridspool::cli::sched_d::init(&cell)?;
+    let spool = Spool::open(&cell)?;
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work)?;
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_sched_d"))
+        .arg("--spool")
+        .arg(&cell)
+        .args(["--log-level", "warn", "--retention", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid_file = cell.join("daemon/sched_d.pid");
+    let t = Instant::now();
+    while std::fs::read_to_string(&pid_file).map_or(true, |p| p.trim() != daemon.id().to_string()) {
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = daemon.kill();
+            return Err("sched_d did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let caller = Caller::from_kernel()?;
+    let mut latencies = Vec::new();
+    for _ in 0..50 {
+        let id = spool.allocate_job_id()?;
+        let mark = work.join(format!("t.{id}"));
+        let script = format!("date +%s%N > {}.tmp && mv {0}.tmp {0}\n", mark.display());
+        let sub = JobSubmission {
+            v: 1,
+            id,
+            submitter: Submitter {
+                owner: caller.user.clone(),
+                uid: caller.uid,
+                group: caller.group.clone(),
+                gid: caller.gid,
+                submission_time: gridspool::compat::time::now(),
+                sge_o_home: caller.home.clone(),
+                sge_o_log_name: caller.user.clone(),
+                sge_o_path: "/usr/bin:/bin".into(),
+                sge_o_shell: "/bin/sh".into(),
+                sge_o_workdir: work.display().to_string(),
+                sge_o_host: gridspool::identity::short_hostname(),
+                sge_o_mail: None,
+                sge_o_tz: None,
+            },
+            spec: JobSpec {
+                name: "lat".into(),
+                script_file: "lat".into(),
+                cwd: Some(work.display().to_string()),
+                ..JobSpec::default()
+            },
+            holds: Default::default(),
+        };
+        spool.publish_job(&sub, script.as_bytes())?;
+        let published = ns_now();
+        let t = Instant::now();
+        let started = loop {
+            if let Ok(text) = std::fs::read_to_string(&mark)
+                && let Ok(ns) = text.trim().parse::<u128>()
+            {
+                break ns;
+            }
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = daemon.kill();
+                return Err(format!("job {id} did not start").into());
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        latencies.push(started.saturating_sub(published) as f64 / 1e6);
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = daemon.wait();
+    latencies.sort_by(f64::total_cmp);
+    println!(
+        "dispatch latency, publish → first command, 50 jobs: median {:.1} ms, min {:.1} ms, p90 {:.1} ms, max {:.1} ms (target: median ≤ 20 ms)",
+        latencies[latencies.len() / 2],
+        latencies[0],
+        latencies[latencies.len() * 9 / 10],
+        latencies[latencies.len() - 1]
+    );
+    Ok(())
+}

@@ -1,0 +1,605 @@
+//! The resources the scheduler hands out: execution hosts, queue instances (a cluster queue on
+//! one host, `queue_conf(5)`), consumables at the global, host and queue level
+//! (`complex(5)`), and parallel environments (`sge_pe(5)`). Pure data and arithmetic; the pass
+//! decides, this module books.
+//!
+//! Global consumables are the `complex_values` of a host named `global`, as in SGE, where the
+//! global host is `qconf -se global`; that host offers no slots and is in no queue.
+
+use super::value::{parse_numeric, request_met};
+use crate::compat::pattern;
+use crate::config::{ClusterConfig, Complex, Consumable};
+use std::collections::HashMap;
+
+/// The name of the pseudo-host that carries cluster-wide consumables.
+pub const GLOBAL_HOST: &str = "global";
+
+/// Capacities and current use of consumables at one level.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    pub cap: HashMap<String, f64>,
+    pub used: HashMap<String, f64>,
+}
+
+impl Pool {
+    /// Free amount of `name`, `None` when this level does not define it.
+    pub fn free(&self, name: &str) -> Option<f64> {
+        self.cap
+            .get(name)
+            .map(|c| c - self.used.get(name).copied().unwrap_or(0.0))
+    }
+
+    fn add(&mut self, name: &str, amount: f64) {
+        if self.cap.contains_key(name) {
+            *self.used.entry(name.to_string()).or_insert(0.0) += amount;
+        }
+    }
+}
+
+/// An execution host.
+#[derive(Debug, Clone)]
+pub struct HostState {
+    pub name: String,
+    pub slots_cap: u32,
+    pub slots_used: u32,
+    pub consumables: Pool,
+    /// Non-consumable `complex_values` plus `arch` and `hostname`.
+    pub values: HashMap<String, String>,
+    /// Host groups (`@name`) the host belongs to, for `-q queue@@group`.
+    pub groups: Vec<String>,
+    /// Marked unreachable by the launcher until this time (seconds since the epoch).
+    pub down_until: Option<i64>,
+    /// Consecutive failures to reach it: the retry backoff doubles with each.
+    pub failures: u32,
+}
+
+/// A cluster queue on one host.
+#[derive(Debug, Clone)]
+pub struct QueueInstance {
+    pub queue: String,
+    pub host: usize,
+    pub slots_cap: u32,
+    pub slots_used: u32,
+    pub seq_no: u32,
+    pub urgency: f64,
+    pub disabled: bool,
+    pub pe_list: Vec<String>,
+    pub consumables: Pool,
+    /// Non-consumable `complex_values`, the queue's limits (`h_rt`, …) and `qname`.
+    pub values: HashMap<String, String>,
+    /// Slots promised to reservations made in this pass: (from, slots).
+    pub reserved: Vec<(i64, u32)>,
+}
+
+impl QueueInstance {
+    pub fn full_name(&self, hosts: &[HostState]) -> String {
+        format!("{}@{}", self.queue, hosts[self.host].name)
+    }
+}
+
+/// Where a consumable is booked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Global,
+    Host(usize),
+    Queue(usize),
+}
+
+/// Everything one running task holds, so that it can be given back when it ends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Booking {
+    /// (queue instance, slots).
+    pub slots: Vec<(usize, u32)>,
+    pub consumables: Vec<(Level, String, f64)>,
+    /// Parallel environment index and its slots.
+    pub pe: Option<(usize, u32)>,
+}
+
+/// A parallel environment and how many of its slots are in use.
+#[derive(Debug, Clone)]
+pub struct PeState {
+    pub name: String,
+    pub slots_cap: u32,
+    pub slots_used: u32,
+    pub rule: AllocationRule,
+}
+
+/// `allocation_rule` of `sge_pe(5)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocationRule {
+    /// `$pe_slots`: every slot on one host.
+    PeSlots,
+    /// `$fill_up`: fill each host before the next.
+    FillUp,
+    /// `$round_robin`: one slot per host in turn.
+    RoundRobin,
+    /// A fixed number of slots per host.
+    PerHost(u32),
+}
+
+impl AllocationRule {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "$pe_slots" => Some(AllocationRule::PeSlots),
+            "$fill_up" => Some(AllocationRule::FillUp),
+            "$round_robin" => Some(AllocationRule::RoundRobin),
+            n => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(AllocationRule::PerHost),
+        }
+    }
+}
+
+/// The cluster's resources, built from the configuration; bookings are added and removed as
+/// tasks start and end.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    pub hosts: Vec<HostState>,
+    /// Queue instances in the order the scheduler tries them: `seq_no`, then configuration
+    /// order of queues, then of hosts (`queue_sort_method seqno`).
+    pub qis: Vec<QueueInstance>,
+    pub global: Pool,
+    pub pes: Vec<PeState>,
+    /// Every complex by full name, and shortcuts to full names.
+    pub complexes: HashMap<String, Complex>,
+    pub shortcuts: HashMap<String, String>,
+}
+
+impl Cluster {
+    pub fn from_config(config: &ClusterConfig) -> Self {
+        let mut complexes = HashMap::new();
+        let mut shortcuts = HashMap::new();
+        for c in config.complexes() {
+            shortcuts.insert(c.shortcut.clone(), c.name.clone());
+            complexes.insert(c.name.clone(), c);
+        }
+        let split = |values: &std::collections::BTreeMap<String, String>| {
+            let mut pool = Pool::default();
+            let mut fixed = HashMap::new();
+            for (k, v) in values {
+                let name = shortcuts.get(k).cloned().unwrap_or_else(|| k.clone());
+                match complexes.get(&name) {
+                    Some(c) if c.consumable != Consumable::No => {
+                        if let Some(n) = parse_numeric(c.kind, v) {
+                            pool.cap.insert(name, n);
+                        }
+                    }
+                    _ => {
+                        fixed.insert(name, v.clone());
+                    }
+                }
+            }
+            (pool, fixed)
+        };
+        let mut global = Pool::default();
+        let mut hosts = Vec::new();
+        for h in &config.hosts {
+            let (pool, mut values) = split(&h.complex_values);
+            if h.name == GLOBAL_HOST {
+                global = pool;
+                continue;
+            }
+            values.insert("hostname".into(), h.name.clone());
+            values.insert("arch".into(), h.arch.clone());
+            values.insert("num_proc".into(), h.slots.to_string());
+            let groups = config
+                .hostgroups
+                .keys()
+                .filter(|g| {
+                    let mut members = Vec::new();
+                    expand(config, g, &mut members, 0);
+                    members.iter().any(|m| m == &h.name)
+                })
+                .cloned()
+                .collect();
+            hosts.push(HostState {
+                name: h.name.clone(),
+                slots_cap: h.slots,
+                slots_used: 0,
+                consumables: pool,
+                values,
+                groups,
+                down_until: None,
+                failures: 0,
+            });
+        }
+        let mut qis = Vec::new();
+        let mut order: Vec<(u32, usize)> = config
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.seq_no, i))
+            .collect();
+        order.sort();
+        for (_, qi) in order {
+            let q = &config.queues[qi];
+            for h in config.queue_hosts(q) {
+                let Some(host) = hosts.iter().position(|x| x.name == h.name) else {
+                    continue;
+                };
+                let (pool, mut values) = split(&q.complex_values);
+                for (k, v) in &q.limits {
+                    values.insert(k.clone(), v.clone());
+                }
+                values.insert("qname".into(), q.name.clone());
+                values.insert("seq_no".into(), q.seq_no.to_string());
+                qis.push(QueueInstance {
+                    queue: q.name.clone(),
+                    host,
+                    slots_cap: q.slots,
+                    slots_used: 0,
+                    seq_no: q.seq_no,
+                    urgency: q.urgency,
+                    disabled: q.disabled,
+                    pe_list: q.pe_list.clone(),
+                    consumables: pool,
+                    values,
+                    reserved: Vec::new(),
+                });
+            }
+        }
+        let pes = config
+            .parallel_environments
+            .iter()
+            .map(|p| PeState {
+                name: p.name.clone(),
+                slots_cap: p.slots,
+                slots_used: 0,
+                rule: AllocationRule::parse(&p.allocation_rule).unwrap_or(AllocationRule::FillUp),
+            })
+            .collect();
+        Cluster {
+            hosts,
+            qis,
+            global,
+            pes,
+            complexes,
+            shortcuts,
+        }
+    }
+
+    pub fn host_index(&self, name: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h.name == name)
+    }
+
+    pub fn qi_index(&self, queue: &str, host: &str) -> Option<usize> {
+        let h = self.host_index(host)?;
+        self.qis
+            .iter()
+            .position(|q| q.host == h && q.queue == queue)
+    }
+
+    /// The complex a `-l` name (full name or shortcut) refers to.
+    pub fn complex(&self, name: &str) -> Option<&Complex> {
+        self.complexes.get(name).or_else(|| {
+            self.shortcuts
+                .get(name)
+                .and_then(|full| self.complexes.get(full))
+        })
+    }
+
+    fn pool_mut(&mut self, level: Level) -> &mut Pool {
+        match level {
+            Level::Global => &mut self.global,
+            Level::Host(h) => &mut self.hosts[h].consumables,
+            Level::Queue(q) => &mut self.qis[q].consumables,
+        }
+    }
+
+    /// Takes what a booking holds.
+    pub fn book(&mut self, b: &Booking) {
+        self.apply(b, 1.0);
+    }
+
+    /// Gives back what a booking held.
+    pub fn release(&mut self, b: &Booking) {
+        self.apply(b, -1.0);
+    }
+
+    fn apply(&mut self, b: &Booking, sign: f64) {
+        for &(qi, n) in &b.slots {
+            let host = self.qis[qi].host;
+            if sign > 0.0 {
+                self.qis[qi].slots_used += n;
+                self.hosts[host].slots_used += n;
+            } else {
+                self.qis[qi].slots_used = self.qis[qi].slots_used.saturating_sub(n);
+                self.hosts[host].slots_used = self.hosts[host].slots_used.saturating_sub(n);
+            }
+        }
+        for (level, name, amount) in &b.consumables {
+            self.pool_mut(*level).add(name, sign * amount);
+        }
+        if let Some((pe, n)) = b.pe
+            && let Some(p) = self.pes.get_mut(pe)
+        {
+            if sign > 0.0 {
+                p.slots_used += n;
+            } else {
+                p.slots_used = p.slots_used.saturating_sub(n);
+            }
+        }
+    }
+
+    /// Forgets every reservation (each pass makes its own, as SGE does).
+    pub fn clear_reservations(&mut self) {
+        for q in &mut self.qis {
+            q.reserved.clear();
+        }
+    }
+
+    /// Whether host `h` can be used at `now` (not marked unreachable).
+    pub fn host_up(&self, h: usize, now: i64) -> bool {
+        self.hosts[h].down_until.is_none_or(|t| now >= t)
+    }
+}
+
+fn expand(config: &ClusterConfig, entry: &str, out: &mut Vec<String>, depth: u32) {
+    if depth > 16 {
+        return;
+    }
+    if entry.starts_with('@') {
+        for m in config.hostgroups.get(entry).into_iter().flatten() {
+            expand(config, m, out, depth + 1);
+        }
+    } else {
+        out.push(entry.to_string());
+    }
+}
+
+/// One `-q` entry: `queue`, `queue@host`, `queue@@hostgroup`, `*@host`, with wildcards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePattern {
+    pub queue: String,
+    pub host: Option<String>,
+}
+
+impl QueuePattern {
+    pub fn parse(text: &str) -> Self {
+        match text.split_once('@') {
+            Some((q, h)) => QueuePattern {
+                queue: if q.is_empty() { "*".into() } else { q.into() },
+                host: Some(h.into()),
+            },
+            None => QueuePattern {
+                queue: text.into(),
+                host: None,
+            },
+        }
+    }
+
+    pub fn matches(&self, qi: &QueueInstance, hosts: &[HostState]) -> bool {
+        if !pattern::matches(&self.queue, &qi.queue) {
+            return false;
+        }
+        match &self.host {
+            None => true,
+            Some(h) if h.starts_with('@') => hosts[qi.host].groups.iter().any(|g| g == h),
+            Some(h) => pattern::matches(
+                &h.to_ascii_lowercase(),
+                &hosts[qi.host].name.to_ascii_lowercase(),
+            ),
+        }
+    }
+}
+
+/// A consumable request resolved against its complex.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumableRequest {
+    pub name: String,
+    pub amount: f64,
+    /// `consumable JOB`: taken once per task (on the master host), not per slot.
+    pub per_job: bool,
+    /// Implied by the complex's default, not requested: only booked where a capacity exists.
+    pub implicit: bool,
+}
+
+/// What a category of jobs needs: computed once per category, not per job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demand {
+    pub consumables: Vec<ConsumableRequest>,
+    /// Non-consumable hard requests: (complex, requested value).
+    pub fixed: Vec<(Complex, String)>,
+    pub queues: Vec<QueuePattern>,
+    /// `-pe`: candidate PE indices (the name may be a pattern), min and max slots.
+    pub pe: Option<(Vec<usize>, u32, u32)>,
+    /// `h_rt` in seconds, if requested.
+    pub h_rt: Option<i64>,
+    /// Resource-requirement urgency without the queue bonus (`sge_priority(5)`'s rrcontr
+    /// for `slots` and the hard requests).
+    pub rr_urgency: f64,
+    /// The slots urgency counts (PE `urgency_slots`, default `min`).
+    pub urgency_slots: u32,
+    /// The highest urgency among queues the hard queue list allows (0 without `-q`).
+    pub queue_urgency: f64,
+}
+
+/// Why a category cannot be built: the job can never run as requested.
+pub type DemandError = String;
+
+impl Demand {
+    /// Resolves a job's hard requests against the cluster's complexes and PEs.
+    pub fn build(
+        cluster: &Cluster,
+        config: &ClusterConfig,
+        spec: &crate::model::JobSpec,
+    ) -> Result<Demand, DemandError> {
+        let mut consumables = Vec::new();
+        let mut fixed = Vec::new();
+        let mut rr = 0.0;
+        let mut h_rt = None;
+        let pe = match &spec.pe {
+            None => None,
+            Some(p) => {
+                let idx: Vec<usize> = cluster
+                    .pes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| pattern::matches(&p.name, &s.name))
+                    .map(|(i, _)| i)
+                    .collect();
+                if idx.is_empty() {
+                    return Err(format!(
+                        "cannot run because parallel environment \"{}\" does not exist",
+                        p.name
+                    ));
+                }
+                Some((idx, p.range.min.max(1), p.range.max.max(p.range.min.max(1))))
+            }
+        };
+        let urgency_slots = match &spec.pe {
+            None => 1,
+            Some(p) => {
+                let how = config
+                    .parallel_environments
+                    .iter()
+                    .find(|c| pattern::matches(&p.name, &c.name))
+                    .map(|c| c.urgency_slots.as_str())
+                    .unwrap_or("min");
+                let (min, max) = (p.range.min.max(1), p.range.max.max(p.range.min.max(1)));
+                match how {
+                    "max" => max,
+                    "avg" => (min + max) / 2,
+                    "min" => min,
+                    n => n.parse().unwrap_or(min),
+                }
+            }
+        };
+        let slots_cx = cluster.complex("slots").cloned();
+        if let Some(s) = &slots_cx {
+            rr += urgency_slots as f64 * s.urgency;
+        }
+        let mut requested = std::collections::HashSet::new();
+        for r in &spec.hard_resources {
+            let Some(c) = cluster.complex(&r.name).cloned() else {
+                return Err(format!(
+                    "cannot run because it requests unknown resource \"{}\"",
+                    r.name
+                ));
+            };
+            requested.insert(c.name.clone());
+            if c.name == "h_rt" {
+                h_rt = super::value::parse_time(&r.value);
+            }
+            if c.consumable != Consumable::No {
+                let Some(amount) = parse_numeric(c.kind, &r.value) else {
+                    return Err(format!(
+                        "cannot run because \"{}={}\" is not a valid value",
+                        r.name, r.value
+                    ));
+                };
+                let per_job = c.consumable == Consumable::Job;
+                rr += c.urgency * amount * if per_job { 1.0 } else { urgency_slots as f64 };
+                if c.name != "slots" {
+                    consumables.push(ConsumableRequest {
+                        name: c.name.clone(),
+                        amount,
+                        per_job,
+                        implicit: false,
+                    });
+                }
+            } else {
+                if c.kind.is_numeric() {
+                    rr += c.urgency * parse_numeric(c.kind, &r.value).unwrap_or(0.0);
+                } else {
+                    rr += c.urgency;
+                }
+                fixed.push((c, r.value.clone()));
+            }
+        }
+        // Consumables with a non-zero default are consumed by every job (complex(5)).
+        for c in cluster.complexes.values() {
+            if c.consumable == Consumable::No || c.name == "slots" || requested.contains(&c.name) {
+                continue;
+            }
+            if let Some(d) = parse_numeric(c.kind, &c.default).filter(|d| *d > 0.0) {
+                consumables.push(ConsumableRequest {
+                    name: c.name.clone(),
+                    amount: d,
+                    per_job: c.consumable == Consumable::Job,
+                    implicit: true,
+                });
+            }
+        }
+        consumables.sort_by(|a, b| a.name.cmp(&b.name));
+        let queues: Vec<QueuePattern> = spec
+            .hard_queues
+            .iter()
+            .flat_map(|q| q.split(','))
+            .filter(|q| !q.is_empty())
+            .map(QueuePattern::parse)
+            .collect();
+        let queue_urgency = if queues.is_empty() {
+            0.0
+        } else {
+            config
+                .queues
+                .iter()
+                .filter(|q| queues.iter().any(|p| pattern::matches(&p.queue, &q.name)))
+                .map(|q| q.urgency)
+                .fold(0.0, f64::max)
+        };
+        Ok(Demand {
+            consumables,
+            fixed,
+            queues,
+            pe,
+            h_rt,
+            rr_urgency: rr,
+            urgency_slots,
+            queue_urgency,
+        })
+    }
+
+    /// Whether the queue instance can ever host the category (static checks: queue list,
+    /// fixed requests, PE list); `Err` says why not, for the pending reason.
+    pub fn static_fit(&self, cluster: &Cluster, qi: usize) -> Result<(), StaticMiss> {
+        let q = &cluster.qis[qi];
+        if !self.queues.is_empty() && !self.queues.iter().any(|p| p.matches(q, &cluster.hosts)) {
+            return Err(StaticMiss::QueueList);
+        }
+        let host = &cluster.hosts[q.host];
+        for (c, want) in &self.fixed {
+            let offered = q.values.get(&c.name).or_else(|| host.values.get(&c.name));
+            let ok = match offered {
+                Some(v) => request_met(c, want, v),
+                // Limits not set on the queue are INFINITY (queue_conf(5)).
+                None if c.kind == crate::config::ComplexType::Time
+                    || c.kind == crate::config::ComplexType::Memory =>
+                {
+                    request_met(c, want, "INFINITY")
+                }
+                None => false,
+            };
+            if !ok {
+                return Err(StaticMiss::Fixed(format!("{}={}", c.name, want)));
+            }
+        }
+        for r in self.consumables.iter().filter(|r| !r.implicit) {
+            let defined = q.consumables.cap.contains_key(&r.name)
+                || host.consumables.cap.contains_key(&r.name)
+                || cluster.global.cap.contains_key(&r.name);
+            if !defined {
+                return Err(StaticMiss::Fixed(format!("{}={}", r.name, r.amount)));
+            }
+        }
+        if let Some((pes, _, _)) = &self.pe
+            && !pes
+                .iter()
+                .any(|p| q.pe_list.iter().any(|n| n == &cluster.pes[*p].name))
+        {
+            return Err(StaticMiss::Pe);
+        }
+        Ok(())
+    }
+}
+
+/// Why a queue instance can never take a category.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaticMiss {
+    QueueList,
+    Fixed(String),
+    Pe,
+}

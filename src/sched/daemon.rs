@@ -1,0 +1,953 @@
+//! The `sched_d` process: one instance per spool (exclusive lock on `daemon/sched_d.lock`
+//! and a pid file), recovery from the spool, the event loop, and clean draining.
+//!
+//! Events are hints: a watcher event names a directory entry to re-read; an overflow or
+//! rescan flag, and a timer, make the daemon re-list the directories; `--poll` replaces
+//! inotify for spools on NFS. Each wake-up drains every queued event before acting, which
+//! coalesces bursts (many submissions, many ends) into one scheduling pass without adding
+//! latency to a lone submission.
+//!
+//! Durability order, so that a crash at any point loses nothing and runs nothing twice:
+//! - request: apply in memory → write the affected states → remove the request;
+//! - start: mark the task transferring → write the state → ask the runner (its own marker
+//!   tells a restarted daemon whether it started);
+//! - end: accounting hook → append the exits line → write the state; on recovery a task
+//!   whose exits line exists is not recorded again.
+
+use super::runner::{AccountingHook, Reattached, TaskRunner, append_exit, recorded_exits};
+use super::state::SchedState;
+use crate::config::{ClusterConfig, ConfigError};
+use crate::launch::LaunchEvent;
+use crate::model::{ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request};
+use crate::spool::{Spool, SpoolError};
+use notify::Watcher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+use tracing::{debug, error, info, warn};
+
+/// How the daemon runs (from `sched_d`'s command line).
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    /// Poll the spool at this interval instead of inotify (spools on NFS).
+    pub poll: Option<Duration>,
+    /// Re-list `jobs/` and `requests/` at this interval even without events.
+    pub rescan: Duration,
+    /// Keep a finished job's files this long so `qsub -sync` can read its exits.
+    pub retention: Duration,
+    /// Periodic pass interval (waiting-time growth); default: `schedule_interval`.
+    pub periodic: Option<Duration>,
+}
+
+impl Default for DaemonOptions {
+    fn default() -> Self {
+        DaemonOptions {
+            poll: None,
+            rescan: Duration::from_secs(30),
+            retention: Duration::from_secs(60),
+            periodic: None,
+        }
+    }
+}
+
+/// Why the daemon could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Spool(#[from] SpoolError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("another sched_d{} is running on spool {spool}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyRunning { spool: PathBuf, pid: Option<u32> },
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("watching the spool: {0}")]
+    Watch(#[from] notify::Error),
+    #[error("runner: {0}")]
+    Runner(#[from] super::runner::RunnerError),
+}
+
+fn io(op: &'static str, path: &Path, source: std::io::Error) -> DaemonError {
+    DaemonError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What wakes the event loop.
+#[derive(Debug)]
+pub enum Input {
+    /// Paths a watcher saw change.
+    Fs(Vec<PathBuf>),
+    /// The watcher lost events (overflow) or asked for a rescan.
+    Rescan,
+    /// Boxed: launch events are large and the channel carries many small inputs.
+    Launch(Box<LaunchEvent>),
+    Signal(i32),
+}
+
+/// The exclusive hold on a spool: the lock file stays locked while this lives.
+#[derive(Debug)]
+pub struct SpoolLock {
+    _file: File,
+    pid_path: PathBuf,
+}
+
+impl SpoolLock {
+    /// Takes `daemon/sched_d.lock` (non-blocking) and writes `daemon/sched_d.pid`.
+    pub fn acquire(spool: &Spool) -> Result<Self, DaemonError> {
+        let dir = spool.daemon_dir();
+        fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
+        let path = dir.join("sched_d.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io("open", &path, e))?;
+        let pid_path = dir.join("sched_d.pid");
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let pid = fs::read_to_string(&pid_path)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok());
+                return Err(DaemonError::AlreadyRunning {
+                    spool: spool.root().to_path_buf(),
+                    pid,
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io("lock", &path, e)),
+        }
+        crate::spool::durable::write_replace(
+            &dir,
+            "sched_d.pid",
+            format!("{}\n", std::process::id()).as_bytes(),
+            0o644,
+        )?;
+        Ok(SpoolLock {
+            _file: file,
+            pid_path,
+        })
+    }
+}
+
+impl Drop for SpoolLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.pid_path);
+    }
+}
+
+fn now() -> i64 {
+    crate::compat::time::now()
+}
+
+/// The running daemon.
+pub struct Daemon {
+    spool: Spool,
+    state: SchedState,
+    runner: Box<dyn TaskRunner>,
+    acct: Box<dyn AccountingHook>,
+    opts: DaemonOptions,
+    tx: Sender<Input>,
+    rx: Receiver<Input>,
+    launch_tx: Sender<LaunchEvent>,
+    /// Finished jobs and when their files go.
+    retire_at: BTreeMap<JobId, i64>,
+    wakeup: Option<i64>,
+    pass_needed: bool,
+    requests_needed: bool,
+    rescan_needed: bool,
+    reload_needed: bool,
+    terminate: bool,
+    /// Ids whose job file could not be used (quarantined); never loaded again.
+    refused: BTreeSet<JobId>,
+    /// Periodic passes refresh stale priorities in state files from here on.
+    refresh_cursor: JobId,
+    periodic_due: bool,
+    /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
+    full_pass: bool,
+    /// Job count at the last [`SchedState::compact`].
+    compacted_at: usize,
+}
+
+/// State files refreshed per periodic pass only for their priority columns.
+const PRIORITY_REFRESH_PER_PASS: usize = 1000;
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("spool", &self.spool.root())
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+impl Daemon {
+    /// Builds the daemon over an opened, locked spool. `make_runner` receives the channel on
+    /// which the runner must report [`LaunchEvent`]s.
+    pub fn new(
+        spool: Spool,
+        opts: DaemonOptions,
+        make_runner: impl FnOnce(
+            &Spool,
+            Sender<LaunchEvent>,
+        ) -> Result<Box<dyn TaskRunner>, DaemonError>,
+        acct: Box<dyn AccountingHook>,
+    ) -> Result<Self, DaemonError> {
+        let config = ClusterConfig::load(&spool.config_path())?;
+        let (tx, rx) = mpsc::channel();
+        let (launch_tx, launch_rx) = mpsc::channel::<LaunchEvent>();
+        let fwd = tx.clone();
+        std::thread::Builder::new()
+            .name("launch-events".into())
+            .spawn(move || {
+                for ev in launch_rx {
+                    if fwd.send(Input::Launch(Box::new(ev))).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| io("spawn thread", Path::new("launch-events"), e))?;
+        let runner = make_runner(&spool, launch_tx.clone())?;
+        Ok(Daemon {
+            spool,
+            state: SchedState::new(config),
+            runner,
+            acct,
+            opts,
+            tx,
+            rx,
+            launch_tx,
+            retire_at: BTreeMap::new(),
+            wakeup: None,
+            pass_needed: true,
+            requests_needed: true,
+            rescan_needed: false,
+            reload_needed: false,
+            terminate: false,
+            refused: BTreeSet::new(),
+            refresh_cursor: JobId(0),
+            periodic_due: false,
+            full_pass: true,
+            compacted_at: 0,
+        })
+    }
+
+    /// A sender for inputs (signals, tests).
+    pub fn sender(&self) -> Sender<Input> {
+        self.tx.clone()
+    }
+
+    /// The launcher's channel (for a runner built after the daemon).
+    pub fn launch_sender(&self) -> Sender<LaunchEvent> {
+        self.launch_tx.clone()
+    }
+
+    pub fn state(&self) -> &SchedState {
+        &self.state
+    }
+
+    /// Replaces the priority policy (the lead plugs the policy crate in here).
+    pub fn set_policy(&mut self, policy: Box<dyn super::priority::PriorityPolicy>) {
+        self.state.set_policy(policy);
+    }
+
+    /// Runs until SIGTERM/SIGINT: recovery, watching, passes. Returns after draining.
+    pub fn run(mut self) -> Result<(), DaemonError> {
+        // Watch before reading the spool: a file published during recovery is then either
+        // listed or announced (and loading a job twice is harmless), never missed.
+        self.forward_signals()?;
+        let _watcher = self.watch()?;
+        self.recover();
+        info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
+        let periodic = self.opts.periodic.unwrap_or_else(|| {
+            Duration::from_secs(
+                super::value::parse_time(&self.state.config.scheduler.schedule_interval)
+                    .filter(|s| *s > 0 && *s < 86_400)
+                    .unwrap_or(15) as u64,
+            )
+        });
+        let mut next_periodic = Instant::now() + periodic;
+        let mut next_rescan = Instant::now() + self.opts.rescan;
+        loop {
+            self.act();
+            if self.terminate {
+                break;
+            }
+            let t = now();
+            let mut deadline = next_periodic.min(next_rescan);
+            let mut soonest = self.retire_at.values().copied().min();
+            if let Some(w) = self.wakeup {
+                soonest = Some(soonest.map_or(w, |s| s.min(w)));
+            }
+            if let Some(s) = soonest {
+                let at = Instant::now() + Duration::from_secs((s - t).max(0) as u64);
+                deadline = deadline.min(at);
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(timeout) {
+                Ok(input) => {
+                    self.handle(input);
+                    while let Ok(more) = self.rx.try_recv() {
+                        self.handle(more);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let at = Instant::now();
+            if at >= next_periodic {
+                next_periodic = at + periodic;
+                self.pass_needed = true;
+                self.periodic_due = true;
+                self.full_pass = true;
+            }
+            if at >= next_rescan {
+                next_rescan = at + self.opts.rescan;
+                self.rescan_needed = true;
+            }
+            if self.wakeup.is_some_and(|w| now() >= w) {
+                self.wakeup = None;
+                self.pass_needed = true;
+                self.full_pass = true;
+            }
+        }
+        self.drain();
+        Ok(())
+    }
+
+    /// Does what the inputs asked for, in a fixed order.
+    fn act(&mut self) {
+        if self.terminate {
+            return;
+        }
+        if self.reload_needed {
+            self.reload_needed = false;
+            match ClusterConfig::load(&self.spool.config_path()) {
+                Ok(c) => {
+                    self.state.reload_config(c);
+                    info!("configuration reloaded");
+                    self.pass_needed = true;
+                }
+                Err(e) => error!("configuration not reloaded, keeping the old one: {e}"),
+            }
+        }
+        if self.rescan_needed {
+            self.rescan_needed = false;
+            self.scan_jobs_dir();
+            self.requests_needed = true;
+        }
+        if self.requests_needed {
+            self.requests_needed = false;
+            self.process_requests();
+        }
+        self.retire_due();
+        if self.pass_needed {
+            self.pass_needed = false;
+            self.run_pass();
+        }
+        if self.periodic_due {
+            self.periodic_due = false;
+            // Repack the job map when it grew by a quarter since the last time.
+            let n = self.state.job_count();
+            if n > 1000 && n > self.compacted_at + self.compacted_at / 4 {
+                self.state.compact();
+                self.compacted_at = n;
+            }
+            let n = self
+                .state
+                .refresh_stale_priorities(&mut self.refresh_cursor, PRIORITY_REFRESH_PER_PASS);
+            if n > 0 {
+                debug!(jobs = n, "refreshing priorities in state files");
+                self.flush();
+            }
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        match input {
+            Input::Fs(paths) => {
+                for p in paths {
+                    self.hint(&p);
+                }
+            }
+            Input::Rescan => self.rescan_needed = true,
+            Input::Launch(ev) => self.launch_event(*ev),
+            Input::Signal(sig) => {
+                if sig == signal_hook::consts::SIGHUP {
+                    info!("SIGHUP: reloading the configuration");
+                    self.reload_needed = true;
+                } else {
+                    info!(signal = sig, "draining and exiting");
+                    self.terminate = true;
+                }
+            }
+        }
+    }
+
+    /// One changed path: a new job file is loaded, a request makes the queue be read.
+    fn hint(&mut self, path: &Path) {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        if name.starts_with('.') {
+            return;
+        }
+        let dir = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str());
+        match dir {
+            Some("requests") => self.requests_needed = true,
+            Some("jobs") => {
+                if let Some(id) = name
+                    .strip_suffix(".job")
+                    .and_then(|s| s.parse::<JobId>().ok())
+                    && self.state.job(id).is_none()
+                    && !self.refused.contains(&id)
+                    && path.exists()
+                {
+                    self.load_job(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn watch(&self) -> Result<Box<dyn Watcher>, DaemonError> {
+        let tx = self.tx.clone();
+        let handler = move |res: notify::Result<notify::Event>| {
+            let input = match res {
+                Ok(ev) if ev.need_rescan() => Input::Rescan,
+                Ok(ev) => Input::Fs(ev.paths),
+                Err(_) => Input::Rescan,
+            };
+            let _ = tx.send(input);
+        };
+        let mut watcher: Box<dyn Watcher> = match self.opts.poll {
+            Some(interval) => Box::new(notify::PollWatcher::new(
+                handler,
+                notify::Config::default().with_poll_interval(interval),
+            )?),
+            None => Box::new(notify::recommended_watcher(handler)?),
+        };
+        for dir in [self.spool.jobs_dir(), self.spool.requests_dir()] {
+            watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?;
+        }
+        Ok(watcher)
+    }
+
+    fn forward_signals(&self) -> Result<(), DaemonError> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+            .map_err(|e| io("install signal handlers", Path::new("signals"), e))?;
+        let tx = self.tx.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    if tx.send(Input::Signal(sig)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| io("spawn thread", Path::new("signals"), e))?;
+        Ok(())
+    }
+
+    /// Everything from the spool: jobs, their running tasks (re-attached or accounted for),
+    /// finished jobs awaiting retirement, leftover temporary files.
+    fn recover(&mut self) {
+        self.sweep_temp_files();
+        let ids = self.list_job_ids();
+        for id in ids {
+            self.load_job(id);
+        }
+        self.state.compact();
+        self.compacted_at = self.state.job_count();
+        let t = now();
+        let retention = self.opts.retention.as_secs() as i64;
+        for id in self.state.done_jobs() {
+            self.retire_at.entry(id).or_insert(t + retention);
+        }
+    }
+
+    fn sweep_temp_files(&self) {
+        for dir in [self.spool.jobs_dir(), self.spool.requests_dir()] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if !name.starts_with(crate::spool::durable::TEMP_PREFIX) {
+                    continue;
+                }
+                let old = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|m| m.elapsed().ok())
+                    .is_some_and(|age| age > Duration::from_secs(600));
+                if old {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
+    fn list_job_ids(&self) -> Vec<JobId> {
+        let dir = self.spool.jobs_dir();
+        let mut ids = Vec::new();
+        match fs::read_dir(&dir) {
+            Ok(entries) => {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if let Some(id) = name.strip_suffix(".job").and_then(|s| s.parse().ok()) {
+                        ids.push(id);
+                    }
+                }
+            }
+            Err(e) => error!("cannot list {}: {e}", dir.display()),
+        }
+        ids.sort_unstable();
+        ids
+    }
+
+    fn scan_jobs_dir(&mut self) {
+        for id in self.list_job_ids() {
+            if self.state.job(id).is_none() && !self.refused.contains(&id) {
+                self.load_job(id);
+            }
+        }
+    }
+
+    /// Reads one job (its state if `sched_d` wrote one, else its submission), checks that
+    /// the job file belongs to the uid inside it, and adds it; running tasks are re-attached.
+    fn load_job(&mut self, id: JobId) {
+        let job_path = self.spool.job_file(id);
+        let owner = match fs::metadata(&job_path) {
+            Ok(m) => m.uid(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                warn!(job = %id, "cannot stat {}: {e}", job_path.display());
+                return;
+            }
+        };
+        let record = match self.spool.read_job(id) {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                self.quarantine_job(id, &format!("malformed job: {e}"));
+                return;
+            }
+        };
+        if record.id != id {
+            self.quarantine_job(id, &format!("file of job {id} holds job {}", record.id));
+            return;
+        }
+        if owner != record.submitter.uid {
+            self.quarantine_job(
+                id,
+                &format!(
+                    "foreign job file: owned by uid {owner} but submitted as uid {}",
+                    record.submitter.uid
+                ),
+            );
+            return;
+        }
+        let running = record.tasks.running.clone();
+        let fresh = record.priority.is_none() && running.is_empty() && record.tasks.finished == 0;
+        if !self.state.add_job(record) {
+            return;
+        }
+        if fresh {
+            info!(job = %id, "job submitted");
+        } else {
+            info!(job = %id, running = running.len(), "job recovered");
+        }
+        if !running.is_empty() {
+            self.reattach(id, running);
+        }
+        // Keep waiting jobs encoded (see `sched::state::Rec`).
+        self.state.cool_idle();
+        self.pass_needed = true;
+    }
+
+    fn reattach(&mut self, id: JobId, running: Vec<crate::model::RunningTask>) {
+        let recorded = recorded_exits(&self.spool, id);
+        for r in running {
+            if recorded.contains(&r.task) {
+                // Ended and recorded before the crash; only the state write was lost.
+                let _ = self.state.task_ended(id, r.task);
+                info!(job = %id, task = r.task, "task had ended before the restart");
+                continue;
+            }
+            let Some(job) = self.state.job(id) else {
+                return;
+            };
+            match self.runner.reattach(&job, &r) {
+                Reattached::Attached => {
+                    info!(job = %id, task = r.task, host = %r.host, "task re-attached")
+                }
+                Reattached::NeverStarted => {
+                    info!(job = %id, task = r.task, "task had not started: pending again");
+                    let _ = self.state.requeue_task(id, r.task, None);
+                }
+                Reattached::Unknown => {
+                    warn!(job = %id, task = r.task, "task lost while sched_d was down: recorded as failed (100), not run again");
+                    let result = crate::launch::TaskResult {
+                        job: id,
+                        task: r.task,
+                        host: r.host.clone(),
+                        start_time: r.start_time as f64,
+                        end_time: now() as f64,
+                        exit_status: 137,
+                        failed: 100,
+                        error: Some("task lost while sched_d was down".into()),
+                        ..Default::default()
+                    };
+                    self.task_ended(result);
+                }
+            }
+        }
+        self.flush();
+    }
+
+    fn quarantine_job(&mut self, id: JobId, reason: &str) {
+        warn!(job = %id, "{reason}: quarantined");
+        self.refused.insert(id);
+        for path in [self.spool.job_file(id), self.spool.state_file(id)] {
+            if path.exists()
+                && let Err(e) = self.spool.quarantine(&path, reason)
+            {
+                error!(job = %id, "cannot quarantine {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// Applies every request file in sequence order: verified, applied, states written,
+    /// then removed.
+    fn process_requests(&mut self) {
+        let dir = self.spool.requests_dir();
+        let mut names: Vec<String> = match fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect(),
+            Err(e) => {
+                error!("cannot list {}: {e}", dir.display());
+                return;
+            }
+        };
+        names.sort();
+        for name in names {
+            let path = dir.join(&name);
+            if !name.ends_with(".req") {
+                self.quarantine_file(&path, "not a gridspool request");
+                continue;
+            }
+            let (bytes, owner) =
+                match fs::read(&path).and_then(|b| Ok((b, fs::metadata(&path)?.uid()))) {
+                    Ok(x) => x,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        error!("cannot read {}: {e}", path.display());
+                        continue;
+                    }
+                };
+            let req: Request = match serde_json::from_slice(&bytes) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.quarantine_file(&path, &format!("malformed request: {e}"));
+                    continue;
+                }
+            };
+            if owner != req.requester.uid {
+                warn!(
+                    seq = req.seq,
+                    "forged request refused: file owned by uid {owner}, claims uid {} ({})",
+                    req.requester.uid,
+                    req.requester.user
+                );
+                self.quarantine_file(
+                    &path,
+                    &format!(
+                        "forged request: file owned by uid {owner} but requester uid is {}",
+                        req.requester.uid
+                    ),
+                );
+                continue;
+            }
+            let seq = req.seq;
+            self.apply_request(req);
+            self.flush();
+            if let Err(e) = self.spool.remove_request(seq) {
+                error!("cannot remove request {name}: {e}");
+            }
+        }
+    }
+
+    fn quarantine_file(&self, path: &Path, reason: &str) {
+        warn!("{}: {reason}: quarantined", path.display());
+        if let Err(e) = self.spool.quarantine(path, reason) {
+            error!("cannot quarantine {}: {e}", path.display());
+        }
+    }
+
+    /// Applies one verified request. The requester's name and privileges are recomputed from
+    /// the uid and the configuration, never taken from the file.
+    fn apply_request(&mut self, mut req: Request) {
+        let uid = req.requester.uid;
+        if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+            req.requester.user = u.name;
+        }
+        req.requester.manager = self.state.config.is_manager(&req.requester.user, uid);
+        req.requester.operator = self.state.config.is_operator(&req.requester.user, uid);
+        for action in &req.actions {
+            let id = action.job();
+            let Some(job) = self.state.job_mut(id) else {
+                debug!(job = %id, seq = req.seq, "request for a job that is gone");
+                continue;
+            };
+            if job.applied_request >= req.seq {
+                continue;
+            }
+            let outcome = Request::apply(action, &req.requester, job);
+            job.applied_request = req.seq;
+            match outcome {
+                Err(denied) => {
+                    info!(job = %id, seq = req.seq, user = %req.requester.user, "request denied: {denied}");
+                    self.state.mark_dirty(id);
+                }
+                Ok(Outcome::Deleted { gone, .. }) => {
+                    info!(job = %id, user = %req.requester.user, "pending tasks deleted");
+                    let finished = job.tasks.finished;
+                    if gone && finished == 0 {
+                        self.state.remove_job(id);
+                        self.retire_at.remove(&id);
+                        if let Err(e) = self.spool.remove_job(id) {
+                            error!(job = %id, "cannot remove job files: {e}");
+                        }
+                    } else {
+                        self.state.job_changed(id);
+                        if gone {
+                            self.retire_at
+                                .insert(id, now() + self.opts.retention.as_secs() as i64);
+                        }
+                    }
+                }
+                Ok(Outcome::RegisteredForDeletion) => {
+                    let notify = job.spec.notify;
+                    let victims: Vec<u32> = job
+                        .tasks
+                        .running
+                        .iter()
+                        .filter(|r| r.deleting)
+                        .map(|r| r.task)
+                        .collect();
+                    self.state.job_changed(id);
+                    for t in victims {
+                        info!(job = %id, task = t, user = %req.requester.user, "killing task (qdel)");
+                        if let Err(e) = self.runner.kill(id, t, notify) {
+                            warn!(job = %id, task = t, "kill: {e}");
+                        }
+                    }
+                }
+                Ok(o) => {
+                    info!(job = %id, user = %req.requester.user, "request applied: {o:?}");
+                    self.state.job_changed(id);
+                }
+            }
+        }
+        self.pass_needed = true;
+    }
+
+    /// Writes every changed record durably.
+    fn flush(&mut self) {
+        for id in self.state.take_dirty() {
+            let Some(job) = self.state.record_for_write(id) else {
+                continue;
+            };
+            match self.spool.write_state(&job) {
+                Ok(()) => self.state.note_written(id),
+                Err(e) => error!(job = %id, "cannot write state: {e}"),
+            }
+        }
+    }
+
+    fn run_pass(&mut self) {
+        let started = Instant::now();
+        let t = now();
+        let result = if std::mem::take(&mut self.full_pass) {
+            self.state.schedule(t)
+        } else {
+            self.state.schedule_event(t)
+        };
+        self.wakeup = [
+            result.next_wakeup,
+            self.state.hosts_down().iter().map(|(_, t)| *t).min(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        // Transferring is durable before anything starts.
+        self.flush();
+        for s in &result.starts {
+            let Some(job) = self.state.job(s.job) else {
+                continue;
+            };
+            info!(job = %s.job, task = s.task, host = %s.placement.host, queue = %s.placement.queue, slots = s.placement.slots, "dispatching");
+            if let Err(e) = self.runner.start(&job, s.task, &s.placement, s.restarted) {
+                error!(job = %s.job, task = s.task, "cannot start: {e}");
+                let _ = self.state.requeue_task(
+                    s.job,
+                    s.task,
+                    Some(ErrorInfo {
+                        time: t,
+                        message: e.to_string(),
+                    }),
+                );
+            }
+        }
+        self.flush();
+        self.state.cool_idle();
+        debug!(
+            considered = result.considered,
+            started = result.starts.len(),
+            reserved = result.reservations.len(),
+            fits = result.fits,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "scheduling pass"
+        );
+    }
+
+    fn launch_event(&mut self, ev: LaunchEvent) {
+        match ev {
+            LaunchEvent::Started {
+                job,
+                task,
+                host,
+                pid,
+            } => {
+                self.state.host_reachable(&host);
+                match self.state.task_started(job, task) {
+                    Ok(()) => info!(job = %job, task, host = %host, pid, "task running"),
+                    Err(e) => warn!(job = %job, task, "started event: {e}"),
+                }
+                self.flush();
+            }
+            LaunchEvent::Ended(result) => {
+                self.task_ended(result);
+                self.flush();
+                self.pass_needed = true;
+            }
+            LaunchEvent::Failed {
+                job,
+                task,
+                host,
+                error,
+                host_unreachable,
+            } => {
+                if host_unreachable {
+                    let retry = self.state.host_unreachable(&host, now());
+                    warn!(job = %job, task, host = %host, retry_at = ?retry, "host unreachable: task pending again: {error}");
+                    let _ = self.state.requeue_task(job, task, None);
+                } else {
+                    warn!(job = %job, task, host = %host, "task failed to start, job in error state: {error}");
+                    let _ = self.state.requeue_task(
+                        job,
+                        task,
+                        Some(ErrorInfo {
+                            time: now(),
+                            message: error,
+                        }),
+                    );
+                }
+                self.flush();
+                self.pass_needed = true;
+            }
+        }
+    }
+
+    /// A task ended: accounting, exits line, state; a job with nothing left is retired later.
+    fn task_ended(&mut self, result: crate::launch::TaskResult) {
+        let (id, task) = (result.job, result.task);
+        let ran = match self.state.task_ended(id, task) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(job = %id, task, "end of a task not running: {e}");
+                return;
+            }
+        };
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        if let Err(e) = self.acct.record(&job, &ran, &result) {
+            error!(job = %id, task, "accounting: {e}");
+        }
+        let line = FinishedTask {
+            task,
+            exit_status: result.exit_status,
+            failed: result.failed,
+            end_time: result.end_time as i64,
+        };
+        if let Err(e) = append_exit(&self.spool, id, &line) {
+            error!(job = %id, task, "cannot append exit: {e}");
+        }
+        info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended");
+        if job.tasks.is_done() {
+            let at = now() + self.opts.retention.as_secs() as i64;
+            self.retire_at.insert(id, at);
+            info!(job = %id, "job finished");
+        }
+    }
+
+    fn retire_due(&mut self) {
+        let t = now();
+        let due: Vec<JobId> = self
+            .retire_at
+            .iter()
+            .filter(|(_, at)| **at <= t)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.retire_at.remove(&id);
+            if self.state.job(id).is_some_and(|j| !j.tasks.is_done()) {
+                continue;
+            }
+            self.state.remove_job(id);
+            match self.spool.remove_job(id) {
+                Ok(()) => info!(job = %id, "job retired"),
+                Err(e) => error!(job = %id, "cannot remove job files: {e}"),
+            }
+            self.pass_needed = true;
+        }
+    }
+
+    /// SIGTERM: nothing more is dispatched; every state is written; running tasks keep
+    /// running and are re-attached by the next daemon.
+    fn drain(&mut self) {
+        self.flush();
+        let running = self.state.running_tasks().len();
+        info!(
+            running,
+            "sched_d stopped; running tasks are left to the next sched_d"
+        );
+    }
+
+    /// Test and tooling access: a job record as the daemon holds it.
+    pub fn job(&self, id: JobId) -> Option<std::borrow::Cow<'_, JobRecord>> {
+        self.state.job(id)
+    }
+}

@@ -1,0 +1,400 @@
+//! Fitting one task of a category onto the cluster as it is now: slots, consumables at the
+//! queue, host and global level, reservations made earlier in the pass, and the parallel
+//! environment's allocation rule (`sge_pe(5)`).
+
+use super::cluster::{AllocationRule, Booking, Cluster, ConsumableRequest, Demand, Level};
+use crate::launch::Placement;
+
+/// Why a category does not fit now; the pass turns it into the `qstat -j` reason.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FitMiss {
+    /// No queue instance offers enough free slots (for the job's duration, given reservations).
+    Slots { wanted: u32 },
+    /// A consumable is exhausted at every candidate (name, amount per slot or per job).
+    Consumable { name: String, amount: f64 },
+    /// The global pool of a consumable is short.
+    Global { name: String, amount: f64 },
+    /// Every candidate queue instance is disabled or on an unreachable host.
+    Unavailable,
+    /// The parallel environment has too few free slots.
+    PeSlots { pe: String, wanted: u32 },
+}
+
+impl FitMiss {
+    /// SGE-style wording for `qstat -j`'s scheduling info.
+    pub fn describe(&self) -> String {
+        match self {
+            FitMiss::Slots { wanted } => format!(
+                "cannot run because no queue instance offers {wanted} free slot{}",
+                if *wanted == 1 { "" } else { "s" }
+            ),
+            FitMiss::Consumable { name, amount } => format!(
+                "(-l {name}={}) cannot run because no queue instance or host offers enough free {name}",
+                fmt_amount(*amount)
+            ),
+            FitMiss::Global { name, amount } => format!(
+                "(-l {name}={}) cannot run globally because it offers only too little {name}",
+                fmt_amount(*amount)
+            ),
+            FitMiss::Unavailable => {
+                "cannot run because all matching queue instances are disabled or their hosts unreachable"
+                    .to_string()
+            }
+            FitMiss::PeSlots { pe, wanted } => format!(
+                "cannot run in PE \"{pe}\" because it only offers fewer than {wanted} free slots"
+            ),
+        }
+    }
+}
+
+fn fmt_amount(a: f64) -> String {
+    if a.fract() == 0.0 {
+        format!("{}", a as i64)
+    } else {
+        format!("{a}")
+    }
+}
+
+/// A successful fit: what to book and where the task goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub booking: Booking,
+    pub placement: Placement,
+    /// Index into the candidate list where the master queue instance was found (serial jobs
+    /// resume the next search there: within a pass resources only shrink).
+    pub cursor: usize,
+}
+
+/// The inputs of one fit.
+pub struct FitQuery<'a> {
+    pub demand: &'a Demand,
+    /// Queue instances that statically match the category, in try order.
+    pub candidates: &'a [usize],
+    /// Start searching at this candidate (serial jobs only).
+    pub cursor: usize,
+    pub now: i64,
+    /// When the task would end (now + h_rt or default_duration; `i64::MAX` if unknown).
+    /// Reservations starting before this time are respected (backfilling).
+    pub end: i64,
+    /// Treat every host as up and every queue as enabled (reservation planning).
+    pub ignore_availability: bool,
+}
+
+/// Slots queue instance `qi` can give one task of `demand`.
+fn qi_capacity(c: &Cluster, d: &Demand, qi: usize, end: i64) -> u32 {
+    let q = &c.qis[qi];
+    let h = &c.hosts[q.host];
+    let mut cap = q
+        .slots_cap
+        .saturating_sub(q.slots_used)
+        .min(h.slots_cap.saturating_sub(h.slots_used));
+    let reserved: u32 = q
+        .reserved
+        .iter()
+        .filter(|(from, _)| *from < end)
+        .map(|(_, n)| *n)
+        .sum();
+    cap = cap.saturating_sub(reserved);
+    for r in &d.consumables {
+        for pool in [&q.consumables, &h.consumables] {
+            if let Some(free) = pool.free(&r.name) {
+                if r.per_job {
+                    if free + 1e-9 < r.amount {
+                        return 0;
+                    }
+                } else if r.amount > 0.0 {
+                    let n = ((free + 1e-9) / r.amount).floor().max(0.0);
+                    cap = cap.min(n.min(u32::MAX as f64) as u32);
+                }
+            }
+        }
+    }
+    cap
+}
+
+/// Which resource limits `qi` for the reason text, when its capacity is 0.
+fn limiting(c: &Cluster, d: &Demand, qi: usize) -> Option<FitMiss> {
+    let q = &c.qis[qi];
+    let h = &c.hosts[q.host];
+    for r in &d.consumables {
+        for pool in [&q.consumables, &h.consumables] {
+            if let Some(free) = pool.free(&r.name)
+                && free + 1e-9 < r.amount
+            {
+                return Some(FitMiss::Consumable {
+                    name: r.name.clone(),
+                    amount: r.amount,
+                });
+            }
+        }
+    }
+    None
+}
+
+fn global_ok(c: &Cluster, d: &Demand, slots: u32) -> Result<(), FitMiss> {
+    for r in &d.consumables {
+        if let Some(free) = c.global.free(&r.name) {
+            let need = if r.per_job {
+                r.amount
+            } else {
+                r.amount * slots as f64
+            };
+            if free + 1e-9 < need {
+                return Err(FitMiss::Global {
+                    name: r.name.clone(),
+                    amount: r.amount,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn usable(c: &Cluster, qi: usize, q: &FitQuery) -> bool {
+    q.ignore_availability || (!c.qis[qi].disabled && c.host_up(c.qis[qi].host, q.now))
+}
+
+/// Finds room for one task of the category, or says why there is none.
+pub fn fit(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
+    let d = q.demand;
+    match &d.pe {
+        None => fit_serial(c, q),
+        Some((pes, min, max)) => {
+            let mut best_miss = None;
+            for &pe in pes {
+                match fit_pe(c, q, pe, *min, *max) {
+                    Ok(f) => return Ok(f),
+                    Err(m) => best_miss = Some(m),
+                }
+            }
+            Err(best_miss.unwrap_or(FitMiss::Slots { wanted: *min }))
+        }
+    }
+}
+
+fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
+    global_ok(c, q.demand, 1)?;
+    let mut any_usable = false;
+    let mut miss = None;
+    for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor) {
+        if !usable(c, qi, q) {
+            continue;
+        }
+        any_usable = true;
+        if qi_capacity(c, q.demand, qi, q.end) >= 1 {
+            return Ok(Fit {
+                booking: booking(c, q.demand, &[(qi, 1)], None),
+                placement: placement(c, &[(qi, 1)], None),
+                cursor: i,
+            });
+        }
+        if miss.is_none() {
+            miss = limiting(c, q.demand, qi);
+        }
+    }
+    if !any_usable && q.cursor == 0 && !q.candidates.is_empty() {
+        return Err(FitMiss::Unavailable);
+    }
+    Err(miss.unwrap_or(FitMiss::Slots { wanted: 1 }))
+}
+
+fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fit, FitMiss> {
+    let p = &c.pes[pe];
+    let pe_free = p.slots_cap.saturating_sub(p.slots_used);
+    if pe_free < min {
+        return Err(FitMiss::PeSlots {
+            pe: p.name.clone(),
+            wanted: min,
+        });
+    }
+    let want = max.min(pe_free);
+    // Capacity per candidate in this PE, hosts' shared free slots accounted below.
+    let cands: Vec<(usize, u32)> = q
+        .candidates
+        .iter()
+        .copied()
+        .filter(|&qi| usable(c, qi, q) && c.qis[qi].pe_list.iter().any(|n| n == &p.name))
+        .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
+        .filter(|(_, cap)| *cap > 0)
+        .collect();
+    // Free slots per host, shared by the host's queue instances (indexed by host).
+    let mut host_left: Vec<u32> = c
+        .hosts
+        .iter()
+        .map(|h| h.slots_cap.saturating_sub(h.slots_used))
+        .collect();
+    let mut grant: Vec<(usize, u32)> = Vec::new();
+    match p.rule {
+        AllocationRule::PeSlots => {
+            let mut best: Option<(usize, u32)> = None;
+            for &(qi, cap) in &cands {
+                let n = cap.min(want);
+                if n >= min && best.is_none_or(|(_, b)| n > b) {
+                    best = Some((qi, n));
+                    if n == want {
+                        break;
+                    }
+                }
+            }
+            if let Some(b) = best {
+                grant.push(b);
+            }
+        }
+        AllocationRule::FillUp => {
+            let mut left = want;
+            for &(qi, cap) in &cands {
+                if left == 0 {
+                    break;
+                }
+                let h = c.qis[qi].host;
+                let n = cap.min(host_left[h]).min(left);
+                if n > 0 {
+                    grant.push((qi, n));
+                    host_left[h] -= n;
+                    left -= n;
+                }
+            }
+        }
+        AllocationRule::RoundRobin => {
+            let mut given: Vec<u32> = vec![0; cands.len()];
+            let mut left = want;
+            let mut progress = true;
+            while left > 0 && progress {
+                progress = false;
+                let mut hosts_this_round = std::collections::HashSet::new();
+                for (i, &(qi, cap)) in cands.iter().enumerate() {
+                    if left == 0 {
+                        break;
+                    }
+                    let h = c.qis[qi].host;
+                    if hosts_this_round.contains(&h) || given[i] >= cap {
+                        continue;
+                    }
+                    if host_left[h] == 0 {
+                        continue;
+                    }
+                    hosts_this_round.insert(h);
+                    given[i] += 1;
+                    host_left[h] -= 1;
+                    left -= 1;
+                    progress = true;
+                }
+            }
+            grant = cands
+                .iter()
+                .zip(given)
+                .filter(|(_, n)| *n > 0)
+                .map(|(&(qi, _), n)| (qi, n))
+                .collect();
+        }
+        AllocationRule::PerHost(per) => {
+            let mut left = want - want % per;
+            let mut used_hosts = std::collections::HashSet::new();
+            for &(qi, cap) in &cands {
+                if left == 0 {
+                    break;
+                }
+                let h = c.qis[qi].host;
+                if used_hosts.contains(&h) || cap < per {
+                    continue;
+                }
+                if host_left[h] < per {
+                    continue;
+                }
+                used_hosts.insert(h);
+                grant.push((qi, per));
+                left -= per;
+            }
+        }
+    }
+    let total: u32 = grant.iter().map(|(_, n)| n).sum();
+    let valid = match p.rule {
+        AllocationRule::PerHost(per) => total >= min && total.is_multiple_of(per),
+        _ => total >= min,
+    };
+    if !valid || total == 0 {
+        return Err(FitMiss::Slots { wanted: min });
+    }
+    global_ok(c, q.demand, total)?;
+    Ok(Fit {
+        booking: booking(c, q.demand, &grant, Some((pe, total))),
+        placement: placement(c, &grant, Some(p.name.clone())),
+        cursor: 0,
+    })
+}
+
+fn push_levels(
+    c: &Cluster,
+    out: &mut Vec<(Level, String, f64)>,
+    qi: usize,
+    r: &ConsumableRequest,
+    amount: f64,
+) {
+    let q = &c.qis[qi];
+    if q.consumables.cap.contains_key(&r.name) {
+        out.push((Level::Queue(qi), r.name.clone(), amount));
+    }
+    if c.hosts[q.host].consumables.cap.contains_key(&r.name) {
+        out.push((Level::Host(q.host), r.name.clone(), amount));
+    }
+}
+
+/// What a grant books: slots per queue instance, per-slot consumables on every granted
+/// instance, per-job consumables on the master, global amounts once.
+pub fn booking(
+    c: &Cluster,
+    d: &Demand,
+    grant: &[(usize, u32)],
+    pe: Option<(usize, u32)>,
+) -> Booking {
+    let total: u32 = grant.iter().map(|(_, n)| n).sum();
+    let mut consumables = Vec::new();
+    for r in &d.consumables {
+        if r.per_job {
+            if let Some(&(master, _)) = grant.first() {
+                push_levels(c, &mut consumables, master, r, r.amount);
+            }
+        } else {
+            for &(qi, n) in grant {
+                push_levels(c, &mut consumables, qi, r, r.amount * n as f64);
+            }
+        }
+        if c.global.cap.contains_key(&r.name) {
+            let amount = if r.per_job {
+                r.amount
+            } else {
+                r.amount * total as f64
+            };
+            consumables.push((Level::Global, r.name.clone(), amount));
+        }
+    }
+    Booking {
+        slots: grant.to_vec(),
+        consumables,
+        pe,
+    }
+}
+
+fn placement(c: &Cluster, grant: &[(usize, u32)], pe: Option<String>) -> Placement {
+    let granted: Vec<(String, String, u32)> = grant
+        .iter()
+        .map(|&(qi, n)| {
+            (
+                c.hosts[c.qis[qi].host].name.clone(),
+                c.qis[qi].queue.clone(),
+                n,
+            )
+        })
+        .collect();
+    let (host, queue) = granted
+        .first()
+        .map(|(h, q, _)| (h.clone(), q.clone()))
+        .unwrap_or_default();
+    Placement {
+        host,
+        queue,
+        slots: grant.iter().map(|(_, n)| n).sum(),
+        granted,
+        pe,
+    }
+}

@@ -1,0 +1,699 @@
+//! One scheduling pass: priorities for every pending and running job, then pending work in
+//! priority order onto free resources, with reservations (`-R y`, `max_reservation`) and
+//! backfilling, and a "why pending" reason for every job that stays (`qstat -j`).
+//!
+//! Cost: O(jobs) to classify and prioritise, O(jobs log jobs) to sort, and per category at
+//! most one failed fit: within a pass resources only shrink, so a category that did not fit
+//! never fits later in the same pass, and a serial category resumes its host search where
+//! the previous job of the category left it.
+
+use super::fit::{self, FitQuery};
+use super::priority::{PriorityInput, order_key};
+use super::state::{CatId, JobEntry, RunningBooking, SchedState};
+use crate::compat::time::ctime;
+use crate::launch::Placement;
+use crate::model::{JobId, PriorityInfo, TaskId};
+use std::sync::Arc;
+
+/// Start this task here (the daemon writes the state, then calls the runner).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub job: JobId,
+    pub task: TaskId,
+    pub placement: Placement,
+    /// The task ran before and was requeued (`RESTARTED=1`).
+    pub restarted: bool,
+}
+
+/// Resources held back for a `-R y` job from `from` on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    pub job: JobId,
+    pub task: TaskId,
+    pub from: i64,
+    pub placement: Placement,
+}
+
+/// What a pass decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassResult {
+    pub starts: Vec<Start>,
+    pub reservations: Vec<Reservation>,
+    /// The earliest time something changes without an event (an `-a` start time, a host's
+    /// retry): the daemon runs a pass then.
+    pub next_wakeup: Option<i64>,
+    /// Pending jobs that were eligible and considered.
+    pub considered: usize,
+    /// Fits attempted (a measure of the work done, for the benchmark).
+    pub fits: usize,
+    /// Where the time went, in microseconds: classify and prioritise, order, dispatch
+    /// (with reservations), reasons.
+    pub phase_us: [u64; 4],
+}
+
+fn reservation_reason(r: &Reservation) -> String {
+    format!(
+        "reserved {} slot(s) on {} from {} (-R y)",
+        r.placement.slots,
+        r.placement.host,
+        ctime(r.from)
+    )
+}
+
+/// The verdict of one category within one pass.
+#[derive(Debug, Clone, Default)]
+struct CatVerdict {
+    /// Set once a fit failed: the reason every later job of the category gets.
+    failed: Option<Arc<[String]>>,
+    /// Serial categories resume their search here.
+    cursor: usize,
+}
+
+/// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    key: (i64, i64, JobId),
+    /// Position of the job in `jobs` iteration order (stable within the pass).
+    pos: usize,
+    id: JobId,
+    cat: CatId,
+    submitted: i64,
+    reserve: bool,
+    array_deps: bool,
+}
+
+const NO_INPUT: usize = usize::MAX;
+
+impl SchedState {
+    /// Runs one scheduling pass at time `now`.
+    pub fn schedule(&mut self, now: i64) -> PassResult {
+        let mut clock = std::time::Instant::now();
+        let mut result = PassResult::default();
+        self.cluster.clear_reservations();
+        self.ends_cache = None;
+        let sconf = self.config.scheduler.clone();
+        let ncat = self.categories.len();
+        let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
+        self.order_cache = None;
+        self.started_in_pass.clear();
+        let n = self.jobs.len();
+        let mut input_of: Vec<usize> = vec![NO_INPUT; n];
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
+        let mut blocked_pos: Vec<usize> = Vec::new();
+        let mut cands: Vec<Candidate> = Vec::new();
+
+        // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
+        // running jobs get a priority; held and blocked ones get SGE's zeros.
+        let mut infos = {
+            let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
+            let names = &self.name_list;
+            for (pos, (id, e)) in self.jobs.iter().enumerate() {
+                let h = &e.hot;
+                let elig = if h.has_pending {
+                    self.eligibility_of(e, now, &mut result.next_wakeup)
+                } else {
+                    Err(String::new())
+                };
+                if elig.is_ok() || h.running_since.is_some() {
+                    let d = self.categories[e.cat].demand.as_ref().ok();
+                    let qu = if elig.is_err() {
+                        h.running_queue_urgency
+                    } else {
+                        d.map_or(0.0, |d| d.queue_urgency)
+                    };
+                    input_of[pos] = inputs.len();
+                    inputs.push(PriorityInput {
+                        job: *id,
+                        uid: h.uid,
+                        owner: names.get(h.owner as usize).map_or("", String::as_str),
+                        project: h
+                            .project
+                            .and_then(|p| names.get(p as usize))
+                            .map(String::as_str),
+                        submission_time: h.submitted,
+                        posix_priority: h.posix_priority,
+                        slots: d.map_or(1, |d| d.urgency_slots),
+                        rrcontr: d.map_or(0.0, |d| d.rr_urgency) + qu,
+                        deadline: h.deadline,
+                        running_since: if elig.is_ok() { None } else { h.running_since },
+                    });
+                }
+                match elig {
+                    Ok(()) => cands.push(Candidate {
+                        key: (0, 0, *id),
+                        pos,
+                        id: *id,
+                        cat: e.cat,
+                        submitted: h.submitted,
+                        reserve: h.reserve,
+                        array_deps: h.array_deps,
+                    }),
+                    Err(why) if h.has_pending => {
+                        blocked_pos.push(pos);
+                        job_reasons[pos] = Some(if e.reasons.len() == 1 && e.reasons[0] == why {
+                            e.reasons.clone()
+                        } else {
+                            Arc::from(vec![why])
+                        });
+                    }
+                    Err(_) => {}
+                }
+            }
+            self.policy.compute(&sconf, now, &inputs)
+        };
+
+        let mut lap = |slot: &mut u64| {
+            let t = std::time::Instant::now();
+            *slot = (t - clock).as_micros() as u64;
+            clock = t;
+        };
+        let mut phases = [0u64; 4];
+        lap(&mut phases[0]);
+        // 3. Order.
+        for c in cands.iter_mut() {
+            let i = input_of[c.pos];
+            let prio = infos.get(i).map_or(0.0, |p| p.prio);
+            c.key = order_key(sconf.policy, prio, c.submitted, c.id);
+        }
+        cands.sort_unstable_by_key(|c| c.key);
+        result.considered = cands.len();
+        let blocked: std::collections::HashSet<usize> = blocked_pos.into_iter().collect();
+        for (pos, e) in self.jobs.values_mut().enumerate() {
+            let i = input_of[pos];
+            if i != NO_INPUT {
+                e.priority = infos.get_mut(i).map(std::mem::take);
+            } else if blocked.contains(&pos) {
+                e.priority = Some(PriorityInfo::default());
+            }
+        }
+
+        lap(&mut phases[1]);
+        self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
+        lap(&mut phases[2]);
+        self.store_reasons(job_reasons, true);
+        lap(&mut phases[3]);
+        result.phase_us = phases;
+        self.keep_order(cands);
+        result
+    }
+
+    /// A pass after an event that changed only resources or running tasks (a task started
+    /// or ended, a host came back): the priorities and order of the last full pass are
+    /// reused, and a job whose category already failed costs no lookup, so the pass is
+    /// O(candidates) with a small constant. Falls back to [`SchedState::schedule`] when the
+    /// set of jobs, a record or the configuration changed since.
+    pub fn schedule_event(&mut self, now: i64) -> PassResult {
+        let Some(cands) = self.order_cache.take() else {
+            return self.schedule(now);
+        };
+        let mut clock = std::time::Instant::now();
+        let mut result = PassResult::default();
+        self.cluster.clear_reservations();
+        self.ends_cache = None;
+        let durations: Vec<Option<i64>> = (0..self.categories.len())
+            .map(|c| self.duration(c))
+            .collect();
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
+        result.considered = cands.len();
+        self.dispatch_all(
+            &cands,
+            &mut job_reasons,
+            false,
+            now,
+            &durations,
+            &mut result,
+        );
+        let t = std::time::Instant::now();
+        result.phase_us[2] = (t - clock).as_micros() as u64;
+        clock = t;
+        self.store_reasons(job_reasons, false);
+        result.phase_us[3] = clock.elapsed().as_micros() as u64;
+        self.keep_order(cands);
+        result
+    }
+
+    /// Keeps the ordered candidates for [`SchedState::schedule_event`], without the jobs
+    /// whose last pending task started in this pass.
+    fn keep_order(&mut self, mut cands: Vec<Candidate>) {
+        let started = std::mem::take(&mut self.started_in_pass);
+        if !started.is_empty() {
+            cands.retain(|c| {
+                !started.contains(&c.id)
+                    || self.jobs.get(&c.id).is_some_and(|e| e.hot.pending_unheld)
+            });
+        }
+        self.order_cache = Some(cands);
+    }
+
+    /// Step 4, dispatch in order: a job whose category already failed in this pass gets
+    /// the category's reason without a lookup.
+    fn dispatch_all(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut [Option<Arc<[String]>>],
+        _full: bool,
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut reservations_left = self.config.scheduler.max_reservation;
+        for c in cands {
+            // Only a `-R y` job with reservations left, or one whose tasks wait task-wise,
+            // needs a closer look once its category failed.
+            if let Some(r) = &verdicts[c.cat].failed
+                && !(c.reserve && reservations_left > 0)
+                && !c.array_deps
+            {
+                job_reasons[c.pos] = Some(r.clone());
+                continue;
+            }
+            let why = self.dispatch_job(
+                c,
+                now,
+                durations[c.cat],
+                &mut verdicts,
+                &mut reservations_left,
+                result,
+            );
+            job_reasons[c.pos] = Some(why);
+        }
+    }
+
+    /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
+    /// jobs without a new reason get none (a full pass saw every job); without, they keep
+    /// theirs.
+    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
+        let empty: Arc<[String]> = Arc::from(Vec::new());
+        let mut changed = Vec::new();
+        for (pos, (id, e)) in self.jobs.iter_mut().enumerate() {
+            let new = match job_reasons.get_mut(pos).and_then(Option::take) {
+                Some(r) => r,
+                None if clear => empty.clone(),
+                None => continue,
+            };
+            if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
+                e.reasons = new;
+                changed.push(*id);
+            }
+        }
+        for id in changed {
+            self.mark_dirty(id);
+        }
+    }
+
+    /// Whether a job with pending tasks may be considered now, else why not. Reads only the
+    /// hot fields unless the job is blocked (then the record says why).
+    fn eligibility_of(&self, e: &JobEntry, now: i64, wake: &mut Option<i64>) -> Result<(), String> {
+        let h = &e.hot;
+        if h.error {
+            let msg = e
+                .record
+                .get()
+                .and_then(|r| r.error.as_ref().map(|x| x.message.clone()))
+                .unwrap_or_default();
+            return Err(format!("job is in error state: {msg}"));
+        }
+        if !h.pending_unheld {
+            let letters = h.holds.letters();
+            return Err(format!("job is in hold state (hold types: {letters})"));
+        }
+        if let Some(t) = h.start_time
+            && t > now
+        {
+            *wake = Some(wake.map_or(t, |w| w.min(t)));
+            return Err(format!(
+                "job start time (-a) not reached: it may start at {}",
+                ctime(t)
+            ));
+        }
+        if h.has_predecessors {
+            let waiting: Vec<String> = h
+                .predecessors
+                .iter()
+                .filter(|p| self.jobs.get(p).is_some_and(|j| !j.hot.is_done()))
+                .map(|p| p.to_string())
+                .collect();
+            if !waiting.is_empty() {
+                return Err(format!(
+                    "job dropped because of job dependencies (-hold_jid: waiting for job {})",
+                    waiting.join(", ")
+                ));
+            }
+        }
+        let cat = &self.categories[e.cat];
+        if let Err(why) = &cat.demand {
+            return Err(why.clone());
+        }
+        if let Some(why) = &cat.static_reason {
+            return Err(why.clone());
+        }
+        Ok(())
+    }
+
+    /// Whether array task `task` of `id` waits for the same task of an `-hold_jid_ad`
+    /// predecessor (`sge_types(1)`: task-wise dependency).
+    fn array_task_blocked(&self, id: JobId, task: TaskId) -> Option<JobId> {
+        let e = self.jobs.get(&id)?;
+        let rec = e.record.get()?;
+        for p in &rec.spec.array_predecessors {
+            let Some(pr) = self.jobs.get(p).and_then(|pj| pj.record.get()) else {
+                continue;
+            };
+            let t = &pr.tasks;
+            if t.pending.iter().any(|g| g.tasks.contains(task))
+                || t.running.iter().any(|r| r.task == task)
+            {
+                return Some(*p);
+            }
+        }
+        None
+    }
+
+    /// The next pending task of a job that may start: not held and not waiting task-wise.
+    fn next_task(&self, id: JobId) -> Result<TaskId, String> {
+        let Some(e) = self.jobs.get(&id) else {
+            return Err(String::new());
+        };
+        let mut waited_for = None;
+        let Some(rec) = e.record.get() else {
+            return Err(String::new());
+        };
+        for g in rec.tasks.pending.iter().filter(|g| !g.holds.any()) {
+            if rec.spec.array_predecessors.is_empty() {
+                if let Some(t) = g.tasks.first() {
+                    return Ok(t);
+                }
+                continue;
+            }
+            for t in g.tasks.iter() {
+                match self.array_task_blocked(id, t) {
+                    None => return Ok(t),
+                    Some(p) => waited_for = waited_for.or(Some(p)),
+                }
+            }
+        }
+        Err(match waited_for {
+            Some(p) => format!(
+                "job dropped because of job dependencies (-hold_jid_ad: waiting for tasks of job {p})"
+            ),
+            None => "all pending tasks are held".to_string(),
+        })
+    }
+
+    /// Starts as many tasks of one job as fit; returns the job's pending reasons.
+    fn dispatch_job(
+        &mut self,
+        c: &Candidate,
+        now: i64,
+        duration: Option<i64>,
+        verdicts: &mut [CatVerdict],
+        reservations_left: &mut u32,
+        result: &mut PassResult,
+    ) -> Arc<[String]> {
+        let (id, cat) = (c.id, c.cat);
+        let Some(e) = self.jobs.get(&id) else {
+            return Arc::from(Vec::new());
+        };
+        let uid = e.hot.uid;
+        // Decoded now: the job is about to be dispatched or explained.
+        let Some(rec) = self.job_mut(id) else {
+            return Arc::from(Vec::new());
+        };
+        let tc = rec.spec.task_concurrency.filter(|n| *n > 0);
+        let reserve = c.reserve;
+        let maxujobs = self.config.scheduler.maxujobs;
+        let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
+        let mut reasons = Vec::new();
+        loop {
+            let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
+            let task = match self.next_task(id) {
+                Ok(t) => t,
+                Err(why) => {
+                    if !why.is_empty() && running == 0 {
+                        reasons.push(why);
+                    }
+                    break;
+                }
+            };
+            let verdict = &mut verdicts[cat];
+            if let Some(why) = verdict.failed.clone() {
+                // A job of this category already failed to fit in this pass; a `-R y` job
+                // still gets its reservation.
+                if reserve && running == 0 && *reservations_left > 0 {
+                    *reservations_left -= 1;
+                    if let Some(r) = self.plan_reservation(id, task, cat, now) {
+                        reasons.extend(why.iter().cloned());
+                        reasons.push(reservation_reason(&r));
+                        result.reservations.push(r);
+                        break;
+                    }
+                }
+                if reasons.is_empty() {
+                    return why;
+                }
+                reasons.extend(why.iter().cloned());
+                break;
+            }
+            if let Some(tc) = tc
+                && running as u32 >= tc
+            {
+                reasons.push(format!(
+                    "job has reached its task concurrency limit (-tc {tc})"
+                ));
+                break;
+            }
+            if maxujobs > 0 && self.user_running.get(&uid).copied().unwrap_or(0) >= maxujobs {
+                reasons.push(format!(
+                    "job dropped because of user limitations (maxujobs {maxujobs})"
+                ));
+                break;
+            }
+            let cursor = verdict.cursor;
+            let Ok(demand) = &self.categories[cat].demand else {
+                break;
+            };
+            let query = FitQuery {
+                demand,
+                candidates: &self.categories[cat].candidates,
+                cursor,
+                now,
+                end,
+                ignore_availability: false,
+            };
+            result.fits += 1;
+            match fit::fit(&self.cluster, &query) {
+                Ok(f) => {
+                    if demand.pe.is_none() {
+                        verdict.cursor = f.cursor;
+                    }
+                    self.start_task(id, task, now, f.booking, f.placement.clone(), end);
+                    result.starts.push(Start {
+                        job: id,
+                        task,
+                        placement: f.placement,
+                        restarted: false,
+                    });
+                }
+                Err(miss) => {
+                    let blocked_by_reservation =
+                        self.cluster.qis.iter().any(|q| !q.reserved.is_empty())
+                            && fit::fit(
+                                &self.cluster,
+                                &FitQuery {
+                                    end: i64::MIN,
+                                    cursor: 0,
+                                    ..query
+                                },
+                            )
+                            .is_ok();
+                    let why = if blocked_by_reservation {
+                        "cannot run because resources are reserved for higher-priority jobs (-R y) and its run time (h_rt or default_duration) would overlap the reservation".to_string()
+                    } else {
+                        miss.describe()
+                    };
+                    // The same words as in the last pass share the last pass's allocation, so
+                    // that comparing reasons is a pointer comparison.
+                    let shared = match &self.categories[cat].last_failure {
+                        Some(last) if last.len() == 1 && last[0] == why => last.clone(),
+                        _ => {
+                            let fresh: Arc<[String]> = Arc::from(vec![why.clone()]);
+                            self.categories[cat].last_failure = Some(fresh.clone());
+                            fresh
+                        }
+                    };
+                    verdicts[cat].failed = Some(shared);
+                    reasons.push(why);
+                    if reserve && *reservations_left > 0 {
+                        *reservations_left -= 1;
+                        if let Some(r) = self.plan_reservation(id, task, cat, now) {
+                            reasons.push(reservation_reason(&r));
+                            result.reservations.push(r);
+                        }
+                        // The next job of this category gets its own reservation attempt,
+                        // against resources that now include this one.
+                        verdicts[cat] = CatVerdict::default();
+                        // But this job does not retry now.
+                        break;
+                    }
+                    break;
+                }
+            }
+        }
+        Arc::from(reasons)
+    }
+
+    fn start_task(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        now: i64,
+        booking: super::cluster::Booking,
+        placement: Placement,
+        end: i64,
+    ) {
+        self.cluster.book(&booking);
+        let Some(e) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let uid = e.hot.uid;
+        let Some(record) = e.record.warm() else {
+            return;
+        };
+        for g in record.tasks.pending.iter_mut() {
+            if !g.holds.any() && g.tasks.remove(task) {
+                break;
+            }
+        }
+        record.tasks.pending.retain(|g| !g.tasks.is_empty());
+        let granted = if placement.pe.is_some() {
+            placement.granted.clone()
+        } else {
+            Vec::new()
+        };
+        record.tasks.running.push(crate::model::RunningTask {
+            task,
+            state: crate::model::RunState::Transferring,
+            start_time: now,
+            queue: placement.queue.clone(),
+            host: placement.host.clone(),
+            slots: placement.slots,
+            granted,
+            deleting: false,
+            restarted: false,
+        });
+        *self.user_running.entry(uid).or_insert(0) += 1;
+        self.running.insert(
+            (id, task),
+            RunningBooking {
+                booking,
+                uid,
+                expected_end: end,
+            },
+        );
+        self.refresh_hot(id);
+        self.started_in_pass.insert(id);
+        self.mark_dirty(id);
+    }
+
+    /// Finds the earliest time the job's next task fits if running tasks end when expected,
+    /// and holds those slots from then on (`sched_conf(5)` `max_reservation`,
+    /// `default_duration`). Lower-priority jobs may still use them if they end before.
+    fn plan_reservation(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        cat: CatId,
+        now: i64,
+    ) -> Option<Reservation> {
+        // Running tasks grouped by expected end. The fit is monotone in time (ends only free
+        // resources), so a binary search over the groups finds the earliest fitting end with
+        // O(log groups) fits. Releases are applied to the live cluster and undone after, so
+        // nothing is cloned.
+        // Sorted once per pass and again only after a start added a running task.
+        let ends = match self.ends_cache.take() {
+            Some((n, v)) if n == self.running.len() => v,
+            _ => {
+                let mut v: Vec<(i64, JobId, TaskId)> = self
+                    .running
+                    .iter()
+                    .filter(|(_, b)| b.expected_end != i64::MAX)
+                    .map(|(&(j, t), b)| (b.expected_end, j, t))
+                    .collect();
+                v.sort_unstable();
+                v
+            }
+        };
+        let mut group_end: Vec<usize> = Vec::new(); // exclusive end index of each group
+        for i in 0..ends.len() {
+            if i + 1 == ends.len() || ends[i + 1].0 != ends[i].0 {
+                group_end.push(i + 1);
+            }
+        }
+        let demand = self.categories[cat].demand.as_ref().ok()?;
+        let candidates = &self.categories[cat].candidates;
+        let cluster = &mut self.cluster;
+        let running = &self.running;
+        let mut released = 0usize; // number of entries of `ends` released
+        let mut move_to = |cluster: &mut super::cluster::Cluster, target: usize| {
+            while released < target {
+                let (_, j, t) = ends[released];
+                if let Some(b) = running.get(&(j, t)) {
+                    cluster.release(&b.booking);
+                }
+                released += 1;
+            }
+            while released > target {
+                released -= 1;
+                let (_, j, t) = ends[released];
+                if let Some(b) = running.get(&(j, t)) {
+                    cluster.book(&b.booking);
+                }
+            }
+        };
+        let probe = |cluster: &super::cluster::Cluster| {
+            fit::fit(
+                cluster,
+                &FitQuery {
+                    demand,
+                    candidates,
+                    cursor: 0,
+                    now,
+                    end: i64::MAX,
+                    ignore_availability: false,
+                },
+            )
+            .ok()
+        };
+        let (mut lo, mut hi) = (0usize, group_end.len());
+        let mut found = None;
+        // Smallest group index whose release makes the job fit, if any.
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            move_to(cluster, group_end[mid]);
+            match probe(cluster) {
+                Some(f) => {
+                    found = Some((mid, f));
+                    hi = mid;
+                }
+                None => lo = mid + 1,
+            }
+        }
+        move_to(cluster, 0);
+        let Some((g, f)) = found else {
+            self.ends_cache = Some((self.running.len(), ends));
+            return None;
+        };
+        let from = ends[group_end[g] - 1].0.max(now);
+        for &(qi, n) in &f.booking.slots {
+            self.cluster.qis[qi].reserved.push((from, n));
+        }
+        self.ends_cache = Some((self.running.len(), ends));
+        Some(Reservation {
+            job: id,
+            task,
+            from,
+            placement: f.placement,
+        })
+    }
+}

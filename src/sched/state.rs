@@ -1,0 +1,831 @@
+//! The scheduler's in-memory state: every job of the spool, the cluster's resources with the
+//! bookings of running tasks, and the job categories. Pure: no files, no clock (times are
+//! passed in), so the pass can be tested with table cases.
+
+use super::cluster::{Booking, Cluster, Demand, StaticMiss};
+use super::fit;
+use super::priority::{PriorityPolicy, TemporarySgeFormula};
+use super::value::parse_time;
+use crate::compat::pattern;
+use crate::config::ClusterConfig;
+use crate::model::{
+    ErrorInfo, Holds, JobId, JobRecord, PendingGroup, PriorityInfo, RunState, RunningTask, TaskId,
+    TaskSet,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Index of a category in [`SchedState`].
+pub type CatId = usize;
+
+/// Jobs with identical hard requirements (`-l`, `-q`, `-pe`) share a category: its demand,
+/// its statically matching queue instances and, within a pass, one fit verdict (SGE's
+/// job categories, `sched_conf(5)`), so that one failed fit is not retried for each job.
+#[derive(Debug, Clone)]
+pub struct Category {
+    pub key: String,
+    pub demand: Result<Demand, String>,
+    /// Queue instances that can ever take the category, in try order.
+    pub candidates: Vec<usize>,
+    /// Why no queue instance matches statically (when `candidates` is empty).
+    pub static_reason: Option<String>,
+    /// Jobs currently in the category.
+    pub jobs: usize,
+    /// The reason of the category's last failed fit, reused while the words stay the same.
+    pub last_failure: Option<Arc<[String]>>,
+}
+
+/// One job and what the scheduler derives from it.
+#[derive(Debug, Clone)]
+///
+/// The priority and "why pending" reasons of the last pass live here, not in the record:
+/// reasons are shared per category (one allocation, not one per job), and both are put into
+/// the record only when it is written ([`SchedState::record_for_write`]).
+///
+/// The record is boxed and the fields a pass reads for every job are copied into [`Hot`],
+/// so that a pass over 100,000 jobs walks compact map nodes instead of 1.2 KB records.
+pub struct JobEntry {
+    pub record: Rec,
+    pub cat: CatId,
+    pub hot: Hot,
+    pub reasons: Arc<[String]>,
+    pub priority: Option<PriorityInfo>,
+    /// The `prio` last written to the spool, to refresh stale state files a few at a time.
+    pub written_prio: Option<f64>,
+}
+
+/// A job record, decoded ("warm") while the scheduler works with it, else kept as its
+/// compact JSON ("cold"): a decoded record takes about 1.9 KB with its strings, its JSON
+/// about half that, and 100,000 pending jobs must fit in `sched_d`'s 200 MB. Pending jobs
+/// are cooled after each pass; a job is warmed when it is dispatched, altered or written.
+#[derive(Debug, Clone)]
+pub enum Rec {
+    Warm(Box<JobRecord>),
+    Cold(Box<[u8]>),
+}
+
+impl Rec {
+    /// The record, decoding a cold one (`None` only if our own encoding failed to decode).
+    pub fn get(&self) -> Option<std::borrow::Cow<'_, JobRecord>> {
+        match self {
+            Rec::Warm(b) => Some(std::borrow::Cow::Borrowed(&**b)),
+            Rec::Cold(bytes) => serde_json::from_slice(bytes)
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Decodes in place and gives mutable access.
+    pub fn warm(&mut self) -> Option<&mut JobRecord> {
+        if let Rec::Cold(bytes) = self {
+            let r: JobRecord = serde_json::from_slice(bytes).ok()?;
+            *self = Rec::Warm(Box::new(r));
+        }
+        match self {
+            Rec::Warm(b) => Some(&mut **b),
+            Rec::Cold(_) => None,
+        }
+    }
+
+    /// Encodes a warm record (kept warm if encoding fails).
+    pub fn cool(&mut self) {
+        if let Rec::Warm(b) = self
+            && let Ok(v) = serde_json::to_vec(&**b)
+        {
+            *self = Rec::Cold(v.into_boxed_slice());
+        }
+    }
+
+    pub fn is_warm(&self) -> bool {
+        matches!(self, Rec::Warm(_))
+    }
+}
+
+/// What a pass reads for every job, kept beside the boxed record and refreshed whenever the
+/// record changes ([`SchedState::job_changed`] and the task transitions).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Hot {
+    pub uid: u32,
+    /// Interned owner and project names ([`SchedState::name`]).
+    pub owner: u32,
+    pub project: Option<u32>,
+    pub submitted: i64,
+    pub posix_priority: i32,
+    pub deadline: Option<i64>,
+    pub start_time: Option<i64>,
+    pub reserve: bool,
+    pub array_deps: bool,
+    pub has_predecessors: bool,
+    pub error: bool,
+    pub has_pending: bool,
+    /// Some pending task is not held.
+    pub pending_unheld: bool,
+    /// Every hold on some pending task (for the reason of a held job).
+    pub holds: Holds,
+    /// `-hold_jid` predecessors (empty, without allocation, for most jobs).
+    pub predecessors: Box<[JobId]>,
+    pub running: u32,
+    pub running_since: Option<i64>,
+    /// Urgency bonus of the queue its first running task is in.
+    pub running_queue_urgency: f64,
+}
+
+impl Hot {
+    /// Nothing pending or running: the job is over (a zombie until retired).
+    pub fn is_done(&self) -> bool {
+        !self.has_pending && self.running == 0
+    }
+}
+
+/// (expected end, job, task) of a running task.
+pub type EndOfTask = (i64, JobId, TaskId);
+
+/// Bookkeeping of one running task: what it holds and when it is expected to end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningBooking {
+    pub booking: Booking,
+    pub uid: u32,
+    /// start + h_rt (or default_duration); `i64::MAX` when unknown.
+    pub expected_end: i64,
+}
+
+/// The whole in-memory state of `sched_d`.
+pub struct SchedState {
+    pub config: ClusterConfig,
+    pub cluster: Cluster,
+    pub(crate) jobs: BTreeMap<JobId, JobEntry>,
+    pub(crate) categories: Vec<Category>,
+    cat_index: HashMap<String, CatId>,
+    pub(crate) running: HashMap<(JobId, TaskId), RunningBooking>,
+    pub(crate) user_running: HashMap<u32, u32>,
+    pub(crate) policy: Box<dyn PriorityPolicy>,
+    dirty: BTreeSet<JobId>,
+    names: HashMap<String, u32>,
+    pub(crate) name_list: Vec<String>,
+    /// The ordered candidates of the last full pass, while still valid (see
+    /// [`SchedState::schedule_event`]); `None` after any change to the set of jobs, a
+    /// record, or the configuration.
+    pub(crate) order_cache: Option<Vec<super::pass::Candidate>>,
+    pub(crate) started_in_pass: std::collections::HashSet<JobId>,
+    /// Jobs with `-hold_jid`/`-hold_jid_ad` predecessors: while there are any, a task's end
+    /// may unblock another job, so it invalidates the order cache.
+    dependent_jobs: usize,
+    /// Running tasks sorted by expected end, for reservations within one pass (with the
+    /// number of running tasks it was built from).
+    pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
+    /// Jobs whose record is decoded, to be cooled when idle.
+    warm: BTreeSet<JobId>,
+}
+
+impl std::fmt::Debug for SchedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedState")
+            .field("jobs", &self.jobs.len())
+            .field("categories", &self.categories.len())
+            .field("running", &self.running.len())
+            .finish()
+    }
+}
+
+/// Problems the state reports to the daemon (never fatal).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("job {0} is not known")]
+    NoSuchJob(JobId),
+    #[error("task {0}.{1} is not running")]
+    NotRunning(JobId, TaskId),
+}
+
+fn category_key(spec: &crate::model::JobSpec) -> String {
+    let mut res: Vec<(&str, &str)> = spec
+        .hard_resources
+        .iter()
+        .map(|r| (r.name.as_str(), r.value.as_str()))
+        .collect();
+    res.sort_unstable();
+    let pe = spec
+        .pe
+        .as_ref()
+        .map(|p| (p.name.as_str(), p.range.min, p.range.max));
+    serde_json::to_string(&(res, &spec.hard_queues, pe)).unwrap_or_default()
+}
+
+impl SchedState {
+    /// An empty state over `config`, ordering with the temporary SGE formula.
+    pub fn new(config: ClusterConfig) -> Self {
+        Self::with_policy(config, Box::new(TemporarySgeFormula))
+    }
+
+    /// An empty state with the given priority policy (the seam the policy crate plugs into).
+    pub fn with_policy(config: ClusterConfig, policy: Box<dyn PriorityPolicy>) -> Self {
+        SchedState {
+            cluster: Cluster::from_config(&config),
+            config,
+            jobs: BTreeMap::new(),
+            categories: Vec::new(),
+            cat_index: HashMap::new(),
+            running: HashMap::new(),
+            user_running: HashMap::new(),
+            policy,
+            dirty: BTreeSet::new(),
+            names: HashMap::new(),
+            name_list: Vec::new(),
+            order_cache: None,
+            started_in_pass: std::collections::HashSet::new(),
+            dependent_jobs: 0,
+            ends_cache: None,
+            warm: BTreeSet::new(),
+        }
+    }
+
+    /// Rebuilds the job map with full nodes. Jobs arrive in id order, which leaves a B-tree's
+    /// nodes half empty; rebuilding from the sorted entries packs them (about 30 MB less
+    /// for 100,000 jobs). Positions change, so the cached order goes.
+    pub fn compact(&mut self) {
+        let jobs = std::mem::take(&mut self.jobs);
+        self.jobs = jobs.into_iter().collect();
+        self.invalidate_order();
+    }
+
+    /// Forgets the cached order: the next event pass is a full one.
+    pub fn invalidate_order(&mut self) {
+        self.order_cache = None;
+    }
+
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.names.get(name) {
+            return i;
+        }
+        let i = self.name_list.len() as u32;
+        self.name_list.push(name.to_string());
+        self.names.insert(name.to_string(), i);
+        i
+    }
+
+    /// An interned user or project name.
+    pub fn name(&self, i: u32) -> &str {
+        self.name_list.get(i as usize).map_or("", String::as_str)
+    }
+
+    /// Recomputes a job's [`Hot`] fields from its record.
+    pub(crate) fn refresh_hot(&mut self, id: JobId) {
+        // Everything is read while the record is borrowed (no copy of it); names are
+        // interned after.
+        let (mut hot, owner, project) = {
+            let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
+                return;
+            };
+            let first_queue = r.tasks.running.first().map(|t| t.queue.as_str());
+            let running_queue_urgency = first_queue
+                .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
+                .map_or(0.0, |q| q.urgency);
+            let mut holds = Holds::NONE;
+            for g in r.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
+                holds.user |= g.holds.user;
+                holds.operator |= g.holds.operator;
+                holds.system |= g.holds.system;
+            }
+            let hot = Hot {
+                uid: r.submitter.uid,
+                owner: 0,
+                project: None,
+                submitted: r.submitter.submission_time,
+                posix_priority: r.spec.priority,
+                deadline: r.spec.deadline,
+                start_time: r.spec.start_time,
+                reserve: r.spec.reserve,
+                array_deps: !r.spec.array_predecessors.is_empty(),
+                has_predecessors: !r.spec.predecessors.is_empty(),
+                error: r.error.is_some(),
+                has_pending: r.tasks.pending.iter().any(|g| !g.tasks.is_empty()),
+                pending_unheld: r
+                    .tasks
+                    .pending
+                    .iter()
+                    .any(|g| !g.tasks.is_empty() && !g.holds.any()),
+                holds,
+                predecessors: r.spec.predecessors.clone().into_boxed_slice(),
+                running: r.tasks.running.len() as u32,
+                running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
+                running_queue_urgency,
+            };
+            (hot, r.submitter.owner.clone(), r.spec.project.clone())
+        };
+        hot.owner = self.intern(&owner);
+        hot.project = project.as_deref().map(|p| self.intern(p));
+        let Some(e) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let was_dependent = e.hot.has_predecessors || e.hot.array_deps;
+        e.hot = hot;
+        let dependent = e.hot.has_predecessors || e.hot.array_deps;
+        match (was_dependent, dependent) {
+            (false, true) => self.dependent_jobs += 1,
+            (true, false) => self.dependent_jobs = self.dependent_jobs.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// Replaces the priority policy.
+    pub fn set_policy(&mut self, policy: Box<dyn PriorityPolicy>) {
+        self.policy = policy;
+    }
+
+    /// A job's record (decoded if it was cold).
+    pub fn job(&self, id: JobId) -> Option<std::borrow::Cow<'_, JobRecord>> {
+        self.jobs.get(&id).and_then(|e| e.record.get())
+    }
+
+    /// Every job id, in order.
+    pub fn job_ids(&self) -> Vec<JobId> {
+        self.jobs.keys().copied().collect()
+    }
+
+    /// Encodes the records of jobs that only wait (no running task) and were decoded since
+    /// the last call; returns how many. The daemon calls it after each pass.
+    pub fn cool_idle(&mut self) -> usize {
+        let warm = std::mem::take(&mut self.warm);
+        let mut n = 0;
+        for id in warm {
+            if let Some(e) = self.jobs.get_mut(&id) {
+                if e.hot.running == 0 {
+                    e.record.cool();
+                    n += 1;
+                } else {
+                    self.warm.insert(id);
+                }
+            }
+        }
+        n
+    }
+
+    /// Why the job is not running, as of the last pass (`qstat -j`).
+    pub fn pending_reasons(&self, id: JobId) -> &[String] {
+        self.jobs.get(&id).map_or(&[], |e| &e.reasons[..])
+    }
+
+    /// The priority of the last pass (`qstat -pri`/`-urg`/`-ext`); zeros for held jobs.
+    pub fn priority(&self, id: JobId) -> Option<&PriorityInfo> {
+        self.jobs.get(&id).and_then(|e| e.priority.as_ref())
+    }
+
+    /// The record as it is to be written to the spool: with the last pass's priority and
+    /// pending reasons.
+    pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
+        let e = self.jobs.get(&id)?;
+        let mut r = e.record.get()?.into_owned();
+        r.pending_reasons = e.reasons.to_vec();
+        r.priority = e.priority.clone();
+        Some(r)
+    }
+
+    /// Notes that the record was written as [`SchedState::record_for_write`] gave it.
+    pub fn note_written(&mut self, id: JobId) {
+        if let Some(e) = self.jobs.get_mut(&id) {
+            e.written_prio = e.priority.as_ref().map(|p| p.prio);
+        }
+    }
+
+    /// Marks at most `limit` jobs whose priority changed since their state was written
+    /// (waiting time grows), continuing after `*cursor`, so that `qstat`'s priority columns
+    /// follow without rewriting 100,000 state files per periodic pass. Returns how many.
+    pub fn refresh_stale_priorities(&mut self, cursor: &mut JobId, limit: usize) -> usize {
+        let mut marked = Vec::new();
+        let start = *cursor;
+        let after = self.jobs.range(JobId(start.0.saturating_add(1))..);
+        let before = self.jobs.range(..=start);
+        for (id, e) in after.chain(before) {
+            if marked.len() >= limit {
+                break;
+            }
+            let now = e.priority.as_ref().map(|p| p.prio);
+            let stale = match (now, e.written_prio) {
+                (Some(a), Some(b)) => (a - b).abs() > 1e-9,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if stale {
+                marked.push(*id);
+            }
+            *cursor = *id;
+        }
+        let n = marked.len();
+        for id in marked {
+            self.dirty.insert(id);
+        }
+        n
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn category_count(&self) -> usize {
+        self.categories.iter().filter(|c| c.jobs > 0).count()
+    }
+
+    /// Job ids whose record changed since the last call (to be written with `write_state`).
+    pub fn take_dirty(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.dirty).into_iter().collect()
+    }
+
+    pub fn mark_dirty(&mut self, id: JobId) {
+        self.dirty.insert(id);
+    }
+
+    fn category_for(&mut self, spec: &crate::model::JobSpec) -> CatId {
+        let key = category_key(spec);
+        if let Some(&c) = self.cat_index.get(&key) {
+            return c;
+        }
+        let cat = self.build_category(key.clone(), spec);
+        self.categories.push(cat);
+        let id = self.categories.len() - 1;
+        self.cat_index.insert(key, id);
+        id
+    }
+
+    fn build_category(&self, key: String, spec: &crate::model::JobSpec) -> Category {
+        let demand = Demand::build(&self.cluster, &self.config, spec);
+        let mut candidates = Vec::new();
+        let mut static_reason = None;
+        if let Ok(d) = &demand {
+            let mut first_miss = None;
+            for qi in 0..self.cluster.qis.len() {
+                match d.static_fit(&self.cluster, qi) {
+                    Ok(()) => candidates.push(qi),
+                    Err(m) => {
+                        if first_miss.is_none() {
+                            first_miss = Some(m);
+                        }
+                    }
+                }
+            }
+            if candidates.is_empty() {
+                static_reason = Some(match first_miss {
+                    Some(StaticMiss::QueueList) => format!(
+                        "cannot run in any queue instance because none is contained in its hard queue list (-q {})",
+                        spec.hard_queues.join(",")
+                    ),
+                    Some(StaticMiss::Fixed(r)) => {
+                        format!(
+                            "(-l {r}) cannot run in any queue instance: no host or queue offers it"
+                        )
+                    }
+                    Some(StaticMiss::Pe) => format!(
+                        "cannot run because no queue instance offers parallel environment \"{}\"",
+                        spec.pe.as_ref().map(|p| p.name.as_str()).unwrap_or("")
+                    ),
+                    None => "cannot run because there are no queue instances".to_string(),
+                });
+            }
+        }
+        Category {
+            key,
+            demand,
+            candidates,
+            static_reason,
+            jobs: 0,
+            last_failure: None,
+        }
+    }
+
+    /// Expected run time of a job's tasks for reservations: `h_rt`, else the scheduler's
+    /// `default_duration` (`sched_conf(5)`); `None` for INFINITY.
+    pub(crate) fn duration(&self, cat: CatId) -> Option<i64> {
+        let h_rt = self.categories[cat]
+            .demand
+            .as_ref()
+            .ok()
+            .and_then(|d| d.h_rt);
+        let d = h_rt.or_else(|| parse_time(&self.config.scheduler.default_duration))?;
+        (d != i64::MAX).then_some(d)
+    }
+
+    /// Adds a job (new submission or recovered record). Its running tasks are booked again
+    /// from their recorded placement. Returns false when the id is already known.
+    pub fn add_job(&mut self, mut record: JobRecord) -> bool {
+        if self.jobs.contains_key(&record.id) {
+            return false;
+        }
+        let cat = self.category_for(&record.spec);
+        self.categories[cat].jobs += 1;
+        let id = record.id;
+        let running: Vec<RunningTask> = record.tasks.running.clone();
+        let reasons: Arc<[String]> = Arc::from(std::mem::take(&mut record.pending_reasons));
+        let priority = record.priority.take();
+        let written_prio = priority.as_ref().map(|p| p.prio);
+        self.jobs.insert(
+            id,
+            JobEntry {
+                record: Rec::Warm(Box::new(record)),
+                cat,
+                hot: Hot::default(),
+                reasons,
+                priority,
+                written_prio,
+            },
+        );
+        self.refresh_hot(id);
+        self.warm.insert(id);
+        for r in running {
+            self.book_recovered(id, &r);
+        }
+        self.invalidate_order();
+        true
+    }
+
+    fn book_recovered(&mut self, id: JobId, r: &RunningTask) {
+        let Some(entry) = self.jobs.get(&id) else {
+            return;
+        };
+        let grant_names: Vec<(String, String, u32)> = if r.granted.is_empty() {
+            vec![(r.host.clone(), r.queue.clone(), r.slots)]
+        } else {
+            r.granted.clone()
+        };
+        let grant: Vec<(usize, u32)> = grant_names
+            .iter()
+            .filter_map(|(h, q, n)| self.cluster.qi_index(q, h).map(|qi| (qi, *n)))
+            .collect();
+        let cat = entry.cat;
+        let uid = entry.hot.uid;
+        let pe_request = entry.record.get().and_then(|r| r.spec.pe.clone());
+        let pe = pe_request.as_ref().and_then(|p| {
+            let first = grant.first()?;
+            self.cluster
+                .pes
+                .iter()
+                .position(|s| {
+                    pattern::matches(&p.name, &s.name)
+                        && self.cluster.qis[first.0].pe_list.contains(&s.name)
+                })
+                .map(|i| (i, r.slots))
+        });
+        let booking = match &self.categories[cat].demand {
+            Ok(d) => fit::booking(&self.cluster, d, &grant, pe),
+            Err(_) => Booking {
+                slots: grant,
+                consumables: Vec::new(),
+                pe,
+            },
+        };
+        let expected_end = self
+            .duration(cat)
+            .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
+        self.cluster.book(&booking);
+        *self.user_running.entry(uid).or_insert(0) += 1;
+        self.running.insert(
+            (id, r.task),
+            RunningBooking {
+                booking,
+                uid,
+                expected_end,
+            },
+        );
+    }
+
+    /// Removes a job entirely (retired or deleted); its running bookings are released.
+    pub fn remove_job(&mut self, id: JobId) -> Option<JobRecord> {
+        let entry = self.jobs.remove(&id)?;
+        self.invalidate_order();
+        if entry.hot.has_predecessors || entry.hot.array_deps {
+            self.dependent_jobs = self.dependent_jobs.saturating_sub(1);
+        }
+        self.categories[entry.cat].jobs = self.categories[entry.cat].jobs.saturating_sub(1);
+        let record = entry.record.get().map(std::borrow::Cow::into_owned);
+        for r in record.iter().flat_map(|r| r.tasks.running.iter()) {
+            self.release(id, r.task);
+        }
+        self.warm.remove(&id);
+        self.dirty.remove(&id);
+        record
+    }
+
+    fn release(&mut self, id: JobId, task: TaskId) {
+        if let Some(b) = self.running.remove(&(id, task)) {
+            self.cluster.release(&b.booking);
+            if let Some(n) = self.user_running.get_mut(&b.uid) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Mutable access to a record for a request; call [`SchedState::job_changed`] after.
+    pub fn job_mut(&mut self, id: JobId) -> Option<&mut JobRecord> {
+        let e = self.jobs.get_mut(&id)?;
+        self.warm.insert(id);
+        e.record.warm()
+    }
+
+    /// Re-derives what depends on a record after it changed (`qalter` may change the
+    /// category) and marks it to be written.
+    pub fn job_changed(&mut self, id: JobId) {
+        let Some(entry) = self.jobs.get(&id) else {
+            return;
+        };
+        let old = entry.cat;
+        let Some(spec) = entry.record.get().map(|r| r.spec.clone()) else {
+            return;
+        };
+        let cat = self.category_for(&spec);
+        if cat != old {
+            self.categories[old].jobs = self.categories[old].jobs.saturating_sub(1);
+            self.categories[cat].jobs += 1;
+            if let Some(e) = self.jobs.get_mut(&id) {
+                e.cat = cat;
+            }
+        }
+        self.refresh_hot(id);
+        self.invalidate_order();
+        self.dirty.insert(id);
+    }
+
+    /// `t` → `r`: the launcher confirmed the task runs.
+    pub fn task_started(&mut self, id: JobId, task: TaskId) -> Result<(), StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let r = job
+            .tasks
+            .running
+            .iter_mut()
+            .find(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        if r.state == RunState::Transferring {
+            r.state = RunState::Running;
+        }
+        self.dirty.insert(id);
+        Ok(())
+    }
+
+    /// The task ended: it leaves the running list, its resources are free again and the
+    /// job's finished count grows. Returns the task as it ran.
+    pub fn task_ended(&mut self, id: JobId, task: TaskId) -> Result<RunningTask, StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let pos = job
+            .tasks
+            .running
+            .iter()
+            .position(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        let r = job.tasks.running.remove(pos);
+        job.tasks.finished += 1;
+        self.release(id, task);
+        self.refresh_hot(id);
+        if self.dependent_jobs > 0 {
+            self.invalidate_order();
+        }
+        self.dirty.insert(id);
+        Ok(r)
+    }
+
+    /// Puts a running task back to pending (its host was unreachable, or it never started
+    /// before a crash): not lost, not failed. With `error`, the job goes to error state
+    /// (`Eqw`), as SGE does when a job cannot be started.
+    pub fn requeue_task(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        error: Option<ErrorInfo>,
+    ) -> Result<(), StateError> {
+        let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
+        let pos = job
+            .tasks
+            .running
+            .iter()
+            .position(|r| r.task == task)
+            .ok_or(StateError::NotRunning(id, task))?;
+        job.tasks.running.remove(pos);
+        if let Some(g) = job
+            .tasks
+            .pending
+            .iter_mut()
+            .find(|g| g.holds == Holds::NONE)
+        {
+            g.tasks.insert(task);
+        } else {
+            let mut tasks = TaskSet::new();
+            tasks.insert(task);
+            job.tasks.pending.push(PendingGroup {
+                tasks,
+                holds: Holds::NONE,
+            });
+        }
+        if error.is_some() {
+            job.error = error;
+        }
+        self.release(id, task);
+        self.refresh_hot(id);
+        // The task is pending again: its job may not be among the cached candidates.
+        self.invalidate_order();
+        self.dirty.insert(id);
+        Ok(())
+    }
+
+    /// The launcher could not reach `host`: no task goes there until the backoff expires
+    /// (10 s, doubling per consecutive failure, at most 10 min).
+    pub fn host_unreachable(&mut self, host: &str, now: i64) -> Option<i64> {
+        let h = self.cluster.host_index(host)?;
+        let hs = &mut self.cluster.hosts[h];
+        hs.failures = hs.failures.saturating_add(1);
+        let backoff = (10i64 << hs.failures.min(6).saturating_sub(1)).min(600);
+        hs.down_until = Some(now + backoff);
+        Some(now + backoff)
+    }
+
+    /// A task started on `host`: it is reachable again.
+    pub fn host_reachable(&mut self, host: &str) {
+        if let Some(h) = self.cluster.host_index(host) {
+            self.cluster.hosts[h].failures = 0;
+            self.cluster.hosts[h].down_until = None;
+        }
+    }
+
+    /// Hosts marked unreachable, with the time they will be retried.
+    pub fn hosts_down(&self) -> Vec<(String, i64)> {
+        self.cluster
+            .hosts
+            .iter()
+            .filter_map(|h| h.down_until.map(|t| (h.name.clone(), t)))
+            .collect()
+    }
+
+    /// Applies a new configuration (SIGHUP): resources and categories are rebuilt and the
+    /// running tasks booked again where their queue instances still exist.
+    pub fn reload_config(&mut self, config: ClusterConfig) {
+        let down: Vec<(String, Option<i64>, u32)> = self
+            .cluster
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.down_until, h.failures))
+            .collect();
+        self.config = config;
+        self.cluster = Cluster::from_config(&self.config);
+        for (name, until, failures) in down {
+            if let Some(i) = self.cluster.host_index(&name) {
+                self.cluster.hosts[i].down_until = until;
+                self.cluster.hosts[i].failures = failures;
+            }
+        }
+        self.invalidate_order();
+        self.categories.clear();
+        self.cat_index.clear();
+        self.running.clear();
+        self.user_running.clear();
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let Some(spec) = self
+                .jobs
+                .get(&id)
+                .and_then(|e| e.record.get())
+                .map(|r| r.spec.clone())
+            else {
+                continue;
+            };
+            let cat = self.category_for(&spec);
+            self.categories[cat].jobs += 1;
+            let running = match self.jobs.get_mut(&id) {
+                Some(e) => {
+                    e.cat = cat;
+                    e.record
+                        .get()
+                        .map(|r| r.tasks.running.clone())
+                        .unwrap_or_default()
+                }
+                None => continue,
+            };
+            for r in running {
+                self.book_recovered(id, &r);
+            }
+            self.refresh_hot(id);
+        }
+    }
+
+    /// Jobs whose every task has ended (zombies until the daemon retires them).
+    pub fn done_jobs(&self) -> Vec<JobId> {
+        self.jobs
+            .iter()
+            .filter(|(_, e)| e.hot.is_done())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Running tasks as (job, task, expected end).
+    pub fn running_tasks(&self) -> Vec<(JobId, TaskId, i64)> {
+        let mut v: Vec<_> = self
+            .running
+            .iter()
+            .map(|(&(j, t), b)| (j, t, b.expected_end))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The category verdict inputs for tests and `qstat`: (key, jobs).
+    pub fn categories(&self) -> Vec<(String, usize)> {
+        self.categories
+            .iter()
+            .filter(|c| c.jobs > 0)
+            .map(|c| (c.key.clone(), c.jobs))
+            .collect()
+    }
+}

@@ -1,0 +1,557 @@
+//! Table cases for the pure scheduling pass (HyperQueue tako style): a cluster, a list of
+//! jobs, one pass, and the expected starts and reasons.
+
+use super::state::SchedState;
+use crate::config::ClusterConfig;
+use crate::model::{
+    Holds, JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, SlotRange,
+    Submitter, TaskIdRange,
+};
+
+const NOW: i64 = 1_800_000_000;
+
+/// `hosts` hosts `n1..`, each with `slots` slots, one queue `all.q` over all of them with
+/// the PEs `smp` ($pe_slots), `mpi` ($fill_up), `rr` ($round_robin), `two` (2 per host).
+fn config(hosts: usize, slots: u32, extra: &str) -> ClusterConfig {
+    let mut text = String::from("hosts:\n");
+    for i in 1..=hosts {
+        text.push_str(&format!("  - {{name: n{i}, slots: {slots}}}\n"));
+    }
+    text.push_str("hostgroups:\n  \"@all\": [");
+    text.push_str(
+        &(1..=hosts)
+            .map(|i| format!("n{i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    text.push_str("]\n");
+    text.push_str(&format!(
+        "queues:\n  - {{name: all.q, hostlist: [\"@all\"], slots: {slots}, pe_list: [smp, mpi, rr, two]}}\n"
+    ));
+    text.push_str(
+        "parallel_environments:\n  - {name: smp, slots: 999, allocation_rule: $pe_slots}\n  - {name: mpi, slots: 999, allocation_rule: $fill_up}\n  - {name: rr, slots: 999, allocation_rule: $round_robin}\n  - {name: two, slots: 999, allocation_rule: \"2\"}\n",
+    );
+    text.push_str(extra);
+    text.push_str("scheduler: {policy: fifo, max_reservation: 4}\n");
+    ClusterConfig::parse(&text).unwrap_or_else(|e| panic!("config: {e}\n{text}"))
+}
+
+fn job(id: u32, edit: impl FnOnce(&mut JobSpec, &mut Holds)) -> JobRecord {
+    let mut spec = JobSpec {
+        name: format!("j{id}"),
+        ..JobSpec::default()
+    };
+    let mut holds = Holds::NONE;
+    edit(&mut spec, &mut holds);
+    JobRecord::from_submission(JobSubmission {
+        v: 1,
+        id: JobId(id),
+        submitter: Submitter {
+            owner: "alice".into(),
+            uid: 1001,
+            group: "alice".into(),
+            gid: 1001,
+            submission_time: NOW - 100 + i64::from(id),
+            sge_o_home: "/tmp".into(),
+            sge_o_log_name: "alice".into(),
+            sge_o_path: "/bin".into(),
+            sge_o_shell: "/bin/sh".into(),
+            sge_o_workdir: "/tmp".into(),
+            sge_o_host: "n1".into(),
+            sge_o_mail: None,
+            sge_o_tz: None,
+        },
+        spec,
+        holds,
+    })
+}
+
+fn res(name: &str, value: &str) -> ResourceRequest {
+    ResourceRequest {
+        name: name.into(),
+        value: value.into(),
+    }
+}
+
+fn pe(name: &str, min: u32, max: u32) -> Option<PeRequest> {
+    Some(PeRequest {
+        name: name.into(),
+        range: SlotRange { min, max },
+    })
+}
+
+/// Runs one pass and returns the starts as `job.task@host:slots` strings.
+fn pass(state: &mut SchedState) -> Vec<String> {
+    state
+        .schedule(NOW)
+        .starts
+        .iter()
+        .map(|s| {
+            let grant: Vec<String> = s
+                .placement
+                .granted
+                .iter()
+                .map(|(h, _, n)| format!("{h}:{n}"))
+                .collect();
+            format!("{}.{}@{}", s.job, s.task, grant.join("+"))
+        })
+        .collect()
+}
+
+fn state(config: ClusterConfig, jobs: Vec<JobRecord>) -> SchedState {
+    let mut s = SchedState::new(config);
+    for j in jobs {
+        assert!(s.add_job(j));
+    }
+    s
+}
+
+fn reasons(s: &SchedState, id: u32) -> String {
+    s.pending_reasons(JobId(id)).join(" | ")
+}
+
+struct Case {
+    name: &'static str,
+    hosts: usize,
+    slots: u32,
+    extra: &'static str,
+    jobs: Vec<JobRecord>,
+    starts: &'static [&'static str],
+    /// (job, substring of its pending reasons)
+    pending: &'static [(u32, &'static str)],
+}
+
+#[test]
+fn table_of_single_passes() {
+    let cases = vec![
+        Case {
+            name: "slots: two hosts of two slots take four of five serial jobs",
+            hosts: 2,
+            slots: 2,
+            extra: "",
+            jobs: (1..=5).map(|i| job(i, |_, _| {})).collect(),
+            starts: &["1.1@n1:1", "2.1@n1:1", "3.1@n2:1", "4.1@n2:1"],
+            pending: &[(5, "no queue instance offers 1 free slot")],
+        },
+        Case {
+            name: "-l hostname and arch: fixed values select hosts",
+            hosts: 3,
+            slots: 1,
+            extra: "",
+            jobs: vec![
+                job(1, |s, _| s.hard_resources = vec![res("h", "n3")]),
+                job(2, |s, _| s.hard_resources = vec![res("arch", "sol*")]),
+                job(3, |s, _| s.hard_resources = vec![res("h_rt", "1:00:00")]),
+            ],
+            starts: &["1.1@n3:1", "3.1@n1:1"],
+            pending: &[(2, "(-l arch=sol*) cannot run in any queue instance")],
+        },
+        Case {
+            name: "-q with wildcards and queue@host",
+            hosts: 3,
+            slots: 1,
+            extra: "",
+            jobs: vec![
+                job(1, |s, _| s.hard_queues = vec!["all.q@n2".into()]),
+                job(2, |s, _| s.hard_queues = vec!["*@n3".into()]),
+                job(3, |s, _| s.hard_queues = vec!["other.q".into()]),
+                job(4, |s, _| s.hard_queues = vec!["a*.q".into()]),
+            ],
+            starts: &["1.1@n2:1", "2.1@n3:1", "4.1@n1:1"],
+            pending: &[(3, "hard queue list (-q other.q)")],
+        },
+        Case {
+            name: "$pe_slots: all slots on one host, else none",
+            hosts: 2,
+            slots: 2,
+            extra: "",
+            jobs: vec![
+                job(1, |s, _| s.pe = pe("smp", 4, 4)),
+                job(2, |s, _| s.pe = pe("smp", 2, 2)),
+            ],
+            starts: &["2.1@n1:2"],
+            pending: &[(1, "no queue instance offers 4 free slots")],
+        },
+        Case {
+            name: "$fill_up fills hosts in order; ranges take as many as fit",
+            hosts: 3,
+            slots: 2,
+            extra: "",
+            jobs: vec![
+                job(1, |s, _| s.pe = pe("mpi", 3, 3)),
+                job(2, |s, _| s.pe = pe("mpi", 1, 8)),
+            ],
+            starts: &["1.1@n1:2+n2:1", "2.1@n2:1+n3:2"],
+            pending: &[],
+        },
+        Case {
+            name: "$round_robin spreads one slot per host in turn",
+            hosts: 3,
+            slots: 2,
+            extra: "",
+            jobs: vec![job(1, |s, _| s.pe = pe("rr", 4, 4))],
+            starts: &["1.1@n1:2+n2:1+n3:1"],
+            pending: &[],
+        },
+        Case {
+            name: "fixed allocation rule 2: multiples of two, two per host",
+            hosts: 3,
+            slots: 4,
+            extra: "",
+            jobs: vec![
+                job(1, |s, _| s.pe = pe("two", 4, 5)),
+                job(2, |s, _| s.pe = pe("two", 3, 3)),
+            ],
+            starts: &["1.1@n1:2+n2:2"],
+            pending: &[(2, "no queue instance offers 3 free slots")],
+        },
+        Case {
+            name: "-tc limits concurrent array tasks",
+            hosts: 1,
+            slots: 8,
+            extra: "",
+            jobs: vec![job(1, |s, _| {
+                s.array = Some(TaskIdRange::new(1, 10, 1));
+                s.task_concurrency = Some(2);
+            })],
+            starts: &["1.1@n1:1", "1.2@n1:1"],
+            pending: &[(1, "task concurrency limit (-tc 2)")],
+        },
+        Case {
+            name: "holds, -a and -hold_jid block; the rest runs",
+            hosts: 1,
+            slots: 8,
+            extra: "",
+            jobs: vec![
+                job(1, |_, h| h.user = true),
+                job(2, |s, _| s.start_time = Some(NOW + 3600)),
+                job(3, |s, _| s.predecessors = vec![JobId(1)]),
+                job(4, |s, _| s.predecessors = vec![JobId(99)]),
+            ],
+            starts: &["4.1@n1:1"],
+            pending: &[
+                (1, "hold state (hold types: u)"),
+                (2, "start time (-a) not reached"),
+                (3, "job dependencies (-hold_jid: waiting for job 1)"),
+            ],
+        },
+        Case {
+            name: "an unknown resource can never run",
+            hosts: 1,
+            slots: 2,
+            extra: "",
+            jobs: vec![job(1, |s, _| s.hard_resources = vec![res("nosuch", "1")])],
+            starts: &[],
+            pending: &[(1, "unknown resource \"nosuch\"")],
+        },
+    ];
+    for c in cases {
+        let mut s = state(config(c.hosts, c.slots, c.extra), c.jobs);
+        let got = pass(&mut s);
+        assert_eq!(got, c.starts, "case: {}", c.name);
+        for (id, want) in c.pending {
+            let r = reasons(&s, *id);
+            assert!(
+                r.contains(want),
+                "case: {}: job {id} reasons {r:?} lack {want:?}",
+                c.name
+            );
+        }
+    }
+}
+
+#[test]
+fn consumables_per_host_and_global() {
+    let extra = "complexes:\n  - {name: mem, shortcut: mem, type: MEMORY, relop: \"<=\", requestable: YES, consumable: YES, default: \"0\", urgency: 0}\n  - {name: lic, shortcut: lic, type: INT, relop: \"<=\", requestable: YES, consumable: JOB, default: \"0\", urgency: 0}\n";
+    let mut c = config(2, 4, extra);
+    for h in &mut c.hosts {
+        h.complex_values.insert("mem".into(), "4G".into());
+    }
+    c.hosts.push(crate::config::HostConfig {
+        name: "global".into(),
+        slots: 0,
+        launch: crate::config::LaunchMethod::Local,
+        complex_values: [("lic".to_string(), "1".to_string())].into(),
+        attributes: vec![],
+        cluster: None,
+        arch: "lx-amd64".into(),
+    });
+    let jobs = vec![
+        job(1, |s, _| s.hard_resources = vec![res("mem", "3G")]),
+        job(2, |s, _| s.hard_resources = vec![res("mem", "3G")]),
+        job(3, |s, _| s.hard_resources = vec![res("mem", "3G")]),
+        job(4, |s, _| s.hard_resources = vec![res("lic", "1")]),
+        job(5, |s, _| s.hard_resources = vec![res("lic", "1")]),
+        // Per-slot memory on a 2-slot PE job: 2 × 1G.
+        job(6, |s, _| {
+            s.hard_resources = vec![res("mem", "1G")];
+            s.pe = pe("smp", 2, 2);
+        }),
+    ];
+    let mut s = state(c, jobs);
+    let got = pass(&mut s);
+    assert_eq!(got, vec!["1.1@n1:1", "2.1@n2:1", "4.1@n1:1"]);
+    assert!(
+        reasons(&s, 3).contains("enough free mem"),
+        "{}",
+        reasons(&s, 3)
+    );
+    assert!(reasons(&s, 5).contains("globally"), "{}", reasons(&s, 5));
+    // 1G free per host is one slot's worth: the PE job gets no two slots anywhere.
+    assert!(
+        reasons(&s, 6).contains("2 free slots"),
+        "{}",
+        reasons(&s, 6)
+    );
+    // Job 1 ends: its memory comes back and job 3 (first in order) takes it.
+    s.task_ended(JobId(1), 1).expect("running");
+    assert_eq!(pass(&mut s), vec!["3.1@n1:1"]);
+    s.task_ended(JobId(4), 1).expect("running");
+    assert_eq!(pass(&mut s), vec!["5.1@n1:1"]);
+}
+
+#[test]
+fn categories_fit_once_per_pass() {
+    let jobs: Vec<JobRecord> = (1..=1000).map(|i| job(i, |_, _| {})).collect();
+    let mut s = state(config(2, 1, ""), jobs);
+    let r = s.schedule(NOW);
+    assert_eq!(r.starts.len(), 2);
+    // Two successful fits and one failed fit for the whole category, not 998.
+    assert_eq!(r.fits, 3);
+    assert_eq!(s.category_count(), 1);
+    assert!(reasons(&s, 1000).contains("free slot"));
+}
+
+#[test]
+fn dependencies_release_when_predecessors_leave() {
+    let jobs = vec![
+        job(1, |s, _| s.array = Some(TaskIdRange::new(1, 3, 1))),
+        job(2, |s, _| s.predecessors = vec![JobId(1)]),
+        job(3, |s, _| {
+            s.array = Some(TaskIdRange::new(1, 3, 1));
+            s.array_predecessors = vec![JobId(1)];
+        }),
+    ];
+    let mut c = config(1, 2, "");
+    c.scheduler.policy = crate::config::PolicyOrder::Fifo;
+    let mut s = state(c, jobs);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1", "1.2@n1:1"]);
+    assert!(
+        reasons(&s, 3).contains("-hold_jid_ad"),
+        "{}",
+        reasons(&s, 3)
+    );
+    // Task 1 of job 1 ends: task 1 of job 3 may start, task 2 may not.
+    s.task_ended(JobId(1), 1).expect("running");
+    assert_eq!(pass(&mut s), vec!["1.3@n1:1"]);
+    s.task_ended(JobId(1), 2).expect("running");
+    assert_eq!(pass(&mut s), vec!["3.1@n1:1"]);
+    s.task_ended(JobId(1), 3).expect("running");
+    s.remove_job(JobId(1));
+    assert_eq!(pass(&mut s), vec!["2.1@n1:1"]);
+}
+
+#[test]
+fn reservation_and_backfill() {
+    // One host of 3 slots. Job 1 runs (h_rt 1000). Job 2 (-R y, 3 slots) reserves the host
+    // from job 1's end; job 3 (h_rt 500) ends before that and backfills; job 4 (h_rt 5000)
+    // would overlap the reservation and waits.
+    let mut s = state(
+        config(1, 3, ""),
+        vec![job(1, |s, _| s.hard_resources = vec![res("h_rt", "1000")])],
+    );
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    s.add_job(job(2, |s, _| {
+        s.pe = pe("smp", 3, 3);
+        s.reserve = true;
+        s.hard_resources = vec![res("h_rt", "100")];
+    }));
+    s.add_job(job(3, |s, _| s.hard_resources = vec![res("h_rt", "500")]));
+    s.add_job(job(4, |s, _| s.hard_resources = vec![res("h_rt", "5000")]));
+    let r = s.schedule(NOW);
+    let started: Vec<u32> = r.starts.iter().map(|s| s.job.0).collect();
+    assert_eq!(started, vec![3]);
+    assert_eq!(r.reservations.len(), 1);
+    assert_eq!(r.reservations[0].job, JobId(2));
+    assert_eq!(r.reservations[0].from, NOW + 1000);
+    assert!(
+        reasons(&s, 2).contains("reserved 3 slot(s) on n1"),
+        "{}",
+        reasons(&s, 2)
+    );
+    assert!(
+        reasons(&s, 4).contains("reserved for higher-priority jobs"),
+        "{}",
+        reasons(&s, 4)
+    );
+}
+
+#[test]
+fn without_reservation_small_jobs_pass_the_big_one() {
+    let mut s = state(
+        config(1, 2, ""),
+        vec![job(1, |s, _| s.hard_resources = vec![res("h_rt", "1000")])],
+    );
+    pass(&mut s);
+    s.add_job(job(2, |s, _| s.pe = pe("smp", 2, 2)));
+    s.add_job(job(3, |s, _| s.hard_resources = vec![res("h_rt", "5000")]));
+    assert_eq!(pass(&mut s), vec!["3.1@n1:1"]);
+}
+
+#[test]
+fn maxujobs_and_unreachable_hosts() {
+    let mut c = config(2, 4, "");
+    c.scheduler.maxujobs = 3;
+    let mut s = state(c, (1..=5).map(|i| job(i, |_, _| {})).collect());
+    assert_eq!(pass(&mut s).len(), 3);
+    assert!(reasons(&s, 4).contains("maxujobs 3"));
+    // A host that cannot be reached gets no tasks until its backoff expires.
+    let mut s = state(
+        config(2, 1, ""),
+        (1..=2).map(|i| job(i, |_, _| {})).collect(),
+    );
+    let retry = s.host_unreachable("n1", NOW).expect("known host");
+    assert_eq!(retry, NOW + 10);
+    assert_eq!(pass(&mut s), vec!["1.1@n2:1"]);
+    let r = s.schedule(NOW + 11);
+    assert_eq!(r.starts.len(), 1);
+    assert_eq!(r.starts[0].placement.host, "n1");
+}
+
+#[test]
+fn requeued_task_runs_again_and_error_blocks() {
+    let mut s = state(config(1, 1, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    s.requeue_task(JobId(1), 1, None).expect("running");
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    s.requeue_task(
+        JobId(1),
+        1,
+        Some(crate::model::ErrorInfo {
+            time: NOW,
+            message: "no such directory".into(),
+        }),
+    )
+    .expect("running");
+    assert_eq!(pass(&mut s), vec!["2.1@n1:1"]);
+    assert!(reasons(&s, 1).contains("error state: no such directory"));
+}
+
+#[test]
+fn priorities_fill_running_and_pending_and_zero_for_held() {
+    let mut c = config(1, 1, "");
+    c.scheduler.policy = crate::config::PolicyOrder::Sge;
+    let mut s = state(
+        c,
+        vec![
+            job(1, |s, _| s.priority = -100),
+            job(2, |s, _| s.pe = pe("smp", 1, 1)),
+            job(3, |_, h| h.operator = true),
+            job(4, |s, _| s.priority = 100),
+        ],
+    );
+    let r = s.schedule(NOW);
+    // Equal urgency and tickets: the ordering falls to submission time (weight_priority 0).
+    assert_eq!(r.starts[0].job, JobId(1));
+    let p = |id| s.priority(JobId(id)).cloned().expect("priority");
+    assert_eq!(p(3), crate::model::PriorityInfo::default());
+    assert!(p(1).prio > 0.0 && p(4).prio > 0.0);
+    assert_eq!(p(4).npprior, (100.0 + 1024.0) / 2048.0);
+    assert_eq!(p(2).rrcontr, 1000.0);
+    assert!(p(1).wtcontr > 0.0);
+}
+
+#[test]
+fn recovered_running_tasks_are_booked_again() {
+    let mut s = state(config(1, 2, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);
+    assert_eq!(pass(&mut s).len(), 2);
+    let records: Vec<JobRecord> = s
+        .job_ids()
+        .into_iter()
+        .filter_map(|id| s.record_for_write(id))
+        .collect();
+    let mut again = SchedState::new(config(1, 2, ""));
+    for r in records {
+        again.add_job(r);
+    }
+    again.add_job(job(3, |_, _| {}));
+    assert!(pass(&mut again).is_empty());
+    assert_eq!(again.running_tasks().len(), 2);
+    // A configuration reload keeps the bookings.
+    let c = again.config.clone();
+    again.reload_config(c);
+    assert!(pass(&mut again).is_empty());
+}
+
+#[test]
+fn disabled_queues_take_nothing_and_reload_enables_them() {
+    let mut c = config(1, 2, "");
+    c.queues[0].disabled = true;
+    let mut s = state(c.clone(), vec![job(1, |_, _| {})]);
+    assert!(pass(&mut s).is_empty());
+    assert!(reasons(&s, 1).contains("disabled"), "{}", reasons(&s, 1));
+    c.queues[0].disabled = false;
+    s.reload_config(c);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+}
+
+#[test]
+fn event_passes_reuse_the_order_until_something_changes() {
+    let mut s = state(
+        config(1, 1, ""),
+        vec![
+            job(1, |_, _| {}),
+            job(2, |_, _| {}),
+            job(3, |_, h| h.user = true),
+        ],
+    );
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    s.task_ended(JobId(1), 1).expect("running");
+    let r = s.schedule_event(NOW + 1);
+    let started: Vec<u32> = r.starts.iter().map(|x| x.job.0).collect();
+    assert_eq!(started, vec![2]);
+    assert!(
+        reasons(&s, 3).contains("hold"),
+        "blocked jobs keep their reasons"
+    );
+    assert!(
+        reasons(&s, 2).is_empty(),
+        "a started job has no pending reason"
+    );
+    // Releasing the hold changes a record: the next event pass is a full one and sees it.
+    s.job_mut(JobId(3)).expect("job").tasks.pending[0].holds = Holds::NONE;
+    s.job_changed(JobId(3));
+    s.task_ended(JobId(2), 1).expect("running");
+    let r = s.schedule_event(NOW + 2);
+    assert_eq!(r.starts.len(), 1);
+    assert_eq!(r.starts[0].job, JobId(3));
+}
+
+#[test]
+fn cold_records_are_dispatched_altered_and_written_like_warm_ones() {
+    let mut s = state(
+        config(1, 1, ""),
+        vec![
+            job(1, |_, _| {}),
+            job(2, |s, _| s.predecessors = vec![JobId(1)]),
+            job(3, |_, h| h.user = true),
+        ],
+    );
+    assert_eq!(s.cool_idle(), 3);
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    assert_eq!(s.cool_idle(), 0, "the running job stays decoded");
+    assert!(reasons(&s, 2).contains("waiting for job 1"));
+    assert!(reasons(&s, 3).contains("hold types: u"));
+    let written = s.record_for_write(JobId(3)).expect("record");
+    assert_eq!(written.pending_reasons, s.pending_reasons(JobId(3)));
+    s.job_mut(JobId(3)).expect("job").tasks.pending[0].holds = Holds::NONE;
+    s.job_changed(JobId(3));
+    s.cool_idle();
+    s.task_ended(JobId(1), 1).expect("running");
+    s.remove_job(JobId(1));
+    assert_eq!(pass(&mut s), vec!["2.1@n1:1"]);
+    assert_eq!(
+        s.job(JobId(3)).expect("job").tasks.pending[0].holds,
+        Holds::NONE
+    );
+}

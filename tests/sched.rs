@@ -1,0 +1,522 @@
+//! `sched_d` as a real process on a temporary cell: jobs published through the library,
+//! observed through state files, exits files and processes. Every daemon is stopped by PID.
+
+use crate::support::*;
+use gridspool::identity::Caller;
+use gridspool::model::{
+    FinishedTask, HoldTypeName, Holds, JobId, JobRecord, JobSpec, JobSubmission, RequestAction,
+    Requester, RunState, Submitter, TaskSelector,
+};
+use gridspool::spool::Spool;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A cell whose one host is this host with `slots` slots.
+fn cell(slots: u32) -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: {slots}}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: {slots}, pe_list: [smp]}}\nparallel_environments:\n  - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\nscheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// A running `sched_d`, killed by PID when dropped.
+struct SchedD {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl SchedD {
+    fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
+        let log = cell
+            .root
+            .join(format!("sched_d.{}.stderr", std::process::id()));
+        let err = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log");
+        let child = Command::new(bin_path("sched_d"))
+            .arg("--spool")
+            .arg(&cell.cell)
+            .args(["--retention", "3", "--log-level", "debug"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("spawn sched_d");
+        let d = SchedD {
+            child: Some(child),
+            log,
+        };
+        let pid_file = cell.cell.join("daemon/sched_d.pid");
+        let pid = d.pid();
+        wait_for("sched_d pid file", Duration::from_secs(10), || {
+            std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                == Some(pid)
+        });
+        d
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
+    fn signal(&self, sig: Signal) {
+        let _ = kill(Pid::from_raw(self.pid() as i32), sig);
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    fn wait(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                return st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("sched_d did not exit; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for SchedD {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn me() -> Caller {
+    Caller::from_kernel().expect("caller")
+}
+
+/// Publishes a job as the calling user, as qsub would; returns its id.
+fn submit(spool: &Spool, script: &str, edit: impl FnOnce(&mut JobSpec, &mut Holds)) -> JobId {
+    let caller = me();
+    let id = spool.allocate_job_id().expect("job id");
+    let mut spec = JobSpec {
+        name: "job.sh".into(),
+        script_file: "job.sh".into(),
+        ..JobSpec::default()
+    };
+    let mut holds = Holds::NONE;
+    edit(&mut spec, &mut holds);
+    let sub = JobSubmission {
+        v: 1,
+        id,
+        submitter: Submitter {
+            owner: caller.user.clone(),
+            uid: caller.uid,
+            group: caller.group.clone(),
+            gid: caller.gid,
+            submission_time: gridspool::compat::time::now(),
+            sge_o_home: caller.home.clone(),
+            sge_o_log_name: caller.user.clone(),
+            sge_o_path: "/usr/bin:/bin".into(),
+            sge_o_shell: "/bin/sh".into(),
+            sge_o_workdir: "/tmp".into(),
+            sge_o_host: gridspool::identity::short_hostname(),
+            sge_o_mail: None,
+            sge_o_tz: None,
+        },
+        spec,
+        holds,
+    };
+    spool.publish_job(&sub, script.as_bytes()).expect("publish");
+    id
+}
+
+fn requester(uid: u32) -> Requester {
+    Requester {
+        uid,
+        user: me().user,
+        host: gridspool::identity::short_hostname(),
+        manager: false,
+        operator: false,
+    }
+}
+
+fn state(spool: &Spool, id: JobId) -> Option<JobRecord> {
+    let bytes = std::fs::read(spool.state_file(id)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn exits(spool: &Spool, id: JobId) -> Vec<FinishedTask> {
+    std::fs::read_to_string(spool.exits_file(id))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn workdir(cell: &TestCell) -> PathBuf {
+    let d = cell.root.join("work");
+    std::fs::create_dir_all(&d).expect("workdir");
+    d
+}
+
+fn cwd(dir: &Path) -> Option<String> {
+    Some(dir.to_string_lossy().into_owned())
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn sched_d_runs_a_job_records_its_exit_and_retires_it() {
+    let cell = cell(2);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "echo hello from $JOB_ID\nexit 3\n", |s, _| {
+        s.cwd = cwd(&dir)
+    });
+    wait_for("exit line", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let e = exits(&cell.spool, id);
+    assert_eq!((e[0].task, e[0].exit_status, e[0].failed), (1, 3, 0));
+    let out = std::fs::read_to_string(dir.join(format!("job.sh.o{id}"))).expect("stdout file");
+    assert_eq!(out, format!("hello from {id}\n"));
+    // The exits line is written before the state (see sched::daemon): wait for both.
+    wait_for("finished state", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some_and(|s| s.tasks.finished == 1 && s.tasks.running.is_empty())
+    });
+    // Retention (3 s) over, every file of the job goes.
+    wait_for("retirement", Duration::from_secs(10), || {
+        !cell.spool.job_file(id).exists() && !cell.spool.exits_file(id).exists()
+    });
+}
+
+#[test]
+fn a_second_sched_d_on_the_same_spool_refuses() {
+    let cell = cell(1);
+    let _d = SchedD::start(&cell, &[]);
+    let out = Command::new(bin_path("sched_d"))
+        .arg("--spool")
+        .arg(&cell.cell)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another sched_d"), "{err}");
+}
+
+#[test]
+fn jobs_wait_for_slots_dependencies_and_holds() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let order = dir.join("order");
+    let o = order.display().to_string();
+    let a = submit(&cell.spool, &format!("echo a >> {o}; sleep 0.5"), |s, _| {
+        s.cwd = cwd(&dir)
+    });
+    let b = submit(&cell.spool, &format!("echo b >> {o}"), |s, _| {
+        s.cwd = cwd(&dir);
+        s.predecessors = vec![JobId(a.0 + 2)];
+    });
+    let c = submit(&cell.spool, &format!("echo c >> {o}"), |s, _| {
+        s.cwd = cwd(&dir)
+    });
+    let held = submit(&cell.spool, &format!("echo held >> {o}"), |s, h| {
+        s.cwd = cwd(&dir);
+        h.user = true;
+    });
+    wait_for("b ran", Duration::from_secs(20), || {
+        !exits(&cell.spool, b).is_empty()
+    });
+    assert_eq!(std::fs::read_to_string(&order).expect("order"), "a\nc\nb\n");
+    let st = state(&cell.spool, held).expect("state of held job");
+    assert!(
+        st.pending_reasons.iter().any(|r| r.contains("hold")),
+        "{:?}",
+        st.pending_reasons
+    );
+    assert_eq!(st.priority.expect("priority").prio, 0.0);
+    let _ = c;
+}
+
+#[test]
+fn sigterm_drains_and_a_restart_reattaches_without_running_twice() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let count = dir.join("count");
+    let mut d = SchedD::start(&cell, &[]);
+    let id = submit(
+        &cell.spool,
+        &format!("echo run >> {}\nsleep 2\n", count.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    wait_for("running state", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
+    });
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait(), Some(0), "log:\n{}", d.log_text());
+    assert!(!cell.cell.join("daemon/sched_d.pid").exists());
+    assert!(
+        exits(&cell.spool, id).is_empty(),
+        "the task outlives the daemon"
+    );
+    let d2 = SchedD::start(&cell, &[]);
+    wait_for("exit after restart", Duration::from_secs(15), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    assert_eq!(exits(&cell.spool, id)[0].exit_status, 0);
+    assert_eq!(
+        lines(&count),
+        1,
+        "ran exactly once; log:\n{}",
+        d2.log_text()
+    );
+    assert!(d2.log_text().contains("task re-attached"));
+}
+
+#[test]
+fn kill_9_and_restart_lose_nothing_and_run_nothing_twice() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let ids: Vec<JobId> = (0..3)
+        .map(|_| {
+            submit(
+                &cell.spool,
+                &format!("echo run >> {}/count.$JOB_ID\nsleep 0.7\n", dir.display()),
+                |s, _| s.cwd = cwd(&dir),
+            )
+        })
+        .collect();
+    wait_for("first job running", Duration::from_secs(10), || {
+        state(&cell.spool, ids[0]).is_some_and(|s| !s.tasks.running.is_empty())
+    });
+    d.signal(Signal::SIGKILL);
+    d.wait();
+    // Submitted while no daemon runs: picked up at restart.
+    let late = submit(
+        &cell.spool,
+        &format!("echo run >> {}/count.$JOB_ID\n", dir.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    let _d2 = SchedD::start(&cell, &[]);
+    for id in ids.iter().chain([&late]) {
+        wait_for("every job ended", Duration::from_secs(20), || {
+            !exits(&cell.spool, *id).is_empty()
+        });
+        assert_eq!(
+            lines(&dir.join(format!("count.{id}"))),
+            1,
+            "job {id} ran once"
+        );
+        assert_eq!(exits(&cell.spool, *id).len(), 1);
+    }
+}
+
+#[test]
+fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    gridspool::spool::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
+        .expect("write");
+    let set_aside = || -> Vec<String> {
+        std::fs::read_dir(cell.spool.quarantine_dir())
+            .expect("quarantine dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // The file is moved first, then its reason written beside it.
+    wait_for("quarantine with reason", Duration::from_secs(10), || {
+        set_aside().iter().any(|n| n.ends_with("4242.job.reason"))
+    });
+    assert!(!cell.spool.job_file(JobId(4242)).exists());
+    assert!(set_aside().iter().any(|n| n.ends_with("4242.job")));
+    let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("good job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+}
+
+#[test]
+fn a_forged_request_is_refused_and_a_genuine_one_applied() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "true", |s, h| {
+        s.cwd = cwd(&dir);
+        h.user = true;
+    });
+    wait_for("held state", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some()
+    });
+    let release = |uid| {
+        cell.spool
+            .publish_request(
+                requester(uid),
+                vec![RequestAction::Release {
+                    job: id,
+                    tasks: TaskSelector::All,
+                    hold: HoldTypeName::User,
+                }],
+            )
+            .expect("request")
+    };
+    // The file is ours, but it claims another uid.
+    let forged = release(me().uid + 1);
+    wait_for("forged request consumed", Duration::from_secs(10), || {
+        std::fs::read_dir(cell.spool.requests_dir()).map_or(0, |d| d.count()) == 0
+    });
+    let q: Vec<String> = std::fs::read_dir(cell.spool.quarantine_dir())
+        .expect("quarantine")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        q.iter()
+            .any(|n| n.ends_with(&format!("{:012}.req", forged.seq))),
+        "{q:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        exits(&cell.spool, id).is_empty(),
+        "the forged release did nothing"
+    );
+    release(me().uid);
+    wait_for("released job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+}
+
+#[test]
+fn qdel_of_a_running_job_kills_its_process_tree() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "sleep 60 &\nsleep 60\n", |s, _| {
+        s.cwd = cwd(&dir)
+    });
+    wait_for("running", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
+    });
+    cell.spool
+        .publish_request(
+            requester(me().uid),
+            vec![RequestAction::Delete {
+                job: id,
+                tasks: TaskSelector::All,
+                force: false,
+            }],
+        )
+        .expect("qdel request");
+    wait_for("killed", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let e = &exits(&cell.spool, id)[0];
+    assert_eq!((e.exit_status, e.failed), (137, 100));
+}
+
+#[test]
+fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let out = Command::new(bin_path("sched_d"))
+        .arg("--spool")
+        .arg(&cell.cell)
+        .args(["--daemon", "--poll", "100", "--rescan", "60"])
+        .output()
+        .expect("run --daemon");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: i32 = std::fs::read_to_string(cell.cell.join("daemon/sched_d.pid"))
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid");
+    struct KillOnDrop(i32);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = kill(Pid::from_raw(self.0), Signal::SIGKILL);
+        }
+    }
+    let guard = KillOnDrop(pid);
+    let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("job ran under polling", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    // It may be nobody's child to reap now: wait for its pid file to go (drained).
+    wait_for("daemon drained", Duration::from_secs(10), || {
+        !cell.cell.join("daemon/sched_d.pid").exists()
+    });
+    drop(guard);
+    let log = std::fs::read_to_string(cell.cell.join("daemon/sched_d.log")).expect("log file");
+    assert!(
+        log.contains(&format!("job={id}")),
+        "log lines name the job:\n{log}"
+    );
+}
+
+#[test]
+fn sighup_reloads_the_configuration() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let d = SchedD::start(&cell, &[]);
+    let a = submit(&cell.spool, "sleep 30", |s, _| s.cwd = cwd(&dir));
+    let b = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("b waits for a slot", Duration::from_secs(10), || {
+        state(&cell.spool, b)
+            .is_some_and(|s| s.pending_reasons.iter().any(|r| r.contains("free slot")))
+    });
+    let text = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(
+        cell.spool.config_path(),
+        text.replace("slots: 1", "slots: 2"),
+    )
+    .expect("write");
+    d.signal(Signal::SIGHUP);
+    wait_for("b ran after the reload", Duration::from_secs(10), || {
+        !exits(&cell.spool, b).is_empty()
+    });
+    assert!(state(&cell.spool, a).is_some_and(|s| !s.tasks.running.is_empty()));
+    assert!(d.log_text().contains("configuration reloaded"));
+}
