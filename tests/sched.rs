@@ -4,8 +4,8 @@
 use crate::support::*;
 use gridspool::identity::Caller;
 use gridspool::model::{
-    FinishedTask, HoldTypeName, Holds, JobId, JobRecord, JobSpec, JobSubmission, RequestAction,
-    Requester, RunState, Submitter, TaskSelector,
+    FinishedTask, Holds, JobId, JobRecord, JobSpec, JobSubmission, RequestAction, Requester,
+    RunState, Submitter, TaskSelector,
 };
 use gridspool::spool::Spool;
 use nix::sys::signal::{Signal, kill};
@@ -387,7 +387,7 @@ fn a_forged_request_is_refused_and_a_genuine_one_applied() {
                 vec![RequestAction::Release {
                     job: id,
                     tasks: TaskSelector::All,
-                    hold: HoldTypeName::User,
+                    hold: gridspool::model::Holds::from(gridspool::model::HoldType::User),
                 }],
             )
             .expect("request")

@@ -12,5 +12,5 @@ mod qhold;
 mod qhost;
 mod qstat;
 mod qsub;
-mod security;
 mod sched;
+mod security;

@@ -18,7 +18,7 @@ use super::runner::{AccountingHook, Reattached, TaskRunner, append_exit, recorde
 use super::state::SchedState;
 use crate::config::{ClusterConfig, ConfigError};
 use crate::launch::LaunchEvent;
-use crate::model::{ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request};
+use crate::model::{ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request, RunningDeletion};
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
 use std::collections::{BTreeMap, BTreeSet};
@@ -730,10 +730,28 @@ impl Daemon {
                     info!(job = %id, seq = req.seq, user = %req.requester.user, "request denied: {denied}");
                     self.state.mark_dirty(id);
                 }
-                Ok(Outcome::Deleted { gone, .. }) => {
-                    info!(job = %id, user = %req.requester.user, "pending tasks deleted");
+                Ok(Outcome::Delete(d)) => {
+                    info!(job = %id, user = %req.requester.user, pending = %d.pending, "deleted");
+                    let notify = job.spec.notify;
                     let finished = job.tasks.finished;
-                    if gone && finished == 0 {
+                    let mut victims = Vec::new();
+                    let mut forced = Vec::new();
+                    for (t, how) in &d.running {
+                        match how {
+                            RunningDeletion::Registered => victims.push(*t),
+                            // `qdel -f` by a manager took the task out of the record: its
+                            // slots are free now, and what is left of it is killed.
+                            RunningDeletion::Forced => {
+                                victims.push(*t);
+                                forced.push(*t);
+                            }
+                            RunningDeletion::AlreadyDeleting => {}
+                        }
+                    }
+                    for t in forced {
+                        self.state.forget_running(id, t);
+                    }
+                    if d.gone && finished == 0 && victims.is_empty() {
                         self.state.remove_job(id);
                         self.retire_at.remove(&id);
                         if let Err(e) = self.spool.remove_job(id) {
@@ -741,22 +759,11 @@ impl Daemon {
                         }
                     } else {
                         self.state.job_changed(id);
-                        if gone {
+                        if d.gone {
                             self.retire_at
                                 .insert(id, now() + self.opts.retention.as_secs() as i64);
                         }
                     }
-                }
-                Ok(Outcome::RegisteredForDeletion) => {
-                    let notify = job.spec.notify;
-                    let victims: Vec<u32> = job
-                        .tasks
-                        .running
-                        .iter()
-                        .filter(|r| r.deleting)
-                        .map(|r| r.task)
-                        .collect();
-                    self.state.job_changed(id);
                     for t in victims {
                         info!(job = %id, task = t, user = %req.requester.user, "killing task (qdel)");
                         if let Err(e) = self.runner.kill(id, t, notify) {

@@ -581,6 +581,8 @@ impl SchedState {
             granted,
             deleting: false,
             restarted: false,
+            holds: crate::model::Holds::NONE,
+            usage: None,
         });
         *self.user_running.entry(uid).or_insert(0) += 1;
         self.running.insert(

@@ -678,6 +678,17 @@ impl SchedState {
         Ok(r)
     }
 
+    /// A running task that a forced `qdel -f` took out of its record: its slots are free at
+    /// once (SGE forgets the task in the qmaster and lets execd finish killing it).
+    pub fn forget_running(&mut self, id: JobId, task: TaskId) {
+        self.release(id, task);
+        if let Some(job) = self.job_mut(id) {
+            job.tasks.finished += 1;
+        }
+        self.refresh_hot(id);
+        self.dirty.insert(id);
+    }
+
     /// Puts a running task back to pending (its host was unreachable, or it never started
     /// before a crash): not lost, not failed. With `error`, the job goes to error state
     /// (`Eqw`), as SGE does when a job cannot be started.
