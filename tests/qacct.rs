@@ -479,13 +479,19 @@ fn qacct_refuses_what_it_cannot_do() {
 fn qacct_share_tree_usage_from_the_captured_file() {
     let cell = cell_with_accounting();
     let now = 1795301200;
-    let (table, report) =
-        acct::UsageTable::from_file(&cell.spool.accounting_path(), 3600.0, now).expect("fold");
+    let decay = gridspool_policy::sharetree::DecayConfig {
+        halftime_hours: 1.0,
+        ..Default::default()
+    };
+    let (store, report) = acct::load_usage(&cell.spool.accounting_path(), &decay).expect("fold");
     assert_eq!(report.records, 13);
     assert!(report.invalid_lines.is_empty());
-    let u = table.user("sgeuser", now);
-    assert!(u.cpu > 0.15 && u.cpu < 0.157, "{u:?}");
-    assert!(table.projects.is_empty());
+    let u = store
+        .user("sgeuser")
+        .expect("sgeuser")
+        .usage_at(now, &decay);
+    assert!(u.cpu > 0.1 && u.cpu < 0.157, "{u:?}");
+    assert!(store.project("NONE").is_none());
 }
 
 #[test]
@@ -493,8 +499,8 @@ fn qacct_scheduler_accounts_a_finished_task() {
     let cell = TestCell::new();
     let config = default_config();
     let path = cell.spool.accounting_path();
-    let mut usage = acct::UsageTable::new(acct::halftime_secs(&config));
-    assert_eq!(usage.halftime_secs, 336.0 * 3600.0);
+    let mut usage = gridspool_policy::sharetree::UsageStore::new();
+    assert_eq!(acct::decay_config(&config).halftime_hours, 336.0);
     let line = captured_lines()
         .into_iter()
         .find(|l| l.contains(":exit3.sh:29:"))
@@ -505,7 +511,12 @@ fn qacct_scheduler_accounts_a_finished_task() {
     assert_eq!(record.to_line(), line);
     let text = std::fs::read_to_string(&path).expect("read");
     assert_eq!(text, format!("{}{line}\n", acct::HEADER));
-    assert_eq!(usage.user("sgeuser", record.end_time).cpu, record.cpu);
+    let decay = acct::decay_config(&config);
+    let charged = usage
+        .user("sgeuser")
+        .expect("charged")
+        .usage_at(record.end_time, &decay);
+    assert!((charged.cpu - record.cpu).abs() < 1e-9, "{charged:?}");
     let out = gridspool::cli::qacct::run_with(
         &["-j".into(), "29".into()],
         Ok(path.clone()),

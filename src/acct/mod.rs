@@ -4,7 +4,7 @@
 //! `sched_d` turns every [`crate::launch::protocol::TaskResult`] into an
 //! [`AccountingRecord`] ([`AccountingRecord::from_task`]) and [`append`]s it to
 //! `Spool::accounting_path()` as soon as the result arrives; `qacct`, cron jobs and the
-//! share-tree start-up fold ([`UsageTable::from_file`]) read the same file.
+//! share-tree start-up fold ([`load_usage`]) read the same file.
 
 pub mod file;
 pub mod load;
@@ -14,7 +14,7 @@ pub mod usage;
 
 pub use file::{AcctError, Entry, HEADER, Reader, append};
 pub use record::{AccountingRecord, RecordError, category};
-pub use usage::{DecayedUsage, FoldReport, Usage, UsageTable, decay_factor};
+pub use usage::{FoldReport, charge, decay_config, load as load_usage, usage_of};
 
 use crate::config::ClusterConfig;
 use crate::launch::protocol::{Placement, TaskResult};
@@ -22,24 +22,17 @@ use crate::model::JobRecord;
 use std::path::Path;
 
 /// What `sched_d` does when a task ends: builds the task's record, appends it (synced) to the
-/// accounting file at `path`, and folds it into the share-tree usage. Returns the record
-/// (for logs and `qstat -j`'s usage line).
+/// accounting file at `path`, and charges it to the share-tree usage. Returns the record.
 pub fn account_task(
     path: &Path,
     job: &JobRecord,
     placement: &Placement,
     result: &TaskResult,
     config: &ClusterConfig,
-    usage: &mut UsageTable,
+    usage: &mut gridspool_policy::sharetree::UsageStore,
 ) -> Result<AccountingRecord, AcctError> {
     let record = AccountingRecord::from_task(job, placement, result, config);
     append(path, std::slice::from_ref(&record))?;
-    usage.add(&record);
+    charge(usage, &record, &decay_config(config));
     Ok(record)
-}
-
-/// `sched_conf(5)` `halftime` (hours; 0 means usage never decays) in seconds, as
-/// [`UsageTable`] takes it.
-pub fn halftime_secs(config: &ClusterConfig) -> f64 {
-    (config.scheduler.halftime * 3600.0).max(0.0)
 }
