@@ -62,12 +62,25 @@ struct Demo {
     root: PathBuf,
     cell: PathBuf,
     work: PathBuf,
+    /// Where the clients and the daemon run from: the build directory, or, for a demo with
+    /// several users, a shared installation made by `scripts/install-multiuser.sh`.
+    bin: Option<(PathBuf, PathBuf)>,
 }
 
 impl Demo {
+    fn program(&self, bin: &str) -> anyhow::Result<PathBuf> {
+        match &self.bin {
+            Some((clients, daemon)) => {
+                let dir = if bin == "sched_d" { daemon } else { clients };
+                Ok(dir.join(bin))
+            }
+            None => sibling(bin),
+        }
+    }
+
     fn command(&self, bin: &str, user: Option<&DemoUser>) -> anyhow::Result<Command> {
         use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(sibling(bin)?);
+        let mut cmd = Command::new(self.program(bin)?);
         cmd.env("SGE_ROOT", &self.root)
             .env("SGE_CELL", "default")
             .current_dir(&self.work);
@@ -140,19 +153,24 @@ fn run() -> anyhow::Result<()> {
         std::fs::remove_dir_all(&cell)
             .with_context(|| format!("removing the old sandbox {}", cell.display()))?;
     }
-    super::sched_d::init(&cell)?;
+    std::fs::create_dir_all(&root)?;
     let work = root.join("work");
     std::fs::create_dir_all(&work)?;
     // Jobs of every demo user write their output here (-cwd).
     set_mode(&root, 0o755)?;
     set_mode(&work, 0o1777)?;
-    for sub in ["", "seq", "jobs", "requests"] {
-        set_mode(&cell.join(sub), 0o1777)?;
-    }
+    let users = demo_users();
+    let bin = if users.len() > 1 {
+        Some(install_shared(&root, &cell)?)
+    } else {
+        super::sched_d::init(&cell)?;
+        None
+    };
     let demo = Demo {
         root: root.clone(),
         cell: cell.clone(),
         work,
+        bin,
     };
     println!("gridspool demo: a fresh cell in {}", cell.display());
     print!(
@@ -175,7 +193,6 @@ fn run() -> anyhow::Result<()> {
     );
     std::thread::sleep(Duration::from_millis(300));
 
-    let users = demo_users();
     println!(
         "submitting a mixed workload as {}",
         users
@@ -250,6 +267,36 @@ fn run() -> anyhow::Result<()> {
         demo.root.display()
     );
     Ok(())
+}
+
+/// Several users share the cell as they would in production: `scripts/install-multiuser.sh`
+/// installs the clients setgid to a `gridspool-demo` group under `var/install` and lays the
+/// cell out for them. Returns the client and daemon directories.
+fn install_shared(root: &Path, cell: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-multiuser.sh");
+    let built = sibling("qsub")?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let prefix = root.join("install");
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg("--bin-dir")
+        .arg(&built)
+        .arg(&prefix)
+        .arg(cell)
+        .arg("gridspool-demo")
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !status.success() {
+        bail!("{} failed: {status}", script.display());
+    }
+    println!(
+        "a shared installation in {} (clients setgid to gridspool-demo)",
+        prefix.display()
+    );
+    Ok((prefix.join("bin"), prefix.join("sbin")))
 }
 
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {

@@ -5,7 +5,6 @@
 use super::{ClientError, locate_spool};
 use crate::config::ClusterConfig;
 use crate::identity::short_hostname;
-use crate::sched::ProcessRunner;
 use crate::sched::daemon::{Daemon, DaemonOptions};
 use crate::spool::{Spool, durable};
 use clap::Parser;
@@ -96,16 +95,36 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         retention: Duration::from_secs(args.retention),
         periodic: args.interval.map(|s| Duration::from_secs(s.max(1))),
     };
-    let daemon = Daemon::new(
+    let config = crate::config::ClusterConfig::load(&spool.config_path())?;
+    // Share-tree usage from the whole accounting history, then charged as tasks end.
+    let decay = crate::acct::decay_config(&config);
+    let (usage, report) = crate::acct::load_usage(&spool.accounting_path(), &decay)?;
+    if !report.invalid_lines.is_empty() {
+        tracing::warn!(
+            lines = ?report.invalid_lines,
+            "accounting file lines that are not records were skipped"
+        );
+    }
+    tracing::info!(
+        records = report.records,
+        "share-tree usage loaded from the accounting file"
+    );
+    let usage: crate::sched::SharedUsage = std::sync::Arc::new(std::sync::Mutex::new(usage));
+    let runner_config = config.clone();
+    let mut daemon = Daemon::new(
         spool.clone(),
         opts,
-        |spool, events| {
-            let runner =
-                ProcessRunner::new(spool.clone(), spool.daemon_dir().join("tasks"), events)?;
+        move |spool, events| {
+            let runner = crate::sched::LaunchRunner::new(spool, runner_config, events)?;
             Ok(Box::new(runner) as Box<dyn crate::sched::TaskRunner>)
         },
-        Box::new(crate::sched::NoAccounting),
+        Box::new(crate::sched::Accounting::new(
+            spool.accounting_path(),
+            config.clone(),
+            usage.clone(),
+        )),
     )?;
+    daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));
     let result = daemon.run();
     drop(lock);
     if let Err(e) = &result {

@@ -703,13 +703,21 @@ impl Inner {
 
     fn watch_local(&self, host: &Arc<HostState>) {
         let mut reported = HashSet::new();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let _watch =
+            super::wake::watch_dir(&super::taskdir::active_jobs(&host.exec_spool), move || {
+                let _ = tx.send(());
+            });
         while self.current(host) {
             // A result held back until `Started` is delivered and acknowledged by the
             // starting thread; `reported` keeps it from being collected twice meanwhile.
             for result in shepherd::collect_finished(&host.exec_spool, &mut reported) {
                 self.deliver(host, result);
             }
-            std::thread::sleep(self.opts.poll_interval);
+            // Woken by the shepherd's write of `result.json`; the interval is the fallback.
+            if rx.recv_timeout(self.opts.poll_interval).is_ok() {
+                while rx.try_recv().is_ok() {}
+            }
         }
     }
 

@@ -81,6 +81,7 @@ pub mod shepherd;
 mod spec;
 mod ssh;
 mod taskdir;
+mod wake;
 
 pub use env::job_environment;
 pub use error::LaunchError;

@@ -433,9 +433,11 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?;
     let mut sup = Supervisor::new(spec, dir.clone(), signals);
     let result = sup.run();
+    // TMPDIR goes before the result is published: once `result.json` exists the task is over
+    // for everyone watching (the launcher is woken by its appearance).
+    sup.cleanup();
     let json = serde_json::to_vec(&result).map_err(|e| LaunchError::Protocol(e.to_string()))?;
     dir.write("result.json", &json, 0o644)?;
-    sup.cleanup();
     Ok(())
 }
 
@@ -1202,18 +1204,29 @@ pub fn request_kill(
 }
 
 fn watch_stdio(exec_spool: &Path, interval: Duration) -> Result<(), LaunchError> {
-    let (tx, rx) = std::sync::mpsc::channel::<Option<(JobId, TaskId)>>();
+    /// What wakes the remote watcher: an acknowledgement from the launcher, a change in
+    /// `active_jobs` (a result was written), or the end of its input.
+    enum Wake {
+        Ack(JobId, TaskId),
+        Changed,
+        Eof,
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+    let changed = tx.clone();
+    let _watch = super::wake::watch_dir(&super::taskdir::active_jobs(exec_spool), move || {
+        let _ = changed.send(Wake::Changed);
+    });
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
             if let Some(name) = line.trim().strip_prefix("ack ")
-                && let Some(key) = TaskDir::parse_name(name.trim())
-                && tx.send(Some(key)).is_err()
+                && let Some((job, task)) = TaskDir::parse_name(name.trim())
+                && tx.send(Wake::Ack(job, task)).is_err()
             {
                 return;
             }
         }
-        let _ = tx.send(None);
+        let _ = tx.send(Wake::Eof);
     });
     let mut reported = HashSet::new();
     loop {
@@ -1227,12 +1240,15 @@ fn watch_stdio(exec_spool: &Path, interval: Duration) -> Result<(), LaunchError>
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(Some((job, task))) => {
+                Ok(Wake::Ack(job, task)) => {
                     if let Err(e) = acknowledge(exec_spool, job, task) {
                         eprintln!("gridspool-shepherd: {e}");
                     }
                 }
-                Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+                Ok(Wake::Changed) => break,
+                Ok(Wake::Eof) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Ok(());
+                }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
             }
         }

@@ -335,6 +335,8 @@ impl Daemon {
             self.reload_needed = false;
             match ClusterConfig::load(&self.spool.config_path()) {
                 Ok(c) => {
+                    self.runner.reconfigure(&c);
+                    self.acct.reconfigure(&c);
                     self.state.reload_config(c);
                     info!("configuration reloaded");
                     self.pass_needed = true;

@@ -4,22 +4,13 @@
 //! - [`state`], [`pass`], [`fit`], [`cluster`], [`priority`], [`value`]: the pure core — jobs,
 //!   categories, resources, one scheduling pass producing [`pass::Start`] decisions and
 //!   reservations. No files, no clock: tested with table cases.
-//! - [`runner`]: the dispatch seam ([`runner::TaskRunner`]) and a runner that starts real local
-//!   processes ([`runner::ProcessRunner`]).
+//! - [`runner`]: the dispatch seam ([`runner::TaskRunner`], [`runner::AccountingHook`]).
+//! - [`launcher`], [`accounting`], [`sge_policy`]: what `sched_d` plugs into the seams — the
+//!   real launcher (`crate::launch`: shepherds, locally or over ssh), SGE accounting
+//!   (`crate::acct`) feeding share-tree usage, and Grid Engine's priority from the policy
+//!   crate (`gridspool_policy::sge`, `sharetree`).
 //! - [`daemon`]: the process — lock and pid file, spool watching, requests, passes,
-//!   launch events, exits, accounting hook, signals, recovery.
-//!
-//! # Wiring the other parts
-//!
-//! - Launcher: implement [`runner::TaskRunner`] (`start`, `kill`, `reattach`) over
-//!   `crate::launch`, reporting `LaunchEvent`s on the `Sender` that [`daemon::Daemon::new`]
-//!   hands to its `make_runner` closure; replace [`ProcessRunner`] in `cli::sched_d::run`.
-//! - Accounting: implement [`runner::AccountingHook`] over `crate::acct` and pass it to
-//!   [`daemon::Daemon::new`] instead of [`NoAccounting`]; it is called once per finished
-//!   task, before the exits line is appended.
-//! - Policy crate: implement [`priority::PriorityPolicy`] with `gridspool_policy::sge` and
-//!   `sharetree` and install it with [`daemon::Daemon::set_policy`] (or
-//!   [`SchedState::with_policy`]); [`priority::order_key`] maps `PolicyOrder` to the order.
+//!   launch events, exits, accounting, signals, recovery.
 //!
 //! # Cost of a pass
 //!
@@ -29,18 +20,24 @@
 //! O(candidates) with no lookup for jobs whose category already failed. `benches/sched_pass.rs`
 //! prints the figures.
 
+pub mod accounting;
 pub mod cluster;
 pub mod daemon;
 pub mod fit;
+pub mod launcher;
 pub mod pass;
 pub mod priority;
 pub mod runner;
+pub mod sge_policy;
 pub mod state;
 pub mod value;
 
+pub use accounting::{Accounting, SharedUsage};
+pub use launcher::LaunchRunner;
 pub use pass::{PassResult, Reservation, Start};
 pub use priority::{PriorityInput, PriorityPolicy, TemporarySgeFormula};
-pub use runner::{AccountingHook, NoAccounting, ProcessRunner, RunnerError, TaskRunner};
+pub use runner::{AccountingHook, RunnerError, TaskRunner};
+pub use sge_policy::SgePriority;
 pub use state::SchedState;
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ pub trait PriorityPolicy: Send {
         now: i64,
         jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo>;
+
+    /// The configuration was reloaded (SIGHUP): rebuild what depends on it.
+    fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}
 }
 
 /// `sge_priority(5)`, without tickets: the stand-in until the policy crate is wired.

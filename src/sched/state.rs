@@ -769,6 +769,7 @@ impl SchedState {
             .iter()
             .map(|h| (h.name.clone(), h.down_until, h.failures))
             .collect();
+        self.policy.reconfigure(&config);
         self.config = config;
         self.cluster = Cluster::from_config(&self.config);
         for (name, until, failures) in down {

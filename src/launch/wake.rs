@@ -1,0 +1,28 @@
+//! Wakes result watchers when something changes in a host's `active_jobs` directory, so a
+//! finished task is reported within milliseconds of its shepherd writing `result.json`. The
+//! watchers still rescan on a timer: notification is a hint (it can overflow, and it does not
+//! work on every filesystem, NFS among them).
+
+use std::path::Path;
+
+/// Keeps the notification alive; dropping it stops it.
+pub struct DirWatch {
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+/// Calls `on_change` whenever anything below `dir` changes. Without working notification the
+/// returned guard does nothing and the caller's timer does the work.
+pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch {
+    use notify::Watcher;
+    let _ = std::fs::create_dir_all(dir);
+    let watcher =
+        notify::recommended_watcher(move |_event: notify::Result<notify::Event>| on_change())
+            .and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).map(|()| w));
+    match watcher {
+        Ok(w) => DirWatch { _watcher: Some(w) },
+        Err(e) => {
+            tracing::debug!(dir = %dir.display(), "no change notification, polling only: {e}");
+            DirWatch { _watcher: None }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The real launcher (`crate::launch`) behind the daemon's [`TaskRunner`] seam: local hosts
+//! run shepherds directly, ssh hosts through OpenSSH, as the configuration says.
+
+use super::runner::{Reattached, RunnerError, TaskRunner};
+use crate::config::{ClusterConfig, LaunchMethod};
+use crate::launch::{LaunchEvent, LaunchSpec, Launcher, Placement, shepherd};
+use crate::model::{JobId, JobRecord, RunState, RunningTask, TaskId};
+use crate::spool::Spool;
+use std::sync::mpsc::Sender;
+
+/// Starts, kills and re-attaches tasks through [`Launcher`].
+pub struct LaunchRunner {
+    launcher: Launcher,
+    spool: Spool,
+    config: ClusterConfig,
+}
+
+impl LaunchRunner {
+    pub fn new(
+        spool: &Spool,
+        config: ClusterConfig,
+        events: Sender<LaunchEvent>,
+    ) -> Result<Self, RunnerError> {
+        let launcher =
+            Launcher::new(&config, spool, events).map_err(|e| RunnerError::Other(e.to_string()))?;
+        Ok(LaunchRunner {
+            launcher,
+            spool: spool.clone(),
+            config,
+        })
+    }
+
+    /// Whether a local host's execution spool shows no trace of the task: its shepherd never
+    /// ran (the daemon stopped between deciding the start and starting it).
+    fn never_reached_local_host(&self, job: JobId, task: &RunningTask) -> bool {
+        let local = self
+            .config
+            .host(&task.host)
+            .is_some_and(|h| matches!(h.launch, LaunchMethod::Local));
+        if !local {
+            return false;
+        }
+        let exec_spool = crate::launch::exec_spool_dir(self.spool.root(), &task.host);
+        !shepherd::task_dirs(&exec_spool)
+            .iter()
+            .any(|(j, t, _)| *j == job && *t == task.task)
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> RunnerError {
+    RunnerError::Other(e.to_string())
+}
+
+impl TaskRunner for LaunchRunner {
+    fn start(
+        &mut self,
+        job: &JobRecord,
+        task: TaskId,
+        placement: &Placement,
+        restarted: bool,
+    ) -> Result<(), RunnerError> {
+        let spec = LaunchSpec::build(&self.spool, &self.config, job, task, placement, restarted)
+            .map_err(other)?;
+        self.launcher.start(spec).map_err(other)
+    }
+
+    fn kill(&mut self, job: JobId, task: TaskId, notify: bool) -> Result<(), RunnerError> {
+        self.launcher.kill(job, task, notify).map_err(other)
+    }
+
+    /// A task that was only being handed over (`t`) and left no trace on its local host never
+    /// started: it goes back to pending. Everything else is followed again; the launcher
+    /// reports a task its host has no trace of as ended with `failed 100`, never runs it twice.
+    fn reattach(&mut self, job: &JobRecord, task: &RunningTask) -> Reattached {
+        if task.state == RunState::Transferring && self.never_reached_local_host(job.id, task) {
+            return Reattached::NeverStarted;
+        }
+        match self
+            .launcher
+            .reattach(&[(job.id, task.task, task.host.clone())])
+        {
+            Ok(()) => Reattached::Attached,
+            Err(e) => {
+                tracing::warn!(job = %job.id, task = task.task, "cannot re-attach: {e}");
+                Reattached::Unknown
+            }
+        }
+    }
+
+    fn reconfigure(&mut self, config: &ClusterConfig) {
+        self.config = config.clone();
+        self.launcher.reconfigure(config);
+    }
+}
