@@ -278,11 +278,21 @@ fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> 
         .arg("supervise")
         .arg(&dir.path)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
         .map_err(|e| LaunchError::io("spawn", &exe, e))?;
-    // Wait for the supervisor to say the job exists.
+    // Wait for the supervisor to say the job exists: it prints the pid on the pipe the
+    // moment `started` is written (no polling), or closes the pipe by exiting.
+    if let Some(out) = child.stdout.take() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(Duration::from_secs(120));
+    }
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Ok(text) = std::fs::read_to_string(dir.started())
@@ -312,6 +322,17 @@ fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> 
             )));
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Tells the `run` process waiting on our stdout that the job exists, then lets go of that
+/// pipe for good (the supervisor outlives `run`; nothing else is ever written there).
+fn announce_started(pid: u32) {
+    let mut out = std::io::stdout();
+    let _ = out.write_all(format!("{pid}\n").as_bytes());
+    let _ = out.flush();
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
     }
 }
 
@@ -509,6 +530,7 @@ impl Supervisor {
             Ok(pid) => pid,
             Err(f) => {
                 let _ = self.dir.write("started", b"0\n", 0o644);
+                announce_started(0);
                 return self.setup_failure(f.failed, f.error);
             }
         };
@@ -516,6 +538,7 @@ impl Supervisor {
         let _ = self
             .dir
             .write("started", format!("{job_pid}\n").as_bytes(), 0o644);
+        announce_started(job_pid.as_raw() as u32);
         // The helper reports setup failures and then exits; the job is the helper `exec`ed.
         // Setup failures were read before `started` was written (see spawn_job).
         self.wait_loop();
