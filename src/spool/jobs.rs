@@ -423,11 +423,18 @@ impl ReadBuf {
     }
 }
 
+/// The file as text: checked as UTF-8 once, so that the parser (`from_str`) need not check
+/// each string again, which `from_slice` does.
+fn utf8<'b>(bytes: &'b [u8], what: &str) -> Result<&'b str, String> {
+    std::str::from_utf8(bytes).map_err(|e| format!("bad {what}: {e}"))
+}
+
 fn parse_state(bytes: &[u8], listing: bool) -> Result<JobRecord, String> {
+    let text = utf8(bytes, "job state")?;
     let r = if listing {
-        serde_json::from_slice::<listing::Record>(bytes).map(listing::Record::into_record)
+        serde_json::from_str::<listing::Record>(text).map(listing::Record::into_record)
     } else {
-        serde_json::from_slice::<JobRecord>(bytes)
+        serde_json::from_str::<JobRecord>(text)
     };
     r.map_err(|e| format!("bad job state: {e}"))
 }
@@ -436,12 +443,12 @@ fn parse_submission(bytes: &[u8], listing: bool) -> Result<JobRecord, String> {
     let Some(end) = memchr_newline(bytes) else {
         return Err("job file has no header line".into());
     };
-    let header = &bytes[..end];
+    let header = utf8(&bytes[..end], "job header")?;
     let r = if listing {
-        serde_json::from_slice::<listing::Submission>(header)
+        serde_json::from_str::<listing::Submission>(header)
             .map(listing::Submission::into_submission)
     } else {
-        serde_json::from_slice::<JobSubmission>(header)
+        serde_json::from_str::<JobSubmission>(header)
     };
     r.map(JobRecord::from_submission)
         .map_err(|e| format!("bad job header: {e}"))
