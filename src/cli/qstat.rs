@@ -42,7 +42,14 @@ fn run(args: &mut Vec<String>) -> super::Output {
         Ok(env) => env,
         Err(o) => return o,
     };
-    let scan = match env.spool.scan_jobs() {
+    // `-j` and `-r` show what a listing leaves out: only they read whole records.
+    let whole = parsed.job_detail.is_some() || parsed.requests;
+    let scanned = if whole {
+        env.spool.scan_jobs()
+    } else {
+        env.spool.scan_job_listing()
+    };
+    let scan = match scanned {
         Ok(s) => s,
         Err(e) => {
             let mut o = super::Output {
@@ -77,5 +84,8 @@ fn run(args: &mut Vec<String>) -> super::Output {
             first.reason
         ));
     }
+    // The process ends right after printing: freeing 100,000 records one by one would only
+    // delay the exit.
+    std::mem::forget(scan);
     o
 }

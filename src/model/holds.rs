@@ -101,13 +101,24 @@ impl Serialize for Holds {
 
 impl<'de> Deserialize<'de> for Holds {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        let mut h = Holds::NONE;
-        for c in text.chars() {
-            let t = HoldType::from_letter(c)
-                .ok_or_else(|| serde::de::Error::custom(format!("unknown hold type {c:?}")))?;
-            h.set(t, true);
+        // A visitor rather than `String::deserialize`: no allocation per pending group, which
+        // `qstat` pays once per job.
+        struct Letters;
+        impl serde::de::Visitor<'_> for Letters {
+            type Value = Holds;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("hold letters")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Holds, E> {
+                let mut h = Holds::NONE;
+                for c in text.chars() {
+                    let t = HoldType::from_letter(c)
+                        .ok_or_else(|| E::custom(format!("unknown hold type {c:?}")))?;
+                    h.set(t, true);
+                }
+                Ok(h)
+            }
         }
-        Ok(h)
+        d.deserialize_str(Letters)
     }
 }
