@@ -248,6 +248,59 @@ pub struct SchedulerConfig {
     pub schedd_job_info: bool,
     /// Seconds between periodic passes (waiting-time changes); passes also run on events.
     pub schedule_interval: String,
+    /// Qube! preemption on a job state change (`cluster` policy): `none` (default),
+    /// `passive` or `aggressive` (gridspool extension).
+    pub preemption: PreemptionSetting,
+    /// Armada fair share (`armada` policy; gridspool extension).
+    pub armada: ArmadaConfig,
+}
+
+/// `scheduler.preemption` (Qube!'s preemption policies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptionSetting {
+    #[default]
+    None,
+    Passive,
+    Aggressive,
+}
+
+/// `scheduler.armada.mode`: inverse-priority slices with probabilistic slicing of the rest
+/// (the seed), or dominant-resource fairness (what Armada does today).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ArmadaMode {
+    #[default]
+    Slices,
+    Drf,
+}
+
+/// `scheduler.armada`: the Armada seed's parameters. A queue is the job's project, or its
+/// owner when it has no project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArmadaConfig {
+    pub mode: ArmadaMode,
+    /// Half-time of the queue priority decay, in seconds.
+    pub halftime: f64,
+    /// Priority factor per queue (1 when absent; a lower factor earns more).
+    pub priority_factors: BTreeMap<String, f64>,
+    /// Seed of the probabilistic slicing; the clock when absent (set it in tests).
+    pub seed: Option<u64>,
+    /// `useProbabilisticSchedulingForAllResources`.
+    pub probabilistic_for_all: bool,
+}
+
+impl Default for ArmadaConfig {
+    fn default() -> Self {
+        ArmadaConfig {
+            mode: ArmadaMode::Slices,
+            halftime: 3600.0,
+            priority_factors: BTreeMap::new(),
+            seed: None,
+            probabilistic_for_all: false,
+        }
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -283,6 +336,8 @@ impl Default for SchedulerConfig {
             maxujobs: 0,
             schedd_job_info: true,
             schedule_interval: "0:0:15".to_string(),
+            preemption: PreemptionSetting::None,
+            armada: ArmadaConfig::default(),
         }
     }
 }

@@ -29,11 +29,13 @@
 //! O(candidates) with no lookup for jobs whose category already failed. `benches/sched_pass.rs`
 //! prints the figures.
 
+pub mod armada;
 pub mod cluster;
 pub mod daemon;
 pub mod fit;
 pub mod pass;
 pub mod priority;
+pub mod qube;
 pub mod runner;
 pub mod state;
 pub mod value;
@@ -43,5 +45,7 @@ pub use priority::{PriorityInput, PriorityPolicy, TemporarySgeFormula};
 pub use runner::{AccountingHook, NoAccounting, ProcessRunner, RunnerError, TaskRunner};
 pub use state::SchedState;
 
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;

@@ -128,6 +128,11 @@ pub struct Hot {
     pub running_since: Option<i64>,
     /// Urgency bonus of the queue its first running task is in.
     pub running_queue_urgency: f64,
+    /// Interned Qube! cluster path of the job (`spec.cluster`, else the `-ac cluster=` context
+    /// variable, else `/`), for the `cluster` policy.
+    pub cluster: u32,
+    /// Pending tasks (held ones included).
+    pub pending_tasks: u64,
 }
 
 impl Hot {
@@ -175,6 +180,8 @@ pub struct SchedState {
     pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
     /// Jobs whose record is decoded, to be cooled when idle.
     warm: BTreeSet<JobId>,
+    /// The Armada policy's decayed queue priorities and random state.
+    pub(crate) armada: super::armada::ArmadaState,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -235,6 +242,7 @@ impl SchedState {
             dependent_jobs: 0,
             ends_cache: None,
             warm: BTreeSet::new(),
+            armada: super::armada::ArmadaState::default(),
         }
     }
 
@@ -271,7 +279,7 @@ impl SchedState {
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
         // Everything is read while the record is borrowed (no copy of it); names are
         // interned after.
-        let (mut hot, owner, project) = {
+        let (mut hot, owner, project, cluster) = {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
@@ -308,9 +316,23 @@ impl SchedState {
                 running: r.tasks.running.len() as u32,
                 running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
                 running_queue_urgency,
+                cluster: 0,
+                pending_tasks: r.tasks.pending_count(),
             };
-            (hot, r.submitter.owner.clone(), r.spec.project.clone())
+            let cluster = r
+                .spec
+                .cluster
+                .clone()
+                .or_else(|| r.spec.context.get("cluster").cloned())
+                .unwrap_or_else(|| "/".to_string());
+            (
+                hot,
+                r.submitter.owner.clone(),
+                r.spec.project.clone(),
+                cluster,
+            )
         };
+        hot.cluster = self.intern(&cluster);
         hot.owner = self.intern(&owner);
         hot.project = project.as_deref().map(|p| self.intern(p));
         let Some(e) = self.jobs.get_mut(&id) else {

@@ -1,0 +1,270 @@
+//! Pass-level table cases for the `cluster` (Qube!) and `armada` policies, through the real
+//! pass, categories and fit.
+
+use super::state::SchedState;
+use super::tests::{NOW, job, state};
+use crate::config::ClusterConfig;
+use crate::model::JobId;
+
+/// Hosts given as (name, slots, cluster), one queue `all.q` over all, and a scheduler line.
+fn cfg(hosts: &[(&str, u32, &str)], scheduler: &str) -> ClusterConfig {
+    let mut text = String::from("hosts:\n");
+    for (n, s, c) in hosts {
+        text.push_str(&format!(
+            "  - {{name: {n}, slots: {s}, cluster: \"{c}\"}}\n"
+        ));
+    }
+    let names: Vec<&str> = hosts.iter().map(|h| h.0).collect();
+    let max = hosts.iter().map(|h| h.1).max().unwrap_or(1);
+    text.push_str(&format!(
+        "queues:\n  - {{name: all.q, hostlist: [{}], slots: {max}}}\n",
+        names.join(", ")
+    ));
+    text.push_str(&format!("scheduler: {scheduler}\n"));
+    ClusterConfig::parse(&text).unwrap_or_else(|e| panic!("config: {e}\n{text}"))
+}
+
+/// `-p` counts alone: priority = npprior.
+const BY_POSIX: &str = "weight_priority: 1, weight_urgency: 0, weight_ticket: 0";
+
+fn starts(s: &mut SchedState, now: i64) -> Vec<(u32, String)> {
+    s.schedule(now)
+        .starts
+        .iter()
+        .map(|st| (st.job.0, st.placement.host.clone()))
+        .collect()
+}
+
+/// Marks every started task running and ends it, so its slot is free again.
+fn finish(s: &mut SchedState, started: &[(u32, String)]) {
+    for (j, _) in started {
+        let id = JobId(*j);
+        s.task_started(id, 1).expect("started");
+        s.task_ended(id, 1).expect("ended");
+    }
+}
+
+/// Seed `qube-cluster-priority`, the table for a worker in /A/B/C: one slot, eight jobs whose
+/// numeric priority runs against their cluster order; the worker takes them in cluster order
+/// 1, 2, 2, 3, 3, 4, 5, 5 (priority breaking ties within an order).
+#[test]
+fn seed_qube_worker_in_abc_takes_jobs_in_cluster_order() {
+    let clusters = [
+        "/G",
+        "/",
+        "/A",
+        "/A/B/F",
+        "/A/B",
+        "/A/B/C/D/E",
+        "/A/B/C/D",
+        "/A/B/C",
+    ];
+    let jobs = clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            // Job 1 (/G) has the highest priority, job 8 (/A/B/C) the lowest.
+            job(i as u32 + 1, |s, _| {
+                s.cluster = Some((*c).to_string());
+                s.priority = 100 - 10 * i as i32;
+            })
+        })
+        .collect();
+    let mut s = state(
+        cfg(
+            &[("w1", 1, "/A/B/C")],
+            &format!("{{policy: cluster, {BY_POSIX}}}"),
+        ),
+        jobs,
+    );
+    let mut order = Vec::new();
+    for k in 0..8 {
+        let st = starts(&mut s, NOW + k);
+        assert_eq!(st.len(), 1, "pass {k}");
+        order.push(clusters[st[0].0 as usize - 1]);
+        finish(&mut s, &st);
+    }
+    // Within one order, higher priority first: /A/B/C/D/E (50) before /A/B/C/D (40),
+    // /A/B/F (70) before /A/B (60), /G (100) before / (90).
+    assert_eq!(
+        order,
+        [
+            "/A/B/C",
+            "/A/B/C/D/E",
+            "/A/B/C/D",
+            "/A/B/F",
+            "/A/B",
+            "/A",
+            "/G",
+            "/"
+        ]
+    );
+}
+
+/// "A Worker will run the lowest-priority job that is in its own cluster before it runs the
+/// highest-priority job from any other cluster" — and each host uses its own order.
+#[test]
+fn seed_qube_each_host_prefers_its_own_cluster_even_with_lower_priority() {
+    let jobs = vec![
+        job(1, |s, _| {
+            s.cluster = Some("/B".into());
+            s.priority = 1000;
+        }),
+        job(2, |s, _| {
+            s.cluster = Some("/A/B/C".into());
+            s.priority = -1000;
+        }),
+        job(3, |s, _| {
+            s.context.insert("cluster".into(), "/B".into());
+            s.priority = 500;
+        }),
+    ];
+    let mut s = state(
+        cfg(
+            &[("w1", 1, "/A/B/C"), ("w2", 1, "/B")],
+            &format!("{{policy: cluster, {BY_POSIX}}}"),
+        ),
+        jobs,
+    );
+    let mut st = starts(&mut s, NOW);
+    st.sort();
+    assert_eq!(st, [(1, "w2".to_string()), (2, "w1".to_string())]);
+    let p = s.priority(JobId(3)).expect("priority");
+    assert!(
+        p.policy_terms
+            .iter()
+            .any(|(k, v)| k == "cluster order" && v == "1"),
+        "{:?}",
+        p.policy_terms
+    );
+    assert!(
+        s.pending_reasons(JobId(3))
+            .join(" ")
+            .contains("policy cluster"),
+        "{:?}",
+        s.pending_reasons(JobId(3))
+    );
+}
+
+/// Seed `qube-cluster-priority` jobA/jobB: jobA in /A, jobB in /B; on a worker in /A/C, jobA
+/// (one level up) beats jobB (two levels) whatever their priorities; on a worker in /C they
+/// tie, and priority decides.
+#[test]
+fn seed_qube_job_a_job_b() {
+    let mk = || {
+        vec![
+            job(1, |s, _| {
+                s.cluster = Some("/A".into());
+                s.priority = -10;
+            }),
+            job(2, |s, _| {
+                s.cluster = Some("/B".into());
+                s.priority = 10;
+            }),
+        ]
+    };
+    let sched = format!("{{policy: cluster, {BY_POSIX}}}");
+    let mut s = state(cfg(&[("w", 1, "/A/C")], &sched), mk());
+    assert_eq!(starts(&mut s, NOW), [(1, "w".to_string())]);
+    let mut s = state(cfg(&[("w", 1, "/C")], &sched), mk());
+    assert_eq!(starts(&mut s, NOW), [(2, "w".to_string())]);
+}
+
+fn armada_jobs(per_project: u32) -> Vec<crate::model::JobRecord> {
+    let mut v = Vec::new();
+    for i in 0..per_project * 2 {
+        let p = if i % 2 == 0 { "a" } else { "b" };
+        v.push(job(i + 1, |s, _| s.project = Some(p.into())));
+    }
+    v
+}
+
+fn shares_of(st: &[(u32, String)]) -> (usize, usize) {
+    let a = st.iter().filter(|(j, _)| j % 2 == 1).count();
+    (a, st.len() - a)
+}
+
+/// Seed `armada-fair-share`: priorities 1 and 2 give slices of 2/3 and 1/3. Two idle projects
+/// with priority factors 1 and 2 share 30 free slots 20/10 in one pass, in slice mode and in
+/// DRF mode.
+#[test]
+fn seed_armada_shares_follow_priorities() {
+    for mode in ["slices", "drf"] {
+        let sched = format!(
+            "{{policy: armada, armada: {{mode: {mode}, seed: 7, priority_factors: {{a: 1, b: 2}}}}}}"
+        );
+        let mut s = state(
+            cfg(&[("n1", 15, "/"), ("n2", 15, "/")], &sched),
+            armada_jobs(40),
+        );
+        let st = starts(&mut s, NOW);
+        assert_eq!(st.len(), 30, "{mode}");
+        assert_eq!(shares_of(&st), (20, 10), "{mode}");
+        let p = s.priority(JobId(80)).expect("priority");
+        assert!(
+            p.policy_terms
+                .iter()
+                .any(|(k, v)| k == "share" && v == "0.3333"),
+            "{mode}: {:?}",
+            p.policy_terms
+        );
+        assert!(
+            s.pending_reasons(JobId(80)).join(" ").contains("slice"),
+            "{mode}: {:?}",
+            s.pending_reasons(JobId(80))
+        );
+    }
+}
+
+/// Armada over a long run: as tasks finish and priorities decay toward usage, the two
+/// projects keep starting in the ratio the seed's shares give (equal factors: 50/50 within
+/// ±5 % over many starts), and the probabilistic picks are the same for the same seed.
+#[test]
+fn armada_long_run_is_fair_and_deterministic_for_a_seed() {
+    let run = || {
+        let sched =
+            "{policy: armada, armada: {seed: 42, halftime: 60, probabilistic_for_all: true}}";
+        let mut s = state(cfg(&[("n1", 7, "/")], sched), armada_jobs(600));
+        let mut all = Vec::new();
+        for k in 0..200 {
+            let st = starts(&mut s, NOW + 10 * k);
+            finish(&mut s, &st);
+            all.extend(st);
+        }
+        all
+    };
+    let a = run();
+    assert_eq!(a, run(), "same seed, same order");
+    let (x, y) = shares_of(&a);
+    assert!(a.len() >= 1000, "{}", a.len());
+    let frac = x as f64 / (x + y) as f64;
+    assert!((frac - 0.5).abs() <= 0.05, "{x}/{y}");
+}
+
+/// No starvation: under `cluster`, a job of a far cluster still starts once the host's own
+/// cluster has no more work; under `armada`, a project with a large factor still gets slots.
+#[test]
+fn no_job_starves_under_cluster_or_armada() {
+    let mut jobs: Vec<_> = (1..=20)
+        .map(|i| job(i, |s, _| s.cluster = Some("/A".into())))
+        .collect();
+    jobs.push(job(21, |s, _| s.cluster = Some("/Z/Y/X".into())));
+    let mut s = state(cfg(&[("w", 2, "/A")], "{policy: cluster}"), jobs);
+    let mut seen = false;
+    for k in 0..20 {
+        let st = starts(&mut s, NOW + k);
+        seen |= st.iter().any(|(j, _)| *j == 21);
+        finish(&mut s, &st);
+    }
+    assert!(seen, "job 21 never started");
+
+    let sched = "{policy: armada, armada: {seed: 1, priority_factors: {b: 50}}}";
+    let mut s = state(cfg(&[("n1", 4, "/")], sched), armada_jobs(100));
+    let mut b = 0;
+    for k in 0..50 {
+        let st = starts(&mut s, NOW + k);
+        b += shares_of(&st).1;
+        finish(&mut s, &st);
+    }
+    assert!(b > 0, "project b starved");
+}

@@ -1,0 +1,258 @@
+//! The Qube! `cluster` policy in the pass (seeds `qube-cluster-priority.txt`,
+//! `qube-host-selection.txt`): each host takes, slot by slot, the first job in *its* order
+//! that fits — cluster priority order for the host's cluster, then job priority, then job id.
+//! "The worst job of order 1 beats the best of order 2."
+//!
+//! # Cost
+//!
+//! Candidates arrive sorted by (priority, job id) — O(jobs log jobs), as for every policy.
+//! They are split into groups of one job cluster and one category, keeping that order. The
+//! cluster order of each group is computed once per distinct *host* cluster with
+//! [`gridspool_policy::qube::ClusterTable`] (not per job). A host then merges the heads of
+//! its groups bucket by bucket (ascending cluster order) with a heap; a group whose category
+//! does not fit on the host is dropped for that host in O(1), so a host costs
+//! O(groups log groups + starts) and a pass O(jobs log jobs + hosts × groups), never
+//! O(jobs × hosts).
+//!
+//! Parallel jobs are placed over all their candidate hosts when their turn comes on a host;
+//! `-R y` reservations are not made under this policy (a job is tried host by host).
+
+use super::pass::{Candidate, CatVerdict, PassResult};
+use super::state::{CatId, SchedState};
+use gridspool_policy::qube::{ClusterId, ClusterPath, ClusterTable, cluster_priority_order};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+/// The pending reason of a job no host reached in this pass.
+pub const NOT_REACHED: &str = "cannot run: every host with a free slot took jobs of a better cluster order or priority (policy cluster)";
+
+/// Parses a cluster path of the configuration or of a job; an invalid one is the root.
+pub fn path_or_root(text: Option<&str>) -> ClusterPath {
+    text.and_then(|t| ClusterPath::parse(t).ok())
+        .unwrap_or_else(ClusterPath::root)
+}
+
+/// Jobs of one cluster and one category, in (priority, job id) order.
+struct Group {
+    cluster: ClusterId,
+    cat: CatId,
+    members: Vec<usize>,
+    /// Members before this are done for the whole pass.
+    head: usize,
+}
+
+impl SchedState {
+    /// The cluster path of every host (index of `cluster.hosts`).
+    fn host_paths(&self) -> Vec<ClusterPath> {
+        self.cluster
+            .hosts
+            .iter()
+            .map(|h| path_or_root(self.config.host(&h.name).and_then(|c| c.cluster.as_deref())))
+            .collect()
+    }
+
+    /// The policy terms of a job under `cluster`: its cluster and its best order over the
+    /// hosts' clusters (`qstat -j`, `-pri`).
+    pub(super) fn qube_policy_terms(&mut self, cands: &[Candidate]) {
+        let hosts = self.host_paths();
+        let mut workers: Vec<ClusterPath> = hosts;
+        workers.sort();
+        workers.dedup();
+        let mut cache: HashMap<u32, Vec<(String, String)>> = HashMap::new();
+        for c in cands {
+            let terms = cache
+                .entry(c.cluster)
+                .or_insert_with(|| {
+                    let path = path_or_root(Some(self.name(c.cluster)));
+                    let best = workers
+                        .iter()
+                        .map(|w| cluster_priority_order(w, &path))
+                        .min()
+                        .unwrap_or(1);
+                    vec![
+                        ("cluster".to_string(), path.to_string()),
+                        ("cluster order".to_string(), best.to_string()),
+                    ]
+                })
+                .clone();
+            if let Some(p) = self.jobs.get_mut(&c.id).and_then(|e| e.priority.as_mut()) {
+                p.policy_terms = terms;
+            }
+        }
+    }
+
+    /// Dispatch under the `cluster` policy: host by host, each taking the first job of its
+    /// own order that fits. `cands` must be sorted by (priority, job id).
+    pub(super) fn dispatch_by_host(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut [Option<Arc<[String]>>],
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        let mut table = ClusterTable::new();
+        let mut cluster_ids: HashMap<u32, ClusterId> = HashMap::new();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut group_of: HashMap<(ClusterId, CatId), usize> = HashMap::new();
+        for (i, c) in cands.iter().enumerate() {
+            let cid = match cluster_ids.get(&c.cluster) {
+                Some(id) => *id,
+                None => {
+                    let id = table.intern(&path_or_root(Some(self.name(c.cluster))));
+                    cluster_ids.insert(c.cluster, id);
+                    id
+                }
+            };
+            let g = *group_of.entry((cid, c.cat)).or_insert_with(|| {
+                groups.push(Group {
+                    cluster: cid,
+                    cat: c.cat,
+                    members: Vec::new(),
+                    head: 0,
+                });
+                groups.len() - 1
+            });
+            groups[g].members.push(i);
+        }
+        let host_paths = self.host_paths();
+        // Per distinct host cluster: the groups bucketed by ascending cluster order.
+        let mut buckets_of: HashMap<ClusterPath, Vec<Vec<usize>>> = HashMap::new();
+        // Per category: its candidate queue instances on each host (built on first use).
+        let nhosts = self.cluster.hosts.len();
+        let mut on_host: HashMap<CatId, Vec<Vec<usize>>> = HashMap::new();
+        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut no_reservations = 0u32;
+        for h in 0..nhosts {
+            let hs = &self.cluster.hosts[h];
+            if hs.slots_used >= hs.slots_cap || !self.cluster.host_up(h, now) {
+                continue;
+            }
+            let buckets = buckets_of
+                .entry(host_paths[h].clone())
+                .or_insert_with(|| {
+                    let orders = table.orders_for_worker(&host_paths[h]);
+                    let mut by: Vec<(u32, usize)> = groups
+                        .iter()
+                        .enumerate()
+                        .map(|(g, gr)| (orders[gr.cluster.0 as usize], g))
+                        .collect();
+                    by.sort_unstable();
+                    let mut out: Vec<Vec<usize>> = Vec::new();
+                    let mut last = None;
+                    for (o, g) in by {
+                        if last != Some(o) {
+                            out.push(Vec::new());
+                            last = Some(o);
+                        }
+                        if let Some(b) = out.last_mut() {
+                            b.push(g);
+                        }
+                    }
+                    out
+                })
+                .clone();
+            let mut touched: Vec<CatId> = Vec::new();
+            'host: for bucket in &buckets {
+                let mut heap: BinaryHeap<Reverse<((i64, i64, crate::model::JobId), usize, usize)>> =
+                    BinaryHeap::new();
+                for &g in bucket {
+                    let gr = &groups[g];
+                    if let Some(&i) = gr.members.get(gr.head) {
+                        heap.push(Reverse((cands[i].key, g, gr.head)));
+                    }
+                }
+                while let Some(Reverse((_, g, pos))) = heap.pop() {
+                    let cat = groups[g].cat;
+                    let i = groups[g].members[pos];
+                    let c = cands[i];
+                    let pending = self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
+                    let next = |groups: &[Group], heap: &mut BinaryHeap<_>, p: usize| {
+                        if let Some(&j) = groups[g].members.get(p) {
+                            heap.push(Reverse((cands[j].key, g, p)));
+                        }
+                    };
+                    if !pending {
+                        if groups[g].head == pos {
+                            groups[g].head = pos + 1;
+                        }
+                        next(&groups, &mut heap, pos + 1);
+                        continue;
+                    }
+                    let Ok(demand) = &self.categories[cat].demand else {
+                        continue;
+                    };
+                    let parallel = demand.pe.is_some();
+                    let lists = on_host.entry(cat).or_insert_with(|| {
+                        let mut v = vec![Vec::new(); nhosts];
+                        for &q in &self.categories[cat].candidates {
+                            v[self.cluster.qis[q].host].push(q);
+                        }
+                        v
+                    });
+                    if lists[h].is_empty() {
+                        continue; // this group cannot run here
+                    }
+                    let restricted = lists[h].clone();
+                    let saved = if parallel {
+                        None
+                    } else {
+                        Some(std::mem::replace(
+                            &mut self.categories[cat].candidates,
+                            restricted,
+                        ))
+                    };
+                    touched.push(cat);
+                    let why = self.dispatch_job(
+                        &c,
+                        now,
+                        durations[cat],
+                        &mut verdicts,
+                        &mut no_reservations,
+                        result,
+                        usize::MAX,
+                    );
+                    if let Some(saved) = saved {
+                        self.categories[cat].candidates = saved;
+                    }
+                    job_reasons[c.pos] = Some(why);
+                    let still = self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
+                    if !still {
+                        if groups[g].head == pos {
+                            groups[g].head = pos + 1;
+                        }
+                        next(&groups, &mut heap, pos + 1);
+                    } else if verdicts[cat].failed.is_none() {
+                        // Held back by its own limits (-tc, maxujobs): the next job may run.
+                        next(&groups, &mut heap, pos + 1);
+                    }
+                    let hs = &self.cluster.hosts[h];
+                    if hs.slots_used >= hs.slots_cap {
+                        break 'host;
+                    }
+                }
+            }
+            for cat in touched {
+                verdicts[cat] = CatVerdict::default();
+            }
+        }
+        let reached: Arc<[String]> = Arc::from(vec![NOT_REACHED.to_string()]);
+        for c in cands {
+            if job_reasons[c.pos].is_none()
+                && self
+                    .jobs
+                    .get(&c.id)
+                    .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld)
+            {
+                job_reasons[c.pos] = Some(reached.clone());
+            }
+        }
+    }
+}
