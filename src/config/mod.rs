@@ -124,6 +124,36 @@ pub struct QueueConfig {
     /// Queue disabled by an administrator (`qmod -d`), shown as `d`.
     #[serde(default)]
     pub disabled: bool,
+    /// FBSNG dynamic priority parameters (`fbsng` policy; gridspool extension). Jobs belong
+    /// to the queue they are bound to (`-q`, else the first queue that can take them).
+    #[serde(default)]
+    pub fbsng: FbsngQueueConfig,
+}
+
+/// `queues[].fbsng`: the seed's QPmin, QPmax, QPI, QPD, QPG and SPG. The defaults (0, 100,
+/// 1, 1, 100, 100) make every queue equal with gaps too wide to act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FbsngQueueConfig {
+    pub qp_min: i64,
+    pub qp_max: i64,
+    pub qpi: i64,
+    pub qpd: i64,
+    pub qpg: i64,
+    pub spg: i64,
+}
+
+impl Default for FbsngQueueConfig {
+    fn default() -> Self {
+        FbsngQueueConfig {
+            qp_min: 0,
+            qp_max: 100,
+            qpi: 1,
+            qpd: 1,
+            qpg: 100,
+            spg: 100,
+        }
+    }
 }
 
 fn default_shell() -> String {
@@ -173,6 +203,10 @@ pub struct ProjectConfig {
     pub oticket: u32,
     #[serde(default)]
     pub fshare: u32,
+    /// FBSNG process-type quota: at most this many slots in use by the project's running
+    /// tasks (`fbsng` policy; gridspool extension). Unlimited when absent.
+    #[serde(default)]
+    pub max_slots: Option<u32>,
 }
 
 /// A user entry (`user(5)`).

@@ -32,6 +32,7 @@
 pub mod armada;
 pub mod cluster;
 pub mod daemon;
+pub mod fbsng;
 pub mod fit;
 pub mod pass;
 pub mod priority;

@@ -271,6 +271,9 @@ impl SchedState {
             PolicyOrder::Armada => {
                 return self.dispatch_armada(cands, job_reasons, now, durations, result);
             }
+            PolicyOrder::Fbsng => {
+                return self.dispatch_fbsng(cands, job_reasons, now, durations, result);
+            }
             _ => {}
         }
         let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];

@@ -131,6 +131,8 @@ pub struct Hot {
     /// Interned Qube! cluster path of the job (`spec.cluster`, else the `-ac cluster=` context
     /// variable, else `/`), for the `cluster` policy.
     pub cluster: u32,
+    /// Interned `-ac requires=a,b` context value: FBSNG node attributes the job requires.
+    pub requires: Option<u32>,
     /// Pending tasks (held ones included).
     pub pending_tasks: u64,
 }
@@ -182,6 +184,8 @@ pub struct SchedState {
     warm: BTreeSet<JobId>,
     /// The Armada policy's decayed queue priorities and random state.
     pub(crate) armada: super::armada::ArmadaState,
+    /// The FBSNG policy's dynamic queue and section priorities (persisted by the daemon).
+    pub(crate) fbsng: super::fbsng::FbsngState,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -243,6 +247,7 @@ impl SchedState {
             ends_cache: None,
             warm: BTreeSet::new(),
             armada: super::armada::ArmadaState::default(),
+            fbsng: super::fbsng::FbsngState::default(),
         }
     }
 
@@ -279,7 +284,7 @@ impl SchedState {
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
         // Everything is read while the record is borrowed (no copy of it); names are
         // interned after.
-        let (mut hot, owner, project, cluster) = {
+        let (mut hot, owner, project, cluster, requires) = {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
@@ -317,6 +322,7 @@ impl SchedState {
                 running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
                 running_queue_urgency,
                 cluster: 0,
+                requires: None,
                 pending_tasks: r.tasks.pending_count(),
             };
             let cluster = r
@@ -325,14 +331,17 @@ impl SchedState {
                 .clone()
                 .or_else(|| r.spec.context.get("cluster").cloned())
                 .unwrap_or_else(|| "/".to_string());
+            let requires = r.spec.context.get("requires").cloned();
             (
                 hot,
                 r.submitter.owner.clone(),
                 r.spec.project.clone(),
                 cluster,
+                requires,
             )
         };
         hot.cluster = self.intern(&cluster);
+        hot.requires = requires.as_deref().map(|q| self.intern(q));
         hot.owner = self.intern(&owner);
         hot.project = project.as_deref().map(|p| self.intern(p));
         let Some(e) = self.jobs.get_mut(&id) else {
