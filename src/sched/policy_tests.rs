@@ -366,3 +366,45 @@ fn fbsng_project_quota_caps_running_slots() {
     );
     assert_eq!(starts(&mut s, NOW).len(), 2);
 }
+
+/// Every example configuration of `spool/examples/` parses and selects its seed's policy.
+#[test]
+fn example_configurations_parse() {
+    use crate::config::{ArmadaMode, PolicyOrder, PreemptionSetting};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spool/examples");
+    let load =
+        |name: &str| ClusterConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let q = load("qube.yaml");
+    assert_eq!(q.scheduler.policy, PolicyOrder::Cluster);
+    assert_eq!(q.scheduler.preemption, PreemptionSetting::Passive);
+    assert_eq!(q.hosts[0].cluster.as_deref(), Some("/studio/fx"));
+    let f = load("fbsng.yaml");
+    assert_eq!(f.scheduler.policy, PolicyOrder::Fbsng);
+    assert_eq!((f.queues[0].fbsng.qpd, f.queues[1].fbsng.qpd), (3, 7));
+    assert_eq!(f.projects[0].max_slots, Some(12));
+    let a = load("armada.yaml");
+    assert_eq!(a.scheduler.policy, PolicyOrder::Armada);
+    assert_eq!(a.scheduler.armada.mode, ArmadaMode::Slices);
+    assert_eq!(
+        a.scheduler.armada.priority_factors.get("biology"),
+        Some(&2.0)
+    );
+    let s = load("sge-seed-site.yaml");
+    assert_eq!(s.scheduler.policy, PolicyOrder::Sge);
+    let urg: Vec<f64> = s.queues.iter().map(|q| q.urgency).collect();
+    assert_eq!(urg, [0.0, 40_000.0, 80_000.0]);
+    assert_eq!(
+        (s.scheduler.weight_urgency, s.scheduler.weight_ticket),
+        (0.5, 0.5)
+    );
+    assert_eq!(s.scheduler.weight_waiting_time, 0.278);
+    assert_eq!(s.scheduler.weight_tickets_share, 10_000.0);
+    assert_eq!(s.scheduler.halftime, 14.0 * 24.0);
+    assert!(s.share_tree.is_some());
+    assert_eq!(s.complex("slots").map(|c| c.urgency), Some(100.0));
+    // Each builds a scheduler state.
+    for c in [q, f, a, s] {
+        let st = SchedState::new(c);
+        assert_eq!(st.job_count(), 0);
+    }
+}
