@@ -39,12 +39,48 @@ pub struct FbsngState {
     pub queues: BTreeMap<String, i64>,
     /// Dynamic section priority per job (its tasks share it).
     pub sections: BTreeMap<JobId, i64>,
+    /// Changed since last written.
+    #[serde(skip)]
+    pub dirty: bool,
+}
+
+/// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
+pub const FBSNG_FILE: &str = "fbsng.json";
+
+impl FbsngState {
+    /// Reads `daemon/fbsng.json`; a missing or unreadable file is a fresh start (every
+    /// queue at its QPmin), which the seed's priorities recover from within a few starts.
+    pub fn load(daemon_dir: &std::path::Path) -> Option<Self> {
+        let bytes = std::fs::read(daemon_dir.join(FBSNG_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes `daemon/fbsng.json` atomically (temp file, fsync, rename, fsync of the
+    /// directory) when the priorities changed since the last write.
+    pub fn save_if_changed(
+        &mut self,
+        daemon_dir: &std::path::Path,
+    ) -> Result<(), crate::spool::SpoolError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.v = 1;
+        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
+        crate::spool::durable::write_replace(daemon_dir, FBSNG_FILE, &json, 0o644)?;
+        self.dirty = false;
+        Ok(())
+    }
 }
 
 impl SchedState {
     /// The FBSNG priorities, for the daemon to persist.
     pub fn fbsng_state(&self) -> &FbsngState {
         &self.fbsng
+    }
+
+    /// Mutable access for the daemon (to save them).
+    pub fn fbsng_state_mut(&mut self) -> &mut FbsngState {
+        &mut self.fbsng
     }
 
     /// Restores the FBSNG priorities read back from the spool.
@@ -312,6 +348,7 @@ impl SchedState {
         };
         // Write the priorities back: queues by name, sections per job (the highest of its
         // sections still pending); a job with nothing pending is forgotten.
+        let before = (self.fbsng.queues.clone(), self.fbsng.sections.len());
         for (q, fq) in queues.iter().enumerate() {
             self.fbsng.queues.insert(qnames[q].clone(), fq.priority);
         }
@@ -328,7 +365,12 @@ impl SchedState {
             .sections
             .retain(|id, _| self.jobs.get(id).is_some_and(|e| e.hot.has_pending));
         for (id, p) in &best {
-            self.fbsng.sections.insert(*id, *p);
+            if self.fbsng.sections.insert(*id, *p) != Some(*p) && *p != 0 {
+                self.fbsng.dirty = true;
+            }
+        }
+        if before.0 != self.fbsng.queues || before.1 != self.fbsng.sections.len() {
+            self.fbsng.dirty = true;
         }
         // Reasons and terms.
         let threshold = queues

@@ -50,6 +50,10 @@ pub struct PassResult {
     /// Where the time went, in microseconds: classify and prioritise, order, dispatch
     /// (with reservations), reasons.
     pub phase_us: [u64; 4],
+    /// Qube! preemptions decided after a full pass (`scheduler.preemption`, policy
+    /// `cluster`): the daemon kills the `kill` ones and requeues them when they end
+    /// ([`SchedState::preempted_task_ended`]).
+    pub preemptions: Vec<super::qube::Preemption>,
 }
 
 fn reservation_reason(r: &Reservation) -> String {
@@ -202,6 +206,9 @@ impl SchedState {
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
+        if sconf.policy == PolicyOrder::Cluster {
+            result.preemptions = self.plan_preemptions(now);
+        }
         result
     }
 
@@ -513,13 +520,14 @@ impl SchedState {
                     if demand.pe.is_none() {
                         verdict.cursor = f.cursor;
                     }
+                    let restarted = self.qube.restarted.contains(&(id, task));
                     self.start_task(id, task, now, f.booking, f.placement.clone(), end);
                     started += 1;
                     result.starts.push(Start {
                         job: id,
                         task,
                         placement: f.placement,
-                        restarted: false,
+                        restarted,
                     });
                 }
                 Err(miss) => {
@@ -580,6 +588,7 @@ impl SchedState {
         end: i64,
     ) {
         self.cluster.book(&booking);
+        let restarted = !self.qube.restarted.is_empty() && self.qube.restarted.remove(&(id, task));
         let Some(e) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -607,7 +616,7 @@ impl SchedState {
             slots: placement.slots,
             granted,
             deleting: false,
-            restarted: false,
+            restarted,
             holds: crate::model::Holds::NONE,
             usage: None,
         });

@@ -290,7 +290,7 @@ fn queued(id: u32, q: &str) -> crate::model::JobRecord {
 #[test]
 fn seed_fbsng_70_30_split_through_the_pass() {
     let mut jobs = Vec::new();
-    for i in 0..1200 {
+    for i in 0..700 {
         jobs.push(queued(2 * i + 1, "a.q"));
         jobs.push(queued(2 * i + 2, "b.q"));
     }
@@ -304,12 +304,20 @@ fn seed_fbsng_70_30_split_through_the_pass() {
     }
     let frac = a as f64 / 1000.0;
     assert!((frac - 0.7).abs() <= 0.05, "a.q took {frac}");
-    let p = s.priority(JobId(2399)).expect("priority");
+    let p = s.priority(JobId(1399)).expect("priority");
     assert!(p.policy_terms.iter().any(|(k, _)| k == "queue priority"));
     // The priorities survive a restart through their JSON.
     let saved = serde_json::to_string(s.fbsng_state()).expect("json");
     let back: super::fbsng::FbsngState = serde_json::from_str(&saved).expect("json");
-    assert_eq!(&back, s.fbsng_state());
+    assert_eq!(back.queues, s.fbsng_state().queues);
+    assert_eq!(back.sections, s.fbsng_state().sections);
+    let dir = tempfile::tempdir().expect("tempdir");
+    s.fbsng_state_mut().dirty = true;
+    s.fbsng_state_mut()
+        .save_if_changed(dir.path())
+        .expect("save");
+    let loaded = super::fbsng::FbsngState::load(dir.path()).expect("load");
+    assert_eq!(loaded.queues, s.fbsng_state().queues);
 }
 
 /// QPG holds: a queue more than QPG above another holds it even though a slot idles (its own
@@ -407,4 +415,99 @@ fn example_configurations_parse() {
         let st = SchedState::new(c);
         assert_eq!(st.job_count(), 0);
     }
+}
+
+fn started_tasks(s: &mut SchedState, now: i64) -> Vec<(u32, u32, String, bool)> {
+    let r = s.schedule(now);
+    r.starts
+        .iter()
+        .map(|st| (st.job.0, st.task, st.placement.host.clone(), st.restarted))
+        .collect()
+}
+
+/// Seed `qube-host-selection`, aggressive preemption: a job submitted into the host's own
+/// cluster finds no idle slot; the running task of a foreign-cluster job is killed and
+/// requeued (the preempted run is handed back for accounting), the new job runs, and the
+/// victim runs again later as a restart. Nothing is lost; `-no_preempt` jobs are spared.
+#[test]
+fn seed_qube_aggressive_preemption_requeues_the_victim() {
+    let sched = "{policy: cluster, preemption: aggressive}";
+    let mut s = state(
+        cfg(&[("w1", 1, "/A")], sched),
+        vec![job(1, |s, _| s.cluster = Some("/B".into()))],
+    );
+    assert_eq!(started_tasks(&mut s, NOW), [(1, 1, "w1".into(), false)]);
+    s.task_started(JobId(1), 1).expect("running");
+    assert!(s.add_job(job(2, |s, _| s.cluster = Some("/A".into()))));
+    let r = s.schedule(NOW + 1);
+    assert!(r.starts.is_empty());
+    assert_eq!(r.preemptions.len(), 1, "{:?}", r.preemptions);
+    let p = &r.preemptions[0];
+    assert_eq!(
+        (p.job, p.task, p.for_job, p.kill),
+        (JobId(1), 1, JobId(2), true)
+    );
+    // The daemon kills it; its end comes back as a preempted end, not a finish.
+    let ran = s.preempted_task_ended(JobId(1), 1).expect("preempted run");
+    assert_eq!(ran.host, "w1");
+    assert!(s.preempted_task_ended(JobId(1), 1).is_none());
+    assert_eq!(started_tasks(&mut s, NOW + 2), [(2, 1, "w1".into(), false)]);
+    s.task_started(JobId(2), 1).expect("running");
+    s.task_ended(JobId(2), 1).expect("ended");
+    // The victim runs again, as a restart.
+    assert_eq!(started_tasks(&mut s, NOW + 3), [(1, 1, "w1".into(), true)]);
+    assert_eq!(
+        s.job(JobId(1)).expect("job").tasks.running[0].restarted,
+        true
+    );
+
+    // A -no_preempt job is never a victim.
+    let mut s = state(
+        cfg(&[("w1", 1, "/A")], sched),
+        vec![job(1, |s, _| {
+            s.cluster = Some("/B".into());
+            s.no_preempt = true;
+        })],
+    );
+    assert_eq!(started_tasks(&mut s, NOW).len(), 1);
+    assert!(s.add_job(job(2, |s, _| s.cluster = Some("/A".into()))));
+    assert!(s.schedule(NOW + 1).preemptions.is_empty());
+}
+
+/// Passive preemption: the victim's running array task finishes, and the job starts no more
+/// tasks on that host; its other tasks run elsewhere.
+#[test]
+fn seed_qube_passive_preemption_lets_the_task_finish_and_starts_no_more_there() {
+    let sched = "{policy: cluster, preemption: passive}";
+    let mut s = state(
+        cfg(&[("w1", 1, "/A"), ("w2", 1, "/B")], sched),
+        vec![job(1, |s, _| {
+            s.cluster = Some("/B".into());
+            s.array = Some(crate::model::TaskIdRange::new(1, 4, 1));
+        })],
+    );
+    let mut st = started_tasks(&mut s, NOW);
+    st.sort();
+    assert_eq!(st, [(1, 1, "w1".into(), false), (1, 2, "w2".into(), false)]);
+    for t in [1, 2] {
+        s.task_started(JobId(1), t).expect("running");
+    }
+    assert!(s.add_job(job(2, |s, _| s.cluster = Some("/A".into()))));
+    let r = s.schedule(NOW + 1);
+    assert_eq!(r.preemptions.len(), 1, "{:?}", r.preemptions);
+    let p = &r.preemptions[0];
+    assert_eq!(
+        (p.job, p.task, p.host.as_str(), p.kill),
+        (JobId(1), 1, "w1", false)
+    );
+    // Task 1 keeps running (nothing is killed) and finishes normally.
+    assert!(s.preempted_task_ended(JobId(1), 1).is_none());
+    s.task_ended(JobId(1), 1).expect("ended");
+    assert_eq!(started_tasks(&mut s, NOW + 2), [(2, 1, "w1".into(), false)]);
+    s.task_started(JobId(2), 1).expect("running");
+    s.task_ended(JobId(2), 1).expect("ended");
+    // w1 is idle, but job 1 starts no more there; its next task waits for w2.
+    assert!(started_tasks(&mut s, NOW + 3).is_empty());
+    s.task_ended(JobId(1), 2).expect("ended");
+    assert_eq!(started_tasks(&mut s, NOW + 4), [(1, 3, "w2".into(), false)]);
 }

@@ -19,9 +19,14 @@
 
 use super::pass::{Candidate, CatVerdict, PassResult};
 use super::state::{CatId, SchedState};
-use gridspool_policy::qube::{ClusterId, ClusterPath, ClusterTable, cluster_priority_order};
+use crate::config::{PolicyOrder, PreemptionSetting};
+use crate::model::{JobId, RunningTask, TaskId};
+use gridspool_policy::qube::{
+    ClusterId, ClusterPath, ClusterTable, HostId, HostView, JobId as QJobId, JobPriority,
+    PreemptingJob, PreemptionPolicy, RunningInstance, cluster_priority_order, plan_preemption,
+};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// The pending reason of a job no host reached in this pass.
@@ -155,7 +160,7 @@ impl SchedState {
                 .clone();
             let mut touched: Vec<CatId> = Vec::new();
             'host: for bucket in &buckets {
-                let mut heap: BinaryHeap<Reverse<((i64, i64, crate::model::JobId), usize, usize)>> =
+                let mut heap: BinaryHeap<Reverse<((i64, i64, JobId), usize, usize)>> =
                     BinaryHeap::new();
                 for &g in bucket {
                     let gr = &groups[g];
@@ -176,6 +181,10 @@ impl SchedState {
                             heap.push(Reverse((cands[j].key, g, p)));
                         }
                     };
+                    if pending && self.passively_excluded(c.id, h) {
+                        next(&groups, &mut heap, pos + 1);
+                        continue;
+                    }
                     if !pending {
                         if groups[g].head == pos {
                             groups[g].head = pos + 1;
@@ -254,5 +263,206 @@ impl SchedState {
                 job_reasons[c.pos] = Some(reached.clone());
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preemption (seed `qube-host-selection.txt`, `scheduler.preemption`)
+// ---------------------------------------------------------------------------------------------
+
+/// Jobs planned per full pass at most; the others wait for the next pass (nothing is dropped).
+const TRIGGERS_PER_PASS: usize = 16;
+
+/// The preemption bookkeeping of the `cluster` policy.
+#[derive(Debug, Clone, Default)]
+pub struct QubeState {
+    /// Jobs whose state changed (submitted, altered, released, shoved) since the last plan.
+    pub triggers: Vec<JobId>,
+    /// Passive victims: (job, host index) where the job starts nothing more.
+    pub passive_excluded: HashSet<(JobId, usize)>,
+    /// Aggressive victims being killed: their end requeues them.
+    pub preempted: HashSet<(JobId, TaskId)>,
+    /// Tasks requeued by preemption: their next start is a restart (`RESTARTED=1`).
+    pub restarted: HashSet<(JobId, TaskId)>,
+}
+
+/// One preemption decision for the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preemption {
+    /// The job that preempts.
+    pub for_job: JobId,
+    pub job: JobId,
+    pub task: TaskId,
+    pub host: String,
+    /// Kill now and requeue (`aggressive`); else the task finishes and the job starts no more
+    /// there (`passive`, already recorded in the state).
+    pub kill: bool,
+}
+
+impl SchedState {
+    /// A job changed state: under `cluster` with preemption on, plan for it after the next
+    /// full pass.
+    pub(crate) fn preemption_trigger(&mut self, id: JobId) {
+        if self.config.scheduler.policy == PolicyOrder::Cluster
+            && self.config.scheduler.preemption != PreemptionSetting::None
+            && !self.qube.triggers.contains(&id)
+        {
+            self.qube.triggers.push(id);
+        }
+    }
+
+    /// Whether `job` may not start on host `h` (a passive preemption there).
+    pub(super) fn passively_excluded(&self, job: JobId, h: usize) -> bool {
+        !self.qube.passive_excluded.is_empty() && self.qube.passive_excluded.contains(&(job, h))
+    }
+
+    /// The end of an aggressively preempted task: `Some(run)` when `(id, task)` was one — it
+    /// is pending again (a restart next time) and `run` is what accounting records for the
+    /// preempted run. `None`: an ordinary end, for [`SchedState::task_ended`].
+    pub fn preempted_task_ended(&mut self, id: JobId, task: TaskId) -> Option<RunningTask> {
+        if !self.qube.preempted.remove(&(id, task)) {
+            return None;
+        }
+        let ran = self
+            .job(id)?
+            .tasks
+            .running
+            .iter()
+            .find(|r| r.task == task)
+            .cloned()?;
+        self.requeue_task(id, task, None).ok()?;
+        self.qube.restarted.insert((id, task));
+        Some(ran)
+    }
+
+    /// Plans preemption for the jobs whose state changed and that are still pending after the
+    /// pass, with [`gridspool_policy::qube::plan_preemption`]: hosts that satisfy the job
+    /// statically, running tasks of a worse key on their host that are not `-no_preempt`.
+    pub(super) fn plan_preemptions(&mut self, now: i64) -> Vec<Preemption> {
+        let mode = match self.config.scheduler.preemption {
+            PreemptionSetting::None => return Vec::new(),
+            PreemptionSetting::Passive => PreemptionPolicy::Passive,
+            PreemptionSetting::Aggressive => PreemptionPolicy::Aggressive,
+        };
+        // Forget exclusions of jobs that are gone or have nothing pending.
+        let jobs = &self.jobs;
+        self.qube
+            .passive_excluded
+            .retain(|(j, _)| jobs.get(j).is_some_and(|e| e.hot.has_pending));
+        let mut triggers = std::mem::take(&mut self.qube.triggers);
+        triggers.retain(|id| {
+            self.jobs
+                .get(id)
+                .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld)
+        });
+        triggers.sort_by_key(|id| {
+            let p = self
+                .jobs
+                .get(id)
+                .and_then(|e| e.priority.as_ref())
+                .map_or(0.0, |p| p.prio);
+            (-(p * 1e12).round() as i64, *id)
+        });
+        if triggers.len() > TRIGGERS_PER_PASS {
+            self.qube.triggers = triggers.split_off(TRIGGERS_PER_PASS);
+        }
+        if triggers.is_empty() {
+            return Vec::new();
+        }
+        let mut table = ClusterTable::new();
+        let host_paths = self.host_paths();
+        let host_cluster: Vec<ClusterId> = host_paths.iter().map(|p| table.intern(p)).collect();
+        let prio_of = |e: &super::state::JobEntry| {
+            JobPriority(
+                e.priority
+                    .as_ref()
+                    .map_or(0, |p| (p.prio * 1e12).round() as i64),
+            )
+        };
+        let mut cluster_of: HashMap<u32, ClusterId> = HashMap::new();
+        let mut running: Vec<RunningInstance> = Vec::new();
+        let mut running_task: Vec<(JobId, TaskId)> = Vec::new();
+        let mut keys: Vec<(&(JobId, TaskId), &super::state::RunningBooking)> =
+            self.running.iter().collect();
+        keys.sort_unstable_by_key(|(k, _)| **k);
+        for (&(j, t), b) in keys {
+            let Some(e) = self.jobs.get(&j) else {
+                continue;
+            };
+            let Some(&(qi, _)) = b.booking.slots.first() else {
+                continue;
+            };
+            let host = self.cluster.qis[qi].host;
+            let cid = *cluster_of
+                .entry(e.hot.cluster)
+                .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))));
+            running.push(RunningInstance {
+                job: QJobId(u64::from(j.0)),
+                instance: t,
+                cluster: cid,
+                priority: prio_of(e),
+                host: HostId(host as u32),
+                preemptible: !e.hot.no_preempt
+                    && !self.qube.preempted.contains(&(j, t))
+                    && !self.qube.passive_excluded.contains(&(j, host)),
+                slots: b.booking.slots.iter().map(|s| s.1).sum(),
+            });
+            running_task.push((j, t));
+        }
+        let mut out = Vec::new();
+        for id in triggers {
+            let Some(e) = self.jobs.get(&id) else {
+                continue;
+            };
+            let cat = &self.categories[e.cat];
+            let Ok(demand) = &cat.demand else {
+                continue;
+            };
+            let mut on_host = vec![false; self.cluster.hosts.len()];
+            for &q in &cat.candidates {
+                on_host[self.cluster.qis[q].host] = true;
+            }
+            let hosts: Vec<HostView> = (0..self.cluster.hosts.len())
+                .map(|h| {
+                    let hs = &self.cluster.hosts[h];
+                    HostView {
+                        id: HostId(h as u32),
+                        cluster: host_cluster[h],
+                        idle_slots: hs.slots_cap.saturating_sub(hs.slots_used),
+                        satisfies_job: on_host[h] && self.cluster.host_up(h, now),
+                    }
+                })
+                .collect();
+            let cid = *cluster_of
+                .entry(e.hot.cluster)
+                .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))));
+            let job = PreemptingJob {
+                id: QJobId(u64::from(id.0)),
+                cluster: cid,
+                priority: prio_of(e),
+                pending_instances: e.hot.pending_tasks.min(u64::from(u32::MAX)) as u32,
+                slots_per_instance: demand.urgency_slots.max(1),
+            };
+            let plan = plan_preemption(&job, &hosts, &running, &table, mode);
+            for v in plan.victims {
+                let (vj, vt) = running_task[v.running_index];
+                running[v.running_index].preemptible = false;
+                let h = v.host.0 as usize;
+                let kill = mode == PreemptionPolicy::Aggressive;
+                if kill {
+                    self.qube.preempted.insert((vj, vt));
+                } else {
+                    self.qube.passive_excluded.insert((vj, h));
+                }
+                out.push(Preemption {
+                    for_job: id,
+                    job: vj,
+                    task: vt,
+                    host: self.cluster.hosts[h].name.clone(),
+                    kill,
+                });
+            }
+        }
+        out
     }
 }

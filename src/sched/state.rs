@@ -133,6 +133,8 @@ pub struct Hot {
     pub cluster: u32,
     /// Interned `-ac requires=a,b` context value: FBSNG node attributes the job requires.
     pub requires: Option<u32>,
+    /// `spec.no_preempt`: never a preemption victim.
+    pub no_preempt: bool,
     /// Pending tasks (held ones included).
     pub pending_tasks: u64,
 }
@@ -186,6 +188,8 @@ pub struct SchedState {
     pub(crate) armada: super::armada::ArmadaState,
     /// The FBSNG policy's dynamic queue and section priorities (persisted by the daemon).
     pub(crate) fbsng: super::fbsng::FbsngState,
+    /// Qube! preemption: triggers, passive exclusions, kills in flight, restarts.
+    pub(crate) qube: super::qube::QubeState,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -248,6 +252,7 @@ impl SchedState {
             warm: BTreeSet::new(),
             armada: super::armada::ArmadaState::default(),
             fbsng: super::fbsng::FbsngState::default(),
+            qube: super::qube::QubeState::default(),
         }
     }
 
@@ -323,6 +328,7 @@ impl SchedState {
                 running_queue_urgency,
                 cluster: 0,
                 requires: None,
+                no_preempt: r.spec.no_preempt,
                 pending_tasks: r.tasks.pending_count(),
             };
             let cluster = r
@@ -558,6 +564,7 @@ impl SchedState {
             },
         );
         self.refresh_hot(id);
+        self.preemption_trigger(id);
         self.warm.insert(id);
         for r in running {
             self.book_recovered(id, &r);
@@ -668,6 +675,7 @@ impl SchedState {
             }
         }
         self.refresh_hot(id);
+        self.preemption_trigger(id);
         self.invalidate_order();
         self.dirty.insert(id);
     }
