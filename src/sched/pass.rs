@@ -195,9 +195,8 @@ impl SchedState {
             }
         }
 
-        match sconf.policy {
-            PolicyOrder::Cluster => self.qube_policy_terms(&cands),
-            _ => {}
+        if sconf.policy == PolicyOrder::Cluster {
+            self.qube_policy_terms(&cands);
         }
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
@@ -430,6 +429,9 @@ impl SchedState {
     }
 
     /// Starts as many tasks of one job as fit; returns the job's pending reasons.
+    // The pass's working state is passed piecewise so the policy dispatchers (qube, fbsng,
+    // armada) can share it without borrowing all of `self`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn dispatch_job(
         &mut self,
         c: &Candidate,

@@ -456,10 +456,7 @@ fn seed_qube_aggressive_preemption_requeues_the_victim() {
     s.task_ended(JobId(2), 1).expect("ended");
     // The victim runs again, as a restart.
     assert_eq!(started_tasks(&mut s, NOW + 3), [(1, 1, "w1".into(), true)]);
-    assert_eq!(
-        s.job(JobId(1)).expect("job").tasks.running[0].restarted,
-        true
-    );
+    assert!(s.job(JobId(1)).expect("job").tasks.running[0].restarted);
 
     // A -no_preempt job is never a victim.
     let mut s = state(

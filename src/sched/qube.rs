@@ -38,6 +38,9 @@ pub fn path_or_root(text: Option<&str>) -> ClusterPath {
         .unwrap_or_else(ClusterPath::root)
 }
 
+/// (order key of the job, group, position in the group).
+type HeapEntry = ((i64, i64, JobId), usize, usize);
+
 /// Jobs of one cluster and one category, in (priority, job id) order.
 struct Group {
     cluster: ClusterId,
@@ -160,8 +163,7 @@ impl SchedState {
                 .clone();
             let mut touched: Vec<CatId> = Vec::new();
             'host: for bucket in &buckets {
-                let mut heap: BinaryHeap<Reverse<((i64, i64, JobId), usize, usize)>> =
-                    BinaryHeap::new();
+                let mut heap: BinaryHeap<Reverse<HeapEntry>> = BinaryHeap::new();
                 for &g in bucket {
                     let gr = &groups[g];
                     if let Some(&i) = gr.members.get(gr.head) {
