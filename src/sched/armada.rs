@@ -211,6 +211,9 @@ impl SchedState {
                 hs.slots_cap.saturating_sub(hs.slots_used)
             })
             .sum();
+        let slice_used: Arc<[String]> = Arc::from(vec![
+            "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
+        ]);
         for c in cands {
             let pending = self
                 .jobs
@@ -237,10 +240,7 @@ impl SchedState {
             if job_reasons[c.pos].is_none() {
                 let why = match verdicts[c.cat].failed.clone() {
                     Some(w) => w,
-                    None => Arc::from(vec![
-                        "cannot run in this pass: its queue's slice is used up (policy armada)"
-                            .to_string(),
-                    ]),
+                    None => slice_used.clone(),
                 };
                 job_reasons[c.pos] = Some(why);
             }

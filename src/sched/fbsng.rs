@@ -344,7 +344,15 @@ impl SchedState {
                 restricted: HashMap::new(),
                 required: HashMap::new(),
             };
-            fbsng::run_pass(&mut queues, &mut ptypes, &mut placement, usize::MAX)
+            if free_slots == 0 {
+                // Nothing can start, so no priority changes: the pass would only fail fits.
+                fbsng::PassReport {
+                    starts: Vec::new(),
+                    stop: StopReason::NothingFits,
+                }
+            } else {
+                fbsng::run_pass(&mut queues, &mut ptypes, &mut placement, usize::MAX)
+            }
         };
         // Write the priorities back: queues by name, sections per job (the highest of its
         // sections still pending); a job with nothing pending is forgotten.
@@ -383,57 +391,76 @@ impl SchedState {
             .iter()
             .map(|q| q.sections.iter().map(|s| s.priority).max().unwrap_or(0))
             .collect();
-        let holder = match report.stop {
-            StopReason::HeldByQueueGap { holder } => Some(holder),
-            _ => None,
-        };
+        // The queue gap is structural: the pending queue with the highest `p − QPG` holds
+        // every pending queue below that (whether or not the pass stopped on it).
+        let _ = report.stop;
+        let holder = queues
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| !q.sections.is_empty())
+            .max_by(|a, b| {
+                let ka = a.1.priority.saturating_sub(a.1.params.qpg);
+                let kb = b.1.priority.saturating_sub(b.1.params.qpg);
+                ka.cmp(&kb).then(b.0.cmp(&a.0))
+            })
+            .map(|(i, _)| i);
+        // Shared per (queue, section priority): the terms and the gap reason, so 100,000
+        // waiting jobs cost no allocation each.
+        let mut shared: HashMap<(usize, i64), (Arc<[(String, String)]>, Option<Arc<[String]>>)> =
+            HashMap::new();
+        let not_reached: Arc<[String]> = Arc::from(vec![
+            "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
+        ]);
         for (i, c) in cands.iter().enumerate() {
             let Some(q) = queue_of[i] else {
                 continue;
             };
-            let fq = &queues[q];
             let sp = best.get(&c.id).copied().unwrap_or(0);
-            let mut terms = vec![
-                ("queue".to_string(), qnames[q].clone()),
-                ("queue priority".to_string(), fq.priority.to_string()),
-                ("queue gap".to_string(), fq.params.qpg.to_string()),
-                ("section priority".to_string(), sp.to_string()),
-            ];
-            let pending = self
-                .jobs
-                .get(&c.id)
-                .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
-            if pending {
-                let why = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
-                    Some(format!(
-                        "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
-                        qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
-                    ))
-                } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
-                    Some(format!(
-                        "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
-                        qnames[q], top_section[q], sp, fq.params.spg
-                    ))
-                } else {
-                    None
-                };
-                if let Some(w) = why {
-                    terms.push(("gap".to_string(), w.clone()));
-                    let mut all: Vec<String> = job_reasons[c.pos]
-                        .as_ref()
-                        .map(|r| r.to_vec())
-                        .unwrap_or_default();
-                    all.push(w);
-                    job_reasons[c.pos] = Some(Arc::from(all));
-                } else if job_reasons[c.pos].is_none() {
-                    job_reasons[c.pos] = Some(Arc::from(vec![
-                        "not reached in this pass (policy fbsng: queue and section priority order)"
-                            .to_string(),
-                    ]));
-                }
+            let (terms, gap) = shared
+                .entry((q, sp))
+                .or_insert_with(|| {
+                    let fq = &queues[q];
+                    let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
+                        Some(format!(
+                            "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
+                            qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
+                        ))
+                    } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
+                        Some(format!(
+                            "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
+                            qnames[q], top_section[q], sp, fq.params.spg
+                        ))
+                    } else {
+                        None
+                    };
+                    let mut terms = vec![
+                        ("queue".to_string(), qnames[q].clone()),
+                        ("queue priority".to_string(), fq.priority.to_string()),
+                        ("queue gap".to_string(), fq.params.qpg.to_string()),
+                        ("section priority".to_string(), sp.to_string()),
+                    ];
+                    if let Some(g) = &gap {
+                        terms.push(("gap".to_string(), g.clone()));
+                    }
+                    (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
+                })
+                .clone();
+            let Some(e) = self.jobs.get_mut(&c.id) else {
+                continue;
+            };
+            e.terms = Some(terms);
+            if !(e.hot.has_pending && e.hot.pending_unheld) {
+                continue;
             }
-            if let Some(p) = self.jobs.get_mut(&c.id).and_then(|e| e.priority.as_mut()) {
-                p.policy_terms = terms;
+            match (gap, job_reasons[c.pos].take()) {
+                (Some(g), None) => job_reasons[c.pos] = Some(g),
+                (Some(g), Some(r)) => {
+                    let mut all = r.to_vec();
+                    all.extend(g.iter().cloned());
+                    job_reasons[c.pos] = Some(Arc::from(all));
+                }
+                (None, None) => job_reasons[c.pos] = Some(not_reached.clone()),
+                (None, Some(r)) => job_reasons[c.pos] = Some(r),
             }
         }
     }

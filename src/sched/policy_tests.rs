@@ -129,14 +129,13 @@ fn seed_qube_each_host_prefers_its_own_cluster_even_with_lower_priority() {
     let mut st = starts(&mut s, NOW);
     st.sort();
     assert_eq!(st, [(1, "w2".to_string()), (2, "w1".to_string())]);
-    let p = s.priority(JobId(3)).expect("priority");
+    let terms = s.policy_terms(JobId(3));
     assert!(
-        p.policy_terms
-            .iter()
-            .any(|(k, v)| k == "cluster order" && v == "1"),
-        "{:?}",
-        p.policy_terms
+        terms.iter().any(|(k, v)| k == "cluster order" && v == "1"),
+        "{terms:?}"
     );
+    let written = s.record_for_write(JobId(3)).expect("record");
+    assert_eq!(written.priority.expect("priority").policy_terms, terms);
     assert!(
         s.pending_reasons(JobId(3))
             .join(" ")
@@ -304,8 +303,11 @@ fn seed_fbsng_70_30_split_through_the_pass() {
     }
     let frac = a as f64 / 1000.0;
     assert!((frac - 0.7).abs() <= 0.05, "a.q took {frac}");
-    let p = s.priority(JobId(1399)).expect("priority");
-    assert!(p.policy_terms.iter().any(|(k, _)| k == "queue priority"));
+    assert!(
+        s.policy_terms(JobId(1399))
+            .iter()
+            .any(|(k, _)| k == "queue priority")
+    );
     // The priorities survive a restart through their JSON.
     let saved = serde_json::to_string(s.fbsng_state()).expect("json");
     let back: super::fbsng::FbsngState = serde_json::from_str(&saved).expect("json");

@@ -67,26 +67,30 @@ impl SchedState {
         let mut workers: Vec<ClusterPath> = hosts;
         workers.sort();
         workers.dedup();
-        let mut cache: HashMap<u32, Vec<(String, String)>> = HashMap::new();
+        let mut cache: HashMap<u32, Arc<[(String, String)]>> = HashMap::new();
         for c in cands {
-            let terms = cache
-                .entry(c.cluster)
-                .or_insert_with(|| {
-                    let path = path_or_root(Some(self.name(c.cluster)));
-                    let best = workers
-                        .iter()
-                        .map(|w| cluster_priority_order(w, &path))
-                        .min()
-                        .unwrap_or(1);
-                    vec![
+            if !cache.contains_key(&c.cluster) {
+                let path = path_or_root(Some(self.name(c.cluster)));
+                let best = workers
+                    .iter()
+                    .map(|w| cluster_priority_order(w, &path))
+                    .min()
+                    .unwrap_or(1);
+                cache.insert(
+                    c.cluster,
+                    Arc::from(vec![
                         ("cluster".to_string(), path.to_string()),
                         ("cluster order".to_string(), best.to_string()),
-                    ]
-                })
-                .clone();
-            if let Some(p) = self.jobs.get_mut(&c.id).and_then(|e| e.priority.as_mut()) {
-                p.policy_terms = terms;
+                    ]),
+                );
             }
+        }
+        for e in self.jobs.values_mut() {
+            e.terms = if e.hot.has_pending || e.hot.running > 0 {
+                cache.get(&e.hot.cluster).cloned()
+            } else {
+                None
+            };
         }
     }
 

@@ -52,6 +52,10 @@ pub struct JobEntry {
     pub priority: Option<PriorityInfo>,
     /// The `prio` last written to the spool, to refresh stale state files a few at a time.
     pub written_prio: Option<f64>,
+    /// The active policy's own terms of the last pass (cluster order, queue priority, share…),
+    /// shared by the jobs they are the same for; put into `priority.policy_terms` when the
+    /// record is written.
+    pub terms: Option<Arc<[(String, String)]>>,
 }
 
 /// A job record, decoded ("warm") while the scheduler works with it, else kept as its
@@ -406,6 +410,14 @@ impl SchedState {
         self.jobs.get(&id).and_then(|e| e.priority.as_ref())
     }
 
+    /// The active policy's terms for a job (`PriorityInfo::policy_terms` once written).
+    pub fn policy_terms(&self, id: JobId) -> &[(String, String)] {
+        self.jobs
+            .get(&id)
+            .and_then(|e| e.terms.as_deref())
+            .unwrap_or(&[])
+    }
+
     /// The record as it is to be written to the spool: with the last pass's priority and
     /// pending reasons.
     pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
@@ -413,6 +425,9 @@ impl SchedState {
         let mut r = e.record.get()?.into_owned();
         r.pending_reasons = e.reasons.to_vec();
         r.priority = e.priority.clone();
+        if let (Some(p), Some(t)) = (r.priority.as_mut(), e.terms.as_ref()) {
+            p.policy_terms = t.to_vec();
+        }
         Some(r)
     }
 
@@ -561,6 +576,7 @@ impl SchedState {
                 reasons,
                 priority,
                 written_prio,
+                terms: None,
             },
         );
         self.refresh_hot(id);
