@@ -40,11 +40,6 @@ pub struct ArmadaState {
 }
 
 impl SchedState {
-    /// The queue of a job under `armada`: project, else owner.
-    fn armada_queue(&self, project: Option<u32>, owner: u32) -> String {
-        self.name(project.unwrap_or(owner)).to_string()
-    }
-
     /// Dispatch under the `armada` policy (see the module documentation).
     pub(super) fn dispatch_armada(
         &mut self,
@@ -56,18 +51,19 @@ impl SchedState {
     ) {
         let aconf = self.config.scheduler.armada.clone();
         // 1. Usage per queue from the running tasks, and priorities decayed toward it.
+        // From the running bookings (thousands), not a walk over every job.
         let mut usage: BTreeMap<String, f64> = BTreeMap::new();
-        for e in self.jobs.values() {
-            if e.hot.running == 0 {
-                continue;
+        let mut per_key: HashMap<u32, f64> = HashMap::new();
+        for (&(j, _), b) in &self.running {
+            if let Some(e) = self.jobs.get(&j) {
+                let slots: u32 = b.booking.slots.iter().map(|s| s.1).sum();
+                *per_key
+                    .entry(e.hot.project.unwrap_or(e.hot.owner))
+                    .or_insert(0.0) += f64::from(slots.max(1));
             }
-            let slots = self.categories[e.cat]
-                .demand
-                .as_ref()
-                .map_or(1, |d| d.urgency_slots.max(1));
-            *usage
-                .entry(self.armada_queue(e.hot.project, e.hot.owner))
-                .or_insert(0.0) += f64::from(e.hot.running) * f64::from(slots);
+        }
+        for (k, u) in per_key {
+            usage.insert(self.name(k).to_string(), u);
         }
         let total_slots: f64 = self
             .cluster
@@ -215,14 +211,14 @@ impl SchedState {
             "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
         ]);
         for c in cands {
-            let pending = self
-                .jobs
-                .get(&c.id)
-                .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
-            if !pending {
-                continue;
-            }
             if free_left > 0 && verdicts[c.cat].failed.is_none() {
+                let pending = self
+                    .jobs
+                    .get(&c.id)
+                    .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
+                if !pending {
+                    continue;
+                }
                 let before = result.starts.len();
                 let why = self.dispatch_job(
                     c,

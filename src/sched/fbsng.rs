@@ -44,6 +44,9 @@ pub struct FbsngState {
     pub dirty: bool,
 }
 
+/// Terms and gap reason shared by the jobs of one queue and section priority.
+type SharedTerms = (Arc<[(String, String)]>, Option<Arc<[String]>>);
+
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
 pub const FBSNG_FILE: &str = "fbsng.json";
 
@@ -272,16 +275,23 @@ impl SchedState {
         let mut by_id: Vec<usize> = (0..cands.len()).collect();
         by_id.sort_unstable_by_key(|&i| (cands[i].submitted, cands[i].id));
         let mut sec_cand: Vec<usize> = Vec::new();
-        let mut queue_of: Vec<Option<usize>> = vec![None; cands.len()];
-        for i in by_id {
+        let queue_of_cat: Vec<Option<usize>> = self
+            .categories
+            .iter()
+            .map(|cat| {
+                cat.candidates
+                    .first()
+                    .and_then(|&qi| qidx.get(self.cluster.qis[qi].queue.as_str()).copied())
+            })
+            .collect();
+        let queue_of: Vec<Option<usize>> = cands.iter().map(|c| queue_of_cat[c.cat]).collect();
+        // With no free slot nothing can start and no priority changes: no sections needed.
+        let build = if free_slots == 0 { Vec::new() } else { by_id };
+        for i in build {
             let c = &cands[i];
-            let Some(&qi) = self.categories[c.cat].candidates.first() else {
+            let Some(q) = queue_of[i] else {
                 continue;
             };
-            let Some(&q) = qidx.get(self.cluster.qis[qi].queue.as_str()) else {
-                continue;
-            };
-            queue_of[i] = Some(q);
             let Some(e) = self.jobs.get(&c.id) else {
                 continue;
             };
@@ -369,35 +379,47 @@ impl SchedState {
                 }
             }
         }
+        // Only non-zero section priorities are kept (most sections are never passed).
+        let jobs = &self.jobs;
         self.fbsng
             .sections
-            .retain(|id, _| self.jobs.get(id).is_some_and(|e| e.hot.has_pending));
+            .retain(|id, _| jobs.get(id).is_some_and(|e| e.hot.has_pending));
         for (id, p) in &best {
-            if self.fbsng.sections.insert(*id, *p) != Some(*p) && *p != 0 {
+            if *p == 0 {
+                self.fbsng.sections.remove(id);
+            } else if self.fbsng.sections.insert(*id, *p) != Some(*p) {
                 self.fbsng.dirty = true;
             }
+        }
+        if free_slots == 0 {
+            best = self.fbsng.sections.iter().map(|(k, v)| (*k, *v)).collect();
         }
         if before.0 != self.fbsng.queues || before.1 != self.fbsng.sections.len() {
             self.fbsng.dirty = true;
         }
         // Reasons and terms.
+        let mut top_section: Vec<i64> = vec![0; queues.len()];
+        let mut has_work: Vec<bool> = vec![false; queues.len()];
+        for (i, c) in cands.iter().enumerate() {
+            if let Some(q) = queue_of[i] {
+                has_work[q] = true;
+                top_section[q] = top_section[q].max(best.get(&c.id).copied().unwrap_or(0));
+            }
+        }
         let threshold = queues
             .iter()
-            .filter(|q| !q.sections.is_empty())
-            .map(|q| q.priority.saturating_sub(q.params.qpg))
+            .enumerate()
+            .filter(|(i, _)| has_work[*i])
+            .map(|(_, q)| q.priority.saturating_sub(q.params.qpg))
             .max()
             .unwrap_or(i64::MIN);
-        let top_section: Vec<i64> = queues
-            .iter()
-            .map(|q| q.sections.iter().map(|s| s.priority).max().unwrap_or(0))
-            .collect();
         // The queue gap is structural: the pending queue with the highest `p − QPG` holds
         // every pending queue below that (whether or not the pass stopped on it).
         let _ = report.stop;
         let holder = queues
             .iter()
             .enumerate()
-            .filter(|(_, q)| !q.sections.is_empty())
+            .filter(|(i, _)| has_work[*i])
             .max_by(|a, b| {
                 let ka = a.1.priority.saturating_sub(a.1.params.qpg);
                 let kb = b.1.priority.saturating_sub(b.1.params.qpg);
@@ -406,8 +428,7 @@ impl SchedState {
             .map(|(i, _)| i);
         // Shared per (queue, section priority): the terms and the gap reason, so 100,000
         // waiting jobs cost no allocation each.
-        let mut shared: HashMap<(usize, i64), (Arc<[(String, String)]>, Option<Arc<[String]>>)> =
-            HashMap::new();
+        let mut shared: HashMap<(usize, i64), SharedTerms> = HashMap::new();
         let not_reached: Arc<[String]> = Arc::from(vec![
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
         ]);

@@ -69,20 +69,17 @@ impl SchedState {
         workers.dedup();
         let mut cache: HashMap<u32, Arc<[(String, String)]>> = HashMap::new();
         for c in cands {
-            if !cache.contains_key(&c.cluster) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(c.cluster) {
                 let path = path_or_root(Some(self.name(c.cluster)));
                 let best = workers
                     .iter()
                     .map(|w| cluster_priority_order(w, &path))
                     .min()
                     .unwrap_or(1);
-                cache.insert(
-                    c.cluster,
-                    Arc::from(vec![
-                        ("cluster".to_string(), path.to_string()),
-                        ("cluster order".to_string(), best.to_string()),
-                    ]),
-                );
+                slot.insert(Arc::from(vec![
+                    ("cluster".to_string(), path.to_string()),
+                    ("cluster order".to_string(), best.to_string()),
+                ]));
             }
         }
         for e in self.jobs.values_mut() {
