@@ -4,6 +4,11 @@
 //! - [`state`], [`pass`], [`fit`], [`cluster`], [`priority`], [`value`]: the pure core — jobs,
 //!   categories, resources, one scheduling pass producing [`pass::Start`] decisions and
 //!   reservations. No files, no clock: tested with table cases.
+//! - [`qube`], [`fbsng`], [`armada`]: the `cluster`, `fbsng` and `armada` policies in the pass
+//!   (host-by-host dispatch in cluster order and preemption; dynamic queue priorities over the
+//!   real fit; slices or DRF per queue), over the pure maths of `gridspool_policy`. A new
+//!   policy is one such module plus its configuration and one arm in
+//!   `SchedState::dispatch_all`. docs/policies.md, "Composing policies in config.yaml".
 //! - [`runner`]: the dispatch seam ([`runner::TaskRunner`]) and a runner that starts real local
 //!   processes ([`runner::ProcessRunner`]).
 //! - [`daemon`]: the process — lock and pid file, spool watching, requests, passes,
