@@ -110,10 +110,7 @@ impl SchedState {
         let mut qjobs: Vec<Vec<ArmadaJob>> = Vec::new();
         let mut qslots: Vec<u32> = Vec::new();
         for (i, c) in cands.iter().enumerate() {
-            let Some(e) = self.jobs.get(&c.id) else {
-                continue;
-            };
-            let key = e.hot.project.unwrap_or(e.hot.owner);
+            let key = c.project.unwrap_or(c.owner);
             let q = *qindex.entry(key).or_insert_with(|| {
                 qnames.push(self.name(key).to_string());
                 qjobs.push(Vec::new());
@@ -126,7 +123,7 @@ impl SchedState {
                 .map_or(1, |d| d.urgency_slots.max(1));
             // A queue never gets more than the free slots in one round.
             let room = free_slots.saturating_sub(qslots[q]) / slots;
-            let n = e.hot.pending_tasks.min(u64::from(room)) as usize;
+            let n = c.pending_tasks.min(u64::from(room)) as usize;
             for _ in 0..n {
                 qjobs[q].push(ArmadaJob {
                     id: i as u64,

@@ -45,7 +45,10 @@ pub struct FbsngState {
 }
 
 /// Terms and gap reason shared by the jobs of one queue and section priority.
-type SharedTerms = (Arc<[(String, String)]>, Option<Arc<[String]>>);
+type SharedTerms = (Terms, Option<Arc<[String]>>);
+
+/// A job's policy terms, shared.
+type Terms = Arc<[(String, String)]>;
 
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
 pub const FBSNG_FILE: &str = "fbsng.json";
@@ -432,6 +435,7 @@ impl SchedState {
         let not_reached: Arc<[String]> = Arc::from(vec![
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
         ]);
+        let mut terms_at: Vec<Option<Terms>> = vec![None; job_reasons.len()];
         for (i, c) in cands.iter().enumerate() {
             let Some(q) = queue_of[i] else {
                 continue;
@@ -466,13 +470,7 @@ impl SchedState {
                     (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
                 })
                 .clone();
-            let Some(e) = self.jobs.get_mut(&c.id) else {
-                continue;
-            };
-            e.terms = Some(terms);
-            if !(e.hot.has_pending && e.hot.pending_unheld) {
-                continue;
-            }
+            terms_at[c.pos] = Some(terms);
             match (gap, job_reasons[c.pos].take()) {
                 (Some(g), None) => job_reasons[c.pos] = Some(g),
                 (Some(g), Some(r)) => {
@@ -482,6 +480,14 @@ impl SchedState {
                 }
                 (None, None) => job_reasons[c.pos] = Some(not_reached.clone()),
                 (None, Some(r)) => job_reasons[c.pos] = Some(r),
+            }
+        }
+        // One walk in position order: terms, and no "why pending" for what is not pending.
+        let none: Arc<[String]> = Arc::from(Vec::new());
+        for (pos, e) in self.jobs.values_mut().enumerate() {
+            e.terms = terms_at.get_mut(pos).and_then(Option::take);
+            if e.terms.is_some() && !(e.hot.has_pending && e.hot.pending_unheld) {
+                job_reasons[pos] = Some(none.clone());
             }
         }
     }

@@ -87,6 +87,10 @@ pub(crate) struct Candidate {
     pub(super) array_deps: bool,
     /// Interned cluster path (the `cluster` policy).
     pub(super) cluster: u32,
+    /// Interned project, and owner (the `armada` and `fbsng` queues and process types).
+    pub(super) project: Option<u32>,
+    pub(super) owner: u32,
+    pub(super) pending_tasks: u64,
 }
 
 const NO_INPUT: usize = usize::MAX;
@@ -155,6 +159,9 @@ impl SchedState {
                         reserve: h.reserve,
                         array_deps: h.array_deps,
                         cluster: h.cluster,
+                        project: h.project,
+                        owner: h.owner,
+                        pending_tasks: h.pending_tasks,
                     }),
                     Err(why) if h.has_pending => {
                         blocked_pos.push(pos);
