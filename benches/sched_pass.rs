@@ -21,9 +21,18 @@ const USERS: u32 = 1000;
 const NOW: i64 = 1_800_000_000;
 
 fn config() -> ClusterConfig {
+    config_for("{policy: sge, max_reservation: 10}")
+}
+
+/// The benchmark cluster under a scheduler configuration (hosts spread over ten Qube!
+/// clusters `/site/r0` … `/site/r9`, FBSNG parameters on the queues).
+fn config_for(scheduler: &str) -> ClusterConfig {
     let mut t = String::from("hosts:\n");
     for i in 0..HOSTS {
-        t.push_str(&format!("  - {{name: node{i:04}, slots: {SLOTS}}}\n"));
+        t.push_str(&format!(
+            "  - {{name: node{i:04}, slots: {SLOTS}, cluster: /site/r{}}}\n",
+            i % 10
+        ));
     }
     t.push_str("hostgroups:\n  \"@all\": [");
     t.push_str(
@@ -34,10 +43,10 @@ fn config() -> ClusterConfig {
     );
     t.push_str("]\n");
     t.push_str(&format!(
-        "queues:\n  - {{name: all.q, hostlist: [\"@all\"], slots: {SLOTS}, pe_list: [smp, mpi]}}\n  - {{name: t.q, hostlist: [\"@all\"], slots: {SLOTS}, seq_no: 1, urgency: 40000, pe_list: [smp]}}\n"
+        "queues:\n  - {{name: all.q, hostlist: [\"@all\"], slots: {SLOTS}, pe_list: [smp, mpi], fbsng: {{qpd: 3}}}}\n  - {{name: t.q, hostlist: [\"@all\"], slots: {SLOTS}, seq_no: 1, urgency: 40000, pe_list: [smp], fbsng: {{qpd: 7, qpg: 20}}}}\n"
     ));
     t.push_str("parallel_environments:\n  - {name: smp, slots: 99999, allocation_rule: $pe_slots}\n  - {name: mpi, slots: 99999, allocation_rule: $fill_up}\n");
-    t.push_str("scheduler: {policy: sge, max_reservation: 10}\n");
+    t.push_str(&format!("scheduler: {scheduler}\n"));
     ClusterConfig::parse(&t).expect("config")
 }
 
@@ -48,6 +57,7 @@ fn job(id: u32) -> JobRecord {
         name: format!("job{cat}.sh"),
         script_file: format!("job{cat}.sh"),
         priority: -((id % 7) as i32) * 10,
+        cluster: Some(format!("/site/r{}", id % 13 % 10)),
         ..JobSpec::default()
     };
     spec.hard_resources.push(ResourceRequest {
@@ -222,4 +232,59 @@ fn main() {
         "resident after passes: {:.0} MB (target: sched_d under 200 MB)",
         rss_mb()
     );
+    drop(state);
+
+    // The other policies (issue 4): the same jobs and hosts, each policy's first pass (empty
+    // cluster), an event pass and a periodic pass (full cluster). Target: ≤ 50 ms like SGE's.
+    for (name, sched) in [
+        ("cluster", "{policy: cluster}"),
+        ("fbsng", "{policy: fbsng}"),
+        ("armada", "{policy: armada, armada: {seed: 1}}"),
+        ("armada-drf", "{policy: armada, armada: {mode: drf}}"),
+        ("fifo", "{policy: fifo}"),
+    ] {
+        let mut state = SchedState::new(config_for(sched));
+        for id in 1..=JOBS {
+            state.add_job(job(id));
+            state.cool_idle();
+        }
+        state.compact();
+        let t = Instant::now();
+        let c0 = cpu_ms();
+        let r = state.schedule(NOW);
+        let first = (
+            t.elapsed().as_secs_f64() * 1e3,
+            cpu_ms() - c0,
+            r.starts.len(),
+        );
+        let _ = state.take_dirty();
+        state.cool_idle();
+        let (job, task, _) = state.running_tasks()[0];
+        state.task_ended(job, task).expect("running task");
+        let t = Instant::now();
+        let r = state.schedule_event(NOW + 1);
+        let event = (t.elapsed().as_secs_f64() * 1e3, r.starts.len());
+        let _ = state.take_dirty();
+        state.cool_idle();
+        let t = Instant::now();
+        let c0 = cpu_ms();
+        let r = state.schedule(NOW + 60);
+        let periodic = (
+            t.elapsed().as_secs_f64() * 1e3,
+            cpu_ms() - c0,
+            r.starts.len(),
+        );
+        println!(
+            "policy {name}: first pass {:.1} ms wall ({:.1} ms cpu, {} starts); event pass {:.1} ms ({} starts); periodic pass {:.1} ms wall ({:.1} ms cpu, {} starts); phases us {:?}",
+            first.0,
+            first.1,
+            first.2,
+            event.0,
+            event.1,
+            periodic.0,
+            periodic.1,
+            periodic.2,
+            r.phase_us
+        );
+    }
 }

@@ -124,6 +124,36 @@ pub struct QueueConfig {
     /// Queue disabled by an administrator (`qmod -d`), shown as `d`.
     #[serde(default)]
     pub disabled: bool,
+    /// FBSNG dynamic priority parameters (`fbsng` policy; gridspool extension). Jobs belong
+    /// to the queue they are bound to (`-q`, else the first queue that can take them).
+    #[serde(default)]
+    pub fbsng: FbsngQueueConfig,
+}
+
+/// `queues[].fbsng`: the seed's QPmin, QPmax, QPI, QPD, QPG and SPG. The defaults (0, 100,
+/// 1, 1, 100, 100) make every queue equal with gaps too wide to act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FbsngQueueConfig {
+    pub qp_min: i64,
+    pub qp_max: i64,
+    pub qpi: i64,
+    pub qpd: i64,
+    pub qpg: i64,
+    pub spg: i64,
+}
+
+impl Default for FbsngQueueConfig {
+    fn default() -> Self {
+        FbsngQueueConfig {
+            qp_min: 0,
+            qp_max: 100,
+            qpi: 1,
+            qpd: 1,
+            qpg: 100,
+            spg: 100,
+        }
+    }
 }
 
 fn default_shell() -> String {
@@ -173,6 +203,10 @@ pub struct ProjectConfig {
     pub oticket: u32,
     #[serde(default)]
     pub fshare: u32,
+    /// FBSNG process-type quota: at most this many slots in use by the project's running
+    /// tasks (`fbsng` policy; gridspool extension). Unlimited when absent.
+    #[serde(default)]
+    pub max_slots: Option<u32>,
 }
 
 /// A user entry (`user(5)`).
@@ -248,6 +282,59 @@ pub struct SchedulerConfig {
     pub schedd_job_info: bool,
     /// Seconds between periodic passes (waiting-time changes); passes also run on events.
     pub schedule_interval: String,
+    /// Qube! preemption on a job state change (`cluster` policy): `none` (default),
+    /// `passive` or `aggressive` (gridspool extension).
+    pub preemption: PreemptionSetting,
+    /// Armada fair share (`armada` policy; gridspool extension).
+    pub armada: ArmadaConfig,
+}
+
+/// `scheduler.preemption` (Qube!'s preemption policies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptionSetting {
+    #[default]
+    None,
+    Passive,
+    Aggressive,
+}
+
+/// `scheduler.armada.mode`: inverse-priority slices with probabilistic slicing of the rest
+/// (the seed), or dominant-resource fairness (what Armada does today).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ArmadaMode {
+    #[default]
+    Slices,
+    Drf,
+}
+
+/// `scheduler.armada`: the Armada seed's parameters. A queue is the job's project, or its
+/// owner when it has no project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArmadaConfig {
+    pub mode: ArmadaMode,
+    /// Half-time of the queue priority decay, in seconds.
+    pub halftime: f64,
+    /// Priority factor per queue (1 when absent; a lower factor earns more).
+    pub priority_factors: BTreeMap<String, f64>,
+    /// Seed of the probabilistic slicing; the clock when absent (set it in tests).
+    pub seed: Option<u64>,
+    /// `useProbabilisticSchedulingForAllResources`.
+    pub probabilistic_for_all: bool,
+}
+
+impl Default for ArmadaConfig {
+    fn default() -> Self {
+        ArmadaConfig {
+            mode: ArmadaMode::Slices,
+            halftime: 3600.0,
+            priority_factors: BTreeMap::new(),
+            seed: None,
+            probabilistic_for_all: false,
+        }
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -283,6 +370,8 @@ impl Default for SchedulerConfig {
             maxujobs: 0,
             schedd_job_info: true,
             schedule_interval: "0:0:15".to_string(),
+            preemption: PreemptionSetting::None,
+            armada: ArmadaConfig::default(),
         }
     }
 }

@@ -477,6 +477,10 @@ impl Daemon {
         }
         self.state.compact();
         self.compacted_at = self.state.job_count();
+        // Issue 4: the FBSNG policy's dynamic priorities survive a restart.
+        if let Some(f) = super::fbsng::FbsngState::load(&self.spool.daemon_dir()) {
+            self.state.set_fbsng_state(f);
+        }
         let t = now();
         let retention = self.opts.retention.as_secs() as i64;
         for id in self.state.done_jobs() {
@@ -829,6 +833,23 @@ impl Daemon {
                 );
             }
         }
+        // Issue 4: Qube! preemption (aggressive victims are killed; their end requeues them,
+        // see `task_ended`) and the FBSNG priorities.
+        for p in &result.preemptions {
+            info!(job = %p.job, task = p.task, host = %p.host, for_job = %p.for_job, kill = p.kill, "preempted");
+            if p.kill
+                && let Err(e) = self.runner.kill(p.job, p.task, false)
+            {
+                warn!(job = %p.job, task = p.task, "kill (preemption): {e}");
+            }
+        }
+        if let Err(e) = self
+            .state
+            .fbsng_state_mut()
+            .save_if_changed(&self.spool.daemon_dir())
+        {
+            error!("cannot write the FBSNG priorities: {e}");
+        }
         self.flush();
         self.state.cool_idle();
         debug!(
@@ -892,6 +913,16 @@ impl Daemon {
     /// A task ended: accounting, exits line, state; a job with nothing left is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
+        // Issue 4: an aggressively preempted task is accounted and pending again.
+        if let Some(ran) = self.state.preempted_task_ended(id, task) {
+            if let Some(job) = self.state.job(id)
+                && let Err(e) = self.acct.record(&job, &ran, &result)
+            {
+                error!(job = %id, task, "accounting: {e}");
+            }
+            info!(job = %id, task, "preempted task requeued");
+            return;
+        }
         let ran = match self.state.task_ended(id, task) {
             Ok(r) => r,
             Err(e) => {

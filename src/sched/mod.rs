@@ -4,6 +4,11 @@
 //! - [`state`], [`pass`], [`fit`], [`cluster`], [`priority`], [`value`]: the pure core — jobs,
 //!   categories, resources, one scheduling pass producing [`pass::Start`] decisions and
 //!   reservations. No files, no clock: tested with table cases.
+//! - [`qube`], [`fbsng`], [`armada`]: the `cluster`, `fbsng` and `armada` policies in the pass
+//!   (host-by-host dispatch in cluster order and preemption; dynamic queue priorities over the
+//!   real fit; slices or DRF per queue), over the pure maths of `gridspool_policy`. A new
+//!   policy is one such module plus its configuration and one arm in
+//!   `SchedState::dispatch_all`. docs/policies.md, "Composing policies in config.yaml".
 //! - [`runner`]: the dispatch seam ([`runner::TaskRunner`], [`runner::AccountingHook`]).
 //! - [`launcher`], [`accounting`], [`sge_policy`]: what `sched_d` plugs into the seams — the
 //!   real launcher (`crate::launch`: shepherds, locally or over ssh), SGE accounting
@@ -21,12 +26,15 @@
 //! prints the figures.
 
 pub mod accounting;
+pub mod armada;
 pub mod cluster;
 pub mod daemon;
+pub mod fbsng;
 pub mod fit;
 pub mod launcher;
 pub mod pass;
 pub mod priority;
+pub mod qube;
 pub mod runner;
 pub mod sge_policy;
 pub mod state;
@@ -40,5 +48,7 @@ pub use runner::{AccountingHook, RunnerError, TaskRunner};
 pub use sge_policy::SgePriority;
 pub use state::SchedState;
 
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use super::fit::{self, FitQuery};
 use super::priority::{PriorityInput, order_key};
 use super::state::{CatId, JobEntry, RunningBooking, SchedState};
 use crate::compat::time::ctime;
+use crate::config::PolicyOrder;
 use crate::launch::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
 use std::sync::Arc;
@@ -49,6 +50,10 @@ pub struct PassResult {
     /// Where the time went, in microseconds: classify and prioritise, order, dispatch
     /// (with reservations), reasons.
     pub phase_us: [u64; 4],
+    /// Qube! preemptions decided after a full pass (`scheduler.preemption`, policy
+    /// `cluster`): the daemon kills the `kill` ones and requeues them when they end
+    /// ([`SchedState::preempted_task_ended`]).
+    pub preemptions: Vec<super::qube::Preemption>,
 }
 
 fn reservation_reason(r: &Reservation) -> String {
@@ -62,24 +67,30 @@ fn reservation_reason(r: &Reservation) -> String {
 
 /// The verdict of one category within one pass.
 #[derive(Debug, Clone, Default)]
-struct CatVerdict {
+pub(super) struct CatVerdict {
     /// Set once a fit failed: the reason every later job of the category gets.
-    failed: Option<Arc<[String]>>,
+    pub(super) failed: Option<Arc<[String]>>,
     /// Serial categories resume their search here.
-    cursor: usize,
+    pub(super) cursor: usize,
 }
 
 /// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Candidate {
-    key: (i64, i64, JobId),
+    pub(super) key: (i64, i64, JobId),
     /// Position of the job in `jobs` iteration order (stable within the pass).
-    pos: usize,
-    id: JobId,
-    cat: CatId,
-    submitted: i64,
-    reserve: bool,
-    array_deps: bool,
+    pub(super) pos: usize,
+    pub(super) id: JobId,
+    pub(super) cat: CatId,
+    pub(super) submitted: i64,
+    pub(super) reserve: bool,
+    pub(super) array_deps: bool,
+    /// Interned cluster path (the `cluster` policy).
+    pub(super) cluster: u32,
+    /// Interned project, and owner (the `armada` and `fbsng` queues and process types).
+    pub(super) project: Option<u32>,
+    pub(super) owner: u32,
+    pub(super) pending_tasks: u64,
 }
 
 const NO_INPUT: usize = usize::MAX;
@@ -147,6 +158,10 @@ impl SchedState {
                         submitted: h.submitted,
                         reserve: h.reserve,
                         array_deps: h.array_deps,
+                        cluster: h.cluster,
+                        project: h.project,
+                        owner: h.owner,
+                        pending_tasks: h.pending_tasks,
                     }),
                     Err(why) if h.has_pending => {
                         blocked_pos.push(pos);
@@ -187,6 +202,9 @@ impl SchedState {
             }
         }
 
+        if sconf.policy == PolicyOrder::Cluster {
+            self.qube_policy_terms(&cands);
+        }
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
         lap(&mut phases[2]);
@@ -194,6 +212,9 @@ impl SchedState {
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
+        if sconf.policy == PolicyOrder::Cluster {
+            result.preemptions = self.plan_preemptions(now);
+        }
         result
     }
 
@@ -256,6 +277,18 @@ impl SchedState {
         durations: &[Option<i64>],
         result: &mut PassResult,
     ) {
+        match self.config.scheduler.policy {
+            PolicyOrder::Cluster => {
+                return self.dispatch_by_host(cands, job_reasons, now, durations, result);
+            }
+            PolicyOrder::Armada => {
+                return self.dispatch_armada(cands, job_reasons, now, durations, result);
+            }
+            PolicyOrder::Fbsng => {
+                return self.dispatch_fbsng(cands, job_reasons, now, durations, result);
+            }
+            _ => {}
+        }
         let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
         let mut reservations_left = self.config.scheduler.max_reservation;
         for c in cands {
@@ -275,6 +308,7 @@ impl SchedState {
                 &mut verdicts,
                 &mut reservations_left,
                 result,
+                usize::MAX,
             );
             job_reasons[c.pos] = Some(why);
         }
@@ -402,7 +436,10 @@ impl SchedState {
     }
 
     /// Starts as many tasks of one job as fit; returns the job's pending reasons.
-    fn dispatch_job(
+    // The pass's working state is passed piecewise so the policy dispatchers (qube, fbsng,
+    // armada) can share it without borrowing all of `self`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn dispatch_job(
         &mut self,
         c: &Candidate,
         now: i64,
@@ -410,6 +447,7 @@ impl SchedState {
         verdicts: &mut [CatVerdict],
         reservations_left: &mut u32,
         result: &mut PassResult,
+        max_tasks: usize,
     ) -> Arc<[String]> {
         let (id, cat) = (c.id, c.cat);
         let Some(e) = self.jobs.get(&id) else {
@@ -425,7 +463,11 @@ impl SchedState {
         let maxujobs = self.config.scheduler.maxujobs;
         let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
         let mut reasons = Vec::new();
+        let mut started = 0usize;
         loop {
+            if started >= max_tasks {
+                break;
+            }
             let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
             let task = match self.next_task(id) {
                 Ok(t) => t,
@@ -487,12 +529,14 @@ impl SchedState {
                     if demand.pe.is_none() {
                         verdict.cursor = f.cursor;
                     }
+                    let restarted = self.qube.restarted.contains(&(id, task));
                     self.start_task(id, task, now, f.booking, f.placement.clone(), end);
+                    started += 1;
                     result.starts.push(Start {
                         job: id,
                         task,
                         placement: f.placement,
-                        restarted: false,
+                        restarted,
                     });
                 }
                 Err(miss) => {
@@ -553,6 +597,7 @@ impl SchedState {
         end: i64,
     ) {
         self.cluster.book(&booking);
+        let restarted = !self.qube.restarted.is_empty() && self.qube.restarted.remove(&(id, task));
         let Some(e) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -580,7 +625,7 @@ impl SchedState {
             slots: placement.slots,
             granted,
             deleting: false,
-            restarted: false,
+            restarted,
             holds: crate::model::Holds::NONE,
             usage: None,
         });

@@ -126,12 +126,14 @@ impl PriorityPolicy for TemporarySgeFormula {
 /// The sort key of a pending job under `policy`: smaller sorts first.
 ///
 /// `Sge`: priority descending, then submission time, then job id (SGE's tie-breaks).
-/// `Fifo`: job id. `Cluster`, `Fbsng`, `Armada` order by priority like `Sge` until their
-/// policy modules are wired in (issue 4): their host- and queue-specific terms need the
-/// policy crate.
+/// `Fifo`: job id. `Cluster`: priority descending, then job id (the seed's tie-breaks; the
+/// cluster order, which depends on the host, comes first in [`super::qube`]). `Armada`: the
+/// same key, re-ordered queue by queue in [`super::armada`]. `Fbsng` orders like `Sge` (its
+/// dynamic queue priorities are not wired yet).
 pub fn order_key(policy: PolicyOrder, prio: f64, submitted: i64, job: JobId) -> (i64, i64, JobId) {
     match policy {
         PolicyOrder::Fifo => (0, 0, job),
+        PolicyOrder::Cluster | PolicyOrder::Armada => (-(prio * 1e12).round() as i64, 0, job),
         _ => (-(prio * 1e12).round() as i64, submitted, job),
     }
 }

@@ -52,6 +52,10 @@ pub struct JobEntry {
     pub priority: Option<PriorityInfo>,
     /// The `prio` last written to the spool, to refresh stale state files a few at a time.
     pub written_prio: Option<f64>,
+    /// The active policy's own terms of the last pass (cluster order, queue priority, share…),
+    /// shared by the jobs they are the same for; put into `priority.policy_terms` when the
+    /// record is written.
+    pub terms: Option<Arc<[(String, String)]>>,
 }
 
 /// A job record, decoded ("warm") while the scheduler works with it, else kept as its
@@ -128,6 +132,15 @@ pub struct Hot {
     pub running_since: Option<i64>,
     /// Urgency bonus of the queue its first running task is in.
     pub running_queue_urgency: f64,
+    /// Interned Qube! cluster path of the job (`spec.cluster`, else the `-ac cluster=` context
+    /// variable, else `/`), for the `cluster` policy.
+    pub cluster: u32,
+    /// Interned `-ac requires=a,b` context value: FBSNG node attributes the job requires.
+    pub requires: Option<u32>,
+    /// `spec.no_preempt`: never a preemption victim.
+    pub no_preempt: bool,
+    /// Pending tasks (held ones included).
+    pub pending_tasks: u64,
 }
 
 impl Hot {
@@ -175,6 +188,12 @@ pub struct SchedState {
     pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
     /// Jobs whose record is decoded, to be cooled when idle.
     warm: BTreeSet<JobId>,
+    /// The Armada policy's decayed queue priorities and random state.
+    pub(crate) armada: super::armada::ArmadaState,
+    /// The FBSNG policy's dynamic queue and section priorities (persisted by the daemon).
+    pub(crate) fbsng: super::fbsng::FbsngState,
+    /// Qube! preemption: triggers, passive exclusions, kills in flight, restarts.
+    pub(crate) qube: super::qube::QubeState,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -235,6 +254,9 @@ impl SchedState {
             dependent_jobs: 0,
             ends_cache: None,
             warm: BTreeSet::new(),
+            armada: super::armada::ArmadaState::default(),
+            fbsng: super::fbsng::FbsngState::default(),
+            qube: super::qube::QubeState::default(),
         }
     }
 
@@ -271,7 +293,7 @@ impl SchedState {
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
         // Everything is read while the record is borrowed (no copy of it); names are
         // interned after.
-        let (mut hot, owner, project) = {
+        let (mut hot, owner, project, cluster, requires) = {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
@@ -308,9 +330,28 @@ impl SchedState {
                 running: r.tasks.running.len() as u32,
                 running_since: r.tasks.running.iter().map(|t| t.start_time).min(),
                 running_queue_urgency,
+                cluster: 0,
+                requires: None,
+                no_preempt: r.spec.no_preempt,
+                pending_tasks: r.tasks.pending_count(),
             };
-            (hot, r.submitter.owner.clone(), r.spec.project.clone())
+            let cluster = r
+                .spec
+                .cluster
+                .clone()
+                .or_else(|| r.spec.context.get("cluster").cloned())
+                .unwrap_or_else(|| "/".to_string());
+            let requires = r.spec.context.get("requires").cloned();
+            (
+                hot,
+                r.submitter.owner.clone(),
+                r.spec.project.clone(),
+                cluster,
+                requires,
+            )
         };
+        hot.cluster = self.intern(&cluster);
+        hot.requires = requires.as_deref().map(|q| self.intern(q));
         hot.owner = self.intern(&owner);
         hot.project = project.as_deref().map(|p| self.intern(p));
         let Some(e) = self.jobs.get_mut(&id) else {
@@ -369,6 +410,14 @@ impl SchedState {
         self.jobs.get(&id).and_then(|e| e.priority.as_ref())
     }
 
+    /// The active policy's terms for a job (`PriorityInfo::policy_terms` once written).
+    pub fn policy_terms(&self, id: JobId) -> &[(String, String)] {
+        self.jobs
+            .get(&id)
+            .and_then(|e| e.terms.as_deref())
+            .unwrap_or(&[])
+    }
+
     /// The record as it is to be written to the spool: with the last pass's priority and
     /// pending reasons.
     pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
@@ -376,6 +425,9 @@ impl SchedState {
         let mut r = e.record.get()?.into_owned();
         r.pending_reasons = e.reasons.to_vec();
         r.priority = e.priority.clone();
+        if let (Some(p), Some(t)) = (r.priority.as_mut(), e.terms.as_ref()) {
+            p.policy_terms = t.to_vec();
+        }
         Some(r)
     }
 
@@ -524,9 +576,11 @@ impl SchedState {
                 reasons,
                 priority,
                 written_prio,
+                terms: None,
             },
         );
         self.refresh_hot(id);
+        self.preemption_trigger(id);
         self.warm.insert(id);
         for r in running {
             self.book_recovered(id, &r);
@@ -637,6 +691,7 @@ impl SchedState {
             }
         }
         self.refresh_hot(id);
+        self.preemption_trigger(id);
         self.invalidate_order();
         self.dirty.insert(id);
     }

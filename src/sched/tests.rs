@@ -8,11 +8,11 @@ use crate::model::{
     Submitter, TaskIdRange,
 };
 
-const NOW: i64 = 1_800_000_000;
+pub(super) const NOW: i64 = 1_800_000_000;
 
 /// `hosts` hosts `n1..`, each with `slots` slots, one queue `all.q` over all of them with
 /// the PEs `smp` ($pe_slots), `mpi` ($fill_up), `rr` ($round_robin), `two` (2 per host).
-fn config(hosts: usize, slots: u32, extra: &str) -> ClusterConfig {
+pub(super) fn config(hosts: usize, slots: u32, extra: &str) -> ClusterConfig {
     let mut text = String::from("hosts:\n");
     for i in 1..=hosts {
         text.push_str(&format!("  - {{name: n{i}, slots: {slots}}}\n"));
@@ -36,7 +36,7 @@ fn config(hosts: usize, slots: u32, extra: &str) -> ClusterConfig {
     ClusterConfig::parse(&text).unwrap_or_else(|e| panic!("config: {e}\n{text}"))
 }
 
-fn job(id: u32, edit: impl FnOnce(&mut JobSpec, &mut Holds)) -> JobRecord {
+pub(super) fn job(id: u32, edit: impl FnOnce(&mut JobSpec, &mut Holds)) -> JobRecord {
     let mut spec = JobSpec {
         name: format!("j{id}"),
         ..JobSpec::default()
@@ -98,7 +98,7 @@ fn pass(state: &mut SchedState) -> Vec<String> {
         .collect()
 }
 
-fn state(config: ClusterConfig, jobs: Vec<JobRecord>) -> SchedState {
+pub(super) fn state(config: ClusterConfig, jobs: Vec<JobRecord>) -> SchedState {
     let mut s = SchedState::new(config);
     for j in jobs {
         assert!(s.add_job(j));

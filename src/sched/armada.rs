@@ -1,0 +1,269 @@
+//! The Armada `armada` policy in the pass (seed `armada-fair-share.txt`).
+//!
+//! A *queue* is the job's project, or its owner when it has no project. A queue's usage is
+//! the cpu units its running tasks hold, through [`ResourceFactors`] from the cluster's totals
+//! (gridspool's scheduler resource is the slot, so one slot is one cpu unit). Each pass:
+//!
+//! 1. decays every queue's priority toward its usage with `scheduler.armada.halftime`
+//!    ([`armada::update_priority`]: `new = β·old + (1−β)·usage`, see docs/policies.md);
+//! 2. effective priority = max(priority, 0.5) × `priority_factors[queue]`;
+//! 3. lays out each queue's pending tasks in (priority, job id) order and runs one
+//!    [`armada::allocation_round`] over the free slots with a [`SplitMix64`] seeded from
+//!    `scheduler.armada.seed` (the pass clock when unset), or [`armada::drf_round`] in
+//!    `mode: drf`;
+//! 4. dispatches the allocated tasks in allocation order through the real fit, one task per
+//!    allocation; then, if slots are still free (an allocation did not fit the real cluster),
+//!    the remaining candidates in order, so no slot idles while work that fits waits.
+//!
+//! Jobs held back because their queue's slice is used up get the reason and the terms
+//! `queue`, `share`, `effective priority` in `qstat -j`.
+//!
+//! Cost: O(candidates + free slots × queues) on top of the sort.
+
+use super::pass::{Candidate, CatVerdict, PassResult};
+use super::state::SchedState;
+use crate::config::ArmadaMode;
+use gridspool_policy::armada::{
+    self, ArmadaJob, DEFAULT_MIN_PRIORITY, DrfQueue, Halftime, ResourceFactors, RoundConfig,
+};
+use gridspool_policy::rng::SplitMix64;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The evolving part of the policy: decayed priorities per queue.
+#[derive(Debug, Clone, Default)]
+pub struct ArmadaState {
+    pub priorities: BTreeMap<String, f64>,
+    pub last_update: Option<i64>,
+    /// Passes run (mixed into the seed so successive passes draw differently).
+    pub passes: u64,
+}
+
+impl SchedState {
+    /// Dispatch under the `armada` policy (see the module documentation).
+    pub(super) fn dispatch_armada(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut [Option<Arc<[String]>>],
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        let aconf = self.config.scheduler.armada.clone();
+        // 1. Usage per queue from the running tasks, and priorities decayed toward it.
+        // From the running bookings (thousands), not a walk over every job.
+        let mut usage: BTreeMap<String, f64> = BTreeMap::new();
+        let mut per_key: HashMap<u32, f64> = HashMap::new();
+        for (&(j, _), b) in &self.running {
+            if let Some(e) = self.jobs.get(&j) {
+                let slots: u32 = b.booking.slots.iter().map(|s| s.1).sum();
+                *per_key
+                    .entry(e.hot.project.unwrap_or(e.hot.owner))
+                    .or_insert(0.0) += f64::from(slots.max(1));
+            }
+        }
+        for (k, u) in per_key {
+            usage.insert(self.name(k).to_string(), u);
+        }
+        let total_slots: f64 = self
+            .cluster
+            .hosts
+            .iter()
+            .map(|h| f64::from(h.slots_cap))
+            .sum();
+        let free_slots: u32 = (0..self.cluster.hosts.len())
+            .filter(|&h| self.cluster.host_up(h, now))
+            .map(|h| {
+                let hs = &self.cluster.hosts[h];
+                hs.slots_cap.saturating_sub(hs.slots_used)
+            })
+            .sum();
+        let Ok(factors) = ResourceFactors::from_totals(&[total_slots.max(1.0)], 0) else {
+            return;
+        };
+        let elapsed = self
+            .armada
+            .last_update
+            .map_or(0.0, |t| (now - t).max(0) as f64);
+        if let Ok(ht) = Halftime::from_secs(aconf.halftime) {
+            let names: Vec<String> = self
+                .armada
+                .priorities
+                .keys()
+                .chain(usage.keys())
+                .cloned()
+                .collect();
+            for q in names {
+                let old = self.armada.priorities.get(&q).copied().unwrap_or(0.0);
+                let u = usage.get(&q).copied().unwrap_or(0.0);
+                if let Ok(p) = armada::update_priority(old, factors.usage(&[u]), elapsed, ht) {
+                    self.armada.priorities.insert(q, p);
+                }
+            }
+        }
+        self.armada.last_update = Some(now);
+        self.armada.passes += 1;
+
+        // 2. Queues with pending work and their tasks, in candidate order.
+        let mut qindex: HashMap<u32, usize> = HashMap::new();
+        let mut qnames: Vec<String> = Vec::new();
+        let mut qjobs: Vec<Vec<ArmadaJob>> = Vec::new();
+        let mut qslots: Vec<u32> = Vec::new();
+        for (i, c) in cands.iter().enumerate() {
+            let key = c.project.unwrap_or(c.owner);
+            let q = *qindex.entry(key).or_insert_with(|| {
+                qnames.push(self.name(key).to_string());
+                qjobs.push(Vec::new());
+                qslots.push(0);
+                qnames.len() - 1
+            });
+            let slots = self.categories[c.cat]
+                .demand
+                .as_ref()
+                .map_or(1, |d| d.urgency_slots.max(1));
+            // A queue never gets more than the free slots in one round.
+            let room = free_slots.saturating_sub(qslots[q]) / slots;
+            let n = c.pending_tasks.min(u64::from(room)) as usize;
+            for _ in 0..n {
+                qjobs[q].push(ArmadaJob {
+                    id: i as u64,
+                    request: vec![f64::from(slots)],
+                });
+            }
+            qslots[q] += slots * n as u32;
+        }
+        let factor_of = |name: &str| aconf.priority_factors.get(name).copied().unwrap_or(1.0);
+        let effective: Vec<f64> = qnames
+            .iter()
+            .map(|n| {
+                let p = self.armada.priorities.get(n).copied().unwrap_or(0.0);
+                armada::effective_priority(p.max(DEFAULT_MIN_PRIORITY), factor_of(n))
+            })
+            .collect();
+        let shares = armada::inverse_priority_shares(&effective);
+
+        // 3. One round.
+        let refs: Vec<&[ArmadaJob]> = qjobs.iter().map(Vec::as_slice).collect();
+        let available = [f64::from(free_slots)];
+        let order: Vec<usize> = match aconf.mode {
+            ArmadaMode::Slices => {
+                let seed = aconf.seed.unwrap_or(now as u64) ^ self.armada.passes;
+                let mut rng = SplitMix64::new(seed);
+                let rc = RoundConfig {
+                    use_probabilistic_scheduling_for_all_resources: aconf.probabilistic_for_all,
+                    ..RoundConfig::default()
+                };
+                armada::allocation_round(&refs, &effective, &available, &factors, rc, &mut rng)
+                    .map(|r| r.allocations.iter().map(|a| a.job as usize).collect())
+                    .unwrap_or_default()
+            }
+            ArmadaMode::Drf => {
+                let queues: Vec<DrfQueue<'_>> = qjobs
+                    .iter()
+                    .zip(&qnames)
+                    .map(|(jobs, n)| DrfQueue {
+                        usage: vec![usage.get(n).copied().unwrap_or(0.0)],
+                        weight: 1.0 / factor_of(n).max(f64::MIN_POSITIVE),
+                        jobs,
+                    })
+                    .collect();
+                armada::drf_round(&queues, &[total_slots], &available, usize::MAX)
+                    .map(|r| {
+                        r.allocations
+                            .iter()
+                            .map(|&(q, j)| qjobs[q][j].id as usize)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+        };
+
+        // 4. Dispatch the allocations, then fill what is left in order.
+        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut reservations_left = self.config.scheduler.max_reservation;
+        for &i in &order {
+            let c = &cands[i];
+            if verdicts[c.cat].failed.is_some() {
+                continue;
+            }
+            let why = self.dispatch_job(
+                c,
+                now,
+                durations[c.cat],
+                &mut verdicts,
+                &mut reservations_left,
+                result,
+                1,
+            );
+            job_reasons[c.pos] = Some(why);
+        }
+        let mut free_left: u32 = (0..self.cluster.hosts.len())
+            .filter(|&h| self.cluster.host_up(h, now))
+            .map(|h| {
+                let hs = &self.cluster.hosts[h];
+                hs.slots_cap.saturating_sub(hs.slots_used)
+            })
+            .sum();
+        let slice_used: Arc<[String]> = Arc::from(vec![
+            "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
+        ]);
+        for c in cands {
+            if free_left > 0 && verdicts[c.cat].failed.is_none() {
+                let pending = self
+                    .jobs
+                    .get(&c.id)
+                    .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
+                if !pending {
+                    continue;
+                }
+                let before = result.starts.len();
+                let why = self.dispatch_job(
+                    c,
+                    now,
+                    durations[c.cat],
+                    &mut verdicts,
+                    &mut reservations_left,
+                    result,
+                    usize::MAX,
+                );
+                free_left = free_left.saturating_sub((result.starts.len() - before) as u32);
+                job_reasons[c.pos] = Some(why);
+                continue;
+            }
+            if job_reasons[c.pos].is_none() {
+                let why = match verdicts[c.cat].failed.clone() {
+                    Some(w) => w,
+                    None => slice_used.clone(),
+                };
+                job_reasons[c.pos] = Some(why);
+            }
+        }
+
+        // 5. Policy terms.
+        let terms: Vec<Vec<(String, String)>> = qnames
+            .iter()
+            .enumerate()
+            .map(|(q, n)| {
+                vec![
+                    ("queue".to_string(), n.clone()),
+                    ("share".to_string(), format!("{:.4}", shares[q])),
+                    (
+                        "effective priority".to_string(),
+                        format!("{:.2}", effective[q]),
+                    ),
+                ]
+            })
+            .collect();
+        for c in cands {
+            let Some(e) = self.jobs.get(&c.id) else {
+                continue;
+            };
+            let Some(&q) = qindex.get(&e.hot.project.unwrap_or(e.hot.owner)) else {
+                continue;
+            };
+            if let Some(p) = self.jobs.get_mut(&c.id).and_then(|e| e.priority.as_mut()) {
+                p.policy_terms = terms[q].clone();
+            }
+        }
+    }
+}

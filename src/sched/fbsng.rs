@@ -1,0 +1,494 @@
+//! The FBSNG `fbsng` policy in the pass (seed `fbsng-dynamic-priorities.txt`).
+//!
+//! - An FBSNG *queue* is a cluster queue with its `queues[].fbsng` parameters (QPmin, QPmax,
+//!   QPI, QPD, QPG, SPG). A job belongs to the queue of its first candidate queue instance:
+//!   the queue it is bound to with `-q`, else the first (by `seq_no`) that can take it.
+//! - A *section* is one task; a job offers at most as many sections per pass as there are
+//!   free slots. Sections are listed in submission order and started by
+//!   [`fbsng::run_pass`], whose [`Placement`] is the real fit of the pass
+//!   ([`SchedState::dispatch_job`] with one task), so categories, consumables, `-tc`,
+//!   `maxujobs` and queue instances all hold.
+//! - *Process types* are projects: `projects[].max_slots` is the quota of slots their running
+//!   tasks may hold.
+//! - *Node attributes* are the hosts' `attributes`; a job requires them with
+//!   `-ac requires=a,b` (qsub stores it in the job context): only hosts carrying all of them
+//!   are tried.
+//! - The dynamic queue priorities and section priorities are [`FbsngState`], owned by the
+//!   scheduler state and persisted by the daemon in `daemon/fbsng.json`.
+//!
+//! The gaps are the seed's: a queue more than QPG above another holds it, a section SPG
+//! below its queue's best blocks; both may leave slots idle on purpose, and the held jobs say
+//! so in `qstat -j`.
+
+use super::pass::{Candidate, CatVerdict, PassResult};
+use super::state::{CatId, SchedState};
+use crate::model::JobId;
+use gridspool_policy::fbsng::{
+    self, FbsngQueue, Placement, ProcessType, QueueParams, Section, SectionId, StopReason,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The evolving FBSNG priorities (`daemon/fbsng.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FbsngState {
+    pub v: u32,
+    /// Dynamic priority per queue name.
+    pub queues: BTreeMap<String, i64>,
+    /// Dynamic section priority per job (its tasks share it).
+    pub sections: BTreeMap<JobId, i64>,
+    /// Changed since last written.
+    #[serde(skip)]
+    pub dirty: bool,
+}
+
+/// Terms and gap reason shared by the jobs of one queue and section priority.
+type SharedTerms = (Terms, Option<Arc<[String]>>);
+
+/// A job's policy terms, shared.
+type Terms = Arc<[(String, String)]>;
+
+/// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
+pub const FBSNG_FILE: &str = "fbsng.json";
+
+impl FbsngState {
+    /// Reads `daemon/fbsng.json`; a missing or unreadable file is a fresh start (every
+    /// queue at its QPmin), which the seed's priorities recover from within a few starts.
+    pub fn load(daemon_dir: &std::path::Path) -> Option<Self> {
+        let bytes = std::fs::read(daemon_dir.join(FBSNG_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes `daemon/fbsng.json` atomically (temp file, fsync, rename, fsync of the
+    /// directory) when the priorities changed since the last write.
+    pub fn save_if_changed(
+        &mut self,
+        daemon_dir: &std::path::Path,
+    ) -> Result<(), crate::spool::SpoolError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.v = 1;
+        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
+        crate::spool::durable::write_replace(daemon_dir, FBSNG_FILE, &json, 0o644)?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+impl SchedState {
+    /// The FBSNG priorities, for the daemon to persist.
+    pub fn fbsng_state(&self) -> &FbsngState {
+        &self.fbsng
+    }
+
+    /// Mutable access for the daemon (to save them).
+    pub fn fbsng_state_mut(&mut self) -> &mut FbsngState {
+        &mut self.fbsng
+    }
+
+    /// Restores the FBSNG priorities read back from the spool.
+    pub fn set_fbsng_state(&mut self, state: FbsngState) {
+        self.fbsng = state;
+    }
+}
+
+/// The real cluster as an FBSNG placement: one task of the section's job through the fit.
+struct RealFit<'a> {
+    st: &'a mut SchedState,
+    cands: &'a [Candidate],
+    /// Section id → candidate index.
+    sec_cand: &'a [usize],
+    verdicts: Vec<CatVerdict>,
+    reservations_left: u32,
+    now: i64,
+    durations: &'a [Option<i64>],
+    result: &'a mut PassResult,
+    job_reasons: &'a mut [Option<Arc<[String]>>],
+    /// Attribute bit per name, and each host's attribute mask.
+    attr_bits: HashMap<String, u64>,
+    host_mask: Vec<u64>,
+    /// (category, required mask) → candidate queue instances on hosts that carry them.
+    restricted: HashMap<(CatId, u64), Vec<usize>>,
+    /// Per job: the required mask (u64::MAX when it requires an attribute no host has).
+    required: HashMap<u32, u64>,
+}
+
+impl RealFit<'_> {
+    fn mask_of(&mut self, requires: Option<u32>) -> u64 {
+        let Some(r) = requires else {
+            return 0;
+        };
+        if let Some(m) = self.required.get(&r) {
+            return *m;
+        }
+        let mut m = 0u64;
+        for a in self
+            .st
+            .name(r)
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            m |= self.attr_bits.get(a).copied().unwrap_or(u64::MAX);
+        }
+        self.required.insert(r, m);
+        m
+    }
+}
+
+impl Placement for RealFit<'_> {
+    type Placed = ();
+
+    fn try_start(&mut self, section: &Section) -> Option<()> {
+        let c = self.cands[*self.sec_cand.get(section.id.0 as usize)?];
+        if self.verdicts[c.cat].failed.is_some() {
+            return None;
+        }
+        let requires = self.st.jobs.get(&c.id).and_then(|e| e.hot.requires);
+        let mask = self.mask_of(requires);
+        let saved = if mask != 0 {
+            let st = &*self.st;
+            let host_mask = &self.host_mask;
+            let list = self
+                .restricted
+                .entry((c.cat, mask))
+                .or_insert_with(|| {
+                    st.categories[c.cat]
+                        .candidates
+                        .iter()
+                        .copied()
+                        .filter(|&q| host_mask[st.cluster.qis[q].host] & mask == mask)
+                        .collect()
+                })
+                .clone();
+            if list.is_empty() {
+                self.job_reasons[c.pos] = Some(Arc::from(vec![format!(
+                    "cannot run: no host carries the required node attributes ({}) (policy fbsng)",
+                    requires.map_or("", |r| self.st.name(r))
+                )]));
+                return None;
+            }
+            Some(std::mem::replace(
+                &mut self.st.categories[c.cat].candidates,
+                list,
+            ))
+        } else {
+            None
+        };
+        let before = self.result.starts.len();
+        let why = self.st.dispatch_job(
+            &c,
+            self.now,
+            self.durations[c.cat],
+            &mut self.verdicts,
+            &mut self.reservations_left,
+            self.result,
+            1,
+        );
+        if let Some(saved) = saved {
+            self.st.categories[c.cat].candidates = saved;
+            // A restricted failure says nothing about the job's other sections' category.
+            self.verdicts[c.cat] = CatVerdict::default();
+        }
+        self.job_reasons[c.pos] = Some(why);
+        (self.result.starts.len() > before).then_some(())
+    }
+}
+
+impl SchedState {
+    /// Dispatch under the `fbsng` policy (see the module documentation).
+    pub(super) fn dispatch_fbsng(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut [Option<Arc<[String]>>],
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        // Queues from the configuration, at their stored priorities.
+        let qnames: Vec<String> = self.config.queues.iter().map(|q| q.name.clone()).collect();
+        let qidx: HashMap<&str, usize> = qnames
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let mut queues: Vec<FbsngQueue> = self
+            .config
+            .queues
+            .iter()
+            .map(|q| {
+                let f = q.fbsng;
+                let params = QueueParams {
+                    qp_min: f.qp_min,
+                    qp_max: f.qp_max,
+                    qpi: f.qpi,
+                    qpd: f.qpd,
+                    qpg: f.qpg,
+                    spg: f.spg,
+                };
+                let mut fq = FbsngQueue::new(params);
+                if let Some(p) = self.fbsng.queues.get(&q.name) {
+                    fq.priority = (*p).clamp(f.qp_min, f.qp_max.max(f.qp_min));
+                }
+                fq
+            })
+            .collect();
+        // Process types: projects with quotas, charged with their running slots.
+        let pidx: HashMap<&str, usize> = self
+            .config
+            .projects
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.as_str(), i))
+            .collect();
+        let mut ptypes: Vec<ProcessType> = self
+            .config
+            .projects
+            .iter()
+            .map(|p| ProcessType {
+                quota: p.max_slots.map(|m| vec![u64::from(m)]).unwrap_or_default(),
+                in_use: vec![0],
+            })
+            .collect();
+        let slots_of = |st: &SchedState, cat: CatId| {
+            st.categories[cat]
+                .demand
+                .as_ref()
+                .map_or(1, |d| d.urgency_slots.max(1))
+        };
+        for e in self.jobs.values() {
+            if e.hot.running == 0 {
+                continue;
+            }
+            if let Some(&p) = e.hot.project.and_then(|p| pidx.get(self.name(p))) {
+                ptypes[p].in_use[0] += u64::from(e.hot.running) * u64::from(slots_of(self, e.cat));
+            }
+        }
+        let free_slots: u64 = (0..self.cluster.hosts.len())
+            .filter(|&h| self.cluster.host_up(h, now))
+            .map(|h| {
+                let hs = &self.cluster.hosts[h];
+                u64::from(hs.slots_cap.saturating_sub(hs.slots_used))
+            })
+            .sum();
+        // Sections, in submission order within each queue.
+        let mut by_id: Vec<usize> = (0..cands.len()).collect();
+        by_id.sort_unstable_by_key(|&i| (cands[i].submitted, cands[i].id));
+        let mut sec_cand: Vec<usize> = Vec::new();
+        let queue_of_cat: Vec<Option<usize>> = self
+            .categories
+            .iter()
+            .map(|cat| {
+                cat.candidates
+                    .first()
+                    .and_then(|&qi| qidx.get(self.cluster.qis[qi].queue.as_str()).copied())
+            })
+            .collect();
+        let queue_of: Vec<Option<usize>> = cands.iter().map(|c| queue_of_cat[c.cat]).collect();
+        // With no free slot nothing can start and no priority changes: no sections needed.
+        let build = if free_slots == 0 { Vec::new() } else { by_id };
+        for i in build {
+            let c = &cands[i];
+            let Some(q) = queue_of[i] else {
+                continue;
+            };
+            let Some(e) = self.jobs.get(&c.id) else {
+                continue;
+            };
+            let slots = slots_of(self, c.cat);
+            let n = e
+                .hot
+                .pending_tasks
+                .min(free_slots / u64::from(slots))
+                .max(1);
+            let prio = self.fbsng.sections.get(&c.id).copied().unwrap_or(0);
+            let pt = e.hot.project.and_then(|p| pidx.get(self.name(p)).copied());
+            for _ in 0..n {
+                queues[q].sections.push(Section {
+                    id: SectionId(sec_cand.len() as u64),
+                    ready: true,
+                    priority: prio,
+                    process_type: pt,
+                    need: vec![u64::from(slots)],
+                    requires: fbsng::NodeAttributes(0),
+                });
+                sec_cand.push(i);
+            }
+        }
+        // Node attributes.
+        let mut attr_bits: HashMap<String, u64> = HashMap::new();
+        for h in &self.config.hosts {
+            for a in &h.attributes {
+                let next = attr_bits.len();
+                if next < 64 {
+                    attr_bits.entry(a.clone()).or_insert(1u64 << next);
+                }
+            }
+        }
+        let host_mask: Vec<u64> = self
+            .cluster
+            .hosts
+            .iter()
+            .map(|h| {
+                self.config.host(&h.name).map_or(0, |c| {
+                    c.attributes
+                        .iter()
+                        .filter_map(|a| attr_bits.get(a))
+                        .fold(0, |m, b| m | b)
+                })
+            })
+            .collect();
+        let report = {
+            let mut placement = RealFit {
+                reservations_left: self.config.scheduler.max_reservation,
+                verdicts: vec![CatVerdict::default(); self.categories.len()],
+                st: self,
+                cands,
+                sec_cand: &sec_cand,
+                now,
+                durations,
+                result,
+                job_reasons,
+                attr_bits,
+                host_mask,
+                restricted: HashMap::new(),
+                required: HashMap::new(),
+            };
+            if free_slots == 0 {
+                // Nothing can start, so no priority changes: the pass would only fail fits.
+                fbsng::PassReport {
+                    starts: Vec::new(),
+                    stop: StopReason::NothingFits,
+                }
+            } else {
+                fbsng::run_pass(&mut queues, &mut ptypes, &mut placement, usize::MAX)
+            }
+        };
+        // Write the priorities back: queues by name, sections per job (the highest of its
+        // sections still pending); a job with nothing pending is forgotten.
+        let before = (self.fbsng.queues.clone(), self.fbsng.sections.len());
+        for (q, fq) in queues.iter().enumerate() {
+            self.fbsng.queues.insert(qnames[q].clone(), fq.priority);
+        }
+        let mut best: HashMap<JobId, i64> = HashMap::new();
+        for fq in &queues {
+            for s in &fq.sections {
+                if let Some(&i) = sec_cand.get(s.id.0 as usize) {
+                    let b = best.entry(cands[i].id).or_insert(s.priority);
+                    *b = (*b).max(s.priority);
+                }
+            }
+        }
+        // Only non-zero section priorities are kept (most sections are never passed).
+        let jobs = &self.jobs;
+        self.fbsng
+            .sections
+            .retain(|id, _| jobs.get(id).is_some_and(|e| e.hot.has_pending));
+        for (id, p) in &best {
+            if *p == 0 {
+                self.fbsng.sections.remove(id);
+            } else if self.fbsng.sections.insert(*id, *p) != Some(*p) {
+                self.fbsng.dirty = true;
+            }
+        }
+        if free_slots == 0 {
+            best = self.fbsng.sections.iter().map(|(k, v)| (*k, *v)).collect();
+        }
+        if before.0 != self.fbsng.queues || before.1 != self.fbsng.sections.len() {
+            self.fbsng.dirty = true;
+        }
+        // Reasons and terms.
+        let mut top_section: Vec<i64> = vec![0; queues.len()];
+        let mut has_work: Vec<bool> = vec![false; queues.len()];
+        for (i, c) in cands.iter().enumerate() {
+            if let Some(q) = queue_of[i] {
+                has_work[q] = true;
+                top_section[q] = top_section[q].max(best.get(&c.id).copied().unwrap_or(0));
+            }
+        }
+        let threshold = queues
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| has_work[*i])
+            .map(|(_, q)| q.priority.saturating_sub(q.params.qpg))
+            .max()
+            .unwrap_or(i64::MIN);
+        // The queue gap is structural: the pending queue with the highest `p − QPG` holds
+        // every pending queue below that (whether or not the pass stopped on it).
+        let _ = report.stop;
+        let holder = queues
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| has_work[*i])
+            .max_by(|a, b| {
+                let ka = a.1.priority.saturating_sub(a.1.params.qpg);
+                let kb = b.1.priority.saturating_sub(b.1.params.qpg);
+                ka.cmp(&kb).then(b.0.cmp(&a.0))
+            })
+            .map(|(i, _)| i);
+        // Shared per (queue, section priority): the terms and the gap reason, so 100,000
+        // waiting jobs cost no allocation each.
+        let mut shared: HashMap<(usize, i64), SharedTerms> = HashMap::new();
+        let not_reached: Arc<[String]> = Arc::from(vec![
+            "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
+        ]);
+        let mut terms_at: Vec<Option<Terms>> = vec![None; job_reasons.len()];
+        for (i, c) in cands.iter().enumerate() {
+            let Some(q) = queue_of[i] else {
+                continue;
+            };
+            let sp = best.get(&c.id).copied().unwrap_or(0);
+            let (terms, gap) = shared
+                .entry((q, sp))
+                .or_insert_with(|| {
+                    let fq = &queues[q];
+                    let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
+                        Some(format!(
+                            "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
+                            qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
+                        ))
+                    } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
+                        Some(format!(
+                            "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
+                            qnames[q], top_section[q], sp, fq.params.spg
+                        ))
+                    } else {
+                        None
+                    };
+                    let mut terms = vec![
+                        ("queue".to_string(), qnames[q].clone()),
+                        ("queue priority".to_string(), fq.priority.to_string()),
+                        ("queue gap".to_string(), fq.params.qpg.to_string()),
+                        ("section priority".to_string(), sp.to_string()),
+                    ];
+                    if let Some(g) = &gap {
+                        terms.push(("gap".to_string(), g.clone()));
+                    }
+                    (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
+                })
+                .clone();
+            terms_at[c.pos] = Some(terms);
+            match (gap, job_reasons[c.pos].take()) {
+                (Some(g), None) => job_reasons[c.pos] = Some(g),
+                (Some(g), Some(r)) => {
+                    let mut all = r.to_vec();
+                    all.extend(g.iter().cloned());
+                    job_reasons[c.pos] = Some(Arc::from(all));
+                }
+                (None, None) => job_reasons[c.pos] = Some(not_reached.clone()),
+                (None, Some(r)) => job_reasons[c.pos] = Some(r),
+            }
+        }
+        // One walk in position order: terms, and no "why pending" for what is not pending.
+        let none: Arc<[String]> = Arc::from(Vec::new());
+        for (pos, e) in self.jobs.values_mut().enumerate() {
+            e.terms = terms_at.get_mut(pos).and_then(Option::take);
+            if e.terms.is_some() && !(e.hot.has_pending && e.hot.pending_unheld) {
+                job_reasons[pos] = Some(none.clone());
+            }
+        }
+    }
+}
