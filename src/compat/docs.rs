@@ -67,6 +67,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
     vec![
         crate::compat::qsub_options::QSUB_DOC,
         crate::compat::qsub_options::QALTER_DOC,
+        crate::compat::qstat::QSTAT_DOC,
         crate::cli::qdel::DOC,
         crate::cli::qhold::QHOLD_DOC,
         crate::cli::qhold::QRLS_DOC,

@@ -152,6 +152,48 @@ wc_queue_list            wc_cqueue|wc_qdomain|wc_qinstance
 wc_queue_list            wc_queue[,wc_queue,...]
 ";
 
+/// `qstat`'s man page and completions (its `-help` has SGE's own layout: [`help_text`]).
+pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
+    name: "qstat",
+    summary: "show the status of gridspool jobs and queues",
+    synopsis: "[options]",
+    options: QSTAT_OPTIONS,
+    operand: None,
+    operand_hint: super::docs::ValueHint::Text,
+    syntax: &[],
+    description: &[
+        "qstat lists jobs and queues of the cell $SGE_ROOT/$SGE_CELL in Grid Engine 8.1.9's formats, column for column: by default the caller's own jobs (nothing at all when there are none), with -u the jobs of other users ('*' for all), with -f the queue instances and their jobs, with -xml the same as XML.",
+        "The priority columns (-pri, -urg, -ext) show what sched_d computed at its last scheduling pass; a job the scheduler has not considered yet shows zeros, as in SGE. qstat -j always explains why a pending job is not running (holds, dependencies, start time, resources, the active policy's gaps and quotas), where SGE needs schedd_job_info.",
+        "Changes requested with qdel, qalter, qhold and qrls show at once, also while sched_d is not running.",
+    ],
+    option_details: &[],
+    value_hints: &[
+        ("-u", super::docs::ValueHint::Users),
+        ("-j", super::docs::ValueHint::Jobs),
+        (
+            "-s",
+            super::docs::ValueHint::Words(&[
+                "p", "r", "s", "z", "hu", "ho", "hs", "hd", "hj", "ha", "h", "a",
+            ]),
+        ),
+        ("-g", super::docs::ValueHint::Words(&["c", "d", "t"])),
+    ],
+    exit_status: &[
+        ("0", "The listing was printed (possibly empty)."),
+        (
+            "1",
+            "A job named with -j does not exist, the command line is wrong, or the spool cannot be read.",
+        ),
+    ],
+    compatibility: &[
+        "qstat -j prints the scheduler's reasons for a pending job instead of SGE's \"(Collecting of scheduler job information is turned off)\".",
+        "-F and -l are refused: gridspool has no per-queue resource listing yet.",
+    ],
+    see_also: &[
+        "qsub", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "sched_d",
+    ],
+};
+
 /// `qstat -help`: also printed (to stderr) before a usage error, as SGE does.
 pub fn help_text() -> String {
     let mut out = String::from("SGE 8.1.9\nusage: qstat [options]\n");
