@@ -15,9 +15,17 @@ pub struct DirWatch {
 pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch {
     use notify::Watcher;
     let _ = std::fs::create_dir_all(dir);
-    let watcher =
-        notify::recommended_watcher(move |_event: notify::Result<notify::Event>| on_change())
-            .and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).map(|()| w));
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reading the task directories (which the woken watcher does) is itself an
+        // event: only changes wake it, or it would keep waking itself.
+        let access = event
+            .as_ref()
+            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)));
+        if !access {
+            on_change()
+        }
+    })
+    .and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).map(|()| w));
     match watcher {
         Ok(w) => DirWatch { _watcher: Some(w) },
         Err(e) => {
