@@ -43,7 +43,7 @@ pub mod value;
 pub use accounting::{Accounting, SharedUsage};
 pub use launcher::LaunchRunner;
 pub use pass::{PassResult, Reservation, Start};
-pub use priority::{PriorityInput, PriorityPolicy, TemporarySgeFormula};
+pub use priority::{PriorityInput, PriorityPolicy};
 pub use runner::{AccountingHook, RunnerError, TaskRunner};
 pub use sge_policy::SgePriority;
 pub use state::SchedState;

@@ -4,7 +4,7 @@
 
 use super::cluster::{Booking, Cluster, Demand, StaticMiss};
 use super::fit;
-use super::priority::{PriorityPolicy, TemporarySgeFormula};
+use super::priority::PriorityPolicy;
 use super::value::parse_time;
 use crate::compat::pattern;
 use crate::config::ClusterConfig;
@@ -230,9 +230,11 @@ fn category_key(spec: &crate::model::JobSpec) -> String {
 }
 
 impl SchedState {
-    /// An empty state over `config`, ordering with the temporary SGE formula.
+    /// An empty state over `config`, with Grid Engine's priority and no usage history yet
+    /// (`sched_d` installs one fed from the accounting file).
     pub fn new(config: ClusterConfig) -> Self {
-        Self::with_policy(config, Box::new(TemporarySgeFormula))
+        let policy = super::sge_policy::SgePriority::new(&config, Default::default());
+        Self::with_policy(config, Box::new(policy))
     }
 
     /// An empty state with the given priority policy (the seam the policy crate plugs into).
