@@ -308,3 +308,80 @@ fn qalter_w_verifies_the_altered_job() {
         "-w v only reports"
     );
 }
+
+/// Holds, `-tc` and `-w` on running and held jobs, as SGE 8.1.9 answered them on the oracle
+/// (2026-11-22): a running job's holds change (`hr`), `-h n` is one release of all three
+/// holds, `-tc` needs an array, and `-w` does not verify a running or held job.
+#[test]
+fn qalter_running_and_held_jobs_as_sge() {
+    let Some((cell, user)) = context() else {
+        skip("qalter_running_and_held", "needs root");
+        return;
+    };
+    let run = cell.run(&user, "qalter", &["-h", "u", "2"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("modified hold of job 2\n", 0)
+    );
+    assert!(cell.job(2).expect("2").tasks.running[0].holds.user);
+    let run = cell.run(&user, "qstat", &[]);
+    let line = run.stdout.lines().nth(2).expect("job 2's line");
+    assert!(line.contains(" hr "), "{line}");
+
+    cell.run(&user, "qalter", &["-h", "u", "5"]);
+    let run = cell.run(&user, "qalter", &["-h", "n", "5"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (
+            "denied: \"sgeuser\" must be manager to remove manager hold\n",
+            1
+        )
+    );
+    assert!(cell.job(5).expect("5").tasks.pending[0].holds.user);
+    // Nothing to release: silence.
+    let run = cell.run(&user, "qalter", &["-h", "n", "6"]);
+    assert_eq!((run.stdout.as_str(), run.code), ("", 0));
+    let run = cell.run(&user, "qalter", &["-h", "S", "6"]);
+    assert_eq!((run.stdout.as_str(), run.code), ("", 0));
+
+    let run = cell.run(&user, "qalter", &["-tc", "2", "6", "10"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (
+            "invalid option argument \"task concurrency\"\nmodified task concurrency of job 10\n",
+            1
+        )
+    );
+    assert_eq!(cell.job(6).expect("6").spec.task_concurrency, None);
+    assert_eq!(cell.job(10).expect("10").spec.task_concurrency, Some(2));
+    // What comes before the refusal is printed, and nothing is changed.
+    let run = cell.run(&user, "qalter", &["-tc", "2", "-N", "foo", "6"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (
+            "modified job name of job 6\ninvalid option argument \"task concurrency\"\n",
+            1
+        )
+    );
+    assert_ne!(cell.job(6).expect("6").spec.name, "foo");
+    let run = cell.run(&user, "qsub", &["-tc", "2", "job.sh"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        (
+            "",
+            "Unable to run job: invalid \"task concurrency\" value in job request\nExiting.\n",
+            1
+        )
+    );
+
+    let held = "verification: job is already running or is held\n";
+    let run = cell.run(&user, "qalter", &["-w", "v", "-N", "bar", "5"]);
+    assert_eq!((run.stdout.as_str(), run.code), (held, 0));
+    assert_ne!(cell.job(5).expect("5").spec.name, "bar");
+    let run = cell.run(&user, "qalter", &["-w", "e", "-N", "wname", "2"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (format!("modified job name of job 2\n{held}").as_str(), 0)
+    );
+    assert_eq!(cell.job(2).expect("2").spec.name, "wname");
+}

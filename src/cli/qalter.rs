@@ -450,52 +450,53 @@ fn changes_for(
     (changes, lines)
 }
 
-/// `-h hold_list` as hold and release actions: `u o s` set, `U O S` release, `n` releases
-/// every hold the job has.
+/// `-h hold_list` as hold and release actions: `u o s` set, `U O S` release. `n` is one
+/// release of all three holds at once, so SGE's rule applies to it as a whole: nothing happens
+/// when the job holds nothing, and a user's `-h n` of a user-held job is refused for the
+/// manager hold (`must be manager to remove manager hold`, checked on SGE 8.1.9).
 fn hold_actions(list: &[char], job: &JobRecord, tasks: &TaskSelector) -> Vec<RequestAction> {
-    let mut out = Vec::new();
-    for c in list {
-        let (hold, on) = match c {
-            'u' => (vec![HoldType::User], true),
-            'o' => (vec![HoldType::Operator], true),
-            's' => (vec![HoldType::System], true),
-            'U' => (vec![HoldType::User], false),
-            'O' => (vec![HoldType::Operator], false),
-            'S' => (vec![HoldType::System], false),
-            _ => {
-                let held: Vec<HoldType> = [HoldType::User, HoldType::Operator, HoldType::System]
-                    .into_iter()
-                    .filter(|h| job.tasks.pending.iter().any(|g| g.holds.has(*h)))
-                    .collect();
-                (held, false)
-            }
-        };
-        for h in hold {
-            let name = Holds::from(h);
-            out.push(if on {
-                RequestAction::Hold {
-                    job: job.id,
-                    tasks: tasks.clone(),
-                    hold: name,
-                }
+    let all = Holds {
+        user: true,
+        operator: true,
+        system: true,
+    };
+    list.iter()
+        .map(|c| {
+            let (hold, on) = match c {
+                'u' => (Holds::from(HoldType::User), true),
+                'o' => (Holds::from(HoldType::Operator), true),
+                's' => (Holds::from(HoldType::System), true),
+                'U' => (Holds::from(HoldType::User), false),
+                'O' => (Holds::from(HoldType::Operator), false),
+                'S' => (Holds::from(HoldType::System), false),
+                _ => (all, false),
+            };
+            let (job, tasks) = (job.id, tasks.clone());
+            if on {
+                RequestAction::Hold { job, tasks, hold }
             } else {
-                RequestAction::Release {
-                    job: job.id,
-                    tasks: tasks.clone(),
-                    hold: name,
-                }
-            });
-        }
-    }
-    out
+                RequestAction::Release { job, tasks, hold }
+            }
+        })
+        .collect()
 }
 
-fn pending_holds(job: &JobRecord) -> Vec<(TaskSet, String)> {
-    job.tasks
+/// The holds of every task, pending or running: `-h` on a running job changes its holds too
+/// (SGE shows `hr`).
+fn task_holds(job: &JobRecord) -> Vec<(TaskSet, String)> {
+    let mut all: Vec<(TaskSet, String)> = job
+        .tasks
         .pending
         .iter()
         .map(|g| (g.tasks.clone(), g.holds.letters()))
-        .collect()
+        .collect();
+    all.extend(job.tasks.running.iter().map(|r| {
+        (
+            TaskSet::from_range(crate::model::TaskIdRange::single(r.task)),
+            r.holds.letters(),
+        )
+    }));
+    all
 }
 
 fn alter(
@@ -566,7 +567,7 @@ fn alter(
         let mut job_actions = Vec::new();
         let mut lines = Vec::new();
         if let Some(list) = &folded.hold_list {
-            let before = pending_holds(&view);
+            let before = task_holds(&view);
             let mut denied = None;
             for a in hold_actions(list, job, &selector) {
                 match Request::apply(&a, &who, &mut view) {
@@ -591,7 +592,7 @@ fn alter(
                 o.code = 1;
                 continue;
             }
-            if pending_holds(&view) != before {
+            if task_holds(&view) != before {
                 lines.push(format!("modified hold of job {}", job.id));
             }
         }
@@ -609,10 +610,35 @@ fn alter(
             job_actions.push(a);
             lines.extend(change_lines);
         }
+        // SGE refuses `-tc` for a job that is not an array after printing what it changed
+        // before, and then changes nothing.
+        if folded.touched.contains(&Touched::TaskConcurrency) && job.spec.array.is_none() {
+            let tc = format!("modified task concurrency of job {}", job.id);
+            for l in lines.iter().take_while(|l| **l != tc) {
+                o.out(l);
+            }
+            o.out("invalid option argument \"task concurrency\"");
+            o.code = 1;
+            continue;
+        }
         // -w: verify the job as it would be after the change (qalter(1)); `v` and `p` only
-        // report, `e` refuses the change when no queue could run the job.
+        // report, `e` refuses the change when no queue could run the job. SGE verifies only
+        // jobs that wait for a queue: of a running or held job it says so, and `-w e` then
+        // changes it anyway.
+        let busy =
+            !view.tasks.running.is_empty() || view.tasks.pending.iter().any(|g| g.holds.any());
         match folded.verify {
             Verify::None | Verify::Warning => {}
+            Verify::Error | Verify::Verify | Verify::Poke if busy => {
+                if folded.verify == Verify::Error {
+                    for l in lines {
+                        o.out(l);
+                    }
+                    actions.extend(job_actions);
+                }
+                o.out("verification: job is already running or is held");
+                continue;
+            }
             Verify::Error => {
                 if !verify_against_config(&view.spec, &env.config, job.id.0).suitable {
                     o.out("error: no suitable queues");

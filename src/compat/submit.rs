@@ -1059,6 +1059,12 @@ pub fn validate_job(
             who.gid, config.min_gid
         )));
     }
+    // A concurrency limit for a job that is not an array (checked on SGE 8.1.9).
+    if spec.task_concurrency.is_some() && spec.array.is_none() {
+        return Err(SubmitError::Rejected(
+            "invalid \"task concurrency\" value in job request".into(),
+        ));
+    }
     job_name_valid(&spec.name)?;
     if spec.priority > 0 && !who.operator {
         return Err(SubmitError::Rejected(

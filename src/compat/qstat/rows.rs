@@ -67,24 +67,47 @@ pub fn pending_state(job: &JobRecord, holds: Holds, derived: DerivedHolds) -> Pe
 }
 
 /// The state string of a running task: `[d][R]r|t|s|S`.
-pub fn running_code(t: &RunningTask) -> &'static str {
-    match (t.deleting, t.restarted, t.state) {
-        (false, false, RunState::Running) => "r",
-        (false, false, RunState::Transferring) => "t",
-        (false, false, RunState::Suspended) => "s",
-        (false, false, RunState::QueueSuspended) => "S",
-        (false, true, RunState::Running) => "Rr",
-        (false, true, RunState::Transferring) => "Rt",
-        (false, true, RunState::Suspended) => "Rs",
-        (false, true, RunState::QueueSuspended) => "RS",
-        (true, false, RunState::Running) => "dr",
-        (true, false, RunState::Transferring) => "dt",
-        (true, false, RunState::Suspended) => "ds",
-        (true, false, RunState::QueueSuspended) => "dS",
-        (true, true, RunState::Running) => "dRr",
-        (true, true, RunState::Transferring) => "dRt",
-        (true, true, RunState::Suspended) => "dRs",
-        (true, true, RunState::QueueSuspended) => "dRS",
+pub fn running_code(t: &RunningTask) -> StateCode {
+    // SGE's letter order: deletion, hold, restarted, then the run state.
+    let mut code = StateCode::default();
+    for (on, letter) in [(t.deleting, "d"), (t.holds.any(), "h"), (t.restarted, "R")] {
+        if on {
+            code.push(letter);
+        }
+    }
+    code.push(match t.state {
+        RunState::Running => "r",
+        RunState::Transferring => "t",
+        RunState::Suspended => "s",
+        RunState::QueueSuspended => "S",
+    });
+    code
+}
+
+/// A state code (`dhRr` at the longest), built without allocating.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StateCode {
+    buf: [u8; 8],
+    len: usize,
+}
+
+impl StateCode {
+    fn push(&mut self, letters: &str) {
+        let end = self.len + letters.len();
+        self.buf[self.len..end].copy_from_slice(letters.as_bytes());
+        self.len = end;
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl From<&str> for StateCode {
+    fn from(s: &str) -> Self {
+        let mut c = StateCode::default();
+        c.push(s);
+        c
     }
 }
 
@@ -141,11 +164,16 @@ impl<'a> Row<'a> {
         }
     }
 
-    pub fn state_code(&self) -> &'static str {
+    pub fn state_code(&self) -> StateCode {
         match self.kind {
-            RowKind::Running(i) => self.job.tasks.running.get(i).map_or("r", running_code),
-            RowKind::Pending { state, .. } => state.code(),
-            RowKind::Zombie => "z",
+            RowKind::Running(i) => self
+                .job
+                .tasks
+                .running
+                .get(i)
+                .map_or_else(|| "r".into(), running_code),
+            RowKind::Pending { state, .. } => state.code().into(),
+            RowKind::Zombie => "z".into(),
         }
     }
 
@@ -402,17 +430,15 @@ mod tests {
 
     #[test]
     fn state_codes_are_sges() {
-        assert_eq!(running_code(&task(RunState::Running, false, false)), "r");
-        assert_eq!(
-            running_code(&task(RunState::Transferring, true, false)),
-            "dt"
-        );
-        assert_eq!(running_code(&task(RunState::Running, true, false)), "dr");
-        assert_eq!(running_code(&task(RunState::Running, false, true)), "Rr");
-        assert_eq!(
-            running_code(&task(RunState::QueueSuspended, false, false)),
-            "S"
-        );
+        let code = |t: &RunningTask| running_code(t).as_str().to_string();
+        assert_eq!(code(&task(RunState::Running, false, false)), "r");
+        assert_eq!(code(&task(RunState::Transferring, true, false)), "dt");
+        assert_eq!(code(&task(RunState::Running, true, false)), "dr");
+        assert_eq!(code(&task(RunState::Running, false, true)), "Rr");
+        assert_eq!(code(&task(RunState::QueueSuspended, false, false)), "S");
+        let mut held = task(RunState::Running, true, true);
+        held.holds.set(HoldType::User, true);
+        assert_eq!(code(&held), "dhRr");
         let mut s = PendingState::default();
         assert_eq!(s.code(), "qw");
         s.error = true;

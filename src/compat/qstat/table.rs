@@ -154,7 +154,7 @@ fn job_line(
         pad(out, "defaultdepartment", 10);
         out.push(' ');
     }
-    pad(out, row.state_code(), 5);
+    pad(out, row.state_code().as_str(), 5);
     out.push(' ');
     if args.show_time() {
         let t = running.map_or(job.submitter.submission_time, |t| t.start_time);

@@ -107,7 +107,7 @@ fn job_list(
         );
         text(out, i, "JB_department", "defaultdepartment");
     }
-    num(out, i, "state", row.state_code());
+    num(out, i, "state", row.state_code().as_str());
     if args.show_time() {
         match running {
             Some(t) => date(out, i, "JAT_start_time", t.start_time, &mut cx.dates),
