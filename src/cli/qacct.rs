@@ -10,6 +10,7 @@
 use super::Output;
 use crate::acct::report::{self, Totals};
 use crate::acct::{AccountingRecord, Entry, Reader};
+use crate::compat::docs::{SyntaxItem, ValueHint};
 use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support, help_lines};
 use crate::compat::pattern;
 use std::collections::HashMap;
@@ -118,6 +119,63 @@ pub static OPTIONS: &[OptionSpec] = &[
         "list all [matching] tasks (requires -j option)",
     ),
 ];
+
+/// `qacct`'s man page and completions (its `-help` keeps SGE's own layout: [`usage`]).
+pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc {
+    name: "qacct",
+    summary: "report and account for gridspool usage",
+    synopsis: "[options]",
+    options: OPTIONS,
+    operand: None,
+    operand_hint: ValueHint::Files,
+    syntax: &[
+        SyntaxItem {
+            name: "begin_time, end_time",
+            definition: "[[CC]YY]MMDDhhmm[.SS], in local time",
+        },
+        SyntaxItem {
+            name: "queue",
+            definition: "cluster_queue|queue_instance|queue_domain|pattern",
+        },
+    ],
+    description: &[
+        "qacct reads the accounting file $SGE_ROOT/$SGE_CELL/common/accounting, which sched_d appends one record to for every finished job or array task, in SGE 8.1.9's format (sge_accounting(5)), and prints either a summary or the records of selected jobs.",
+        "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, groups whose wallclock total is zero are not printed.",
+        "With -j it prints every selected record in SGE's long format, one block per job or task, separated by lines of equals signs.",
+        "The file is streamed once; records that cannot be parsed are reported on standard error by line number and skipped.",
+    ],
+    option_details: &[
+        (
+            "-b",
+            "Only records of jobs started at or after begin_time (with -E: ended). -e bounds from the other side, -d counts days back from now.",
+        ),
+        (
+            "-f",
+            "Reads another accounting file, for example a rotated one.",
+        ),
+        (
+            "-j",
+            "A job number, a job name or a wildcard pattern over job names; without a value every selected record is listed. With -t, only the listed tasks of an array job.",
+        ),
+    ],
+    value_hints: &[
+        ("-f", ValueHint::Files),
+        ("-o", ValueHint::Users),
+        ("-u", ValueHint::Users),
+    ],
+    exit_status: &[
+        ("0", "The report was printed."),
+        (
+            "1",
+            "No record matched a -j selection (error: job id 42 not found), the command line is wrong, or the accounting file cannot be read.",
+        ),
+    ],
+    compatibility: &[
+        "-ar (advance reservations) and -l (selection by queue complex attributes) are refused: gridspool has neither advance reservations nor per-queue complex lists in its accounting.",
+        "ru_* fields that Linux does not report are 0, as in SGE on Linux.",
+    ],
+    see_also: &["qsub", "qstat", "sched_d", "sge_accounting"],
+};
 
 /// `qacct -help`, exactly as SGE 8.1.9 prints it.
 pub fn usage() -> String {

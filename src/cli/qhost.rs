@@ -62,6 +62,34 @@ pub static OPTIONS: &[OptionSpec] = &[
     ),
 ];
 
+/// `qhost`'s man page and completions (its `-help` keeps SGE's own layout: [`usage`]).
+pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc {
+    name: "qhost",
+    summary: "show the status of gridspool execution hosts",
+    synopsis: "[options]",
+    options: OPTIONS,
+    operand: None,
+    operand_hint: crate::compat::docs::ValueHint::Text,
+    syntax: &[],
+    description: &[
+        "qhost lists the execution hosts of the cluster configuration with their architecture, processors, load and memory, in SGE 8.1.9's columns. The host qhost runs on is measured from /proc at once; other hosts show what sched_d last reported for them, or - when nothing recent is known.",
+        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones; -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
+    ],
+    option_details: &[],
+    value_hints: &[],
+    exit_status: &[
+        ("0", "The listing was printed."),
+        (
+            "1",
+            "The command line is wrong or the cell's configuration cannot be read.",
+        ),
+    ],
+    compatibility: &[
+        "-j and -u (jobs per host) are refused: use qstat -s r -u '*', whose queue column names the host.",
+    ],
+    see_also: &["qstat", "qacct", "sched_d"],
+};
+
 /// `qhost -help`, exactly as SGE 8.1.9 prints it.
 pub fn usage() -> String {
     format!(

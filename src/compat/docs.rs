@@ -71,6 +71,8 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qdel::DOC,
         crate::cli::qhold::QHOLD_DOC,
         crate::cli::qhold::QRLS_DOC,
+        crate::cli::qacct::DOC,
+        crate::cli::qhost::DOC,
     ]
 }
 
