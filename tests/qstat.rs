@@ -937,3 +937,42 @@ fn qstat_j_unknown_jobs_and_overview_xml() {
     );
     assert_matches(&qstat(&c, &u1, &["-j", "-xml"]), &cap);
 }
+
+/// A policy other than SGE's shows its own terms: words at the end of `-pri`/`-ext` lines and
+/// a `policy:` line in `-j`; SGE's policy has none, so its outputs stay SGE's (the captures).
+#[test]
+fn qstat_shows_the_active_policys_terms() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_shows_the_active_policys_terms", "needs test users");
+    };
+    let c = cell();
+    let terms = vec![
+        ("queue".to_string(), "bulk".to_string()),
+        ("queue priority".to_string(), "37".to_string()),
+        ("queue gap".to_string(), "5".to_string()),
+    ];
+    put(&c, 3, &u1, T0, spec("fb"), |j| {
+        j.priority = Some(PriorityInfo {
+            policy_terms: terms.clone(),
+            ..prio(0.5, 0.5)
+        })
+    });
+    for flag in ["-pri", "-ext"] {
+        let run = qstat(&c, &u1, &[flag]);
+        let line = run.stdout.lines().nth(2).expect("job line");
+        assert!(
+            line.ends_with("        queue=bulk queue_priority=37 queue_gap=5"),
+            "{flag}: {line:?}"
+        );
+    }
+    // The plain listing keeps SGE's columns.
+    let run = qstat(&c, &u1, &[]);
+    assert!(!run.stdout.contains("queue="), "{}", run.stdout);
+    let run = qstat(&c, &u1, &["-j", "3"]);
+    assert!(
+        run.stdout
+            .contains("\npolicy:                     queue bulk, queue priority 37, queue gap 5\nscheduling info:"),
+        "{}",
+        run.stdout
+    );
+}

@@ -419,6 +419,16 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
             e.message
         );
     }
+    // The active policy's own terms (cluster order, queue priority and gap, share…); the
+    // SGE policy has none, so its output stays SGE's.
+    if let Some(p) = job.priority.as_ref().filter(|p| !p.policy_terms.is_empty()) {
+        let terms: Vec<String> = p
+            .policy_terms
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        line(out, "policy:", terms.join(", "));
+    }
     let reasons = scheduling_reasons(job, view);
     if reasons.is_empty() {
         let _ = writeln!(out, "scheduling info:            {NO_MESSAGES}");

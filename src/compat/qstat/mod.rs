@@ -164,6 +164,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     description: &[
         "qstat lists jobs and queues of the cell $SGE_ROOT/$SGE_CELL in Grid Engine 8.1.9's formats, column for column: by default the caller's own jobs (nothing at all when there are none), with -u the jobs of other users ('*' for all), with -f the queue instances and their jobs, with -xml the same as XML.",
         "The priority columns (-pri, -urg, -ext) show what sched_d computed at its last scheduling pass; a job the scheduler has not considered yet shows zeros, as in SGE. qstat -j always explains why a pending job is not running (holds, dependencies, start time, resources, the active policy's gaps and quotas), where SGE needs schedd_job_info.",
+        "When the scheduler configuration orders jobs by a policy other than SGE's (cluster, fbsng, armada), -pri and -ext end each job line with that policy's terms as name=value words (cluster_order=2, queue_priority=37, share=0.6667…), and qstat -j prints them on a policy: line. Under SGE's policy there are none and every output is SGE's.",
         "Changes requested with qdel, qalter, qhold and qrls show at once, also while sched_d is not running.",
     ],
     option_details: &[],

@@ -209,6 +209,16 @@ fn job_line(
     if !row.task_text(out) {
         spaces(out, 7);
     }
+    // `-pri` and `-ext` end with the active policy's own terms as `name=value` words; the
+    // SGE policy has none, so its lines stay SGE's.
+    if args.pri || args.ext {
+        for (k, v) in &p.policy_terms {
+            out.push(' ');
+            out.extend(k.chars().map(|c| if c == ' ' { '_' } else { c }));
+            out.push('=');
+            out.push_str(v);
+        }
+    }
     out.push('\n');
     if args.requests {
         requests(out, row, cx.view);
