@@ -13,6 +13,7 @@
 //! - [`launch`]: starting tasks locally or over ssh; the shepherd protocol.
 //! - [`sched`]: the daemon: spool watching, in-memory state, scheduling passes, dispatch.
 //! - [`acct`]: accounting records and `qacct`.
+//! - [`mail`]: job mail (`-m`, `-M`) through the configured mailer.
 //! - [`cli`]: the q-commands, one module each; `src/bin/` only calls into them.
 //!
 //! The policy mathematics lives in the separate, pure crate `gridspool-policy` (`policy/`).
@@ -23,6 +24,7 @@ pub mod compat;
 pub mod config;
 pub mod identity;
 pub mod launch;
+pub mod mail;
 pub mod model;
 pub mod privilege;
 pub mod sched;

@@ -520,3 +520,116 @@ fn sighup_reloads_the_configuration() {
     assert!(state(&cell.spool, a).is_some_and(|s| !s.tasks.running.is_empty()));
     assert!(d.log_text().contains("configuration reloaded"));
 }
+
+/// `-m bea` and `-M`: SGE's mails through the configured mailer, one run per recipient (the
+/// mailer here saves its arguments and input).
+#[test]
+fn job_mail_goes_through_the_configured_mailer() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mails = cell.root.join("mails");
+    std::fs::create_dir_all(&mails).expect("mail dir");
+    let mailer = cell.root.join("mailer.sh");
+    std::fs::write(
+        &mailer,
+        format!(
+            "#!/bin/sh\nf={}/$$\n{{ printf '%s|' \"$@\"; echo; cat; }} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n",
+            mails.display()
+        ),
+    )
+    .expect("mailer");
+    std::fs::set_permissions(&mailer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let config = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(
+        cell.spool.config_path(),
+        format!("{config}mailer: {}\n", mailer.display()),
+    )
+    .expect("config");
+    let read_mails = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&mails)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
+                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let _d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "exit 3\n", |s, _| {
+        s.cwd = cwd(&dir);
+        s.name = "mjob".into();
+        s.mail_options = "bea".into();
+        s.mail_list = vec!["x@y".into(), "z@w".into()];
+    });
+    wait_for("four mails", Duration::from_secs(10), || {
+        read_mails().len() == 4
+    });
+    let m = read_mails();
+    let subjects: Vec<&str> = m.iter().filter_map(|t| t.lines().next()).collect();
+    assert_eq!(
+        subjects,
+        [
+            format!("-s|Job {id} (mjob) Complete|x@y|"),
+            format!("-s|Job {id} (mjob) Complete|z@w|"),
+            format!("-s|Job {id} (mjob) Started|x@y|"),
+            format!("-s|Job {id} (mjob) Started|z@w|"),
+        ]
+    );
+    assert!(m[0].contains("\n Exit Status      = 3\n"), "{}", m[0]);
+
+    // qdel of a running `-m a` job: "Killed", then "Aborted" when it has ended.
+    for f in std::fs::read_dir(&mails).expect("mails").flatten() {
+        let _ = std::fs::remove_file(f.path());
+    }
+    let id = submit(&cell.spool, "sleep 60\n", |s, _| {
+        s.cwd = cwd(&dir);
+        s.name = "killme".into();
+        s.mail_options = "a".into();
+    });
+    wait_for("running", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
+    });
+    let who = requester(me().uid);
+    let (user, host) = (who.user.clone(), who.host.clone());
+    cell.spool
+        .publish_request(
+            who,
+            vec![RequestAction::Delete {
+                job: id,
+                tasks: TaskSelector::All,
+                force: false,
+            }],
+        )
+        .expect("qdel request");
+    wait_for("two mails", Duration::from_secs(10), || {
+        read_mails().len() == 2
+    });
+    let m = read_mails();
+    let owner = state(&cell.spool, id).map(|s| s.submitter.owner.clone());
+    let owner_at = format!("{}@", owner.expect("state"));
+    assert!(
+        m[0].starts_with(&format!("-s|Job {id} (killme) Aborted|{owner_at}")),
+        "{}",
+        m[0]
+    );
+    assert!(
+        m[0].ends_with(&format!(
+            "failed assumedly after job because:\njob {id}.1 died through signal KILL (9)\n"
+        )),
+        "{}",
+        m[0]
+    );
+    assert_eq!(
+        m[1].lines().nth(1),
+        Some(format!("Job {id} (killme)  was killed by {user}@{host}").as_str())
+    );
+}

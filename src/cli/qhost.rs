@@ -783,6 +783,7 @@ fn empty_input() -> QhostInput {
             users: Vec::new(),
             share_tree: None,
             scheduler: Default::default(),
+            mailer: None,
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),

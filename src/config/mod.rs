@@ -407,9 +407,20 @@ pub struct ClusterConfig {
     pub share_tree: Option<ShareTreeNode>,
     #[serde(default)]
     pub scheduler: SchedulerConfig,
+    /// The program that sends job mail (`-m`, `-M`), run as `mailer -s SUBJECT RECIPIENT`
+    /// with the body on standard input (SGE's `mailer`; default `/usr/bin/mail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mailer: Option<PathBuf>,
 }
 
 impl ClusterConfig {
+    /// The mail program: the configured one, else SGE's default.
+    pub fn mailer(&self) -> PathBuf {
+        self.mailer
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(crate::mail::DEFAULT_MAILER))
+    }
+
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),

@@ -18,7 +18,10 @@ use super::runner::{AccountingHook, Reattached, TaskRunner, append_exit, recorde
 use super::state::SchedState;
 use crate::config::{ClusterConfig, ConfigError};
 use crate::launch::LaunchEvent;
-use crate::model::{ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request, RunningDeletion};
+use crate::mail::{self, MailEvent, Mailer};
+use crate::model::{
+    ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request, RunningDeletion, TaskId,
+};
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
 use std::collections::{BTreeMap, BTreeSet};
@@ -178,6 +181,8 @@ pub struct Daemon {
     full_pass: bool,
     /// Job count at the last [`SchedState::compact`].
     compacted_at: usize,
+    /// Job mail (`-m`), through the configured mailer.
+    mailer: Mailer,
 }
 
 /// State files refreshed per periodic pass only for their priority columns.
@@ -219,7 +224,9 @@ impl Daemon {
             })
             .map_err(|e| io("spawn thread", Path::new("launch-events"), e))?;
         let runner = make_runner(&spool, launch_tx.clone())?;
+        let mailer = Mailer::new(config.mailer());
         Ok(Daemon {
+            mailer,
             spool,
             state: SchedState::new(config),
             runner,
@@ -337,6 +344,7 @@ impl Daemon {
                 Ok(c) => {
                     self.runner.reconfigure(&c);
                     self.acct.reconfigure(&c);
+                    self.mailer = Mailer::new(c.mailer());
                     self.state.reload_config(c);
                     info!("configuration reloaded");
                     self.pass_needed = true;
@@ -740,6 +748,10 @@ impl Daemon {
                     info!(job = %id, user = %req.requester.user, pending = %d.pending, "deleted");
                     let notify = job.spec.notify;
                     let finished = job.tasks.finished;
+                    let kill_mail = mail::wanted(job, MailEvent::Abort).then(|| {
+                        let m = mail::killed(job, &req.requester.user, &req.requester.host);
+                        (mail::recipients(job), m)
+                    });
                     let mut victims = Vec::new();
                     let mut forced = Vec::new();
                     for (t, how) in &d.running {
@@ -769,6 +781,11 @@ impl Daemon {
                             self.retire_at
                                 .insert(id, now() + self.opts.retention.as_secs() as i64);
                         }
+                    }
+                    if !victims.is_empty()
+                        && let Some((to, m)) = kill_mail
+                    {
+                        self.mailer.send(&to, &m);
                     }
                     for t in victims {
                         info!(job = %id, task = t, user = %req.requester.user, "killing task (qdel)");
@@ -872,7 +889,10 @@ impl Daemon {
             } => {
                 self.state.host_reachable(&host);
                 match self.state.task_started(job, task) {
-                    Ok(()) => info!(job = %job, task, host = %host, pid, "task running"),
+                    Ok(()) => {
+                        info!(job = %job, task, host = %host, pid, "task running");
+                        self.mail_begin(job, task);
+                    }
                     Err(e) => warn!(job = %job, task, "started event: {e}"),
                 }
                 self.flush();
@@ -910,6 +930,20 @@ impl Daemon {
         }
     }
 
+    /// `-m b`: the task is running now.
+    fn mail_begin(&self, id: JobId, task: TaskId) {
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        if !mail::wanted(&job, MailEvent::Begin) {
+            return;
+        }
+        if let Some(t) = job.tasks.running.iter().find(|r| r.task == task) {
+            self.mailer
+                .send(&mail::recipients(&job), &mail::begin(&job, t));
+        }
+    }
+
     /// A task ended: accounting, exits line, state; a job with nothing left is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
@@ -935,6 +969,10 @@ impl Daemon {
         };
         if let Err(e) = self.acct.record(&job, &ran, &result) {
             error!(job = %id, task, "accounting: {e}");
+        }
+        if mail::wanted(&job, MailEvent::for_end(&result)) {
+            self.mailer
+                .send(&mail::recipients(&job), &mail::end(&job, &ran, &result));
         }
         let line = FinishedTask {
             task,
