@@ -269,11 +269,11 @@ mod tests {
     use crate::model::{Holds, JobId, JobSpec, JobSubmission, RunState, Submitter, TaskIdRange};
 
     fn job(array: bool) -> JobRecord {
-        let mut spec = JobSpec::default();
-        spec.name = "mjob".into();
-        if array {
-            spec.array = Some(TaskIdRange::new(1, 2, 1));
-        }
+        let spec = JobSpec {
+            name: "mjob".into(),
+            array: array.then(|| TaskIdRange::new(1, 2, 1)),
+            ..JobSpec::default()
+        };
         JobRecord::from_submission(JobSubmission {
             v: 1,
             id: JobId(130),
