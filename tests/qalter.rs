@@ -37,6 +37,7 @@ fn context() -> Option<(TestCell, TestUser)> {
             usage: None,
         }],
         finished: 0,
+        finished_tasks: Default::default(),
     };
     cell.set_state(&running);
     Some((cell, user))

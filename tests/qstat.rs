@@ -976,3 +976,52 @@ fn qstat_shows_the_active_policys_terms() {
         run.stdout
     );
 }
+
+/// `-s z`: a job is listed as a zombie with the tasks that finished as soon as one has, also
+/// while others still wait (SGE 8.1.9 on the oracle: `137 … z … 1 1,2` beside `137 … hqw … 3,4`).
+#[test]
+fn qstat_s_z_lists_finished_tasks() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_s_z_lists_finished_tasks", "needs test users");
+    };
+    let c = cell();
+    let mut arr = spec("zarr");
+    arr.array = Some(TaskIdRange::new(1, 4, 1));
+    put(&c, 137, &u1, T0, arr, |j| {
+        j.tasks.pending[0].tasks = TaskSet::from_range(TaskIdRange::new(3, 4, 1));
+        j.tasks.finished = 2;
+        j.tasks.finished_tasks = TaskSet::from_range(TaskIdRange::new(1, 2, 1));
+    });
+    put(&c, 138, &u1, T0, spec("done"), |j| {
+        j.tasks.pending.clear();
+        j.tasks.finished = 1;
+        j.tasks.finished_tasks = TaskSet::from_range(TaskIdRange::single(1));
+    });
+    let run = qstat(&c, &u1, &["-s", "z"]);
+    let rows: Vec<&str> = run.stdout.lines().skip(2).collect();
+    assert_eq!(rows.len(), 2, "{}", run.stdout);
+    assert!(
+        rows[0].starts_with("    137 0.00000 zarr       sgeuser      z "),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[0].ends_with("    1 1,2"), "{:?}", rows[0]);
+    assert!(
+        rows[1].starts_with("    138 0.00000 done       sgeuser      z "),
+        "{}",
+        rows[1]
+    );
+    // Without -s z the finished tasks are not listed; the waiting ones are.
+    let run = qstat(&c, &u1, &[]);
+    let rows: Vec<&str> = run.stdout.lines().skip(2).collect();
+    assert_eq!(rows.len(), 1, "{}", run.stdout);
+    assert!(rows[0].ends_with("    1 3,4"), "{:?}", rows[0]);
+    let run = qstat(&c, &u1, &["-s", "z", "-xml"]);
+    assert!(
+        run.stdout
+            .contains("<job_list state=\"zombie\">\n      <JB_job_number>137</JB_job_number>"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("<tasks>1,2</tasks>"), "{}", run.stdout);
+}

@@ -384,6 +384,10 @@ pub struct TaskStates {
     /// How many tasks have finished (their details are in the job's exit log and accounting).
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub finished: u64,
+    /// Which tasks have finished: the `ja-task-ID` of `qstat -s z`. (Records written before
+    /// this field existed have only the count.)
+    #[serde(skip_serializing_if = "TaskSet::is_empty")]
+    pub finished_tasks: TaskSet,
 }
 
 impl TaskStates {
@@ -437,6 +441,7 @@ impl JobRecord {
                 }],
                 running: Vec::new(),
                 finished: 0,
+                finished_tasks: TaskSet::new(),
             },
             spec: sub.spec,
             error: None,

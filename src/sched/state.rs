@@ -726,6 +726,7 @@ impl SchedState {
             .ok_or(StateError::NotRunning(id, task))?;
         let r = job.tasks.running.remove(pos);
         job.tasks.finished += 1;
+        job.tasks.finished_tasks.insert(task);
         self.release(id, task);
         self.refresh_hot(id);
         if self.dependent_jobs > 0 {
@@ -741,6 +742,7 @@ impl SchedState {
         self.release(id, task);
         if let Some(job) = self.job_mut(id) {
             job.tasks.finished += 1;
+            job.tasks.finished_tasks.insert(task);
         }
         self.refresh_hot(id);
         self.dirty.insert(id);

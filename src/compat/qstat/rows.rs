@@ -207,13 +207,19 @@ impl<'a> Row<'a> {
                     let _ = write!(buf, "{}", g.tasks);
                 }
             }
-            // The record keeps how many tasks finished, not which: the job's whole range.
+            // The finished tasks; a record from before they were listed has only their
+            // count: the job's whole range then.
             RowKind::Zombie => {
-                let _ = write!(
-                    buf,
-                    "{}",
-                    crate::model::TaskSet::from_range(self.job.spec.task_range())
-                );
+                let done = &self.job.tasks.finished_tasks;
+                if done.is_empty() {
+                    let _ = write!(
+                        buf,
+                        "{}",
+                        crate::model::TaskSet::from_range(self.job.spec.task_range())
+                    );
+                } else {
+                    let _ = write!(buf, "{done}");
+                }
             }
         }
         true
@@ -312,7 +318,9 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
         if !user_selected(args, view, &users, job) {
             continue;
         }
-        if args.states.zombie && job.tasks.is_done() && job.tasks.finished > 0 {
+        // As in SGE, a job is a zombie as soon as one of its tasks has finished, also while
+        // others still wait or run.
+        if args.states.zombie && job.tasks.finished > 0 {
             zombies.push(Row {
                 job,
                 kind: RowKind::Zombie,
