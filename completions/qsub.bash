@@ -34,13 +34,15 @@ _gridspool_qsub() {
         -v) COMPREPLY=(); return ;;
         -wd) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         -@) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        -cluster) COMPREPLY=(); return ;;
+        -no_preempt) COMPREPLY=(); return ;;
         -dl) COMPREPLY=(); return ;;
         -R) COMPREPLY=($(compgen -W "y n" -- "$cur")); return ;;
         -tc) COMPREPLY=(); return ;;
         -w) COMPREPLY=($(compgen -W "e w n v p" -- "$cur")); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-a -ac -A -b -cwd -C -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -now -o -P -p -pe -q -r -sc -shell -soft -sync -S -t -v -V -wd -@ -clear -dl -R -tc -terse -w" -- "$cur"))
+        COMPREPLY=($(compgen -W "-a -ac -A -b -cwd -C -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -now -o -P -p -pe -q -r -sc -shell -soft -sync -S -t -v -V -wd -@ -cluster -no_preempt -clear -dl -R -tc -terse -w" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

@@ -386,3 +386,53 @@ fn qalter_running_and_held_jobs_as_sge() {
     );
     assert_eq!(cell.job(2).expect("2").spec.name, "wname");
 }
+
+/// gridspool's own `-cluster` and `-no_preempt` (issue 4: a job's Qube! cluster is chosen at
+/// submission and changeable after it); both stay out of `-help`, which is SGE's.
+#[test]
+fn qsub_and_qalter_cluster_and_no_preempt() {
+    let Some((cell, user)) = context() else {
+        skip("qalter_cluster", "needs root");
+        return;
+    };
+    cell.set_next_job_id(20);
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-cluster", "/A/B", "-no_preempt", "y", "job.sh"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let j = cell.job(20).expect("20");
+    assert_eq!(
+        (j.spec.cluster.as_deref(), j.spec.no_preempt),
+        (Some("/A/B"), true)
+    );
+    let run = cell.run(
+        &user,
+        "qalter",
+        &["-cluster", "/C", "-no_preempt", "n", "20"],
+    );
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (
+            "modified cluster of job 20\nmodified preemption behaviour of job 20\n",
+            0
+        )
+    );
+    let j = cell.job(20).expect("20");
+    assert_eq!(
+        (j.spec.cluster.as_deref(), j.spec.no_preempt),
+        (Some("/C"), false)
+    );
+    for bad in ["A/B", "/A/", "/A//B", ""] {
+        let run = cell.run(&user, "qsub", &["-cluster", bad, "job.sh"]);
+        assert_ne!(run.code, 0, "{bad}: {run:?}");
+        assert!(
+            run.stderr
+                .contains(&format!("invalid option argument \"-cluster {bad}\"")),
+            "{bad}: {run:?}"
+        );
+    }
+    let help = cell.run(&user, "qsub", &["-help"]);
+    assert!(!help.stdout.contains("-cluster"), "{}", help.stdout);
+}

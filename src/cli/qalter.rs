@@ -225,6 +225,9 @@ const MESSAGE_ORDER: &[Touched] = &[
     Touched::Context,
     Touched::Project,
     Touched::TaskConcurrency,
+    // gridspool's own attributes come last.
+    Touched::Cluster,
+    Touched::NoPreempt,
 ];
 
 /// The job's new context after the `-ac`/`-sc`/`-dc` options, applied in order to its current
@@ -443,6 +446,14 @@ fn changes_for(
             Touched::TaskConcurrency => {
                 changes.push(SpecChange::TaskConcurrency(s.task_concurrency));
                 lines.push(modified("task concurrency"));
+            }
+            Touched::Cluster => {
+                changes.push(SpecChange::Cluster(s.cluster.clone()));
+                lines.push(modified("cluster"));
+            }
+            Touched::NoPreempt => {
+                changes.push(SpecChange::NoPreempt(s.no_preempt));
+                lines.push(modified("preemption behaviour"));
             }
             _ => {}
         }

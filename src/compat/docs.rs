@@ -78,13 +78,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
 
 /// SGE's `-help` text: version line, usage line, options, blank line, syntax legend.
 pub fn help_text(doc: &CommandDoc) -> String {
-    // Options with an empty usage are accepted but not listed (SGE's hidden options).
-    let mut rows: Vec<OptionSpec> = doc
-        .options
-        .iter()
-        .filter(|o| !o.usage.is_empty())
-        .copied()
-        .collect();
+    let mut rows: Vec<OptionSpec> = doc.options.to_vec();
     if let Some((usage, help)) = doc.operand {
         // Only rendered, never matched against argv.
         rows.push(OptionSpec::new("", Arity::Flag, usage, help));

@@ -39,6 +39,10 @@ pub struct OptionSpec {
     /// Right column of `-help`; further lines after `\n` are indented to the column.
     pub help: &'static str,
     pub support: Support,
+    /// Whether `-help` lists it. SGE 8.1.9's `qsub -help` leaves out some options that its man
+    /// page documents (`-dl`, `-tc`, `-terse`…); they stay out of our `-help` too, but the
+    /// generated man page and completions have them.
+    pub listed: bool,
 }
 
 impl OptionSpec {
@@ -54,12 +58,21 @@ impl OptionSpec {
             usage,
             help,
             support: Support::Supported,
+            listed: true,
         }
     }
 
     pub const fn unsupported(self) -> Self {
         OptionSpec {
             support: Support::Unsupported,
+            ..self
+        }
+    }
+
+    /// Left out of `-help`, as SGE leaves it out (see [`OptionSpec::listed`]).
+    pub const fn unlisted(self) -> Self {
+        OptionSpec {
+            listed: false,
             ..self
         }
     }
@@ -203,7 +216,7 @@ pub fn split_words(line: &str) -> Vec<String> {
 /// the help text; continuation lines of the help indented to the help column.
 pub fn help_lines(table: &[OptionSpec], indent: &str, width: usize) -> String {
     let mut out = String::new();
-    for spec in table {
+    for spec in table.iter().filter(|s| s.listed) {
         let mut lines = spec.help.split('\n');
         let first = lines.next().unwrap_or("");
         if first.is_empty() {

@@ -304,16 +304,88 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "[-@ file]",
         "read commandline input from file",
     ),
-    OptionSpec::new("-clear", Arity::Flag, "", ""),
-    OptionSpec::new("-dl", Arity::One, "", ""),
-    OptionSpec::new("-R", Arity::One, "", ""),
-    OptionSpec::new("-tc", Arity::One, "", ""),
-    OptionSpec::new("-terse", Arity::Flag, "", ""),
-    OptionSpec::new("-w", Arity::One, "", ""),
-    OptionSpec::new("-ckpt", Arity::One, "", "").unsupported(),
-    OptionSpec::new("-pty", Arity::One, "", "").unsupported(),
-    OptionSpec::new("-ar", Arity::One, "", "").unsupported(),
-    OptionSpec::new("-display", Arity::One, "", "").unsupported(),
+    OptionSpec::new(
+        "-cluster",
+        Arity::One,
+        "[-cluster cluster_path]",
+        "Qube! cluster of the job (/, /A/B)",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-no_preempt",
+        Arity::One,
+        "[-no_preempt y[es]|n[o]]",
+        "never preempt the job",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-clear",
+        Arity::Flag,
+        "[-clear]",
+        "skip previous definitions for job",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-dl",
+        Arity::One,
+        "[-dl date_time]",
+        "request a deadline initiation time",
+    )
+    .unlisted(),
+    OptionSpec::new("-R", Arity::One, "[-R y[es]|n[o]]", "reservation desired").unlisted(),
+    OptionSpec::new(
+        "-tc",
+        Arity::One,
+        "[-tc max_running_tasks]",
+        "throttle the number of concurrent tasks",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-terse",
+        Arity::Flag,
+        "[-terse]",
+        "tersed output, print only the job-id",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-w",
+        Arity::One,
+        "[-w e|w|n|v|p]",
+        "verify mode (error|warning|none|just verify|poke) for jobs",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-ckpt",
+        Arity::One,
+        "[-ckpt ckpt-name]",
+        "request checkpoint method",
+    )
+    .unsupported()
+    .unlisted(),
+    OptionSpec::new(
+        "-pty",
+        Arity::One,
+        "[-pty y[es]|n[o]]",
+        "start job in a pty",
+    )
+    .unsupported()
+    .unlisted(),
+    OptionSpec::new(
+        "-ar",
+        Arity::One,
+        "[-ar ar_id]",
+        "bind job to advance reservation",
+    )
+    .unsupported()
+    .unlisted(),
+    OptionSpec::new(
+        "-display",
+        Arity::One,
+        "[-display display]",
+        "set display to display interactive job",
+    )
+    .unsupported()
+    .unlisted(),
 ];
 
 /// `qalter`'s options (`-h` takes a hold list here, `-t` qualifies the job before it).
@@ -559,14 +631,72 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         "[-wd working_directory]",
         "use working_directory",
     ),
-    OptionSpec::new("-clear", Arity::Flag, "", ""),
-    OptionSpec::new("-dl", Arity::One, "", ""),
-    OptionSpec::new("-R", Arity::One, "", ""),
-    OptionSpec::new("-tc", Arity::One, "", ""),
-    OptionSpec::new("-t", Arity::One, "", ""),
-    OptionSpec::new("-w", Arity::One, "", ""),
-    OptionSpec::new("-ckpt", Arity::One, "", "").unsupported(),
-    OptionSpec::new("-ar", Arity::One, "", "").unsupported(),
+    OptionSpec::new(
+        "-cluster",
+        Arity::One,
+        "[-cluster cluster_path]",
+        "Qube! cluster of the job (/, /A/B)",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-no_preempt",
+        Arity::One,
+        "[-no_preempt y[es]|n[o]]",
+        "never preempt the job",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-clear",
+        Arity::Flag,
+        "[-clear]",
+        "skip previous definitions for job",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-dl",
+        Arity::One,
+        "[-dl date_time]",
+        "request a deadline initiation time",
+    )
+    .unlisted(),
+    OptionSpec::new("-R", Arity::One, "[-R y[es]|n[o]]", "reservation desired").unlisted(),
+    OptionSpec::new(
+        "-tc",
+        Arity::One,
+        "[-tc max_running_tasks]",
+        "throttle the number of concurrent tasks",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-t",
+        Arity::One,
+        "[-t task_id_range]",
+        "the tasks of an array job the other options apply to",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-w",
+        Arity::One,
+        "[-w e|w|n|v|p]",
+        "verify mode (error|warning|none|just verify|poke) for jobs",
+    )
+    .unlisted(),
+    OptionSpec::new(
+        "-ckpt",
+        Arity::One,
+        "[-ckpt ckpt-name]",
+        "request checkpoint method",
+    )
+    .unsupported()
+    .unlisted(),
+    OptionSpec::new(
+        "-ar",
+        Arity::One,
+        "[-ar ar_id]",
+        "bind job to advance reservation",
+    )
+    .unsupported()
+    .unlisted(),
 ];
 
 pub static QSUB_SYNTAX: &[SyntaxItem] = &[
@@ -876,6 +1006,14 @@ pub const QSUB_DOC: CommandDoc = CommandDoc {
     ],
     option_details: &[
         (
+            "-cluster",
+            "gridspool's own option, for the cluster policy (docs/policies.md): the Qube! cluster the job is submitted into, a path such as / (the default) or /A/B. Hosts prefer jobs of their own cluster, then of clusters below it, then those further up. qalter -cluster moves a job; -ac cluster=/A/B is read as well. Not listed by -help, which stays SGE's.",
+        ),
+        (
+            "-no_preempt",
+            "gridspool's own option: with y, the job is never chosen as a preemption victim (scheduler.preemption). Not listed by -help.",
+        ),
+        (
             "-sync",
             "qsub waits until the job (every task of an array) has ended, prints one line per task and exits with the job's exit status.",
         ),
@@ -949,10 +1087,20 @@ pub const QALTER_DOC: CommandDoc = CommandDoc {
         "qalter changes the attributes of jobs: the options mean what they mean to qsub. The job owner may change their own jobs; operators and managers any job. Only operators may raise a priority.",
         "Every change is checked against the current state of the job before anything is written; a refusal prints SGE's words and changes nothing. The accepted changes are written to the spool as one request, which qstat shows at once and sched_d applies.",
     ],
-    option_details: &[(
-        "-h",
-        "u, o and s set the user, operator and system hold; U, O and S release them; n releases every hold.",
-    )],
+    option_details: &[
+        (
+            "-h",
+            "u, o and s set the user, operator and system hold; U, O and S release them; n releases every hold.",
+        ),
+        (
+            "-cluster",
+            "Moves the job to another Qube! cluster (gridspool's own option, see qsub(1)).",
+        ),
+        (
+            "-no_preempt",
+            "Marks the job as never (y) or again (n) preemptible (gridspool's own option).",
+        ),
+    ],
     value_hints: &[
         ("-e", ValueHint::Files),
         ("-o", ValueHint::Files),

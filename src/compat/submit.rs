@@ -86,6 +86,21 @@ pub fn yes_no(option: &str, value: &str) -> Result<bool, SubmitError> {
     }
 }
 
+/// `-cluster path`: a Qube! cluster path, `/` or `/A/B` (gridspool's own option).
+pub fn cluster_path(value: &str) -> Result<String, SubmitError> {
+    let ok = value == "/"
+        || (value.starts_with('/')
+            && !value.ends_with('/')
+            && value[1..]
+                .split('/')
+                .all(|p| !p.is_empty() && !p.chars().any(|c| c.is_whitespace() || c == ',')));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(invalid_argument("-cluster", value))
+    }
+}
+
 /// `-p priority`: an integer from -1023 to 1024.
 pub fn priority(value: &str) -> Result<i32, SubmitError> {
     value
@@ -569,6 +584,8 @@ pub fn check_option(opt: &ParsedOption, prog: &str) -> Result<(), SubmitError> {
         "-p" => priority(v).map(drop),
         "-tc" => task_concurrency(v).map(drop),
         "-js" => job_share(v).map(drop),
+        "-cluster" => cluster_path(v).map(drop),
+        "-no_preempt" => yes_no(spec.name, v).map(drop),
         "-t" => task_range(v).map(drop),
         "-m" => mail_options(v).map(drop),
         "-w" => verify_level(v).map(drop),
@@ -648,6 +665,8 @@ pub enum Touched {
     Now,
     Array,
     JobShare,
+    Cluster,
+    NoPreempt,
 }
 
 /// All options folded together.
@@ -894,6 +913,14 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
             "-js" => {
                 spec.job_share = job_share(v)?;
                 touch(&mut f.touched, Touched::JobShare);
+            }
+            "-cluster" => {
+                spec.cluster = Some(cluster_path(v)?);
+                touch(&mut f.touched, Touched::Cluster);
+            }
+            "-no_preempt" => {
+                spec.no_preempt = yes_no("-no_preempt", v)?;
+                touch(&mut f.touched, Touched::NoPreempt);
             }
             "-v" => {
                 merge_env(&mut spec.env, env_list(v, ctx.environ));
