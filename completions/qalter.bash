@@ -38,7 +38,7 @@ _gridspool_qalter() {
         -w) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-a -ac -A -cwd -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -o -P -p -pe -q -r -sc -soft -S -u -v -V -wd -cluster -no_preempt -clear -dl -R -tc -t -w" -- "$cur"))
+        COMPREPLY=($(compgen -W "-a -ac -A -cwd -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -o -P -p -pe -q -r -sc -soft -S -u -v -V -wd -shove -cluster -no_preempt -clear -dl -R -tc -t -w" -- "$cur"))
     else
         COMPREPLY=($(compgen -W "$(qstat 2>/dev/null | awk 'NR>2 {print $1}' | sort -u)" -- "$cur"))
     fi

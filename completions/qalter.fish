@@ -32,6 +32,7 @@ complete -c qalter -o u -x -a '(__fish_complete_users)' -d 'specify a list of us
 complete -c qalter -o v -x -d 'export these environment variables'
 complete -c qalter -o V -d 'export all environment variables'
 complete -c qalter -o wd -x -d 'use working_directory'
+complete -c qalter -o shove -d 're-evaluate the jobs now (operators)'
 complete -c qalter -o cluster -x -d 'Qube! cluster of the job (/, /A/B)'
 complete -c qalter -o no_preempt -x -d 'never preempt the job'
 complete -c qalter -o clear -d 'skip previous definitions for job'

@@ -436,3 +436,24 @@ fn qsub_and_qalter_cluster_and_no_preempt() {
     let help = cell.run(&user, "qsub", &["-help"]);
     assert!(!help.stdout.contains("-cluster"), "{}", help.stdout);
 }
+
+/// `qalter -shove` (Qube!'s shove, gridspool's own): operators only; a request sched_d treats
+/// as a job event.
+#[test]
+fn qalter_shove_is_for_operators() {
+    let Some((cell, user)) = context() else {
+        skip("qalter_shove", "needs root");
+        return;
+    };
+    let before = requests(&cell);
+    let run = cell.run(&user, "qalter", &["-shove", "5"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("denied: \"sgeuser\" must be operator to shove a job\n", 1)
+    );
+    assert_eq!(requests(&cell), before);
+    let Some(root) = root() else { return };
+    let run = cell.run(&root, "qalter", &["-shove", "5"]);
+    assert_eq!((run.stdout.as_str(), run.code), ("shoved job 5\n", 0));
+    assert_eq!(requests(&cell), before + 1);
+}

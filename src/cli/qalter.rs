@@ -607,6 +607,16 @@ fn alter(
                 lines.push(format!("modified hold of job {}", job.id));
             }
         }
+        if folded.shove {
+            let a = RequestAction::Shove { job: job.id };
+            if let Err(d) = Request::apply(&a, &who, &mut view) {
+                o.out(crate::compat::messages::denied(&d));
+                o.code = 1;
+                continue;
+            }
+            job_actions.push(a);
+            lines.push(format!("shoved job {}", job.id));
+        }
         let (changes, change_lines) = changes_for(parsed, folded, scan, job, &who);
         if !changes.is_empty() {
             let a = RequestAction::Alter {

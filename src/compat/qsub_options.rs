@@ -632,6 +632,13 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         "use working_directory",
     ),
     OptionSpec::new(
+        "-shove",
+        Arity::Flag,
+        "[-shove]",
+        "re-evaluate the jobs now (operators)",
+    )
+    .unlisted(),
+    OptionSpec::new(
         "-cluster",
         Arity::One,
         "[-cluster cluster_path]",
@@ -1099,6 +1106,10 @@ pub const QALTER_DOC: CommandDoc = CommandDoc {
         (
             "-no_preempt",
             "Marks the job as never (y) or again (n) preemptible (gridspool's own option).",
+        ),
+        (
+            "-shove",
+            "Qube!'s shove (gridspool's own option, for operators and managers): sched_d re-evaluates the named jobs at once, as on any other job event, and qalter prints \"shoved job N\". It changes nothing else and can be combined with other options.",
         ),
     ],
     value_hints: &[

@@ -677,6 +677,8 @@ pub struct Folded {
     pub user_hold: bool,
     /// `-h hold_list` (qalter).
     pub hold_list: Option<Vec<char>>,
+    /// `-shove` (qalter, gridspool's own): re-evaluate the jobs now (Qube!'s shove).
+    pub shove: bool,
     pub terse: bool,
     pub sync: bool,
     pub verify: Verify,
@@ -910,6 +912,7 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                 touch(&mut f.touched, Touched::TaskConcurrency);
             }
             "-terse" => f.terse = true,
+            "-shove" => f.shove = true,
             "-js" => {
                 spec.job_share = job_share(v)?;
                 touch(&mut f.touched, Touched::JobShare);
