@@ -3,10 +3,12 @@ _gridspool_qstat() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
         -explain) COMPREPLY=(); return ;;
+        -F) COMPREPLY=(); return ;;
         -g) COMPREPLY=($(compgen -W "c d t" -- "$cur")); return ;;
         -g) COMPREPLY=($(compgen -W "c d t" -- "$cur")); return ;;
         -g) COMPREPLY=($(compgen -W "c d t" -- "$cur")); return ;;
         -j) COMPREPLY=($(compgen -W "$(qstat 2>/dev/null | awk 'NR>2 {print $1}' | sort -u)" -- "$cur")); return ;;
+        -l) COMPREPLY=(); return ;;
         -pe) COMPREPLY=(); return ;;
         -q) COMPREPLY=(); return ;;
         -qs) COMPREPLY=(); return ;;
@@ -15,7 +17,7 @@ _gridspool_qstat() {
         -U) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-ext -explain -f -g -g -g -help -j -ne -ncb -pe -q -qs -r -s -t -u -U -urg -pri -xml" -- "$cur"))
+        COMPREPLY=($(compgen -W "-ext -explain -f -F -g -g -g -help -j -l -ne -ncb -pe -q -qs -r -s -t -u -U -urg -pri -xml" -- "$cur"))
     fi
 }
 complete -F _gridspool_qstat qstat

@@ -12,7 +12,7 @@ use std::process::Stdio;
 
 /// A `/proc` with the capture host's values: load_avg (5 min) 2.176270, 23.541G total and
 /// 573.781M used memory, no swap, one socket of two cores, CPU fully busy.
-fn fixture_proc(dir: &Path) {
+pub(crate) fn fixture_proc(dir: &Path) {
     std::fs::write(
         dir.join("loadavg"),
         "2.731445 2.176270 1.058105 2/300 4242\n",

@@ -660,18 +660,20 @@ fn qstat_share_tree_and_disabled_queue() {
     );
 }
 
+/// `-l` with a resource nobody knows: SGE prints nothing and exits 1 (oracle).
 #[test]
-fn qstat_refuses_what_it_cannot_do() {
+fn qstat_l_unknown_resource() {
     let Some((u1, _)) = users() else {
-        return skip("qstat_refuses_what_it_cannot_do", "needs sgeuser");
+        return skip("qstat_l_unknown_resource", "needs sgeuser");
     };
     let c = cell();
-    let run = qstat(&c, &u1, &["-F"]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("-F is not supported"), "{}", run.stderr);
+    let run = qstat(&c, &u1, &["-l", "foo=1"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        ("", "", 1)
+    );
     let run = qstat(&c, &u1, &["-l", "h_rt=1"]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("-l is not supported"), "{}", run.stderr);
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 #[test]
@@ -1024,4 +1026,61 @@ fn qstat_s_z_lists_finished_tasks() {
         run.stdout
     );
     assert!(run.stdout.contains("<tasks>1,2</tasks>"), "{}", run.stdout);
+}
+
+/// `-F`: each queue instance's resources in SGE 8.1.9's order and formats (the order, types
+/// and formats were recorded from the oracle; the values are those of the fixed `/proc` of
+/// `tests/qhost.rs`, the capture host's). `-F names` keeps only those; `-l` selects instances.
+#[test]
+fn qstat_f_shows_resources() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_f_shows_resources", "needs test users");
+    };
+    let c = cell();
+    let proc_dir = tempfile::tempdir().expect("tempdir");
+    crate::qhost::fixture_proc(proc_dir.path());
+    let run = |args: &[&str]| {
+        let out = c
+            .command("qstat", &u1)
+            .env("GRIDSPOOL_QSTAT_LOADAVG", LOAD)
+            .env("GRIDSPOOL_PROC_DIR", proc_dir.path())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run qstat");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let host = short_hostname();
+    let head = format!(
+        "queuename                      qtype resv/used/tot. load_avg arch          states\n---------------------------------------------------------------------------------\n{:<30} BIP   0/0/2          2.18     lx-amd64      \n",
+        format!("all.q@{host}")
+    );
+    let all = run(&["-F"]);
+    let expected = format!(
+        "{head}\thl:arch=lx-amd64\n\thl:num_proc=2\n\thl:mem_total=23.541G\n\thl:swap_total=0.000\n\thl:virtual_total=23.541G\n\thl:m_topology=SCC\n\thl:m_socket=1\n\thl:m_core=2\n\thl:m_thread=2\n\thl:load_avg=2.176270\n\thl:load_short=2.731445\n\thl:load_medium=2.176270\n\thl:load_long=1.058105\n\thl:mem_free=22.980G\n\thl:swap_free=0.000\n\thl:virtual_free=22.980G\n\thl:mem_used=573.781M\n\thl:swap_used=0.000\n\thl:virtual_used=573.781M\n\thl:cpu=100.000000\n\thl:m_topology_inuse=SCC\n\thl:np_load_avg=1.088135\n\thl:np_load_short=1.365722\n\thl:np_load_medium=1.088135\n\thl:np_load_long=0.529053\n\tqf:qname=all.q\n\tqf:hostname={host}\n\tqc:slots=2\n\tqf:tmpdir=/tmp\n\tqf:seq_no=0\n\tqf:rerun=0.000000\n\tqf:calendar=NONE\n\tqf:s_rt=infinity\n\tqf:h_rt=infinity\n\tqf:s_cpu=infinity\n\tqf:h_cpu=infinity\n\tqf:s_fsize=infinity\n\tqf:h_fsize=infinity\n\tqf:s_data=infinity\n\tqf:h_data=infinity\n\tqf:s_stack=infinity\n\tqf:h_stack=infinity\n\tqf:s_core=infinity\n\tqf:h_core=infinity\n\tqf:s_rss=infinity\n\tqf:h_rss=infinity\n\tqf:s_vmem=infinity\n\tqf:h_vmem=infinity\n\tqf:min_cpu_interval=00:05:00\n"
+    );
+    assert_eq!(all, expected);
+    // The oracle's `qstat -F h_vmem,slots,load_avg`: the full list's order, not the request's.
+    assert_eq!(
+        run(&["-F", "h_vmem,slots,load_avg"]),
+        format!("{head}\thl:load_avg=2.176270\n\tqc:slots=2\n\tqf:h_vmem=infinity\n")
+    );
+    let xml = run(&["-F", "arch", "-xml"]);
+    assert!(
+        xml.contains(
+            "<arch>lx-amd64</arch>\n      <resource name=\"arch\" type=\"hl\">lx-amd64</resource>\n"
+        ),
+        "{xml}"
+    );
+    // -l selects the instances that offer the request.
+    assert_eq!(run(&["-f", "-l", "slots=2"]), head);
+    assert_eq!(
+        run(&["-f", "-l", "slots=3"]),
+        "queuename                      qtype resv/used/tot. load_avg arch          states\n"
+    );
+    assert_eq!(run(&["-f", "-l", "mem_free=1G"]), head);
+    assert_eq!(run(&["-f", "-l", "mem_free=100G"]).lines().count(), 1);
+    // Queue limits: infinity offers any amount.
+    assert_eq!(run(&["-f", "-l", "h_rt=1:0:0,h_vmem=2G"]), head);
 }

@@ -390,7 +390,7 @@ fn number(text: &str) -> Option<f64> {
 /// Whether a host satisfies a `-l name=value` request: names compare as text, capacities
 /// (memory) must be at least the request, counts must be equal — the relations of SGE's
 /// built-in complexes.
-fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) -> bool {
+pub(crate) fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) -> bool {
     let Some(have) = attribute(host, l, name) else {
         return false;
     };
@@ -407,7 +407,7 @@ fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) ->
     }
 }
 
-fn known_attribute(config: &ClusterConfig, name: &str) -> bool {
+pub(crate) fn known_attribute(config: &ClusterConfig, name: &str) -> bool {
     matches!(
         name,
         "arch"
@@ -708,6 +708,21 @@ pub fn gather(
         .scan_jobs()
         .map_err(|e| format!("error: {e}"))?
         .jobs;
+    Ok(QhostInput {
+        config: env.config.clone(),
+        jobs,
+        loads: host_loads(env, proc_dir, now)?,
+    })
+}
+
+/// What is known of every configured host's load: this host's measured from `proc_dir`,
+/// the others' from `sched_d`'s reports (unknown when missing, stale or unreachable).
+/// Also `qstat -F`'s source.
+pub fn host_loads(
+    env: &super::ClientEnv,
+    proc_dir: &std::path::Path,
+    now: i64,
+) -> Result<BTreeMap<String, HostStatus>, String> {
     let mut loads = BTreeMap::new();
     for h in &env.config.hosts {
         let status = if h.name.eq_ignore_ascii_case(&env.host) {
@@ -735,11 +750,13 @@ pub fn gather(
         };
         loads.insert(h.name.clone(), status);
     }
-    Ok(QhostInput {
-        config: env.config.clone(),
-        jobs,
-        loads,
-    })
+    Ok(loads)
+}
+
+/// The directory `qhost` and `qstat -F` measure this host from: `/proc`, or
+/// `GRIDSPOOL_PROC_DIR` (tests point it at fixed files).
+pub fn proc_dir() -> PathBuf {
+    std::env::var_os("GRIDSPOOL_PROC_DIR").map_or_else(|| PathBuf::from("/proc"), PathBuf::from)
 }
 
 /// The `qhost` binary.
@@ -752,9 +769,7 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
         Ok(env) => env,
         Err(out) => return out.finish(),
     };
-    let proc_dir = std::env::var_os("GRIDSPOOL_PROC_DIR")
-        .map_or_else(|| PathBuf::from("/proc"), PathBuf::from);
-    match gather(&env, &proc_dir, crate::compat::time::now()) {
+    match gather(&env, &proc_dir(), crate::compat::time::now()) {
         Ok(input) => run_with(&args, &input).finish(),
         Err(message) => {
             let mut out = Output {

@@ -23,14 +23,6 @@ fn run(args: &mut Vec<String>) -> super::Output {
             o.err(msg);
             return o;
         }
-        Err(e @ QstatArgError::Unsupported(..)) => {
-            let mut o = super::Output {
-                code: 1,
-                ..Default::default()
-            };
-            o.err(e.to_string());
-            return o;
-        }
     };
     if parsed.help {
         return super::Output {
@@ -61,7 +53,36 @@ fn run(args: &mut Vec<String>) -> super::Output {
         }
     };
     let load = HostLoad::local(&env.host);
+    // SGE answers `-l` with an unknown resource with nothing at all and exit status 1.
+    if parsed.resource_requests.iter().any(|(name, _)| {
+        !matches!(
+            name.as_str(),
+            "qname" | "q" | "hostname" | "h" | "slots" | "s"
+        ) && !super::qhost::known_attribute(&env.config, name)
+    }) {
+        return super::Output {
+            code: 1,
+            ..Default::default()
+        };
+    }
+    // Only `-F` and `-l` look at the hosts' load values.
+    let host_loads = if parsed.resources.is_some() || !parsed.resource_requests.is_empty() {
+        match super::qhost::host_loads(&env, &super::qhost::proc_dir(), time::now()) {
+            Ok(l) => l,
+            Err(message) => {
+                let mut o = super::Output {
+                    code: 1,
+                    ..Default::default()
+                };
+                o.err(message);
+                return o;
+            }
+        }
+    } else {
+        Default::default()
+    };
     let view = View {
+        host_loads: &host_loads,
         jobs: &scan.jobs,
         config: &env.config,
         caller: &env.caller.user,

@@ -9,6 +9,7 @@
 pub mod detail;
 mod fmt;
 pub mod queues;
+pub mod resources;
 pub mod rows;
 pub mod table;
 pub mod xml;
@@ -33,8 +34,7 @@ pub static QSTAT_OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-F [resource_attributes]]",
         "full output and show (selected) resources of queue(s)",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-g", Arity::One, "[-g c]", "display cluster queue summary"),
     OptionSpec::new(
         "-g",
@@ -60,8 +60,7 @@ pub static QSTAT_OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-l resource_list]",
         "request the given resources",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-ne", Arity::Flag, "[-ne]", "hide empty queues"),
     OptionSpec::new(
         "-ncb",
@@ -188,7 +187,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     ],
     compatibility: &[
         "qstat -j prints the scheduler's reasons for a pending job instead of SGE's \"(Collecting of scheduler job information is turned off)\".",
-        "-F and -l are refused: gridspool has no per-queue resource listing yet.",
+        "-F lists the configured and measured values of each queue instance; hosts other than the one qstat runs on show load values only as sched_d last reported them.",
     ],
     see_also: &[
         "qsub", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "sched_d",
@@ -348,6 +347,10 @@ pub struct QstatArgs {
     pub queue_states: Option<String>,
     /// `-ne`.
     pub hide_empty: bool,
+    /// `-F [names]`: show the queue instances' resources (all of them when empty).
+    pub resources: Option<Vec<String>>,
+    /// `-l name=value,...`: only queue instances that offer these.
+    pub resource_requests: Vec<(String, String)>,
 }
 
 impl Default for QstatArgs {
@@ -370,6 +373,8 @@ impl Default for QstatArgs {
             pes: None,
             queue_states: None,
             hide_empty: false,
+            resources: None,
+            resource_requests: Vec::new(),
         }
     }
 }
@@ -380,9 +385,6 @@ pub enum QstatArgError {
     /// SGE prints its usage, then this, and exits 1.
     #[error("{0}")]
     Usage(String),
-    /// An option of SGE's table gridspool cannot honour; refused, never ignored.
-    #[error("qstat: option {0} is not supported by gridspool: {1}")]
-    Unsupported(&'static str, &'static str),
 }
 
 fn list(value: &str) -> Vec<String> {
@@ -487,16 +489,20 @@ impl QstatArgs {
                 // selects all queues, which is exactly what SGE does for such a cluster.
                 "-U" => {}
                 "-F" => {
-                    return Err(QstatArgError::Unsupported(
-                        "-F",
-                        "hosts report no resource values to show",
-                    ));
+                    a.full = true;
+                    let names = opt.values.first().map_or_else(Vec::new, |v| {
+                        v.split(',')
+                            .filter(|n| !n.is_empty())
+                            .map(String::from)
+                            .collect()
+                    });
+                    a.resources.get_or_insert_with(Vec::new).extend(names);
                 }
                 "-l" => {
-                    return Err(QstatArgError::Unsupported(
-                        "-l",
-                        "queue selection by resource is not implemented",
-                    ));
+                    for req in v.split(',').filter(|r| !r.is_empty()) {
+                        let (k, val) = req.split_once('=').unwrap_or((req, "TRUE"));
+                        a.resource_requests.push((k.to_string(), val.to_string()));
+                    }
                 }
                 _ => {}
             }
@@ -542,6 +548,9 @@ pub struct View<'a> {
     pub now: i64,
     /// Load of the local host, if known.
     pub load: &'a HostLoad,
+    /// Every host's load values, for `-F` and `-l` (empty otherwise: gathering them costs
+    /// a read of `/proc` and of each host's report).
+    pub host_loads: &'a std::collections::BTreeMap<String, crate::cli::qhost::HostStatus>,
 }
 
 impl<'a> View<'a> {
@@ -617,9 +626,10 @@ mod tests {
         assert_eq!(a.job_detail, Some(vec!["2".to_string(), "5".to_string()]));
         let e = QstatArgs::parse(&words("-badopt")).expect_err("bad");
         assert_eq!(e.to_string(), "invalid option argument \"-badopt\"");
-        assert!(matches!(
-            QstatArgs::parse(&words("-F")),
-            Err(QstatArgError::Unsupported("-F", _))
-        ));
+        let a = QstatArgs::parse(&words("-F h_vmem,slots -l mem_free=1G,arch=lx-amd64"))
+            .expect("parse");
+        assert!(a.full);
+        assert_eq!(a.resources, Some(vec!["h_vmem".into(), "slots".into()]));
+        assert_eq!(a.resource_requests.len(), 2);
     }
 }

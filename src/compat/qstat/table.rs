@@ -458,6 +458,19 @@ fn queue_line(out: &mut String, q: &QueueInstance<'_>, qw: usize) {
     out.push('\n');
 }
 
+/// `-F`: the queue instance's resources, one `\ttype:name=value` line each.
+fn resource_lines(out: &mut String, view: &View<'_>, q: &QueueInstance<'_>, names: &[String]) {
+    let all = super::resources::of_instance(
+        view.config,
+        q,
+        view.config.host(&q.host),
+        queues::host_load(view, &q.host),
+    );
+    for r in super::resources::selected(view.config, &all, names) {
+        let _ = writeln!(out, "\t{}:{}={}", r.kind, r.name, r.value);
+    }
+}
+
 /// `-f`: every queue instance with the tasks running in it, then the pending jobs.
 pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     let qw = queue_width(view);
@@ -475,6 +488,9 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
         }
         out.push('\n');
         queue_line(out, q, qw);
+        if let Some(names) = &args.resources {
+            resource_lines(out, view, q, names);
+        }
         for row in rows {
             let Some(t) = row.running() else { continue };
             for (i, (name, n)) in granted(t).into_iter().enumerate() {

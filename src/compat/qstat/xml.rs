@@ -241,6 +241,20 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
             if !q.states().is_empty() {
                 num(out, 6, "state", q.states());
             }
+            if let Some(names) = &args.resources {
+                let all = super::resources::of_instance(
+                    view.config,
+                    &q,
+                    view.config.host(&q.host),
+                    queues::host_load(view, &q.host),
+                );
+                for r in super::resources::selected(view.config, &all, names) {
+                    ind(out, 6);
+                    let _ = write!(out, "<resource name=\"{}\" type=\"{}\">", r.name, r.kind);
+                    super::fmt::esc(out, &r.value);
+                    out.push_str("</resource>\n");
+                }
+            }
             let mut any = false;
             for row in rows {
                 let Some(t) = row.running() else { continue };
