@@ -633,3 +633,93 @@ fn job_mail_goes_through_the_configured_mailer() {
         Some(format!("Job {id} (killme)  was killed by {user}@{host}").as_str())
     );
 }
+
+/// `sched_d` publishes every host's load for `qhost`: an ssh host through a real sshd, with
+/// its `/proc` values, and a host nobody answers for as unreachable (`au` in `qhost -q`).
+#[test]
+fn sched_d_reports_host_loads_for_qhost() {
+    let Some(sshd) = crate::support::sshd::Sshd::start("sched_d_reports_host_loads_for_qhost")
+    else {
+        return;
+    };
+    let me = gridspool::identity::Caller::from_kernel().expect("caller");
+    let options: Vec<String> = sshd
+        .client_options()
+        .iter()
+        .map(|o| format!("\"{o}\""))
+        .collect();
+    let (port, dead) = (sshd.port, crate::support::sshd::free_port());
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\n  - {{name: sshhost, slots: 1, launch: {{method: ssh, address: 127.0.0.1, port: {port}, user: \"{user}\", options: [{opts}]}}}}\n  - {{name: deadhost, slots: 1, launch: {{method: ssh, address: 127.0.0.1, port: {dead}, user: \"{user}\", options: [{opts}]}}}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\", sshhost, deadhost], slots: 1}}\nscheduler: {{policy: sge}}\n",
+            user = me.user,
+            opts = options.join(", ")
+        )
+    });
+    let _d = SchedD::start(&cell, &[]);
+    let daemon_dir = cell.cell.join("daemon");
+    wait_for("host reports", Duration::from_secs(30), || {
+        gridspool::acct::load::read_report(&daemon_dir, "sshhost").is_some()
+            && gridspool::acct::load::read_report(&daemon_dir, "deadhost").is_some()
+    });
+    let up = gridspool::acct::load::read_report(&daemon_dir, "sshhost").expect("sshhost");
+    assert!(up.reachable, "{up:?}");
+    assert!(
+        up.load
+            .as_ref()
+            .is_some_and(|l| l.num_proc >= 1 && l.mem_total > 0.0),
+        "{up:?}"
+    );
+    let down = gridspool::acct::load::read_report(&daemon_dir, "deadhost").expect("deadhost");
+    assert!(!down.reachable && down.load.is_none(), "{down:?}");
+
+    let user = TestUser {
+        name: me.user.clone(),
+        uid: me.uid,
+        gid: me.gid,
+        home: me.home.clone().into(),
+    };
+    let run = cell.run(&user, "qhost", &["-q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let ssh_line = lines
+        .iter()
+        .position(|l| l.starts_with("sshhost "))
+        .expect("sshhost");
+    assert!(
+        !lines[ssh_line].contains("     -       -"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines[ssh_line + 1].trim_end().ends_with("0/0/1"),
+        "{}",
+        run.stdout
+    );
+    let dead_line = lines
+        .iter()
+        .position(|l| l.starts_with("deadhost "))
+        .expect("deadhost");
+    assert!(
+        lines[dead_line + 1].trim_end().ends_with("au"),
+        "{}",
+        run.stdout
+    );
+    // qstat -f: the reported load for sshhost, `-NA-` and `au` for deadhost.
+    let run = cell.run(&user, "qstat", &["-f"]);
+    let line = |h: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("all.q@{h} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(!line("sshhost").contains("-NA-"), "{}", run.stdout);
+    assert!(line("deadhost").contains("-NA-"), "{}", run.stdout);
+    assert!(
+        line("deadhost").trim_end().ends_with(" au"),
+        "{}",
+        run.stdout
+    );
+}

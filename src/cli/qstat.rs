@@ -65,8 +65,13 @@ fn run(args: &mut Vec<String>) -> super::Output {
             ..Default::default()
         };
     }
-    // Only `-F` and `-l` look at the hosts' load values.
-    let host_loads = if parsed.resources.is_some() || !parsed.resource_requests.is_empty() {
+    // Only the queue listings (`-f`, `-g c`, `-qs`, `-F`, `-l`) look at the hosts' loads.
+    let queue_listing = parsed.full
+        || parsed.group.cluster_summary
+        || parsed.queue_states.is_some()
+        || parsed.resources.is_some()
+        || !parsed.resource_requests.is_empty();
+    let host_loads = if queue_listing {
         match super::qhost::host_loads(&env, &super::qhost::proc_dir(), time::now()) {
             Ok(l) => l,
             Err(message) => {

@@ -125,7 +125,15 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         )),
     )?;
     daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));
+    // Load reports for qhost and qstat -F, over the launcher's ssh connections.
+    let probe = crate::launch::HostProbe::start(
+        spool.config_path(),
+        spool.daemon_dir(),
+        crate::launch::LauncherOptions::defaults(&spool)?.control_dir,
+        crate::launch::LOAD_REPORT_INTERVAL,
+    )?;
     let result = daemon.run();
+    drop(probe);
     drop(lock);
     if let Err(e) = &result {
         tracing::error!("sched_d stopped: {e}");

@@ -38,18 +38,15 @@ impl HostLoad {
                 num_proc: np.max(1),
             };
         }
+        // SGE's `load_avg` is the five-minute average (`load_medium`), the second field.
         let load = std::fs::read_to_string("/proc/loadavg")
             .ok()
-            .and_then(|t| t.split_whitespace().next().and_then(|l| l.parse().ok()));
+            .and_then(|t| t.split_whitespace().nth(1).and_then(|l| l.parse().ok()));
         HostLoad {
             host: host.to_string(),
             load_avg: load,
             num_proc: nproc.max(1),
         }
-    }
-
-    fn for_host(&self, host: &str) -> Option<f64> {
-        (self.host == host).then_some(self.load_avg).flatten()
     }
 }
 
@@ -64,6 +61,9 @@ pub struct QueueInstance<'a> {
     pub load_avg: Option<f64>,
     pub num_proc: u32,
     pub arch: String,
+    /// The host's state is known: it is the host `qstat` runs on, or `sched_d` reported it
+    /// reachable recently.
+    pub known: bool,
 }
 
 impl QueueInstance<'_> {
@@ -86,11 +86,17 @@ impl QueueInstance<'_> {
         t
     }
 
-    /// State letters: `d` for a disabled queue. gridspool has no alarm, suspend-threshold,
-    /// calendar or error states for queues, and hosts without a load report are not marked
-    /// `au`: their state is unknown to the client, not "unreachable".
+    /// State letters: `d` for a disabled queue; `a` and `u` (SGE's load alarm and unknown)
+    /// when nothing recent is known of the host — no fresh report from `sched_d`, or the
+    /// host did not answer — as SGE marks the queues of an execd that stopped reporting.
+    /// gridspool has no suspend-threshold, calendar or error states for queues.
     pub fn states(&self) -> &'static str {
-        if self.queue.disabled { "d" } else { "" }
+        match (self.known, self.queue.disabled) {
+            (true, false) => "",
+            (true, true) => "d",
+            (false, false) => "au",
+            (false, true) => "adu",
+        }
     }
 
     /// `np_load_avg`: the load divided by the processors.
@@ -142,19 +148,27 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
             {
                 continue;
             }
+            let local = view.load.host == h.name;
+            let report = view.host_loads.get(&h.name);
+            let reported = report.and_then(|r| r.load.as_ref());
             let inst = QueueInstance {
                 queue: q,
                 host: h.name.clone(),
                 name: format!("{}@{}", q.name, h.name),
                 slots_total: q.slots,
                 slots_used: 0,
-                load_avg: view.load.for_host(&h.name),
-                num_proc: if view.load.host == h.name {
+                load_avg: if local {
+                    view.load.load_avg
+                } else {
+                    reported.map(|l| l.load_medium)
+                },
+                num_proc: if local {
                     view.load.num_proc
                 } else {
-                    h.slots.max(1)
+                    reported.map_or(h.slots, |l| l.num_proc).max(1)
                 },
                 arch: h.arch.clone(),
+                known: local || report.is_some_and(|r| r.known),
             };
             if let Some(states) = &args.queue_states
                 && !states.chars().any(|c| inst.states().contains(c))

@@ -1,0 +1,155 @@
+//! Host load reports: what `qhost` and `qstat -F` show about hosts other than their own.
+//!
+//! SGE's execution daemons report their load to qmaster every `load_report_time` (40 s).
+//! gridspool has no execution daemon, so `sched_d` runs this probe: every interval it reads
+//! each configured host's `/proc/loadavg`, `meminfo`, `cpuinfo` and `stat` — locally, or with
+//! one `cat` over the host's ssh master connection, the same one the launcher uses — and
+//! publishes the values as `daemon/hosts/<name>.json` ([`crate::acct::load::HostReport`]).
+//! A host that does not answer is published as unreachable, which `qhost` shows as `au`.
+//!
+//! The probe re-reads the configuration each round, so hosts added with a SIGHUP reload are
+//! probed without a restart. It runs in its own thread and never blocks scheduling.
+
+use super::ssh::SshTarget;
+use crate::acct::load::{self, HOST_REPORT_VERSION, HostLoad, HostReport, ProcTexts};
+use crate::config::ClusterConfig;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tracing::{debug, warn};
+
+/// SGE's default `load_report_time`.
+pub const LOAD_REPORT_INTERVAL: Duration = Duration::from_secs(40);
+
+/// Separates the four files in the output of the remote `cat`.
+const SEPARATOR: &str = "--gridspool-probe--";
+
+/// The probe thread; stopped (and joined) when dropped.
+#[derive(Debug)]
+pub struct HostProbe {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl HostProbe {
+    /// Starts probing the hosts of `config_path` every `interval`, publishing into
+    /// `daemon_dir/hosts/`; ssh hosts use the control sockets in `control_dir`.
+    pub fn start(
+        config_path: PathBuf,
+        daemon_dir: PathBuf,
+        control_dir: PathBuf,
+        interval: Duration,
+    ) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("host-probe".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    let round = Instant::now();
+                    match ClusterConfig::load(&config_path) {
+                        Ok(config) => probe_all(&config, &daemon_dir, &control_dir),
+                        Err(e) => warn!("host probe: {e}"),
+                    }
+                    // Sleep in short steps so that a stop is quick.
+                    while !flag.load(Ordering::Relaxed) && round.elapsed() < interval {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            })?;
+        Ok(HostProbe {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for HostProbe {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn probe_all(config: &ClusterConfig, daemon_dir: &Path, control_dir: &Path) {
+    for host in &config.hosts {
+        let now = crate::compat::time::now();
+        let load = match SshTarget::from_config(&host.name, &host.launch, control_dir) {
+            None => HostLoad::measure(Path::new("/proc"), &host.arch).map_err(|e| e.to_string()),
+            Some(target) => remote_load(&target, &host.arch),
+        };
+        let report = match load {
+            Ok(l) => HostReport {
+                v: HOST_REPORT_VERSION,
+                host: host.name.clone(),
+                time: now,
+                reachable: true,
+                load: Some(l),
+            },
+            Err(why) => {
+                debug!(host = %host.name, "host probe: {why}");
+                HostReport {
+                    v: HOST_REPORT_VERSION,
+                    host: host.name.clone(),
+                    time: now,
+                    reachable: false,
+                    load: None,
+                }
+            }
+        };
+        if let Err(e) = load::write_report(daemon_dir, &report) {
+            warn!(host = %host.name, "cannot publish the host report: {e}");
+        }
+    }
+}
+
+/// The four `/proc` files of an ssh host, read with one command over its master connection.
+fn remote_load(target: &SshTarget, arch: &str) -> Result<HostLoad, String> {
+    target.ensure_master().map_err(|e| e.to_string())?;
+    let script =
+        format!("for f in loadavg meminfo cpuinfo stat; do cat /proc/$f; echo {SEPARATOR}; done");
+    let out = target
+        .run(&["sh".into(), "-c".into(), script], b"")
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "reading /proc failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let texts = split_proc_texts(&text);
+    HostLoad::from_texts(&texts, arch).ok_or_else(|| "unexpected /proc/loadavg".to_string())
+}
+
+fn split_proc_texts(text: &str) -> ProcTexts {
+    let separator = format!("{SEPARATOR}\n");
+    let mut parts = text.split(separator.as_str());
+    let mut next = || parts.next().unwrap_or_default().to_string();
+    ProcTexts {
+        loadavg: next(),
+        meminfo: next(),
+        cpuinfo: next(),
+        stat: next(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_remote_output_splits_into_the_four_files() {
+        let t = split_proc_texts(&format!(
+            "0.5 0.4 0.3 1/2 3\n{SEPARATOR}\nMemTotal: 1 kB\n{SEPARATOR}\nprocessor : 0\n{SEPARATOR}\ncpu 1 2\n{SEPARATOR}\n"
+        ));
+        assert_eq!(t.loadavg, "0.5 0.4 0.3 1/2 3\n");
+        assert_eq!(t.meminfo, "MemTotal: 1 kB\n");
+        assert_eq!(t.cpuinfo, "processor : 0\n");
+        assert_eq!(t.stat, "cpu 1 2\n");
+    }
+}
