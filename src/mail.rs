@@ -266,7 +266,7 @@ fn deliver(program: &PathBuf, rcpt: &str, mail: &Mail) {
 mod tests {
     use super::*;
     use crate::launch::Rusage;
-    use crate::model::{Holds, JobId, JobSpec, JobSubmission, RunState, Submitter, TaskIdRange};
+    use crate::model::{Holds, JobId, JobSpec, JobSubmission, Submitter, TaskIdRange};
 
     fn job(array: bool) -> JobRecord {
         let spec = JobSpec {
@@ -298,19 +298,7 @@ mod tests {
     }
 
     fn task(t: TaskId, start: i64) -> RunningTask {
-        RunningTask {
-            task: t,
-            state: RunState::Running,
-            start_time: start,
-            queue: "all.q".into(),
-            host: "vm".into(),
-            slots: 1,
-            granted: Vec::new(),
-            deleting: false,
-            restarted: false,
-            holds: Holds::NONE,
-            usage: None,
-        }
+        RunningTask::running(t, "all.q", "vm", 1, start)
     }
 
     fn result(start: i64, end: i64, exit: i32, signal: Option<i32>, failed: u32) -> TaskResult {

@@ -2,7 +2,7 @@
 //! ("qalter on pending 5/6/7, running 2", array 10), plus holds, `-hold_jid` and `-u`.
 
 use crate::support::*;
-use gridspool::model::{JobId, RunState, RunningTask, TaskStates};
+use gridspool::model::{JobId, RunningTask, TaskStates};
 
 /// The capture context: job 2 running, 5 (`myname`), 6 (`-p -100`), 7 (`-l h_rt`) pending,
 /// 10 an array 1-5; all sgeuser's.
@@ -23,19 +23,13 @@ fn context() -> Option<(TestCell, TestUser)> {
     let mut running = cell.job(2).expect("job 2");
     running.tasks = TaskStates {
         pending: Vec::new(),
-        running: vec![RunningTask {
-            task: 1,
-            state: RunState::Running,
-            start_time: running.submitter.submission_time,
-            queue: "all.q".into(),
-            host: gridspool::identity::short_hostname(),
-            slots: 1,
-            granted: Vec::new(),
-            deleting: false,
-            restarted: false,
-            holds: gridspool::model::Holds::NONE,
-            usage: None,
-        }],
+        running: vec![RunningTask::running(
+            1,
+            "all.q",
+            &gridspool::identity::short_hostname(),
+            1,
+            running.submitter.submission_time,
+        )],
         finished: 0,
         finished_tasks: Default::default(),
     };

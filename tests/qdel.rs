@@ -3,8 +3,8 @@
 
 use crate::support::*;
 use gridspool::model::{
-    Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, RunState, RunningTask,
-    Submitter, TaskIdRange,
+    Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, RunningTask, Submitter,
+    TaskIdRange,
 };
 use gridspool::spool::Spool;
 
@@ -73,19 +73,9 @@ pub(crate) fn start_tasks(cell: &TestCell, id: u32, tasks: &[u32]) {
         for g in job.tasks.pending.iter_mut() {
             g.tasks.remove(t);
         }
-        job.tasks.running.push(RunningTask {
-            task: t,
-            state: RunState::Running,
-            start_time: 1_763_765_102,
-            queue: "all.q".into(),
-            host: "vm".into(),
-            slots: 1,
-            granted: Vec::new(),
-            deleting: false,
-            restarted: false,
-            holds: Holds::NONE,
-            usage: None,
-        });
+        job.tasks
+            .running
+            .push(RunningTask::running(t, "all.q", "vm", 1, 1_763_765_102));
     }
     job.tasks.pending.retain(|g| !g.tasks.is_empty());
     cell.set_state(&job);

@@ -1098,19 +1098,9 @@ fn qsub_now_y_waits_for_dispatch() {
     wait_until(|| cell.spool.job_file(JobId(116)).exists());
     let mut j = cell.job(116).expect("116");
     j.tasks.pending.clear();
-    j.tasks.running.push(gridspool::model::RunningTask {
-        task: 1,
-        state: gridspool::model::RunState::Running,
-        start_time: 0,
-        queue: "all.q".into(),
-        host: "vm".into(),
-        slots: 1,
-        granted: Vec::new(),
-        deleting: false,
-        restarted: false,
-        holds: gridspool::model::Holds::NONE,
-        usage: None,
-    });
+    j.tasks.running.push(gridspool::model::RunningTask::running(
+        1, "all.q", "vm", 1, 0,
+    ));
     cell.set_state(&j);
     set_mode(&cell.spool.state_file(JobId(116)), 0o644);
     let run = collect(child);

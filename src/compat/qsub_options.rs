@@ -9,6 +9,84 @@
 use super::docs::{CommandDoc, SyntaxItem, ValueHint, help_text};
 use super::options::{Arity, OptionSpec};
 
+/// `-cluster`, unlisted in both `qsub -help` and `qalter -help`.
+const CLUSTER: OptionSpec = OptionSpec::new(
+    "-cluster",
+    Arity::One,
+    "[-cluster cluster_path]",
+    "Qube! cluster of the job (/, /A/B)",
+)
+.unlisted();
+
+/// `-no_preempt`, unlisted in both `qsub -help` and `qalter -help`.
+const NO_PREEMPT: OptionSpec = OptionSpec::new(
+    "-no_preempt",
+    Arity::One,
+    "[-no_preempt y[es]|n[o]]",
+    "never preempt the job",
+)
+.unlisted();
+
+/// `-clear`, unlisted in both `qsub -help` and `qalter -help`.
+const CLEAR: OptionSpec = OptionSpec::new(
+    "-clear",
+    Arity::Flag,
+    "[-clear]",
+    "skip previous definitions for job",
+)
+.unlisted();
+
+/// `-dl`, unlisted in both `qsub -help` and `qalter -help`.
+const DEADLINE: OptionSpec = OptionSpec::new(
+    "-dl",
+    Arity::One,
+    "[-dl date_time]",
+    "request a deadline initiation time",
+)
+.unlisted();
+
+/// `-R`, unlisted in both `qsub -help` and `qalter -help`.
+const RESERVE: OptionSpec =
+    OptionSpec::new("-R", Arity::One, "[-R y[es]|n[o]]", "reservation desired").unlisted();
+
+/// `-tc`, unlisted in both `qsub -help` and `qalter -help`.
+const TASK_CONCURRENCY: OptionSpec = OptionSpec::new(
+    "-tc",
+    Arity::One,
+    "[-tc max_running_tasks]",
+    "throttle the number of concurrent tasks",
+)
+.unlisted();
+
+/// `-w`, unlisted in both `qsub -help` and `qalter -help`.
+const VERIFY: OptionSpec = OptionSpec::new(
+    "-w",
+    Arity::One,
+    "[-w e|w|n|v|p]",
+    "verify mode (error|warning|none|just verify|poke) for jobs",
+)
+.unlisted();
+
+/// `-ckpt`, unlisted in both `qsub -help` and `qalter -help`.
+const CHECKPOINT: OptionSpec = OptionSpec::new(
+    "-ckpt",
+    Arity::One,
+    "[-ckpt ckpt-name]",
+    "request checkpoint method",
+)
+.unsupported()
+.unlisted();
+
+/// `-ar`, unlisted in both `qsub -help` and `qalter -help`.
+const ADVANCE_RESERVATION: OptionSpec = OptionSpec::new(
+    "-ar",
+    Arity::One,
+    "[-ar ar_id]",
+    "bind job to advance reservation",
+)
+.unsupported()
+.unlisted();
+
 /// `qsub`'s options.
 pub static QSUB_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("-a", Arity::One, "[-a date_time]", "request a start time"),
@@ -304,42 +382,12 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "[-@ file]",
         "read commandline input from file",
     ),
-    OptionSpec::new(
-        "-cluster",
-        Arity::One,
-        "[-cluster cluster_path]",
-        "Qube! cluster of the job (/, /A/B)",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-no_preempt",
-        Arity::One,
-        "[-no_preempt y[es]|n[o]]",
-        "never preempt the job",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-clear",
-        Arity::Flag,
-        "[-clear]",
-        "skip previous definitions for job",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-dl",
-        Arity::One,
-        "[-dl date_time]",
-        "request a deadline initiation time",
-    )
-    .unlisted(),
-    OptionSpec::new("-R", Arity::One, "[-R y[es]|n[o]]", "reservation desired").unlisted(),
-    OptionSpec::new(
-        "-tc",
-        Arity::One,
-        "[-tc max_running_tasks]",
-        "throttle the number of concurrent tasks",
-    )
-    .unlisted(),
+    CLUSTER,
+    NO_PREEMPT,
+    CLEAR,
+    DEADLINE,
+    RESERVE,
+    TASK_CONCURRENCY,
     OptionSpec::new(
         "-terse",
         Arity::Flag,
@@ -347,21 +395,8 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "tersed output, print only the job-id",
     )
     .unlisted(),
-    OptionSpec::new(
-        "-w",
-        Arity::One,
-        "[-w e|w|n|v|p]",
-        "verify mode (error|warning|none|just verify|poke) for jobs",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-ckpt",
-        Arity::One,
-        "[-ckpt ckpt-name]",
-        "request checkpoint method",
-    )
-    .unsupported()
-    .unlisted(),
+    VERIFY,
+    CHECKPOINT,
     OptionSpec::new(
         "-pty",
         Arity::One,
@@ -370,14 +405,7 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
     )
     .unsupported()
     .unlisted(),
-    OptionSpec::new(
-        "-ar",
-        Arity::One,
-        "[-ar ar_id]",
-        "bind job to advance reservation",
-    )
-    .unsupported()
-    .unlisted(),
+    ADVANCE_RESERVATION,
     OptionSpec::new(
         "-display",
         Arity::One,
@@ -638,42 +666,12 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         "re-evaluate the jobs now (operators)",
     )
     .unlisted(),
-    OptionSpec::new(
-        "-cluster",
-        Arity::One,
-        "[-cluster cluster_path]",
-        "Qube! cluster of the job (/, /A/B)",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-no_preempt",
-        Arity::One,
-        "[-no_preempt y[es]|n[o]]",
-        "never preempt the job",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-clear",
-        Arity::Flag,
-        "[-clear]",
-        "skip previous definitions for job",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-dl",
-        Arity::One,
-        "[-dl date_time]",
-        "request a deadline initiation time",
-    )
-    .unlisted(),
-    OptionSpec::new("-R", Arity::One, "[-R y[es]|n[o]]", "reservation desired").unlisted(),
-    OptionSpec::new(
-        "-tc",
-        Arity::One,
-        "[-tc max_running_tasks]",
-        "throttle the number of concurrent tasks",
-    )
-    .unlisted(),
+    CLUSTER,
+    NO_PREEMPT,
+    CLEAR,
+    DEADLINE,
+    RESERVE,
+    TASK_CONCURRENCY,
     OptionSpec::new(
         "-t",
         Arity::One,
@@ -681,29 +679,9 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         "the tasks of an array job the other options apply to",
     )
     .unlisted(),
-    OptionSpec::new(
-        "-w",
-        Arity::One,
-        "[-w e|w|n|v|p]",
-        "verify mode (error|warning|none|just verify|poke) for jobs",
-    )
-    .unlisted(),
-    OptionSpec::new(
-        "-ckpt",
-        Arity::One,
-        "[-ckpt ckpt-name]",
-        "request checkpoint method",
-    )
-    .unsupported()
-    .unlisted(),
-    OptionSpec::new(
-        "-ar",
-        Arity::One,
-        "[-ar ar_id]",
-        "bind job to advance reservation",
-    )
-    .unsupported()
-    .unlisted(),
+    VERIFY,
+    CHECKPOINT,
+    ADVANCE_RESERVATION,
 ];
 
 pub static QSUB_SYNTAX: &[SyntaxItem] = &[

@@ -316,6 +316,32 @@ pub struct RunningTask {
     pub usage: Option<TaskUsage>,
 }
 
+impl RunningTask {
+    /// A task running on one host (`r`), with nothing else set: not parallel, not being
+    /// deleted, no restart, no holds, no usage report yet.
+    pub fn running(
+        task: TaskId,
+        queue: &str,
+        host: &str,
+        slots: u32,
+        start_time: i64,
+    ) -> RunningTask {
+        RunningTask {
+            task,
+            state: RunState::Running,
+            start_time,
+            queue: queue.to_string(),
+            host: host.to_string(),
+            slots,
+            granted: Vec::new(),
+            deleting: false,
+            restarted: false,
+            holds: Holds::NONE,
+            usage: None,
+        }
+    }
+}
+
 /// Online usage of a running task, in SGE's scaled units (`sge_accounting(5)`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

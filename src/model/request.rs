@@ -570,7 +570,7 @@ fn apply_change(spec: &mut super::JobSpec, change: SpecChange) {
 mod tests {
     use super::*;
     use crate::model::{
-        JOB_SCHEMA_VERSION, JobSpec, JobSubmission, RunState, RunningTask, Submitter, TaskIdRange,
+        JOB_SCHEMA_VERSION, JobSpec, JobSubmission, RunningTask, Submitter, TaskIdRange,
     };
 
     fn job(array: Option<&str>) -> JobRecord {
@@ -698,19 +698,9 @@ mod tests {
     fn deletion_marks_running_tasks_once_and_force_needs_a_manager() {
         let mut j = job(Some("1-4"));
         j.tasks.pending[0].tasks.remove(1);
-        j.tasks.running.push(RunningTask {
-            task: 1,
-            state: RunState::Running,
-            start_time: 0,
-            queue: "all.q".into(),
-            host: "vm".into(),
-            slots: 1,
-            granted: Vec::new(),
-            deleting: false,
-            restarted: false,
-            holds: Holds::NONE,
-            usage: None,
-        });
+        j.tasks
+            .running
+            .push(RunningTask::running(1, "all.q", "vm", 1, 0));
         let del = |force: bool| RequestAction::Delete {
             job: JobId(94),
             tasks: TaskSelector::Tasks(TaskSet::from_range(TaskIdRange::single(1))),
