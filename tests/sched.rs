@@ -152,6 +152,32 @@ fn submit(spool: &Spool, script: &str, edit: impl FnOnce(&mut JobSpec, &mut Hold
     id
 }
 
+/// Waits until the job's first task runs (`r`).
+fn wait_running(spool: &Spool, id: JobId) {
+    wait_for("running", Duration::from_secs(10), || {
+        state(spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
+    });
+}
+
+/// `qdel id` as `who`, published as the client publishes it.
+fn qdel(spool: &Spool, who: Requester, id: JobId) {
+    spool
+        .publish_request(
+            who,
+            vec![RequestAction::Delete {
+                job: id,
+                tasks: TaskSelector::All,
+                force: false,
+            }],
+        )
+        .expect("qdel request");
+}
+
 fn requester(uid: u32) -> Requester {
     Requester {
         uid,
@@ -426,24 +452,8 @@ fn qdel_of_a_running_job_kills_its_process_tree() {
     let id = submit(&cell.spool, "sleep 60 &\nsleep 60\n", |s, _| {
         s.cwd = cwd(&dir)
     });
-    wait_for("running", Duration::from_secs(10), || {
-        state(&cell.spool, id).is_some_and(|s| {
-            s.tasks
-                .running
-                .first()
-                .is_some_and(|r| r.state == RunState::Running)
-        })
-    });
-    cell.spool
-        .publish_request(
-            requester(me().uid),
-            vec![RequestAction::Delete {
-                job: id,
-                tasks: TaskSelector::All,
-                force: false,
-            }],
-        )
-        .expect("qdel request");
+    wait_running(&cell.spool, id);
+    qdel(&cell.spool, requester(me().uid), id);
     wait_for("killed", Duration::from_secs(10), || {
         !exits(&cell.spool, id).is_empty()
     });
@@ -590,26 +600,10 @@ fn job_mail_goes_through_the_configured_mailer() {
         s.name = "killme".into();
         s.mail_options = "a".into();
     });
-    wait_for("running", Duration::from_secs(10), || {
-        state(&cell.spool, id).is_some_and(|s| {
-            s.tasks
-                .running
-                .first()
-                .is_some_and(|r| r.state == RunState::Running)
-        })
-    });
+    wait_running(&cell.spool, id);
     let who = requester(me().uid);
     let (user, host) = (who.user.clone(), who.host.clone());
-    cell.spool
-        .publish_request(
-            who,
-            vec![RequestAction::Delete {
-                job: id,
-                tasks: TaskSelector::All,
-                force: false,
-            }],
-        )
-        .expect("qdel request");
+    qdel(&cell.spool, who, id);
     wait_for("two mails", Duration::from_secs(10), || {
         read_mails().len() == 2
     });
