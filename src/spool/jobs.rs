@@ -87,10 +87,34 @@ fn parse_job_file_name(name: &str) -> Option<(JobId, JobFileKind)> {
 }
 
 impl Spool {
-    /// Takes the next job id from the locked, durable sequence.
+    /// Takes the next job id from the locked sequence, durable before it is returned.
     pub fn allocate_job_id(&self) -> Result<JobId, SpoolError> {
+        self.next_job_id(sequence::Sync::Now)
+    }
+
+    /// Takes the next job id for a job that is published ([`Spool::publish_job`]) before its
+    /// id is shown to anyone: the counter is not synced, the job file keeps the id taken
+    /// across a crash (`spool/README.md`, "Numbers are never reused"). A caller that shows
+    /// the id without publishing a job (`qsub -w v`) uses [`Spool::allocate_job_id`].
+    pub fn allocate_job_id_for_publication(&self) -> Result<JobId, SpoolError> {
+        self.next_job_id(sequence::Sync::Deferred)
+    }
+
+    /// Makes sure the job-id counter on disk is at least `id` (as far as it was ever issued),
+    /// before a job file leaves `jobs/` (`sched_d` only).
+    pub fn ensure_job_id_durable(&self, id: JobId) -> Result<(), SpoolError> {
+        use std::sync::atomic::Ordering;
+        if u64::from(id.0) <= self.job_ids_durable_upto.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let upto = sequence::sync(&self.seq_dir(), "jobid")?;
+        self.job_ids_durable_upto.fetch_max(upto, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn next_job_id(&self, sync: sequence::Sync) -> Result<JobId, SpoolError> {
         let jobs = self.jobs_dir();
-        let n = sequence::next_free(&self.seq_dir(), "jobid", 1, |n| {
+        let n = sequence::next_free(&self.seq_dir(), "jobid", 1, sync, |n| {
             jobs.join(format!("{n}.job")).exists()
         })?;
         u32::try_from(n).map(JobId).map_err(|_| {
@@ -143,6 +167,8 @@ impl Spool {
     /// Removes every file of a finished or deleted job (`sched_d` only). The exit log goes last
     /// so that `qsub -sync` can still read it while the rest disappears.
     pub fn remove_job(&self, id: JobId) -> Result<(), SpoolError> {
+        // The job file keeps its id taken until the counter on disk covers it.
+        self.ensure_job_id_durable(id)?;
         let dir = self.jobs_dir();
         durable::remove(&dir, &format!("{id}.state"))?;
         durable::remove(&dir, &format!("{id}.job"))?;

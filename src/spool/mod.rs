@@ -61,6 +61,9 @@ pub const CLIENT_FILE_MODE: u32 = 0o640;
 #[derive(Debug, Clone)]
 pub struct Spool {
     root: PathBuf,
+    /// Job ids up to this one are known to be durable in `seq/jobid` (`sched_d` syncs the
+    /// counter before removing a job file above it; see [`sequence::Sync::Deferred`]).
+    job_ids_durable_upto: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The subdirectories a spool must have.
@@ -73,7 +76,7 @@ impl Spool {
         if !root.join("jobs").is_dir() || !root.join("seq").is_dir() {
             return Err(SpoolError::Missing { path: root });
         }
-        Ok(Spool { root })
+        Ok(Spool::at(root))
     }
 
     /// Creates the directory tree of a new spool (idempotent). `sched_d --init` then writes the
@@ -85,7 +88,14 @@ impl Spool {
             std::fs::create_dir_all(&dir).map_err(|e| SpoolError::io("mkdir", &dir, e))?;
         }
         durable::sync_dir(&root)?;
-        Ok(Spool { root })
+        Ok(Spool::at(root))
+    }
+
+    fn at(root: PathBuf) -> Self {
+        Spool {
+            root,
+            job_ids_durable_upto: Default::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -94,6 +104,41 @@ impl Spool {
 
     pub fn config_path(&self) -> PathBuf {
         self.root.join("config.yaml")
+    }
+
+    /// `config.snapshot`: the configuration as `sched_d` last parsed it, with the text it
+    /// parsed (`config::snapshot`); clients use it only when it matches `config.yaml`.
+    pub fn config_snapshot_path(&self) -> PathBuf {
+        self.root.join("config.snapshot")
+    }
+
+    /// The configuration, as clients load it: from the snapshot when it stands for the
+    /// current `config.yaml`, else from the YAML.
+    pub fn load_config(&self) -> Result<crate::config::ClusterConfig, crate::config::ConfigError> {
+        crate::config::ClusterConfig::load_with_snapshot(
+            &self.config_path(),
+            &self.config_snapshot_path(),
+        )
+    }
+
+    /// Writes the snapshot of `config`, parsed from `text` (`sched_d` only). Returns false,
+    /// writing nothing, when the configuration cannot be carried exactly by the snapshot; an
+    /// old snapshot is then removed, although it could not match `text` anyway.
+    pub fn write_config_snapshot(
+        &self,
+        text: &str,
+        config: &crate::config::ClusterConfig,
+    ) -> Result<bool, SpoolError> {
+        match crate::config::snapshot::encode(text.as_bytes(), config) {
+            Some(bytes) => {
+                durable::write_replace(&self.root, "config.snapshot", &bytes, 0o644)?;
+                Ok(true)
+            }
+            None => {
+                durable::remove(&self.root, "config.snapshot")?;
+                Ok(false)
+            }
+        }
     }
 
     pub fn common_dir(&self) -> PathBuf {
@@ -152,6 +197,12 @@ impl Spool {
         let stamp = jiff::Timestamp::now().as_second();
         let target_name = format!("{stamp}.{name}");
         let target = self.quarantine_dir().join(&target_name);
+        if path.parent() == Some(self.jobs_dir().as_path())
+            && let Some(id) = name.split('.').next().and_then(|s| s.parse().ok())
+        {
+            // A job file leaving `jobs/` no longer keeps its id taken (`sequence::Sync`).
+            self.ensure_job_id_durable(crate::model::JobId(id))?;
+        }
         std::fs::rename(path, &target).map_err(|e| SpoolError::io("rename", path, e))?;
         durable::write_replace(
             &self.quarantine_dir(),
