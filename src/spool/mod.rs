@@ -21,7 +21,7 @@ mod jobs;
 mod requests;
 pub mod sequence;
 
-pub use jobs::{JobScan, ScanProblem};
+pub use jobs::{JobScan, ScanProblem, encode_state};
 
 use std::path::{Path, PathBuf};
 
