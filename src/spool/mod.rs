@@ -5,6 +5,7 @@
 //! | path | written by | what |
 //! |---|---|---|
 //! | `config.yaml` | administrator | cluster configuration (`config` module) |
+//! | `config.snapshot` | `sched_d` | the configuration compiled, for clients (`config::snapshot`) |
 //! | `common/` | administrator, `sched_d` | SGE's own files: `sge_request`, `accounting`, `settings.sh` |
 //! | `seq/` | clients (locked) | `jobid` and `request` counters |
 //! | `jobs/<id>.job` | `qsub`, once | submission header (one JSON line) followed by the script |
@@ -214,5 +215,58 @@ impl Spool {
             durable::sync_dir(parent)?;
         }
         Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClusterConfig;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn clients_take_the_snapshot_only_while_it_matches_config_yaml() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let text = ClusterConfig::default_text("node1", 4);
+        std::fs::write(spool.config_path(), &text).expect("config");
+        // A snapshot of this very text whose configuration differs from the YAML's shows
+        // which of the two a client loaded.
+        let mut marked = ClusterConfig::parse(&text).expect("parses");
+        marked.managers = vec!["from-snapshot".into()];
+        assert!(spool.write_config_snapshot(&text, &marked).expect("write"));
+        assert_eq!(spool.load_config().expect("load"), marked);
+
+        // Writable by others: not trusted.
+        let snap = spool.config_snapshot_path();
+        std::fs::set_permissions(&snap, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        assert!(spool.load_config().expect("load").managers.is_empty());
+        std::fs::set_permissions(&snap, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert_eq!(spool.load_config().expect("load"), marked);
+
+        // config.yaml edited (same length), the snapshot not rewritten: the YAML wins.
+        let edited = text.replacen("slots: 4", "slots: 5", 1);
+        std::fs::write(spool.config_path(), &edited).expect("edit");
+        let loaded = spool.load_config().expect("load");
+        assert!(loaded.managers.is_empty());
+        assert_eq!(loaded.hosts[0].slots, 5);
+    }
+
+    #[test]
+    fn job_ids_taken_without_a_sync_are_synced_before_their_job_files_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let a = spool.allocate_job_id_for_publication().expect("id");
+        let b = spool.allocate_job_id_for_publication().expect("id");
+        assert_eq!((a.0, b.0), (1, 2));
+        assert_eq!(
+            sequence::current(&spool.seq_dir(), "jobid").expect("current"),
+            2
+        );
+        spool.ensure_job_id_durable(b).expect("sync");
+        spool.remove_job(a).expect("remove");
+        // A counter behind an existing job file (restored from a backup, say) moves past it.
+        std::fs::write(spool.job_file(crate::model::JobId(3)), b"{}\n").expect("job file");
+        assert_eq!(spool.allocate_job_id().expect("id").0, 4);
     }
 }
