@@ -306,7 +306,6 @@ impl Spool {
                 all
             })
         };
-        drop(queue);
         // Problems in the order of the files, whatever thread met them.
         found.sort_by_key(|(c, _)| *c);
         problems.extend(found.into_iter().map(|(_, p)| p));
