@@ -40,7 +40,10 @@ fn main() -> anyhow::Result<()> {
         let mut bytes = serde_json::to_vec(&sub)?;
         bytes.extend_from_slice(b"\n#!/bin/sh\nsleep 60\n");
         std::fs::write(spool.job_file(job.id), &bytes)?;
-        std::fs::write(spool.state_file(job.id), serde_json::to_vec(&job)?)?;
+        std::fs::write(
+            spool.state_file(job.id),
+            gridspool::spool::encode_state(&job)?,
+        )?;
     }
     Ok(())
 }

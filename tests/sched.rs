@@ -190,7 +190,9 @@ fn requester(uid: u32) -> Requester {
 
 fn state(spool: &Spool, id: JobId) -> Option<JobRecord> {
     let bytes = std::fs::read(spool.state_file(id)).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    // A listing summary line, then the record (spool/README.md): the record is the last line.
+    let record = bytes.split(|b| *b == b'\n').next_back()?;
+    serde_json::from_slice(record).ok()
 }
 
 fn exits(spool: &Spool, id: JobId) -> Vec<FinishedTask> {

@@ -86,7 +86,7 @@ impl ClientEnv {
         let dir = locate_spool(explicit_spool)?;
         crate::privilege::confine_to_spool(&dir);
         let spool = Spool::open(dir)?;
-        let config = ClusterConfig::load(&spool.config_path())?;
+        let config = spool.load_config()?;
         let caller = Caller::from_kernel()?;
         Ok(ClientEnv {
             spool,

@@ -422,7 +422,11 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     } else {
         None
     };
-    let id = env.spool.allocate_job_id().map_err(spool_error)?;
+    // The id is shown only once the job file carrying it is durable (`publish_job`).
+    let id = env
+        .spool
+        .allocate_job_id_for_publication()
+        .map_err(spool_error)?;
     let holds = Holds {
         user: folded.user_hold,
         ..Holds::NONE

@@ -226,12 +226,18 @@ fn init_target() -> Result<PathBuf, ClientError> {
 pub fn init(dir: &std::path::Path) -> Result<bool, anyhow::Error> {
     let spool = Spool::create(dir)?;
     if spool.config_path().exists() {
-        ClusterConfig::load(&spool.config_path())?;
+        let (text, config) = ClusterConfig::load_text(&spool.config_path())?;
+        // Only a time saving for clients: a cell this user may not write keeps working.
+        if let Err(e) = spool.write_config_snapshot(&text, &config) {
+            eprintln!("warning: configuration snapshot not written: {e}");
+        }
         return Ok(false);
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let text = ClusterConfig::default_text(&short_hostname(), cpus);
-    ClusterConfig::parse(&text).map_err(|e| anyhow::anyhow!("default configuration: {e}"))?;
+    let config =
+        ClusterConfig::parse(&text).map_err(|e| anyhow::anyhow!("default configuration: {e}"))?;
     durable::write_new(spool.root(), "config.yaml", text.as_bytes(), 0o644)?;
+    spool.write_config_snapshot(&text, &config)?;
     Ok(true)
 }

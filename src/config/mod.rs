@@ -8,6 +8,7 @@
 //! the local host's name and CPU count.
 
 mod complexes;
+pub mod snapshot;
 
 pub use complexes::{Complex, ComplexType, Consumable, Requestable, builtin as builtin_complexes};
 
@@ -28,6 +29,27 @@ pub enum ConfigError {
     },
     #[error("configuration {path} is not valid: {reason}")]
     Invalid { path: PathBuf, reason: String },
+}
+
+/// Reads an open file of `len` bytes (as `fstat` gave it) to its end, in one `read` when the
+/// size is right (`fs::read` would `statx` the file again to size its buffer).
+fn read_whole(mut file: &std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0).saturating_add(1)];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
 }
 
 /// How `sched_d` reaches an execution host.
@@ -430,6 +452,60 @@ impl ClusterConfig {
             path: path.to_path_buf(),
             reason,
         })
+    }
+
+    /// Reads `path` and parses it; also returns the text parsed, for [`snapshot::encode`].
+    pub fn load_text(path: &Path) -> Result<(String, Self), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config = Self::parse(&text).map_err(|reason| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason,
+        })?;
+        Ok((text, config))
+    }
+
+    /// What clients load: the configuration in `path`, taken from the compiled `snapshot`
+    /// beside it when that provably stands for the text now in `path` (see [`snapshot`]),
+    /// else parsed from the YAML.
+    pub fn load_with_snapshot(path: &Path, snapshot: &Path) -> Result<Self, ConfigError> {
+        use std::os::unix::fs::MetadataExt;
+        let read_err = |source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let meta = file.metadata().map_err(read_err)?;
+        let yaml = read_whole(&file, meta.len()).map_err(read_err)?;
+        if let Some(config) = Self::from_snapshot(snapshot, meta.uid(), &yaml) {
+            return Ok(config);
+        }
+        let text = String::from_utf8(yaml).map_err(|_| {
+            read_err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))
+        })?;
+        Self::parse(&text).map_err(|reason| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason,
+        })
+    }
+
+    /// The snapshot's configuration, if the snapshot is trustworthy (owned by root or by the
+    /// owner of `config.yaml`, writable by nobody else) and stands for `yaml`.
+    fn from_snapshot(snapshot: &Path, config_owner: u32, yaml: &[u8]) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::File::open(snapshot).ok()?;
+        let meta = file.metadata().ok()?;
+        let trusted_owner = meta.uid() == 0 || meta.uid() == config_owner;
+        if !trusted_owner || meta.mode() & 0o022 != 0 || !meta.is_file() {
+            return None;
+        }
+        let bytes = read_whole(&file, meta.len()).ok()?;
+        snapshot::decode(&bytes, yaml)
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {

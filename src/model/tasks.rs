@@ -108,6 +108,12 @@ impl TaskSet {
         TaskSet { ranges: vec![r] }
     }
 
+    /// Exactly these ranges, as a set stored them (what deserialising its list does): for
+    /// compact encodings of a stored set, which must print as the original did.
+    pub fn from_stored_ranges(ranges: Vec<TaskIdRange>) -> Self {
+        TaskSet { ranges }
+    }
+
     pub fn ranges(&self) -> &[TaskIdRange] {
         &self.ranges
     }

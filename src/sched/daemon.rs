@@ -197,6 +197,18 @@ impl std::fmt::Debug for Daemon {
     }
 }
 
+/// Parses `config.yaml` (the daemon never trusts the snapshot) and writes the snapshot that
+/// spares clients the YAML parse; a snapshot that cannot be written only costs them time.
+pub fn load_config(spool: &Spool) -> Result<ClusterConfig, ConfigError> {
+    let (text, config) = ClusterConfig::load_text(&spool.config_path())?;
+    match spool.write_config_snapshot(&text, &config) {
+        Ok(true) => {}
+        Ok(false) => warn!("the configuration has no exact JSON form: clients will parse the YAML"),
+        Err(e) => warn!("configuration snapshot not written, clients will parse the YAML: {e}"),
+    }
+    Ok(config)
+}
+
 impl Daemon {
     /// Builds the daemon over an opened, locked spool. `make_runner` receives the channel on
     /// which the runner must report [`LaunchEvent`]s.
@@ -209,7 +221,7 @@ impl Daemon {
         ) -> Result<Box<dyn TaskRunner>, DaemonError>,
         acct: Box<dyn AccountingHook>,
     ) -> Result<Self, DaemonError> {
-        let config = ClusterConfig::load(&spool.config_path())?;
+        let config = load_config(&spool)?;
         let (tx, rx) = mpsc::channel();
         let (launch_tx, launch_rx) = mpsc::channel::<LaunchEvent>();
         let fwd = tx.clone();
@@ -340,7 +352,7 @@ impl Daemon {
         }
         if self.reload_needed {
             self.reload_needed = false;
-            match ClusterConfig::load(&self.spool.config_path()) {
+            match load_config(&self.spool) {
                 Ok(c) => {
                     self.runner.reconfigure(&c);
                     self.acct.reconfigure(&c);

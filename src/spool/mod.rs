@@ -5,6 +5,7 @@
 //! | path | written by | what |
 //! |---|---|---|
 //! | `config.yaml` | administrator | cluster configuration (`config` module) |
+//! | `config.snapshot` | `sched_d` | the configuration compiled, for clients (`config::snapshot`) |
 //! | `common/` | administrator, `sched_d` | SGE's own files: `sge_request`, `accounting`, `settings.sh` |
 //! | `seq/` | clients (locked) | `jobid` and `request` counters |
 //! | `jobs/<id>.job` | `qsub`, once | submission header (one JSON line) followed by the script |
@@ -21,7 +22,7 @@ mod jobs;
 mod requests;
 pub mod sequence;
 
-pub use jobs::{JobScan, ScanProblem};
+pub use jobs::{JobScan, ScanProblem, encode_state};
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,9 @@ pub const CLIENT_FILE_MODE: u32 = 0o640;
 #[derive(Debug, Clone)]
 pub struct Spool {
     root: PathBuf,
+    /// Job ids up to this one are known to be durable in `seq/jobid` (`sched_d` syncs the
+    /// counter before removing a job file above it; see [`sequence::Sync::Deferred`]).
+    job_ids_durable_upto: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The subdirectories a spool must have.
@@ -73,7 +77,7 @@ impl Spool {
         if !root.join("jobs").is_dir() || !root.join("seq").is_dir() {
             return Err(SpoolError::Missing { path: root });
         }
-        Ok(Spool { root })
+        Ok(Spool::at(root))
     }
 
     /// Creates the directory tree of a new spool (idempotent). `sched_d --init` then writes the
@@ -85,7 +89,14 @@ impl Spool {
             std::fs::create_dir_all(&dir).map_err(|e| SpoolError::io("mkdir", &dir, e))?;
         }
         durable::sync_dir(&root)?;
-        Ok(Spool { root })
+        Ok(Spool::at(root))
+    }
+
+    fn at(root: PathBuf) -> Self {
+        Spool {
+            root,
+            job_ids_durable_upto: Default::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -94,6 +105,41 @@ impl Spool {
 
     pub fn config_path(&self) -> PathBuf {
         self.root.join("config.yaml")
+    }
+
+    /// `config.snapshot`: the configuration as `sched_d` last parsed it, with the text it
+    /// parsed (`config::snapshot`); clients use it only when it matches `config.yaml`.
+    pub fn config_snapshot_path(&self) -> PathBuf {
+        self.root.join("config.snapshot")
+    }
+
+    /// The configuration, as clients load it: from the snapshot when it stands for the
+    /// current `config.yaml`, else from the YAML.
+    pub fn load_config(&self) -> Result<crate::config::ClusterConfig, crate::config::ConfigError> {
+        crate::config::ClusterConfig::load_with_snapshot(
+            &self.config_path(),
+            &self.config_snapshot_path(),
+        )
+    }
+
+    /// Writes the snapshot of `config`, parsed from `text` (`sched_d` only). Returns false,
+    /// writing nothing, when the configuration cannot be carried exactly by the snapshot; an
+    /// old snapshot is then removed, although it could not match `text` anyway.
+    pub fn write_config_snapshot(
+        &self,
+        text: &str,
+        config: &crate::config::ClusterConfig,
+    ) -> Result<bool, SpoolError> {
+        match crate::config::snapshot::encode(text.as_bytes(), config) {
+            Some(bytes) => {
+                durable::write_replace(&self.root, "config.snapshot", &bytes, 0o644)?;
+                Ok(true)
+            }
+            None => {
+                durable::remove(&self.root, "config.snapshot")?;
+                Ok(false)
+            }
+        }
     }
 
     pub fn common_dir(&self) -> PathBuf {
@@ -152,6 +198,12 @@ impl Spool {
         let stamp = jiff::Timestamp::now().as_second();
         let target_name = format!("{stamp}.{name}");
         let target = self.quarantine_dir().join(&target_name);
+        if path.parent() == Some(self.jobs_dir().as_path())
+            && let Some(id) = name.split('.').next().and_then(|s| s.parse().ok())
+        {
+            // A job file leaving `jobs/` no longer keeps its id taken (`sequence::Sync`).
+            self.ensure_job_id_durable(crate::model::JobId(id))?;
+        }
         std::fs::rename(path, &target).map_err(|e| SpoolError::io("rename", path, e))?;
         durable::write_replace(
             &self.quarantine_dir(),
@@ -163,5 +215,58 @@ impl Spool {
             durable::sync_dir(parent)?;
         }
         Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClusterConfig;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn clients_take_the_snapshot_only_while_it_matches_config_yaml() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let text = ClusterConfig::default_text("node1", 4);
+        std::fs::write(spool.config_path(), &text).expect("config");
+        // A snapshot of this very text whose configuration differs from the YAML's shows
+        // which of the two a client loaded.
+        let mut marked = ClusterConfig::parse(&text).expect("parses");
+        marked.managers = vec!["from-snapshot".into()];
+        assert!(spool.write_config_snapshot(&text, &marked).expect("write"));
+        assert_eq!(spool.load_config().expect("load"), marked);
+
+        // Writable by others: not trusted.
+        let snap = spool.config_snapshot_path();
+        std::fs::set_permissions(&snap, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        assert!(spool.load_config().expect("load").managers.is_empty());
+        std::fs::set_permissions(&snap, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert_eq!(spool.load_config().expect("load"), marked);
+
+        // config.yaml edited (same length), the snapshot not rewritten: the YAML wins.
+        let edited = text.replacen("slots: 4", "slots: 5", 1);
+        std::fs::write(spool.config_path(), &edited).expect("edit");
+        let loaded = spool.load_config().expect("load");
+        assert!(loaded.managers.is_empty());
+        assert_eq!(loaded.hosts[0].slots, 5);
+    }
+
+    #[test]
+    fn job_ids_taken_without_a_sync_are_synced_before_their_job_files_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let a = spool.allocate_job_id_for_publication().expect("id");
+        let b = spool.allocate_job_id_for_publication().expect("id");
+        assert_eq!((a.0, b.0), (1, 2));
+        assert_eq!(
+            sequence::current(&spool.seq_dir(), "jobid").expect("current"),
+            2
+        );
+        spool.ensure_job_id_durable(b).expect("sync");
+        spool.remove_job(a).expect("remove");
+        // A counter behind an existing job file (restored from a backup, say) moves past it.
+        std::fs::write(spool.job_file(crate::model::JobId(3)), b"{}\n").expect("job file");
+        assert_eq!(spool.allocate_job_id().expect("id").0, 4);
     }
 }

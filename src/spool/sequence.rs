@@ -3,9 +3,16 @@
 //!
 //! A counter file holds the last number issued, as a fixed-width decimal. A client takes an
 //! exclusive `flock` on the counter file itself (std's `File::lock`), reads it, overwrites it
-//! in place with the next value and `fdatasync`s it, and only then uses the number. The number
-//! is on disk before any job carries it, so a crash can waste a number but never hand it out
-//! twice.
+//! in place with the next value and, for request numbers and by default, `fdatasync`s it before
+//! using the number: the number is on disk before anything carries it, so a crash can waste a
+//! number but never hand it out twice.
+//!
+//! `qsub` takes its job id with [`Sync::Deferred`]: the new value goes to the page cache only,
+//! and the job file, published durably before the id is shown to anyone, is what keeps the id
+//! taken across a crash ([`next_free`] moves past a number whose job file exists). `sched_d`
+//! makes the counter durable ([`sync`]) before it removes or moves a job file, so an id whose
+//! job file is gone is below the counter on disk. The argument in full is in
+//! `spool/README.md` ("Numbers are never reused").
 //!
 //! This is the one file in the spool that is rewritten in place rather than replaced by
 //! rename (`durable`): the record is 21 bytes at offset 0, inside one disk sector, so the
@@ -49,27 +56,58 @@ fn open_counter(path: &Path) -> Result<File, SpoolError> {
 /// Readable and writable by the owner and the spool group, nobody else.
 const COUNTER_MODE: u32 = 0o660;
 
-fn read_value(file: &mut File, path: &Path) -> Result<u64, SpoolError> {
-    let mut text = String::new();
+/// Reads the counter: its value (0 when empty) and the file's length in bytes.
+fn read_value(file: &mut File, path: &Path) -> Result<(u64, usize), SpoolError> {
+    let mut text = String::with_capacity(RECORD_LEN + 1);
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.read_to_string(&mut text))
         .map_err(|e| SpoolError::io("read", path, e))?;
+    let len = text.len();
     let text = text.trim();
     if text.is_empty() {
-        return Ok(0);
+        return Ok((0, len));
     }
-    text.parse::<u64>().map_err(|_| SpoolError::Malformed {
+    let value = text.parse::<u64>().map_err(|_| SpoolError::Malformed {
         path: path.to_path_buf(),
         reason: format!("counter holds {text:?}, not a number"),
-    })
+    })?;
+    Ok((value, len))
 }
 
-fn write_value(file: &mut File, path: &Path, value: u64) -> Result<(), SpoolError> {
+/// When a new counter value must be on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// Before the number is returned (`fdatasync` under the lock).
+    Now,
+    /// Later: the caller publishes a durable record carrying the number (a job file, which
+    /// [`next_free`]'s `taken` recognises) before the number is shown to anyone, and whoever
+    /// removes such records calls [`sync`] first.
+    Deferred,
+}
+
+/// Writes the counter record in place. The file is truncated only when its length is not the
+/// record's (an old-format counter), so the usual case is one `pwrite`.
+fn write_value(
+    file: &mut File,
+    path: &Path,
+    value: u64,
+    old_len: usize,
+    sync: Sync,
+) -> Result<(), SpoolError> {
     let record = format!("{value:>width$}\n", width = RECORD_LEN - 1);
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.write_all(record.as_bytes()))
-        .and_then(|()| file.set_len(RECORD_LEN as u64))
-        .and_then(|()| file.sync_data())
+        .and_then(|()| {
+            if old_len == RECORD_LEN {
+                Ok(())
+            } else {
+                file.set_len(RECORD_LEN as u64)
+            }
+        })
+        .and_then(|()| match sync {
+            Sync::Now => file.sync_data(),
+            Sync::Deferred => Ok(()),
+        })
         .map_err(|e| SpoolError::io("write", path, e))
 }
 
@@ -80,7 +118,7 @@ pub fn next(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 
 /// Reserves `count` consecutive numbers and returns the first.
 pub fn next_block(dir: &Path, name: &str, count: u64) -> Result<u64, SpoolError> {
-    next_free(dir, name, count, |_| false)
+    next_free(dir, name, count, Sync::Now, |_| false)
 }
 
 /// Like [`next_block`], but skips past numbers for which `taken` says a record already
@@ -90,26 +128,46 @@ pub fn next_free(
     dir: &Path,
     name: &str,
     count: u64,
+    sync: Sync,
     taken: impl Fn(u64) -> bool,
 ) -> Result<u64, SpoolError> {
     let path = dir.join(name);
     let mut file = open_counter(&path)?;
     file.lock().map_err(|e| SpoolError::io("lock", &path, e))?;
-    let mut first = read_value(&mut file, &path)? + 1;
+    let (last, len) = read_value(&mut file, &path)?;
+    let mut first = last + 1;
     while (first..first + count).any(&taken) {
         first += 1;
     }
-    write_value(&mut file, &path, first + count - 1)?;
-    // The lock goes with the file, after the new value is durable.
+    write_value(&mut file, &path, first + count - 1, len, sync)?;
+    // The lock goes with the file, after the new value is written (and, with `Sync::Now`,
+    // durable).
     drop(file);
     Ok(first)
+}
+
+/// Makes the counter durable as it is now and returns its value: every number up to it is on
+/// disk as issued. Takes the lock (shared), so that no half-written record is read.
+pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
+    let path = dir.join(name);
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(SpoolError::io("open", &path, e)),
+    };
+    file.lock_shared()
+        .map_err(|e| SpoolError::io("lock", &path, e))?;
+    let (value, _) = read_value(&mut file, &path)?;
+    file.sync_data()
+        .map_err(|e| SpoolError::io("fsync", &path, e))?;
+    Ok(value)
 }
 
 /// The last number issued (0 before the first).
 pub fn current(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
     match File::open(&path) {
-        Ok(mut f) => read_value(&mut f, &path),
+        Ok(mut f) => read_value(&mut f, &path).map(|(v, _)| v),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(SpoolError::io("open", &path, e)),
     }
@@ -152,7 +210,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("jobid"), "41\n").expect("old format");
         assert_eq!(current(dir.path(), "jobid").expect("current"), 41);
-        let n = next_free(dir.path(), "jobid", 1, |n| n == 42 || n == 43).expect("next");
+        let n = next_free(dir.path(), "jobid", 1, Sync::Now, |n| n == 42 || n == 43).expect("next");
         assert_eq!(n, 44);
         assert_eq!(
             std::fs::read_to_string(dir.path().join("jobid"))
@@ -161,5 +219,9 @@ mod tests {
             RECORD_LEN
         );
         assert_eq!(next(dir.path(), "jobid").expect("next"), 45);
+        let n = next_free(dir.path(), "jobid", 1, Sync::Deferred, |_| false).expect("next");
+        assert_eq!(n, 46);
+        assert_eq!(sync(dir.path(), "jobid").expect("sync"), 46);
+        assert_eq!(sync(dir.path(), "nosuchcounter").expect("sync"), 0);
     }
 }
