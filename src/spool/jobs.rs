@@ -570,7 +570,7 @@ mod listing {
     /// How a summary line of the current layout starts (`split_state`); a line with another
     /// tag is skipped and the record read instead, so that a later layout can be introduced
     /// without older clients misreading it.
-    pub(super) const SUMMARY_TAG: &[u8] = b"[\"L1\",";
+    pub(super) const SUMMARY_TAG: &[u8] = b"[\"L2\",";
 
     /// A task range as `[first, last, step]`.
     type Range = (TaskId, TaskId, TaskId);
@@ -608,7 +608,7 @@ mod listing {
     /// Fields, in order: tag, `v`, `id`, owner, uid, gid, submission time, name, priority,
     /// project, start time, deadline, predecessors, array predecessors, array range, `pe`,
     /// pending groups (`[[ranges], holds]`), running tasks, finished count, error,
-    /// priorities, `version`, `applied_request`.
+    /// priorities, `version`, `applied_request`, finished tasks (`[ranges]`, since `L2`).
     #[derive(Serialize, Deserialize)]
     pub(super) struct Summary<'a>(
         Tag,
@@ -634,6 +634,7 @@ mod listing {
         Option<Priority<'a>>,
         u32,
         u64,
+        Vec<Range>,
     );
 
     /// The tag written first (read back as ignored: `SUMMARY_TAG` was checked on the bytes).
@@ -641,7 +642,7 @@ mod listing {
 
     impl Serialize for Tag {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_str("L1")
+            s.serialize_str("L2")
         }
     }
 
@@ -699,6 +700,7 @@ mod listing {
                 p,
                 j.version,
                 j.applied_request,
+                j.tasks.finished_tasks.ranges().iter().map(range).collect(),
             )
         }
 
@@ -727,6 +729,7 @@ mod listing {
                 prio,
                 version,
                 applied_request,
+                finished_tasks,
             ) = self;
             let submitter = ListingSubmitter {
                 owner: owner.into_owned(),
@@ -778,6 +781,9 @@ mod listing {
                         .collect(),
                     running: running.into_owned(),
                     finished,
+                    finished_tasks: TaskSet::from_stored_ranges(
+                        finished_tasks.into_iter().map(task_range).collect(),
+                    ),
                 },
                 error: error.map(Cow::into_owned),
                 priority,
