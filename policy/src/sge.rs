@@ -1054,6 +1054,25 @@ pub fn compute_tickets(
     now: i64,
     jobs: &[TicketJobInput<'_>],
 ) -> TicketPass {
+    tickets_with(config, now, jobs, true)
+}
+
+/// [`compute_tickets`] without the share-tree node report (`nodes` is empty): the same
+/// tickets for a scheduling pass, which does not show `sge_share_mon`'s figures.
+pub fn compute_job_tickets(
+    config: &TicketConfig<'_>,
+    now: i64,
+    jobs: &[TicketJobInput<'_>],
+) -> TicketPass {
+    tickets_with(config, now, jobs, false)
+}
+
+fn tickets_with(
+    config: &TicketConfig<'_>,
+    now: i64,
+    jobs: &[TicketJobInput<'_>],
+    report: bool,
+) -> TicketPass {
     let n = jobs.len();
     let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
     let (mut o, mut f, mut s, mut s_first) =
@@ -1062,6 +1081,16 @@ pub fn compute_tickets(
     for &(policy, dependent) in config.hierarchy {
         let got: Vec<f64> = match policy {
             TicketPolicy::Override => {
+                // Without override tickets anywhere every job gets none: nothing to compute
+                // (and zeros add nothing to the dependent policies' tickets).
+                let t = config.override_tables;
+                if t.users.is_empty()
+                    && t.projects.is_empty()
+                    && t.departments.is_empty()
+                    && jobs.iter().all(|j| j.job_otickets == 0)
+                {
+                    continue;
+                }
                 let oj: Vec<OverrideJob<'_>> = jobs
                     .iter()
                     .zip(&acc)
@@ -1086,6 +1115,10 @@ pub fn compute_tickets(
                 o.clone()
             }
             TicketPolicy::Functional => {
+                // No functional tickets to hand out: every job gets none.
+                if config.functional.weight_tickets_functional <= 0.0 {
+                    continue;
+                }
                 let fj: Vec<FunctionalJob<'_>> = jobs
                     .iter()
                     .zip(&acc)
@@ -1127,7 +1160,11 @@ pub fn compute_tickets(
                     })
                     .collect();
                 let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
-                let st = tree.tickets(usage, &sp, now, &tj);
+                let st = if report {
+                    tree.tickets(usage, &sp, now, &tj)
+                } else {
+                    tree.job_tickets(usage, &sp, now, &tj)
+                };
                 s = st.stckt;
                 s_first = st.first_pass_stckt;
                 nodes = st.nodes;

@@ -681,13 +681,37 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
     ) -> ShareTreeTickets {
+        self.tickets_with(usage, policy, now, jobs, true)
+    }
+
+    /// [`ShareTree::tickets`] without the per-node report (`nodes` is empty): the same tickets,
+    /// for a scheduling pass that does not show `sge_share_mon`'s figures (the report formats
+    /// a path for every node, temporary user nodes included).
+    pub fn job_tickets(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+    ) -> ShareTreeTickets {
+        self.tickets_with(usage, policy, now, jobs, false)
+    }
+
+    fn tickets_with(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+        report: bool,
+    ) -> ShareTreeTickets {
         let n = jobs.len();
         let mut stckt = vec![0.0; n];
         let mut max_tickets: f64 = -1.0;
         // Pass 1: running and pending together (pending jobs' tickets, running jobs' first
         // values which only count towards the ticket range).
         let all: Vec<usize> = (0..n).collect();
-        let (first, nodes) = self.pass(usage, policy, now, jobs, &all);
+        let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report);
         let first_pass_stckt = first.clone();
         for (&j, &t) in all.iter().zip(&first) {
             max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -698,7 +722,7 @@ impl ShareTree {
         // Pass 2: running jobs only ("correct the shares for the running jobs").
         let running: Vec<usize> = (0..n).filter(|&j| jobs[j].running).collect();
         if !running.is_empty() {
-            let (second, _) = self.pass(usage, policy, now, jobs, &running);
+            let (second, _) = self.pass(usage, policy, now, jobs, &running, false);
             for (&j, &t) in running.iter().zip(&second) {
                 stckt[j] = t;
                 max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -745,6 +769,7 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
         which: &[usize],
+        report: bool,
     ) -> (Vec<f64>, Vec<ShareTreeNodeReport>) {
         let total_tickets = policy.weight_tickets_share;
         // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
@@ -759,7 +784,8 @@ impl ShareTree {
             .collect();
         // For temporary nodes: (user name, the default node it copies).
         let mut temp: Vec<(String, usize)> = Vec::new();
-        let mut temp_index: HashMap<(usize, &str), usize> = HashMap::new();
+        let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
+            HashMap::default();
         let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
         for (k, &j) in which.iter().enumerate() {
             let job = &jobs[j];
@@ -816,10 +842,10 @@ impl ShareTree {
         let mut tickets = vec![0.0; which.len()];
         // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
         if total_tickets > 0.0 {
-            let mut sum_priority: HashMap<usize, u64> = HashMap::new();
+            let mut sum_priority: Vec<u64> = vec![0; pn.len()];
             for (k, &j) in which.iter().enumerate() {
                 if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
-                    *sum_priority.entry(i).or_default() += u64::from(jobs[j].jobshare);
+                    sum_priority[i] += u64::from(jobs[j].jobshare);
                 }
             }
             for (k, &j) in which.iter().enumerate() {
@@ -827,7 +853,7 @@ impl ShareTree {
                     continue;
                 };
                 let node_tickets = pn[i].ostt * total_tickets;
-                let sp = sum_priority.get(&i).copied().unwrap_or(0);
+                let sp = sum_priority[i];
                 tickets[k] = if pn[i].job_count == 0 {
                     0.0
                 } else if sp > 0 {
@@ -904,7 +930,11 @@ impl ShareTree {
                 }
             }
         }
-        let report = self.report(&pn, configured, &temp);
+        let report = if report {
+            self.report(&pn, configured, &temp)
+        } else {
+            Vec::new()
+        };
         (tickets, report)
     }
 
