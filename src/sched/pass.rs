@@ -111,7 +111,7 @@ impl SchedState {
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
-        let mut cands: Vec<Candidate> = Vec::new();
+        let mut cands: Vec<Candidate> = Vec::with_capacity(n);
 
         // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
         // running jobs get a priority; held and blocked ones get SGE's zeros.
@@ -184,20 +184,28 @@ impl SchedState {
         };
         let mut phases = [0u64; 4];
         lap(&mut phases[0]);
-        // 3. Order.
-        for c in cands.iter_mut() {
+        // 3. Order: compact keys (the key, then the candidate's index) are sorted, not the
+        // candidates themselves; keys are unique (the job id is part of them).
+        let mut keys: Vec<((i64, i64, JobId), u32)> = Vec::with_capacity(cands.len());
+        for (k, c) in cands.iter_mut().enumerate() {
             let i = input_of[c.pos];
             let prio = infos.get(i).map_or(0.0, |p| p.prio);
             c.key = order_key(sconf.policy, prio, c.submitted, c.id);
+            keys.push((c.key, k as u32));
         }
-        cands.sort_unstable_by_key(|c| c.key);
+        keys.sort_unstable();
+        let cands: Vec<Candidate> = keys.iter().map(|&(_, k)| cands[k as usize]).collect();
+        drop(keys);
         result.considered = cands.len();
-        let blocked: std::collections::HashSet<usize> = blocked_pos.into_iter().collect();
+        let mut blocked = vec![false; n];
+        for pos in blocked_pos {
+            blocked[pos] = true;
+        }
         for (pos, e) in self.jobs.values_mut().enumerate() {
             let i = input_of[pos];
             if i != NO_INPUT {
                 e.priority = infos.get_mut(i).map(std::mem::take);
-            } else if blocked.contains(&pos) {
+            } else if blocked[pos] {
                 e.priority = Some(PriorityInfo::default());
             }
         }

@@ -102,27 +102,44 @@ impl SchedState {
         result: &mut PassResult,
     ) {
         let mut table = ClusterTable::new();
-        let mut cluster_ids: HashMap<u32, ClusterId> = HashMap::new();
+        // Indexed by interned cluster name and category: no hashing per candidate.
+        let mut cluster_ids: Vec<Option<ClusterId>> = vec![None; self.name_list.len()];
         let mut groups: Vec<Group> = Vec::new();
-        let mut group_of: HashMap<(ClusterId, CatId), usize> = HashMap::new();
+        let ncat = self.categories.len();
+        let mut group_of: Vec<Vec<usize>> = Vec::new();
         for (i, c) in cands.iter().enumerate() {
-            let cid = match cluster_ids.get(&c.cluster) {
-                Some(id) => *id,
+            let slot = c.cluster as usize;
+            if slot >= cluster_ids.len() {
+                cluster_ids.resize(slot + 1, None);
+            }
+            let cid = match cluster_ids[slot] {
+                Some(id) => id,
                 None => {
                     let id = table.intern(&path_or_root(Some(self.name(c.cluster))));
-                    cluster_ids.insert(c.cluster, id);
+                    cluster_ids[slot] = Some(id);
                     id
                 }
             };
-            let g = *group_of.entry((cid, c.cat)).or_insert_with(|| {
-                groups.push(Group {
-                    cluster: cid,
-                    cat: c.cat,
-                    members: Vec::new(),
-                    head: 0,
-                });
-                groups.len() - 1
-            });
+            let row = cid.0 as usize;
+            if row >= group_of.len() {
+                group_of.resize(row + 1, Vec::new());
+            }
+            if group_of[row].is_empty() {
+                group_of[row] = vec![usize::MAX; ncat];
+            }
+            let g = match group_of[row][c.cat] {
+                usize::MAX => {
+                    groups.push(Group {
+                        cluster: cid,
+                        cat: c.cat,
+                        members: Vec::new(),
+                        head: 0,
+                    });
+                    group_of[row][c.cat] = groups.len() - 1;
+                    groups.len() - 1
+                }
+                g => g,
+            };
             groups[g].members.push(i);
         }
         let host_paths = self.host_paths();
@@ -256,12 +273,15 @@ impl SchedState {
             }
         }
         let reached: Arc<[String]> = Arc::from(vec![NOT_REACHED.to_string()]);
+        // A candidate without a reason was never dispatched in this pass, so it is pending
+        // and unheld as it was when classified; only a job that started tasks needs a look.
         for c in cands {
             if job_reasons[c.pos].is_none()
-                && self
-                    .jobs
-                    .get(&c.id)
-                    .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld)
+                && (!self.started_in_pass.contains(&c.id)
+                    || self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
             {
                 job_reasons[c.pos] = Some(reached.clone());
             }

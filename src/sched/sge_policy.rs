@@ -10,8 +10,8 @@ use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
-    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_priorities,
-    compute_tickets, parse_policy_hierarchy,
+    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets,
+    compute_priorities, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
@@ -164,7 +164,7 @@ impl PriorityPolicy for SgePriority {
             max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
             dependent: self.dependent(TicketPolicy::Functional),
         };
-        let tickets = compute_tickets(
+        let tickets = compute_job_tickets(
             &TicketConfig {
                 hierarchy: &self.hierarchy,
                 override_tables: &self.overrides,
