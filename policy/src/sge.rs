@@ -355,8 +355,21 @@ pub struct PriorityPass {
 /// since SGE normalises urgency and tickets over both (`qstat-urg.txt`: the running jobs' urg
 /// 1000 is the minimum that makes the 2-slot job's nurg 1.0 and everyone else's 0.0).
 pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec<JobPriority> {
+    let mut out = Vec::with_capacity(jobs.len());
+    compute_priorities_into(pass, jobs, &mut out);
+    out
+}
+
+/// [`compute_priorities`] into `out` (cleared first), for a caller that reuses the
+/// allocation pass after pass.
+pub fn compute_priorities_into(
+    pass: &PriorityPass,
+    jobs: &[JobPriorityInput],
+    out: &mut Vec<JobPriority>,
+) {
     let w = &pass.weights;
-    let mut out: Vec<JobPriority> = Vec::with_capacity(jobs.len());
+    out.clear();
+    out.reserve(jobs.len());
     // SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive double).
     let mut min_urg = f64::MAX;
     let mut max_urg = f64::MIN_POSITIVE;
@@ -384,13 +397,12 @@ pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec
         });
     }
     let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
-    for p in &mut out {
+    for p in out.iter_mut() {
         p.nurg = normalize(p.urg, min_urg, max_urg);
         p.ntckts = normalize(p.tckts, 0.0, max_tix);
         p.prio =
             w.weight_urgency * p.nurg + w.weight_ticket * p.ntckts + w.weight_priority * p.npprior;
     }
-    out
 }
 
 /// SGE's dispatch order: priority descending, then submission time ascending, then job number

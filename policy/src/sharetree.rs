@@ -75,6 +75,36 @@ impl Hasher for Fnv1a {
     }
 }
 
+/// A multiply-rotate hash over whole words (FxHash's), for keys that are already integers.
+#[derive(Default)]
+struct WordHash(u64);
+
+impl WordHash {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for WordHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
 type NameMap<V> = HashMap<String, V, BuildHasherDefault<Fnv1a>>;
 
 /// SGE's `SGE_MIN_USAGE`: usage below `1.0 × oltt` counts as that much, so that a node without
@@ -787,8 +817,29 @@ impl ShareTree {
         let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
             HashMap::default();
         let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
+        // The node of each (user, project) string pair seen, by address: callers pass the
+        // same interned strings for the jobs of one owner, so most jobs cost one word hash
+        // instead of two string hashes. Equal strings at other addresses only miss the memo.
+        let mut memo: HashMap<
+            (usize, usize, usize, usize),
+            Option<usize>,
+            BuildHasherDefault<WordHash>,
+        > = HashMap::default();
         for (k, &j) in which.iter().enumerate() {
             let job = &jobs[j];
+            let key = (
+                job.user.as_ptr() as usize,
+                job.user.len(),
+                job.project.map_or(0, |p| p.as_ptr() as usize),
+                job.project.map_or(usize::MAX, str::len),
+            );
+            if let Some(&node) = memo.get(&key) {
+                if let Some(i) = node {
+                    pn[i].job_count += 1;
+                }
+                job_node[k] = node;
+                continue;
+            }
             let node = match self.locate(job.user, job.project) {
                 Located::Found(i) => Some(i),
                 Located::Default(d) => {
@@ -812,6 +863,7 @@ impl ShareTree {
                 pn[i].job_count += 1;
             }
             job_node[k] = node;
+            memo.insert(key, node);
         }
         let configured = self.nodes.len();
         // Usage and job counts bottom-up (post-order over the pass tree).

@@ -259,7 +259,8 @@ impl SchedState {
                 .as_ref()
                 .map_or(1, |d| d.urgency_slots.max(1))
         };
-        for e in self.jobs.values() {
+        // Without process types there is nothing to charge: no walk over every job.
+        for e in self.jobs.values().filter(|_| !pidx.is_empty()) {
             if e.hot.running == 0 {
                 continue;
             }
@@ -275,8 +276,6 @@ impl SchedState {
             })
             .sum();
         // Sections, in submission order within each queue.
-        let mut by_id: Vec<usize> = (0..cands.len()).collect();
-        by_id.sort_unstable_by_key(|&i| (cands[i].submitted, cands[i].id));
         let mut sec_cand: Vec<usize> = Vec::new();
         let queue_of_cat: Vec<Option<usize>> = self
             .categories
@@ -294,9 +293,19 @@ impl SchedState {
             .iter()
             .map(|n| pidx.get(n.as_str()).copied())
             .collect();
-        // With no free slot nothing can start and no priority changes: no sections needed.
-        let build = if free_slots == 0 { Vec::new() } else { by_id };
-        for i in build {
+        // With no free slot nothing can start and no priority changes: no sections needed
+        // (and no sort). Compact keys are sorted, not indices into the candidates.
+        let mut build: Vec<(i64, JobId, u32)> = if free_slots == 0 {
+            Vec::new()
+        } else {
+            cands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.submitted, c.id, i as u32))
+                .collect()
+        };
+        build.sort_unstable();
+        for i in build.into_iter().map(|(_, _, i)| i as usize) {
             let c = &cands[i];
             let Some(q) = queue_of[i] else {
                 continue;

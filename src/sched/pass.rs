@@ -93,7 +93,22 @@ pub(crate) struct Candidate {
     pub(super) pending_tasks: u64,
 }
 
+/// No priority input for the job (its priority stays as it was).
 const NO_INPUT: usize = usize::MAX;
+
+/// Buffers of a full pass kept between passes: at 100,000 jobs each is several MB, and
+/// allocating them anew costs a page fault per 4 KB every pass.
+#[derive(Debug, Default)]
+pub(crate) struct PassScratch {
+    /// Candidates in classification order.
+    cands: Vec<Candidate>,
+    /// Sort keys with the candidate's index.
+    keys: Vec<((i64, i64, JobId), u32)>,
+    /// An ordered-candidates allocation no longer in use (the order cache's).
+    pub(super) order: Vec<Candidate>,
+}
+/// A blocked job (held, waiting, in error): SGE's zeros.
+const BLOCKED: usize = usize::MAX - 1;
 
 impl SchedState {
     /// Runs one scheduling pass at time `now`.
@@ -105,17 +120,24 @@ impl SchedState {
         let sconf = self.config.scheduler.clone();
         let ncat = self.categories.len();
         let durations: Vec<Option<i64>> = (0..ncat).map(|c| self.duration(c)).collect();
-        self.order_cache = None;
+        let mut ordered = self
+            .order_cache
+            .take()
+            .unwrap_or_else(|| std::mem::take(&mut self.scratch.order));
+        ordered.clear();
         self.started_in_pass.clear();
         let n = self.jobs.len();
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
-        let mut cands: Vec<Candidate> = Vec::with_capacity(n);
+        let mut cands: Vec<Candidate> = std::mem::take(&mut self.scratch.cands);
+        cands.clear();
+        cands.reserve(n);
+        let mut infos: Vec<PriorityInfo> = Vec::new();
 
         // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
         // running jobs get a priority; held and blocked ones get SGE's zeros.
-        let mut infos = {
+        {
             let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
             let names = &self.name_list;
             for (pos, (id, e)) in self.jobs.iter().enumerate() {
@@ -174,8 +196,8 @@ impl SchedState {
                     Err(_) => {}
                 }
             }
-            self.policy.compute(&sconf, now, &inputs)
-        };
+            self.policy.compute_into(&sconf, now, &inputs, &mut infos);
+        }
 
         let mut lap = |slot: &mut u64| {
             let t = std::time::Instant::now();
@@ -186,7 +208,9 @@ impl SchedState {
         lap(&mut phases[0]);
         // 3. Order: compact keys (the key, then the candidate's index) are sorted, not the
         // candidates themselves; keys are unique (the job id is part of them).
-        let mut keys: Vec<((i64, i64, JobId), u32)> = Vec::with_capacity(cands.len());
+        let mut keys = std::mem::take(&mut self.scratch.keys);
+        keys.clear();
+        keys.reserve(cands.len());
         for (k, c) in cands.iter_mut().enumerate() {
             let i = input_of[c.pos];
             let prio = infos.get(i).map_or(0.0, |p| p.prio);
@@ -194,19 +218,18 @@ impl SchedState {
             keys.push((c.key, k as u32));
         }
         keys.sort_unstable();
-        let cands: Vec<Candidate> = keys.iter().map(|&(_, k)| cands[k as usize]).collect();
-        drop(keys);
+        ordered.extend(keys.iter().map(|&(_, k)| cands[k as usize]));
+        cands.clear();
+        self.scratch.cands = cands;
+        self.scratch.keys = keys;
+        let cands = ordered;
         result.considered = cands.len();
-        let mut blocked = vec![false; n];
+        // The priorities go into the entries in the same walk as the reasons (after the
+        // dispatch, which does not read them): one walk over 100,000 entries, not two.
         for pos in blocked_pos {
-            blocked[pos] = true;
-        }
-        for (pos, e) in self.jobs.values_mut().enumerate() {
-            let i = input_of[pos];
-            if i != NO_INPUT {
-                e.priority = infos.get_mut(i).map(std::mem::take);
-            } else if blocked[pos] {
-                e.priority = Some(PriorityInfo::default());
+            // A blocked job with running tasks keeps its computed priority.
+            if input_of[pos] == NO_INPUT {
+                input_of[pos] = BLOCKED;
             }
         }
 
@@ -216,7 +239,8 @@ impl SchedState {
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
         lap(&mut phases[2]);
-        self.store_reasons(job_reasons, true);
+        self.store_reasons(job_reasons, true, Some((&input_of, &mut infos)));
+        drop(infos);
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
@@ -255,7 +279,7 @@ impl SchedState {
         let t = std::time::Instant::now();
         result.phase_us[2] = (t - clock).as_micros() as u64;
         clock = t;
-        self.store_reasons(job_reasons, false);
+        self.store_reasons(job_reasons, false, None);
         result.phase_us[3] = clock.elapsed().as_micros() as u64;
         self.keep_order(cands);
         result
@@ -325,10 +349,25 @@ impl SchedState {
     /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
     /// jobs without a new reason get none (a full pass saw every job); without, they keep
     /// theirs.
-    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
+    ///
+    /// With `priorities` (a full pass: each job's index into the computed priorities, or
+    /// [`NO_INPUT`] / [`BLOCKED`]), the priorities are stored in the same walk.
+    fn store_reasons(
+        &mut self,
+        mut job_reasons: Vec<Option<Arc<[String]>>>,
+        clear: bool,
+        mut priorities: Option<(&[usize], &mut Vec<PriorityInfo>)>,
+    ) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
         for (pos, (id, e)) in self.jobs.iter_mut().enumerate() {
+            if let Some((input_of, infos)) = priorities.as_mut() {
+                match input_of.get(pos).copied().unwrap_or(NO_INPUT) {
+                    NO_INPUT => {}
+                    BLOCKED => e.priority = Some(PriorityInfo::default()),
+                    i => e.priority = infos.get_mut(i).map(std::mem::take),
+                }
+            }
             let new = match job_reasons.get_mut(pos).and_then(Option::take) {
                 Some(r) => r,
                 None if clear => empty.clone(),

@@ -67,16 +67,20 @@ impl SchedState {
         let mut workers: Vec<ClusterPath> = hosts;
         workers.sort();
         workers.dedup();
-        let mut cache: HashMap<u32, Arc<[(String, String)]>> = HashMap::new();
+        // Indexed by interned cluster name: no hashing per job.
+        let mut cache: Vec<Option<Arc<[(String, String)]>>> = vec![None; self.name_list.len()];
         for c in cands {
-            if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(c.cluster) {
+            let Some(slot) = cache.get_mut(c.cluster as usize) else {
+                continue;
+            };
+            if slot.is_none() {
                 let path = path_or_root(Some(self.name(c.cluster)));
                 let best = workers
                     .iter()
                     .map(|w| cluster_priority_order(w, &path))
                     .min()
                     .unwrap_or(1);
-                slot.insert(Arc::from(vec![
+                *slot = Some(Arc::from(vec![
                     ("cluster".to_string(), path.to_string()),
                     ("cluster order".to_string(), best.to_string()),
                 ]));
@@ -84,7 +88,7 @@ impl SchedState {
         }
         for e in self.jobs.values_mut() {
             e.terms = if e.hot.has_pending || e.hot.running > 0 {
-                cache.get(&e.hot.cluster).cloned()
+                cache.get(e.hot.cluster as usize).cloned().flatten()
             } else {
                 None
             };
