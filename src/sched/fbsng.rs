@@ -305,6 +305,23 @@ impl SchedState {
                 .collect()
         };
         build.sort_unstable();
+        // Sections per queue counted first, so that the lists are allocated once (growing
+        // them by doubling over 100,000 sections leaves the heap fragmented).
+        let mut per_queue: Vec<usize> = vec![0; queues.len()];
+        let mut total = 0usize;
+        for &(_, _, i) in &build {
+            let c = &cands[i as usize];
+            if let Some(q) = queue_of[i as usize] {
+                let slots = slots_of(self, c.cat);
+                let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as usize;
+                per_queue[q] += n;
+                total += n;
+            }
+        }
+        for (q, n) in per_queue.into_iter().enumerate() {
+            queues[q].sections.reserve_exact(n);
+        }
+        sec_cand.reserve_exact(total);
         for i in build.into_iter().map(|(_, _, i)| i as usize) {
             let c = &cands[i];
             let Some(q) = queue_of[i] else {

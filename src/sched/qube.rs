@@ -68,7 +68,8 @@ impl SchedState {
         workers.sort();
         workers.dedup();
         // Indexed by interned cluster name: no hashing per job.
-        let mut cache: Vec<Option<Arc<[(String, String)]>>> = vec![None; self.name_list.len()];
+        type Terms = Arc<[(String, String)]>;
+        let mut cache: Vec<Option<Terms>> = vec![None; self.name_list.len()];
         for c in cands {
             let Some(slot) = cache.get_mut(c.cluster as usize) else {
                 continue;
