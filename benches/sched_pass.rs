@@ -1,11 +1,17 @@
-//! Scheduling-pass benchmark (issue 3): 100,000 pending jobs of 1,000 users in 100 categories
-//! on 1,000 hosts. Prints figures; asserts nothing about time.
+//! Scheduling-pass benchmark (issues 3 and 4): 100,000 pending jobs of 1,000 users in 100
+//! categories on 1,000 hosts, for each policy. Prints figures; asserts nothing about time.
 //!
-//! `cargo bench --bench sched_pass` (release profile). Scenarios:
+//! `cargo bench --bench sched_pass` (release profile). Per policy (SGE with the default
+//! configuration's share tree, then cluster, fbsng, armada, armada-drf, fifo):
 //! - first pass on an empty cluster (fills every slot: thousands of starts);
-//! - an event pass on a full cluster after one task ended (the common case under load);
-//! - a periodic pass on a full cluster (priorities recomputed, nothing fits);
+//! - event passes on a full cluster after one task ended (the common case under load);
+//! - periodic passes on a full cluster, each a minute later than the last (every waiting
+//!   time grew: priorities recomputed for all jobs and the jobs re-ordered; nothing fits);
 //! - resident memory of the process holding the state.
+//!
+//! `SCHED_PASS_POLICIES=sge,fifo` runs only the named policies; `SCHED_PASS_EVENTS` and
+//! `SCHED_PASS_PERIODIC` set how many event and periodic passes are timed (best and median
+//! are printed).
 
 use gridspool::config::ClusterConfig;
 use gridspool::model::{
@@ -19,10 +25,6 @@ const SLOTS: u32 = 8;
 const JOBS: u32 = 100_000;
 const USERS: u32 = 1000;
 const NOW: i64 = 1_800_000_000;
-
-fn config() -> ClusterConfig {
-    config_for("{policy: sge, max_reservation: 10}")
-}
 
 /// The benchmark cluster under a scheduler configuration (hosts spread over ten Qube!
 /// clusters `/site/r0` … `/site/r9`, FBSNG parameters on the queues).
@@ -46,6 +48,9 @@ fn config_for(scheduler: &str) -> ClusterConfig {
         "queues:\n  - {{name: all.q, hostlist: [\"@all\"], slots: {SLOTS}, pe_list: [smp, mpi], fbsng: {{qpd: 3}}}}\n  - {{name: t.q, hostlist: [\"@all\"], slots: {SLOTS}, seq_no: 1, urgency: 40000, pe_list: [smp], fbsng: {{qpd: 7, qpg: 20}}}}\n"
     ));
     t.push_str("parallel_environments:\n  - {name: smp, slots: 99999, allocation_rule: $pe_slots}\n  - {name: mpi, slots: 99999, allocation_rule: $fill_up}\n");
+    // The share tree of spool/default-config.yaml (every user a copy of `default` under the
+    // root): share-tree tickets are on in the default configuration.
+    t.push_str("share_tree: {name: Root, shares: 1, children: [{name: default, shares: 1}]}\n");
     t.push_str(&format!("scheduler: {scheduler}\n"));
     ClusterConfig::parse(&t).expect("config")
 }
@@ -137,27 +142,37 @@ fn cpu_ms() -> f64 {
     })
 }
 
-fn main() {
-    println!(
-        "size_of JobRecord {} B, JobSpec {} B, Submitter {} B (inline, before heap strings)",
-        std::mem::size_of::<JobRecord>(),
-        std::mem::size_of::<JobSpec>(),
-        std::mem::size_of::<Submitter>()
-    );
+/// Best and median of a set of figures.
+fn best_median(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    (v[0], v[v.len() / 2])
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One policy: the state as `sched_d` keeps it, a first pass on the empty cluster, event
+/// passes after one task ended each, and periodic passes (the clock moves on by a
+/// `schedule_interval`-like minute each, so every waiting time grows and the priorities of all
+/// 100,000 jobs are recomputed and the jobs re-ordered).
+fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) {
     let t = Instant::now();
-    let mut state = SchedState::new(config());
+    let mut state = SchedState::new(config_for(sched));
     for id in 1..=JOBS {
         state.add_job(job(id));
         // As sched_d does after loading a waiting job: keep its record encoded.
         state.cool_idle();
     }
-    println!(
-        "after adding {JOBS} jobs one by one: resident {:.0} MB",
-        rss_mb()
-    );
     state.compact();
     println!(
-        "state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB",
+        "[{name}] state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB",
         state.job_count(),
         state.category_count(),
         HOSTS,
@@ -172,7 +187,7 @@ fn main() {
     let first_cpu = cpu_ms() - c0;
     let running = r.starts.len();
     println!(
-        "first pass (empty cluster): {:.1} ms wall, {first_cpu:.1} ms cpu, {} starts, {} reservations, {} fits, {} considered; phases us {:?} (classify+priority, order, dispatch, reasons)",
+        "[{name}] first pass (empty cluster): {:.1} ms wall, {first_cpu:.1} ms cpu, {} starts, {} reservations, {} fits, {} considered; phases us {:?} (classify+priority, order, dispatch, reasons)",
         first.as_secs_f64() * 1e3,
         r.starts.len(),
         r.reservations.len(),
@@ -180,14 +195,19 @@ fn main() {
         r.considered,
         r.phase_us
     );
+    // As sched_d does after each pass: changed records written, waiting jobs' records
+    // decoded by the pass encoded again.
     let _ = state.take_dirty();
-    // As sched_d does after each pass: waiting jobs decoded by the pass are encoded again.
     state.cool_idle();
 
     let mut event_ms = Vec::new();
     let mut event_cpu = Vec::new();
-    for i in 0..20 {
-        let (job, task, _) = state.running_tasks()[i * 37 % running.max(1)];
+    for i in 0..events {
+        let tasks = state.running_tasks();
+        if tasks.is_empty() {
+            break;
+        }
+        let (job, task, _) = tasks[i * 37 % running.max(1).min(tasks.len())];
         state.task_ended(job, task).expect("running task");
         let t = Instant::now();
         let c0 = cpu_ms();
@@ -198,7 +218,7 @@ fn main() {
         state.cool_idle();
         if i == 0 {
             println!(
-                "event pass (full cluster, one task ended, order of the last full pass reused): {} starts, {} fits, {} considered; phases us {:?}",
+                "[{name}] event pass (full cluster, one task ended): {} starts, {} fits, {} considered; phases us {:?}",
                 r.starts.len(),
                 r.fits,
                 r.considered,
@@ -206,85 +226,70 @@ fn main() {
             );
         }
     }
-    event_ms.sort_by(f64::total_cmp);
-    event_cpu.sort_by(f64::total_cmp);
-    println!(
-        "event pass: median {:.1} ms wall ({:.1} ms cpu), min {:.1} ms wall, max {:.1} ms wall over {} passes",
-        event_ms[event_ms.len() / 2],
-        event_cpu[event_cpu.len() / 2],
-        event_ms[0],
-        event_ms[event_ms.len() - 1],
-        event_ms.len()
-    );
+    let n_events = event_ms.len();
+    let (ev_best, ev_median) = best_median(&mut event_ms);
+    let (evc_best, evc_median) = best_median(&mut event_cpu);
 
-    let t = Instant::now();
-    let c0 = cpu_ms();
-    let r = state.schedule(NOW + 60);
-    let cpu = cpu_ms() - c0;
+    let mut periodic_ms = Vec::new();
+    let mut periodic_cpu = Vec::new();
+    for i in 0..periodics {
+        let t = Instant::now();
+        let c0 = cpu_ms();
+        let r = state.schedule(NOW + 60 * (i as i64 + 1));
+        periodic_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        periodic_cpu.push(cpu_ms() - c0);
+        let _ = state.take_dirty();
+        state.cool_idle();
+        if i == 0 {
+            println!(
+                "[{name}] periodic pass (full cluster, one minute later: priorities recomputed, jobs re-ordered): {} starts, {} fits; phases us {:?}",
+                r.starts.len(),
+                r.fits,
+                r.phase_us
+            );
+        }
+    }
+    let (p_best, p_median) = best_median(&mut periodic_ms);
+    let (pc_best, pc_median) = best_median(&mut periodic_cpu);
     println!(
-        "periodic pass (full cluster, priorities recomputed): {:.1} ms wall, {cpu:.1} ms cpu, {} starts, {} fits; phases us {:?}",
-        t.elapsed().as_secs_f64() * 1e3,
-        r.starts.len(),
-        r.fits,
-        r.phase_us
-    );
-    println!(
-        "resident after passes: {:.0} MB (target: sched_d under 200 MB)",
+        "[{name}] SUMMARY first {:.1} ms wall ({first_cpu:.1} cpu); event best {ev_best:.1} / median {ev_median:.1} ms wall (cpu {evc_best:.1} / {evc_median:.1}) over {n_events}; periodic best {p_best:.1} / median {p_median:.1} ms wall (cpu {pc_best:.1} / {pc_median:.1}) over {periodics}; resident {:.0} MB",
+        first.as_secs_f64() * 1e3,
         rss_mb()
     );
-    drop(state);
+}
 
-    // The other policies (issue 4): the same jobs and hosts, each policy's first pass (empty
-    // cluster), an event pass and a periodic pass (full cluster). Target: ≤ 50 ms like SGE's.
+fn main() {
+    println!(
+        "size_of JobRecord {} B, JobSpec {} B, Submitter {} B (inline, before heap strings)",
+        std::mem::size_of::<JobRecord>(),
+        std::mem::size_of::<JobSpec>(),
+        std::mem::size_of::<Submitter>()
+    );
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average: {}", l.trim());
+    }
+    // SCHED_PASS_POLICIES=sge,fifo runs only those (for profiling one policy).
+    let only = std::env::var("SCHED_PASS_POLICIES").ok();
+    let events = env_usize("SCHED_PASS_EVENTS", 20);
+    let periodics = env_usize("SCHED_PASS_PERIODIC", 7);
+    // SGE with share-tree tickets (the default configuration), then the other policies
+    // (issue 4): the same jobs and hosts. Target: ≤ 50 ms per pass, under 200 MB, for each.
     for (name, sched) in [
+        ("sge", "{policy: sge, max_reservation: 10}"),
         ("cluster", "{policy: cluster}"),
         ("fbsng", "{policy: fbsng}"),
         ("armada", "{policy: armada, armada: {seed: 1}}"),
         ("armada-drf", "{policy: armada, armada: {mode: drf}}"),
         ("fifo", "{policy: fifo}"),
     ] {
-        let mut state = SchedState::new(config_for(sched));
-        for id in 1..=JOBS {
-            state.add_job(job(id));
-            state.cool_idle();
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|p| p == name))
+        {
+            continue;
         }
-        state.compact();
-        let t = Instant::now();
-        let c0 = cpu_ms();
-        let r = state.schedule(NOW);
-        let first = (
-            t.elapsed().as_secs_f64() * 1e3,
-            cpu_ms() - c0,
-            r.starts.len(),
-        );
-        let _ = state.take_dirty();
-        state.cool_idle();
-        let (job, task, _) = state.running_tasks()[0];
-        state.task_ended(job, task).expect("running task");
-        let t = Instant::now();
-        let r = state.schedule_event(NOW + 1);
-        let event = (t.elapsed().as_secs_f64() * 1e3, r.starts.len());
-        let _ = state.take_dirty();
-        state.cool_idle();
-        let t = Instant::now();
-        let c0 = cpu_ms();
-        let r = state.schedule(NOW + 60);
-        let periodic = (
-            t.elapsed().as_secs_f64() * 1e3,
-            cpu_ms() - c0,
-            r.starts.len(),
-        );
-        println!(
-            "policy {name}: first pass {:.1} ms wall ({:.1} ms cpu, {} starts); event pass {:.1} ms ({} starts); periodic pass {:.1} ms wall ({:.1} ms cpu, {} starts); phases us {:?}",
-            first.0,
-            first.1,
-            first.2,
-            event.0,
-            event.1,
-            periodic.0,
-            periodic.1,
-            periodic.2,
-            r.phase_us
-        );
+        // Each policy in a fresh state; the memory figure is the process's resident set
+        // with that state alive (earlier states are dropped).
+        run_policy(name, sched, events, periodics);
     }
 }

@@ -355,8 +355,21 @@ pub struct PriorityPass {
 /// since SGE normalises urgency and tickets over both (`qstat-urg.txt`: the running jobs' urg
 /// 1000 is the minimum that makes the 2-slot job's nurg 1.0 and everyone else's 0.0).
 pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec<JobPriority> {
+    let mut out = Vec::with_capacity(jobs.len());
+    compute_priorities_into(pass, jobs, &mut out);
+    out
+}
+
+/// [`compute_priorities`] into `out` (cleared first), for a caller that reuses the
+/// allocation pass after pass.
+pub fn compute_priorities_into(
+    pass: &PriorityPass,
+    jobs: &[JobPriorityInput],
+    out: &mut Vec<JobPriority>,
+) {
     let w = &pass.weights;
-    let mut out: Vec<JobPriority> = Vec::with_capacity(jobs.len());
+    out.clear();
+    out.reserve(jobs.len());
     // SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive double).
     let mut min_urg = f64::MAX;
     let mut max_urg = f64::MIN_POSITIVE;
@@ -384,13 +397,12 @@ pub fn compute_priorities(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec
         });
     }
     let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
-    for p in &mut out {
+    for p in out.iter_mut() {
         p.nurg = normalize(p.urg, min_urg, max_urg);
         p.ntckts = normalize(p.tckts, 0.0, max_tix);
         p.prio =
             w.weight_urgency * p.nurg + w.weight_ticket * p.ntckts + w.weight_priority * p.npprior;
     }
-    out
 }
 
 /// SGE's dispatch order: priority descending, then submission time ascending, then job number
@@ -1054,6 +1066,25 @@ pub fn compute_tickets(
     now: i64,
     jobs: &[TicketJobInput<'_>],
 ) -> TicketPass {
+    tickets_with(config, now, jobs, true)
+}
+
+/// [`compute_tickets`] without the share-tree node report (`nodes` is empty): the same
+/// tickets for a scheduling pass, which does not show `sge_share_mon`'s figures.
+pub fn compute_job_tickets(
+    config: &TicketConfig<'_>,
+    now: i64,
+    jobs: &[TicketJobInput<'_>],
+) -> TicketPass {
+    tickets_with(config, now, jobs, false)
+}
+
+fn tickets_with(
+    config: &TicketConfig<'_>,
+    now: i64,
+    jobs: &[TicketJobInput<'_>],
+    report: bool,
+) -> TicketPass {
     let n = jobs.len();
     let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
     let (mut o, mut f, mut s, mut s_first) =
@@ -1062,6 +1093,16 @@ pub fn compute_tickets(
     for &(policy, dependent) in config.hierarchy {
         let got: Vec<f64> = match policy {
             TicketPolicy::Override => {
+                // Without override tickets anywhere every job gets none: nothing to compute
+                // (and zeros add nothing to the dependent policies' tickets).
+                let t = config.override_tables;
+                if t.users.is_empty()
+                    && t.projects.is_empty()
+                    && t.departments.is_empty()
+                    && jobs.iter().all(|j| j.job_otickets == 0)
+                {
+                    continue;
+                }
                 let oj: Vec<OverrideJob<'_>> = jobs
                     .iter()
                     .zip(&acc)
@@ -1086,6 +1127,10 @@ pub fn compute_tickets(
                 o.clone()
             }
             TicketPolicy::Functional => {
+                // No functional tickets to hand out: every job gets none.
+                if config.functional.weight_tickets_functional <= 0.0 {
+                    continue;
+                }
                 let fj: Vec<FunctionalJob<'_>> = jobs
                     .iter()
                     .zip(&acc)
@@ -1127,7 +1172,11 @@ pub fn compute_tickets(
                     })
                     .collect();
                 let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
-                let st = tree.tickets(usage, &sp, now, &tj);
+                let st = if report {
+                    tree.tickets(usage, &sp, now, &tj)
+                } else {
+                    tree.job_tickets(usage, &sp, now, &tj)
+                };
                 s = st.stckt;
                 s_first = st.first_pass_stckt;
                 nodes = st.nodes;

@@ -75,6 +75,36 @@ impl Hasher for Fnv1a {
     }
 }
 
+/// A multiply-rotate hash over whole words (FxHash's), for keys that are already integers.
+#[derive(Default)]
+struct WordHash(u64);
+
+impl WordHash {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for WordHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
 type NameMap<V> = HashMap<String, V, BuildHasherDefault<Fnv1a>>;
 
 /// SGE's `SGE_MIN_USAGE`: usage below `1.0 × oltt` counts as that much, so that a node without
@@ -681,13 +711,37 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
     ) -> ShareTreeTickets {
+        self.tickets_with(usage, policy, now, jobs, true)
+    }
+
+    /// [`ShareTree::tickets`] without the per-node report (`nodes` is empty): the same tickets,
+    /// for a scheduling pass that does not show `sge_share_mon`'s figures (the report formats
+    /// a path for every node, temporary user nodes included).
+    pub fn job_tickets(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+    ) -> ShareTreeTickets {
+        self.tickets_with(usage, policy, now, jobs, false)
+    }
+
+    fn tickets_with(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+        report: bool,
+    ) -> ShareTreeTickets {
         let n = jobs.len();
         let mut stckt = vec![0.0; n];
         let mut max_tickets: f64 = -1.0;
         // Pass 1: running and pending together (pending jobs' tickets, running jobs' first
         // values which only count towards the ticket range).
         let all: Vec<usize> = (0..n).collect();
-        let (first, nodes) = self.pass(usage, policy, now, jobs, &all);
+        let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report);
         let first_pass_stckt = first.clone();
         for (&j, &t) in all.iter().zip(&first) {
             max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -698,7 +752,7 @@ impl ShareTree {
         // Pass 2: running jobs only ("correct the shares for the running jobs").
         let running: Vec<usize> = (0..n).filter(|&j| jobs[j].running).collect();
         if !running.is_empty() {
-            let (second, _) = self.pass(usage, policy, now, jobs, &running);
+            let (second, _) = self.pass(usage, policy, now, jobs, &running, false);
             for (&j, &t) in running.iter().zip(&second) {
                 stckt[j] = t;
                 max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -745,6 +799,7 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
         which: &[usize],
+        report: bool,
     ) -> (Vec<f64>, Vec<ShareTreeNodeReport>) {
         let total_tickets = policy.weight_tickets_share;
         // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
@@ -759,10 +814,32 @@ impl ShareTree {
             .collect();
         // For temporary nodes: (user name, the default node it copies).
         let mut temp: Vec<(String, usize)> = Vec::new();
-        let mut temp_index: HashMap<(usize, &str), usize> = HashMap::new();
+        let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
+            HashMap::default();
         let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
+        // The node of each (user, project) string pair seen, by address: callers pass the
+        // same interned strings for the jobs of one owner, so most jobs cost one word hash
+        // instead of two string hashes. Equal strings at other addresses only miss the memo.
+        let mut memo: HashMap<
+            (usize, usize, usize, usize),
+            Option<usize>,
+            BuildHasherDefault<WordHash>,
+        > = HashMap::default();
         for (k, &j) in which.iter().enumerate() {
             let job = &jobs[j];
+            let key = (
+                job.user.as_ptr() as usize,
+                job.user.len(),
+                job.project.map_or(0, |p| p.as_ptr() as usize),
+                job.project.map_or(usize::MAX, str::len),
+            );
+            if let Some(&node) = memo.get(&key) {
+                if let Some(i) = node {
+                    pn[i].job_count += 1;
+                }
+                job_node[k] = node;
+                continue;
+            }
             let node = match self.locate(job.user, job.project) {
                 Located::Found(i) => Some(i),
                 Located::Default(d) => {
@@ -786,6 +863,7 @@ impl ShareTree {
                 pn[i].job_count += 1;
             }
             job_node[k] = node;
+            memo.insert(key, node);
         }
         let configured = self.nodes.len();
         // Usage and job counts bottom-up (post-order over the pass tree).
@@ -816,10 +894,10 @@ impl ShareTree {
         let mut tickets = vec![0.0; which.len()];
         // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
         if total_tickets > 0.0 {
-            let mut sum_priority: HashMap<usize, u64> = HashMap::new();
+            let mut sum_priority: Vec<u64> = vec![0; pn.len()];
             for (k, &j) in which.iter().enumerate() {
                 if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
-                    *sum_priority.entry(i).or_default() += u64::from(jobs[j].jobshare);
+                    sum_priority[i] += u64::from(jobs[j].jobshare);
                 }
             }
             for (k, &j) in which.iter().enumerate() {
@@ -827,7 +905,7 @@ impl ShareTree {
                     continue;
                 };
                 let node_tickets = pn[i].ostt * total_tickets;
-                let sp = sum_priority.get(&i).copied().unwrap_or(0);
+                let sp = sum_priority[i];
                 tickets[k] = if pn[i].job_count == 0 {
                     0.0
                 } else if sp > 0 {
@@ -904,7 +982,11 @@ impl ShareTree {
                 }
             }
         }
-        let report = self.report(&pn, configured, &temp);
+        let report = if report {
+            self.report(&pn, configured, &temp)
+        } else {
+            Vec::new()
+        };
         (tickets, report)
     }
 

@@ -239,31 +239,33 @@ impl SchedState {
             }
         }
 
-        // 5. Policy terms.
-        let terms: Vec<Vec<(String, String)>> = qnames
+        // 5. Policy terms, one shared allocation per queue (`JobEntry::terms`, put into
+        // `priority.policy_terms` when the record is written), in one walk in position order.
+        let terms: Vec<Arc<[(String, String)]>> = qnames
             .iter()
             .enumerate()
             .map(|(q, n)| {
-                vec![
+                Arc::from(vec![
                     ("queue".to_string(), n.clone()),
                     ("share".to_string(), format!("{:.4}", shares[q])),
                     (
                         "effective priority".to_string(),
                         format!("{:.2}", effective[q]),
                     ),
-                ]
+                ])
             })
             .collect();
+        let mut queue_at: Vec<Option<u32>> = vec![None; self.jobs.len()];
         for c in cands {
-            let Some(e) = self.jobs.get(&c.id) else {
-                continue;
-            };
-            let Some(&q) = qindex.get(&e.hot.project.unwrap_or(e.hot.owner)) else {
-                continue;
-            };
-            if let Some(p) = self.jobs.get_mut(&c.id).and_then(|e| e.priority.as_mut()) {
-                p.policy_terms = terms[q].clone();
+            if let (Some(slot), Some(&q)) = (
+                queue_at.get_mut(c.pos),
+                qindex.get(&c.project.unwrap_or(c.owner)),
+            ) {
+                *slot = Some(q as u32);
             }
+        }
+        for (e, q) in self.jobs.values_mut().zip(queue_at) {
+            e.terms = q.map(|q| terms[q as usize].clone());
         }
     }
 }

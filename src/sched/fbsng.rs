@@ -259,7 +259,8 @@ impl SchedState {
                 .as_ref()
                 .map_or(1, |d| d.urgency_slots.max(1))
         };
-        for e in self.jobs.values() {
+        // Without process types there is nothing to charge: no walk over every job.
+        for e in self.jobs.values().filter(|_| !pidx.is_empty()) {
             if e.hot.running == 0 {
                 continue;
             }
@@ -275,8 +276,6 @@ impl SchedState {
             })
             .sum();
         // Sections, in submission order within each queue.
-        let mut by_id: Vec<usize> = (0..cands.len()).collect();
-        by_id.sort_unstable_by_key(|&i| (cands[i].submitted, cands[i].id));
         let mut sec_cand: Vec<usize> = Vec::new();
         let queue_of_cat: Vec<Option<usize>> = self
             .categories
@@ -288,24 +287,57 @@ impl SchedState {
             })
             .collect();
         let queue_of: Vec<Option<usize>> = cands.iter().map(|c| queue_of_cat[c.cat]).collect();
-        // With no free slot nothing can start and no priority changes: no sections needed.
-        let build = if free_slots == 0 { Vec::new() } else { by_id };
-        for i in build {
+        // Process type per interned project name (no string hashing per job).
+        let pt_of_name: Vec<Option<usize>> = self
+            .name_list
+            .iter()
+            .map(|n| pidx.get(n.as_str()).copied())
+            .collect();
+        // With no free slot nothing can start and no priority changes: no sections needed
+        // (and no sort). Compact keys are sorted, not indices into the candidates.
+        let mut build: Vec<(i64, JobId, u32)> = if free_slots == 0 {
+            Vec::new()
+        } else {
+            cands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.submitted, c.id, i as u32))
+                .collect()
+        };
+        build.sort_unstable();
+        // Sections per queue counted first, so that the lists are allocated once (growing
+        // them by doubling over 100,000 sections leaves the heap fragmented).
+        let mut per_queue: Vec<usize> = vec![0; queues.len()];
+        let mut total = 0usize;
+        for &(_, _, i) in &build {
+            let c = &cands[i as usize];
+            if let Some(q) = queue_of[i as usize] {
+                let slots = slots_of(self, c.cat);
+                let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as usize;
+                per_queue[q] += n;
+                total += n;
+            }
+        }
+        for (q, n) in per_queue.into_iter().enumerate() {
+            queues[q].sections.reserve_exact(n);
+        }
+        sec_cand.reserve_exact(total);
+        for i in build.into_iter().map(|(_, _, i)| i as usize) {
             let c = &cands[i];
             let Some(q) = queue_of[i] else {
                 continue;
             };
-            let Some(e) = self.jobs.get(&c.id) else {
-                continue;
-            };
+            // The candidate carries what the job's hot fields say (no map lookup per job).
             let slots = slots_of(self, c.cat);
-            let n = e
-                .hot
-                .pending_tasks
-                .min(free_slots / u64::from(slots))
-                .max(1);
-            let prio = self.fbsng.sections.get(&c.id).copied().unwrap_or(0);
-            let pt = e.hot.project.and_then(|p| pidx.get(self.name(p)).copied());
+            let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1);
+            let prio = if self.fbsng.sections.is_empty() {
+                0
+            } else {
+                self.fbsng.sections.get(&c.id).copied().unwrap_or(0)
+            };
+            let pt = c
+                .project
+                .and_then(|p| pt_of_name.get(p as usize).copied().flatten());
             for _ in 0..n {
                 queues[q].sections.push(Section {
                     id: SectionId(sec_cand.len() as u64),
@@ -373,11 +405,12 @@ impl SchedState {
         for (q, fq) in queues.iter().enumerate() {
             self.fbsng.queues.insert(qnames[q].clone(), fq.priority);
         }
-        let mut best: HashMap<JobId, i64> = HashMap::new();
+        // The highest section priority per candidate (by candidate index: no hashing).
+        let mut best_at: Vec<Option<i64>> = vec![None; cands.len()];
         for fq in &queues {
             for s in &fq.sections {
                 if let Some(&i) = sec_cand.get(s.id.0 as usize) {
-                    let b = best.entry(cands[i].id).or_insert(s.priority);
+                    let b = best_at[i].get_or_insert(s.priority);
                     *b = (*b).max(s.priority);
                 }
             }
@@ -387,26 +420,39 @@ impl SchedState {
         self.fbsng
             .sections
             .retain(|id, _| jobs.get(id).is_some_and(|e| e.hot.has_pending));
-        for (id, p) in &best {
-            if *p == 0 {
-                self.fbsng.sections.remove(id);
-            } else if self.fbsng.sections.insert(*id, *p) != Some(*p) {
+        for (i, p) in best_at.iter().enumerate() {
+            let (Some(p), Some(c)) = (*p, cands.get(i)) else {
+                continue;
+            };
+            if p == 0 {
+                self.fbsng.sections.remove(&c.id);
+            } else if self.fbsng.sections.insert(c.id, p) != Some(p) {
                 self.fbsng.dirty = true;
             }
         }
-        if free_slots == 0 {
-            best = self.fbsng.sections.iter().map(|(k, v)| (*k, *v)).collect();
-        }
+        // Each candidate's section priority as the reasons and terms see it.
+        let best: Vec<i64> = if free_slots == 0 {
+            if self.fbsng.sections.is_empty() {
+                vec![0; cands.len()]
+            } else {
+                cands
+                    .iter()
+                    .map(|c| self.fbsng.sections.get(&c.id).copied().unwrap_or(0))
+                    .collect()
+            }
+        } else {
+            best_at.iter().map(|p| p.unwrap_or(0)).collect()
+        };
         if before.0 != self.fbsng.queues || before.1 != self.fbsng.sections.len() {
             self.fbsng.dirty = true;
         }
         // Reasons and terms.
         let mut top_section: Vec<i64> = vec![0; queues.len()];
         let mut has_work: Vec<bool> = vec![false; queues.len()];
-        for (i, c) in cands.iter().enumerate() {
-            if let Some(q) = queue_of[i] {
+        for (i, q) in queue_of.iter().enumerate() {
+            if let Some(q) = *q {
                 has_work[q] = true;
-                top_section[q] = top_section[q].max(best.get(&c.id).copied().unwrap_or(0));
+                top_section[q] = top_section[q].max(best[i]);
             }
         }
         let threshold = queues
@@ -440,7 +486,7 @@ impl SchedState {
             let Some(q) = queue_of[i] else {
                 continue;
             };
-            let sp = best.get(&c.id).copied().unwrap_or(0);
+            let sp = best[i];
             let (terms, gap) = shared
                 .entry((q, sp))
                 .or_insert_with(|| {

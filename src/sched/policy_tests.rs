@@ -199,13 +199,15 @@ fn seed_armada_shares_follow_priorities() {
         let st = starts(&mut s, NOW);
         assert_eq!(st.len(), 30, "{mode}");
         assert_eq!(shares_of(&st), (20, 10), "{mode}");
-        let p = s.priority(JobId(80)).expect("priority");
+        let terms = s.policy_terms(JobId(80));
         assert!(
-            p.policy_terms
-                .iter()
-                .any(|(k, v)| k == "share" && v == "0.3333"),
-            "{mode}: {:?}",
-            p.policy_terms
+            terms.iter().any(|(k, v)| k == "share" && v == "0.3333"),
+            "{mode}: {terms:?}"
+        );
+        let written = s.record_for_write(JobId(80)).expect("record");
+        assert_eq!(
+            written.priority.expect("priority").policy_terms,
+            terms.to_vec()
         );
         assert!(
             s.pending_reasons(JobId(80)).join(" ").contains("slice"),

@@ -37,6 +37,18 @@ pub trait PriorityPolicy: Send {
         jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo>;
 
+    /// [`PriorityPolicy::compute`] into `out` (cleared first), so that a pass can reuse the
+    /// allocation of the last one.
+    fn compute_into(
+        &mut self,
+        config: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+        out: &mut Vec<PriorityInfo>,
+    ) {
+        *out = self.compute(config, now, jobs);
+    }
+
     /// The configuration was reloaded (SIGHUP): rebuild what depends on it.
     fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}
 }

@@ -67,16 +67,21 @@ impl SchedState {
         let mut workers: Vec<ClusterPath> = hosts;
         workers.sort();
         workers.dedup();
-        let mut cache: HashMap<u32, Arc<[(String, String)]>> = HashMap::new();
+        // Indexed by interned cluster name: no hashing per job.
+        type Terms = Arc<[(String, String)]>;
+        let mut cache: Vec<Option<Terms>> = vec![None; self.name_list.len()];
         for c in cands {
-            if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(c.cluster) {
+            let Some(slot) = cache.get_mut(c.cluster as usize) else {
+                continue;
+            };
+            if slot.is_none() {
                 let path = path_or_root(Some(self.name(c.cluster)));
                 let best = workers
                     .iter()
                     .map(|w| cluster_priority_order(w, &path))
                     .min()
                     .unwrap_or(1);
-                slot.insert(Arc::from(vec![
+                *slot = Some(Arc::from(vec![
                     ("cluster".to_string(), path.to_string()),
                     ("cluster order".to_string(), best.to_string()),
                 ]));
@@ -84,7 +89,7 @@ impl SchedState {
         }
         for e in self.jobs.values_mut() {
             e.terms = if e.hot.has_pending || e.hot.running > 0 {
-                cache.get(&e.hot.cluster).cloned()
+                cache.get(e.hot.cluster as usize).cloned().flatten()
             } else {
                 None
             };
@@ -102,27 +107,44 @@ impl SchedState {
         result: &mut PassResult,
     ) {
         let mut table = ClusterTable::new();
-        let mut cluster_ids: HashMap<u32, ClusterId> = HashMap::new();
+        // Indexed by interned cluster name and category: no hashing per candidate.
+        let mut cluster_ids: Vec<Option<ClusterId>> = vec![None; self.name_list.len()];
         let mut groups: Vec<Group> = Vec::new();
-        let mut group_of: HashMap<(ClusterId, CatId), usize> = HashMap::new();
+        let ncat = self.categories.len();
+        let mut group_of: Vec<Vec<usize>> = Vec::new();
         for (i, c) in cands.iter().enumerate() {
-            let cid = match cluster_ids.get(&c.cluster) {
-                Some(id) => *id,
+            let slot = c.cluster as usize;
+            if slot >= cluster_ids.len() {
+                cluster_ids.resize(slot + 1, None);
+            }
+            let cid = match cluster_ids[slot] {
+                Some(id) => id,
                 None => {
                     let id = table.intern(&path_or_root(Some(self.name(c.cluster))));
-                    cluster_ids.insert(c.cluster, id);
+                    cluster_ids[slot] = Some(id);
                     id
                 }
             };
-            let g = *group_of.entry((cid, c.cat)).or_insert_with(|| {
-                groups.push(Group {
-                    cluster: cid,
-                    cat: c.cat,
-                    members: Vec::new(),
-                    head: 0,
-                });
-                groups.len() - 1
-            });
+            let row = cid.0 as usize;
+            if row >= group_of.len() {
+                group_of.resize(row + 1, Vec::new());
+            }
+            if group_of[row].is_empty() {
+                group_of[row] = vec![usize::MAX; ncat];
+            }
+            let g = match group_of[row][c.cat] {
+                usize::MAX => {
+                    groups.push(Group {
+                        cluster: cid,
+                        cat: c.cat,
+                        members: Vec::new(),
+                        head: 0,
+                    });
+                    group_of[row][c.cat] = groups.len() - 1;
+                    groups.len() - 1
+                }
+                g => g,
+            };
             groups[g].members.push(i);
         }
         let host_paths = self.host_paths();
@@ -256,12 +278,15 @@ impl SchedState {
             }
         }
         let reached: Arc<[String]> = Arc::from(vec![NOT_REACHED.to_string()]);
+        // A candidate without a reason was never dispatched in this pass, so it is pending
+        // and unheld as it was when classified; only a job that started tasks needs a look.
         for c in cands {
             if job_reasons[c.pos].is_none()
-                && self
-                    .jobs
-                    .get(&c.id)
-                    .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld)
+                && (!self.started_in_pass.contains(&c.id)
+                    || self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
             {
                 job_reasons[c.pos] = Some(reached.clone());
             }

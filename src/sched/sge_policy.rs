@@ -9,9 +9,9 @@ use super::priority::{PriorityInput, PriorityPolicy};
 use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
-    FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
-    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_priorities,
-    compute_tickets, parse_policy_hierarchy,
+    FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, OverrideTables,
+    PriorityPass, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets,
+    compute_priorities_into, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
@@ -128,6 +128,18 @@ impl PriorityPolicy for SgePriority {
         now: i64,
         jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo> {
+        let mut out = Vec::with_capacity(jobs.len());
+        self.compute_into(c, now, jobs, &mut out);
+        out
+    }
+
+    fn compute_into(
+        &mut self,
+        c: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+        out: &mut Vec<PriorityInfo>,
+    ) {
         let ticket_jobs: Vec<TicketJobInput<'_>> = jobs
             .iter()
             .map(|j| TicketJobInput {
@@ -164,7 +176,7 @@ impl PriorityPolicy for SgePriority {
             max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
             dependent: self.dependent(TicketPolicy::Functional),
         };
-        let tickets = compute_tickets(
+        let tickets = compute_job_tickets(
             &TicketConfig {
                 hierarchy: &self.hierarchy,
                 override_tables: &self.overrides,
@@ -177,45 +189,45 @@ impl PriorityPolicy for SgePriority {
             &ticket_jobs,
         );
         drop(usage);
-        let inputs: Vec<JobPriorityInput> = jobs
-            .iter()
-            .zip(&tickets.jobs)
-            .map(|(j, t)| JobPriorityInput {
-                job_id: u64::from(j.job.0),
-                task_id: 1,
-                submission_time: j.submission_time,
-                deadline: j.deadline,
-                posix_priority: j.posix_priority,
-                // The scheduler's rrcontr already holds the queue urgency bonus.
-                resource_contribution: j.rrcontr,
-                queue_urgency_bonus: 0.0,
-                tickets: t.tckts,
-            })
-            .collect();
+        let mut inputs: Vec<JobPriorityInput> = Vec::with_capacity(jobs.len());
+        inputs.extend(
+            jobs.iter()
+                .zip(&tickets.jobs)
+                .map(|(j, t)| JobPriorityInput {
+                    job_id: u64::from(j.job.0),
+                    task_id: 1,
+                    submission_time: j.submission_time,
+                    deadline: j.deadline,
+                    posix_priority: j.posix_priority,
+                    // The scheduler's rrcontr already holds the queue urgency bonus.
+                    resource_contribution: j.rrcontr,
+                    queue_urgency_bonus: 0.0,
+                    tickets: t.tckts,
+                }),
+        );
         let pass = PriorityPass {
             weights: weights(c),
             now,
             max_tickets: Some(tickets.max_tickets),
         };
-        compute_priorities(&pass, &inputs)
-            .into_iter()
-            .zip(&tickets.jobs)
-            .map(|(p, t)| PriorityInfo {
-                prio: p.prio,
-                nurg: p.nurg,
-                npprior: p.npprior,
-                ntckts: p.ntckts,
-                urg: p.urg,
-                rrcontr: p.rrcontr,
-                wtcontr: p.wtcontr,
-                dlcontr: p.dlcontr,
-                tickets: t.tckts,
-                otickets: t.otckt,
-                ftickets: t.ftckt,
-                stickets: t.stckt,
-                share: t.share,
-                policy_terms: Vec::new(),
-            })
-            .collect()
+        let mut prios: Vec<JobPriority> = Vec::new();
+        compute_priorities_into(&pass, &inputs, &mut prios);
+        out.clear();
+        out.extend(prios.iter().zip(&tickets.jobs).map(|(p, t)| PriorityInfo {
+            prio: p.prio,
+            nurg: p.nurg,
+            npprior: p.npprior,
+            ntckts: p.ntckts,
+            urg: p.urg,
+            rrcontr: p.rrcontr,
+            wtcontr: p.wtcontr,
+            dlcontr: p.dlcontr,
+            tickets: t.tckts,
+            otickets: t.otckt,
+            ftickets: t.ftckt,
+            stickets: t.stckt,
+            share: t.share,
+            policy_terms: Vec::new(),
+        }));
     }
 }

@@ -180,6 +180,8 @@ pub struct SchedState {
     /// record, or the configuration.
     pub(crate) order_cache: Option<Vec<super::pass::Candidate>>,
     pub(crate) started_in_pass: std::collections::HashSet<JobId>,
+    /// Buffers a full pass reuses instead of allocating (and page-faulting) tens of MB anew.
+    pub(crate) scratch: super::pass::PassScratch,
     /// Jobs with `-hold_jid`/`-hold_jid_ad` predecessors: while there are any, a task's end
     /// may unblock another job, so it invalidates the order cache.
     dependent_jobs: usize,
@@ -253,6 +255,7 @@ impl SchedState {
             name_list: Vec::new(),
             order_cache: None,
             started_in_pass: std::collections::HashSet::new(),
+            scratch: Default::default(),
             dependent_jobs: 0,
             ends_cache: None,
             warm: BTreeSet::new(),
@@ -273,7 +276,10 @@ impl SchedState {
 
     /// Forgets the cached order: the next event pass is a full one.
     pub fn invalidate_order(&mut self) {
-        self.order_cache = None;
+        // The allocation is kept for the next full pass's order.
+        if let Some(v) = self.order_cache.take() {
+            self.scratch.order = v;
+        }
     }
 
     fn intern(&mut self, name: &str) -> u32 {
