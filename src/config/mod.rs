@@ -522,6 +522,24 @@ impl ClusterConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
+        let s = &self.scheduler;
+        match (s.preemption, s.policy) {
+            (PreemptionSetting::None, _)
+            | (_, PolicyOrder::Cluster)
+            | (PreemptionSetting::Aggressive, PolicyOrder::Sge) => {}
+            (PreemptionSetting::Passive, PolicyOrder::Sge) => {
+                return Err(
+                    "scheduler: preemption passive needs policy cluster (under sge, use aggressive)"
+                        .into(),
+                );
+            }
+            (_, other) => {
+                return Err(format!(
+                    "scheduler: preemption needs policy cluster or sge, not {}",
+                    format!("{other:?}").to_lowercase()
+                ));
+            }
+        }
         for q in &self.queues {
             for h in &q.hostlist {
                 if h.starts_with('@') {

@@ -262,7 +262,7 @@ impl SchedState {
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
-        if sconf.policy == PolicyOrder::Cluster {
+        if self.preempting() {
             result.preemptions = self.plan_preemptions(now);
         }
         result

@@ -475,6 +475,48 @@ fn seed_qube_aggressive_preemption_requeues_the_victim() {
     assert!(s.schedule(NOW + 1).preemptions.is_empty());
 }
 
+/// Preemption under SGE's order (gridspool's combination, `docs/policies.md`): aggressive
+/// only, every host and job in the root cluster, so a pending job preempts running jobs of
+/// lower SGE priority on hosts it fits; equal or higher priorities are left alone.
+#[test]
+fn aggressive_preemption_under_the_sge_order() {
+    let sched = format!("{{policy: sge, preemption: aggressive, {BY_POSIX}}}");
+    let mut s = state(
+        cfg(&[("w1", 1, "/A")], &sched),
+        vec![job(1, |s, _| s.priority = -100)],
+    );
+    assert_eq!(started_tasks(&mut s, NOW), [(1, 1, "w1".into(), false)]);
+    s.task_started(JobId(1), 1).expect("running");
+    // Lower than the running job: waits.
+    assert!(s.add_job(job(2, |s, _| s.priority = -200)));
+    assert!(s.schedule(NOW + 1).preemptions.is_empty());
+    // Higher: the running job is killed and requeued.
+    assert!(s.add_job(job(3, |s, _| s.priority = 0)));
+    let r = s.schedule(NOW + 2);
+    assert_eq!(r.preemptions.len(), 1, "{:?}", r.preemptions);
+    let p = &r.preemptions[0];
+    assert_eq!(
+        (p.job, p.task, p.for_job, p.kill),
+        (JobId(1), 1, JobId(3), true)
+    );
+    assert!(s.preempted_task_ended(JobId(1), 1).is_some());
+    assert_eq!(started_tasks(&mut s, NOW + 3), [(3, 1, "w1".into(), false)]);
+
+    for (sched, why) in [
+        (
+            "{policy: sge, preemption: passive}",
+            "passive needs policy cluster",
+        ),
+        ("{policy: fbsng, preemption: aggressive}", "not fbsng"),
+    ] {
+        let text = format!(
+            "hosts:\n  - {{name: w1, slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [w1], slots: 1}}\nscheduler: {sched}\n"
+        );
+        let err = ClusterConfig::parse(&text).expect_err(sched);
+        assert!(err.contains(why), "{err}");
+    }
+}
+
 /// Passive preemption: the victim's running array task finishes, and the job starts no more
 /// tasks on that host; its other tasks run elsewhere.
 #[test]

@@ -328,13 +328,17 @@ pub struct Preemption {
 }
 
 impl SchedState {
-    /// A job changed state: under `cluster` with preemption on, plan for it after the next
-    /// full pass.
+    /// Whether the configuration preempts: `cluster` with `passive` or `aggressive`, or
+    /// `sge` with `aggressive` (validated in `config`).
+    pub(crate) fn preempting(&self) -> bool {
+        let s = &self.config.scheduler;
+        s.preemption != PreemptionSetting::None
+            && matches!(s.policy, PolicyOrder::Cluster | PolicyOrder::Sge)
+    }
+
+    /// A job changed state: with preemption on, plan for it after the next full pass.
     pub(crate) fn preemption_trigger(&mut self, id: JobId) {
-        if self.config.scheduler.policy == PolicyOrder::Cluster
-            && self.config.scheduler.preemption != PreemptionSetting::None
-            && !self.qube.triggers.contains(&id)
-        {
+        if self.preempting() && !self.qube.triggers.contains(&id) {
             self.qube.triggers.push(id);
         }
     }
@@ -366,7 +370,10 @@ impl SchedState {
     /// Plans preemption for the jobs whose state changed and that are still pending after the
     /// pass, with [`gridspool_policy::qube::plan_preemption`]: hosts that satisfy the job
     /// statically, running tasks of a worse key on their host that are not `-no_preempt`.
+    /// Under `cluster` the key is (cluster order, priority); under `sge` every host and job
+    /// counts as the root cluster, so the key is SGE's priority alone.
     pub(super) fn plan_preemptions(&mut self, now: i64) -> Vec<Preemption> {
+        let by_cluster = self.config.scheduler.policy == PolicyOrder::Cluster;
         let mode = match self.config.scheduler.preemption {
             PreemptionSetting::None => return Vec::new(),
             PreemptionSetting::Passive => PreemptionPolicy::Passive,
@@ -398,8 +405,12 @@ impl SchedState {
             return Vec::new();
         }
         let mut table = ClusterTable::new();
-        let host_paths = self.host_paths();
-        let host_cluster: Vec<ClusterId> = host_paths.iter().map(|p| table.intern(p)).collect();
+        let root = table.intern(&path_or_root(None));
+        let host_cluster: Vec<ClusterId> = if by_cluster {
+            self.host_paths().iter().map(|p| table.intern(p)).collect()
+        } else {
+            vec![root; self.cluster.hosts.len()]
+        };
         let prio_of = |e: &super::state::JobEntry| {
             JobPriority(
                 e.priority
@@ -421,9 +432,13 @@ impl SchedState {
                 continue;
             };
             let host = self.cluster.qis[qi].host;
-            let cid = *cluster_of
-                .entry(e.hot.cluster)
-                .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))));
+            let cid = if by_cluster {
+                *cluster_of
+                    .entry(e.hot.cluster)
+                    .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))))
+            } else {
+                root
+            };
             running.push(RunningInstance {
                 job: QJobId(u64::from(j.0)),
                 instance: t,
@@ -461,9 +476,13 @@ impl SchedState {
                     }
                 })
                 .collect();
-            let cid = *cluster_of
-                .entry(e.hot.cluster)
-                .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))));
+            let cid = if by_cluster {
+                *cluster_of
+                    .entry(e.hot.cluster)
+                    .or_insert_with(|| table.intern(&path_or_root(Some(self.name(e.hot.cluster)))))
+            } else {
+                root
+            };
             let job = PreemptingJob {
                 id: QJobId(u64::from(id.0)),
                 cluster: cid,
