@@ -30,16 +30,71 @@ use gridspool_policy::rng::SplitMix64;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// The evolving part of the policy: decayed priorities per queue.
-#[derive(Debug, Clone, Default)]
+/// The evolving part of the policy: decayed priorities per queue, kept by the daemon in
+/// `daemon/armada.json` so that a restart does not forget who used the cluster.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ArmadaState {
+    pub v: u32,
     pub priorities: BTreeMap<String, f64>,
     pub last_update: Option<i64>,
     /// Passes run (mixed into the seed so successive passes draw differently).
     pub passes: u64,
+    /// When it was last written (seconds since the epoch; not saved).
+    #[serde(skip)]
+    saved_at: Option<i64>,
+}
+
+/// The file the daemon keeps [`ArmadaState`] in, under `daemon/`.
+pub const ARMADA_FILE: &str = "armada.json";
+
+/// The priorities change at every pass (they decay continuously); writing them at most this
+/// often keeps a pass free of an fsync. A crash loses at most this much decay, which the
+/// halftime-scale priorities do not notice.
+pub const ARMADA_SAVE_INTERVAL_SECS: i64 = 60;
+
+impl ArmadaState {
+    /// Reads `daemon/armada.json`; missing or unreadable is a fresh start (every queue at
+    /// priority 0, as a new Armada cluster).
+    pub fn load(daemon_dir: &std::path::Path) -> Option<Self> {
+        let bytes = std::fs::read(daemon_dir.join(ARMADA_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes `daemon/armada.json` atomically when it has changed and was last written at
+    /// least [`ARMADA_SAVE_INTERVAL_SECS`] ago, or always with `force` (the daemon stopping).
+    pub fn save_if_due(
+        &mut self,
+        daemon_dir: &std::path::Path,
+        now: i64,
+        force: bool,
+    ) -> Result<(), crate::spool::SpoolError> {
+        let changed = self.last_update.is_some();
+        let due = self
+            .saved_at
+            .is_none_or(|t| now - t >= ARMADA_SAVE_INTERVAL_SECS);
+        if !changed || !(due || force) {
+            return Ok(());
+        }
+        self.v = 1;
+        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
+        crate::spool::durable::write_replace(daemon_dir, ARMADA_FILE, &json, 0o644)?;
+        self.saved_at = Some(now);
+        Ok(())
+    }
 }
 
 impl SchedState {
+    /// The Armada priorities, for the daemon to persist.
+    pub fn armada_state_mut(&mut self) -> &mut ArmadaState {
+        &mut self.armada
+    }
+
+    /// Restores the Armada priorities read back from the spool.
+    pub fn set_armada_state(&mut self, state: ArmadaState) {
+        self.armada = state;
+    }
+
     /// Dispatch under the `armada` policy (see the module documentation).
     pub(super) fn dispatch_armada(
         &mut self,
@@ -267,5 +322,43 @@ impl SchedState {
         for (e, q) in self.jobs.values_mut().zip(queue_at) {
             e.terms = q.map(|q| terms[q as usize].clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The priorities survive a restart; between saves a pass writes nothing until the
+    /// interval is over, and stopping writes at once.
+    #[test]
+    fn priorities_are_saved_and_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = ArmadaState::default();
+        a.save_if_due(dir.path(), 100, false).expect("save");
+        assert!(
+            ArmadaState::load(dir.path()).is_none(),
+            "nothing to save yet"
+        );
+        a.priorities.insert("physics".into(), 3.5);
+        a.last_update = Some(100);
+        a.passes = 7;
+        a.save_if_due(dir.path(), 100, false).expect("save");
+        let back = ArmadaState::load(dir.path()).expect("saved");
+        assert_eq!(
+            (
+                back.priorities.get("physics"),
+                back.last_update,
+                back.passes
+            ),
+            (Some(&3.5), Some(100), 7)
+        );
+        a.priorities.insert("physics".into(), 2.0);
+        a.save_if_due(dir.path(), 130, false).expect("save");
+        let back = ArmadaState::load(dir.path()).expect("saved");
+        assert_eq!(back.priorities.get("physics"), Some(&3.5), "not due yet");
+        a.save_if_due(dir.path(), 131, true).expect("save");
+        let back = ArmadaState::load(dir.path()).expect("saved");
+        assert_eq!(back.priorities.get("physics"), Some(&2.0), "forced");
     }
 }

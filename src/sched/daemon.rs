@@ -501,6 +501,10 @@ impl Daemon {
         if let Some(f) = super::fbsng::FbsngState::load(&self.spool.daemon_dir()) {
             self.state.set_fbsng_state(f);
         }
+        // And Armada's decayed queue priorities.
+        if let Some(a) = super::armada::ArmadaState::load(&self.spool.daemon_dir()) {
+            self.state.set_armada_state(a);
+        }
         let t = now();
         let retention = self.opts.retention.as_secs() as i64;
         for id in self.state.done_jobs() {
@@ -879,6 +883,7 @@ impl Daemon {
         {
             error!("cannot write the FBSNG priorities: {e}");
         }
+        self.save_armada(false);
         self.flush();
         self.state.cool_idle();
         debug!(
@@ -1027,7 +1032,20 @@ impl Daemon {
 
     /// SIGTERM: nothing more is dispatched; every state is written; running tasks keep
     /// running and are re-attached by the next daemon.
+    /// Writes the Armada priorities when due (`force`: now, the daemon is stopping).
+    fn save_armada(&mut self, force: bool) {
+        let dir = self.spool.daemon_dir();
+        if let Err(e) = self
+            .state
+            .armada_state_mut()
+            .save_if_due(&dir, now(), force)
+        {
+            error!("cannot write the Armada priorities: {e}");
+        }
+    }
+
     fn drain(&mut self) {
+        self.save_armada(true);
         self.flush();
         let running = self.state.running_tasks().len();
         info!(
