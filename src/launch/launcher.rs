@@ -106,8 +106,11 @@ struct StartServer {
     /// The ssh process of the session (our child).
     pid: Option<u32>,
     /// Starts waiting for their reply.
-    waiting: Arc<Mutex<HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>>>,
+    waiting: Arc<Mutex<WaitingStarts>>,
 }
+
+/// Starts sent to a start server, by task, each with where its reply goes.
+type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>;
 
 /// How long a start waits for the answer of the start server (the shepherd gives up on a
 /// supervisor after 120 s).

@@ -576,6 +576,9 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     sup.cleanup();
     let json = serde_json::to_vec(&result).map_err(|e| LaunchError::Protocol(e.to_string()))?;
     dir.write("result.json", &json, 0o644)?;
+    if let Some(active_jobs) = dir.path.parent() {
+        super::wake::announce_result(active_jobs);
+    }
     Ok(())
 }
 

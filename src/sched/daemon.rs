@@ -192,6 +192,8 @@ struct EndedTask {
     /// `None`: nothing to write (a preempted task, which is pending again, or an end the
     /// daemon had no running task for); only the acknowledgement is due.
     exit: Option<FinishedTask>,
+    /// The host reported this end and may now forget the task.
+    acknowledge: bool,
 }
 
 /// State files refreshed per periodic pass only for their priority columns.
@@ -618,6 +620,7 @@ impl Daemon {
                     task: r.task,
                     host: r.host.clone(),
                     exit: None,
+                    acknowledge: true,
                 });
                 continue;
             }
@@ -752,6 +755,9 @@ impl Daemon {
             if job.applied_request >= req.seq {
                 continue;
             }
+            // `qdel -f` takes running tasks out of the record: what they were is needed for
+            // their accounting records.
+            let running_before = job.tasks.running.clone();
             let outcome = Request::apply(action, &req.requester, job);
             job.applied_request = req.seq;
             match outcome {
@@ -779,6 +785,9 @@ impl Daemon {
                     }
                     for t in forced {
                         self.state.forget_running(id, t);
+                        if let Some(ran) = running_before.iter().find(|r| r.task == t) {
+                            self.forced_end(id, ran);
+                        }
                     }
                     if d.gone && finished == 0 && victims.is_empty() {
                         self.state.remove_job(id);
@@ -833,7 +842,9 @@ impl Daemon {
         }
         self.flush();
         for e in std::mem::take(&mut self.ended) {
-            self.runner.acknowledge(e.job, e.task, &e.host);
+            if e.acknowledge {
+                self.runner.acknowledge(e.job, e.task, &e.host);
+            }
         }
     }
 
@@ -975,6 +986,7 @@ impl Daemon {
             task,
             host: result.host.clone(),
             exit: None,
+            acknowledge: true,
         };
         // Issue 4: an aggressively preempted task is accounted and pending again.
         if let Some(ran) = self.state.preempted_task_ended(id, task) {
@@ -1016,6 +1028,45 @@ impl Daemon {
             self.retire_at.insert(id, at);
             info!(job = %id, "job finished");
         }
+    }
+
+    /// `qdel -f` ended a running task as far as the cluster is concerned: it is accounted
+    /// now (`failed` 100, exit status 137, as a killed job), whether or not its host ever
+    /// reports — the host may be unreachable. A later report from the host finds the task no
+    /// longer running and is not recorded again.
+    fn forced_end(&mut self, id: JobId, ran: &crate::model::RunningTask) {
+        let t = now();
+        let result = crate::launch::TaskResult {
+            job: id,
+            task: ran.task,
+            host: ran.host.clone(),
+            start_time: ran.start_time as f64,
+            end_time: t as f64,
+            exit_status: 137,
+            signal: Some(9),
+            failed: crate::launch::shepherd::failed::AFTER_JOB,
+            error: Some("forced deletion (qdel -f)".to_string()),
+            ..Default::default()
+        };
+        if let Some(job) = self.state.job(id)
+            && let Err(e) = self.acct.record(&job, ran, &result)
+        {
+            error!(job = %id, task = ran.task, "accounting: {e}");
+        }
+        info!(job = %id, task = ran.task, host = %ran.host, "task accounted as deleted by force");
+        self.ended.push(EndedTask {
+            job: id,
+            task: ran.task,
+            host: ran.host.clone(),
+            exit: Some(FinishedTask {
+                task: ran.task,
+                exit_status: result.exit_status,
+                failed: result.failed,
+                end_time: t,
+            }),
+            // The task may still be running there; its directory goes when it reports.
+            acknowledge: false,
+        });
     }
 
     fn retire_due(&mut self) {
