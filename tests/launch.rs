@@ -153,10 +153,14 @@ impl Rig {
         }
     }
 
+    /// The next result, acknowledged as the scheduler does once it has recorded it.
     fn ended(&self, secs: u64) -> TaskResult {
         loop {
             match self.event(secs) {
-                LaunchEvent::Ended(r) => return r,
+                LaunchEvent::Ended(r) => {
+                    self.launcher().acknowledge(r.job, r.task, &r.host);
+                    return r;
+                }
                 LaunchEvent::Started { .. } => continue,
                 other => panic!("expected Ended, got {other:?}"),
             }
@@ -887,6 +891,55 @@ fn launch_reattach_after_the_launcher_is_recreated() {
             .unwrap_or("")
             .contains("not found")
     );
+}
+
+#[test]
+fn launch_result_stays_until_the_scheduler_acknowledges_it() {
+    let mut rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9077,
+        JobSpec {
+            cwd: Some(wd.display().to_string()),
+            ..binary_job("unacked", "exit 3", &[])
+        },
+        "",
+    );
+    rig.start(&job, 1);
+    let first = loop {
+        match rig.event(60) {
+            LaunchEvent::Ended(r) => break r,
+            LaunchEvent::Started { .. } => continue,
+            other => panic!("expected Ended, got {other:?}"),
+        }
+    };
+    assert_eq!((first.job, first.exit_status), (JobId(9077), 3));
+    let td = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs/9077.1");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        td.join("result.json").exists(),
+        "removed before acknowledgement"
+    );
+    // The scheduler dies before its records are durable: the next launcher reports the
+    // result again, and the directory goes once that one is acknowledged.
+    drop(rig.launcher.take());
+    let (tx, rx) = channel();
+    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
+        .expect("launcher");
+    rig.events = rx;
+    rig.launcher = Some(launcher);
+    rig.launcher()
+        .reattach(&[(JobId(9077), 1, host())])
+        .expect("reattach");
+    let again = rig.ended(30);
+    assert_eq!(
+        (again.job, again.exit_status, again.failed),
+        (JobId(9077), 3, 0)
+    );
+    wait_for("task directory removal", 10, || !td.exists());
+    // Acknowledging again, or a task that is not there, does nothing.
+    rig.launcher().acknowledge(JobId(9077), 1, &host());
+    rig.launcher().acknowledge(JobId(9998), 1, &host());
 }
 
 #[test]

@@ -463,6 +463,91 @@ fn qdel_of_a_running_job_kills_its_process_tree() {
     assert_eq!((e.exit_status, e.failed), (137, 100));
 }
 
+/// The accounting records of a job (field 6 is the job number).
+fn accounting_records(cell: &TestCell, id: JobId) -> Vec<Vec<String>> {
+    std::fs::read_to_string(cell.cell.join("common/accounting"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(':').map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.get(5).is_some_and(|j| *j == id.to_string()))
+        .collect()
+}
+
+#[test]
+fn qdel_force_accounts_a_task_whose_host_does_not_answer() {
+    if !is_root() {
+        return skip(
+            "qdel_force_accounts_a_task_whose_host_does_not_answer",
+            "qdel -f needs a manager (root)",
+        );
+    }
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "sleep 60\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("running", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .first()
+                .is_some_and(|r| r.state == RunState::Running)
+        })
+    });
+    // The host stops answering: its shepherd is frozen and can report nothing.
+    let host = gridspool::identity::short_hostname();
+    let pid_file = cell
+        .cell
+        .join(format!("execd/{host}/active_jobs/{id}.1/shepherd.pid"));
+    let text = std::fs::read_to_string(&pid_file).expect("shepherd.pid");
+    let shepherd: i32 = text
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid");
+    kill(Pid::from_raw(shepherd), Signal::SIGSTOP).expect("SIGSTOP");
+    /// Lets the shepherd go on even if an assertion below fails.
+    struct Resume(i32);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            let _ = kill(Pid::from_raw(self.0), Signal::SIGCONT);
+        }
+    }
+    let resume = Resume(shepherd);
+    cell.spool
+        .publish_request(
+            requester(0),
+            vec![RequestAction::Delete {
+                job: id,
+                tasks: TaskSelector::All,
+                force: true,
+            }],
+        )
+        .expect("qdel -f request");
+    wait_for("accounted", Duration::from_secs(10), || {
+        !accounting_records(&cell, id).is_empty()
+    });
+    let records = accounting_records(&cell, id);
+    // failed (field 12) 100, exit_status (field 13) 137, as for a killed job.
+    assert_eq!(
+        (records[0][11].as_str(), records[0][12].as_str()),
+        ("100", "137"),
+        "{records:?}"
+    );
+    // The exits line follows the accounting record.
+    wait_for("exits line", Duration::from_secs(10), || {
+        exits(&cell.spool, id).len() == 1
+    });
+    // The host answers again: the shepherd carries out the kill and reports; the task is not
+    // recorded twice, and its directory goes.
+    drop(resume);
+    let task_dir = pid_file.parent().expect("task dir").to_path_buf();
+    wait_for("task directory removed", Duration::from_secs(10), || {
+        !task_dir.exists()
+    });
+    assert_eq!(accounting_records(&cell, id).len(), 1, "{}", d.log_text());
+}
+
 #[test]
 fn daemon_mode_detaches_and_poll_mode_sees_submissions() {
     let cell = cell(1);

@@ -4,13 +4,14 @@
 //! its own; outcomes arrive on the event channel. Per host there is one *watcher*: for a
 //! local host a thread that scans the host's execution spool, for an ssh host a long-lived
 //! `gridspool-shepherd watch` session over the host's master connection. The watcher reports
-//! each finished task once and removes its directory after the result was handed to the
-//! scheduler (the `ack`), so a result survives a `sched_d` crash until it has been passed on.
+//! each finished task once; its directory goes when the scheduler acknowledges it
+//! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
+//! result survives a `sched_d` crash until it has been recorded.
 //!
 //! Threads: one per start or ssh kill while it lasts, one per host watcher. At most
 //! `max_sessions - 1` short ssh sessions per host run at once (the watcher holds one more).
 
-use super::shepherd::{self, RunReply, TaskState, WatchMessage};
+use super::shepherd::{self, RunReply, StartReply, StartServerHello, TaskState, WatchMessage};
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
 use super::ssh::{Sessions, SshTarget};
 use super::taskdir::exec_spool_dir;
@@ -21,7 +22,7 @@ use crate::spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -93,6 +94,28 @@ struct WatcherHandle {
     acks: Option<std::process::ChildStdin>,
 }
 
+/// The `gridspool-shepherd start-server` session of an ssh host: one session carries every
+/// start, instead of an ssh session (with its login, shell and shepherd `exec`) per task.
+#[derive(Default)]
+struct StartServer {
+    /// Not used for this host: `max_sessions` leaves no room for it, or the shepherd there
+    /// does not speak it. Tasks get a session each.
+    unsupported: bool,
+    /// The session's stdin, for spec lines; `None` while no session is open.
+    stdin: Option<std::process::ChildStdin>,
+    /// The ssh process of the session (our child).
+    pid: Option<u32>,
+    /// Starts waiting for their reply.
+    waiting: Arc<Mutex<WaitingStarts>>,
+}
+
+/// Starts sent to a start server, by task, each with where its reply goes.
+type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>;
+
+/// How long a start waits for the answer of the start server (the shepherd gives up on a
+/// supervisor after 120 s).
+const START_REPLY_TIMEOUT: Duration = Duration::from_secs(150);
+
 struct HostState {
     name: String,
     target: Option<SshTarget>,
@@ -102,6 +125,12 @@ struct HostState {
     /// ended even when its control socket is gone.
     master: Mutex<Option<u32>>,
     watcher: Mutex<WatcherHandle>,
+    starter: Mutex<StartServer>,
+    /// Supervisors started in this process (local hosts), reaped once they have exited.
+    supervisors: Mutex<Vec<std::process::Child>>,
+    /// Local hosts: the finished tasks the watcher has reported and whose directories are
+    /// still there (not to be reported twice; forgotten when the directory goes).
+    reported: Mutex<HashSet<(JobId, TaskId)>>,
 }
 
 struct Inner {
@@ -117,10 +146,11 @@ struct Inner {
     shutdown: AtomicBool,
 }
 
-/// A bounded set of recently delivered tasks.
+/// A bounded set of recently delivered tasks, and whether the scheduler has acknowledged
+/// each (its result is durable on the scheduler's side, so the task directory may go).
 #[derive(Default)]
 struct Delivered {
-    set: HashSet<(JobId, TaskId)>,
+    acked: HashMap<(JobId, TaskId), bool>,
     order: std::collections::VecDeque<(JobId, TaskId)>,
 }
 
@@ -129,16 +159,28 @@ impl Delivered {
 
     /// Adds a task; `false` if it was there already.
     fn insert(&mut self, key: (JobId, TaskId)) -> bool {
-        if !self.set.insert(key) {
+        if self.acked.contains_key(&key) {
             return false;
         }
+        self.acked.insert(key, false);
         self.order.push_back(key);
         if self.order.len() > Self::CAPACITY
             && let Some(old) = self.order.pop_front()
         {
-            self.set.remove(&old);
+            self.acked.remove(&old);
         }
         true
+    }
+
+    fn is_acked(&self, key: (JobId, TaskId)) -> bool {
+        self.acked.get(&key).copied().unwrap_or(false)
+    }
+
+    /// Marks a task acknowledged (adding it: a task acknowledged before any report of it,
+    /// after a restart, is then removed when its host reports it).
+    fn ack(&mut self, key: (JobId, TaskId)) {
+        self.insert(key);
+        self.acked.insert(key, true);
     }
 }
 
@@ -258,6 +300,18 @@ impl Launcher {
         Ok(())
     }
 
+    /// The scheduler has made the result of a task durable (accounting record, exits line):
+    /// its directory on `host` may go. Until then a result survives a `sched_d` crash on
+    /// the host, and the next launcher reports it again. Acknowledging a task that is not
+    /// there (already removed, lost) does nothing; a task still running is never removed.
+    pub fn acknowledge(&self, job: JobId, task: TaskId, host: &str) {
+        lock(&self.inner.delivered).ack((job, task));
+        match self.inner.host(host) {
+            Ok(h) => self.inner.remove_task_dir(&h, job, task),
+            Err(e) => tracing::warn!(job = %job, task, host, "cannot acknowledge: {e}"),
+        }
+    }
+
     /// After a `sched_d` restart: takes over the tasks the spool says are running. Their
     /// results are collected as usual; a task whose host has no trace of it ends with
     /// `failed 100` and an error saying it was lost. A host that cannot be reached is retried
@@ -358,6 +412,16 @@ impl Drop for Launcher {
 }
 
 fn stop_watcher(host: &HostState) {
+    {
+        let mut st = lock(&host.starter);
+        st.stdin = None;
+        if let Some(pid) = st.pid.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
     let mut w = lock(&host.watcher);
     w.acks = None;
     if let Some(pid) = w.pid.take() {
@@ -390,9 +454,12 @@ impl Inner {
             create_private_dir(&self.opts.control_dir)?;
         }
         // Local hosts: a bound on shepherds being started at once (a burst of array tasks
-        // would otherwise fork hundreds at the same moment).
+        // would otherwise fork hundreds at the same moment). Ssh hosts: the watcher holds
+        // one session and the start server another, if there is room for it (3 or more).
+        let with_start_server = target.as_ref().is_some_and(|t| t.max_sessions >= 3);
         let short_sessions = target.as_ref().map_or(LOCAL_CONCURRENT_STARTS, |t| {
-            t.max_sessions.saturating_sub(1)
+            t.max_sessions
+                .saturating_sub(if with_start_server { 2 } else { 1 })
         });
         let state = Arc::new(HostState {
             name: name.to_string(),
@@ -401,6 +468,12 @@ impl Inner {
             sessions: Sessions::new(short_sessions),
             master: Mutex::new(None),
             watcher: Mutex::new(WatcherHandle::default()),
+            starter: Mutex::new(StartServer {
+                unsupported: !with_start_server,
+                ..StartServer::default()
+            }),
+            supervisors: Mutex::new(Vec::new()),
+            reported: Mutex::new(HashSet::new()),
         });
         hosts.insert(name.to_string(), Arc::clone(&state));
         Ok(state)
@@ -434,15 +507,18 @@ impl Inner {
         let reply = match &host.target {
             None => {
                 let _permit = host.sessions.acquire();
-                self.run_local(&spec)
+                self.run_local(host, &spec)
             }
-            Some(t) => self.ensure_master(host).and_then(|()| {
-                let json =
-                    serde_json::to_vec(&spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
-                let _permit = host.sessions.acquire();
-                let out = t.run(&[self.remote_shepherd(), "run".to_string()], &json)?;
-                parse_reply(&host.name, &out.stdout, &out.stderr)
-            }),
+            Some(t) => match self.start_via_server(host, t, &spec) {
+                Some(reply) => reply,
+                None => self.ensure_master(host).and_then(|()| {
+                    let json = serde_json::to_vec(&spec)
+                        .map_err(|e| LaunchError::Protocol(e.to_string()))?;
+                    let _permit = host.sessions.acquire();
+                    let out = t.run(&[self.remote_shepherd(), "run".to_string()], &json)?;
+                    parse_reply(&host.name, &out.stdout, &out.stderr)
+                }),
+            },
         };
         match reply {
             Ok(RunReply::Started { pid }) => {
@@ -504,25 +580,192 @@ impl Inner {
         }
     }
 
-    fn run_local(&self, spec: &LaunchSpec) -> Result<RunReply, LaunchError> {
-        let shepherd = &self.opts.shepherd;
-        let mut child = Command::new(shepherd)
-            .arg("run")
+    /// Starts a task through the host's start server, opening the session if need be;
+    /// `None` when the host has none (the task then gets a session of its own).
+    fn start_via_server(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        t: &SshTarget,
+        spec: &LaunchSpec,
+    ) -> Option<Result<RunReply, LaunchError>> {
+        let key = (spec.job, spec.task);
+        let line = serde_json::to_string(spec).ok()?;
+        let rx = {
+            let mut st = lock(&host.starter);
+            if st.unsupported {
+                return None;
+            }
+            if st.stdin.is_none() {
+                match self.open_start_server(host, t, &mut st) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!(host = %host.name, "the shepherd there has no start server: a session per task");
+                        st.unsupported = true;
+                        return None;
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            lock(&st.waiting).insert(key, tx);
+            let sent = st
+                .stdin
+                .as_mut()
+                .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
+            if !matches!(sent, Some(Ok(()))) {
+                // The session is gone; the task never reached it.
+                lock(&st.waiting).remove(&key);
+                st.stdin = None;
+                return None;
+            }
+            rx
+        };
+        match rx.recv_timeout(START_REPLY_TIMEOUT) {
+            Ok(reply) => Some(Ok(reply)),
+            // The session ended (or hung) after the spec was sent: the task may have started.
+            // Ask the host rather than start it again.
+            Err(_) => Some(self.started_after_all(host, t, spec)),
+        }
+    }
+
+    /// Whether a task whose start went unanswered exists on its host: then it started (its
+    /// result comes through the watcher); else it is reported unreachable, to be requeued.
+    fn started_after_all(
+        &self,
+        host: &HostState,
+        t: &SshTarget,
+        spec: &LaunchSpec,
+    ) -> Result<RunReply, LaunchError> {
+        let unanswered = |why: String| LaunchError::Unreachable {
+            host: host.name.clone(),
+            reason: format!(
+                "the start of task {} went unanswered: {why}",
+                spec.task_name()
+            ),
+        };
+        self.ensure_master(host)?;
+        let _permit = host.sessions.acquire();
+        let words = vec![
+            self.remote_shepherd(),
+            "query".to_string(),
+            host.exec_spool.to_string_lossy().into_owned(),
+        ];
+        let out = t.run(&words, b"")?;
+        if !out.status.success() {
+            return Err(unanswered(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        let there = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<TaskState>(l).ok())
+            .any(|s| s.job == spec.job && s.task == spec.task);
+        if there {
+            Ok(RunReply::Started { pid: 0 })
+        } else {
+            Err(unanswered("not on the host".to_string()))
+        }
+    }
+
+    /// Opens the host's start-server session: `Ok(false)` when the shepherd there does not
+    /// answer with the start server's greeting (an older shepherd).
+    fn open_start_server(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        t: &SshTarget,
+        st: &mut StartServer,
+    ) -> Result<bool, LaunchError> {
+        self.ensure_master(host)?;
+        let mut child = t
+            .command(&[self.remote_shepherd(), "start-server".to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| LaunchError::io("spawn", shepherd, e))?;
-        let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(&json)
-                .map_err(|e| LaunchError::io("write", shepherd, e))?;
+            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+        let Some(out) = child.stdout.take() else {
+            return Ok(false);
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(out);
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).unwrap_or(0);
+            let _ = tx.send((n, line, reader));
+        });
+        let (reader, hello) = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok((n, line, reader)) => (
+                reader,
+                n > 0 && serde_json::from_str::<StartServerHello>(line.trim()).is_ok(),
+            ),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LaunchError::Unreachable {
+                    host: host.name.clone(),
+                    reason: "the start server did not answer within 30 s".to_string(),
+                });
+            }
+        };
+        if !hello {
+            let _ = child.kill();
+            let status = child.wait();
+            if status.is_ok_and(|s| s.code() == Some(super::ssh::SSH_CONNECTION_FAILED)) {
+                return Err(LaunchError::Unreachable {
+                    host: host.name.clone(),
+                    reason: "the start server's session failed".to_string(),
+                });
+            }
+            return Ok(false);
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| LaunchError::io("wait", shepherd, e))?;
-        parse_reply(&spec.host, &out.stdout, &out.stderr)
+        let pid = child.id();
+        st.stdin = child.stdin.take();
+        st.pid = Some(pid);
+        let waiting = Arc::clone(&st.waiting);
+        let h = Arc::clone(host);
+        let spawned = std::thread::Builder::new()
+            .name(format!("starts-{}", host.name))
+            .spawn(move || {
+                for line in reader.lines() {
+                    let Ok(line) = line else { break };
+                    match serde_json::from_str::<StartReply>(&line) {
+                        Ok(r) => {
+                            if let Some(tx) = lock(&waiting).remove(&(r.job, r.task)) {
+                                let _ = tx.send(r.reply);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(host = %h.name, "bad start server line {line:?}: {e}")
+                        }
+                    }
+                }
+                {
+                    let mut st = lock(&h.starter);
+                    if st.pid == Some(pid) {
+                        st.stdin = None;
+                        st.pid = None;
+                    }
+                }
+                // Whoever still waits learns that the session is gone.
+                lock(&waiting).clear();
+                let _ = child.wait();
+            });
+        if let Err(e) = spawned {
+            st.stdin = None;
+            st.pid = None;
+            return Err(LaunchError::io("spawn thread", "start server", e));
+        }
+        Ok(true)
+    }
+
+    /// A local host: what `gridspool-shepherd run` does, done here (the supervisor is our
+    /// child until it ends; the local watcher reaps it).
+    fn run_local(&self, host: &HostState, spec: &LaunchSpec) -> Result<RunReply, LaunchError> {
+        let (reply, supervisor) = shepherd::start_reply(spec, &self.opts.shepherd);
+        if let Some(child) = supervisor {
+            lock(&host.supervisors).push(child);
+        }
+        Ok(reply)
     }
 
     fn remote_kill(
@@ -558,7 +801,7 @@ impl Inner {
 
     /// Hands a result to the scheduler (once `Started` was sent) and acknowledges it to the
     /// host so that its directory goes.
-    fn deliver(&self, host: &HostState, result: TaskResult) {
+    fn deliver(self: &Arc<Self>, host: &Arc<HostState>, result: TaskResult) {
         let key = (result.job, result.task);
         {
             let mut running = lock(&self.running);
@@ -569,12 +812,22 @@ impl Inner {
                 return;
             }
             let known = running.remove(&key).is_some();
-            let fresh = lock(&self.delivered).insert(key);
+            let mut delivered = lock(&self.delivered);
+            let fresh = delivered.insert(key);
+            if known && !fresh {
+                // The task ran again (requeued): this is a new result, not yet acknowledged.
+                delivered.acked.insert(key, false);
+            }
             if !known && !fresh {
                 // Reported again (a watcher session that ended before our `ack` arrived):
-                // the scheduler has it already.
+                // the scheduler has it already. Acknowledged again if the scheduler had
+                // acknowledged it; otherwise its acknowledgement is still to come.
+                let acked = delivered.is_acked(key);
+                drop(delivered);
                 drop(running);
-                self.acknowledge(host, key.0, key.1);
+                if acked {
+                    self.remove_task_dir(host, key.0, key.1);
+                }
                 return;
             }
         }
@@ -586,15 +839,23 @@ impl Inner {
             failed = result.failed,
             "task ended"
         );
-        if self.send(LaunchEvent::Ended(result)) {
-            self.acknowledge(host, key.0, key.1);
-        }
+        // The task directory stays until the scheduler has made the result durable and
+        // calls `Launcher::acknowledge`.
+        self.send(LaunchEvent::Ended(result));
     }
 
-    fn acknowledge(&self, host: &HostState, job: JobId, task: TaskId) {
+    /// Removes a reported task's directory on its host (for an ssh host: asks the watcher
+    /// session to).
+    fn remove_task_dir(self: &Arc<Self>, host: &Arc<HostState>, job: JobId, task: TaskId) {
         if host.target.is_none() {
-            if let Err(e) = shepherd::acknowledge(&host.exec_spool, job, task) {
-                tracing::warn!(job = %job, task, "cannot remove the task directory: {e}");
+            match shepherd::acknowledge(&host.exec_spool, job, task) {
+                // The task may run again (a requeue): its next result is a new one.
+                Ok(()) => {
+                    lock(&host.reported).remove(&(job, task));
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job, task, "cannot remove the task directory: {e}")
+                }
             }
             return;
         }
@@ -602,6 +863,11 @@ impl Inner {
         if let Some(acks) = w.acks.as_mut() {
             let _ = writeln!(acks, "ack {job}.{task}");
             let _ = acks.flush();
+        } else {
+            // No session now: the next one reports the task again, and as it is
+            // acknowledged, `deliver` removes it then.
+            drop(w);
+            self.ensure_watcher(host);
         }
     }
 
@@ -701,8 +967,7 @@ impl Inner {
                 .is_some_and(|h| Arc::ptr_eq(h, host))
     }
 
-    fn watch_local(&self, host: &Arc<HostState>) {
-        let mut reported = HashSet::new();
+    fn watch_local(self: &Arc<Self>, host: &Arc<HostState>) {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let _watch =
             super::wake::watch_dir(&super::taskdir::active_jobs(&host.exec_spool), move || {
@@ -711,9 +976,12 @@ impl Inner {
         while self.current(host) {
             // A result held back until `Started` is delivered and acknowledged by the
             // starting thread; `reported` keeps it from being collected twice meanwhile.
-            for result in shepherd::collect_finished(&host.exec_spool, &mut reported) {
+            let finished = shepherd::collect_finished(&host.exec_spool, &mut lock(&host.reported));
+            for result in finished {
                 self.deliver(host, result);
             }
+            // A supervisor exits right after writing its result.
+            lock(&host.supervisors).retain_mut(|c| matches!(c.try_wait(), Ok(None)));
             // Woken by the shepherd's write of `result.json`; the interval is the fallback.
             if rx.recv_timeout(self.opts.poll_interval).is_ok() {
                 while rx.try_recv().is_ok() {}
@@ -721,7 +989,7 @@ impl Inner {
         }
     }
 
-    fn watch_remote(&self, host: &Arc<HostState>) {
+    fn watch_remote(self: &Arc<Self>, host: &Arc<HostState>) {
         let Some(t) = &host.target else {
             return;
         };

@@ -12,8 +12,11 @@
 //!   *supervisor* (its own session, SIGHUP blocked, a child subreaper) and answers with the
 //!   job's pid. The supervisor runs the job through an `exec` helper that drops to the owner's
 //!   credentials, enforces limits, waits, and writes `result.json` durably. `watch` streams the
-//!   results of a host's tasks to the launcher and removes each task directory once the launcher
-//!   acknowledges it; `kill` and `query` act on one task directory.
+//!   results of a host's tasks to the launcher and removes each task directory once it is
+//!   acknowledged; `kill` and `query` act on one task directory.
+//! - A result is acknowledged ([`Launcher::acknowledge`]) by the scheduler once its accounting
+//!   record and exits line are durable, not when the launcher passes it on: a `sched_d` that
+//!   dies in between finds the result again on the host.
 //!
 //! Because a task's state lives only in its directory on the execution host, `sched_d` may
 //! crash or restart at any time: running jobs carry on, and a new launcher collects their
@@ -21,7 +24,8 @@
 //!
 //! # Local and ssh hosts
 //!
-//! For a local host the launcher runs `gridspool-shepherd run` itself; the shepherd binary is
+//! For a local host the launcher does what `gridspool-shepherd run` does in its own process
+//! (one `exec` fewer per task) and reaps the supervisors it started; the shepherd binary is
 //! `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the running executable (install
 //! it beside `sched_d`); see [`LauncherOptions`]. For an ssh host it runs the same command over
 //! the system `ssh` client with the spec on the session's stdin and the reply on its stdout;

@@ -15,6 +15,12 @@
 //!   changes into the working directory, opens stdin/stdout/stderr as the owner and `exec`s the
 //!   job. Failures before the job runs are written to the supervisor over a close-on-exec pipe
 //!   with SGE's failure code (26 output file, 27 shell/binary, 28 working directory).
+//! - `start-server`: `run` for many tasks over one session: prints [`StartServerHello`], then
+//!   reads one [`LaunchSpec`] per line on stdin and answers each with a [`StartReply`] line
+//!   (in the order the tasks started, not necessarily the order asked); exits on EOF. A
+//!   launcher reaching a host over ssh keeps one such session per host open beside the
+//!   `watch` session, so that starting a task costs no ssh session, login shell or `exec`
+//!   of its own.
 //! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
 //!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
 //! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job
@@ -80,6 +86,23 @@ pub enum RunReply {
     },
 }
 
+/// The first line of `start-server`: the protocol it speaks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartServerHello {
+    pub start_server: u32,
+}
+
+/// The version of the `start-server` protocol.
+pub const START_SERVER_VERSION: u32 = 1;
+
+/// `start-server`'s answer for one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartReply {
+    pub job: JobId,
+    pub task: TaskId,
+    pub reply: RunReply,
+}
+
 /// What `watch` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "msg")]
@@ -129,6 +152,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let rest = &args[args.len().min(2)..];
     let outcome = match mode {
         "run" => run_mode(),
+        "start-server" => start_server_mode(),
         "supervise" => match rest.first() {
             Some(dir) => supervise_mode(Path::new(dir)),
             None => Err(usage()),
@@ -162,7 +186,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
 
 fn usage() -> LaunchError {
     LaunchError::Protocol(
-        "usage: gridspool-shepherd run | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | query <exec_spool>"
+        "usage: gridspool-shepherd run | start-server | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | query <exec_spool>"
             .to_string(),
     )
 }
@@ -184,19 +208,106 @@ fn run_mode() -> Result<(), LaunchError> {
         .read_to_end(&mut input)
         .map_err(|e| LaunchError::io("read", "<stdin>", e))?;
     let reply = match serde_json::from_slice::<LaunchSpec>(&input) {
-        Ok(spec) => match start_task(&spec) {
-            Ok(pid) => RunReply::Started { pid },
-            Err(e) => RunReply::Failed {
-                host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
-                error: e.to_string(),
-            },
-        },
+        Ok(spec) => {
+            let exe = std::env::current_exe()
+                .map_err(|e| LaunchError::io("locate", "/proc/self/exe", e))?;
+            // The supervisor outlives this process, which ends now: it is reparented, and
+            // whoever inherits it reaps it.
+            start_reply(&spec, &exe).0
+        }
         Err(e) => RunReply::Failed {
             error: format!("bad launch spec: {e}"),
             host_fault: false,
         },
     };
     print_line(&reply).map_err(|e| LaunchError::io("write", "<stdout>", e))
+}
+
+fn start_server_mode() -> Result<(), LaunchError> {
+    let exe =
+        std::env::current_exe().map_err(|e| LaunchError::io("locate", "/proc/self/exe", e))?;
+    let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
+    print_line(&StartServerHello {
+        start_server: START_SERVER_VERSION,
+    })
+    .map_err(stdout_err)?;
+    // The supervisors are our children until they end (we reap them as requests come); the
+    // ones still running when the session ends are reparented.
+    let supervisors = std::sync::Arc::new(std::sync::Mutex::new(Vec::<std::process::Child>::new()));
+    let mut starting = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut children = supervisors.lock().unwrap_or_else(|e| e.into_inner());
+        children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        drop(children);
+        starting.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
+        let spec: LaunchSpec = match serde_json::from_str(&line) {
+            Ok(spec) => spec,
+            Err(e) => {
+                // Answered if the line says which task it is; else the launcher times out.
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                let id = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+                if let (Some(job), Some(task)) = (id("job"), id("task")) {
+                    let reply = StartReply {
+                        job: JobId(job as u32),
+                        task: task as TaskId,
+                        reply: RunReply::Failed {
+                            error: format!("bad launch spec: {e}"),
+                            host_fault: false,
+                        },
+                    };
+                    print_line(&reply).map_err(stdout_err)?;
+                }
+                continue;
+            }
+        };
+        let exe = exe.clone();
+        let supervisors = std::sync::Arc::clone(&supervisors);
+        // Tasks start concurrently: each waits for its supervisor to announce the job.
+        let handle = std::thread::Builder::new()
+            .name("start".into())
+            .spawn(move || {
+                let (reply, child) = start_reply(&spec, &exe);
+                if let Some(child) = child {
+                    supervisors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(child);
+                }
+                let _ = print_line(&StartReply {
+                    job: spec.job,
+                    task: spec.task,
+                    reply,
+                });
+            })
+            .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
+        starting.push(handle);
+    }
+    for h in starting {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// What `run` does, in the calling process: creates the task directory and starts the
+/// detached supervisor (`shepherd supervise`, from the binary `shepherd`). Returns the reply
+/// `run` would print and the supervisor, which the caller must reap (`try_wait`) once it has
+/// exited, or leave to be reparented by ending. A local launcher calls this directly instead
+/// of executing `gridspool-shepherd run`: one process and one `exec` fewer per task.
+pub fn start_reply(spec: &LaunchSpec, shepherd: &Path) -> (RunReply, Option<std::process::Child>) {
+    match start_task(spec, shepherd) {
+        Ok((pid, child)) => (RunReply::Started { pid }, child),
+        Err(e) => (
+            RunReply::Failed {
+                host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
+                error: e.to_string(),
+            },
+            None,
+        ),
+    }
 }
 
 /// Checks that this shepherd may run the job: root runs anyone's job; anyone else only their
@@ -227,8 +338,12 @@ fn mkdir_p(path: &Path, mode: u32) -> Result<(), LaunchError> {
     Ok(())
 }
 
-/// Creates the task directory and the detached supervisor; returns the job's pid.
-fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
+/// Creates the task directory and the detached supervisor; returns the job's pid and the
+/// supervisor process (when it is still to be reaped).
+fn start_task(
+    spec: &LaunchSpec,
+    shepherd: &Path,
+) -> Result<(u32, Option<std::process::Child>), LaunchError> {
     if spec.v > SPEC_VERSION {
         return Err(LaunchError::Protocol(format!(
             "launch spec version {} is newer than this shepherd's {SPEC_VERSION}",
@@ -250,7 +365,7 @@ fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
         std::fs::remove_dir_all(&dir.path).map_err(|e| LaunchError::io("remove", &dir.path, e))?;
     }
     std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
-    let outcome = supervise_task(spec, &dir);
+    let outcome = supervise_task(spec, &dir, shepherd);
     if outcome.is_err() {
         // Nothing runs: leave no directory that a watcher would report as a lost task
         // after the launcher has already reported the failure.
@@ -260,13 +375,15 @@ fn start_task(spec: &LaunchSpec) -> Result<u32, LaunchError> {
 }
 
 /// Writes the spec into the new task directory and starts the supervisor; returns the job's
-/// pid once the supervisor has written it.
-fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> {
+/// pid once the supervisor has written it, and the supervisor unless it was reaped already.
+fn supervise_task(
+    spec: &LaunchSpec,
+    dir: &TaskDir,
+    exe: &Path,
+) -> Result<(u32, Option<std::process::Child>), LaunchError> {
     let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
     let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
-    dir.write("spec.json", &json, 0o600)?;
-    let exe =
-        std::env::current_exe().map_err(|e| LaunchError::io("locate", "/proc/self/exe", e))?;
+    dir.write_unsynced("spec.json", &json, 0o600)?;
     let log_path = dir.path.join("shepherd.log");
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -274,14 +391,14 @@ fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> 
         .mode(0o600)
         .open(&log_path)
         .map_err(|e| LaunchError::io("open", &log_path, e))?;
-    let mut child = Command::new(&exe)
+    let mut child = Command::new(exe)
         .arg("supervise")
         .arg(&dir.path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
-        .map_err(|e| LaunchError::io("spawn", &exe, e))?;
+        .map_err(|e| LaunchError::io("spawn", exe, e))?;
     // Wait for the supervisor to say the job exists: it prints the pid on the pipe the
     // moment `started` is written (no polling), or closes the pipe by exiting.
     if let Some(out) = child.stdout.take() {
@@ -298,13 +415,13 @@ fn supervise_task(spec: &LaunchSpec, dir: &TaskDir) -> Result<u32, LaunchError> 
         if let Ok(text) = std::fs::read_to_string(dir.started())
             && let Ok(pid) = text.trim().parse::<u32>()
         {
-            return Ok(pid);
+            return Ok((pid, Some(child)));
         }
         if let Ok(Some(status)) = child.try_wait() {
             // It ended before saying anything: it may have written a result (then the
             // watcher reports it) or died.
             if dir.result().exists() {
-                return Ok(0);
+                return Ok((0, None));
             }
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             return Err(LaunchError::Protocol(format!(
@@ -448,7 +565,7 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     };
     let me = std::process::id();
     let start = proc_start_time(me).unwrap_or(0);
-    dir.write("shepherd.pid", format!("{me} {start}\n").as_bytes(), 0o644)?;
+    dir.write_unsynced("shepherd.pid", format!("{me} {start}\n").as_bytes(), 0o644)?;
     let bytes = std::fs::read(dir.spec()).map_err(|e| LaunchError::io("read", dir.spec(), e))?;
     let spec: LaunchSpec = serde_json::from_slice(&bytes)
         .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?;
@@ -459,6 +576,9 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     sup.cleanup();
     let json = serde_json::to_vec(&result).map_err(|e| LaunchError::Protocol(e.to_string()))?;
     dir.write("result.json", &json, 0o644)?;
+    if let Some(active_jobs) = dir.path.parent() {
+        super::wake::announce_result(active_jobs);
+    }
     Ok(())
 }
 
@@ -529,7 +649,7 @@ impl Supervisor {
         let job_pid = match self.spawn_job() {
             Ok(pid) => pid,
             Err(f) => {
-                let _ = self.dir.write("started", b"0\n", 0o644);
+                let _ = self.dir.write_unsynced("started", b"0\n", 0o644);
                 announce_started(0);
                 return self.setup_failure(f.failed, f.error);
             }
@@ -537,7 +657,7 @@ impl Supervisor {
         self.job_pid = Some(job_pid);
         let _ = self
             .dir
-            .write("started", format!("{job_pid}\n").as_bytes(), 0o644);
+            .write_unsynced("started", format!("{job_pid}\n").as_bytes(), 0o644);
         announce_started(job_pid.as_raw() as u32);
         // The helper reports setup failures and then exits; the job is the helper `exec`ed.
         // Setup failures were read before `started` was written (see spawn_job).
@@ -579,12 +699,12 @@ impl Supervisor {
         let pe_hostfile_path = self.dir.pe_hostfile().to_string_lossy().into_owned();
         if let JobCommand::Script { script, .. } = &spec.command {
             self.dir
-                .write("job_script", script, 0o755)
+                .write_unsynced("job_script", script, 0o755)
                 .map_err(|e| before(e.to_string()))?;
         }
         if spec.placement.pe.is_some() {
             self.dir
-                .write("pe_hostfile", pe_hostfile(&spec).as_bytes(), 0o644)
+                .write_unsynced("pe_hostfile", pe_hostfile(&spec).as_bytes(), 0o644)
                 .map_err(|e| before(e.to_string()))?;
         }
         let job_spool_dir = self.dir.path.to_string_lossy().into_owned();
@@ -760,6 +880,11 @@ impl Supervisor {
         nix::unistd::alarm::cancel();
         // The job is over: take down what it left behind, as SGE kills the job's processes.
         for _ in 0..100 {
+            // As a child subreaper the supervisor inherits every orphaned descendant, so with
+            // no child left there is no descendant either, and no /proc scan is needed.
+            if !self.reap() {
+                break;
+            }
             let left = descendants(std::process::id());
             if left.is_empty() {
                 break;
@@ -773,11 +898,13 @@ impl Supervisor {
         self.reap();
     }
 
-    /// Reaps every exited child; records the job's status.
-    fn reap(&mut self) {
+    /// Reaps every exited child; records the job's status. `false` when no child is left.
+    fn reap(&mut self) -> bool {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(WaitStatus::StillAlive) => return true,
+                Err(nix::errno::Errno::ECHILD) => return false,
+                Err(_) => return true,
                 Ok(status) => {
                     if status.pid() == self.job_pid
                         && matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
@@ -1190,6 +1317,11 @@ pub fn collect_finished(
 /// Removes a reported task's directory (the launcher has passed its result on).
 pub fn acknowledge(exec_spool: &Path, job: JobId, task: TaskId) -> Result<(), LaunchError> {
     let dir = TaskDir::new(exec_spool, job, task);
+    if !dir.path.exists() {
+        // Removed already (an acknowledgement repeated), or never here (a lost task).
+        return Ok(());
+    }
+    // Never the directory of a task without a result: it may be running.
     if !dir.result().exists() {
         return Err(LaunchError::NotRunning { job, task });
     }

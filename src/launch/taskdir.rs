@@ -55,6 +55,39 @@ impl TaskDir {
     pub fn write(&self, name: &str, contents: &[u8], mode: u32) -> Result<(), LaunchError> {
         durable::write_replace(&self.path, name, contents, mode).map_err(LaunchError::from)
     }
+
+    /// Writes `name` whole or not at all (a temporary file renamed into place), without
+    /// syncing: for facts about processes of this boot (`shepherd.pid`, `started`, the spec
+    /// the supervisor reads), which a machine crash makes moot anyway. A task directory that
+    /// lost them in a crash has no live supervisor and is reported as ended with `failed`
+    /// 100, as it would be with them. Only `result.json` must survive a crash.
+    pub fn write_unsynced(
+        &self,
+        name: &str,
+        contents: &[u8],
+        mode: u32,
+    ) -> Result<(), LaunchError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let tmp = self.path.join(format!(
+            "{}{name}.{}",
+            durable::TEMP_PREFIX,
+            std::process::id()
+        ));
+        let target = self.path.join(name);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(contents))
+            .and_then(|()| std::fs::rename(&tmp, &target));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            LaunchError::io("write", &target, e)
+        })
+    }
 }
 
 /// `<exec_spool>/active_jobs`.

@@ -2,6 +2,11 @@
 //! finished task is reported within milliseconds of its shepherd writing `result.json`. The
 //! watchers still rescan on a timer: notification is a hint (it can overflow, and it does not
 //! work on every filesystem, NFS among them).
+//!
+//! The watch is on `active_jobs` alone, not recursive: a recursive watch puts a watch on
+//! every task directory and wakes the watcher for every file a shepherd writes there (spec,
+//! pid, temporary files…), each time for a rescan of all tasks. Instead a supervisor that
+//! has published its result touches `active_jobs` ([`announce_result`]), which is one event.
 
 use std::path::Path;
 
@@ -25,7 +30,10 @@ pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch 
             on_change()
         }
     })
-    .and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).map(|()| w));
+    .and_then(|mut w| {
+        w.watch(dir, notify::RecursiveMode::NonRecursive)
+            .map(|()| w)
+    });
     match watcher {
         Ok(w) => DirWatch { _watcher: Some(w) },
         Err(e) => {
@@ -33,4 +41,19 @@ pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch 
             DirWatch { _watcher: None }
         }
     }
+}
+
+/// Tells the watchers of `active_jobs` that a result was published in one of its task
+/// directories: sets the directory's times to now (an attribute change of the watched
+/// directory itself). Failing is harmless: watchers also rescan on a timer.
+pub fn announce_result(active_jobs: &Path) {
+    use nix::sys::stat::{UtimensatFlags, utimensat};
+    use nix::sys::time::TimeSpec;
+    let _ = utimensat(
+        nix::fcntl::AT_FDCWD,
+        active_jobs,
+        &TimeSpec::UTIME_NOW,
+        &TimeSpec::UTIME_NOW,
+        UtimensatFlags::FollowSymlink,
+    );
 }

@@ -14,11 +14,13 @@ use std::sync::{Arc, Mutex};
 /// (which reads it on every pass).
 pub type SharedUsage = Arc<Mutex<UsageStore>>;
 
-/// Writes accounting records and charges usage.
+/// Writes accounting records and charges usage. Records wait in memory until
+/// [`AccountingHook::commit`], which appends all of them with one write and one `fdatasync`.
 pub struct Accounting {
     path: PathBuf,
     config: ClusterConfig,
     usage: SharedUsage,
+    pending: Vec<crate::acct::AccountingRecord>,
 }
 
 impl Accounting {
@@ -27,6 +29,7 @@ impl Accounting {
             path,
             config,
             usage,
+            pending: Vec::new(),
         }
     }
 }
@@ -56,17 +59,26 @@ impl AccountingHook for Accounting {
             granted,
             pe,
         };
+        let record =
+            crate::acct::AccountingRecord::from_task(job, &placement, result, &self.config);
         let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
-        crate::acct::account_task(
-            &self.path,
-            job,
-            &placement,
-            result,
-            &self.config,
+        crate::acct::charge(
             &mut usage,
-        )
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+            &record,
+            &crate::acct::decay_config(&self.config),
+        );
+        self.pending.push(record);
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), String> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let outcome = crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string());
+        // Not retried: a record that could not be written is reported, as before batching.
+        self.pending.clear();
+        outcome
     }
 
     fn reconfigure(&mut self, config: &ClusterConfig) {

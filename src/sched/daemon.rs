@@ -183,6 +183,22 @@ pub struct Daemon {
     compacted_at: usize,
     /// Job mail (`-m`), through the configured mailer.
     mailer: Mailer,
+    /// Tasks whose end was taken in this wake-up, made durable together by [`Self::settle`].
+    ended: Vec<EndedTask>,
+}
+
+/// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
+/// write, its host still to be told that the result may go.
+#[derive(Debug)]
+struct EndedTask {
+    job: JobId,
+    task: crate::model::TaskId,
+    host: String,
+    /// `None`: nothing to write (a preempted task, which is pending again, or an end the
+    /// daemon had no running task for); only the acknowledgement is due.
+    exit: Option<FinishedTask>,
+    /// The host reported this end and may now forget the task.
+    acknowledge: bool,
 }
 
 /// State files refreshed per periodic pass only for their priority columns.
@@ -259,6 +275,7 @@ impl Daemon {
             periodic_due: false,
             full_pass: true,
             compacted_at: 0,
+            ended: Vec::new(),
         })
     }
 
@@ -347,6 +364,7 @@ impl Daemon {
 
     /// Does what the inputs asked for, in a fixed order.
     fn act(&mut self) {
+        self.settle();
         if self.terminate {
             return;
         }
@@ -617,9 +635,17 @@ impl Daemon {
         let recorded = recorded_exits(&self.spool, id);
         for r in running {
             if recorded.contains(&r.task) {
-                // Ended and recorded before the crash; only the state write was lost.
+                // Ended and recorded before the crash; only the state write (and perhaps the
+                // acknowledgement to the host) was lost.
                 let _ = self.state.task_ended(id, r.task);
                 info!(job = %id, task = r.task, "task had ended before the restart");
+                self.ended.push(EndedTask {
+                    job: id,
+                    task: r.task,
+                    host: r.host.clone(),
+                    exit: None,
+                    acknowledge: true,
+                });
                 continue;
             }
             let Some(job) = self.state.job(id) else {
@@ -650,7 +676,7 @@ impl Daemon {
                 }
             }
         }
-        self.flush();
+        self.settle();
     }
 
     fn quarantine_job(&mut self, id: JobId, reason: &str) {
@@ -753,6 +779,9 @@ impl Daemon {
             if job.applied_request >= req.seq {
                 continue;
             }
+            // `qdel -f` takes running tasks out of the record: what they were is needed for
+            // their accounting records.
+            let running_before = job.tasks.running.clone();
             let outcome = Request::apply(action, &req.requester, job);
             job.applied_request = req.seq;
             match outcome {
@@ -784,6 +813,9 @@ impl Daemon {
                     }
                     for t in forced {
                         self.state.forget_running(id, t);
+                        if let Some(ran) = running_before.iter().find(|r| r.task == t) {
+                            self.forced_end(id, ran);
+                        }
                     }
                     if d.gone && finished == 0 && victims.is_empty() {
                         self.state.remove_job(id);
@@ -819,15 +851,50 @@ impl Daemon {
         self.pass_needed = true;
     }
 
+    /// Makes the wake-up's changes durable: the accounting records of the tasks that ended
+    /// (one append, one `fdatasync`), then their exits lines, then every changed state; only
+    /// then are the hosts told that those results may go. A crash before the exits line is
+    /// written leaves the result on its host, so the next daemon records it (once: recovery
+    /// does not record a task whose exits line exists).
+    fn settle(&mut self) {
+        if !self.ended.is_empty() {
+            if let Err(e) = self.acct.commit() {
+                error!(tasks = self.ended.len(), "accounting: {e}");
+            }
+            let spool = &self.spool;
+            let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
+                e.exit
+                    .as_ref()
+                    .map_or(Ok(()), |line| append_exit(spool, e.job, line))
+            });
+            for (e, outcome) in self.ended.iter().zip(appended) {
+                if let Err(err) = outcome {
+                    error!(job = %e.job, task = e.task, "cannot append exit: {err}");
+                }
+            }
+        }
+        self.flush();
+        for e in std::mem::take(&mut self.ended) {
+            if e.acknowledge {
+                self.runner.acknowledge(e.job, e.task, &e.host);
+            }
+        }
+    }
+
     /// Writes every changed record durably.
+    /// Written in parallel with one sync of `jobs/` (`Spool::write_states`): the cost of a
+    /// batch is about that of one write.
     fn flush(&mut self) {
-        for id in self.state.take_dirty() {
-            let Some(job) = self.state.record_for_write(id) else {
-                continue;
-            };
-            match self.spool.write_state(&job) {
-                Ok(()) => self.state.note_written(id),
-                Err(e) => error!(job = %id, "cannot write state: {e}"),
+        let records: Vec<JobRecord> = self
+            .state
+            .take_dirty()
+            .into_iter()
+            .filter_map(|id| self.state.record_for_write(id))
+            .collect();
+        for (job, outcome) in records.iter().zip(self.spool.write_states(&records)) {
+            match outcome {
+                Ok(()) => self.state.note_written(job.id),
+                Err(e) => error!(job = %job.id, "cannot write state: {e}"),
             }
         }
     }
@@ -905,6 +972,8 @@ impl Daemon {
                 pid,
             } => {
                 self.state.host_reachable(&host);
+                // Written with the wake-up's other changes (`settle`): a restarted daemon
+                // learns from the host, not from this state, whether the task started.
                 match self.state.task_started(job, task) {
                     Ok(()) => {
                         info!(job = %job, task, host = %host, pid, "task running");
@@ -912,11 +981,9 @@ impl Daemon {
                     }
                     Err(e) => warn!(job = %job, task, "started event: {e}"),
                 }
-                self.flush();
             }
             LaunchEvent::Ended(result) => {
                 self.task_ended(result);
-                self.flush();
                 self.pass_needed = true;
             }
             LaunchEvent::Failed {
@@ -941,7 +1008,6 @@ impl Daemon {
                         }),
                     );
                 }
-                self.flush();
                 self.pass_needed = true;
             }
         }
@@ -961,9 +1027,18 @@ impl Daemon {
         }
     }
 
-    /// A task ended: accounting, exits line, state; a job with nothing left is retired later.
+    /// A task ended: accounted, state changed; [`Self::settle`] makes it durable (accounting,
+    /// exits line, state, in that order) at the end of the wake-up. A job with nothing left
+    /// is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
+        let mut ended = EndedTask {
+            job: id,
+            task,
+            host: result.host.clone(),
+            exit: None,
+            acknowledge: true,
+        };
         // Issue 4: an aggressively preempted task is accounted and pending again.
         if let Some(ran) = self.state.preempted_task_ended(id, task) {
             if let Some(job) = self.state.job(id)
@@ -972,16 +1047,20 @@ impl Daemon {
                 error!(job = %id, task, "accounting: {e}");
             }
             info!(job = %id, task, "preempted task requeued");
+            self.ended.push(ended);
             return;
         }
         let ran = match self.state.task_ended(id, task) {
             Ok(r) => r,
             Err(e) => {
+                // Nothing to record; the host may forget it.
                 warn!(job = %id, task, "end of a task not running: {e}");
+                self.ended.push(ended);
                 return;
             }
         };
         let Some(job) = self.state.job(id) else {
+            self.ended.push(ended);
             return;
         };
         if let Err(e) = self.acct.record(&job, &ran, &result) {
@@ -991,21 +1070,58 @@ impl Daemon {
             self.mailer
                 .send(&mail::recipients(&job), &mail::end(&job, &ran, &result));
         }
-        let line = FinishedTask {
+        ended.exit = Some(FinishedTask {
             task,
             exit_status: result.exit_status,
             failed: result.failed,
             end_time: result.end_time as i64,
-        };
-        if let Err(e) = append_exit(&self.spool, id, &line) {
-            error!(job = %id, task, "cannot append exit: {e}");
-        }
+        });
+        self.ended.push(ended);
         info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended");
         if job.tasks.is_done() {
             let at = now() + self.opts.retention.as_secs() as i64;
             self.retire_at.insert(id, at);
             info!(job = %id, "job finished");
         }
+    }
+
+    /// `qdel -f` ended a running task as far as the cluster is concerned: it is accounted
+    /// now (`failed` 100, exit status 137, as a killed job), whether or not its host ever
+    /// reports — the host may be unreachable. A later report from the host finds the task no
+    /// longer running and is not recorded again.
+    fn forced_end(&mut self, id: JobId, ran: &crate::model::RunningTask) {
+        let t = now();
+        let result = crate::launch::TaskResult {
+            job: id,
+            task: ran.task,
+            host: ran.host.clone(),
+            start_time: ran.start_time as f64,
+            end_time: t as f64,
+            exit_status: 137,
+            signal: Some(9),
+            failed: crate::launch::shepherd::failed::AFTER_JOB,
+            error: Some("forced deletion (qdel -f)".to_string()),
+            ..Default::default()
+        };
+        if let Some(job) = self.state.job(id)
+            && let Err(e) = self.acct.record(&job, ran, &result)
+        {
+            error!(job = %id, task = ran.task, "accounting: {e}");
+        }
+        info!(job = %id, task = ran.task, host = %ran.host, "task accounted as deleted by force");
+        self.ended.push(EndedTask {
+            job: id,
+            task: ran.task,
+            host: ran.host.clone(),
+            exit: Some(FinishedTask {
+                task: ran.task,
+                exit_status: result.exit_status,
+                failed: result.failed,
+                end_time: t,
+            }),
+            // The task may still be running there; its directory goes when it reports.
+            acknowledge: false,
+        });
     }
 
     fn retire_due(&mut self) {
@@ -1016,22 +1132,37 @@ impl Daemon {
             .filter(|(_, at)| **at <= t)
             .map(|(id, _)| *id)
             .collect();
+        let mut retired = Vec::new();
         for id in due {
             self.retire_at.remove(&id);
             if self.state.job(id).is_some_and(|j| !j.tasks.is_done()) {
                 continue;
             }
             self.state.remove_job(id);
-            match self.spool.remove_job(id) {
-                Ok(()) => info!(job = %id, "job retired"),
-                Err(e) => error!(job = %id, "cannot remove job files: {e}"),
-            }
+            retired.push(id);
             self.pass_needed = true;
+        }
+        if retired.is_empty() {
+            return;
+        }
+        match self.spool.remove_jobs(&retired) {
+            Ok(()) => {
+                for id in &retired {
+                    info!(job = %id, "job retired");
+                }
+            }
+            Err(e) => {
+                // One by one, to say which.
+                for id in retired {
+                    match self.spool.remove_job(id) {
+                        Ok(()) => info!(job = %id, "job retired"),
+                        Err(_) => error!(job = %id, "cannot remove job files: {e}"),
+                    }
+                }
+            }
         }
     }
 
-    /// SIGTERM: nothing more is dispatched; every state is written; running tasks keep
-    /// running and are re-attached by the next daemon.
     /// Writes the Armada priorities when due (`force`: now, the daemon is stopping).
     fn save_armada(&mut self, force: bool) {
         let dir = self.spool.daemon_dir();
@@ -1044,9 +1175,11 @@ impl Daemon {
         }
     }
 
+    /// SIGTERM: nothing more is dispatched; every state is written; running tasks keep
+    /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.save_armada(true);
-        self.flush();
+        self.settle();
         let running = self.state.running_tasks().len();
         info!(
             running,

@@ -91,4 +91,8 @@ impl TaskRunner for LaunchRunner {
         self.config = config.clone();
         self.launcher.reconfigure(config);
     }
+
+    fn acknowledge(&mut self, job: JobId, task: TaskId, host: &str) {
+        self.launcher.acknowledge(job, task, host);
+    }
 }

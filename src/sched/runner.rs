@@ -72,6 +72,11 @@ pub trait TaskRunner: Send {
 
     /// The configuration was reloaded (SIGHUP).
     fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}
+
+    /// The end of a task reported by `Ended` is durable here (accounting record, exits line,
+    /// state): the runner may forget it on its host. Until then the host keeps the result, so
+    /// that a daemon that crashes in between is told again.
+    fn acknowledge(&mut self, _job: JobId, _task: TaskId, _host: &str) {}
 }
 
 /// Receives every finished task, once, before its exit line is written (`crate::acct`
@@ -83,6 +88,14 @@ pub trait AccountingHook: Send {
         task: &RunningTask,
         result: &TaskResult,
     ) -> Result<(), String>;
+
+    /// Makes the records passed to `record` since the last commit durable. The daemon
+    /// records every task that ended in one wake-up, then commits once (one `fdatasync` for
+    /// all of them), before it writes their exits lines. A hook that writes at once
+    /// (the default) has nothing to do.
+    fn commit(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// The configuration was reloaded (SIGHUP).
     fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}

@@ -186,6 +186,43 @@ impl Spool {
         )
     }
 
+    /// [`Spool::write_state`] for many jobs at once: written and synced in parallel, with
+    /// one sync of `jobs/`. One result per record, in order.
+    pub fn write_states(&self, jobs: &[JobRecord]) -> Vec<Result<(), SpoolError>> {
+        let mut files = Vec::with_capacity(jobs.len());
+        let mut encoded = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            match serde_json::to_vec(job) {
+                Ok(bytes) => {
+                    files.push((format!("{}.state", job.id), bytes));
+                    encoded.push(Ok(()));
+                }
+                Err(e) => encoded.push(Err(malformed(
+                    &self.state_file(job.id),
+                    format!("cannot encode job state: {e}"),
+                ))),
+            }
+        }
+        let mut written = durable::write_replace_many(&self.jobs_dir(), &files, 0o640).into_iter();
+        encoded
+            .into_iter()
+            .map(|e| e.and_then(|()| written.next().unwrap_or(Ok(()))))
+            .collect()
+    }
+
+    /// [`Spool::remove_job`] for many jobs, with two syncs of `jobs/` in all (the exit logs
+    /// go last, after the other files of every job).
+    pub fn remove_jobs(&self, ids: &[JobId]) -> Result<(), SpoolError> {
+        let dir = self.jobs_dir();
+        let files: Vec<String> = ids
+            .iter()
+            .flat_map(|id| [format!("{id}.state"), format!("{id}.job")])
+            .collect();
+        durable::remove_many(&dir, &files)?;
+        let exits: Vec<String> = ids.iter().map(|id| format!("{id}.exits")).collect();
+        durable::remove_many(&dir, &exits)
+    }
+
     /// Removes every file of a finished or deleted job (`sched_d` only). The exit log goes last
     /// so that `qsub -sync` can still read it while the rest disappears.
     pub fn remove_job(&self, id: JobId) -> Result<(), SpoolError> {
