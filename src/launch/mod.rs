@@ -65,7 +65,9 @@
 //!   directory, not in a shared `job_scripts/`.
 //! - `-j y`: SGE opens the file twice without `O_APPEND`, so stderr can overwrite stdout's
 //!   first bytes; gridspool writes both through one descriptor, in order.
-//! - `io` and `iow` are not measured (0); `maxvmem` and `mem` are sampled from `/proc`.
+//! - `io` is the bytes the job's processes read and wrote (`rchar + wchar` of the children the
+//!   supervisor reaped, as SGE counts on Linux), in GB; `iow` is 0, as SGE reports it on Linux;
+//!   `maxvmem` and `mem` are sampled from `/proc`.
 //!
 //! # Where things live on an execution host
 //!

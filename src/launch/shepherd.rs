@@ -510,6 +510,32 @@ fn vmem_of(pids: &[u32]) -> u64 {
         .sum()
 }
 
+/// `rchar + wchar` of a `/proc/.../io` file: the bytes a process read and wrote, what SGE's
+/// `io` adds up on Linux (checked on the oracle: a job that copies 250 MB shows 500 MB).
+fn io_bytes(path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some(field("rchar:")? + field("wchar:")?)
+}
+
+/// The I/O of every process this one has reaped: the kernel adds a reaped child's counters to
+/// its parent's (`/proc/self/io`), beside the parent's own threads (`/proc/self/task/*/io`),
+/// so the difference is the job's, including the children it reaped itself and the orphans
+/// the supervisor reaped as subreaper. `None` without I/O accounting in the kernel.
+fn reaped_children_io() -> Option<u64> {
+    let whole = io_bytes("/proc/self/io")?;
+    let own: u64 = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .filter_map(|t| io_bytes(&format!("{}/io", t.path().display())))
+        .sum();
+    Some(whole.saturating_sub(own))
+}
+
 fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
     let text = std::fs::read_to_string(dir.pid_file()).ok()?;
     let mut it = text.split_whitespace();
@@ -1004,6 +1030,10 @@ impl Supervisor {
         }
         result.maxvmem = self.maxvmem as f64;
         result.mem = self.mem_integral;
+        // In GB as the accounting file keeps it (`qacct` prints it as a memory size).
+        if let Some(bytes) = reaped_children_io() {
+            result.io = bytes as f64 / (1024.0 * 1024.0 * 1024.0);
+        }
         result
     }
 
