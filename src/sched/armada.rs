@@ -57,8 +57,7 @@ impl ArmadaState {
     /// Reads `daemon/armada.json`; missing or unreadable is a fresh start (every queue at
     /// priority 0, as a new Armada cluster).
     pub fn load(daemon_dir: &std::path::Path) -> Option<Self> {
-        let bytes = std::fs::read(daemon_dir.join(ARMADA_FILE)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        super::policy_files::load(daemon_dir, ARMADA_FILE)
     }
 
     /// Writes `daemon/armada.json` atomically when it has changed and was last written at
@@ -77,8 +76,7 @@ impl ArmadaState {
             return Ok(());
         }
         self.v = 1;
-        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
-        crate::spool::durable::write_replace(daemon_dir, ARMADA_FILE, &json, 0o644)?;
+        super::policy_files::save(daemon_dir, ARMADA_FILE, self)?;
         self.saved_at = Some(now);
         Ok(())
     }

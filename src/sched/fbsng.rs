@@ -57,8 +57,7 @@ impl FbsngState {
     /// Reads `daemon/fbsng.json`; a missing or unreadable file is a fresh start (every
     /// queue at its QPmin), which the seed's priorities recover from within a few starts.
     pub fn load(daemon_dir: &std::path::Path) -> Option<Self> {
-        let bytes = std::fs::read(daemon_dir.join(FBSNG_FILE)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        super::policy_files::load(daemon_dir, FBSNG_FILE)
     }
 
     /// Writes `daemon/fbsng.json` atomically (temp file, fsync, rename, fsync of the
@@ -71,8 +70,7 @@ impl FbsngState {
             return Ok(());
         }
         self.v = 1;
-        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
-        crate::spool::durable::write_replace(daemon_dir, FBSNG_FILE, &json, 0o644)?;
+        super::policy_files::save(daemon_dir, FBSNG_FILE, self)?;
         self.dirty = false;
         Ok(())
     }

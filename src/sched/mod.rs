@@ -33,6 +33,7 @@ pub mod fbsng;
 pub mod fit;
 pub mod launcher;
 pub mod pass;
+pub mod policy_files;
 pub mod priority;
 pub mod qube;
 pub mod runner;
