@@ -124,13 +124,7 @@ impl SchedState {
             .iter()
             .map(|h| f64::from(h.slots_cap))
             .sum();
-        let free_slots: u32 = (0..self.cluster.hosts.len())
-            .filter(|&h| self.cluster.host_up(h, now))
-            .map(|h| {
-                let hs = &self.cluster.hosts[h];
-                hs.slots_cap.saturating_sub(hs.slots_used)
-            })
-            .sum();
+        let free_slots = self.cluster.free_slots(now);
         let Ok(factors) = ResourceFactors::from_totals(&[total_slots.max(1.0)], 0) else {
             return;
         };
@@ -250,13 +244,7 @@ impl SchedState {
             );
             job_reasons[c.pos] = Some(why);
         }
-        let mut free_left: u32 = (0..self.cluster.hosts.len())
-            .filter(|&h| self.cluster.host_up(h, now))
-            .map(|h| {
-                let hs = &self.cluster.hosts[h];
-                hs.slots_cap.saturating_sub(hs.slots_used)
-            })
-            .sum();
+        let mut free_left = self.cluster.free_slots(now);
         let slice_used: Arc<[String]> = Arc::from(vec![
             "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
         ]);

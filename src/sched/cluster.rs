@@ -334,6 +334,18 @@ impl Cluster {
     pub fn host_up(&self, h: usize, now: i64) -> bool {
         self.hosts[h].down_until.is_none_or(|t| now >= t)
     }
+
+    /// Slots free at `now` on the hosts that can be used.
+    pub fn free_slots(&self, now: i64) -> u32 {
+        (0..self.hosts.len())
+            .filter(|&h| self.host_up(h, now))
+            .map(|h| {
+                self.hosts[h]
+                    .slots_cap
+                    .saturating_sub(self.hosts[h].slots_used)
+            })
+            .sum()
+    }
 }
 
 fn expand(config: &ClusterConfig, entry: &str, out: &mut Vec<String>, depth: u32) {

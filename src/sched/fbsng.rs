@@ -266,13 +266,7 @@ impl SchedState {
                 ptypes[p].in_use[0] += u64::from(e.hot.running) * u64::from(slots_of(self, e.cat));
             }
         }
-        let free_slots: u64 = (0..self.cluster.hosts.len())
-            .filter(|&h| self.cluster.host_up(h, now))
-            .map(|h| {
-                let hs = &self.cluster.hosts[h];
-                u64::from(hs.slots_cap.saturating_sub(hs.slots_used))
-            })
-            .sum();
+        let free_slots = u64::from(self.cluster.free_slots(now));
         // Sections, in submission order within each queue.
         let mut sec_cand: Vec<usize> = Vec::new();
         let queue_of_cat: Vec<Option<usize>> = self
