@@ -11,6 +11,7 @@ use crate::compat::docs::{self, CommandDoc, SyntaxItem, ValueHint};
 use crate::compat::job_list::{JobRef, JobTaskRef};
 use crate::compat::options::{Arity, OptionSpec};
 use crate::compat::pattern;
+use crate::compat::syntax;
 use crate::model::{
     DeleteOutcome, Denied, JobId, JobRecord, Outcome, Request, RequestAction, Requester,
     RunningDeletion, TaskIdRange, TaskSelector, TaskSet,
@@ -31,32 +32,11 @@ pub static OPTIONS: &[OptionSpec] = &[
     ),
 ];
 
-/// The job_task_list legend shared by qdel, qhold and qrls.
-pub(crate) const JOB_TASK_LIST_SYNTAX: [SyntaxItem; 3] = [
-    SyntaxItem {
-        name: "job_task_list",
-        definition: "job_tasks[,job_tasks,...]",
-    },
-    SyntaxItem {
-        name: "job_tasks",
-        definition: "[job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]",
-    },
-    SyntaxItem {
-        name: "task_id_range",
-        definition: "task_id['-'task_id[':'step]]",
-    },
-];
-
-const USER_LIST_SYNTAX: SyntaxItem = SyntaxItem {
-    name: "user_list",
-    definition: "user[,user,...]",
-};
-
 static SYNTAX: [SyntaxItem; 4] = [
-    JOB_TASK_LIST_SYNTAX[0],
-    JOB_TASK_LIST_SYNTAX[1],
-    JOB_TASK_LIST_SYNTAX[2],
-    USER_LIST_SYNTAX,
+    syntax::JOB_TASK_LIST,
+    syntax::JOB_TASKS,
+    syntax::TASK_ID_RANGE,
+    syntax::USER_LIST,
 ];
 
 /// The `-help` text, man page and completions of qdel.

@@ -7,12 +7,13 @@
 //! to its copy of the jobs to decide the messages, then publishes one request with the
 //! actions that changed something.
 
-use super::qdel::{JOB_TASK_LIST_SYNTAX, TRangeError, parse_job_word, parse_t_value};
+use super::qdel::{TRangeError, parse_job_word, parse_t_value};
 use super::{ClientEnv, Output};
 use crate::compat::docs::{self, CommandDoc, SyntaxItem, ValueHint};
 use crate::compat::job_list::{JobRef, JobTaskRef};
 use crate::compat::options::{Arity, OptionSpec};
 use crate::compat::pattern;
+use crate::compat::syntax;
 use crate::model::{
     HoldEvent, HoldType, Holds, JobId, JobRecord, Outcome, Request, RequestAction, TaskSelector,
     TaskSet,
@@ -36,17 +37,11 @@ pub static OPTIONS: &[OptionSpec] = &[
 ];
 
 static SYNTAX: [SyntaxItem; 5] = [
-    SyntaxItem {
-        name: "hold_list",
-        definition: "`u' `s' `o'",
-    },
-    JOB_TASK_LIST_SYNTAX[0],
-    JOB_TASK_LIST_SYNTAX[1],
-    JOB_TASK_LIST_SYNTAX[2],
-    SyntaxItem {
-        name: "user_list",
-        definition: "user[,user,...]",
-    },
+    syntax::HOLD_LIST_USER_OPERATOR_SYSTEM,
+    syntax::JOB_TASK_LIST,
+    syntax::JOB_TASKS,
+    syntax::TASK_ID_RANGE,
+    syntax::USER_LIST,
 ];
 
 const OPTION_DETAILS: &[(&str, &str)] = &[

@@ -11,4 +11,5 @@ pub mod pattern;
 pub mod qstat;
 pub mod qsub_options;
 pub mod submit;
+pub mod syntax;
 pub mod time;

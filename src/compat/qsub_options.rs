@@ -8,6 +8,7 @@
 
 use super::docs::{CommandDoc, SyntaxItem, ValueHint, help_text};
 use super::options::{Arity, OptionSpec};
+use super::syntax;
 
 /// `-cluster`, unlisted in both `qsub -help` and `qalter -help`.
 const CLUSTER: OptionSpec = OptionSpec::new(
@@ -685,293 +686,80 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
 ];
 
 pub static QSUB_SYNTAX: &[SyntaxItem] = &[
-    SyntaxItem {
-        name: "account_string",
-        definition: "account_name",
-    },
-    SyntaxItem {
-        name: "complex_list",
-        definition: "complex[,complex,...]",
-    },
-    SyntaxItem {
-        name: "context_list",
-        definition: "variable[=value][,variable[=value],...]",
-    },
-    SyntaxItem {
-        name: "ckpt_selector",
-        definition: "`n' `s' `m' `x' `r' <interval>",
-    },
-    SyntaxItem {
-        name: "date_time",
-        definition: "[[CC]YY]MMDDhhmm[.SS]",
-    },
-    SyntaxItem {
-        name: "job_identifier_list",
-        definition: "{job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]",
-    },
-    SyntaxItem {
-        name: "jsv_url",
-        definition: "[script:][username@]path",
-    },
-    SyntaxItem {
-        name: "listname_list",
-        definition: "listname[,listname,...]",
-    },
-    SyntaxItem {
-        name: "rqs_list",
-        definition: "rqs_name[,rqs_name,...]",
-    },
-    SyntaxItem {
-        name: "mail_address",
-        definition: "username[@host]",
-    },
-    SyntaxItem {
-        name: "mail_list",
-        definition: "mail_address[,mail_address,...]",
-    },
-    SyntaxItem {
-        name: "mail_options",
-        definition: "`e' `b' `a' `n' `s'",
-    },
-    SyntaxItem {
-        name: "node_path",
-        definition: "[/]node_name[[/.]node_name...]",
-    },
-    SyntaxItem {
-        name: "node_shares_list",
-        definition: "node_path=shares[,node_path=shares,...]",
-    },
-    SyntaxItem {
-        name: "working_directory",
-        definition: "path",
-    },
-    SyntaxItem {
-        name: "path_list",
-        definition: "[host:]path[,[host:]path,...]",
-    },
-    SyntaxItem {
-        name: "priority",
-        definition: "-1023 - 1024",
-    },
-    SyntaxItem {
-        name: "resource_list",
-        definition: "resource[=value][,resource[=value],...]",
-    },
-    SyntaxItem {
-        name: "simple_context_list",
-        definition: "variable[,variable,...]",
-    },
-    SyntaxItem {
-        name: "slot_range",
-        definition: "[n[-m]|[-]m] - n,m > 0",
-    },
-    SyntaxItem {
-        name: "task_id_range",
-        definition: "task_id['-'task_id[':'step]]",
-    },
-    SyntaxItem {
-        name: "variable_list",
-        definition: "variable[=value][,variable[=value],...]",
-    },
-    SyntaxItem {
-        name: "obj_nm",
-        definition: "\"queue\"|\"exechost\"|\"pe\"|\"ckpt\"|\"hostgroup\"|\"resource_quota\"",
-    },
-    SyntaxItem {
-        name: "attr_nm",
-        definition: "(see man pages)",
-    },
-    SyntaxItem {
-        name: "obj_id_list",
-        definition: "objectname [ objectname ...]",
-    },
-    SyntaxItem {
-        name: "wc_cqueue",
-        definition: "wildcard expression matching a cluster queue",
-    },
-    SyntaxItem {
-        name: "wc_host",
-        definition: "wildcard expression matching a host",
-    },
-    SyntaxItem {
-        name: "wc_hostgroup",
-        definition: "wildcard expression matching a hostgroup",
-    },
-    SyntaxItem {
-        name: "wc_qinstance",
-        definition: "wc_cqueue@wc_host",
-    },
-    SyntaxItem {
-        name: "wc_qdomain",
-        definition: "wc_cqueue@wc_hostgroup",
-    },
-    SyntaxItem {
-        name: "wc_queue",
-        definition: "wc_cqueue|wc_qdomain|wc_qinstance",
-    },
-    SyntaxItem {
-        name: "wc_queue_list",
-        definition: "wc_queue[,wc_queue,...]",
-    },
-    SyntaxItem {
-        name: "thread_name",
-        definition: "\"scheduler\"|\"jvm\"",
-    },
-    SyntaxItem {
-        name: "exp",
-        definition: "explicit:<socket>,<core>[:...]",
-    },
-    SyntaxItem {
-        name: "lin",
-        definition: "linear[:<amount>[:<socket>,<core>]]",
-    },
-    SyntaxItem {
-        name: "str",
-        definition: "striding:<amount>:<stepsize>[:<socket>,<core>]",
-    },
+    syntax::ACCOUNT_STRING,
+    syntax::COMPLEX_LIST,
+    syntax::CONTEXT_LIST,
+    syntax::CKPT_SELECTOR,
+    syntax::DATE_TIME,
+    syntax::JOB_IDENTIFIER_LIST,
+    syntax::JSV_URL,
+    syntax::LISTNAME_LIST,
+    syntax::RQS_LIST,
+    syntax::MAIL_ADDRESS,
+    syntax::MAIL_LIST,
+    syntax::MAIL_OPTIONS,
+    syntax::NODE_PATH,
+    syntax::NODE_SHARES_LIST,
+    syntax::WORKING_DIRECTORY,
+    syntax::PATH_LIST,
+    syntax::PRIORITY,
+    syntax::RESOURCE_LIST,
+    syntax::SIMPLE_CONTEXT_LIST,
+    syntax::SLOT_RANGE,
+    syntax::TASK_ID_RANGE,
+    syntax::VARIABLE_LIST,
+    syntax::OBJ_NM,
+    syntax::ATTR_NM,
+    syntax::OBJ_ID_LIST,
+    syntax::WC_CQUEUE,
+    syntax::WC_HOST,
+    syntax::WC_HOSTGROUP,
+    syntax::WC_QINSTANCE,
+    syntax::WC_QDOMAIN,
+    syntax::WC_QUEUE,
+    syntax::WC_QUEUE_LIST,
+    syntax::THREAD_NAME,
+    syntax::EXP,
+    syntax::LIN,
+    syntax::STR,
 ];
 
 pub static QALTER_SYNTAX: &[SyntaxItem] = &[
-    SyntaxItem {
-        name: "account_string",
-        definition: "account_name",
-    },
-    SyntaxItem {
-        name: "complex_list",
-        definition: "complex[,complex,...]",
-    },
-    SyntaxItem {
-        name: "context_list",
-        definition: "variable[=value][,variable[=value],...]",
-    },
-    SyntaxItem {
-        name: "ckpt_selector",
-        definition: "`n' `s' `m' `x' `r' <interval>",
-    },
-    SyntaxItem {
-        name: "date_time",
-        definition: "[[CC]YY]MMDDhhmm[.SS]",
-    },
-    SyntaxItem {
-        name: "hold_list",
-        definition: "`n' `u' `s' `o' `U' `S' `O'",
-    },
-    SyntaxItem {
-        name: "job_identifier_list",
-        definition: "{job_id|job_name|reg_exp}[,{job_id|job_name|reg_exp},...]",
-    },
-    SyntaxItem {
-        name: "listname_list",
-        definition: "listname[,listname,...]",
-    },
-    SyntaxItem {
-        name: "rqs_list",
-        definition: "rqs_name[,rqs_name,...]",
-    },
-    SyntaxItem {
-        name: "mail_address",
-        definition: "username[@host]",
-    },
-    SyntaxItem {
-        name: "mail_list",
-        definition: "mail_address[,mail_address,...]",
-    },
-    SyntaxItem {
-        name: "mail_options",
-        definition: "`e' `b' `a' `n' `s'",
-    },
-    SyntaxItem {
-        name: "node_path",
-        definition: "[/]node_name[[/.]node_name...]",
-    },
-    SyntaxItem {
-        name: "node_shares_list",
-        definition: "node_path=shares[,node_path=shares,...]",
-    },
-    SyntaxItem {
-        name: "working_directory",
-        definition: "path",
-    },
-    SyntaxItem {
-        name: "path_list",
-        definition: "[host:]path[,[host:]path,...]",
-    },
-    SyntaxItem {
-        name: "priority",
-        definition: "-1023 - 1024",
-    },
-    SyntaxItem {
-        name: "resource_list",
-        definition: "resource[=value][,resource[=value],...]",
-    },
-    SyntaxItem {
-        name: "simple_context_list",
-        definition: "variable[,variable,...]",
-    },
-    SyntaxItem {
-        name: "slot_range",
-        definition: "[n[-m]|[-]m] - n,m > 0",
-    },
-    SyntaxItem {
-        name: "job_task_list",
-        definition: "job_tasks[,job_tasks,...]",
-    },
-    SyntaxItem {
-        name: "job_tasks",
-        definition: "[job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]",
-    },
-    SyntaxItem {
-        name: "task_id_range",
-        definition: "task_id['-'task_id[':'step]]",
-    },
-    SyntaxItem {
-        name: "user_list",
-        definition: "user[,user,...]",
-    },
-    SyntaxItem {
-        name: "variable_list",
-        definition: "variable[=value][,variable[=value],...]",
-    },
-    SyntaxItem {
-        name: "wc_cqueue",
-        definition: "wildcard expression matching a cluster queue",
-    },
-    SyntaxItem {
-        name: "wc_host",
-        definition: "wildcard expression matching a host",
-    },
-    SyntaxItem {
-        name: "wc_hostgroup",
-        definition: "wildcard expression matching a hostgroup",
-    },
-    SyntaxItem {
-        name: "wc_qinstance",
-        definition: "wc_cqueue@wc_host",
-    },
-    SyntaxItem {
-        name: "wc_qdomain",
-        definition: "wc_cqueue@wc_hostgroup",
-    },
-    SyntaxItem {
-        name: "wc_queue",
-        definition: "wc_cqueue|wc_qdomain|wc_qinstance",
-    },
-    SyntaxItem {
-        name: "wc_queue_list",
-        definition: "wc_queue[,wc_queue,...]",
-    },
-    SyntaxItem {
-        name: "exp",
-        definition: "explicit:<socket>,<core>[:...]",
-    },
-    SyntaxItem {
-        name: "lin",
-        definition: "linear[:<amount>[:<socket>,<core>]]",
-    },
-    SyntaxItem {
-        name: "str",
-        definition: "striding:<amount>:<stepsize>[:<socket>,<core>]",
-    },
+    syntax::ACCOUNT_STRING,
+    syntax::COMPLEX_LIST,
+    syntax::CONTEXT_LIST,
+    syntax::CKPT_SELECTOR,
+    syntax::DATE_TIME,
+    syntax::HOLD_LIST,
+    syntax::JOB_IDENTIFIER_LIST,
+    syntax::LISTNAME_LIST,
+    syntax::RQS_LIST,
+    syntax::MAIL_ADDRESS,
+    syntax::MAIL_LIST,
+    syntax::MAIL_OPTIONS,
+    syntax::NODE_PATH,
+    syntax::NODE_SHARES_LIST,
+    syntax::WORKING_DIRECTORY,
+    syntax::PATH_LIST,
+    syntax::PRIORITY,
+    syntax::RESOURCE_LIST,
+    syntax::SIMPLE_CONTEXT_LIST,
+    syntax::SLOT_RANGE,
+    syntax::JOB_TASK_LIST,
+    syntax::JOB_TASKS,
+    syntax::TASK_ID_RANGE,
+    syntax::USER_LIST,
+    syntax::VARIABLE_LIST,
+    syntax::WC_CQUEUE,
+    syntax::WC_HOST,
+    syntax::WC_HOSTGROUP,
+    syntax::WC_QINSTANCE,
+    syntax::WC_QDOMAIN,
+    syntax::WC_QUEUE,
+    syntax::WC_QUEUE_LIST,
+    syntax::EXP,
+    syntax::LIN,
+    syntax::STR,
 ];
 
 /// `qsub`: its `-help`, man page and completions.
