@@ -88,15 +88,236 @@ const ADVANCE_RESERVATION: OptionSpec = OptionSpec::new(
 .unsupported()
 .unlisted();
 
+// Options that qsub and qalter print alike in `-help`.
+const START_TIME: OptionSpec =
+    OptionSpec::new("-a", Arity::One, "[-a date_time]", "request a start time");
+const ADD_CONTEXT: OptionSpec = OptionSpec::new(
+    "-ac",
+    Arity::One,
+    "[-ac context_list]",
+    "add context variable(s)",
+);
+const ADD_SHARETREE_NODE: OptionSpec = OptionSpec::new(
+    "-astnode",
+    Arity::One,
+    "[-astnode node_shares_list]",
+    "add sharetree node(s)",
+)
+.unsupported();
+const ACCOUNT: OptionSpec = OptionSpec::new(
+    "-A",
+    Arity::One,
+    "[-A account_string]",
+    "account string in accounting record",
+);
+const BINDING: OptionSpec = OptionSpec::new(
+    "-binding",
+    Arity::One,
+    "[-binding [env|pe|set] exp|lin|str]",
+    "binds job to processor cores",
+)
+.unsupported();
+const CHECKPOINT_SELECTOR: OptionSpec = OptionSpec::new(
+    "-c",
+    Arity::One,
+    "[-c ckpt_selector]",
+    "define type of checkpointing for job",
+)
+.unsupported();
+const CWD: OptionSpec = OptionSpec::new(
+    "-cwd",
+    Arity::Flag,
+    "[-cwd]",
+    "use current working directory",
+);
+const DELETE_CONTEXT: OptionSpec = OptionSpec::new(
+    "-dc",
+    Arity::One,
+    "[-dc simple_context_list]",
+    "delete context variable(s)",
+);
+const DELETE_USERSET_LIST: OptionSpec = OptionSpec::new(
+    "-dul",
+    Arity::One,
+    "[-dul listname_list]",
+    "delete userset list(s) completely",
+)
+.unsupported();
+const STDERR_PATH: OptionSpec = OptionSpec::new(
+    "-e",
+    Arity::One,
+    "[-e path_list]",
+    "specify standard error stream path(s)",
+);
+const HARD: OptionSpec = OptionSpec::new(
+    "-hard",
+    Arity::Flag,
+    "[-hard]",
+    "consider following requests \"hard\"",
+);
+const HARD_ERROR: OptionSpec = OptionSpec::new(
+    "-he",
+    Arity::One,
+    "[-he  y[es]|n[o]]",
+    "enable/disable hard error handling",
+)
+.unsupported();
+const HELP: OptionSpec = OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help");
+const HOLD_JID: OptionSpec = OptionSpec::new(
+    "-hold_jid",
+    Arity::One,
+    "[-hold_jid job_identifier_list]",
+    "define jobnet interdependencies",
+);
+const HOLD_JID_AD: OptionSpec = OptionSpec::new(
+    "-hold_jid_ad",
+    Arity::One,
+    "[-hold_jid_ad job_identifier_list]",
+    "define jobnet array interdependencies",
+);
+const STDIN_PATH: OptionSpec = OptionSpec::new(
+    "-i",
+    Arity::One,
+    "[-i file_list]",
+    "specify standard input stream file(s)",
+);
+const JOIN: OptionSpec = OptionSpec::new(
+    "-j",
+    Arity::One,
+    "[-j y[es]|n[o]]",
+    "merge stdout and stderr stream of job",
+);
+const JOB_SHARE: OptionSpec = OptionSpec::new(
+    "-js",
+    Arity::One,
+    "[-js job_share]",
+    "share tree or functional job share",
+);
+const RESOURCES: OptionSpec = OptionSpec::new(
+    "-l",
+    Arity::One,
+    "[-l resource_list]",
+    "request the given resources",
+);
+const MAIL_LIST: OptionSpec = OptionSpec::new(
+    "-M",
+    Arity::One,
+    "[-M mail_list]",
+    "notify these e-mail addresses",
+);
+const MAIL_OPTIONS: OptionSpec = OptionSpec::new(
+    "-m",
+    Arity::One,
+    "[-m mail_options]",
+    "define mail notification events",
+);
+const MASTER_QUEUE: OptionSpec = OptionSpec::new(
+    "-masterq",
+    Arity::One,
+    "[-masterq wc_queue_list]",
+    "bind master task to queue(s)",
+);
+const NAME: OptionSpec = OptionSpec::new("-N", Arity::One, "[-N name]", "specify job name");
+const NOTIFY: OptionSpec = OptionSpec::new(
+    "-notify",
+    Arity::Flag,
+    "[-notify]",
+    "notify job before killing/suspending it",
+);
+const STDOUT_PATH: OptionSpec = OptionSpec::new(
+    "-o",
+    Arity::One,
+    "[-o path_list]",
+    "specify standard output stream path(s)",
+);
+const OVERRIDE_TICKETS: OptionSpec = OptionSpec::new(
+    "-ot",
+    Arity::One,
+    "[-ot tickets]",
+    "set job's override tickets",
+)
+.unsupported();
+const PROJECT: OptionSpec =
+    OptionSpec::new("-P", Arity::One, "[-P project_name]", "set job's project");
+const PRIORITY: OptionSpec = OptionSpec::new(
+    "-p",
+    Arity::One,
+    "[-p priority]",
+    "define job's relative priority",
+);
+const PARALLEL_ENVIRONMENT: OptionSpec = OptionSpec::new(
+    "-pe",
+    Arity::Two,
+    "[-pe wc_pe_name slot_range]",
+    "request slot range for parallel jobs",
+);
+const QUEUE: OptionSpec = OptionSpec::new(
+    "-q",
+    Arity::One,
+    "[-q wc_queue_list]",
+    "bind job to queue(s)",
+);
+const RERUN: OptionSpec = OptionSpec::new(
+    "-r",
+    Arity::One,
+    "[-r y[es]|n[o]]",
+    "define job as (not) restartable",
+);
+const SET_CONTEXT: OptionSpec = OptionSpec::new(
+    "-sc",
+    Arity::One,
+    "[-sc context_list]",
+    "set job context (replaces old context)",
+);
+const SOFT: OptionSpec = OptionSpec::new(
+    "-soft",
+    Arity::Flag,
+    "[-soft]",
+    "consider following requests as soft",
+);
+const SHOW_RQS: OptionSpec = OptionSpec::new(
+    "-srqs",
+    Arity::Optional,
+    "[-srqs [rqs_list]]",
+    "show resource quota set(s)",
+)
+.unsupported();
+const SHELL: OptionSpec = OptionSpec::new(
+    "-S",
+    Arity::One,
+    "[-S path_list]",
+    "command interpreter to be used",
+);
+const VARIABLES: OptionSpec = OptionSpec::new(
+    "-v",
+    Arity::One,
+    "[-v variable_list]",
+    "export these environment variables",
+);
+const VERIFY_ONLY: OptionSpec = OptionSpec::new(
+    "-verify",
+    Arity::Flag,
+    "[-verify]",
+    "do not submit, just verify",
+)
+.unsupported();
+const EXPORT_ENVIRONMENT: OptionSpec = OptionSpec::new(
+    "-V",
+    Arity::Flag,
+    "[-V]",
+    "export all environment variables",
+);
+const WORKING_DIRECTORY: OptionSpec = OptionSpec::new(
+    "-wd",
+    Arity::One,
+    "[-wd working_directory]",
+    "use working_directory",
+);
+
 /// `qsub`'s options.
 pub static QSUB_OPTIONS: &[OptionSpec] = &[
-    OptionSpec::new("-a", Arity::One, "[-a date_time]", "request a start time"),
-    OptionSpec::new(
-        "-ac",
-        Arity::One,
-        "[-ac context_list]",
-        "add context variable(s)",
-    ),
+    START_TIME,
+    ADD_CONTEXT,
     OptionSpec::new(
         "-Ap",
         Arity::One,
@@ -104,13 +325,7 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "add a new parallel environment from file",
     )
     .unsupported(),
-    OptionSpec::new(
-        "-astnode",
-        Arity::One,
-        "[-astnode node_shares_list]",
-        "add sharetree node(s)",
-    )
-    .unsupported(),
+    ADD_SHARETREE_NODE,
     OptionSpec::new(
         "-at",
         Arity::One,
@@ -118,108 +333,34 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "add/start qmaster thread",
     )
     .unsupported(),
-    OptionSpec::new(
-        "-A",
-        Arity::One,
-        "[-A account_string]",
-        "account string in accounting record",
-    ),
+    ACCOUNT,
     OptionSpec::new(
         "-b",
         Arity::One,
         "[-b y[es]|n[o]]",
         "handle command as binary",
     ),
-    OptionSpec::new(
-        "-binding",
-        Arity::One,
-        "[-binding [env|pe|set] exp|lin|str]",
-        "binds job to processor cores",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-c",
-        Arity::One,
-        "[-c ckpt_selector]",
-        "define type of checkpointing for job",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-cwd",
-        Arity::Flag,
-        "[-cwd]",
-        "use current working directory",
-    ),
+    BINDING,
+    CHECKPOINT_SELECTOR,
+    CWD,
     OptionSpec::new(
         "-C",
         Arity::One,
         "[-C directive_prefix]",
         "define command prefix for job script",
     ),
-    OptionSpec::new(
-        "-dc",
-        Arity::One,
-        "[-dc simple_context_list]",
-        "delete context variable(s)",
-    ),
-    OptionSpec::new(
-        "-dul",
-        Arity::One,
-        "[-dul listname_list]",
-        "delete userset list(s) completely",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-e",
-        Arity::One,
-        "[-e path_list]",
-        "specify standard error stream path(s)",
-    ),
+    DELETE_CONTEXT,
+    DELETE_USERSET_LIST,
+    STDERR_PATH,
     OptionSpec::new("-h", Arity::Flag, "[-h]", "place user hold on job"),
-    OptionSpec::new(
-        "-hard",
-        Arity::Flag,
-        "[-hard]",
-        "consider following requests \"hard\"",
-    ),
-    OptionSpec::new(
-        "-he",
-        Arity::One,
-        "[-he  y[es]|n[o]]",
-        "enable/disable hard error handling",
-    )
-    .unsupported(),
-    OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
-    OptionSpec::new(
-        "-hold_jid",
-        Arity::One,
-        "[-hold_jid job_identifier_list]",
-        "define jobnet interdependencies",
-    ),
-    OptionSpec::new(
-        "-hold_jid_ad",
-        Arity::One,
-        "[-hold_jid_ad job_identifier_list]",
-        "define jobnet array interdependencies",
-    ),
-    OptionSpec::new(
-        "-i",
-        Arity::One,
-        "[-i file_list]",
-        "specify standard input stream file(s)",
-    ),
-    OptionSpec::new(
-        "-j",
-        Arity::One,
-        "[-j y[es]|n[o]]",
-        "merge stdout and stderr stream of job",
-    ),
-    OptionSpec::new(
-        "-js",
-        Arity::One,
-        "[-js job_share]",
-        "share tree or functional job share",
-    ),
+    HARD,
+    HARD_ERROR,
+    HELP,
+    HOLD_JID,
+    HOLD_JID_AD,
+    STDIN_PATH,
+    JOIN,
+    JOB_SHARE,
     OptionSpec::new(
         "-jsv",
         Arity::One,
@@ -227,30 +368,10 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "job submission verification script to be used",
     )
     .unsupported(),
-    OptionSpec::new(
-        "-l",
-        Arity::One,
-        "[-l resource_list]",
-        "request the given resources",
-    ),
-    OptionSpec::new(
-        "-M",
-        Arity::One,
-        "[-M mail_list]",
-        "notify these e-mail addresses",
-    ),
-    OptionSpec::new(
-        "-m",
-        Arity::One,
-        "[-m mail_options]",
-        "define mail notification events",
-    ),
-    OptionSpec::new(
-        "-masterq",
-        Arity::One,
-        "[-masterq wc_queue_list]",
-        "bind master task to queue(s)",
-    ),
+    RESOURCES,
+    MAIL_LIST,
+    MAIL_OPTIONS,
+    MASTER_QUEUE,
     OptionSpec::new(
         "-mattr",
         Arity::One,
@@ -258,125 +379,47 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
         "modify an attribute (or element in a sublist) of an object",
     )
     .unsupported(),
-    OptionSpec::new("-N", Arity::One, "[-N name]", "specify job name"),
-    OptionSpec::new(
-        "-notify",
-        Arity::Flag,
-        "[-notify]",
-        "notify job before killing/suspending it",
-    ),
+    NAME,
+    NOTIFY,
     OptionSpec::new(
         "-now",
         Arity::One,
         "[-now y[es]|n[o]]",
         "start job immediately or not at all",
     ),
-    OptionSpec::new(
-        "-o",
-        Arity::One,
-        "[-o path_list]",
-        "specify standard output stream path(s)",
-    ),
-    OptionSpec::new(
-        "-ot",
-        Arity::One,
-        "[-ot tickets]",
-        "set job's override tickets",
-    )
-    .unsupported(),
-    OptionSpec::new("-P", Arity::One, "[-P project_name]", "set job's project"),
-    OptionSpec::new(
-        "-p",
-        Arity::One,
-        "[-p priority]",
-        "define job's relative priority",
-    ),
-    OptionSpec::new(
-        "-pe",
-        Arity::Two,
-        "[-pe wc_pe_name slot_range]",
-        "request slot range for parallel jobs",
-    ),
-    OptionSpec::new(
-        "-q",
-        Arity::One,
-        "[-q wc_queue_list]",
-        "bind job to queue(s)",
-    ),
-    OptionSpec::new(
-        "-r",
-        Arity::One,
-        "[-r y[es]|n[o]]",
-        "define job as (not) restartable",
-    ),
-    OptionSpec::new(
-        "-sc",
-        Arity::One,
-        "[-sc context_list]",
-        "set job context (replaces old context)",
-    ),
+    STDOUT_PATH,
+    OVERRIDE_TICKETS,
+    PROJECT,
+    PRIORITY,
+    PARALLEL_ENVIRONMENT,
+    QUEUE,
+    RERUN,
+    SET_CONTEXT,
     OptionSpec::new(
         "-shell",
         Arity::One,
         "[-shell y[es]|n[o]]",
         "start command with or without wrapping <loginshell> -c",
     ),
-    OptionSpec::new(
-        "-soft",
-        Arity::Flag,
-        "[-soft]",
-        "consider following requests as soft",
-    ),
-    OptionSpec::new(
-        "-srqs",
-        Arity::Optional,
-        "[-srqs [rqs_list]]",
-        "show resource quota set(s)",
-    )
-    .unsupported(),
+    SOFT,
+    SHOW_RQS,
     OptionSpec::new(
         "-sync",
         Arity::One,
         "[-sync y[es]|n[o]]",
         "wait for job to end and return exit code",
     ),
-    OptionSpec::new(
-        "-S",
-        Arity::One,
-        "[-S path_list]",
-        "command interpreter to be used",
-    ),
+    SHELL,
     OptionSpec::new(
         "-t",
         Arity::One,
         "[-t task_id_range]",
         "create a job-array with these tasks",
     ),
-    OptionSpec::new(
-        "-v",
-        Arity::One,
-        "[-v variable_list]",
-        "export these environment variables",
-    ),
-    OptionSpec::new(
-        "-verify",
-        Arity::Flag,
-        "[-verify]",
-        "do not submit, just verify",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-V",
-        Arity::Flag,
-        "[-V]",
-        "export all environment variables",
-    ),
-    OptionSpec::new(
-        "-wd",
-        Arity::One,
-        "[-wd working_directory]",
-        "use working_directory",
-    ),
+    VARIABLES,
+    VERIFY_ONLY,
+    EXPORT_ENVIRONMENT,
+    WORKING_DIRECTORY,
     OptionSpec::new(
         "-@",
         Arity::One,
@@ -419,13 +462,8 @@ pub static QSUB_OPTIONS: &[OptionSpec] = &[
 
 /// `qalter`'s options (`-h` takes a hold list here, `-t` qualifies the job before it).
 pub static QALTER_OPTIONS: &[OptionSpec] = &[
-    OptionSpec::new("-a", Arity::One, "[-a date_time]", "request a start time"),
-    OptionSpec::new(
-        "-ac",
-        Arity::One,
-        "[-ac context_list]",
-        "add context variable(s)",
-    ),
+    START_TIME,
+    ADD_CONTEXT,
     OptionSpec::new(
         "-ackpt",
         Arity::One,
@@ -433,233 +471,55 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
         "add a checkpointing interface definition",
     )
     .unsupported(),
-    OptionSpec::new(
-        "-astnode",
-        Arity::One,
-        "[-astnode node_shares_list]",
-        "add sharetree node(s)",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-A",
-        Arity::One,
-        "[-A account_string]",
-        "account string in accounting record",
-    ),
-    OptionSpec::new(
-        "-binding",
-        Arity::One,
-        "[-binding [env|pe|set] exp|lin|str]",
-        "binds job to processor cores",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-c",
-        Arity::One,
-        "[-c ckpt_selector]",
-        "define type of checkpointing for job",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-cwd",
-        Arity::Flag,
-        "[-cwd]",
-        "use current working directory",
-    ),
-    OptionSpec::new(
-        "-dc",
-        Arity::One,
-        "[-dc simple_context_list]",
-        "delete context variable(s)",
-    ),
-    OptionSpec::new(
-        "-dul",
-        Arity::One,
-        "[-dul listname_list]",
-        "delete userset list(s) completely",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-e",
-        Arity::One,
-        "[-e path_list]",
-        "specify standard error stream path(s)",
-    ),
+    ADD_SHARETREE_NODE,
+    ACCOUNT,
+    BINDING,
+    CHECKPOINT_SELECTOR,
+    CWD,
+    DELETE_CONTEXT,
+    DELETE_USERSET_LIST,
+    STDERR_PATH,
     OptionSpec::new(
         "-h",
         Arity::One,
         "[-h hold_list]",
         "list of hold types concerned",
     ),
-    OptionSpec::new(
-        "-hard",
-        Arity::Flag,
-        "[-hard]",
-        "consider following requests \"hard\"",
-    ),
-    OptionSpec::new(
-        "-he",
-        Arity::One,
-        "[-he  y[es]|n[o]]",
-        "enable/disable hard error handling",
-    )
-    .unsupported(),
-    OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
-    OptionSpec::new(
-        "-hold_jid",
-        Arity::One,
-        "[-hold_jid job_identifier_list]",
-        "define jobnet interdependencies",
-    ),
-    OptionSpec::new(
-        "-hold_jid_ad",
-        Arity::One,
-        "[-hold_jid_ad job_identifier_list]",
-        "define jobnet array interdependencies",
-    ),
-    OptionSpec::new(
-        "-i",
-        Arity::One,
-        "[-i file_list]",
-        "specify standard input stream file(s)",
-    ),
-    OptionSpec::new(
-        "-j",
-        Arity::One,
-        "[-j y[es]|n[o]]",
-        "merge stdout and stderr stream of job",
-    ),
-    OptionSpec::new(
-        "-js",
-        Arity::One,
-        "[-js job_share]",
-        "share tree or functional job share",
-    ),
-    OptionSpec::new(
-        "-l",
-        Arity::One,
-        "[-l resource_list]",
-        "request the given resources",
-    ),
-    OptionSpec::new(
-        "-M",
-        Arity::One,
-        "[-M mail_list]",
-        "notify these e-mail addresses",
-    ),
-    OptionSpec::new(
-        "-m",
-        Arity::One,
-        "[-m mail_options]",
-        "define mail notification events",
-    ),
-    OptionSpec::new(
-        "-masterq",
-        Arity::One,
-        "[-masterq wc_queue_list]",
-        "bind master task to queue(s)",
-    ),
-    OptionSpec::new("-N", Arity::One, "[-N name]", "specify job name"),
-    OptionSpec::new(
-        "-notify",
-        Arity::Flag,
-        "[-notify]",
-        "notify job before killing/suspending it",
-    ),
-    OptionSpec::new(
-        "-o",
-        Arity::One,
-        "[-o path_list]",
-        "specify standard output stream path(s)",
-    ),
-    OptionSpec::new(
-        "-ot",
-        Arity::One,
-        "[-ot tickets]",
-        "set job's override tickets",
-    )
-    .unsupported(),
-    OptionSpec::new("-P", Arity::One, "[-P project_name]", "set job's project"),
-    OptionSpec::new(
-        "-p",
-        Arity::One,
-        "[-p priority]",
-        "define job's relative priority",
-    ),
-    OptionSpec::new(
-        "-pe",
-        Arity::Two,
-        "[-pe wc_pe_name slot_range]",
-        "request slot range for parallel jobs",
-    ),
-    OptionSpec::new(
-        "-q",
-        Arity::One,
-        "[-q wc_queue_list]",
-        "bind job to queue(s)",
-    ),
-    OptionSpec::new(
-        "-r",
-        Arity::One,
-        "[-r y[es]|n[o]]",
-        "define job as (not) restartable",
-    ),
-    OptionSpec::new(
-        "-sc",
-        Arity::One,
-        "[-sc context_list]",
-        "set job context (replaces old context)",
-    ),
-    OptionSpec::new(
-        "-soft",
-        Arity::Flag,
-        "[-soft]",
-        "consider following requests as soft",
-    ),
-    OptionSpec::new(
-        "-srqs",
-        Arity::Optional,
-        "[-srqs [rqs_list]]",
-        "show resource quota set(s)",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-S",
-        Arity::One,
-        "[-S path_list]",
-        "command interpreter to be used",
-    ),
+    HARD,
+    HARD_ERROR,
+    HELP,
+    HOLD_JID,
+    HOLD_JID_AD,
+    STDIN_PATH,
+    JOIN,
+    JOB_SHARE,
+    RESOURCES,
+    MAIL_LIST,
+    MAIL_OPTIONS,
+    MASTER_QUEUE,
+    NAME,
+    NOTIFY,
+    STDOUT_PATH,
+    OVERRIDE_TICKETS,
+    PROJECT,
+    PRIORITY,
+    PARALLEL_ENVIRONMENT,
+    QUEUE,
+    RERUN,
+    SET_CONTEXT,
+    SOFT,
+    SHOW_RQS,
+    SHELL,
     OptionSpec::new(
         "-u",
         Arity::One,
         "[-u user_list]",
         "specify a list of users\n(not allowed in combination with job_task_list)",
     ),
-    OptionSpec::new(
-        "-v",
-        Arity::One,
-        "[-v variable_list]",
-        "export these environment variables",
-    ),
-    OptionSpec::new(
-        "-verify",
-        Arity::Flag,
-        "[-verify]",
-        "do not submit, just verify",
-    )
-    .unsupported(),
-    OptionSpec::new(
-        "-V",
-        Arity::Flag,
-        "[-V]",
-        "export all environment variables",
-    ),
-    OptionSpec::new(
-        "-wd",
-        Arity::One,
-        "[-wd working_directory]",
-        "use working_directory",
-    ),
+    VARIABLES,
+    VERIFY_ONLY,
+    EXPORT_ENVIRONMENT,
+    WORKING_DIRECTORY,
     OptionSpec::new(
         "-shove",
         Arity::Flag,
