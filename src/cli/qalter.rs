@@ -19,8 +19,8 @@ use crate::compat::submit::{
     fold, job_name_valid, validate_attributes, verify_against_config,
 };
 use crate::model::{
-    HoldEvent, HoldType, Holds, JobId, JobRecord, Outcome, Request, RequestAction, Requester,
-    SpecChange, TaskSelector, TaskSet,
+    HoldEvent, HoldType, Holds, JobId, JobRecord, JobSpec, Outcome, Request, RequestAction,
+    Requester, SpecChange, TaskSelector, TaskSet,
 };
 use crate::spool::JobScan;
 use std::collections::BTreeMap;
@@ -286,6 +286,63 @@ fn none_or(list: &[String]) -> String {
     }
 }
 
+/// A change that SGE reports with one `modified <what> of job <id>` line: the change and
+/// its `<what>`; `None` for the changes reported otherwise.
+fn plain_change(touched: Touched, s: &JobSpec) -> Option<(SpecChange, &'static str)> {
+    Some(match touched {
+        Touched::StartTime => (SpecChange::StartTime(s.start_time), "start time"),
+        Touched::Deadline => (SpecChange::Deadline(s.deadline), "deadline time"),
+        Touched::Account => (SpecChange::Account(s.account.clone()), "account"),
+        Touched::Cwd => (SpecChange::Cwd(s.cwd.clone()), "working directory"),
+        Touched::Stderr => (SpecChange::Stderr(s.stderr.clone()), "stderr path list"),
+        Touched::Stdin => (SpecChange::Stdin(s.stdin.clone()), "stdin path list"),
+        Touched::Reserve => (SpecChange::Reserve(s.reserve), "reservation behaviour"),
+        Touched::MergeStderr => (
+            SpecChange::MergeStderr(s.merge_stderr),
+            "output merge behaviour",
+        ),
+        Touched::HardResources => (
+            SpecChange::HardResources(s.hard_resources.clone()),
+            "hard resource list",
+        ),
+        Touched::SoftResources => (
+            SpecChange::SoftResources(s.soft_resources.clone()),
+            "soft resource list",
+        ),
+        Touched::MailOptions => (
+            SpecChange::MailOptions(s.mail_options.clone()),
+            "mail options",
+        ),
+        Touched::MailList => (SpecChange::MailList(s.mail_list.clone()), "mail list"),
+        Touched::Name => (SpecChange::Name(s.name.clone()), "job name"),
+        Touched::Notify => (SpecChange::Notify(s.notify), "notify behaviour"),
+        Touched::Stdout => (SpecChange::Stdout(s.stdout.clone()), "stdout path list"),
+        Touched::HardQueues => (
+            SpecChange::HardQueues(s.hard_queues.clone()),
+            "hard queue list",
+        ),
+        Touched::SoftQueues => (
+            SpecChange::SoftQueues(s.soft_queues.clone()),
+            "soft queue list",
+        ),
+        Touched::MasterQueues => (
+            SpecChange::MasterQueues(s.master_queues.clone()),
+            "master hard queue list",
+        ),
+        Touched::Restartable => (SpecChange::Restartable(s.restartable), "restart behaviour"),
+        Touched::Interpreter => (SpecChange::Interpreter(s.interpreter.clone()), "shell list"),
+        Touched::Env => (SpecChange::Env(s.env.clone()), "environment"),
+        Touched::Project => (SpecChange::Project(s.project.clone()), "project"),
+        Touched::TaskConcurrency => (
+            SpecChange::TaskConcurrency(s.task_concurrency),
+            "task concurrency",
+        ),
+        Touched::Cluster => (SpecChange::Cluster(s.cluster.clone()), "cluster"),
+        Touched::NoPreempt => (SpecChange::NoPreempt(s.no_preempt), "preemption behaviour"),
+        _ => return None,
+    })
+}
+
 /// The changes for one job, with the lines SGE prints once they are accepted.
 fn changes_for(
     parsed: &ParsedArgs,
@@ -303,7 +360,16 @@ fn changes_for(
         if !folded.touched.contains(t) {
             continue;
         }
+        if let Some((change, what)) = plain_change(*t, s) {
+            changes.push(change);
+            lines.push(modified(what));
+            continue;
+        }
         match t {
+            Touched::Context => {
+                changes.push(SpecChange::Context(new_context(parsed, job)));
+                lines.push(modified("context"));
+            }
             Touched::Priority => {
                 changes.push(SpecChange::Priority(s.priority));
                 lines.push(format!(
@@ -318,142 +384,38 @@ fn changes_for(
                     who.user, who.host, s.job_share
                 ));
             }
-            Touched::StartTime => {
-                changes.push(SpecChange::StartTime(s.start_time));
-                lines.push(modified("start time"));
-            }
-            Touched::Deadline => {
-                changes.push(SpecChange::Deadline(s.deadline));
-                lines.push(modified("deadline time"));
-            }
-            Touched::Account => {
-                changes.push(SpecChange::Account(s.account.clone()));
-                lines.push(modified("account"));
-            }
-            Touched::Cwd => {
-                changes.push(SpecChange::Cwd(s.cwd.clone()));
-                lines.push(modified("working directory"));
-            }
-            Touched::Stderr => {
-                changes.push(SpecChange::Stderr(s.stderr.clone()));
-                lines.push(modified("stderr path list"));
-            }
-            Touched::Stdin => {
-                changes.push(SpecChange::Stdin(s.stdin.clone()));
-                lines.push(modified("stdin path list"));
-            }
-            Touched::Reserve => {
-                changes.push(SpecChange::Reserve(s.reserve));
-                lines.push(modified("reservation behaviour"));
-            }
-            Touched::MergeStderr => {
-                changes.push(SpecChange::MergeStderr(s.merge_stderr));
-                lines.push(modified("output merge behaviour"));
-            }
-            Touched::HardResources => {
-                changes.push(SpecChange::HardResources(s.hard_resources.clone()));
-                lines.push(modified("hard resource list"));
-            }
-            Touched::SoftResources => {
-                changes.push(SpecChange::SoftResources(s.soft_resources.clone()));
-                lines.push(modified("soft resource list"));
-            }
-            Touched::MailOptions => {
-                changes.push(SpecChange::MailOptions(s.mail_options.clone()));
-                lines.push(modified("mail options"));
-            }
-            Touched::MailList => {
-                changes.push(SpecChange::MailList(s.mail_list.clone()));
-                lines.push(modified("mail list"));
-            }
-            Touched::Name => {
-                changes.push(SpecChange::Name(s.name.clone()));
-                lines.push(modified("job name"));
-            }
-            Touched::HoldJid => {
-                let (found, exited) = resolve(scan, &s.hold_jid, job.submitter.uid);
-                let blocking: Vec<String> = found.iter().map(ToString::to_string).collect();
+            Touched::HoldJid | Touched::HoldJidAd => {
+                let array = *t == Touched::HoldJidAd;
+                let (requested, what) = if array {
+                    (&s.hold_jid_ad, "array job id hold list")
+                } else {
+                    (&s.hold_jid, "job id hold list")
+                };
+                let (resolved, exited) = resolve(scan, requested, job.submitter.uid);
+                let blocking: Vec<String> = resolved.iter().map(ToString::to_string).collect();
                 lines.push(format!(
                     "{}\n   blocking jobs: {}\n   exited jobs:   {}",
-                    modified("job id hold list"),
+                    modified(what),
                     none_or(&blocking),
                     none_or(&exited)
                 ));
-                changes.push(SpecChange::HoldJid {
-                    requested: s.hold_jid.clone(),
-                    resolved: found,
+                let requested = requested.clone();
+                changes.push(if array {
+                    SpecChange::HoldJidAd {
+                        requested,
+                        resolved,
+                    }
+                } else {
+                    SpecChange::HoldJid {
+                        requested,
+                        resolved,
+                    }
                 });
-            }
-            Touched::HoldJidAd => {
-                let (found, exited) = resolve(scan, &s.hold_jid_ad, job.submitter.uid);
-                let blocking: Vec<String> = found.iter().map(ToString::to_string).collect();
-                lines.push(format!(
-                    "{}\n   blocking jobs: {}\n   exited jobs:   {}",
-                    modified("array job id hold list"),
-                    none_or(&blocking),
-                    none_or(&exited)
-                ));
-                changes.push(SpecChange::HoldJidAd {
-                    requested: s.hold_jid_ad.clone(),
-                    resolved: found,
-                });
-            }
-            Touched::Notify => {
-                changes.push(SpecChange::Notify(s.notify));
-                lines.push(modified("notify behaviour"));
-            }
-            Touched::Stdout => {
-                changes.push(SpecChange::Stdout(s.stdout.clone()));
-                lines.push(modified("stdout path list"));
             }
             Touched::Pe => {
                 changes.push(SpecChange::Pe(s.pe.clone()));
                 lines.push(modified("parallel environment"));
                 lines.push(modified("slot range"));
-            }
-            Touched::HardQueues => {
-                changes.push(SpecChange::HardQueues(s.hard_queues.clone()));
-                lines.push(modified("hard queue list"));
-            }
-            Touched::SoftQueues => {
-                changes.push(SpecChange::SoftQueues(s.soft_queues.clone()));
-                lines.push(modified("soft queue list"));
-            }
-            Touched::MasterQueues => {
-                changes.push(SpecChange::MasterQueues(s.master_queues.clone()));
-                lines.push(modified("master hard queue list"));
-            }
-            Touched::Restartable => {
-                changes.push(SpecChange::Restartable(s.restartable));
-                lines.push(modified("restart behaviour"));
-            }
-            Touched::Interpreter => {
-                changes.push(SpecChange::Interpreter(s.interpreter.clone()));
-                lines.push(modified("shell list"));
-            }
-            Touched::Env => {
-                changes.push(SpecChange::Env(s.env.clone()));
-                lines.push(modified("environment"));
-            }
-            Touched::Context => {
-                changes.push(SpecChange::Context(new_context(parsed, job)));
-                lines.push(modified("context"));
-            }
-            Touched::Project => {
-                changes.push(SpecChange::Project(s.project.clone()));
-                lines.push(modified("project"));
-            }
-            Touched::TaskConcurrency => {
-                changes.push(SpecChange::TaskConcurrency(s.task_concurrency));
-                lines.push(modified("task concurrency"));
-            }
-            Touched::Cluster => {
-                changes.push(SpecChange::Cluster(s.cluster.clone()));
-                lines.push(modified("cluster"));
-            }
-            Touched::NoPreempt => {
-                changes.push(SpecChange::NoPreempt(s.no_preempt));
-                lines.push(modified("preemption behaviour"));
             }
             _ => {}
         }
