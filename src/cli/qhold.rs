@@ -108,30 +108,17 @@ pub const QHOLD_DOC: CommandDoc = CommandDoc {
     see_also: &["qrls", "qalter", "qstat", "qsub", "qdel"],
 };
 
-/// The `-help` text, man page and completions of qrls.
+/// The `-help` text, man page and completions of qrls: qhold's, but for its name, summary,
+/// description and references.
 pub const QRLS_DOC: CommandDoc = CommandDoc {
     name: "qrls",
     summary: "release holds of Grid Engine jobs and array tasks",
-    synopsis: "[options] job_task_list",
-    options: OPTIONS,
-    operand: Some((
-        "job_task_list",
-        "jobids (and taskids) of jobs to be altered",
-    )),
-    operand_hint: ValueHint::Jobs,
-    syntax: &SYNTAX,
     description: &[
         "qrls releases holds set by qhold, qalter -h or qsub -h, so that sched_d may start the jobs. Dependency holds (-hold_jid) and start times (-a) are not holds qrls can release.",
         "For each task whose holds change, qrls prints \"modified hold of job 5\" (or \"modified hold of job-array task 10.2\"); tasks without the holds are passed over silently, so releasing a system hold a job does not have prints nothing, even for a manager.",
     ],
-    option_details: OPTION_DETAILS,
-    value_hints: &[
-        ("-h", ValueHint::Words(&["u", "o", "s"])),
-        ("-u", ValueHint::Users),
-    ],
-    exit_status: EXIT_STATUS,
-    compatibility: COMPATIBILITY,
     see_also: &["qhold", "qalter", "qstat", "qsub", "qdel"],
+    ..QHOLD_DOC
 };
 
 /// Which of the two commands runs.
