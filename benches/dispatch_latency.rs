@@ -49,19 +49,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             v: 1,
             id,
             submitter: Submitter {
-                owner: caller.user.clone(),
-                uid: caller.uid,
-                group: caller.group.clone(),
-                gid: caller.gid,
-                submission_time: gridspool::compat::time::now(),
-                sge_o_home: caller.home.clone(),
-                sge_o_log_name: caller.user.clone(),
                 sge_o_path: "/usr/bin:/bin".into(),
-                sge_o_shell: "/bin/sh".into(),
-                sge_o_workdir: work.display().to_string(),
-                sge_o_host: gridspool::identity::short_hostname(),
-                sge_o_mail: None,
-                sge_o_tz: None,
+                ..Submitter::new(
+                    &caller,
+                    &gridspool::identity::short_hostname(),
+                    &work.display().to_string(),
+                )
             },
             spec: JobSpec {
                 name: "lat".into(),

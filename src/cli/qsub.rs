@@ -192,26 +192,20 @@ fn getenv<'a>(environ: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// The `SGE_O_*` values and the owner, as SGE computes them: from the kernel (uid, gid) and
 /// the submit environment, falling back to the user database.
 fn submitter(env: &ClientEnv, environ: &[(String, String)], cwd: &str) -> Submitter {
-    let caller = &env.caller;
-    Submitter {
-        owner: caller.user.clone(),
-        uid: caller.uid,
-        group: caller.group.clone(),
-        gid: caller.gid,
-        submission_time: crate::compat::time::now(),
-        sge_o_home: getenv(environ, "HOME").unwrap_or(&caller.home).to_string(),
-        sge_o_log_name: getenv(environ, "LOGNAME")
-            .unwrap_or(&caller.user)
-            .to_string(),
-        sge_o_path: getenv(environ, "PATH").unwrap_or("").to_string(),
-        sge_o_shell: getenv(environ, "SHELL")
-            .unwrap_or(&caller.shell)
-            .to_string(),
-        sge_o_workdir: cwd.to_string(),
-        sge_o_host: env.host.clone(),
-        sge_o_mail: getenv(environ, "MAIL").map(String::from),
-        sge_o_tz: getenv(environ, "TZ").map(String::from),
+    let mut submitter = Submitter::new(&env.caller, &env.host, cwd);
+    for (field, name) in [
+        (&mut submitter.sge_o_home, "HOME"),
+        (&mut submitter.sge_o_log_name, "LOGNAME"),
+        (&mut submitter.sge_o_path, "PATH"),
+        (&mut submitter.sge_o_shell, "SHELL"),
+    ] {
+        if let Some(value) = getenv(environ, name) {
+            *field = value.to_string();
+        }
     }
+    submitter.sge_o_mail = getenv(environ, "MAIL").map(String::from);
+    submitter.sge_o_tz = getenv(environ, "TZ").map(String::from);
+    submitter
 }
 
 /// Resolves `-hold_jid`/`-hold_jid_ad` words to existing jobs: ids that exist, and the jobs

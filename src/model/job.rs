@@ -49,6 +49,29 @@ pub struct Submitter {
     pub sge_o_tz: Option<String>,
 }
 
+impl Submitter {
+    /// A submission by `caller` on `host` from `workdir`, now, as `qsub` records it when the
+    /// environment sets none of `HOME`, `LOGNAME`, `PATH`, `SHELL`, `MAIL`, `TZ`: the user
+    /// database's home and shell, no path.
+    pub fn new(caller: &crate::identity::Caller, host: &str, workdir: &str) -> Self {
+        Submitter {
+            owner: caller.user.clone(),
+            uid: caller.uid,
+            group: caller.group.clone(),
+            gid: caller.gid,
+            submission_time: crate::compat::time::now(),
+            sge_o_home: caller.home.clone(),
+            sge_o_log_name: caller.user.clone(),
+            sge_o_path: String::new(),
+            sge_o_shell: caller.shell.clone(),
+            sge_o_workdir: workdir.to_string(),
+            sge_o_host: host.to_string(),
+            sge_o_mail: None,
+            sge_o_tz: None,
+        }
+    }
+}
+
 /// `[host:]path` from `-o`, `-e`, `-i`, `-S`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathSpec {
