@@ -162,6 +162,7 @@ fn qhost_shows_reports_and_marks_unreachable_hosts() {
             time: 100,
             reachable: true,
             load: Some(remote),
+            tasks: Vec::new(),
         },
     )
     .expect("write");

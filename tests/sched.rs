@@ -793,3 +793,107 @@ fn sched_d_reports_host_loads_for_qhost() {
         run.stdout
     );
 }
+
+/// The cpu column of `qstat -ext` for job `id`, in seconds (`d:hh:mm:ss`); `None` for `NA`.
+fn ext_cpu_seconds(ext: &str, id: JobId) -> Option<u64> {
+    let line = ext
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&id.to_string()))?;
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let state = fields.iter().position(|f| *f == "r")?;
+    let parts: Vec<u64> = fields
+        .get(state + 1)?
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [d, h, m, s] = parts[..] else {
+        return None;
+    };
+    Some(((d * 24 + h) * 60 + m) * 60 + s)
+}
+
+/// While a job runs, `qstat -ext` and `qstat -j` show the usage its shepherd sampled, which
+/// `sched_d` collects with each host's load report (`load_report_time`): on the local host and,
+/// when an sshd can be started, on a host reached over ssh. `NA` before the first report.
+#[test]
+fn running_jobs_show_their_online_usage() {
+    let sshd = crate::support::sshd::Sshd::start("running_jobs_show_their_online_usage");
+    let me = gridspool::identity::Caller::from_kernel().expect("caller");
+    let host = gridspool::identity::short_hostname();
+    let ssh_host = sshd.as_ref().map(|sshd| {
+        let options: Vec<String> = sshd
+            .client_options()
+            .iter()
+            .map(|o| format!("\"{o}\""))
+            .collect();
+        format!(
+            "  - {{name: sshhost, slots: 1, launch: {{method: ssh, address: 127.0.0.1, port: {}, user: \"{}\", options: [{}]}}}}\n",
+            sshd.port,
+            me.user,
+            options.join(", ")
+        )
+    });
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "load_report_time: \"0:0:1\"\nhosts:\n  - {{name: \"{host}\", slots: 1}}\n{}queues:\n  - {{name: all.q, hostlist: [\"{host}\"{}], slots: 1}}\nscheduler: {{policy: sge}}\n",
+            ssh_host.clone().unwrap_or_default(),
+            if ssh_host.is_some() { ", sshhost" } else { "" },
+        )
+    });
+    let user = TestUser {
+        name: me.user.clone(),
+        uid: me.uid,
+        gid: me.gid,
+        home: me.home.clone().into(),
+    };
+    let script = cell.workdir(&user).join("burn.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 1500000 ]; do i=$((i+1)); done\nsleep 60\n",
+    )
+    .expect("script");
+    let script = script.to_string_lossy().into_owned();
+    let mut targets = vec![format!("all.q@{host}")];
+    if ssh_host.is_some() {
+        targets.push("all.q@sshhost".into());
+    }
+    let _d = SchedD::start(&cell, &[]);
+    let ids: Vec<JobId> = targets
+        .iter()
+        .map(|q| {
+            let run = cell.run(
+                &user,
+                "qsub",
+                &["-terse", "-q", q, "-o", "/dev/null", "-j", "y", &script],
+            );
+            assert_eq!(run.code, 0, "{run:?}");
+            JobId(run.stdout.trim().parse().expect("job id"))
+        })
+        .collect();
+    for &id in &ids {
+        wait_running(&cell.spool, id);
+    }
+    // The job spends 2–3 s of cpu counting: wait for a report that shows a second of it.
+    wait_for("usage in qstat -ext", Duration::from_secs(30), || {
+        let run = cell.run(&user, "qstat", &["-ext"]);
+        ids.iter()
+            .all(|&id| ext_cpu_seconds(&run.stdout, id).is_some_and(|s| s >= 1))
+    });
+    for &id in &ids {
+        let run = cell.run(&user, "qstat", &["-j", &id.to_string()]);
+        let usage = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("usage"))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            usage.contains("cpu=00:00:0") && !usage.contains("cpu=00:00:00,"),
+            "{}",
+            run.stdout
+        );
+        assert!(!usage.contains("maxvmem=N/A"), "{usage}");
+        let run = cell.run(&user, "qdel", &[&id.to_string()]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+}

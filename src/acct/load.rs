@@ -76,6 +76,10 @@ pub struct HostReport {
     pub reachable: bool,
     #[serde(default)]
     pub load: Option<HostLoad>,
+    /// The usage of the tasks running on the host, as their shepherds last sampled it
+    /// (`qstat -ext`, `qstat -j`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<crate::model::UsageReport>,
 }
 
 fn yes() -> bool {
@@ -297,6 +301,15 @@ mod tests {
             time: 5,
             reachable: false,
             load: None,
+            tasks: vec![crate::model::UsageReport {
+                job: crate::model::JobId(3),
+                task: 1,
+                time: 4,
+                usage: crate::model::TaskUsage {
+                    cpu: 2.5,
+                    ..Default::default()
+                },
+            }],
         };
         write_report(dir.path(), &r).expect("write");
         assert_eq!(read_report(dir.path(), "node1"), Some(r));

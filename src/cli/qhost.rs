@@ -799,6 +799,7 @@ fn empty_input() -> QhostInput {
             share_tree: None,
             scheduler: Default::default(),
             mailer: None,
+            load_report_time: None,
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),

@@ -1,8 +1,12 @@
 //! `qstat`: parses the command line, reads the spool once and prints what SGE 8.1.9 would.
 //! The formats are in `compat::qstat`; this module only gathers the inputs.
 
+use crate::acct::load::{self, HostReport};
 use crate::compat::qstat::{self, HostLoad, QstatArgError, QstatArgs, View};
 use crate::compat::time;
+use crate::model::JobRecord;
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Runs `qstat` with `args` (without the program name) and returns its exit code.
 pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
@@ -41,7 +45,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
     } else {
         env.spool.scan_job_listing()
     };
-    let scan = match scanned {
+    let mut scan = match scanned {
         Ok(s) => s,
         Err(e) => {
             let mut o = super::Output {
@@ -52,6 +56,9 @@ fn run(args: &mut Vec<String>) -> super::Output {
             return o;
         }
     };
+    if parsed.ext || parsed.job_detail.is_some() {
+        attach_usage(&mut scan.jobs, &env.spool.daemon_dir());
+    }
     let load = HostLoad::local(&env.host);
     // SGE answers `-l` with an unknown resource with nothing at all and exit status 1.
     if parsed.resource_requests.iter().any(|(name, _)| {
@@ -114,4 +121,28 @@ fn run(args: &mut Vec<String>) -> super::Output {
     // delay the exit.
     std::mem::forget(scan);
     o
+}
+
+/// The online usage of the running tasks (`-ext` columns, the `usage` line of `-j`), from the
+/// host reports that `sched_d` publishes every `load_report_time`: a task gets the figures
+/// its host last reported for it, if they were taken since it (re)started. Until then it has
+/// none, which SGE shows as `NA` too. A parallel task shows its master host's figures.
+fn attach_usage(jobs: &mut [JobRecord], daemon_dir: &Path) {
+    let mut reports: BTreeMap<String, Option<HostReport>> = BTreeMap::new();
+    for job in jobs {
+        for task in &mut job.tasks.running {
+            let report = reports
+                .entry(task.host.clone())
+                .or_insert_with(|| load::read_report(daemon_dir, &task.host));
+            let Some(report) = report else { continue };
+            // The probe publishes the reports sorted by job and task.
+            if let Ok(i) = report
+                .tasks
+                .binary_search_by_key(&(job.id, task.task), |u| (u.job, u.task))
+                && report.tasks[i].time >= task.start_time
+            {
+                task.usage = Some(report.tasks[i].usage);
+            }
+        }
+    }
 }

@@ -125,12 +125,12 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         )),
     )?;
     daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));
-    // Load reports for qhost and qstat -F, over the launcher's ssh connections.
+    // Load and usage reports for qhost and qstat, over the launcher's ssh connections.
     let probe = crate::launch::HostProbe::start(
+        spool.root().to_path_buf(),
         spool.config_path(),
         spool.daemon_dir(),
         crate::launch::LauncherOptions::defaults(&spool)?.control_dir,
-        crate::launch::LOAD_REPORT_INTERVAL,
     )?;
     let result = daemon.run();
     drop(probe);

@@ -15,6 +15,7 @@ pub use complexes::{Complex, ComplexType, Consumable, Requestable, builtin as bu
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The configuration a new spool starts from, with `{{hostname}}` and `{{cpus}}` to fill in.
 pub const DEFAULT_CONFIG_TEMPLATE: &str = include_str!("../../spool/default-config.yaml");
@@ -433,6 +434,10 @@ pub struct ClusterConfig {
     /// with the body on standard input (SGE's `mailer`; default `/usr/bin/mail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mailer: Option<PathBuf>,
+    /// How often `sched_d` publishes each host's load and the usage of the tasks running there
+    /// (SGE's `load_report_time`: `h:m:s` or seconds; default `0:0:40`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_report_time: Option<String>,
 }
 
 impl ClusterConfig {
@@ -441,6 +446,17 @@ impl ClusterConfig {
         self.mailer
             .clone()
             .unwrap_or_else(|| PathBuf::from(crate::mail::DEFAULT_MAILER))
+    }
+
+    /// The interval of the host reports: `load_report_time`, else SGE's 40 s.
+    pub fn load_report_interval(&self) -> Duration {
+        self.load_report_time
+            .as_deref()
+            .and_then(crate::sched::value::parse_time)
+            .filter(|&secs| secs > 0)
+            .map_or(Duration::from_secs(40), |secs| {
+                Duration::from_secs(secs as u64)
+            })
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -522,6 +538,13 @@ impl ClusterConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
+        if let Some(t) = &self.load_report_time
+            && !crate::sched::value::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
+        {
+            return Err(format!(
+                "load_report_time: {t:?} is not a positive time (h:m:s or seconds)"
+            ));
+        }
         let s = &self.scheduler;
         match (s.preemption, s.policy) {
             (PreemptionSetting::None, _)

@@ -88,6 +88,7 @@ pub mod shepherd;
 mod spec;
 mod ssh;
 mod taskdir;
+pub mod usage;
 mod wake;
 
 pub use env::job_environment;

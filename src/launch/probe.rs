@@ -6,13 +6,18 @@
 //! one `cat` over the host's ssh master connection, the same one the launcher uses — and
 //! publishes the values as `daemon/hosts/<name>.json` ([`crate::acct::load::HostReport`]).
 //! A host that does not answer is published as unreachable, which `qhost` shows as `au`.
+//! The same round collects the online usage that the shepherds of the host's running tasks
+//! leave in their task directories (`launch::usage`), as SGE's execd sends it with its load.
 //!
 //! The probe re-reads the configuration each round, so hosts added with a SIGHUP reload are
 //! probed without a restart. It runs in its own thread and never blocks scheduling.
 
 use super::ssh::SshTarget;
+use super::taskdir::{active_jobs, exec_spool_dir};
+use super::usage;
 use crate::acct::load::{self, HOST_REPORT_VERSION, HostLoad, HostReport, ProcTexts};
 use crate::config::ClusterConfig;
+use crate::model::UsageReport;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,13 +39,14 @@ pub struct HostProbe {
 }
 
 impl HostProbe {
-    /// Starts probing the hosts of `config_path` every `interval`, publishing into
-    /// `daemon_dir/hosts/`; ssh hosts use the control sockets in `control_dir`.
+    /// Starts probing the hosts of the cell at `spool_root` (its configuration at
+    /// `config_path`) every `load_report_time`, publishing into `daemon_dir/hosts/`; ssh hosts
+    /// use the control sockets in `control_dir`.
     pub fn start(
+        spool_root: PathBuf,
         config_path: PathBuf,
         daemon_dir: PathBuf,
         control_dir: PathBuf,
-        interval: Duration,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -49,10 +55,16 @@ impl HostProbe {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     let round = Instant::now();
-                    match ClusterConfig::load(&config_path) {
-                        Ok(config) => probe_all(&config, &daemon_dir, &control_dir),
-                        Err(e) => warn!("host probe: {e}"),
-                    }
+                    let interval = match ClusterConfig::load(&config_path) {
+                        Ok(config) => {
+                            probe_all(&config, &spool_root, &daemon_dir, &control_dir);
+                            config.load_report_interval()
+                        }
+                        Err(e) => {
+                            warn!("host probe: {e}");
+                            LOAD_REPORT_INTERVAL
+                        }
+                    };
                     // Sleep in short steps so that a stop is quick.
                     while !flag.load(Ordering::Relaxed) && round.elapsed() < interval {
                         std::thread::sleep(Duration::from_millis(100));
@@ -75,20 +87,24 @@ impl Drop for HostProbe {
     }
 }
 
-fn probe_all(config: &ClusterConfig, daemon_dir: &Path, control_dir: &Path) {
+fn probe_all(config: &ClusterConfig, spool_root: &Path, daemon_dir: &Path, control_dir: &Path) {
     for host in &config.hosts {
         let now = crate::compat::time::now();
+        let exec_spool = exec_spool_dir(spool_root, &host.name);
         let load = match SshTarget::from_config(&host.name, &host.launch, control_dir) {
-            None => HostLoad::measure(Path::new("/proc"), &host.arch).map_err(|e| e.to_string()),
-            Some(target) => remote_load(&target, &host.arch),
+            None => HostLoad::measure(Path::new("/proc"), &host.arch)
+                .map(|load| (load, usage::collect(&exec_spool)))
+                .map_err(|e| e.to_string()),
+            Some(target) => remote_load(&target, &host.arch, &exec_spool),
         };
         let report = match load {
-            Ok(l) => HostReport {
+            Ok((load, tasks)) => HostReport {
                 v: HOST_REPORT_VERSION,
                 host: host.name.clone(),
                 time: now,
                 reachable: true,
-                load: Some(l),
+                load: Some(load),
+                tasks,
             },
             Err(why) => {
                 debug!(host = %host.name, "host probe: {why}");
@@ -98,6 +114,7 @@ fn probe_all(config: &ClusterConfig, daemon_dir: &Path, control_dir: &Path) {
                     time: now,
                     reachable: false,
                     load: None,
+                    tasks: Vec::new(),
                 }
             }
         };
@@ -107,11 +124,20 @@ fn probe_all(config: &ClusterConfig, daemon_dir: &Path, control_dir: &Path) {
     }
 }
 
-/// The four `/proc` files of an ssh host, read with one command over its master connection.
-fn remote_load(target: &SshTarget, arch: &str) -> Result<HostLoad, String> {
+/// The four `/proc` files of an ssh host and the usage files of its running tasks, read with
+/// one command over its master connection.
+fn remote_load(
+    target: &SshTarget,
+    arch: &str,
+    exec_spool: &Path,
+) -> Result<(HostLoad, Vec<UsageReport>), String> {
     target.ensure_master().map_err(|e| e.to_string())?;
-    let script =
-        format!("for f in loadavg meminfo cpuinfo stat; do cat /proc/$f; echo {SEPARATOR}; done");
+    let usage_files = active_jobs(exec_spool).join("*").join(usage::USAGE_FILE);
+    let script = format!(
+        "for f in loadavg meminfo cpuinfo stat; do cat /proc/$f; echo {SEPARATOR}; done; \
+         for u in {}; do [ -f \"$u\" ] && cat \"$u\" && echo; done; true",
+        shell_quote_glob(&usage_files)
+    );
     let out = target
         .run(&["sh".into(), "-c".into(), script], b"")
         .map_err(|e| e.to_string())?;
@@ -122,20 +148,33 @@ fn remote_load(target: &SshTarget, arch: &str) -> Result<HostLoad, String> {
         ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let texts = split_proc_texts(&text);
-    HostLoad::from_texts(&texts, arch).ok_or_else(|| "unexpected /proc/loadavg".to_string())
+    let (texts, usage_lines) = split_proc_texts(&text);
+    let load =
+        HostLoad::from_texts(&texts, arch).ok_or_else(|| "unexpected /proc/loadavg".to_string())?;
+    Ok((load, usage::parse_lines(usage_lines)))
 }
 
-fn split_proc_texts(text: &str) -> ProcTexts {
+/// `path` quoted for `sh`, but for its `*`, which the remote shell expands.
+fn shell_quote_glob(path: &Path) -> String {
+    path.to_string_lossy()
+        .split('*')
+        .map(|part| format!("'{}'", part.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join("*")
+}
+
+/// The four `/proc` files, and what follows them (the usage files).
+fn split_proc_texts(text: &str) -> (ProcTexts, &str) {
     let separator = format!("{SEPARATOR}\n");
-    let mut parts = text.split(separator.as_str());
+    let mut parts = text.splitn(5, separator.as_str());
     let mut next = || parts.next().unwrap_or_default().to_string();
-    ProcTexts {
+    let texts = ProcTexts {
         loadavg: next(),
         meminfo: next(),
         cpuinfo: next(),
         stat: next(),
-    }
+    };
+    (texts, parts.next().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -143,10 +182,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_remote_output_splits_into_the_four_files() {
-        let t = split_proc_texts(&format!(
-            "0.5 0.4 0.3 1/2 3\n{SEPARATOR}\nMemTotal: 1 kB\n{SEPARATOR}\nprocessor : 0\n{SEPARATOR}\ncpu 1 2\n{SEPARATOR}\n"
-        ));
+    fn the_remote_output_splits_into_the_four_files_and_the_usage_lines() {
+        let text = format!(
+            "0.5 0.4 0.3 1/2 3\n{SEPARATOR}\nMemTotal: 1 kB\n{SEPARATOR}\nprocessor : 0\n{SEPARATOR}\ncpu 1 2\n{SEPARATOR}\n{{\"usage\"}}\n"
+        );
+        let (t, rest) = split_proc_texts(&text);
+        assert_eq!(rest, "{\"usage\"}\n");
         assert_eq!(t.loadavg, "0.5 0.4 0.3 1/2 3\n");
         assert_eq!(t.meminfo, "MemTotal: 1 kB\n");
         assert_eq!(t.cpuinfo, "processor : 0\n");

@@ -39,8 +39,9 @@ use super::limits::RLimit;
 use super::paths::{OutputPaths, PathContext, resolve_output_paths};
 use super::spec::{JobCommand, LaunchSpec, SPEC_VERSION};
 use super::taskdir::{TaskDir, active_jobs};
+use super::usage::{self, io_bytes};
 use super::{LaunchError, Rusage, TaskResult};
-use crate::model::{JobId, TaskId};
+use crate::model::{JobId, TaskId, UsageReport};
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, User};
@@ -497,31 +498,6 @@ fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
-/// Virtual memory of the processes, bytes (`/proc/<pid>/statm`, first field in pages).
-fn vmem_of(pids: &[u32]) -> u64 {
-    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .map_or(4096, |p| p as u64);
-    pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/statm")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|pages| pages * page)
-        .sum()
-}
-
-/// `rchar + wchar` of a `/proc/.../io` file: the bytes a process read and wrote, what SGE's
-/// `io` adds up on Linux (checked on the oracle: a job that copies 250 MB shows 500 MB).
-fn io_bytes(path: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    Some(field("rchar:")? + field("wchar:")?)
-}
-
 /// The I/O of every process this one has reaped: the kernel adds a reaped child's counters to
 /// its parent's (`/proc/self/io`), beside the parent's own threads (`/proc/self/task/*/io`),
 /// so the difference is the job's, including the children it reaped itself and the orphans
@@ -534,6 +510,14 @@ fn reaped_children_io() -> Option<u64> {
         .filter_map(|t| io_bytes(&format!("{}/io", t.path().display())))
         .sum();
     Some(whole.saturating_sub(own))
+}
+
+/// User plus system CPU of every process this one has reaped, seconds.
+fn reaped_children_cpu() -> f64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).map_or(0.0, |u| {
+        let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+        secs(u.user_time()) + secs(u.system_time())
+    })
 }
 
 fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
@@ -944,15 +928,11 @@ impl Supervisor {
 
     fn tick(&mut self) {
         let elapsed = self.started.elapsed().as_secs();
-        // Memory is sampled every second at first, then every 5 s: a /proc scan per task
-        // per second is too much on a host with many tasks (SGE samples even less often).
+        // The job's processes are sampled every second at first, then every 5 s: a /proc scan
+        // per task per second is too much on a host with many tasks (SGE samples even less
+        // often).
         if elapsed < 10 || elapsed.is_multiple_of(5) {
-            let pids = descendants(std::process::id());
-            let vmem = vmem_of(&pids);
-            let dt = self.last_sample.elapsed().as_secs_f64();
-            self.last_sample = Instant::now();
-            self.maxvmem = self.maxvmem.max(vmem);
-            self.mem_integral += vmem as f64 / 1e9 * dt;
+            self.sample_usage();
         }
         if let Some(s_rt) = self.spec.limits.s_rt
             && elapsed >= s_rt
@@ -970,6 +950,31 @@ impl Supervisor {
         }
         if self.kill_at.is_some_and(|t| Instant::now() >= t) {
             self.kill_tree();
+        }
+    }
+
+    /// Samples the job's processes: peak and integral memory for the accounting record, and
+    /// the online usage that `qstat` shows while the job runs (left in the task directory).
+    fn sample_usage(&mut self) {
+        let live = usage::sample_tree(&descendants(std::process::id()));
+        let dt = self.last_sample.elapsed().as_secs_f64();
+        self.last_sample = Instant::now();
+        self.maxvmem = self.maxvmem.max(live.vmem);
+        self.mem_integral += live.vmem as f64 / 1e9 * dt;
+        let report = UsageReport {
+            job: self.spec.job,
+            task: self.spec.task,
+            time: now_secs() as i64,
+            usage: usage::task_usage(
+                live,
+                reaped_children_cpu(),
+                reaped_children_io().unwrap_or(0),
+                self.mem_integral,
+                self.maxvmem,
+            ),
+        };
+        if let Err(e) = usage::publish(&self.dir, &report) {
+            tracing::debug!("cannot leave the usage report: {e}");
         }
     }
 

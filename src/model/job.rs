@@ -381,6 +381,17 @@ pub struct TaskUsage {
     pub maxvmem: f64,
 }
 
+/// A running task's usage as its host last reported it (the shepherd samples it; `sched_d`'s
+/// host probe publishes it with the host's load).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    pub job: JobId,
+    pub task: TaskId,
+    /// When it was sampled, seconds since the epoch.
+    pub time: i64,
+    pub usage: TaskUsage,
+}
+
 /// How a task ended, as `qsub -sync y` and `qacct` report it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinishedTask {

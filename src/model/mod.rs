@@ -15,7 +15,7 @@ pub use ids::{JobId, TaskId};
 pub use job::{
     EnvVar, ErrorInfo, FinishedTask, JOB_SCHEMA_VERSION, JobRecord, JobSpec, JobSubmission,
     PathSpec, PeRequest, PendingGroup, PriorityInfo, ResourceRequest, RunState, RunningTask,
-    SlotRange, Submitter, TaskStates, TaskUsage,
+    SlotRange, Submitter, TaskStates, TaskUsage, UsageReport,
 };
 pub use request::{
     DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, Request, RequestAction,
