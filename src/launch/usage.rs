@@ -58,7 +58,10 @@ fn cpu_and_vsize(stat: &str) -> Option<(u64, u64)> {
     let after = stat.get(stat.rfind(')')? + 2..)?;
     let fields: Vec<&str> = after.split_whitespace().collect();
     let field = |n: usize| fields.get(n)?.parse::<u64>().ok();
-    Some((field(11)? + field(12)? + field(13)? + field(14)?, field(20)?))
+    Some((
+        field(11)? + field(12)? + field(13)? + field(14)?,
+        field(20)?,
+    ))
 }
 
 /// `rchar + wchar` of a `/proc/.../io` file: the bytes a process read and wrote, what SGE's

@@ -290,7 +290,8 @@ pub fn client_path(bin: &str) -> PathBuf {
     }
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("gridspool-test-bin-{}", std::process::id()));
+        remove_dead_client_dirs();
+        let d = std::env::temp_dir().join(format!("{CLIENT_DIR_PREFIX}{}", std::process::id()));
         std::fs::create_dir_all(&d).expect("setgid bin dir");
         set_mode(&d, 0o755);
         d
@@ -306,6 +307,31 @@ pub fn client_path(bin: &str) -> PathBuf {
         std::fs::rename(&tmp, &target).expect("install client");
     }
     target
+}
+
+/// The setgid copies live in the temporary directory (which every test user can reach), one
+/// directory per test process, named by its pid.
+const CLIENT_DIR_PREFIX: &str = "gridspool-test-bin-";
+
+/// Removes the setgid copies of test processes that have ended: a process cannot remove its
+/// own at exit (statics are not dropped), and each is as large as the clients.
+fn remove_dead_client_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(CLIENT_DIR_PREFIX))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Path of one of the package's binaries, as built.
