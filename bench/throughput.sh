@@ -31,7 +31,10 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 cd "$HERE"
 cargo build --release --quiet --bin sched_d --bin qsub --bin qrls --bin gridspool-shepherd
 BIN="$HERE/target/release"
-ROOT=${BENCH_ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/gridspool-throughput.XXXXXX")}
+# A short name: with ssh launching, the ControlMaster socket lives at
+# $ROOT/default/daemon/ssh/cm-<40 hex>.<16 chars while ssh creates it>, and a Unix socket
+# address holds 108 bytes ("/tmp/gridspool-throughput.XXXXXX" made it 112: ssh refused it).
+ROOT=${BENCH_ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/gs-tp.XXXXXX")}
 "$BIN/sched_d" --init --spool "$ROOT/default" >/dev/null
 sed -i "s/^\(    slots:\) [0-9]*/\1 $SLOTS/" "$ROOT/default/config.yaml"
 if [ -n "${SSH_LAUNCH:-}" ]; then

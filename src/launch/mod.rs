@@ -10,8 +10,9 @@
 //! - The shepherd (`gridspool-shepherd`, [`shepherd`]) runs on the execution host. `run` reads a
 //!   spec on stdin, creates the task's directory in the host's execution spool, detaches a
 //!   *supervisor* (its own session, SIGHUP blocked, a child subreaper) and answers with the
-//!   job's pid. The supervisor runs the job through an `exec` helper that drops to the owner's
-//!   credentials, enforces limits, waits, and writes `result.json` durably. `watch` streams the
+//!   job's pid. The supervisor forks the job's process, which drops to the owner's
+//!   credentials and `exec`s the job; it enforces limits, waits, and writes `result.json`
+//!   durably. `watch` streams the
 //!   results of a host's tasks to the launcher and removes each task directory once it is
 //!   acknowledged; `kill` and `query` act on one task directory.
 //! - A result is acknowledged ([`Launcher::acknowledge`]) by the scheduler once its accounting
@@ -74,8 +75,8 @@
 //! The execution spool of host `h` is `$SGE_ROOT/$SGE_CELL/execd/h` (SGE:
 //! `/var/spool/gridengine/execd/h`); on an ssh host that path is used on the remote side (a
 //! shared `$SGE_ROOT` as in classic SGE installs, or a local directory the shepherd creates).
-//! Each task has `active_jobs/<job>.<task>/` with `spec.json`, `job_script`, `pe_hostfile`,
-//! `shepherd.pid`, `started` and finally `result.json`.
+//! Each task has `active_jobs/<job>.<task>/` with `spec.json`, `shepherd.pid`, `job_script`
+//! (script jobs), `pe_hostfile` (parallel jobs) and finally `result.json`.
 
 mod env;
 mod error;
@@ -85,6 +86,7 @@ mod paths;
 mod probe;
 pub mod protocol;
 pub mod shepherd;
+mod spawn;
 mod spec;
 mod ssh;
 mod taskdir;

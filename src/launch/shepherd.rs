@@ -8,13 +8,15 @@
 //!   `supervise` process and prints one [`RunReply`] line (the job's pid, or why nothing ran).
 //! - `supervise <taskdir>` (internal): its own session, SIGHUP and the other signals blocked
 //!   (taken with `sigwait`), a child subreaper so that every descendant of the job stays its
-//!   descendant; starts the job through `exec`, enforces `h_rt`/`s_rt`, samples memory, carries
-//!   out kills, waits, and writes `result.json` durably.
-//! - `exec` (internal): the job's first process. Reads its plan on stdin, starts a new
-//!   session, drops to the owner (`initgroups`, `setgid`, `setuid`), sets rlimits and umask,
-//!   changes into the working directory, opens stdin/stdout/stderr as the owner and `exec`s the
-//!   job. Failures before the job runs are written to the supervisor over a close-on-exec pipe
-//!   with SGE's failure code (26 output file, 27 shell/binary, 28 working directory).
+//!   descendant; starts the job, enforces `h_rt`/`s_rt`, samples memory, carries out kills,
+//!   waits, and writes `result.json` durably. The job's first process is a fork of the
+//!   supervisor ([`spawn`]) that starts a new session, drops to the owner (`setgroups` with
+//!   the owner's groups, `setgid`, `setuid`), sets rlimits and umask, changes into the working
+//!   directory, opens stdin/stdout/stderr as the owner and `exec`s the job, with only
+//!   async-signal-safe calls on data prepared before the fork. Failures before the job runs
+//!   come back over a close-on-exec pipe with SGE's failure code (26 output file, 27
+//!   shell/binary, 28 working directory). (Until 2026-11 this was a second `exec` of the
+//!   shepherd binary, `gridspool-shepherd exec`, which cost about as much CPU as a trivial job.)
 //! - `start-server`: `run` for many tasks over one session: prints [`StartServerHello`], then
 //!   reads one [`LaunchSpec`] per line on stdin and answers each with a [`StartReply`] line
 //!   (in the order the tasks started, not necessarily the order asked); exits on EOF. A
@@ -37,6 +39,7 @@
 use super::env::{ExecContext, job_environment, pe_hostfile};
 use super::limits::RLimit;
 use super::paths::{OutputPaths, PathContext, resolve_output_paths};
+use super::spawn;
 use super::spec::{JobCommand, LaunchSpec, SPEC_VERSION};
 use super::taskdir::{TaskDir, active_jobs};
 use super::usage::{self, io_bytes};
@@ -49,8 +52,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::CString;
 use std::io::{BufRead, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -122,25 +124,7 @@ pub struct TaskState {
     pub finished: bool,
 }
 
-/// What the `exec` helper is told (on its stdin).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct ExecPlan {
-    user: String,
-    uid: u32,
-    gid: u32,
-    workdir: String,
-    paths: OutputPaths,
-    rlimits: Vec<super::limits::RLimitValue>,
-    program: String,
-    argv0: String,
-    args: Vec<String>,
-    /// `script_from_stdin`: the script is the job's stdin.
-    stdin_override: Option<String>,
-    /// `-b y -shell n`: the program is searched in `PATH`, and missing is failure 27.
-    search_path: bool,
-}
-
-/// A failure before the job ran, from `exec` to the supervisor.
+/// A failure before the job ran, reported by the job's process before its `exec`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SetupFailure {
     failed: u32,
@@ -158,7 +142,6 @@ pub fn main(args: Vec<String>) -> ExitCode {
             Some(dir) => supervise_mode(Path::new(dir)),
             None => Err(usage()),
         },
-        "exec" => exec_mode(),
         "watch" => match rest.first() {
             Some(dir) => {
                 let interval = rest
@@ -376,7 +359,7 @@ fn start_task(
 }
 
 /// Writes the spec into the new task directory and starts the supervisor; returns the job's
-/// pid once the supervisor has written it, and the supervisor unless it was reaped already.
+/// pid once the supervisor has announced it, and the supervisor unless it was reaped already.
 fn supervise_task(
     spec: &LaunchSpec,
     dir: &TaskDir,
@@ -385,72 +368,73 @@ fn supervise_task(
     let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
     let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
     dir.write_unsynced("spec.json", &json, 0o600)?;
-    let log_path = dir.path.join("shepherd.log");
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log_path)
-        .map_err(|e| LaunchError::io("open", &log_path, e))?;
+    // Its stdout and stderr are pipes to us until it announces the job (then it points both
+    // at /dev/null): stdout carries the job's pid, stderr why it could not get that far.
     let mut child = Command::new(exe)
         .arg("supervise")
         .arg(&dir.path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(log)
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| LaunchError::io("spawn", exe, e))?;
+    let diagnostics = child.stderr.take();
     // Wait for the supervisor to say the job exists: it prints the pid on the pipe the
-    // moment `started` is written (no polling), or closes the pipe by exiting.
+    // moment the job runs (0 when it could not be started: its result says why), or closes
+    // the pipe by exiting.
+    let mut announced = None;
     if let Some(out) = child.stdout.take() {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
             let _ = std::io::BufReader::new(out).read_line(&mut line);
-            let _ = tx.send(());
+            let _ = tx.send(line);
         });
-        let _ = rx.recv_timeout(Duration::from_secs(120));
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(dir.started())
-            && let Ok(pid) = text.trim().parse::<u32>()
-        {
-            return Ok((pid, Some(child)));
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            // It ended before saying anything: it may have written a result (then the
-            // watcher reports it) or died.
-            if dir.result().exists() {
-                return Ok((0, None));
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) => announced = Some(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LaunchError::Protocol(format!(
+                    "the supervisor of task {} did not start the job within 120 s",
+                    spec.task_name()
+                )));
             }
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            return Err(LaunchError::Protocol(format!(
-                "the supervisor of task {} exited ({status}) before starting the job: {}",
-                spec.task_name(),
-                log.trim()
-            )));
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {}
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(LaunchError::Protocol(format!(
-                "the supervisor of task {} did not start the job within 120 s",
-                spec.task_name()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
+    if let Some(pid) = announced.and_then(|l| l.trim().parse::<u32>().ok()) {
+        return Ok((pid, Some(child)));
+    }
+    // It closed its stdout without a pid, that is, it ended before saying anything: it may
+    // have written a result (then the watcher reports it) or died.
+    let mut log = String::new();
+    if let Some(mut err) = diagnostics {
+        let _ = err.read_to_string(&mut log);
+    }
+    let status = child
+        .wait()
+        .map_err(|e| LaunchError::io("wait for", exe, e))?;
+    if dir.result().exists() {
+        return Ok((0, None));
+    }
+    Err(LaunchError::Protocol(format!(
+        "the supervisor of task {} exited ({status}) before starting the job: {}",
+        spec.task_name(),
+        log.trim()
+    )))
 }
 
-/// Tells the `run` process waiting on our stdout that the job exists, then lets go of that
-/// pipe for good (the supervisor outlives `run`; nothing else is ever written there).
+/// Tells the launcher waiting on our stdout that the job exists (`0`: it could not be
+/// started), then lets go of both pipes to it for good (the supervisor outlives the launcher;
+/// nothing else is ever written there, and later diagnostics go to the result).
 fn announce_started(pid: u32) {
     let mut out = std::io::stdout();
     let _ = out.write_all(format!("{pid}\n").as_bytes());
     let _ = out.flush();
     if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
         let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
     }
 }
 
@@ -659,24 +643,19 @@ impl Supervisor {
         let job_pid = match self.spawn_job() {
             Ok(pid) => pid,
             Err(f) => {
-                let _ = self.dir.write_unsynced("started", b"0\n", 0o644);
                 announce_started(0);
                 return self.setup_failure(f.failed, f.error);
             }
         };
         self.job_pid = Some(job_pid);
-        let _ = self
-            .dir
-            .write_unsynced("started", format!("{job_pid}\n").as_bytes(), 0o644);
+        // Setup failures were read before the job was announced (see spawn_job).
         announce_started(job_pid.as_raw() as u32);
-        // The helper reports setup failures and then exits; the job is the helper `exec`ed.
-        // Setup failures were read before `started` was written (see spawn_job).
         self.wait_loop();
         self.finish()
     }
 
-    /// Prepares the job's files and starts the `exec` helper; returns its pid once it has
-    /// `exec`ed the job, or the failure it reported.
+    /// Prepares the job's files and forks the job's process ([`spawn`]); returns its pid once
+    /// it has `exec`ed the job, or the failure it reported.
     fn spawn_job(&mut self) -> Result<Pid, SetupFailure> {
         let before = |error: String| SetupFailure {
             failed: failed::BEFORE_JOB,
@@ -812,49 +791,32 @@ impl Supervisor {
             shell: &shell,
         };
         let env = job_environment(&spec, &ctx);
-        let plan = ExecPlan {
-            user: spec.submitter.owner.clone(),
-            uid: user.uid.as_raw(),
-            gid: user.gid.as_raw(),
-            workdir: workdir.clone(),
+        let start = JobStart::prepare(
+            &user,
+            workdir,
             paths,
-            rlimits: spec.limits.rlimits.clone(),
-            program,
-            argv0,
-            args,
-            stdin_override,
-            search_path,
-        };
-        let exe = std::env::current_exe().map_err(|e| before(format!("locate shepherd: {e}")))?;
-        let mut child = Command::new(&exe)
-            .arg("exec")
-            .env_clear()
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| before(format!("can't start the job: {e}")))?;
-        let pid = Pid::from_raw(child.id() as i32);
-        if let Some(mut input) = child.stdin.take() {
-            let json = serde_json::to_vec(&plan).unwrap_or_default();
-            // A helper that died early is seen below.
-            let _ = input.write_all(&json);
+            &spec.limits.rlimits,
+            JobProgram {
+                program,
+                argv0,
+                args,
+                stdin_override,
+                search: search_path,
+            },
+            &env,
+        )?;
+        match spawn::spawn(&start.exec) {
+            Err(e) => Err(before(format!(
+                "can't start the job: {}",
+                std::io::Error::from(e)
+            ))),
+            Ok(Ok(pid)) => Ok(pid),
+            Ok(Err((pid, failure))) => {
+                // The child failed before `exec`: reap it and pass its reason on.
+                let _ = waitpid(pid, None);
+                Err(start.failure(failure))
+            }
         }
-        let mut report = String::new();
-        if let Some(mut err) = child.stderr.take() {
-            let _ = err.read_to_string(&mut report);
-        }
-        if report.trim().is_empty() {
-            return Ok(pid);
-        }
-        // The helper failed before `exec`: reap it and pass its reason on.
-        let _ = child.wait();
-        let failure = serde_json::from_str::<SetupFailure>(report.trim()).unwrap_or(SetupFailure {
-            failed: failed::BEFORE_JOB,
-            error: report.trim().to_string(),
-        });
-        Err(failure)
     }
 
     fn wait_loop(&mut self) {
@@ -1058,31 +1020,196 @@ fn binary_path() -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// exec: the job's first process
+// the job's first process
 
-fn exec_mode() -> Result<(), LaunchError> {
-    // The supervisor reads our stderr until it closes: keep a close-on-exec copy as the
-    // failure channel, so a successful exec closes it and a failure can still be reported.
-    let channel = std::io::stderr()
-        .as_fd_dup_cloexec()
-        .map_err(|e| LaunchError::io("dup", "<stderr>", e))?;
-    let mut channel = std::fs::File::from(channel);
-    let failure = exec_job();
-    // Only reached when the job could not be started.
-    let line = serde_json::to_string(&failure).unwrap_or_default();
-    let _ = channel.write_all(line.as_bytes());
-    std::process::exit(1);
+/// What runs: the program, its `argv[0]` and arguments, and how it is found.
+struct JobProgram {
+    program: String,
+    argv0: String,
+    args: Vec<String>,
+    /// `script_from_stdin`: the script is the job's stdin.
+    stdin_override: Option<String>,
+    /// `-b y -shell n`: the program is searched in `PATH`, and missing is failure 27.
+    search: bool,
 }
 
-trait DupCloexec {
-    fn as_fd_dup_cloexec(&self) -> std::io::Result<std::os::fd::OwnedFd>;
+/// The job's start, prepared in the supervisor before the fork ([`spawn`]), with what its
+/// failure messages name.
+struct JobStart {
+    exec: spawn::JobExec,
+    user: String,
+    uid: nix::unistd::Uid,
+    gid: nix::unistd::Gid,
+    rlimits: Vec<RLimit>,
+    workdir: String,
+    paths: OutputPaths,
+    stdin: String,
+    program: String,
+    candidates: Vec<String>,
 }
 
-impl DupCloexec for std::io::Stderr {
-    fn as_fd_dup_cloexec(&self) -> std::io::Result<std::os::fd::OwnedFd> {
-        use std::os::fd::AsFd;
-        // `try_clone_to_owned` uses F_DUPFD_CLOEXEC.
-        self.as_fd().try_clone_to_owned()
+impl JobStart {
+    /// Resolves everything the child needs (the owner's groups, C strings, the `PATH`
+    /// candidates) so that the child only makes system calls. Fails with `failed` 1.
+    fn prepare(
+        user: &User,
+        workdir: String,
+        paths: OutputPaths,
+        rlimits: &[super::limits::RLimitValue],
+        job: JobProgram,
+        env: &[(String, String)],
+    ) -> Result<JobStart, SetupFailure> {
+        let before = |e: String| fail(failed::BEFORE_JOB, e);
+        let c = |s: &str| spawn::c_string(s).map_err(before);
+        let name = user.name.clone();
+        let (uid, gid) = (user.uid, user.gid);
+        let identity = if nix::unistd::geteuid().is_root() {
+            let Ok(cname) = CString::new(name.clone()) else {
+                return Err(before(format!("bad user name {name:?}")));
+            };
+            let groups = nix::unistd::getgrouplist(&cname, gid)
+                .map_err(|e| before(format!("initgroups({name}) failed: {e}")))?;
+            spawn::Identity::Switch { uid, gid, groups }
+        } else if nix::unistd::geteuid() != uid {
+            return Err(before(format!(
+                "the shepherd is not root and cannot run a job of user \"{name}\""
+            )));
+        } else {
+            spawn::Identity::Keep
+        };
+        let limits = rlimits
+            .iter()
+            .map(|l| {
+                let inf = nix::sys::resource::RLIM_INFINITY;
+                let (soft, hard) = (l.soft.unwrap_or(inf), l.hard.unwrap_or(inf));
+                (rlimit_resource(l.resource), soft, hard)
+            })
+            .collect();
+        let stdin = job
+            .stdin_override
+            .clone()
+            .unwrap_or_else(|| paths.stdin.clone());
+        // The job's PATH, as the former helper (which ran with the job's environment) saw it.
+        let path_var = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or("", |(_, v)| v.as_str());
+        let in_path = |command: &str| -> Vec<String> {
+            path_var
+                .split(':')
+                .map(|d| Path::new(if d.is_empty() { "." } else { d }).join(command))
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        };
+        let candidates = if job.search && !job.program.contains('/') {
+            in_path(&job.program)
+        } else {
+            vec![job.program.clone()]
+        };
+        let exec_path = if !job.search && !job.program.contains('/') {
+            in_path(&job.program)
+        } else {
+            Vec::new()
+        };
+        let strings = |v: &[String]| v.iter().map(|s| c(s)).collect::<Result<Vec<_>, _>>();
+        let mut argv = vec![job.argv0.clone()];
+        argv.extend(job.args.iter().cloned());
+        let envp: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let exec = spawn::JobExec::new(
+            identity,
+            limits,
+            c(&workdir)?,
+            c(&paths.stdout)?,
+            if paths.merged {
+                None
+            } else {
+                Some(c(&paths.stderr)?)
+            },
+            c(&stdin)?,
+            strings(&candidates)?,
+            job.search,
+            strings(&exec_path)?,
+            strings(&argv)?,
+            strings(&envp)?,
+        );
+        Ok(JobStart {
+            exec,
+            user: name,
+            uid,
+            gid,
+            rlimits: rlimits.iter().map(|l| l.resource).collect(),
+            workdir,
+            paths,
+            stdin,
+            program: job.program,
+            candidates,
+        })
+    }
+
+    /// SGE's failure code and message for a failed step of the child.
+    fn failure(&self, f: spawn::ChildFailure) -> SetupFailure {
+        use spawn::Step;
+        let e = f.errno;
+        let text = errno_text(&std::io::Error::from_raw_os_error(e as i32));
+        let candidate = |i: usize| {
+            self.candidates
+                .get(i)
+                .map_or(self.program.as_str(), String::as_str)
+        };
+        match f.step {
+            Step::Sigmask => fail(failed::BEFORE_JOB, format!("sigprocmask: {e}")),
+            Step::Groups => fail(
+                failed::BEFORE_JOB,
+                format!("initgroups({}) failed: {e}", self.user),
+            ),
+            Step::Setgid => fail(
+                failed::BEFORE_JOB,
+                format!("setgid({}) failed: {e}", self.gid),
+            ),
+            Step::Setuid => fail(
+                failed::BEFORE_JOB,
+                format!("setuid({}) failed: {e}", self.uid),
+            ),
+            Step::Rlimit(i) => fail(
+                failed::BEFORE_JOB,
+                match self.rlimits.get(i) {
+                    Some(r) => format!("setrlimit {r:?} failed: {e}"),
+                    None => format!("setrlimit failed: {e}"),
+                },
+            ),
+            Step::Chdir => fail(
+                failed::NO_CWD,
+                format!("can't chdir to {}: {text}", self.workdir),
+            ),
+            Step::OpenStdout => fail(
+                failed::OPEN_OUTPUT,
+                format!("can't open output file \"{}\": {text}", self.paths.stdout),
+            ),
+            Step::OpenStderr => fail(
+                failed::OPEN_OUTPUT,
+                format!("can't open output file \"{}\": {text}", self.paths.stderr),
+            ),
+            Step::Dup => fail(failed::BEFORE_JOB, format!("dup: {text}")),
+            Step::OpenStdin => fail(
+                failed::OPEN_OUTPUT,
+                format!("can't open input file \"{}\": {text}", self.stdin),
+            ),
+            Step::Search => fail(
+                failed::NO_SHELL,
+                format!(
+                    "can't execute \"{}\": No such file or directory",
+                    self.program
+                ),
+            ),
+            Step::Access(i) => fail(
+                failed::NO_SHELL,
+                format!("unable to find shell \"{}\": {}", candidate(i), e.desc()),
+            ),
+            Step::Execve(i) => fail(
+                failed::NO_SHELL,
+                format!("execve({}) failed: {text}", candidate(i)),
+            ),
+        }
     }
 }
 
@@ -1110,148 +1237,6 @@ fn rlimit_resource(r: RLimit) -> nix::sys::resource::Resource {
         RLimit::Stack => Resource::RLIMIT_STACK,
         RLimit::Core => Resource::RLIMIT_CORE,
     }
-}
-
-/// Does everything up to `exec`; returns only on failure.
-fn exec_job() -> SetupFailure {
-    let before = |e: String| fail(failed::BEFORE_JOB, e);
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
-        return before(format!("read exec plan: {e}"));
-    }
-    let plan: ExecPlan = match serde_json::from_slice(&input) {
-        Ok(p) => p,
-        Err(e) => return before(format!("bad exec plan: {e}")),
-    };
-    // The supervisor's blocked signals are inherited across spawn and exec: a job must start
-    // with nothing blocked (or its SIGTERM, SIGUSR1/2 traps would never fire).
-    if let Err(e) = SigSet::empty().thread_set_mask() {
-        return before(format!("sigprocmask: {e}"));
-    }
-    // Its own session and process group: kills and signals address the job as a whole.
-    let _ = nix::unistd::setsid();
-    let uid = nix::unistd::Uid::from_raw(plan.uid);
-    let gid = nix::unistd::Gid::from_raw(plan.gid);
-    if nix::unistd::geteuid().is_root() {
-        let Ok(name) = CString::new(plan.user.clone()) else {
-            return before(format!("bad user name {:?}", plan.user));
-        };
-        if let Err(e) = nix::unistd::initgroups(&name, gid) {
-            return before(format!("initgroups({}) failed: {e}", plan.user));
-        }
-        if let Err(e) = nix::unistd::setgid(gid) {
-            return before(format!("setgid({gid}) failed: {e}"));
-        }
-        if let Err(e) = nix::unistd::setuid(uid) {
-            return before(format!("setuid({uid}) failed: {e}"));
-        }
-    } else if nix::unistd::geteuid() != uid {
-        return before(format!(
-            "the shepherd is not root and cannot run a job of user \"{}\"",
-            plan.user
-        ));
-    }
-    for l in &plan.rlimits {
-        let inf = nix::sys::resource::RLIM_INFINITY;
-        let (soft, hard) = (l.soft.unwrap_or(inf), l.hard.unwrap_or(inf));
-        if let Err(e) = nix::sys::resource::setrlimit(rlimit_resource(l.resource), soft, hard) {
-            return before(format!("setrlimit {:?} failed: {e}", l.resource));
-        }
-    }
-    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-    if let Err(e) = std::env::set_current_dir(&plan.workdir) {
-        return fail(
-            failed::NO_CWD,
-            format!("can't chdir to {}: {}", plan.workdir, errno_text(&e)),
-        );
-    }
-    let open_out = |path: &str| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o644)
-            .open(path)
-            .map_err(|e| {
-                fail(
-                    failed::OPEN_OUTPUT,
-                    format!("can't open output file \"{path}\": {}", errno_text(&e)),
-                )
-            })
-    };
-    let stdout = match open_out(&plan.paths.stdout) {
-        Ok(f) => f,
-        Err(f) => return f,
-    };
-    let stderr = if plan.paths.merged {
-        match stdout.try_clone() {
-            Ok(f) => f,
-            Err(e) => return before(format!("dup: {e}")),
-        }
-    } else {
-        match open_out(&plan.paths.stderr) {
-            Ok(f) => f,
-            Err(f) => return f,
-        }
-    };
-    let stdin_path = plan
-        .stdin_override
-        .clone()
-        .unwrap_or_else(|| plan.paths.stdin.clone());
-    let stdin = match std::fs::File::open(&stdin_path) {
-        Ok(f) => f,
-        Err(e) => {
-            return fail(
-                failed::OPEN_OUTPUT,
-                format!("can't open input file \"{stdin_path}\": {}", errno_text(&e)),
-            );
-        }
-    };
-    // The program must exist and be executable for the owner; else SGE's failure 27.
-    let program = if plan.search_path {
-        match search_path(&plan.program) {
-            Some(p) => p,
-            None => {
-                return fail(
-                    failed::NO_SHELL,
-                    format!(
-                        "can't execute \"{}\": No such file or directory",
-                        plan.program
-                    ),
-                );
-            }
-        }
-    } else {
-        plan.program.clone()
-    };
-    if let Err(e) = nix::unistd::access(program.as_str(), nix::unistd::AccessFlags::X_OK) {
-        return fail(
-            failed::NO_SHELL,
-            format!("unable to find shell \"{program}\": {}", e.desc()),
-        );
-    }
-    let err = Command::new(&program)
-        .arg0(&plan.argv0)
-        .args(&plan.args)
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(stderr)
-        .exec();
-    fail(
-        failed::NO_SHELL,
-        format!("execve({program}) failed: {}", errno_text(&err)),
-    )
-}
-
-/// `execvp`'s search of `PATH` for a command without a slash.
-fn search_path(command: &str) -> Option<String> {
-    if command.contains('/') {
-        return Path::new(command).is_file().then(|| command.to_string());
-    }
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':')
-        .map(|d| Path::new(if d.is_empty() { "." } else { d }).join(command))
-        .find(|p| p.is_file())
-        .map(|p| p.to_string_lossy().into_owned())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -37,10 +37,6 @@ impl TaskDir {
     pub fn pid_file(&self) -> PathBuf {
         self.path.join("shepherd.pid")
     }
-    /// The job's pid, once the job has been started (or the failure, if it could not be).
-    pub fn started(&self) -> PathBuf {
-        self.path.join("started")
-    }
     pub fn result(&self) -> PathBuf {
         self.path.join("result.json")
     }
@@ -57,7 +53,7 @@ impl TaskDir {
     }
 
     /// Writes `name` whole or not at all (a temporary file renamed into place), without
-    /// syncing: for facts about processes of this boot (`shepherd.pid`, `started`, the spec
+    /// syncing: for facts about processes of this boot (`shepherd.pid`, the spec
     /// the supervisor reads), which a machine crash makes moot anyway. A task directory that
     /// lost them in a crash has no live supervisor and is reported as ended with `failed`
     /// 100, as it would be with them. Only `result.json` must survive a crash.
