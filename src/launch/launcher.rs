@@ -47,7 +47,8 @@ pub struct LauncherOptions {
 impl LauncherOptions {
     /// The shepherd is `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the current
     /// executable (or one directory up, where cargo puts binaries for test executables in
-    /// `deps/`). Control sockets go to `<spool>/daemon/ssh`.
+    /// `deps/`). Control sockets go to `<spool>/daemon/ssh`, or to a short private directory in
+    /// `/tmp` when that path is too long for a socket address.
     pub fn defaults(spool: &Spool) -> Result<Self, LaunchError> {
         let shepherd = match std::env::var_os("GRIDSPOOL_SHEPHERD") {
             Some(p) => PathBuf::from(p),
@@ -66,10 +67,37 @@ impl LauncherOptions {
         Ok(LauncherOptions {
             shepherd,
             remote_shepherd: None,
-            control_dir: spool.daemon_dir().join("ssh"),
+            control_dir: control_dir_for(spool.daemon_dir().join("ssh")),
             poll_interval: Duration::from_millis(500),
         })
     }
+}
+
+/// The longest control directory whose sockets fit in a Unix socket address: ssh names a
+/// master's socket `cm-` and 40 hex digits (`%C`) and first binds it under that name plus a
+/// 17-character temporary suffix, and `sun_path` holds 107 bytes before its NUL. Longer, and
+/// every ssh host would be unreachable.
+const MAX_CONTROL_DIR_LEN: usize = 107 - "/cm-".len() - 40 - 17;
+
+/// `preferred` when its sockets fit, else `/tmp/gridspool-ssh-<uid>-<hash of preferred>`: one
+/// per cell and user, created private (and refused if someone else owns it, see
+/// [`create_private_dir`]).
+fn control_dir_for(preferred: PathBuf) -> PathBuf {
+    if preferred.as_os_str().len() <= MAX_CONTROL_DIR_LEN {
+        return preferred;
+    }
+    // FNV-1a: stable across builds, so a restarted sched_d finds its masters again.
+    let hash = preferred
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    PathBuf::from(format!(
+        "/tmp/gridspool-ssh-{}-{hash:016x}",
+        nix::unistd::geteuid()
+    ))
 }
 
 /// A task the launcher is responsible for.
@@ -432,9 +460,23 @@ fn stop_watcher(host: &HostState) {
     }
 }
 
+/// Creates the directory of the control sockets, private to us. One that exists already must
+/// be a real directory of ours: in a shared directory such as `/tmp` another user could
+/// have made it first, and a socket planted there would sit between us and every host.
 fn create_private_dir(dir: &Path) -> Result<(), LaunchError> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     std::fs::create_dir_all(dir).map_err(|e| LaunchError::io("mkdir", dir, e))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| LaunchError::io("stat", dir, e))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.file_type().is_dir() || meta.uid() != me {
+        return Err(LaunchError::io(
+            "use",
+            dir,
+            std::io::Error::other(format!(
+                "not a directory owned by uid {me}: refusing to keep ssh control sockets there"
+            )),
+        ));
+    }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| LaunchError::io("chmod", dir, e))
 }
@@ -1068,6 +1110,47 @@ fn parse_reply(host: &str, stdout: &[u8], stderr: &[u8]) -> Result<RunReply, Lau
                 host: host.to_string(),
                 reason: format!("the shepherd did not answer: {}", why.trim()),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_sockets_move_to_a_short_private_directory_when_the_spool_path_is_long() {
+        let short = PathBuf::from("/var/lib/gridspool/default/daemon/ssh");
+        assert_eq!(control_dir_for(short.clone()), short);
+        let long = PathBuf::from(format!("/shared/{}/default/daemon/ssh", "x".repeat(60)));
+        let moved = control_dir_for(long.clone());
+        assert!(moved.starts_with("/tmp"), "{moved:?}");
+        assert!(moved.as_os_str().len() <= MAX_CONTROL_DIR_LEN, "{moved:?}");
+        assert_eq!(
+            control_dir_for(long),
+            moved,
+            "the same cell keeps its directory"
+        );
+        let other = control_dir_for(PathBuf::from(format!("/{}/daemon/ssh", "y".repeat(80))));
+        assert_ne!(other, moved);
+    }
+
+    #[test]
+    fn a_control_directory_that_is_not_our_own_directory_is_refused() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let ours = root.path().join("ours");
+        create_private_dir(&ours).expect("our own directory");
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&ours, &link).expect("symlink");
+        assert!(create_private_dir(&link).is_err(), "a symlink is refused");
+        if nix::unistd::geteuid().is_root() {
+            let theirs = root.path().join("theirs");
+            std::fs::create_dir(&theirs).expect("mkdir");
+            std::os::unix::fs::chown(&theirs, Some(65534), None).expect("chown");
+            assert!(
+                create_private_dir(&theirs).is_err(),
+                "another user's directory is refused"
+            );
         }
     }
 }
