@@ -811,8 +811,11 @@ fn sched_d_reports_host_loads_for_qhost() {
     );
 }
 
+/// `qstat`'s arguments and what it printed, for each listing option.
+type Listings = Vec<(String, String)>;
+
 /// What `qstat` prints for each listing option, as the calling user.
-fn listings(cell: &TestCell) -> Vec<(String, String)> {
+fn listings(cell: &TestCell) -> Listings {
     let sets: [&[&str]; 13] = [
         &["-u", "*"],
         &["-u", "*", "-xml"],
@@ -849,7 +852,7 @@ fn listings(cell: &TestCell) -> Vec<(String, String)> {
 }
 
 /// The listings with the index hidden (renamed away and back), i.e. from the job files.
-fn listings_from_files(cell: &TestCell) -> Vec<(String, String)> {
+fn listings_from_files(cell: &TestCell) -> Listings {
     let base = cell.cell.join("daemon/listing");
     let aside = cell.cell.join("daemon/listing.aside");
     let moved = std::fs::rename(&base, &aside).is_ok();
@@ -872,7 +875,7 @@ fn assert_same_listings(a: &[(String, String)], b: &[(String, String)]) {
 /// written (after the directory's sync), so a daemon frozen inside a batch may have renamed
 /// state files the index does not show yet: such a moment is let go (SIGCONT) and another
 /// taken. A real divergence shows at every moment.
-fn frozen_listings(d: &SchedD, cell: &TestCell) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn frozen_listings(d: &SchedD, cell: &TestCell) -> (Listings, Listings) {
     for _ in 0..20 {
         d.signal(Signal::SIGSTOP);
         let from_index = listings(cell);

@@ -1665,6 +1665,88 @@ mod tests {
     }
 
     #[test]
+    fn index_entries_decode_to_the_listing_records_of_their_files() {
+        use crate::model::{RunState, RunningTask, TaskUsage};
+        let mut rec = JobRecord::from_submission(submission(7));
+        rec.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+        rec.spec.start_time = Some(1_795_000_500);
+        rec.spec.array_predecessors = vec![JobId(3), JobId(4)];
+        rec.spec.pe = Some(crate::model::PeRequest {
+            name: "smp".into(),
+            range: crate::model::SlotRange { min: 2, max: 4 },
+        });
+        rec.tasks.pending[0].tasks.pop_first();
+        rec.tasks.pending[0].holds.operator = true;
+        rec.tasks.running.push(RunningTask {
+            granted: vec![
+                ("a".into(), "all.q".into(), 2),
+                ("b".into(), "all.q".into(), 2),
+            ],
+            deleting: true,
+            restarted: true,
+            holds: Holds {
+                system: true,
+                ..Holds::NONE
+            },
+            usage: Some(TaskUsage {
+                cpu: 1.25,
+                mem: 0.1 + 0.2,
+                io: 1e-300,
+                vmem: 3e9,
+                maxvmem: f64::MAX,
+            }),
+            state: RunState::Suspended,
+            ..RunningTask::running(1, "all.q", "a", 4, 1_795_000_600)
+        });
+        rec.tasks.finished = 2;
+        rec.tasks.finished_tasks = crate::model::TaskSet::from_stored_ranges(vec![
+            crate::model::TaskIdRange::new(3, 3, 1),
+            crate::model::TaskIdRange::new(7, 9, 2),
+        ]);
+        rec.error = Some(crate::model::ErrorInfo {
+            time: 5,
+            message: "can't start: é".into(),
+        });
+        rec.priority = Some(PriorityInfo {
+            prio: 0.123_456_789_012_345_67,
+            nurg: 1.0 / 3.0,
+            tickets: 1e-7,
+            policy_terms: vec![("gap".into(), "3".into()), ("slice".into(), "".into())],
+            ..PriorityInfo::default()
+        });
+        rec.version = 3;
+        rec.applied_request = 42;
+        let state = encode_state(&rec).expect("encode");
+        let old_state = serde_json::to_vec(&rec).expect("encode");
+        let mut header = serde_json::to_vec(&submission(8)).expect("encode");
+        header.push(b'\n');
+        let bare = JobRecord::from_submission(submission(9));
+        for (bytes, is_state) in [
+            (&state[..], true),
+            (&old_state[..], true),
+            (&header[..], false),
+            (&encode_state(&bare).expect("encode")[..], true),
+        ] {
+            let listed = if is_state {
+                parse_state(bytes, true)
+            } else {
+                parse_submission(bytes, true)
+            }
+            .expect("parse");
+            let entry = listing_entry(bytes, is_state).expect("entry");
+            assert_eq!(entry.kind == index::FROM_STATE_FILE, is_state);
+            assert_eq!(
+                listing::binary::decode(&entry.bytes).expect("decode"),
+                listed
+            );
+            // Every shorter entry is refused, never a panic.
+            for cut in 0..entry.bytes.len() {
+                assert!(listing::binary::decode(&entry.bytes[..cut]).is_err());
+            }
+        }
+    }
+
+    #[test]
     fn listing_scan_shows_what_a_full_scan_shows_with_requests_applied() {
         let dir = tempfile::tempdir().expect("tempdir");
         let spool = Spool::create(dir.path()).expect("spool");
