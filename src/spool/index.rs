@@ -463,7 +463,18 @@ impl IndexWriter {
     /// state file) and starts collecting the entries of the jobs it reads.
     pub fn begin(spool: &Spool) -> IndexWriter {
         let dir = spool.daemon_dir();
-        let removed = durable::remove_many(&dir, &[BASE_NAME.to_string(), LOG_NAME.to_string()]);
+        // Temporary files of an index a crashed sched_d was writing (named after its pid).
+        let temp = format!("{}{BASE_NAME}", durable::TEMP_PREFIX);
+        let mut names = vec![BASE_NAME.to_string(), LOG_NAME.to_string()];
+        if let Ok(entries) = fs::read_dir(&dir) {
+            names.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&temp)),
+            );
+        }
+        let removed = durable::remove_many(&dir, &names);
         let mode = match (removed, Writer::me()) {
             (Ok(()), Some(writer)) => Mode::Building {
                 writer,
