@@ -570,6 +570,29 @@ fn list_job_files(dir: &Path) -> Result<(Vec<WantedJob>, Vec<ScanProblem>), Spoo
             }),
         }
     }
+    // Ids are nearly contiguous (the live jobs of a sequence): when their span is small
+    // against their number, a table indexed by id orders them in one pass, where sorting
+    // 200,000 names was the largest cost of listing `jobs/` after `getdents`.
+    let (lo, hi) = names
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), k| (lo.min(*k), hi.max(*k)));
+    if !names.is_empty() && (hi - lo) / 2 <= 4 * names.len() as u64 + 1024 {
+        // Per id: 1 = a job file or state file seen, 2 = a state file seen.
+        let mut seen = vec![0u8; ((hi >> 1) - (lo >> 1) + 1) as usize];
+        for key in &names {
+            seen[((key >> 1) - (lo >> 1)) as usize] |= 1 | ((key & 1) as u8) << 1;
+        }
+        let wanted = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f != 0)
+            .map(|(i, f)| {
+                let id = (lo >> 1) + i as u64;
+                (JobId(u32::try_from(id).unwrap_or(u32::MAX)), f & 2 != 0)
+            })
+            .collect();
+        return Ok((wanted, problems));
+    }
     // Sorted by id, the state file after the job file: keep the last entry of each id.
     names.sort_unstable();
     let mut wanted: Vec<(JobId, bool)> = Vec::with_capacity(names.len() / 2 + 1);
