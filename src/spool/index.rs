@@ -701,6 +701,63 @@ mod tests {
     }
 
     #[test]
+    fn a_running_index_is_merged_as_it_grows_and_stops_valid_until_jobs_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let entry = |tag: u32| ListingEntry {
+            kind: FROM_STATE_FILE,
+            bytes: format!("{tag:0>1000}").into_bytes(),
+        };
+        let mut w = IndexWriter::begin(&spool);
+        for id in 1..=100 {
+            w.put(JobId(id), Some(entry(id)));
+        }
+        w.put(JobId(7), None);
+        // Nothing is readable before the spool has been read.
+        assert!(IndexView::load(&spool).is_none());
+        w.publish();
+        let view = IndexView::load(&spool).expect("running index");
+        assert_eq!(view.get(JobId(3)), Some((true, &entry(3).bytes[..])));
+        assert!(view.get(JobId(7)).is_none());
+        // Batches of updates: the log passes 256 kB + a quarter of the base several times.
+        let mut generations = std::collections::BTreeSet::new();
+        for round in 0..10u32 {
+            for id in 1..=100 {
+                w.put(JobId(id), Some(entry(round * 1000 + id)));
+            }
+            w.forget(JobId(50 + round));
+            w.put(JobId(1000 + round), Some(entry(round)));
+            w.commit();
+            if let Mode::Running { generation, .. } = &w.mode {
+                generations.insert(*generation);
+            }
+            let view = IndexView::load(&spool).expect("running index");
+            assert_eq!(
+                view.get(JobId(1)),
+                Some((true, &entry(round * 1000 + 1).bytes[..]))
+            );
+            assert!(view.get(JobId(50 + round)).is_none());
+            assert_eq!(
+                view.get(JobId(1000 + round)),
+                Some((true, &entry(round).bytes[..]))
+            );
+        }
+        assert!(generations.len() > 2, "{generations:?}");
+        w.stop();
+        assert!(!dir.path().join("daemon").join(LOG_NAME).exists());
+        let view = IndexView::load(&spool).expect("stopped index");
+        assert_eq!(view.get(JobId(2)), Some((true, &entry(9002).bytes[..])));
+        assert!(view.get(JobId(59)).is_none());
+        // Any change in jobs/ retires a stopped index.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(spool.jobs_dir().join("1.job"), b"{}\n").expect("job file");
+        assert!(IndexView::load(&spool).is_none());
+        // A new writer removes what the last one left.
+        let _w = IndexWriter::begin(&spool);
+        assert!(!dir.path().join("daemon").join(BASE_NAME).exists());
+    }
+
+    #[test]
     fn the_log_overrides_and_forgets_base_entries() {
         let item = |id: u32, kind: u8, payload: &'static [u8]| Item {
             id: JobId(id),
