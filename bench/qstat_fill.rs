@@ -1,7 +1,10 @@
 //! Fills a new cell with N jobs, fast, for `bench/qstat.sh`.
 //!
-//! Usage: `qstat_fill CELL_DIR N`, or `qstat_fill --render N` to time only the formatting of
-//! N such jobs held in memory (no spool), which separates `qstat`'s own cost from the scan.
+//! Usage: `qstat_fill [--no-index] CELL_DIR N`, or `qstat_fill --render N` to time only the
+//! formatting of N such jobs held in memory (no spool), which separates `qstat`'s own cost
+//! from the scan. The cell gets the listing index a `sched_d` leaves when it stops
+//! (`spool::index`), so that `qstat` reads it as it would on a live cell; `--no-index`
+//! leaves it out, to measure the scan of the job files that `qstat` falls back to.
 //! Jobs are written through the spool's paths but without
 //! the per-file fsync of `Spool::publish_job` (a benchmark cell need not survive a crash):
 //! 100,000 durable publishes would take minutes and measure the disk, not `qstat`.
@@ -17,7 +20,8 @@ use gridspool::model::{
 use gridspool::spool::Spool;
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    let with_index = args.next_if(|a| a == "--no-index").is_none();
     let dir = args.next().context("usage: qstat_fill CELL_DIR N")?;
     let n: u32 = args
         .next()
@@ -29,6 +33,7 @@ fn main() -> anyhow::Result<()> {
     }
     gridspool::cli::sched_d::init(std::path::Path::new(&dir))?;
     let spool = Spool::open(&dir)?;
+    let mut entries = Vec::new();
     for job in jobs(n) {
         let sub = JobSubmission {
             v: 1,
@@ -40,10 +45,16 @@ fn main() -> anyhow::Result<()> {
         let mut bytes = serde_json::to_vec(&sub)?;
         bytes.extend_from_slice(b"\n#!/bin/sh\nsleep 60\n");
         std::fs::write(spool.job_file(job.id), &bytes)?;
-        std::fs::write(
-            spool.state_file(job.id),
-            gridspool::spool::encode_state(&job)?,
-        )?;
+        let state = gridspool::spool::encode_state(&job)?;
+        std::fs::write(spool.state_file(job.id), &state)?;
+        if with_index {
+            let entry =
+                gridspool::spool::listing_entry(&state, true).map_err(anyhow::Error::msg)?;
+            entries.push((job.id, entry));
+        }
+    }
+    if with_index {
+        gridspool::spool::index::write_stopped(&spool, &entries)?;
     }
     Ok(())
 }

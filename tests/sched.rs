@@ -40,10 +40,16 @@ impl SchedD {
             .append(true)
             .open(&log)
             .expect("log");
+        let retention: &[&str] = if extra.contains(&"--retention") {
+            &[]
+        } else {
+            &["--retention", "3"]
+        };
         let child = Command::new(bin_path("sched_d"))
             .arg("--spool")
             .arg(&cell.cell)
-            .args(["--retention", "3", "--log-level", "debug"])
+            .args(retention)
+            .args(["--log-level", "debug"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -896,4 +902,223 @@ fn running_jobs_show_their_online_usage() {
         let run = cell.run(&user, "qdel", &[&id.to_string()]);
         assert_eq!(run.code, 0, "{run:?}");
     }
+}
+
+/// `qstat`'s arguments and what it printed, for each listing option.
+type Listings = Vec<(String, String)>;
+
+/// What `qstat` prints for each listing option, as the calling user.
+fn listings(cell: &TestCell) -> Listings {
+    let sets: [&[&str]; 13] = [
+        &["-u", "*"],
+        &["-u", "*", "-xml"],
+        &["-u", "*", "-ext"],
+        &["-u", "*", "-urg"],
+        &["-u", "*", "-pri"],
+        &["-u", "*", "-f"],
+        &["-u", "*", "-s", "p"],
+        &["-u", "*", "-s", "r"],
+        &["-u", "*", "-s", "h"],
+        &["-u", "*", "-s", "z"],
+        &["-u", "*", "-g", "d"],
+        &["-u", "*", "-ext", "-xml"],
+        &[],
+    ];
+    sets.iter()
+        .map(|args| {
+            let out = Command::new(client_path("qstat"))
+                .env("GRIDSPOOL_QSTAT_LOADAVG", "0.25,2")
+                .arg("--spool")
+                .arg(&cell.cell)
+                .args(*args)
+                .output()
+                .expect("qstat");
+            let text = format!(
+                "{}\n--- stderr\n{}--- exit {:?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                out.status.code()
+            );
+            (args.join(" "), text)
+        })
+        .collect()
+}
+
+/// The listings with the index hidden (renamed away and back), i.e. from the job files.
+fn listings_from_files(cell: &TestCell) -> Listings {
+    let base = cell.cell.join("daemon/listing");
+    let aside = cell.cell.join("daemon/listing.aside");
+    let moved = std::fs::rename(&base, &aside).is_ok();
+    assert!(!cell.spool.listing_index_usable());
+    let out = listings(cell);
+    if moved {
+        std::fs::rename(&aside, &base).expect("put the index back");
+    }
+    out
+}
+
+fn assert_same_listings(a: &[(String, String)], b: &[(String, String)]) {
+    for ((args, x), (_, y)) in a.iter().zip(b) {
+        assert_eq!(x, y, "qstat {args}: from the index, then from the files");
+    }
+}
+
+/// Freezes the daemon (SIGSTOP) between two batches of writes and returns the listings from
+/// the index and from the files. The index follows a batch once its state files are all
+/// written (after the directory's sync), so a daemon frozen inside a batch may have renamed
+/// state files the index does not show yet: such a moment is let go (SIGCONT) and another
+/// taken. A real divergence shows at every moment.
+fn frozen_listings(d: &SchedD, cell: &TestCell) -> (Listings, Listings) {
+    for _ in 0..20 {
+        d.signal(Signal::SIGSTOP);
+        let from_index = listings(cell);
+        let from_files = listings_from_files(cell);
+        assert!(cell.spool.listing_index_usable(), "{}", d.log_text());
+        if from_index == from_files {
+            return (from_index, from_files);
+        }
+        d.signal(Signal::SIGCONT);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    d.signal(Signal::SIGSTOP);
+    (listings(cell), listings_from_files(cell))
+}
+
+#[test]
+fn listings_from_the_index_match_listings_from_the_job_files() {
+    let cell = cell(6);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &["--retention", "600"]);
+    let running = submit(&cell.spool, "sleep 30", |s, _| s.cwd = cwd(&dir));
+    // Tasks 1 and 2 finish at once, the others run.
+    let array = submit(
+        &cell.spool,
+        "[ \"$SGE_TASK_ID\" -le 2 ] || sleep 30",
+        |s, _| {
+            s.cwd = cwd(&dir);
+            s.array = Some(gridspool::model::TaskIdRange::new(1, 6, 1));
+        },
+    );
+    let held = submit(&cell.spool, "true", |s, h| {
+        s.cwd = cwd(&dir);
+        h.user = true;
+    });
+    let waiting = submit(&cell.spool, "true", |s, _| {
+        s.cwd = cwd(&dir);
+        s.predecessors = vec![running];
+        s.hold_jid = vec![running.to_string()];
+    });
+    let done = submit(&cell.spool, "true", |s, _| {
+        s.cwd = cwd(&dir);
+        s.array = Some(gridspool::model::TaskIdRange::new(1, 2, 1));
+    });
+    wait_running(&cell.spool, running);
+    wait_for("some array tasks finished", Duration::from_secs(20), || {
+        exits(&cell.spool, array).len() >= 2 && exits(&cell.spool, done).len() == 2
+    });
+    wait_for("the index", Duration::from_secs(10), || {
+        cell.spool.listing_index_usable()
+    });
+    // Frozen, the daemon neither absorbs requests nor loads new jobs: listings overlay the
+    // requests and read the new job's file, from the index as from the files.
+    let (_, _) = frozen_listings(&d, &cell);
+    let me_req = requester(me().uid);
+    cell.spool
+        .publish_request(
+            me_req.clone(),
+            vec![RequestAction::Hold {
+                job: array,
+                tasks: TaskSelector::All,
+                hold: Holds {
+                    user: true,
+                    ..Holds::NONE
+                },
+            }],
+        )
+        .expect("qhold");
+    qdel(&cell.spool, me_req, held);
+    let fresh = submit(&cell.spool, "true", |s, h| {
+        s.cwd = cwd(&dir);
+        h.user = true;
+    });
+    let (from_index, from_files) = frozen_listings(&d, &cell);
+    assert_same_listings(&from_index, &from_files);
+    let all = &from_index[0].1;
+    for id in [running, array, waiting, fresh] {
+        assert!(all.contains(&format!(" {id} ")), "{id} missing:\n{all}");
+    }
+    assert!(!all.contains(&format!(" {held} ")), "{all}");
+    assert!(
+        from_index[9].1.contains(&format!(" {done} ")),
+        "-s z: {}",
+        from_index[9].1
+    );
+    d.signal(Signal::SIGCONT);
+    // Absorbed and written by the daemon, the same again.
+    wait_for("requests absorbed", Duration::from_secs(10), || {
+        std::fs::read_dir(cell.spool.requests_dir())
+            .map(|e| e.count() == 0)
+            .unwrap_or(false)
+    });
+    wait_for("the index", Duration::from_secs(10), || {
+        cell.spool.listing_index_usable()
+    });
+    let (a, b) = frozen_listings(&d, &cell);
+    assert_same_listings(&a, &b);
+    d.signal(Signal::SIGCONT);
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait(), Some(0));
+}
+
+#[test]
+fn a_stale_index_is_never_used() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let a = submit(&cell.spool, "sleep 30", |s, _| s.cwd = cwd(&dir));
+    let b = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_running(&cell.spool, a);
+    wait_for("the index", Duration::from_secs(10), || {
+        cell.spool.listing_index_usable()
+    });
+    // Killed: its index may miss its last state writes, so it is not used.
+    d.signal(Signal::SIGKILL);
+    let _ = d.wait();
+    assert!(!cell.spool.listing_index_usable());
+    // A state written after the crash (as if between a state write and the log append).
+    let mut rec = cell.spool.read_job(b).expect("read").expect("job b");
+    rec.spec.name = "renamed".into();
+    cell.spool.write_state(&rec).expect("state");
+    let listed = listings(&cell);
+    assert!(listed[0].1.contains("renamed"), "{}", listed[0].1);
+    assert_same_listings(&listed, &listings_from_files(&cell));
+
+    // A new daemon rebuilds it; a clean stop leaves it valid while jobs/ is unchanged.
+    let mut d = SchedD::start(&cell, &[]);
+    wait_for("the index", Duration::from_secs(10), || {
+        cell.spool.listing_index_usable()
+    });
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait(), Some(0));
+    assert!(cell.spool.listing_index_usable());
+    assert_same_listings(&listings(&cell), &listings_from_files(&cell));
+    // Without a daemon, a submission changes jobs/: the index is no longer used, and the
+    // new job is listed.
+    let c = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    assert!(!cell.spool.listing_index_usable());
+    let listed = listings(&cell);
+    assert!(listed[0].1.contains(&format!(" {c} ")), "{}", listed[0].1);
+    // A damaged index is not used either.
+    let base = cell.cell.join("daemon/listing");
+    let d = SchedD::start(&cell, &[]);
+    wait_for("the index", Duration::from_secs(10), || {
+        cell.spool.listing_index_usable()
+    });
+    d.signal(Signal::SIGSTOP);
+    let mut bytes = std::fs::read(&base).expect("index");
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&base, &bytes).expect("damage");
+    assert!(!cell.spool.listing_index_usable());
+    assert_same_listings(&listings(&cell), &listings_from_files(&cell));
+    d.signal(Signal::SIGCONT);
 }

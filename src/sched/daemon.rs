@@ -185,6 +185,9 @@ pub struct Daemon {
     mailer: Mailer,
     /// Tasks whose end was taken in this wake-up, made durable together by [`Self::settle`].
     ended: Vec<EndedTask>,
+    /// The listing index (`spool::index`): every job's listing summary in two files, kept
+    /// in step with the state files, so that `qstat` need not read one file per job.
+    index: crate::spool::IndexWriter,
 }
 
 /// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
@@ -253,6 +256,7 @@ impl Daemon {
             .map_err(|e| io("spawn thread", Path::new("launch-events"), e))?;
         let runner = make_runner(&spool, launch_tx.clone())?;
         let mailer = Mailer::new(config.mailer());
+        let spool_for_index = spool.clone();
         Ok(Daemon {
             mailer,
             spool,
@@ -276,6 +280,7 @@ impl Daemon {
             full_pass: true,
             compacted_at: 0,
             ended: Vec::new(),
+            index: crate::spool::IndexWriter::off(&spool_for_index),
         })
     }
 
@@ -304,7 +309,11 @@ impl Daemon {
         // listed or announced (and loading a job twice is harmless), never missed.
         self.forward_signals()?;
         let _watcher = self.watch()?;
+        // An index left by an earlier sched_d goes before any state file changes; this one's
+        // is written once every job has been read.
+        self.index = crate::spool::IndexWriter::begin(&self.spool);
         self.recover();
+        self.index.publish();
         info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
         let periodic = self.opts.periodic.unwrap_or_else(|| {
             Duration::from_secs(
@@ -591,7 +600,7 @@ impl Daemon {
                 return;
             }
         };
-        let record = match self.spool.read_job(id) {
+        let (record, entry) = match self.spool.read_job_listed(id) {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(e) => {
@@ -618,6 +627,7 @@ impl Daemon {
         if !self.state.add_job(record) {
             return;
         }
+        self.index.put(id, entry);
         if fresh {
             info!(job = %id, "job submitted");
         } else {
@@ -682,6 +692,7 @@ impl Daemon {
     fn quarantine_job(&mut self, id: JobId, reason: &str) {
         warn!(job = %id, "{reason}: quarantined");
         self.refused.insert(id);
+        self.index.forget(id);
         for path in [self.spool.job_file(id), self.spool.state_file(id)] {
             if path.exists()
                 && let Err(e) = self.spool.quarantine(&path, reason)
@@ -823,6 +834,7 @@ impl Daemon {
                         if let Err(e) = self.spool.remove_job(id) {
                             error!(job = %id, "cannot remove job files: {e}");
                         }
+                        self.index.forget(id);
                     } else {
                         self.state.job_changed(id);
                         if d.gone {
@@ -893,10 +905,19 @@ impl Daemon {
             .collect();
         for (job, outcome) in records.iter().zip(self.spool.write_states(&records)) {
             match outcome {
-                Ok(()) => self.state.note_written(job.id),
-                Err(e) => error!(job = %job.id, "cannot write state: {e}"),
+                Ok(entry) => {
+                    self.state.note_written(job.id);
+                    self.index.put(job.id, entry);
+                }
+                Err(e) => {
+                    error!(job = %job.id, "cannot write state: {e}");
+                    // Whatever the file holds now, listings read it.
+                    self.index.forget(job.id);
+                }
             }
         }
+        // After the state files: a listing never shows what is not on disk yet.
+        self.index.commit();
     }
 
     fn run_pass(&mut self) {
@@ -1145,6 +1166,9 @@ impl Daemon {
         if retired.is_empty() {
             return;
         }
+        for id in &retired {
+            self.index.forget(*id);
+        }
         match self.spool.remove_jobs(&retired) {
             Ok(()) => {
                 for id in &retired {
@@ -1180,6 +1204,8 @@ impl Daemon {
     fn drain(&mut self) {
         self.save_armada(true);
         self.settle();
+        // The last change to `jobs/`: the index stays valid while nothing changes there.
+        self.index.stop();
         let running = self.state.running_tasks().len();
         info!(
             running,

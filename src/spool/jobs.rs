@@ -1,5 +1,6 @@
 //! Job files, state files and the view of all jobs that clients show.
 
+use super::index::{self, IndexView, ListingEntry};
 use super::{CLIENT_FILE_MODE, Spool, SpoolError, durable, sequence};
 use crate::model::{JobId, JobRecord, JobSubmission, Request};
 use std::fmt::Write as _;
@@ -77,6 +78,28 @@ pub fn encode_state(job: &JobRecord) -> serde_json::Result<Vec<u8>> {
     bytes.push(b'\n');
     serde_json::to_writer(&mut bytes, job)?;
     Ok(bytes)
+}
+
+/// The listing-index entry of a state file's bytes (`state`) or of a job file's header
+/// line: the listing record a scan would read from those bytes, in binary
+/// (`listing::binary`), so that a listing from the index shows exactly what one from the
+/// files shows.
+pub fn listing_entry(bytes: &[u8], state: bool) -> Result<ListingEntry, String> {
+    let record = if state {
+        parse_state(bytes, true)?
+    } else {
+        parse_submission(bytes, true)?
+    };
+    let mut out = Vec::with_capacity(256);
+    listing::binary::encode(&listing::Summary::of(&record), &mut out);
+    Ok(ListingEntry {
+        kind: if state {
+            index::FROM_STATE_FILE
+        } else {
+            index::FROM_JOB_FILE
+        },
+        bytes: out,
+    })
 }
 
 /// A state file split into its summary line (if any) and the whole record.
@@ -187,15 +210,20 @@ impl Spool {
     }
 
     /// [`Spool::write_state`] for many jobs at once: written and synced in parallel, with
-    /// one sync of `jobs/`. One result per record, in order.
-    pub fn write_states(&self, jobs: &[JobRecord]) -> Vec<Result<(), SpoolError>> {
+    /// one sync of `jobs/`. One result per record, in order, with the listing-index entry of
+    /// what was written (`None` if the summary could not be read back, which cannot happen
+    /// short of a bug: the index then forgets the job and listings read its file).
+    pub fn write_states(
+        &self,
+        jobs: &[JobRecord],
+    ) -> Vec<Result<Option<ListingEntry>, SpoolError>> {
         let mut files = Vec::with_capacity(jobs.len());
         let mut encoded = Vec::with_capacity(jobs.len());
         for job in jobs {
-            match serde_json::to_vec(job) {
+            match encode_state(job) {
                 Ok(bytes) => {
+                    encoded.push(Ok(listing_entry(&bytes, true).ok()));
                     files.push((format!("{}.state", job.id), bytes));
-                    encoded.push(Ok(()));
                 }
                 Err(e) => encoded.push(Err(malformed(
                     &self.state_file(job.id),
@@ -206,7 +234,7 @@ impl Spool {
         let mut written = durable::write_replace_many(&self.jobs_dir(), &files, 0o640).into_iter();
         encoded
             .into_iter()
-            .map(|e| e.and_then(|()| written.next().unwrap_or(Ok(()))))
+            .map(|e| e.and_then(|entry| written.next().unwrap_or(Ok(())).map(|()| entry)))
             .collect()
     }
 
@@ -252,13 +280,51 @@ impl Spool {
         }
     }
 
+    /// [`Spool::read_job`], with the listing-index entry of the file it read (`None` if
+    /// the file has no listing form a client could read: listings then read the file).
+    pub fn read_job_listed(
+        &self,
+        id: JobId,
+    ) -> Result<Option<(JobRecord, Option<ListingEntry>)>, SpoolError> {
+        let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let path = self.state_file(id);
+        let mut bytes = Vec::new();
+        match File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
+            Ok(_) => {
+                let job = parse_state(&bytes, false).map_err(|reason| malformed(&path, reason))?;
+                return Ok(Some((job, listing_entry(&bytes, true).ok())));
+            }
+            Err(e) if not_found(&e) => {}
+            Err(e) => return Err(SpoolError::io("read", &path, e)),
+        }
+        let path = self.job_file(id);
+        let header = match File::open(&path).and_then(|f| {
+            let mut line = Vec::new();
+            BufReader::with_capacity(8192, f).read_until(b'\n', &mut line)?;
+            Ok(line)
+        }) {
+            Ok(line) => line,
+            Err(e) if not_found(&e) => return Ok(None),
+            Err(e) => return Err(SpoolError::io("read", &path, e)),
+        };
+        if header.last() != Some(&b'\n') {
+            return Err(malformed(&path, "job file has no header line"));
+        }
+        let sub: JobSubmission = serde_json::from_slice(&header)
+            .map_err(|e| malformed(&path, format!("bad job header: {e}")))?;
+        Ok(Some((
+            JobRecord::from_submission(sub),
+            listing_entry(&header, false).ok(),
+        )))
+    }
+
     /// Reads every job, in parallel, and applies the requests that `sched_d` has not folded in
     /// yet, so that a client sees the effect of a `qdel` or `qalter` at once, daemon or not.
     ///
     /// Requests are listed *before* the jobs are read: a request folded in meanwhile is then
     /// already in the record and is skipped by its sequence number, never lost.
     pub fn scan_jobs(&self) -> Result<JobScan, SpoolError> {
-        self.scan(ScanDepth::Full)
+        self.scan(ScanDepth::Full, false)
     }
 
     /// Like [`Spool::scan_jobs`], for job listings: records carry only what a listing shows
@@ -268,10 +334,23 @@ impl Spool {
     /// exactly as in a full scan. Never write such records back or show their other fields
     /// (`qstat -j` and `-r` use [`Spool::scan_jobs`]).
     pub fn scan_job_listing(&self) -> Result<JobScan, SpoolError> {
-        self.scan(ScanDepth::Listing)
+        self.scan(ScanDepth::Listing, true)
     }
 
-    fn scan(&self, depth: ScanDepth) -> Result<JobScan, SpoolError> {
+    /// [`Spool::scan_job_listing`] without the listing index: every job file is read (what
+    /// a listing does when the index cannot be trusted). For tests and benchmarks, which
+    /// compare both.
+    pub fn scan_job_listing_by_files(&self) -> Result<JobScan, SpoolError> {
+        self.scan(ScanDepth::Listing, false)
+    }
+
+    /// Whether a job listing now would read the listing index (`spool::index`) rather than
+    /// every job file (for tests and diagnostics).
+    pub fn listing_index_usable(&self) -> bool {
+        IndexView::load(self).is_some()
+    }
+
+    fn scan(&self, depth: ScanDepth, use_index: bool) -> Result<JobScan, SpoolError> {
         let (requests, mut problems) = self.scan_requests()?;
         let mut full_for: Vec<JobId> = requests
             .iter()
@@ -279,13 +358,27 @@ impl Spool {
             .collect();
         full_for.sort_unstable();
         full_for.dedup();
-        let mut scan = self.scan_job_files(depth, &full_for)?;
+        let index = if depth == ScanDepth::Listing && use_index {
+            IndexView::load(self)
+        } else {
+            None
+        };
+        let mut scan = self.scan_job_files(depth, &full_for, index.as_ref())?;
         scan.problems.append(&mut problems);
         apply_pending(&mut scan.jobs, &requests);
         Ok(scan)
     }
 
-    fn scan_job_files(&self, depth: ScanDepth, full_for: &[JobId]) -> Result<JobScan, SpoolError> {
+    /// Reads the jobs of `jobs/`: from the listing index when given, for every job whose
+    /// entry stands for the file the directory holds now (its state file, or its job file
+    /// while it has none); from the files for the others, and for jobs with pending
+    /// requests (`full_for`), which are read whole.
+    fn scan_job_files(
+        &self,
+        depth: ScanDepth,
+        full_for: &[JobId],
+        index: Option<&IndexView>,
+    ) -> Result<JobScan, SpoolError> {
         let dir = self.jobs_dir();
         let (wanted, mut problems) = list_job_files(&dir)?;
         // The directory's descriptor: each file is opened relative to it (`openat`), so the
@@ -297,6 +390,90 @@ impl Spool {
             depth,
             full_for,
         };
+        let mut slots: Vec<Option<JobRecord>> = Vec::new();
+        slots.resize_with(wanted.len(), || None);
+        let Some(index) = index else {
+            problems.extend(reader.read_all(&wanted, &mut slots));
+            return Ok(collect_jobs(slots, problems));
+        };
+        // Entries are decoded on every core, in chunks taken from a shared counter (one
+        // thread may get far less CPU than the other on a loaded machine); the jobs the index
+        // does not stand for are noted by their places in `wanted`, and read from their files.
+        const CHUNK: usize = 2048;
+        let parts = std::sync::Mutex::new(
+            wanted
+                .chunks(CHUNK)
+                .zip(slots.chunks_mut(CHUNK))
+                .enumerate(),
+        );
+        let decode = || {
+            let mut missing: Vec<usize> = Vec::new();
+            loop {
+                let part = match parts.lock() {
+                    Ok(mut q) => q.next(),
+                    Err(_) => None,
+                };
+                let Some((c, (part, out))) = part else { break };
+                for (k, (&(id, has_state), slot)) in part.iter().zip(out).enumerate() {
+                    let entry = if full_for.binary_search(&id).is_ok() {
+                        None
+                    } else {
+                        index.get(id)
+                    };
+                    match entry.map(|(from_state, bytes)| {
+                        (from_state == has_state, listing::binary::decode(bytes))
+                    }) {
+                        Some((true, Ok(job))) if job.id == id => *slot = Some(job),
+                        _ => missing.push(c * CHUNK + k),
+                    }
+                }
+            }
+            missing
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(wanted.len().div_ceil(CHUNK));
+        let mut from_files = if threads <= 1 {
+            decode()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (1..threads).map(|_| s.spawn(decode)).collect();
+                let mut all = decode();
+                for h in handles {
+                    all.append(&mut h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+                }
+                all
+            })
+        };
+        from_files.sort_unstable();
+        if !from_files.is_empty() {
+            let part: Vec<WantedJob> = from_files.iter().map(|&i| wanted[i]).collect();
+            let mut read: Vec<Option<JobRecord>> = Vec::new();
+            read.resize_with(part.len(), || None);
+            problems.extend(reader.read_all(&part, &mut read));
+            for (i, job) in from_files.into_iter().zip(read) {
+                slots[i] = job;
+            }
+        }
+        Ok(collect_jobs(slots, problems))
+    }
+}
+
+/// The records read, in order (jobs that just ended or whose files are malformed left out).
+fn collect_jobs(slots: Vec<Option<JobRecord>>, problems: Vec<ScanProblem>) -> JobScan {
+    // `filter_map` collects in place (`Option<JobRecord>` and `JobRecord` have the same
+    // layout), where `flatten` would build a second vector of the same size.
+    #[allow(clippy::filter_map_identity)]
+    let jobs: Vec<JobRecord> = slots.into_iter().filter_map(|j| j).collect();
+    JobScan { jobs, problems }
+}
+
+impl JobReader<'_> {
+    /// Reads the jobs of `wanted` into the matching places of `slots`, in parallel; returns
+    /// the problems met, in the order of the files.
+    fn read_all(&self, wanted: &[WantedJob], slots: &mut [Option<JobRecord>]) -> Vec<ScanProblem> {
+        let reader = self;
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
@@ -306,8 +483,6 @@ impl Spool {
         // from a shared queue rather than one fixed half each: on a loaded machine one thread
         // may get far less CPU than the other.
         const CHUNK: usize = 512;
-        let mut slots: Vec<Option<JobRecord>> = Vec::new();
-        slots.resize_with(wanted.len(), || None);
         let chunks = wanted.len().div_ceil(CHUNK);
         let queue = std::sync::Mutex::new(
             wanted
@@ -345,12 +520,7 @@ impl Spool {
         };
         // Problems in the order of the files, whatever thread met them.
         found.sort_by_key(|(c, _)| *c);
-        problems.extend(found.into_iter().map(|(_, p)| p));
-        // `filter_map` collects in place (`Option<JobRecord>` and `JobRecord` have the same
-        // layout), where `flatten` would build a second vector of the same size.
-        #[allow(clippy::filter_map_identity)]
-        let jobs: Vec<JobRecord> = slots.into_iter().filter_map(|j| j).collect();
-        Ok(JobScan { jobs, problems })
+        found.into_iter().map(|(_, p)| p).collect()
     }
 }
 
@@ -399,6 +569,29 @@ fn list_job_files(dir: &Path) -> Result<(Vec<WantedJob>, Vec<ScanProblem>), Spoo
                 reason: "not a gridspool job file".to_string(),
             }),
         }
+    }
+    // Ids are nearly contiguous (the live jobs of a sequence): when their span is small
+    // against their number, a table indexed by id orders them in one pass, where sorting
+    // 200,000 names was the largest cost of listing `jobs/` after `getdents`.
+    let (lo, hi) = names
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), k| (lo.min(*k), hi.max(*k)));
+    if !names.is_empty() && (hi - lo) / 2 <= 4 * names.len() as u64 + 1024 {
+        // Per id: 1 = a job file or state file seen, 2 = a state file seen.
+        let mut seen = vec![0u8; ((hi >> 1) - (lo >> 1) + 1) as usize];
+        for key in &names {
+            seen[((key >> 1) - (lo >> 1)) as usize] |= 1 | ((key & 1) as u8) << 1;
+        }
+        let wanted = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f != 0)
+            .map(|(i, f)| {
+                let id = (lo >> 1) + i as u64;
+                (JobId(u32::try_from(id).unwrap_or(u32::MAX)), f & 2 != 0)
+            })
+            .collect();
+        return Ok((wanted, problems));
     }
     // Sorted by id, the state file after the job file: keep the last entry of each id.
     names.sort_unstable();
@@ -831,6 +1024,423 @@ mod listing {
         }
     }
 
+    /// The binary form of a summary, as the listing index (`spool::index`) stores it: the
+    /// same fields as the JSON line, in the same order, little-endian, strings as a `u32`
+    /// length and UTF-8 bytes, options as a `0`/`1` byte, floats as their IEEE bits (so that
+    /// what a listing shows is exactly what the JSON line gave, without parsing a float).
+    /// Decoding checks every length: a short or over-long entry is an error, never a panic.
+    pub(super) mod binary {
+        use super::*;
+        use crate::model::{RunState, SlotRange, TaskUsage};
+
+        fn u32_(out: &mut Vec<u8>, x: u32) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        fn u64_(out: &mut Vec<u8>, x: u64) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        fn i64_(out: &mut Vec<u8>, x: i64) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        fn f64_(out: &mut Vec<u8>, x: f64) {
+            out.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        fn len(out: &mut Vec<u8>, n: usize) {
+            u32_(out, u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        fn str_(out: &mut Vec<u8>, s: &str) {
+            len(out, s.len());
+            out.extend_from_slice(s.as_bytes());
+        }
+        fn opt_i64(out: &mut Vec<u8>, x: Option<i64>) {
+            match x {
+                Some(x) => {
+                    out.push(1);
+                    i64_(out, x);
+                }
+                None => out.push(0),
+            }
+        }
+        fn holds(out: &mut Vec<u8>, h: Holds) {
+            out.push(u8::from(h.user) | u8::from(h.operator) << 1 | u8::from(h.system) << 2);
+        }
+        fn ranges(out: &mut Vec<u8>, rs: &[Range]) {
+            len(out, rs.len());
+            for r in rs {
+                u32_(out, r.0);
+                u32_(out, r.1);
+                u32_(out, r.2);
+            }
+        }
+        fn ids(out: &mut Vec<u8>, ids: &[JobId]) {
+            len(out, ids.len());
+            for id in ids {
+                u32_(out, id.0);
+            }
+        }
+
+        /// Appends the binary form of `s` to `out`.
+        pub(in crate::spool) fn encode(s: &Summary<'_>, out: &mut Vec<u8>) {
+            u32_(out, s.1);
+            u32_(out, s.2.0);
+            str_(out, &s.3);
+            u32_(out, s.4);
+            u32_(out, s.5);
+            i64_(out, s.6);
+            str_(out, &s.7);
+            out.extend_from_slice(&s.8.to_le_bytes());
+            match &s.9 {
+                Some(p) => {
+                    out.push(1);
+                    str_(out, p);
+                }
+                None => out.push(0),
+            }
+            opt_i64(out, s.10);
+            opt_i64(out, s.11);
+            ids(out, &s.12);
+            ids(out, &s.13);
+            match &s.14 {
+                Some(r) => {
+                    out.push(1);
+                    ranges(out, std::slice::from_ref(r));
+                }
+                None => out.push(0),
+            }
+            match &s.15 {
+                Some(pe) => {
+                    out.push(1);
+                    str_(out, &pe.name);
+                    u32_(out, pe.range.min);
+                    u32_(out, pe.range.max);
+                }
+                None => out.push(0),
+            }
+            len(out, s.16.len());
+            for (rs, h) in &s.16 {
+                ranges(out, rs);
+                holds(out, *h);
+            }
+            len(out, s.17.len());
+            for r in s.17.iter() {
+                u32_(out, r.task);
+                out.push(match r.state {
+                    RunState::Transferring => 0,
+                    RunState::Running => 1,
+                    RunState::Suspended => 2,
+                    RunState::QueueSuspended => 3,
+                });
+                i64_(out, r.start_time);
+                str_(out, &r.queue);
+                str_(out, &r.host);
+                u32_(out, r.slots);
+                len(out, r.granted.len());
+                for (host, queue, slots) in &r.granted {
+                    str_(out, host);
+                    str_(out, queue);
+                    u32_(out, *slots);
+                }
+                out.push(u8::from(r.deleting) | u8::from(r.restarted) << 1);
+                holds(out, r.holds);
+                match &r.usage {
+                    Some(u) => {
+                        out.push(1);
+                        for x in [u.cpu, u.mem, u.io, u.vmem, u.maxvmem] {
+                            f64_(out, x);
+                        }
+                    }
+                    None => out.push(0),
+                }
+            }
+            u64_(out, s.18);
+            match &s.19 {
+                Some(e) => {
+                    out.push(1);
+                    i64_(out, e.time);
+                    str_(out, &e.message);
+                }
+                None => out.push(0),
+            }
+            match &s.20 {
+                Some(p) => {
+                    out.push(1);
+                    for x in [
+                        p.0, p.1, p.2, p.3, p.4, p.5, p.6, p.7, p.8, p.9, p.10, p.11, p.12,
+                    ] {
+                        f64_(out, x);
+                    }
+                    len(out, p.13.len());
+                    for (k, v) in p.13.iter() {
+                        str_(out, k);
+                        str_(out, v);
+                    }
+                }
+                None => out.push(0),
+            }
+            u32_(out, s.21);
+            u64_(out, s.22);
+            ranges(out, &s.23);
+        }
+
+        /// Reads what [`encode`] wrote, checking every length.
+        struct Cursor<'b> {
+            b: &'b [u8],
+        }
+
+        type R<T> = Result<T, &'static str>;
+
+        impl<'b> Cursor<'b> {
+            fn take(&mut self, n: usize) -> R<&'b [u8]> {
+                if n > self.b.len() {
+                    return Err("entry cut short");
+                }
+                let (head, rest) = self.b.split_at(n);
+                self.b = rest;
+                Ok(head)
+            }
+            fn array<const N: usize>(&mut self) -> R<[u8; N]> {
+                self.take(N)?.try_into().map_err(|_| "entry cut short")
+            }
+            fn u8(&mut self) -> R<u8> {
+                Ok(self.array::<1>()?[0])
+            }
+            fn flag(&mut self) -> R<bool> {
+                match self.u8()? {
+                    0 => Ok(false),
+                    1 => Ok(true),
+                    _ => Err("bad option tag"),
+                }
+            }
+            fn u32(&mut self) -> R<u32> {
+                self.array().map(u32::from_le_bytes)
+            }
+            fn i32(&mut self) -> R<i32> {
+                self.array().map(i32::from_le_bytes)
+            }
+            fn u64(&mut self) -> R<u64> {
+                self.array().map(u64::from_le_bytes)
+            }
+            fn i64(&mut self) -> R<i64> {
+                self.array().map(i64::from_le_bytes)
+            }
+            fn f64(&mut self) -> R<f64> {
+                self.u64().map(f64::from_bits)
+            }
+            /// A count of items of at least `min_size` bytes each: bounded by what is left, so
+            /// that a damaged count cannot make us reserve gigabytes.
+            fn count(&mut self, min_size: usize) -> R<usize> {
+                let n = self.u32()? as usize;
+                if n.saturating_mul(min_size) > self.b.len() {
+                    return Err("count beyond the entry");
+                }
+                Ok(n)
+            }
+            fn string(&mut self) -> R<String> {
+                let n = self.count(1)?;
+                let bytes = self.take(n)?;
+                std::str::from_utf8(bytes)
+                    .map(str::to_owned)
+                    .map_err(|_| "string not UTF-8")
+            }
+            fn opt_i64(&mut self) -> R<Option<i64>> {
+                if self.flag()? {
+                    self.i64().map(Some)
+                } else {
+                    Ok(None)
+                }
+            }
+            fn holds(&mut self) -> R<Holds> {
+                let b = self.u8()?;
+                if b > 7 {
+                    return Err("bad holds");
+                }
+                Ok(Holds {
+                    user: b & 1 != 0,
+                    operator: b & 2 != 0,
+                    system: b & 4 != 0,
+                })
+            }
+            fn range(&mut self) -> R<Range> {
+                Ok((self.u32()?, self.u32()?, self.u32()?))
+            }
+            fn ranges(&mut self) -> R<Vec<Range>> {
+                let n = self.count(12)?;
+                (0..n).map(|_| self.range()).collect()
+            }
+            fn ids(&mut self) -> R<Vec<JobId>> {
+                let n = self.count(4)?;
+                (0..n).map(|_| self.u32().map(JobId)).collect()
+            }
+            fn running(&mut self) -> R<RunningTask> {
+                let task = self.u32()?;
+                let state = match self.u8()? {
+                    0 => RunState::Transferring,
+                    1 => RunState::Running,
+                    2 => RunState::Suspended,
+                    3 => RunState::QueueSuspended,
+                    _ => return Err("bad run state"),
+                };
+                let start_time = self.i64()?;
+                let queue = self.string()?;
+                let host = self.string()?;
+                let slots = self.u32()?;
+                let n = self.count(12)?;
+                let granted = (0..n)
+                    .map(|_| Ok((self.string()?, self.string()?, self.u32()?)))
+                    .collect::<R<Vec<_>>>()?;
+                let flags = self.u8()?;
+                if flags > 3 {
+                    return Err("bad task flags");
+                }
+                let holds = self.holds()?;
+                let usage = if self.flag()? {
+                    Some(TaskUsage {
+                        cpu: self.f64()?,
+                        mem: self.f64()?,
+                        io: self.f64()?,
+                        vmem: self.f64()?,
+                        maxvmem: self.f64()?,
+                    })
+                } else {
+                    None
+                };
+                Ok(RunningTask {
+                    task,
+                    state,
+                    start_time,
+                    queue,
+                    host,
+                    slots,
+                    granted,
+                    deleting: flags & 1 != 0,
+                    restarted: flags & 2 != 0,
+                    holds,
+                    usage,
+                })
+            }
+        }
+
+        /// The listing record an entry stands for (as [`Summary::into_record`] builds it from
+        /// the JSON line).
+        pub(in crate::spool) fn decode(bytes: &[u8]) -> Result<JobRecord, String> {
+            decode_summary(bytes)
+                .map(Summary::into_record)
+                .map_err(|e| format!("bad listing index entry: {e}"))
+        }
+
+        fn decode_summary(bytes: &[u8]) -> R<Summary<'static>> {
+            let mut c = Cursor { b: bytes };
+            let v = c.u32()?;
+            let id = JobId(c.u32()?);
+            let owner = c.string()?;
+            let uid = c.u32()?;
+            let gid = c.u32()?;
+            let submission_time = c.i64()?;
+            let name = c.string()?;
+            let priority = c.i32()?;
+            let project = if c.flag()? { Some(c.string()?) } else { None };
+            let start_time = c.opt_i64()?;
+            let deadline = c.opt_i64()?;
+            let predecessors = c.ids()?;
+            let array_predecessors = c.ids()?;
+            let array = if c.flag()? {
+                let n = c.count(12)?;
+                if n != 1 {
+                    return Err("bad array range");
+                }
+                Some(c.range()?)
+            } else {
+                None
+            };
+            let pe = if c.flag()? {
+                Some(PeRequest {
+                    name: c.string()?,
+                    range: SlotRange {
+                        min: c.u32()?,
+                        max: c.u32()?,
+                    },
+                })
+            } else {
+                None
+            };
+            let n = c.count(5)?;
+            let pending = (0..n)
+                .map(|_| Ok((c.ranges()?, c.holds()?)))
+                .collect::<R<Vec<_>>>()?;
+            let n = c.count(30)?;
+            let running = (0..n).map(|_| c.running()).collect::<R<Vec<_>>>()?;
+            let finished = c.u64()?;
+            let error = if c.flag()? {
+                Some(ErrorInfo {
+                    time: c.i64()?,
+                    message: c.string()?,
+                })
+            } else {
+                None
+            };
+            let prio = if c.flag()? {
+                let mut x = [0f64; 13];
+                for slot in &mut x {
+                    *slot = c.f64()?;
+                }
+                let n = c.count(8)?;
+                let terms = (0..n)
+                    .map(|_| Ok((c.string()?, c.string()?)))
+                    .collect::<R<Vec<_>>>()?;
+                Some((
+                    x[0],
+                    x[1],
+                    x[2],
+                    x[3],
+                    x[4],
+                    x[5],
+                    x[6],
+                    x[7],
+                    x[8],
+                    x[9],
+                    x[10],
+                    x[11],
+                    x[12],
+                    Cow::Owned(terms),
+                ))
+            } else {
+                None
+            };
+            let version = c.u32()?;
+            let applied_request = c.u64()?;
+            let finished_tasks = c.ranges()?;
+            if !c.b.is_empty() {
+                return Err("bytes after the entry");
+            }
+            Ok(Summary(
+                Tag,
+                v,
+                id,
+                Cow::Owned(owner),
+                uid,
+                gid,
+                submission_time,
+                Cow::Owned(name),
+                priority,
+                project.map(Cow::Owned),
+                start_time,
+                deadline,
+                Cow::Owned(predecessors),
+                Cow::Owned(array_predecessors),
+                array,
+                pe.map(Cow::Owned),
+                pending,
+                Cow::Owned(running),
+                finished,
+                error.map(Cow::Owned),
+                prio,
+                version,
+                applied_request,
+                finished_tasks,
+            ))
+        }
+    }
+
     #[derive(Deserialize)]
     pub(super) struct Record {
         v: u32,
@@ -1075,6 +1685,88 @@ mod tests {
             spool.read_job(JobId(1)).expect("read"),
             Some(records[0].clone())
         );
+    }
+
+    #[test]
+    fn index_entries_decode_to_the_listing_records_of_their_files() {
+        use crate::model::{RunState, RunningTask, TaskUsage};
+        let mut rec = JobRecord::from_submission(submission(7));
+        rec.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+        rec.spec.start_time = Some(1_795_000_500);
+        rec.spec.array_predecessors = vec![JobId(3), JobId(4)];
+        rec.spec.pe = Some(crate::model::PeRequest {
+            name: "smp".into(),
+            range: crate::model::SlotRange { min: 2, max: 4 },
+        });
+        rec.tasks.pending[0].tasks.pop_first();
+        rec.tasks.pending[0].holds.operator = true;
+        rec.tasks.running.push(RunningTask {
+            granted: vec![
+                ("a".into(), "all.q".into(), 2),
+                ("b".into(), "all.q".into(), 2),
+            ],
+            deleting: true,
+            restarted: true,
+            holds: Holds {
+                system: true,
+                ..Holds::NONE
+            },
+            usage: Some(TaskUsage {
+                cpu: 1.25,
+                mem: 0.1 + 0.2,
+                io: 1e-300,
+                vmem: 3e9,
+                maxvmem: f64::MAX,
+            }),
+            state: RunState::Suspended,
+            ..RunningTask::running(1, "all.q", "a", 4, 1_795_000_600)
+        });
+        rec.tasks.finished = 2;
+        rec.tasks.finished_tasks = crate::model::TaskSet::from_stored_ranges(vec![
+            crate::model::TaskIdRange::new(3, 3, 1),
+            crate::model::TaskIdRange::new(7, 9, 2),
+        ]);
+        rec.error = Some(crate::model::ErrorInfo {
+            time: 5,
+            message: "can't start: é".into(),
+        });
+        rec.priority = Some(PriorityInfo {
+            prio: 0.123_456_789_012_345_67,
+            nurg: 1.0 / 3.0,
+            tickets: 1e-7,
+            policy_terms: vec![("gap".into(), "3".into()), ("slice".into(), "".into())],
+            ..PriorityInfo::default()
+        });
+        rec.version = 3;
+        rec.applied_request = 42;
+        let state = encode_state(&rec).expect("encode");
+        let old_state = serde_json::to_vec(&rec).expect("encode");
+        let mut header = serde_json::to_vec(&submission(8)).expect("encode");
+        header.push(b'\n');
+        let bare = JobRecord::from_submission(submission(9));
+        for (bytes, is_state) in [
+            (&state[..], true),
+            (&old_state[..], true),
+            (&header[..], false),
+            (&encode_state(&bare).expect("encode")[..], true),
+        ] {
+            let listed = if is_state {
+                parse_state(bytes, true)
+            } else {
+                parse_submission(bytes, true)
+            }
+            .expect("parse");
+            let entry = listing_entry(bytes, is_state).expect("entry");
+            assert_eq!(entry.kind == index::FROM_STATE_FILE, is_state);
+            assert_eq!(
+                listing::binary::decode(&entry.bytes).expect("decode"),
+                listed
+            );
+            // Every shorter entry is refused, never a panic.
+            for cut in 0..entry.bytes.len() {
+                assert!(listing::binary::decode(&entry.bytes[..cut]).is_err());
+            }
+        }
     }
 
     #[test]

@@ -13,16 +13,18 @@
 //! | `jobs/<id>.exits` | `sched_d`, appended | one line per finished task (for `qsub -sync`) |
 //! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
-//! | `daemon/` | `sched_d` | lock, pid file, log |
+//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]) |
 //!
 //! Names starting with a dot are temporary files of [`durable`] and are never read.
 
 pub mod durable;
+pub mod index;
 mod jobs;
 mod requests;
 pub mod sequence;
 
-pub use jobs::{JobScan, ScanProblem, encode_state};
+pub use index::{IndexWriter, ListingEntry};
+pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
 
 use std::path::{Path, PathBuf};
 
