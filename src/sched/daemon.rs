@@ -176,6 +176,9 @@ pub struct Daemon {
     refused: BTreeSet<JobId>,
     /// Periodic passes refresh stale priorities in state files from here on.
     refresh_cursor: JobId,
+    /// State files the last periodic pass still wants refreshed; written a chunk at a time
+    /// while nothing else waits (see [`Daemon::refresh_some`]).
+    refresh_budget: usize,
     periodic_due: bool,
     /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
     full_pass: bool,
@@ -206,6 +209,10 @@ struct EndedTask {
 
 /// State files refreshed per periodic pass only for their priority columns.
 const PRIORITY_REFRESH_PER_PASS: usize = 1000;
+
+/// How many of them are written in one go: a chunk is what an event that arrives meanwhile
+/// may have to wait for (1,000 durable writes at once once held a dispatch up for 1.7 s).
+const PRIORITY_REFRESH_CHUNK: usize = 50;
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -276,6 +283,7 @@ impl Daemon {
             terminate: false,
             refused: BTreeSet::new(),
             refresh_cursor: JobId(0),
+            refresh_budget: 0,
             periodic_due: false,
             full_pass: true,
             compacted_at: 0,
@@ -339,7 +347,13 @@ impl Daemon {
                 let at = Instant::now() + Duration::from_secs((s - t).max(0) as u64);
                 deadline = deadline.min(at);
             }
-            let timeout = deadline.saturating_duration_since(Instant::now());
+            // Refreshing priorities is background work: inputs go first, and it goes on
+            // only when none is waiting.
+            let timeout = if self.refresh_budget > 0 {
+                Duration::ZERO
+            } else {
+                deadline.saturating_duration_since(Instant::now())
+            };
             match self.rx.recv_timeout(timeout) {
                 Ok(input) => {
                     self.handle(input);
@@ -347,7 +361,9 @@ impl Daemon {
                         self.handle(more);
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    self.refresh_some();
+                }
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let at = Instant::now();
@@ -413,13 +429,29 @@ impl Daemon {
                 self.state.compact();
                 self.compacted_at = n;
             }
-            let n = self
-                .state
-                .refresh_stale_priorities(&mut self.refresh_cursor, PRIORITY_REFRESH_PER_PASS);
-            if n > 0 {
-                debug!(jobs = n, "refreshing priorities in state files");
-                self.flush();
-            }
+            self.refresh_budget = PRIORITY_REFRESH_PER_PASS;
+        }
+    }
+
+    /// Refreshes the priority columns of one chunk of state files whose priority changed,
+    /// when no input waits.
+    fn refresh_some(&mut self) {
+        if self.refresh_budget == 0 {
+            return;
+        }
+        let chunk = self.refresh_budget.min(PRIORITY_REFRESH_CHUNK);
+        let n = self
+            .state
+            .refresh_stale_priorities(&mut self.refresh_cursor, chunk);
+        // Fewer than asked: every job was looked at, nothing else is stale.
+        self.refresh_budget = if n < chunk {
+            0
+        } else {
+            self.refresh_budget - chunk
+        };
+        if n > 0 {
+            debug!(jobs = n, "refreshing priorities in state files");
+            self.flush();
         }
     }
 

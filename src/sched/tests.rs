@@ -555,3 +555,32 @@ fn cold_records_are_dispatched_altered_and_written_like_warm_ones() {
         Holds::NONE
     );
 }
+
+/// The periodic refresh of state files takes the stale ones a chunk at a time, in id order
+/// from where the last chunk stopped, and marks fewer than asked only once it has looked at
+/// every job (the daemon's budget relies on it).
+#[test]
+fn stale_priorities_are_refreshed_a_chunk_at_a_time() {
+    let jobs = (1..=5).map(|id| job(id, |_, _| {})).collect();
+    let mut s = state(config(1, 0, ""), jobs);
+    s.schedule(NOW);
+    let _ = s.take_dirty();
+    let mut cursor = JobId(0);
+    let mut chunks = Vec::new();
+    loop {
+        let n = s.refresh_stale_priorities(&mut cursor, 2);
+        let mut ids: Vec<u32> = s.take_dirty().into_iter().map(|id| id.0).collect();
+        ids.sort_unstable();
+        for &id in &ids {
+            s.note_written(JobId(id));
+        }
+        assert_eq!(n, ids.len());
+        chunks.push(ids);
+        if n < 2 {
+            break;
+        }
+    }
+    assert_eq!(chunks, vec![vec![1, 2], vec![3, 4], vec![5]]);
+    // Everything written: nothing is stale until the priorities change again.
+    assert_eq!(s.refresh_stale_priorities(&mut cursor, 2), 0);
+}
