@@ -522,9 +522,10 @@ impl SchedState {
         }
         // One walk in position order: terms, and no "why pending" for what is not pending.
         let none: Arc<[String]> = Arc::from(Vec::new());
-        for (pos, e) in self.jobs.values_mut().enumerate() {
-            e.terms = terms_at.get_mut(pos).and_then(Option::take);
-            if e.terms.is_some() && !(e.hot.has_pending && e.hot.pending_unheld) {
+        let rows = &mut self.rows;
+        for (pos, (r, t)) in rows.rows.iter().zip(rows.terms.iter_mut()).enumerate() {
+            *t = terms_at.get_mut(pos).and_then(Option::take);
+            if t.is_some() && !(r.has_pending() && r.pending_unheld()) {
                 job_reasons[pos] = Some(none.clone());
             }
         }

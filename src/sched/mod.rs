@@ -36,6 +36,7 @@ pub mod pass;
 pub mod policy_files;
 pub mod priority;
 pub mod qube;
+pub(crate) mod rows;
 pub mod runner;
 pub mod sge_policy;
 pub mod state;

@@ -121,6 +121,7 @@ impl SchedState {
     pub fn schedule(&mut self, now: i64) -> PassResult {
         let mut clock = std::time::Instant::now();
         let mut result = PassResult::default();
+        self.tidy_rows();
         self.cluster.clear_reservations();
         self.ends_cache = None;
         let sconf = self.config.scheduler.clone();
@@ -132,27 +133,39 @@ impl SchedState {
             .unwrap_or_else(|| std::mem::take(&mut self.scratch.order));
         ordered.clear();
         self.started_in_pass.clear();
-        let n = self.jobs.len();
+        let n = self.rows.len();
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
         let mut infos: Vec<PriorityInfo> = Vec::new();
 
-        // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
-        // running jobs get a priority; held and blocked ones get SGE's zeros.
+        // 1. Classify (one sequential walk over the dense rows, in job-id order) and
+        // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
+        // blocked ones get SGE's zeros.
         {
             let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
             let names = &self.name_list;
-            for (pos, (id, e)) in self.jobs.iter().enumerate() {
-                let h = &e.hot;
-                let elig = if h.has_pending {
-                    self.eligibility_of(e, now, &mut result.next_wakeup)
-                } else {
+            for (pos, h) in self.rows.rows.iter().enumerate() {
+                if !h.live() {
+                    continue;
+                }
+                let id = h.id;
+                let cat = h.cat as CatId;
+                let elig = if !h.has_pending() {
                     Err(String::new())
+                } else if h.plainly_eligible(now) {
+                    self.category_eligibility(cat)
+                } else {
+                    // Held, in error, waiting for an `-a` time or for other jobs: the
+                    // entry (and maybe the record) says why.
+                    match self.jobs.get(&id) {
+                        Some(e) => self.eligibility_of(e, now, &mut result.next_wakeup),
+                        None => Err(String::new()),
+                    }
                 };
                 if elig.is_ok() || h.running_since.is_some() {
-                    let d = self.categories[e.cat].demand.as_ref().ok();
+                    let d = self.categories[cat].demand.as_ref().ok();
                     let qu = if elig.is_err() {
                         h.running_queue_urgency
                     } else {
@@ -160,7 +173,7 @@ impl SchedState {
                     };
                     input_of[pos] = inputs.len();
                     inputs.push(PriorityInput {
-                        job: *id,
+                        job: id,
                         uid: h.uid,
                         owner: names.get(h.owner as usize).map_or("", String::as_str),
                         project: h
@@ -177,22 +190,23 @@ impl SchedState {
                 }
                 match elig {
                     Ok(()) => cands.push(Candidate {
-                        key: (0, 0, *id),
+                        key: (0, 0, id),
                         pos,
-                        id: *id,
-                        cat: e.cat,
+                        id,
+                        cat,
                         submitted: h.submitted,
-                        reserve: h.reserve,
-                        array_deps: h.array_deps,
+                        reserve: h.reserve(),
+                        array_deps: h.array_deps(),
                         cluster: h.cluster,
                         project: h.project,
                         owner: h.owner,
                         pending_tasks: h.pending_tasks,
                     }),
-                    Err(why) if h.has_pending => {
+                    Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
-                        job_reasons[pos] = Some(if e.reasons.len() == 1 && e.reasons[0] == why {
-                            e.reasons.clone()
+                        let last = &self.rows.reasons[pos];
+                        job_reasons[pos] = Some(if last.len() == 1 && last[0] == why {
+                            last.clone()
                         } else {
                             Arc::from(vec![why])
                         });
@@ -284,7 +298,7 @@ impl SchedState {
         let durations: Vec<Option<i64>> = (0..self.categories.len())
             .map(|c| self.duration(c))
             .collect();
-        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.rows.len()];
         result.considered = cands.len();
         self.dispatch_all(
             &cands,
@@ -378,12 +392,22 @@ impl SchedState {
     ) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
-        for (pos, (id, e)) in self.jobs.iter_mut().enumerate() {
+        let rows = &mut self.rows;
+        for (pos, ((row, reasons), priority)) in rows
+            .rows
+            .iter()
+            .zip(rows.reasons.iter_mut())
+            .zip(rows.priority.iter_mut())
+            .enumerate()
+        {
+            if !row.live() {
+                continue;
+            }
             if let Some((input_of, infos)) = priorities.as_mut() {
                 match input_of.get(pos).copied().unwrap_or(NO_INPUT) {
                     NO_INPUT => {}
-                    BLOCKED => e.priority = Some(PriorityInfo::default()),
-                    i => e.priority = infos.get_mut(i).map(std::mem::take),
+                    BLOCKED => *priority = Some(PriorityInfo::default()),
+                    i => *priority = infos.get_mut(i).map(std::mem::take),
                 }
             }
             let new = match job_reasons.get_mut(pos).and_then(Option::take) {
@@ -391,9 +415,9 @@ impl SchedState {
                 None if clear => empty.clone(),
                 None => continue,
             };
-            if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
-                e.reasons = new;
-                changed.push(*id);
+            if !Arc::ptr_eq(reasons, &new) && reasons[..] != new[..] {
+                *reasons = new;
+                changed.push(row.id);
             }
         }
         for id in changed {
@@ -440,7 +464,13 @@ impl SchedState {
                 ));
             }
         }
-        let cat = &self.categories[e.cat];
+        self.category_eligibility(e.cat)
+    }
+
+    /// Whether the job's category can ever run, else why not (the last step of
+    /// [`SchedState::eligibility_of`]).
+    fn category_eligibility(&self, cat: CatId) -> Result<(), String> {
+        let cat = &self.categories[cat];
         if let Err(why) = &cat.demand {
             return Err(why.clone());
         }

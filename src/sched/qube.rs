@@ -87,9 +87,10 @@ impl SchedState {
                 ]));
             }
         }
-        for e in self.jobs.values_mut() {
-            e.terms = if e.hot.has_pending || e.hot.running > 0 {
-                cache.get(e.hot.cluster as usize).cloned().flatten()
+        let rows = &mut self.rows;
+        for (r, t) in rows.rows.iter().zip(rows.terms.iter_mut()) {
+            *t = if r.live() && (r.has_pending() || r.running()) {
+                cache.get(r.cluster as usize).cloned().flatten()
             } else {
                 None
             };
@@ -394,7 +395,7 @@ impl SchedState {
             let p = self
                 .jobs
                 .get(id)
-                .and_then(|e| e.priority.as_ref())
+                .and_then(|e| self.priority_of(e))
                 .map_or(0.0, |p| p.prio);
             (-(p * 1e12).round() as i64, *id)
         });
@@ -411,10 +412,12 @@ impl SchedState {
         } else {
             vec![root; self.cluster.hosts.len()]
         };
+        let priorities = &self.rows.priority;
         let prio_of = |e: &super::state::JobEntry| {
             JobPriority(
-                e.priority
-                    .as_ref()
+                priorities
+                    .get(e.row as usize)
+                    .and_then(Option::as_ref)
                     .map_or(0, |p| (p.prio * 1e12).round() as i64),
             )
         };
