@@ -113,8 +113,6 @@ pub(crate) struct PassScratch {
     /// An ordered-candidates allocation no longer in use (the order cache's).
     pub(super) order: Vec<Candidate>,
 }
-/// A blocked job (held, waiting, in error): SGE's zeros.
-const BLOCKED: usize = usize::MAX - 1;
 
 impl SchedState {
     /// Runs one scheduling pass at time `now`.
@@ -138,7 +136,8 @@ impl SchedState {
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
-        let mut infos: Vec<PriorityInfo> = Vec::new();
+        // The row of each priority input.
+        let mut input_pos: Vec<u32> = Vec::with_capacity(n);
 
         // 1. Classify (one sequential walk over the dense rows, in job-id order) and
         // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
@@ -172,6 +171,7 @@ impl SchedState {
                         d.map_or(0.0, |d| d.queue_urgency)
                     };
                     input_of[pos] = inputs.len();
+                    input_pos.push(pos as u32);
                     inputs.push(PriorityInput {
                         job: id,
                         uid: h.uid,
@@ -214,7 +214,17 @@ impl SchedState {
                     Err(_) => {}
                 }
             }
-            self.policy.compute_into(&sconf, now, &inputs, &mut infos);
+            // Each priority goes straight into its job's row (no vector of 100,000
+            // priorities in between); the dispatch below does not read them.
+            let priority = &mut self.rows.priority;
+            self.policy.compute_each(&sconf, now, &inputs, &mut |i, p| {
+                if let Some(slot) = input_pos
+                    .get(i)
+                    .and_then(|&pos| priority.get_mut(pos as usize))
+                {
+                    *slot = Some(p);
+                }
+            });
         }
 
         let mut lap = |slot: &mut u64| {
@@ -229,8 +239,7 @@ impl SchedState {
         // second key component fits in 32 bits (a submission time, or 0), the whole key packs
         // into one u128 that orders like the tuple: one integer comparison per step.
         for c in cands.iter_mut() {
-            let i = input_of[c.pos];
-            let prio = infos.get(i).map_or(0.0, |p| p.prio);
+            let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
             c.key = order_key(sconf.policy, prio, c.submitted, c.id);
         }
         if cands
@@ -256,14 +265,14 @@ impl SchedState {
         drop(cands);
         let cands = ordered;
         result.considered = cands.len();
-        // The priorities go into the entries in the same walk as the reasons (after the
-        // dispatch, which does not read them): one walk over 100,000 entries, not two.
         for pos in blocked_pos {
-            // A blocked job with running tasks keeps its computed priority.
+            // A blocked job gets SGE's zeros, unless it has running tasks: then it keeps
+            // its computed priority.
             if input_of[pos] == NO_INPUT {
-                input_of[pos] = BLOCKED;
+                self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }
+        drop(input_of);
 
         if sconf.policy == PolicyOrder::Cluster {
             self.qube_policy_terms(&cands);
@@ -271,8 +280,7 @@ impl SchedState {
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
         lap(&mut phases[2]);
-        self.store_reasons(job_reasons, true, Some((&input_of, &mut infos)));
-        drop(infos);
+        self.store_reasons(job_reasons, true);
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
@@ -311,7 +319,7 @@ impl SchedState {
         let t = std::time::Instant::now();
         result.phase_us[2] = (t - clock).as_micros() as u64;
         clock = t;
-        self.store_reasons(job_reasons, false, None);
+        self.store_reasons(job_reasons, false);
         result.phase_us[3] = clock.elapsed().as_micros() as u64;
         self.keep_order(cands);
         result
@@ -381,34 +389,13 @@ impl SchedState {
     /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
     /// jobs without a new reason get none (a full pass saw every job); without, they keep
     /// theirs.
-    ///
-    /// With `priorities` (a full pass: each job's index into the computed priorities, or
-    /// [`NO_INPUT`] / [`BLOCKED`]), the priorities are stored in the same walk.
-    fn store_reasons(
-        &mut self,
-        mut job_reasons: Vec<Option<Arc<[String]>>>,
-        clear: bool,
-        mut priorities: Option<(&[usize], &mut Vec<PriorityInfo>)>,
-    ) {
+    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
         let rows = &mut self.rows;
-        for (pos, ((row, reasons), priority)) in rows
-            .rows
-            .iter()
-            .zip(rows.reasons.iter_mut())
-            .zip(rows.priority.iter_mut())
-            .enumerate()
-        {
+        for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
             if !row.live() {
                 continue;
-            }
-            if let Some((input_of, infos)) = priorities.as_mut() {
-                match input_of.get(pos).copied().unwrap_or(NO_INPUT) {
-                    NO_INPUT => {}
-                    BLOCKED => *priority = Some(PriorityInfo::default()),
-                    i => *priority = infos.get_mut(i).map(std::mem::take),
-                }
             }
             let new = match job_reasons.get_mut(pos).and_then(Option::take) {
                 Some(r) => r,

@@ -140,6 +140,18 @@ impl PriorityPolicy for SgePriority {
         jobs: &[PriorityInput<'_>],
         out: &mut Vec<PriorityInfo>,
     ) {
+        out.clear();
+        out.reserve(jobs.len());
+        self.compute_each(c, now, jobs, &mut |_, p| out.push(p));
+    }
+
+    fn compute_each(
+        &mut self,
+        c: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+        emit: &mut dyn FnMut(usize, PriorityInfo),
+    ) {
         let ticket_jobs: Vec<TicketJobInput<'_>> = jobs
             .iter()
             .map(|j| TicketJobInput {
@@ -194,10 +206,8 @@ impl PriorityPolicy for SgePriority {
             now,
             max_tickets: Some(tickets.max_tickets),
         };
-        // The jobs are read in place and the priorities stored as they come: no input and
+        // The jobs are read in place and the priorities handed on as they come: no input and
         // output vectors of 100,000 entries between the layers.
-        out.clear();
-        out.reserve(jobs.len());
         compute_priorities_each(
             &pass,
             jobs.len(),
@@ -217,22 +227,25 @@ impl PriorityPolicy for SgePriority {
             },
             |i, p| {
                 let t = &tickets.jobs[i];
-                out.push(PriorityInfo {
-                    prio: p.prio,
-                    nurg: p.nurg,
-                    npprior: p.npprior,
-                    ntckts: p.ntckts,
-                    urg: p.urg,
-                    rrcontr: p.rrcontr,
-                    wtcontr: p.wtcontr,
-                    dlcontr: p.dlcontr,
-                    tickets: t.tckts,
-                    otickets: t.otckt,
-                    ftickets: t.ftckt,
-                    stickets: t.stckt,
-                    share: t.share,
-                    policy_terms: Vec::new(),
-                });
+                emit(
+                    i,
+                    PriorityInfo {
+                        prio: p.prio,
+                        nurg: p.nurg,
+                        npprior: p.npprior,
+                        ntckts: p.ntckts,
+                        urg: p.urg,
+                        rrcontr: p.rrcontr,
+                        wtcontr: p.wtcontr,
+                        dlcontr: p.dlcontr,
+                        tickets: t.tckts,
+                        otickets: t.otckt,
+                        ftickets: t.ftckt,
+                        stickets: t.stckt,
+                        share: t.share,
+                        policy_terms: Vec::new(),
+                    },
+                );
             },
         );
     }
