@@ -236,22 +236,22 @@ mod tests {
             name: format!("j{id}"),
             script_file: "j.sh".into(),
             priority: -((seed % 5) as i32) * 10,
-            reserve: seed % 7 == 0,
+            reserve: seed.is_multiple_of(7),
             ..JobSpec::default()
         };
-        if seed % 3 == 0 {
+        if seed.is_multiple_of(3) {
             spec.hard_resources.push(ResourceRequest {
                 name: "h_rt".into(),
                 value: format!("{}", 60 * (seed % 4 + 1)),
             });
         }
-        if seed % 11 == 0 {
+        if seed.is_multiple_of(11) {
             spec.start_time = Some(1_000 + (seed % 100) as i64);
         }
-        if seed % 13 == 0 {
+        if seed.is_multiple_of(13) {
             spec.deadline = Some(5_000);
         }
-        if seed % 5 == 0 {
+        if seed.is_multiple_of(5) {
             spec.array = Some(TaskIdRange {
                 first: 1,
                 last: 3,
@@ -313,7 +313,7 @@ mod tests {
                     0..=2 => {
                         // Mostly new ids, sometimes one below the last (a spool loaded out
                         // of order).
-                        let id = if r % 17 == 0 && next > 3 {
+                        let id = if r.is_multiple_of(17) && next > 3 {
                             (next - 2) + 1_000 * (round as u32 + 1)
                         } else {
                             next += 1;
