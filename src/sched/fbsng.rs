@@ -352,12 +352,19 @@ impl SchedState {
                 }
             }
         }
+        // Configured hosts by name (the first of a name, as `ClusterConfig::host` finds it):
+        // not a scan of the host list per host.
+        let mut host_config: HashMap<&str, &crate::config::HostConfig> =
+            HashMap::with_capacity(self.config.hosts.len());
+        for h in &self.config.hosts {
+            host_config.entry(h.name.as_str()).or_insert(h);
+        }
         let host_mask: Vec<u64> = self
             .cluster
             .hosts
             .iter()
             .map(|h| {
-                self.config.host(&h.name).map_or(0, |c| {
+                host_config.get(h.name.as_str()).map_or(0, |c| {
                     c.attributes
                         .iter()
                         .filter_map(|a| attr_bits.get(a))
