@@ -367,41 +367,61 @@ pub fn compute_priorities_into(
     jobs: &[JobPriorityInput],
     out: &mut Vec<JobPriority>,
 ) {
-    let w = &pass.weights;
     out.clear();
     out.reserve(jobs.len());
+    compute_priorities_each(pass, jobs.len(), |i| jobs[i], |_, p| out.push(p));
+}
+
+/// The unnormalised columns of one job: urgency and its parts, `npprior`, the tickets.
+fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
+    let w = &pass.weights;
+    let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
+    let wtcontr = waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
+    let dlcontr = deadline_contribution(pass.now, job.deadline, w.weight_deadline);
+    JobPriority {
+        prio: 0.0,
+        nurg: 0.0,
+        urg: wtcontr + dlcontr + rrcontr,
+        rrcontr,
+        wtcontr,
+        dlcontr,
+        npprior: normalized_posix_priority(job.posix_priority),
+        ntckts: 0.0,
+        ppri: job.posix_priority,
+        tckts: job.tickets,
+    }
+}
+
+/// [`compute_priorities`] for `n` jobs given one at a time by `job(i)` (called twice per
+/// job: once for the ranges, once for the values), each result handed to `emit(i, …)` in
+/// order: for a caller that keeps its jobs in its own layout and stores the priorities in
+/// its own type, without an input and an output vector per pass. The values are exactly
+/// [`compute_priorities`]'s (the same operations in the same order).
+pub fn compute_priorities_each(
+    pass: &PriorityPass,
+    n: usize,
+    job: impl Fn(usize) -> JobPriorityInput,
+    mut emit: impl FnMut(usize, JobPriority),
+) {
+    let w = &pass.weights;
     // SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive double).
     let mut min_urg = f64::MAX;
     let mut max_urg = f64::MIN_POSITIVE;
     let mut max_tix = 0.0_f64;
-    for job in jobs {
-        let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
-        let wtcontr =
-            waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
-        let dlcontr = deadline_contribution(pass.now, job.deadline, w.weight_deadline);
-        let urg = wtcontr + dlcontr + rrcontr;
-        min_urg = min_urg.min(urg);
-        max_urg = max_urg.max(urg);
-        max_tix = max_tix.max(job.tickets);
-        out.push(JobPriority {
-            prio: 0.0,
-            nurg: 0.0,
-            urg,
-            rrcontr,
-            wtcontr,
-            dlcontr,
-            npprior: normalized_posix_priority(job.posix_priority),
-            ntckts: 0.0,
-            ppri: job.posix_priority,
-            tckts: job.tickets,
-        });
+    for i in 0..n {
+        let p = raw_priority(pass, &job(i));
+        min_urg = min_urg.min(p.urg);
+        max_urg = max_urg.max(p.urg);
+        max_tix = max_tix.max(p.tckts);
     }
     let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
-    for p in out.iter_mut() {
+    for i in 0..n {
+        let mut p = raw_priority(pass, &job(i));
         p.nurg = normalize(p.urg, min_urg, max_urg);
         p.ntckts = normalize(p.tckts, 0.0, max_tix);
         p.prio =
             w.weight_urgency * p.nurg + w.weight_ticket * p.ntckts + w.weight_priority * p.npprior;
+        emit(i, p);
     }
 }
 
@@ -1224,6 +1244,95 @@ fn tickets_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The priorities as they were computed before [`compute_priorities_each`]: every job's
+    /// raw values stored in a vector, then normalised in a second walk over it.
+    fn stored_then_normalised(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec<JobPriority> {
+        let w = &pass.weights;
+        let mut out = Vec::new();
+        let mut min_urg = f64::MAX;
+        let mut max_urg = f64::MIN_POSITIVE;
+        let mut max_tix = 0.0_f64;
+        for job in jobs {
+            let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
+            let wtcontr =
+                waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
+            let dlcontr = deadline_contribution(pass.now, job.deadline, w.weight_deadline);
+            let urg = wtcontr + dlcontr + rrcontr;
+            min_urg = min_urg.min(urg);
+            max_urg = max_urg.max(urg);
+            max_tix = max_tix.max(job.tickets);
+            out.push(JobPriority {
+                prio: 0.0,
+                nurg: 0.0,
+                urg,
+                rrcontr,
+                wtcontr,
+                dlcontr,
+                npprior: normalized_posix_priority(job.posix_priority),
+                ntckts: 0.0,
+                ppri: job.posix_priority,
+                tckts: job.tickets,
+            });
+        }
+        let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
+        for p in out.iter_mut() {
+            p.nurg = normalize(p.urg, min_urg, max_urg);
+            p.ntckts = normalize(p.tckts, 0.0, max_tix);
+            p.prio = w.weight_urgency * p.nurg
+                + w.weight_ticket * p.ntckts
+                + w.weight_priority * p.npprior;
+        }
+        out
+    }
+
+    proptest! {
+        /// Jobs read one at a time give bit for bit the priorities of the stored version.
+        #[test]
+        fn priorities_each_equal_stored_ones(
+            jobs in proptest::collection::vec(
+                (0i64..100_000, proptest::option::of(0i64..200_000), -1023i32..=1024,
+                 0.0f64..1e6, 0.0f64..1e5, 0.0f64..1e4),
+                0..60,
+            ),
+            now in 50_000i64..150_000,
+            max_tickets in proptest::option::of(0.0f64..1e4),
+        ) {
+            let jobs: Vec<JobPriorityInput> = jobs
+                .iter()
+                .enumerate()
+                .map(|(i, &(sub, dl, ppri, rr, bonus, tix))| JobPriorityInput {
+                    job_id: i as u64,
+                    task_id: 1,
+                    submission_time: sub,
+                    deadline: dl,
+                    posix_priority: ppri,
+                    resource_contribution: rr,
+                    queue_urgency_bonus: bonus,
+                    tickets: tix,
+                })
+                .collect();
+            let pass = PriorityPass {
+                weights: PriorityWeights {
+                    weight_priority: 1.0,
+                    weight_urgency: 0.1,
+                    weight_ticket: 0.01,
+                    weight_waiting_time: 0.278,
+                    weight_deadline: 3_600_000.0,
+                },
+                now,
+                max_tickets,
+            };
+            let want = stored_then_normalised(&pass, &jobs);
+            let got = compute_priorities(&pass, &jobs);
+            prop_assert_eq!(want.len(), got.len());
+            for (a, b) in want.iter().zip(&got) {
+                prop_assert_eq!(a.prio.to_bits(), b.prio.to_bits());
+                prop_assert_eq!(a, b);
+            }
+        }
+    }
 
     fn ojob(id: u64, user: &str, running: bool) -> OverrideJob<'_> {
         OverrideJob {

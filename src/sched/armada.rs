@@ -296,7 +296,7 @@ impl SchedState {
                 ])
             })
             .collect();
-        let mut queue_at: Vec<Option<u32>> = vec![None; self.jobs.len()];
+        let mut queue_at: Vec<Option<u32>> = vec![None; self.rows.len()];
         for c in cands {
             if let (Some(slot), Some(&q)) = (
                 queue_at.get_mut(c.pos),
@@ -305,8 +305,8 @@ impl SchedState {
                 *slot = Some(q as u32);
             }
         }
-        for (e, q) in self.jobs.values_mut().zip(queue_at) {
-            e.terms = q.map(|q| terms[q as usize].clone());
+        for (t, q) in self.rows.terms.iter_mut().zip(queue_at) {
+            *t = q.map(|q| terms[q as usize].clone());
         }
     }
 }

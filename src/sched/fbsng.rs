@@ -352,12 +352,19 @@ impl SchedState {
                 }
             }
         }
+        // Configured hosts by name (the first of a name, as `ClusterConfig::host` finds it):
+        // not a scan of the host list per host.
+        let mut host_config: HashMap<&str, &crate::config::HostConfig> =
+            HashMap::with_capacity(self.config.hosts.len());
+        for h in &self.config.hosts {
+            host_config.entry(h.name.as_str()).or_insert(h);
+        }
         let host_mask: Vec<u64> = self
             .cluster
             .hosts
             .iter()
             .map(|h| {
-                self.config.host(&h.name).map_or(0, |c| {
+                host_config.get(h.name.as_str()).map_or(0, |c| {
                     c.attributes
                         .iter()
                         .filter_map(|a| attr_bits.get(a))
@@ -522,9 +529,10 @@ impl SchedState {
         }
         // One walk in position order: terms, and no "why pending" for what is not pending.
         let none: Arc<[String]> = Arc::from(Vec::new());
-        for (pos, e) in self.jobs.values_mut().enumerate() {
-            e.terms = terms_at.get_mut(pos).and_then(Option::take);
-            if e.terms.is_some() && !(e.hot.has_pending && e.hot.pending_unheld) {
+        let rows = &mut self.rows;
+        for (pos, (r, t)) in rows.rows.iter().zip(rows.terms.iter_mut()).enumerate() {
+            *t = terms_at.get_mut(pos).and_then(Option::take);
+            if t.is_some() && !(r.has_pending() && r.pending_unheld()) {
                 job_reasons[pos] = Some(none.clone());
             }
         }

@@ -3,7 +3,9 @@
 //!
 //! - [`state`], [`pass`], [`fit`], [`cluster`], [`priority`], [`value`]: the pure core — jobs,
 //!   categories, resources, one scheduling pass producing [`pass::Start`] decisions and
-//!   reservations. No files, no clock: tested with table cases.
+//!   reservations. No files, no clock: tested with table cases. `rows` keeps, in job-id
+//!   order, the per-job fields a full pass streams over and the last pass's priorities,
+//!   reasons and policy terms.
 //! - [`qube`], [`fbsng`], [`armada`]: the `cluster`, `fbsng` and `armada` policies in the pass
 //!   (host-by-host dispatch in cluster order and preemption; dynamic queue priorities over the
 //!   real fit; slices or DRF per queue), over the pure maths of `gridspool_policy`. A new
@@ -36,6 +38,7 @@ pub mod pass;
 pub mod policy_files;
 pub mod priority;
 pub mod qube;
+pub(crate) mod rows;
 pub mod runner;
 pub mod sge_policy;
 pub mod state;

@@ -113,14 +113,13 @@ pub(crate) struct PassScratch {
     /// An ordered-candidates allocation no longer in use (the order cache's).
     pub(super) order: Vec<Candidate>,
 }
-/// A blocked job (held, waiting, in error): SGE's zeros.
-const BLOCKED: usize = usize::MAX - 1;
 
 impl SchedState {
     /// Runs one scheduling pass at time `now`.
     pub fn schedule(&mut self, now: i64) -> PassResult {
         let mut clock = std::time::Instant::now();
         let mut result = PassResult::default();
+        self.tidy_rows();
         self.cluster.clear_reservations();
         self.ends_cache = None;
         let sconf = self.config.scheduler.clone();
@@ -132,35 +131,49 @@ impl SchedState {
             .unwrap_or_else(|| std::mem::take(&mut self.scratch.order));
         ordered.clear();
         self.started_in_pass.clear();
-        let n = self.jobs.len();
+        let n = self.rows.len();
         let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
-        let mut infos: Vec<PriorityInfo> = Vec::new();
+        // The row of each priority input.
+        let mut input_pos: Vec<u32> = Vec::with_capacity(n);
 
-        // 1. Classify (one sequential walk) and 2. prioritise: eligible pending jobs and
-        // running jobs get a priority; held and blocked ones get SGE's zeros.
+        // 1. Classify (one sequential walk over the dense rows, in job-id order) and
+        // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
+        // blocked ones get SGE's zeros.
         {
             let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
             let names = &self.name_list;
-            for (pos, (id, e)) in self.jobs.iter().enumerate() {
-                let h = &e.hot;
-                let elig = if h.has_pending {
-                    self.eligibility_of(e, now, &mut result.next_wakeup)
-                } else {
+            for (pos, h) in self.rows.rows.iter().enumerate() {
+                if !h.live() {
+                    continue;
+                }
+                let id = h.id;
+                let cat = h.cat as CatId;
+                let elig = if !h.has_pending() {
                     Err(String::new())
+                } else if h.plainly_eligible(now) {
+                    self.category_eligibility(cat)
+                } else {
+                    // Held, in error, waiting for an `-a` time or for other jobs: the
+                    // entry (and maybe the record) says why.
+                    match self.jobs.get(&id) {
+                        Some(e) => self.eligibility_of(e, now, &mut result.next_wakeup),
+                        None => Err(String::new()),
+                    }
                 };
                 if elig.is_ok() || h.running_since.is_some() {
-                    let d = self.categories[e.cat].demand.as_ref().ok();
+                    let d = self.categories[cat].demand.as_ref().ok();
                     let qu = if elig.is_err() {
                         h.running_queue_urgency
                     } else {
                         d.map_or(0.0, |d| d.queue_urgency)
                     };
                     input_of[pos] = inputs.len();
+                    input_pos.push(pos as u32);
                     inputs.push(PriorityInput {
-                        job: *id,
+                        job: id,
                         uid: h.uid,
                         owner: names.get(h.owner as usize).map_or("", String::as_str),
                         project: h
@@ -177,22 +190,23 @@ impl SchedState {
                 }
                 match elig {
                     Ok(()) => cands.push(Candidate {
-                        key: (0, 0, *id),
+                        key: (0, 0, id),
                         pos,
-                        id: *id,
-                        cat: e.cat,
+                        id,
+                        cat,
                         submitted: h.submitted,
-                        reserve: h.reserve,
-                        array_deps: h.array_deps,
+                        reserve: h.reserve(),
+                        array_deps: h.array_deps(),
                         cluster: h.cluster,
                         project: h.project,
                         owner: h.owner,
                         pending_tasks: h.pending_tasks,
                     }),
-                    Err(why) if h.has_pending => {
+                    Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
-                        job_reasons[pos] = Some(if e.reasons.len() == 1 && e.reasons[0] == why {
-                            e.reasons.clone()
+                        let last = &self.rows.reasons[pos];
+                        job_reasons[pos] = Some(if last.len() == 1 && last[0] == why {
+                            last.clone()
                         } else {
                             Arc::from(vec![why])
                         });
@@ -200,7 +214,17 @@ impl SchedState {
                     Err(_) => {}
                 }
             }
-            self.policy.compute_into(&sconf, now, &inputs, &mut infos);
+            // Each priority goes straight into its job's row (no vector of 100,000
+            // priorities in between); the dispatch below does not read them.
+            let priority = &mut self.rows.priority;
+            self.policy.compute_each(&sconf, now, &inputs, &mut |i, p| {
+                if let Some(slot) = input_pos
+                    .get(i)
+                    .and_then(|&pos| priority.get_mut(pos as usize))
+                {
+                    *slot = Some(p);
+                }
+            });
         }
 
         let mut lap = |slot: &mut u64| {
@@ -215,8 +239,7 @@ impl SchedState {
         // second key component fits in 32 bits (a submission time, or 0), the whole key packs
         // into one u128 that orders like the tuple: one integer comparison per step.
         for c in cands.iter_mut() {
-            let i = input_of[c.pos];
-            let prio = infos.get(i).map_or(0.0, |p| p.prio);
+            let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
             c.key = order_key(sconf.policy, prio, c.submitted, c.id);
         }
         if cands
@@ -242,14 +265,14 @@ impl SchedState {
         drop(cands);
         let cands = ordered;
         result.considered = cands.len();
-        // The priorities go into the entries in the same walk as the reasons (after the
-        // dispatch, which does not read them): one walk over 100,000 entries, not two.
         for pos in blocked_pos {
-            // A blocked job with running tasks keeps its computed priority.
+            // A blocked job gets SGE's zeros, unless it has running tasks: then it keeps
+            // its computed priority.
             if input_of[pos] == NO_INPUT {
-                input_of[pos] = BLOCKED;
+                self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }
+        drop(input_of);
 
         if sconf.policy == PolicyOrder::Cluster {
             self.qube_policy_terms(&cands);
@@ -257,8 +280,7 @@ impl SchedState {
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
         lap(&mut phases[2]);
-        self.store_reasons(job_reasons, true, Some((&input_of, &mut infos)));
-        drop(infos);
+        self.store_reasons(job_reasons, true);
         lap(&mut phases[3]);
         result.phase_us = phases;
         self.keep_order(cands);
@@ -284,7 +306,7 @@ impl SchedState {
         let durations: Vec<Option<i64>> = (0..self.categories.len())
             .map(|c| self.duration(c))
             .collect();
-        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.jobs.len()];
+        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.rows.len()];
         result.considered = cands.len();
         self.dispatch_all(
             &cands,
@@ -297,7 +319,7 @@ impl SchedState {
         let t = std::time::Instant::now();
         result.phase_us[2] = (t - clock).as_micros() as u64;
         clock = t;
-        self.store_reasons(job_reasons, false, None);
+        self.store_reasons(job_reasons, false);
         result.phase_us[3] = clock.elapsed().as_micros() as u64;
         self.keep_order(cands);
         result
@@ -367,33 +389,22 @@ impl SchedState {
     /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
     /// jobs without a new reason get none (a full pass saw every job); without, they keep
     /// theirs.
-    ///
-    /// With `priorities` (a full pass: each job's index into the computed priorities, or
-    /// [`NO_INPUT`] / [`BLOCKED`]), the priorities are stored in the same walk.
-    fn store_reasons(
-        &mut self,
-        mut job_reasons: Vec<Option<Arc<[String]>>>,
-        clear: bool,
-        mut priorities: Option<(&[usize], &mut Vec<PriorityInfo>)>,
-    ) {
+    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
-        for (pos, (id, e)) in self.jobs.iter_mut().enumerate() {
-            if let Some((input_of, infos)) = priorities.as_mut() {
-                match input_of.get(pos).copied().unwrap_or(NO_INPUT) {
-                    NO_INPUT => {}
-                    BLOCKED => e.priority = Some(PriorityInfo::default()),
-                    i => e.priority = infos.get_mut(i).map(std::mem::take),
-                }
+        let rows = &mut self.rows;
+        for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
+            if !row.live() {
+                continue;
             }
             let new = match job_reasons.get_mut(pos).and_then(Option::take) {
                 Some(r) => r,
                 None if clear => empty.clone(),
                 None => continue,
             };
-            if !Arc::ptr_eq(&e.reasons, &new) && e.reasons[..] != new[..] {
-                e.reasons = new;
-                changed.push(*id);
+            if !Arc::ptr_eq(reasons, &new) && reasons[..] != new[..] {
+                *reasons = new;
+                changed.push(row.id);
             }
         }
         for id in changed {
@@ -440,7 +451,13 @@ impl SchedState {
                 ));
             }
         }
-        let cat = &self.categories[e.cat];
+        self.category_eligibility(e.cat)
+    }
+
+    /// Whether the job's category can ever run, else why not (the last step of
+    /// [`SchedState::eligibility_of`]).
+    fn category_eligibility(&self, cat: CatId) -> Result<(), String> {
+        let cat = &self.categories[cat];
         if let Err(why) = &cat.demand {
             return Err(why.clone());
         }

@@ -49,6 +49,21 @@ pub trait PriorityPolicy: Send {
         *out = self.compute(config, now, jobs);
     }
 
+    /// [`PriorityPolicy::compute`] handing each job's priority to `emit(i, …)` (`i` its index
+    /// in `jobs`), so that a pass stores them where it keeps them, without a vector of
+    /// 100,000 priorities in between.
+    fn compute_each(
+        &mut self,
+        config: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+        emit: &mut dyn FnMut(usize, PriorityInfo),
+    ) {
+        for (i, p) in self.compute(config, now, jobs).into_iter().enumerate() {
+            emit(i, p);
+        }
+    }
+
     /// The configuration was reloaded (SIGHUP): rebuild what depends on it.
     fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}
 }

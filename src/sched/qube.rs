@@ -51,12 +51,22 @@ struct Group {
 }
 
 impl SchedState {
-    /// The cluster path of every host (index of `cluster.hosts`).
+    /// The cluster path of every host (index of `cluster.hosts`). The configured hosts are
+    /// indexed by name first: a lookup per host by scanning the list was 500,000 name
+    /// comparisons per call at 1,000 hosts (two calls per pass).
     fn host_paths(&self) -> Vec<ClusterPath> {
+        // The first configured host of a name wins, as `ClusterConfig::host` finds it.
+        let mut by_name: HashMap<&str, Option<&str>> =
+            HashMap::with_capacity(self.config.hosts.len());
+        for h in &self.config.hosts {
+            by_name
+                .entry(h.name.as_str())
+                .or_insert(h.cluster.as_deref());
+        }
         self.cluster
             .hosts
             .iter()
-            .map(|h| path_or_root(self.config.host(&h.name).and_then(|c| c.cluster.as_deref())))
+            .map(|h| path_or_root(by_name.get(h.name.as_str()).copied().flatten()))
             .collect()
     }
 
@@ -87,9 +97,10 @@ impl SchedState {
                 ]));
             }
         }
-        for e in self.jobs.values_mut() {
-            e.terms = if e.hot.has_pending || e.hot.running > 0 {
-                cache.get(e.hot.cluster as usize).cloned().flatten()
+        let rows = &mut self.rows;
+        for (r, t) in rows.rows.iter().zip(rows.terms.iter_mut()) {
+            *t = if r.live() && (r.has_pending() || r.running()) {
+                cache.get(r.cluster as usize).cloned().flatten()
             } else {
                 None
             };
@@ -394,7 +405,7 @@ impl SchedState {
             let p = self
                 .jobs
                 .get(id)
-                .and_then(|e| e.priority.as_ref())
+                .and_then(|e| self.priority_of(e))
                 .map_or(0.0, |p| p.prio);
             (-(p * 1e12).round() as i64, *id)
         });
@@ -411,10 +422,12 @@ impl SchedState {
         } else {
             vec![root; self.cluster.hosts.len()]
         };
+        let priorities = &self.rows.priority;
         let prio_of = |e: &super::state::JobEntry| {
             JobPriority(
-                e.priority
-                    .as_ref()
+                priorities
+                    .get(e.row as usize)
+                    .and_then(Option::as_ref)
                     .map_or(0, |p| (p.prio * 1e12).round() as i64),
             )
         };

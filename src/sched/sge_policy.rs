@@ -9,9 +9,9 @@ use super::priority::{PriorityInput, PriorityPolicy};
 use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
-    FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, OverrideTables,
-    PriorityPass, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets,
-    compute_priorities_into, parse_policy_hierarchy,
+    FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
+    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets,
+    compute_priorities_each, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
@@ -140,6 +140,18 @@ impl PriorityPolicy for SgePriority {
         jobs: &[PriorityInput<'_>],
         out: &mut Vec<PriorityInfo>,
     ) {
+        out.clear();
+        out.reserve(jobs.len());
+        self.compute_each(c, now, jobs, &mut |_, p| out.push(p));
+    }
+
+    fn compute_each(
+        &mut self,
+        c: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+        emit: &mut dyn FnMut(usize, PriorityInfo),
+    ) {
         let ticket_jobs: Vec<TicketJobInput<'_>> = jobs
             .iter()
             .map(|j| TicketJobInput {
@@ -189,11 +201,19 @@ impl PriorityPolicy for SgePriority {
             &ticket_jobs,
         );
         drop(usage);
-        let mut inputs: Vec<JobPriorityInput> = Vec::with_capacity(jobs.len());
-        inputs.extend(
-            jobs.iter()
-                .zip(&tickets.jobs)
-                .map(|(j, t)| JobPriorityInput {
+        let pass = PriorityPass {
+            weights: weights(c),
+            now,
+            max_tickets: Some(tickets.max_tickets),
+        };
+        // The jobs are read in place and the priorities handed on as they come: no input and
+        // output vectors of 100,000 entries between the layers.
+        compute_priorities_each(
+            &pass,
+            jobs.len(),
+            |i| {
+                let j = &jobs[i];
+                JobPriorityInput {
                     job_id: u64::from(j.job.0),
                     task_id: 1,
                     submission_time: j.submission_time,
@@ -202,32 +222,31 @@ impl PriorityPolicy for SgePriority {
                     // The scheduler's rrcontr already holds the queue urgency bonus.
                     resource_contribution: j.rrcontr,
                     queue_urgency_bonus: 0.0,
-                    tickets: t.tckts,
-                }),
+                    tickets: tickets.jobs[i].tckts,
+                }
+            },
+            |i, p| {
+                let t = &tickets.jobs[i];
+                emit(
+                    i,
+                    PriorityInfo {
+                        prio: p.prio,
+                        nurg: p.nurg,
+                        npprior: p.npprior,
+                        ntckts: p.ntckts,
+                        urg: p.urg,
+                        rrcontr: p.rrcontr,
+                        wtcontr: p.wtcontr,
+                        dlcontr: p.dlcontr,
+                        tickets: t.tckts,
+                        otickets: t.otckt,
+                        ftickets: t.ftckt,
+                        stickets: t.stckt,
+                        share: t.share,
+                        policy_terms: Vec::new(),
+                    },
+                );
+            },
         );
-        let pass = PriorityPass {
-            weights: weights(c),
-            now,
-            max_tickets: Some(tickets.max_tickets),
-        };
-        let mut prios: Vec<JobPriority> = Vec::new();
-        compute_priorities_into(&pass, &inputs, &mut prios);
-        out.clear();
-        out.extend(prios.iter().zip(&tickets.jobs).map(|(p, t)| PriorityInfo {
-            prio: p.prio,
-            nurg: p.nurg,
-            npprior: p.npprior,
-            ntckts: p.ntckts,
-            urg: p.urg,
-            rrcontr: p.rrcontr,
-            wtcontr: p.wtcontr,
-            dlcontr: p.dlcontr,
-            tickets: t.tckts,
-            otickets: t.otckt,
-            ftickets: t.ftckt,
-            stickets: t.stckt,
-            share: t.share,
-            policy_terms: Vec::new(),
-        }));
     }
 }

@@ -38,24 +38,22 @@ pub struct Category {
 /// One job and what the scheduler derives from it.
 #[derive(Debug, Clone)]
 ///
-/// The priority and "why pending" reasons of the last pass live here, not in the record:
-/// reasons are shared per category (one allocation, not one per job), and both are put into
-/// the record only when it is written ([`SchedState::record_for_write`]).
+/// The priority, "why pending" reasons and policy terms of the last pass live in the job's
+/// row ([`super::rows`], at index `row`), not in the record: reasons are shared per category
+/// (one allocation, not one per job), terms per policy group, and all are put into the
+/// record only when it is written ([`SchedState::record_for_write`]).
 ///
-/// The record is boxed and the fields a pass reads for every job are copied into [`Hot`],
-/// so that a pass over 100,000 jobs walks compact map nodes instead of 1.2 KB records.
+/// The record is boxed and the fields a pass reads for every job are copied into [`Hot`]
+/// (and from there into the row), so that a pass over 100,000 jobs streams over dense rows
+/// instead of map entries and 1.2 KB records.
 pub struct JobEntry {
     pub record: Rec,
     pub cat: CatId,
     pub hot: Hot,
-    pub reasons: Arc<[String]>,
-    pub priority: Option<PriorityInfo>,
+    /// Index of the job's row in [`SchedState::rows`].
+    pub row: u32,
     /// The `prio` last written to the spool, to refresh stale state files a few at a time.
     pub written_prio: Option<f64>,
-    /// The active policy's own terms of the last pass (cluster order, queue priority, share…),
-    /// shared by the jobs they are the same for; put into `priority.policy_terms` when the
-    /// record is written.
-    pub terms: Option<Arc<[(String, String)]>>,
 }
 
 /// A job record, decoded ("warm") while the scheduler works with it, else kept as its
@@ -190,6 +188,8 @@ pub struct SchedState {
     pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
     /// Jobs whose record is decoded, to be cooled when idle.
     warm: BTreeSet<JobId>,
+    /// Per-job rows in job-id order, with the last pass's priorities, reasons and terms.
+    pub(crate) rows: super::rows::JobRows,
     /// The Armada policy's decayed queue priorities and random state.
     pub(crate) armada: super::armada::ArmadaState,
     /// The FBSNG policy's dynamic queue and section priorities (persisted by the daemon).
@@ -259,6 +259,7 @@ impl SchedState {
             dependent_jobs: 0,
             ends_cache: None,
             warm: BTreeSet::new(),
+            rows: Default::default(),
             armada: super::armada::ArmadaState::default(),
             fbsng: super::fbsng::FbsngState::default(),
             qube: super::qube::QubeState::default(),
@@ -366,6 +367,9 @@ impl SchedState {
             return;
         };
         let was_dependent = e.hot.has_predecessors || e.hot.array_deps;
+        if let Some(row) = self.rows.rows.get_mut(e.row as usize) {
+            *row = super::rows::Row::of(id, e.cat, &hot);
+        }
         e.hot = hot;
         let dependent = e.hot.has_predecessors || e.hot.array_deps;
         match (was_dependent, dependent) {
@@ -410,19 +414,31 @@ impl SchedState {
 
     /// Why the job is not running, as of the last pass (`qstat -j`).
     pub fn pending_reasons(&self, id: JobId) -> &[String] {
-        self.jobs.get(&id).map_or(&[], |e| &e.reasons[..])
+        self.jobs
+            .get(&id)
+            .and_then(|e| self.rows.reasons.get(e.row as usize))
+            .map_or(&[], |r| &r[..])
+    }
+
+    /// The last pass's priority of an entry's job.
+    pub(crate) fn priority_of(&self, e: &JobEntry) -> Option<&PriorityInfo> {
+        self.rows
+            .priority
+            .get(e.row as usize)
+            .and_then(Option::as_ref)
     }
 
     /// The priority of the last pass (`qstat -pri`/`-urg`/`-ext`); zeros for held jobs.
     pub fn priority(&self, id: JobId) -> Option<&PriorityInfo> {
-        self.jobs.get(&id).and_then(|e| e.priority.as_ref())
+        self.jobs.get(&id).and_then(|e| self.priority_of(e))
     }
 
     /// The active policy's terms for a job (`PriorityInfo::policy_terms` once written).
     pub fn policy_terms(&self, id: JobId) -> &[(String, String)] {
         self.jobs
             .get(&id)
-            .and_then(|e| e.terms.as_deref())
+            .and_then(|e| self.rows.terms.get(e.row as usize))
+            .and_then(|t| t.as_deref())
             .unwrap_or(&[])
     }
 
@@ -431,9 +447,14 @@ impl SchedState {
     pub fn record_for_write(&self, id: JobId) -> Option<JobRecord> {
         let e = self.jobs.get(&id)?;
         let mut r = e.record.get()?.into_owned();
-        r.pending_reasons = e.reasons.to_vec();
-        r.priority = e.priority.clone();
-        if let (Some(p), Some(t)) = (r.priority.as_mut(), e.terms.as_ref()) {
+        let row = e.row as usize;
+        r.pending_reasons = self
+            .rows
+            .reasons
+            .get(row)
+            .map_or(Vec::new(), |r| r.to_vec());
+        r.priority = self.priority_of(e).cloned();
+        if let (Some(p), Some(Some(t))) = (r.priority.as_mut(), self.rows.terms.get(row)) {
             p.policy_terms = t.to_vec();
         }
         Some(r)
@@ -441,8 +462,9 @@ impl SchedState {
 
     /// Notes that the record was written as [`SchedState::record_for_write`] gave it.
     pub fn note_written(&mut self, id: JobId) {
+        let prio = self.priority(id).map(|p| p.prio);
         if let Some(e) = self.jobs.get_mut(&id) {
-            e.written_prio = e.priority.as_ref().map(|p| p.prio);
+            e.written_prio = prio;
         }
     }
 
@@ -458,7 +480,7 @@ impl SchedState {
             if marked.len() >= limit {
                 break;
             }
-            let now = e.priority.as_ref().map(|p| p.prio);
+            let now = self.priority_of(e).map(|p| p.prio);
             let stale = match (now, e.written_prio) {
                 (Some(a), Some(b)) => (a - b).abs() > 1e-9,
                 (Some(_), None) => true,
@@ -575,16 +597,15 @@ impl SchedState {
         let reasons: Arc<[String]> = Arc::from(std::mem::take(&mut record.pending_reasons));
         let priority = record.priority.take();
         let written_prio = priority.as_ref().map(|p| p.prio);
+        let row = self.rows.push(id, priority, reasons);
         self.jobs.insert(
             id,
             JobEntry {
                 record: Rec::Warm(Box::new(record)),
                 cat,
                 hot: Hot::default(),
-                reasons,
-                priority,
+                row,
                 written_prio,
-                terms: None,
             },
         );
         self.refresh_hot(id);
@@ -650,6 +671,7 @@ impl SchedState {
     /// Removes a job entirely (retired or deleted); its running bookings are released.
     pub fn remove_job(&mut self, id: JobId) -> Option<JobRecord> {
         let entry = self.jobs.remove(&id)?;
+        self.rows.kill(entry.row, &Arc::from(Vec::new()));
         self.invalidate_order();
         if entry.hot.has_predecessors || entry.hot.array_deps {
             self.dependent_jobs = self.dependent_jobs.saturating_sub(1);
