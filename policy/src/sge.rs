@@ -1250,31 +1250,14 @@ mod tests {
     /// raw values stored in a vector, then normalised in a second walk over it.
     fn stored_then_normalised(pass: &PriorityPass, jobs: &[JobPriorityInput]) -> Vec<JobPriority> {
         let w = &pass.weights;
-        let mut out = Vec::new();
+        let mut out: Vec<JobPriority> = jobs.iter().map(|j| raw_priority(pass, j)).collect();
         let mut min_urg = f64::MAX;
         let mut max_urg = f64::MIN_POSITIVE;
         let mut max_tix = 0.0_f64;
-        for job in jobs {
-            let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
-            let wtcontr =
-                waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
-            let dlcontr = deadline_contribution(pass.now, job.deadline, w.weight_deadline);
-            let urg = wtcontr + dlcontr + rrcontr;
-            min_urg = min_urg.min(urg);
-            max_urg = max_urg.max(urg);
-            max_tix = max_tix.max(job.tickets);
-            out.push(JobPriority {
-                prio: 0.0,
-                nurg: 0.0,
-                urg,
-                rrcontr,
-                wtcontr,
-                dlcontr,
-                npprior: normalized_posix_priority(job.posix_priority),
-                ntckts: 0.0,
-                ppri: job.posix_priority,
-                tckts: job.tickets,
-            });
+        for p in &out {
+            min_urg = min_urg.min(p.urg);
+            max_urg = max_urg.max(p.urg);
+            max_tix = max_tix.max(p.tckts);
         }
         let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
         for p in out.iter_mut() {
