@@ -371,6 +371,12 @@ impl IndexView {
     }
 
     /// The entry of a job: whether it came from the state file, and its summary bytes.
+    /// How many jobs the index has an entry for (forgotten ones excluded): what a listing
+    /// expects `jobs/` to hold, to size its records before it has listed the directory.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(super) fn get(&self, id: JobId) -> Option<(bool, &[u8])> {
         let i = self.entries.binary_search_by_key(&id, |e| e.0).ok()?;
         let (_, kind, in_log, start, end) = self.entries[i];

@@ -380,7 +380,29 @@ impl Spool {
         index: Option<&IndexView>,
     ) -> Result<JobScan, SpoolError> {
         let dir = self.jobs_dir();
-        let (wanted, mut problems) = list_job_files(&dir)?;
+        // The records' slots (1.2 kB each: at 100,000 jobs, 120 MB of fresh pages whose
+        // faults are a good part of the listing's time) are made ready on a second core
+        // while this one lists `jobs/`, sized for the jobs the index holds; then fitted to
+        // the directory.
+        let expected = index.map_or(0, IndexView::len);
+        let (listed, mut slots) = std::thread::scope(|s| {
+            let ready = (expected > 0).then(|| {
+                s.spawn(move || {
+                    let mut slots: Vec<Option<JobRecord>> = Vec::new();
+                    slots.resize_with(expected, || None);
+                    slots
+                })
+            });
+            let listed = list_job_files(&dir);
+            let slots = match ready.map(|t| t.join()) {
+                Some(Ok(slots)) => slots,
+                Some(Err(p)) => std::panic::resume_unwind(p),
+                None => Vec::new(),
+            };
+            (listed, slots)
+        });
+        let (wanted, mut problems) = listed?;
+        slots.resize_with(wanted.len(), || None);
         // The directory's descriptor: each file is opened relative to it (`openat`), so the
         // kernel resolves one name per job instead of the whole spool path.
         let dir_file = File::open(&dir).map_err(|e| SpoolError::io("open", &dir, e))?;
@@ -390,8 +412,6 @@ impl Spool {
             depth,
             full_for,
         };
-        let mut slots: Vec<Option<JobRecord>> = Vec::new();
-        slots.resize_with(wanted.len(), || None);
         let Some(index) = index else {
             problems.extend(reader.read_all(&wanted, &mut slots));
             return Ok(collect_jobs(slots, problems));

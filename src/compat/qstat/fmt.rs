@@ -123,6 +123,69 @@ impl<'v, 'a> LineCx<'v, 'a> {
     }
 }
 
+/// Below this many rows a listing is formatted on the calling thread alone: starting a
+/// thread costs more than it saves.
+const PARALLEL_ROWS: usize = 4096;
+
+/// Appends `line(row)` for every row of `rows`, in order, to `out`. Large listings are cut
+/// into one run of consecutive rows per core, each formatted into a string of its own (with
+/// its own [`LineCx`]: the date cache is per thread) by a scoped thread, the first run
+/// directly into `out`; the runs are then appended in order, so the text is the same bytes
+/// as one thread would write. `bytes_per_row` sizes each run's string.
+pub(crate) fn rows_in_order<'v, 'a, R, F>(
+    out: &mut String,
+    view: &'v super::View<'a>,
+    rows: &[R],
+    bytes_per_row: usize,
+    line: F,
+) where
+    R: Sync,
+    F: Fn(&mut String, &R, &mut LineCx<'v, 'a>) + Sync,
+{
+    let threads = if rows.len() < PARALLEL_ROWS {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8)
+    };
+    let run = |out: &mut String, part: &[R]| {
+        let mut cx = LineCx::new(view);
+        for row in part {
+            line(out, row, &mut cx);
+        }
+    };
+    if threads == 1 {
+        return run(out, rows);
+    }
+    let per = rows.len().div_ceil(threads);
+    let mut parts = rows.chunks(per);
+    let first = parts.next().unwrap_or(&[]);
+    out.reserve(rows.len() * bytes_per_row);
+    std::thread::scope(|scope| {
+        let run = &run;
+        let others: Vec<_> = parts
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut s = String::with_capacity(part.len() * bytes_per_row);
+                    run(&mut s, part);
+                    s
+                })
+            })
+            .collect();
+        run(out, first);
+        for t in others {
+            match t.join() {
+                Ok(s) => out.push_str(&s),
+                // A formatting thread that panicked: let the panic go on, as it would have
+                // on one thread.
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

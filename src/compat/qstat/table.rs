@@ -401,42 +401,26 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     let qw = queue_width(view);
     out.reserve(rows.len() * 128);
     header(out, args, qw);
-    let mut cx = LineCx::new(view);
-    let mut qname = String::new();
-    for row in rows {
-        let queue = match row.running() {
-            Some(t) => {
-                qname.clear();
-                qname.push_str(&t.queue);
-                qname.push('@');
-                qname.push_str(&t.host);
-                qname.as_str()
-            }
-            None => "",
-        };
-        match row.running() {
-            Some(t) if args.group.pe_tasks => {
-                let mut first = true;
-                for (q, n) in granted(t) {
-                    for _ in 0..n {
-                        let role = if first { Role::Master } else { Role::Slave };
-                        first = false;
-                        job_line(out, args, row, Some(&q), qw, 1, role, &mut cx);
-                    }
+    super::fmt::rows_in_order(out, view, rows, 128, |out, row, cx| match row.running() {
+        Some(t) if args.group.pe_tasks => {
+            let mut first = true;
+            for (q, n) in granted(t) {
+                for _ in 0..n {
+                    let role = if first { Role::Master } else { Role::Slave };
+                    first = false;
+                    job_line(out, args, row, Some(&q), qw, 1, role, cx);
                 }
             }
-            _ => job_line(
-                out,
-                args,
-                row,
-                Some(queue),
-                qw,
-                row.slots(),
-                Role::Job,
-                &mut cx,
-            ),
         }
-    }
+        Some(t) => {
+            let mut queue = String::with_capacity(t.queue.len() + 1 + t.host.len());
+            queue.push_str(&t.queue);
+            queue.push('@');
+            queue.push_str(&t.host);
+            job_line(out, args, row, Some(&queue), qw, row.slots(), Role::Job, cx);
+        }
+        None => job_line(out, args, row, Some(""), qw, row.slots(), Role::Job, cx),
+    });
 }
 
 /// The queue line of `-f`.

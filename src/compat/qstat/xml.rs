@@ -309,10 +309,12 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
         }
     }
     out.push_str("  </queue_info>\n  <job_info>\n");
-    for row in rows.iter().filter(|r| r.running().is_none()) {
-        let queue = (!args.full).then_some("");
-        job_list(out, args, row, 4, queue, row.slots(), Role::Job, &mut cx);
-    }
+    let queue = (!args.full).then_some("");
+    super::fmt::rows_in_order(out, view, rows, 400, |out, row, cx| {
+        if row.running().is_none() {
+            job_list(out, args, row, 4, queue, row.slots(), Role::Job, cx);
+        }
+    });
     out.push_str("  </job_info>\n</job_info>\n");
 }
 
