@@ -416,24 +416,14 @@ impl Spool {
             problems.extend(reader.read_all(&wanted, &mut slots));
             return Ok(collect_jobs(slots, problems));
         };
-        // Entries are decoded on every core, in chunks taken from a shared counter (one
-        // thread may get far less CPU than the other on a loaded machine); the jobs the index
-        // does not stand for are noted by their places in `wanted`, and read from their files.
-        const CHUNK: usize = 2048;
-        let parts = std::sync::Mutex::new(
-            wanted
-                .chunks(CHUNK)
-                .zip(slots.chunks_mut(CHUNK))
-                .enumerate(),
-        );
-        let decode = || {
-            let mut missing: Vec<usize> = Vec::new();
-            loop {
-                let part = match parts.lock() {
-                    Ok(mut q) => q.next(),
-                    Err(_) => None,
-                };
-                let Some((c, (part, out))) = part else { break };
+        // Entries are decoded on every core; the jobs the index does not stand for are noted
+        // by their places in `wanted`, and read from their files.
+        let from_files: Vec<usize> = in_parallel_chunks(
+            &wanted,
+            &mut slots,
+            2048,
+            || (),
+            |(), first, part, out, missing| {
                 for (k, (&(id, has_state), slot)) in part.iter().zip(out).enumerate() {
                     let entry = if full_for.binary_search(&id).is_ok() {
                         None
@@ -444,29 +434,11 @@ impl Spool {
                         (from_state == has_state, listing::binary::decode(bytes))
                     }) {
                         Some((true, Ok(job))) if job.id == id => *slot = Some(job),
-                        _ => missing.push(c * CHUNK + k),
+                        _ => missing.push(first + k),
                     }
                 }
-            }
-            missing
-        };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-            .min(wanted.len().div_ceil(CHUNK));
-        let mut from_files = if threads <= 1 {
-            decode()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (1..threads).map(|_| s.spawn(decode)).collect();
-                let mut all = decode();
-                for h in handles {
-                    all.append(&mut h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-                }
-                all
-            })
-        };
-        from_files.sort_unstable();
+            },
+        );
         if !from_files.is_empty() {
             let part: Vec<WantedJob> = from_files.iter().map(|&i| wanted[i]).collect();
             let mut read: Vec<Option<JobRecord>> = Vec::new();
@@ -493,55 +465,72 @@ impl JobReader<'_> {
     /// Reads the jobs of `wanted` into the matching places of `slots`, in parallel; returns
     /// the problems met, in the order of the files.
     fn read_all(&self, wanted: &[WantedJob], slots: &mut [Option<JobRecord>]) -> Vec<ScanProblem> {
-        let reader = self;
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
         // Each record is read straight into its place in one vector, so that no record is
         // built in a chunk's vector and copied again (each copy of 100,000 records touches
-        // some 120 MB of fresh pages: tens of thousands of page faults). Threads take chunks
-        // from a shared queue rather than one fixed half each: on a loaded machine one thread
-        // may get far less CPU than the other.
-        const CHUNK: usize = 512;
-        let chunks = wanted.len().div_ceil(CHUNK);
-        let queue = std::sync::Mutex::new(
-            wanted
-                .chunks(CHUNK)
-                .zip(slots.chunks_mut(CHUNK))
-                .enumerate(),
-        );
-        let work = || {
-            let mut found: Vec<(usize, ScanProblem)> = Vec::new();
-            let mut buf = ReadBuf::new();
-            loop {
-                // A poisoned queue means another reader panicked; the scope re-raises it.
-                let next = match queue.lock() {
-                    Ok(mut q) => q.next(),
-                    Err(_) => None,
-                };
-                let Some((c, (part, out))) = next else { break };
-                for p in reader.read_jobs(part, out, &mut buf) {
-                    found.push((c, p));
-                }
-            }
-            found
-        };
-        let mut found: Vec<(usize, ScanProblem)> = if threads <= 1 || chunks <= 1 {
-            work()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (1..threads.min(chunks)).map(|_| s.spawn(work)).collect();
-                let mut all = work();
-                for h in handles {
-                    all.append(&mut h.join().unwrap_or_default());
-                }
-                all
-            })
-        };
-        // Problems in the order of the files, whatever thread met them.
-        found.sort_by_key(|(c, _)| *c);
-        found.into_iter().map(|(_, p)| p).collect()
+        // some 120 MB of fresh pages: tens of thousands of page faults).
+        in_parallel_chunks(
+            wanted,
+            slots,
+            512,
+            ReadBuf::new,
+            |buf, _, part, out, problems| problems.extend(self.read_jobs(part, out, buf)),
+        )
     }
+}
+
+/// Runs `work` over `wanted` and the matching `slots`, `chunk` jobs at a time, on up to 8
+/// cores. Threads take chunks from a shared queue rather than one fixed share each (on a
+/// loaded machine one thread may get far less CPU than the other); `new_state` makes each
+/// thread's scratch state. `work` gets the place of the chunk's first job in `wanted`;
+/// what it pushes comes back in the order of the chunks, whatever thread met it.
+fn in_parallel_chunks<S, R: Send>(
+    wanted: &[WantedJob],
+    slots: &mut [Option<JobRecord>],
+    chunk: usize,
+    new_state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize, &[WantedJob], &mut [Option<JobRecord>], &mut Vec<R>) + Sync,
+) -> Vec<R> {
+    let chunks = wanted.len().div_ceil(chunk);
+    let queue = std::sync::Mutex::new(
+        wanted
+            .chunks(chunk)
+            .zip(slots.chunks_mut(chunk))
+            .enumerate(),
+    );
+    let run = || {
+        let mut state = new_state();
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        loop {
+            // A poisoned queue means another thread panicked; its panic is raised below.
+            let next = match queue.lock() {
+                Ok(mut q) => q.next(),
+                Err(_) => None,
+            };
+            let Some((c, (part, out))) = next else { break };
+            let mut results = Vec::new();
+            work(&mut state, c * chunk, part, out, &mut results);
+            done.push((c, results));
+        }
+        done
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(chunks);
+    let mut done = if threads <= 1 {
+        run()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (1..threads).map(|_| s.spawn(run)).collect();
+            let mut all = run();
+            for h in handles {
+                all.append(&mut h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            all
+        })
+    };
+    done.sort_unstable_by_key(|(c, _)| *c);
+    done.into_iter().flat_map(|(_, results)| results).collect()
 }
 
 /// How much of each record a scan reads.
