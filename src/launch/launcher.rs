@@ -460,6 +460,13 @@ fn stop_watcher(host: &HostState) {
     }
 }
 
+/// The task states in the output of `gridspool-shepherd query` (other lines passed over).
+fn task_states(stdout: &[u8]) -> impl Iterator<Item = TaskState> + '_ {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice(l).ok())
+}
+
 /// Creates the directory of the control sockets, private to us. One that exists already must
 /// be a real directory of ours: in a shared directory such as `/tmp` another user could
 /// have made it first, and a socket planted there would sit between us and every host.
@@ -685,6 +692,27 @@ impl Inner {
                 spec.task_name()
             ),
         };
+        let out = self.remote_query(host, t)?;
+        if !out.status.success() {
+            return Err(unanswered(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        let there = task_states(&out.stdout).any(|s| s.job == spec.job && s.task == spec.task);
+        if there {
+            Ok(RunReply::Started { pid: 0 })
+        } else {
+            Err(unanswered("not on the host".to_string()))
+        }
+    }
+
+    /// Runs `gridspool-shepherd query` on an ssh host, in one of its short sessions: one
+    /// [`TaskState`] line per task directory there.
+    fn remote_query(
+        &self,
+        host: &HostState,
+        t: &SshTarget,
+    ) -> Result<std::process::Output, LaunchError> {
         self.ensure_master(host)?;
         let _permit = host.sessions.acquire();
         let words = vec![
@@ -692,21 +720,7 @@ impl Inner {
             "query".to_string(),
             host.exec_spool.to_string_lossy().into_owned(),
         ];
-        let out = t.run(&words, b"")?;
-        if !out.status.success() {
-            return Err(unanswered(
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ));
-        }
-        let there = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<TaskState>(l).ok())
-            .any(|s| s.job == spec.job && s.task == spec.task);
-        if there {
-            Ok(RunReply::Started { pid: 0 })
-        } else {
-            Err(unanswered("not on the host".to_string()))
-        }
+        t.run(&words, b"")
     }
 
     /// Opens the host's start-server session: `Ok(false)` when the shepherd there does not
@@ -936,19 +950,9 @@ impl Inner {
     fn reattach_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
         let states: Result<Vec<TaskState>, LaunchError> = match &host.target {
             None => Ok(shepherd::query(&host.exec_spool)),
-            Some(t) => self.ensure_master(host).and_then(|()| {
-                let _permit = host.sessions.acquire();
-                let words = vec![
-                    self.remote_shepherd(),
-                    "query".to_string(),
-                    host.exec_spool.to_string_lossy().into_owned(),
-                ];
-                let out = t.run(&words, b"")?;
-                Ok(String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter_map(|l| serde_json::from_str(l).ok())
-                    .collect())
-            }),
+            Some(t) => self
+                .remote_query(host, t)
+                .map(|out| task_states(&out.stdout).collect()),
         };
         match states {
             Ok(states) => {
