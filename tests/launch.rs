@@ -192,6 +192,14 @@ fn binary_job(name: &str, command: &str, args: &[&str]) -> JobSpec {
     }
 }
 
+/// A binary job without arguments that runs in `dir` (`-cwd`).
+fn binary_job_in(dir: &Path, name: &str, command: &str) -> JobSpec {
+    JobSpec {
+        cwd: Some(dir.display().to_string()),
+        ..binary_job(name, command, &[])
+    }
+}
+
 fn path(p: &Path) -> Vec<PathSpec> {
     vec![PathSpec {
         host: None,
@@ -786,10 +794,7 @@ fn launch_runs_jobs_as_their_owner_with_groups_when_root() {
     let wd = rig.workdir();
     let job = rig.job(
         9057,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("ident", "id -u; id -g; id -G; ls -ld $TMPDIR", &[])
-        },
+        binary_job_in(&wd, "ident", "id -u; id -g; id -G; ls -ld $TMPDIR"),
         "",
     );
     assert_eq!(rig.run(&job).exit_status, 0);
@@ -857,10 +862,7 @@ fn launch_reattach_after_the_launcher_is_recreated() {
     let wd = rig.workdir();
     let job = rig.job(
         9059,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("survivor", "sleep 2; echo survived", &[])
-        },
+        binary_job_in(&wd, "survivor", "sleep 2; echo survived"),
         "",
     );
     rig.start(&job, 1);
@@ -897,14 +899,7 @@ fn launch_reattach_after_the_launcher_is_recreated() {
 fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     let mut rig = Rig::new();
     let wd = rig.workdir();
-    let job = rig.job(
-        9077,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("unacked", "exit 3", &[])
-        },
-        "",
-    );
+    let job = rig.job(9077, binary_job_in(&wd, "unacked", "exit 3"), "");
     rig.start(&job, 1);
     let first = loop {
         match rig.event(60) {
@@ -997,10 +992,7 @@ fn launch_over_ssh_through_a_real_sshd() {
     for (i, id) in (9060..9063).enumerate() {
         let job = rig.job(
             id,
-            JobSpec {
-                cwd: Some(wd.display().to_string()),
-                ..binary_job("viassh", &format!("echo $HOSTNAME $JOB_ID; exit {i}"), &[])
-            },
+            binary_job_in(&wd, "viassh", &format!("echo $HOSTNAME $JOB_ID; exit {i}")),
             "",
         );
         rig.start_on(&job, 1, &rig.placement("sshhost", 1, None));
@@ -1026,14 +1018,7 @@ fn launch_over_ssh_through_a_real_sshd() {
         );
     }
     // Logged in as the job's owner instead: the shepherd runs unprivileged.
-    let job = rig.job(
-        9065,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("asowner", "id -un", &[])
-        },
-        "",
-    );
+    let job = rig.job(9065, binary_job_in(&wd, "asowner", "id -un"), "");
     rig.start_on(&job, 1, &rig.placement("sshowner", 1, None));
     let r = rig.ended(60);
     assert_eq!(
@@ -1042,14 +1027,7 @@ fn launch_over_ssh_through_a_real_sshd() {
     );
     assert_eq!(read(&wd.join("asowner.o9065")), format!("{}\n", user.name));
     // A kill over ssh.
-    let job = rig.job(
-        9063,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("sshkill", "sleep 600", &[])
-        },
-        "",
-    );
+    let job = rig.job(9063, binary_job_in(&wd, "sshkill", "sleep 600"), "");
     rig.start_on(&job, 1, &rig.placement("sshhost", 1, None));
     rig.started();
     rig.launcher().kill(JobId(9063), 1, false).expect("kill");
@@ -1162,10 +1140,7 @@ fn launch_shepherd_survives_the_crash_of_its_starter() {
     let wd = rig.workdir();
     let job = rig.job(
         9073,
-        JobSpec {
-            cwd: Some(wd.display().to_string()),
-            ..binary_job("crash", "sleep 2; echo survived", &[])
-        },
+        binary_job_in(&wd, "crash", "sleep 2; echo survived"),
         "",
     );
     let spec = LaunchSpec::build(
