@@ -896,6 +896,50 @@ fn launch_reattach_after_the_launcher_is_recreated() {
 }
 
 #[test]
+fn launch_reattach_waits_for_a_host_that_cannot_list_its_tasks() {
+    let mut rig = Rig::new();
+    let wd = rig.workdir();
+    let job = rig.job(
+        9061,
+        binary_job_in(&wd, "patient", "sleep 6; echo waited"),
+        "",
+    );
+    rig.start(&job, 1);
+    rig.started();
+    drop(rig.launcher.take());
+    // The host's task directories cannot be listed when the new launcher asks (an I/O
+    // error, an unmounted spool): their absence must not be taken for lost tasks.
+    let active = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs");
+    let aside = active.with_extension("aside");
+    std::fs::rename(&active, &aside).expect("move the task directories aside");
+    std::fs::write(&active, "not a directory").expect("write");
+    let (tx, rx) = channel();
+    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
+        .expect("launcher");
+    rig.events = rx;
+    rig.launcher = Some(launcher);
+    rig.launcher()
+        .reattach(&[(JobId(9061), 1, host())])
+        .expect("reattach");
+    let early = rig.events.recv_timeout(Duration::from_millis(2500));
+    assert!(early.is_err(), "concluded without asking again: {early:?}");
+    std::fs::remove_file(&active).expect("remove");
+    std::fs::rename(&aside, &active).expect("put the task directories back");
+    let result = rig.ended(30);
+    assert_eq!(
+        (result.job, result.exit_status, result.failed),
+        (JobId(9061), 0, 0),
+        "{:?}",
+        result.error
+    );
+    assert_eq!(read(&wd.join("patient.o9061")), "waited\n");
+    assert!(
+        rig.events.recv_timeout(Duration::from_millis(500)).is_err(),
+        "the task ended twice"
+    );
+}
+
+#[test]
 fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     let mut rig = Rig::new();
     let wd = rig.workdir();

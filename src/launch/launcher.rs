@@ -927,8 +927,12 @@ impl Inner {
         }
     }
 
+    /// Reports a task that its host has no trace of as ended, unless its result was delivered
+    /// meanwhile (a watcher can report it between a query and this call).
     fn lost(&self, job: JobId, task: TaskId, host: &str, why: &str) {
-        lock(&self.running).remove(&(job, task));
+        if lock(&self.running).remove(&(job, task)).is_none() {
+            return;
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
@@ -947,36 +951,76 @@ impl Inner {
         }));
     }
 
-    fn reattach_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
-        let states: Result<Vec<TaskState>, LaunchError> = match &host.target {
-            None => Ok(shepherd::query(&host.exec_spool)),
-            Some(t) => self
-                .remote_query(host, t)
-                .map(|out| task_states(&out.stdout).collect()),
+    /// The tasks present in a host's execution spool, or why they cannot be known now (host
+    /// unreachable, shepherd failing, spool unreadable).
+    fn host_task_states(&self, host: &HostState) -> Result<Vec<TaskState>, LaunchError> {
+        let Some(t) = &host.target else {
+            return shepherd::query(&host.exec_spool);
         };
-        match states {
-            Ok(states) => {
-                let present: HashSet<(JobId, TaskId)> =
-                    states.iter().map(|s| (s.job, s.task)).collect();
-                for &(job, task) in tasks {
-                    if !present.contains(&(job, task)) {
-                        self.lost(
-                            job,
-                            task,
-                            &host.name,
-                            &format!(
-                                "task {job}.{task} was not found on host {} after sched_d restarted",
-                                host.name
-                            ),
-                        );
+        let out = self.remote_query(host, t)?;
+        if !out.status.success() {
+            return Err(LaunchError::Unreachable {
+                host: host.name.clone(),
+                reason: format!(
+                    "gridspool-shepherd query failed ({}): {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(task_states(&out.stdout).collect())
+    }
+
+    /// Takes over a host's tasks after a restart: those its execution spool has no trace of
+    /// are lost. When the host cannot tell (unreachable, its spool unreadable), nothing is
+    /// concluded: its tasks stay registered, their results come through the watcher, and the
+    /// question is asked again with backoff until the host answers — a task is never
+    /// declared lost (and run again) because its host could not be asked.
+    fn reattach_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
+        let mut backoff = Duration::from_secs(1);
+        let mut host = Arc::clone(host);
+        loop {
+            match self.host_task_states(&host) {
+                Ok(states) => {
+                    let present: HashSet<(JobId, TaskId)> =
+                        states.iter().map(|s| (s.job, s.task)).collect();
+                    for &(job, task) in tasks {
+                        if !present.contains(&(job, task)) {
+                            self.lost(
+                                job,
+                                task,
+                                &host.name,
+                                &format!(
+                                    "task {job}.{task} was not found on host {} after sched_d restarted",
+                                    host.name
+                                ),
+                            );
+                        }
+                    }
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(host = %host.name, "cannot reattach yet, asking again in {backoff:?}: {e}");
+                    self.ensure_watcher(&host);
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    if self.shutdown.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    // The host may have been reconfigured meanwhile, or taken out.
+                    match self.host(&host.name) {
+                        Ok(h) => host = h,
+                        Err(e) => {
+                            for &(job, task) in tasks {
+                                self.lost(job, task, &host.name, &e.to_string());
+                            }
+                            return;
+                        }
                     }
                 }
             }
-            Err(e) => {
-                tracing::warn!(host = %host.name, "cannot reattach yet: {e}");
-            }
         }
-        self.ensure_watcher(host);
+        self.ensure_watcher(&host);
     }
 
     fn ensure_watcher(self: &Arc<Self>, host: &Arc<HostState>) {

@@ -1284,24 +1284,37 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
     Some(result)
 }
 
-/// The task directories of an execution spool.
+/// The task directories of an execution spool; none when they cannot be listed (for
+/// watchers, which look again on their next round).
 pub fn task_dirs(exec_spool: &Path) -> Vec<(JobId, TaskId, TaskDir)> {
+    listed_task_dirs(exec_spool).unwrap_or_default()
+}
+
+/// The task directories, or why the directory that holds them cannot be read. An exec spool
+/// without `active_jobs` has no tasks (nothing was ever started there).
+fn listed_task_dirs(exec_spool: &Path) -> Result<Vec<(JobId, TaskId, TaskDir)>, LaunchError> {
+    let dir = active_jobs(exec_spool);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(LaunchError::io("read directory", &dir, e)),
+    };
     let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(active_jobs(exec_spool)) {
-        for e in entries.flatten() {
-            let name = e.file_name();
-            if let Some((j, t)) = name.to_str().and_then(TaskDir::parse_name) {
-                out.push((j, t, TaskDir { path: e.path() }));
-            }
+    for e in entries {
+        let e = e.map_err(|e| LaunchError::io("read directory", &dir, e))?;
+        let name = e.file_name();
+        if let Some((j, t)) = name.to_str().and_then(TaskDir::parse_name) {
+            out.push((j, t, TaskDir { path: e.path() }));
         }
     }
     out.sort_by_key(|(j, t, _)| (*j, *t));
-    out
+    Ok(out)
 }
 
-/// The state of every task directory.
-pub fn query(exec_spool: &Path) -> Vec<TaskState> {
-    task_dirs(exec_spool)
+/// The state of every task directory. An error when they cannot be listed: the caller must
+/// not take a task missing from an unreadable directory for a lost one.
+pub fn query(exec_spool: &Path) -> Result<Vec<TaskState>, LaunchError> {
+    Ok(listed_task_dirs(exec_spool)?
         .into_iter()
         .map(|(job, task, dir)| TaskState {
             job,
@@ -1309,7 +1322,7 @@ pub fn query(exec_spool: &Path) -> Vec<TaskState> {
             running: supervisor_alive(&dir),
             finished: dir.result().exists(),
         })
-        .collect()
+        .collect())
 }
 
 /// One pass of a watcher: the results of ended tasks not yet in `reported`.
@@ -1444,7 +1457,7 @@ fn kill_mode(rest: &[String]) -> Result<(), LaunchError> {
 }
 
 fn query_stdio(exec_spool: &Path) -> Result<(), LaunchError> {
-    for state in query(exec_spool) {
+    for state in query(exec_spool)? {
         print_line(&state).map_err(|e| LaunchError::io("write", "<stdout>", e))?;
     }
     Ok(())
