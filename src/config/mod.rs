@@ -589,7 +589,45 @@ impl ClusterConfig {
                 }
             }
         }
+        for q in &self.queues {
+            let f = &q.fbsng;
+            if f.qp_min > f.qp_max {
+                return Err(format!(
+                    "queue {}: fbsng qp_min {} is above qp_max {}",
+                    q.name, f.qp_min, f.qp_max
+                ));
+            }
+            for (key, value) in [
+                ("qpi", f.qpi),
+                ("qpd", f.qpd),
+                ("qpg", f.qpg),
+                ("spg", f.spg),
+            ] {
+                if value < 0 {
+                    return Err(format!("queue {}: fbsng {key} {value} is negative", q.name));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// What is valid but probably not what the administrator meant: logged by `sched_d` when
+    /// it loads the configuration.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.scheduler.policy == PolicyOrder::Fbsng
+            && let Some(first) = self.queues.first()
+            && let Some(other) = self.queues.iter().find(|q| q.fbsng.qpi != first.fbsng.qpi)
+        {
+            // docs/policies.md, FBSNG item 8.
+            out.push(format!(
+                "queues {} and {} have different fbsng qpi ({} and {}): under the fbsng policy \
+                 a queue whose qpi is small against the others' can starve; the seed keeps \
+                 qpi equal across queues (docs/policies.md, FBSNG)",
+                first.name, other.name, first.fbsng.qpi, other.fbsng.qpi
+            ));
+        }
+        out
     }
 
     /// Root is always a manager (SGE); others by name.
@@ -698,5 +736,38 @@ mod tests {
             .replace("hostlist: [\"@allhosts\"]", "hostlist: [nosuchhost]");
         let err = ClusterConfig::parse(&text).expect_err("must fail");
         assert!(err.contains("unknown host nosuchhost"), "{err}");
+    }
+
+    #[test]
+    fn fbsng_parameters_are_checked_and_unequal_qpi_is_warned_about() {
+        let text = ClusterConfig::default_text("node1", 4);
+        let mut config = ClusterConfig::parse(&text).expect("default config parses");
+        assert!(config.warnings().is_empty());
+        let mut second = config.queues[0].clone();
+        second.name = "bulk.q".into();
+        second.fbsng.qpi = 3;
+        config.queues.push(second);
+        // Unequal QPI matters only under the fbsng policy.
+        assert!(config.warnings().is_empty());
+        config.scheduler.policy = PolicyOrder::Fbsng;
+        let warnings = config.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("all.q and bulk.q have different fbsng qpi (1 and 3)"),
+            "{warnings:?}"
+        );
+        config.queues[1].fbsng.qpi = 1;
+        assert!(config.warnings().is_empty());
+        config.queues[1].fbsng.qp_min = 200;
+        assert_eq!(
+            config.validate(),
+            Err("queue bulk.q: fbsng qp_min 200 is above qp_max 100".to_string())
+        );
+        config.queues[1].fbsng.qp_min = 0;
+        config.queues[1].fbsng.qpd = -1;
+        assert_eq!(
+            config.validate(),
+            Err("queue bulk.q: fbsng qpd -1 is negative".to_string())
+        );
     }
 }

@@ -227,6 +227,9 @@ impl std::fmt::Debug for Daemon {
 /// spares clients the YAML parse; a snapshot that cannot be written only costs them time.
 pub fn load_config(spool: &Spool) -> Result<ClusterConfig, ConfigError> {
     let (text, config) = ClusterConfig::load_text(&spool.config_path())?;
+    for w in config.warnings() {
+        warn!("configuration: {w}");
+    }
     match spool.write_config_snapshot(&text, &config) {
         Ok(true) => {}
         Ok(false) => warn!("the configuration has no exact JSON form: clients will parse the YAML"),
