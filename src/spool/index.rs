@@ -459,9 +459,90 @@ enum Mode {
         base_len: u64,
         /// Entries of this wake-up, appended by [`IndexWriter::commit`].
         pending: Vec<u8>,
+        /// The merge into the next generation, running on its own thread.
+        merging: Option<Merging>,
     },
     /// No index (no `/proc`, or a write failed): readers scan the job files.
     Off,
+}
+
+/// A merge of the base and the log as it was when the merge began into the next
+/// generation's base, on a thread of its own: at 100,000 jobs it takes tens of milliseconds,
+/// which the daemon's main thread would otherwise spend between two wake-ups. The log keeps
+/// growing meanwhile; what is appended after the merge began (kept in `tail`) becomes the
+/// next generation's log when the merge is installed.
+#[derive(Debug)]
+struct Merging {
+    tail: Vec<u8>,
+    thread: std::thread::JoinHandle<Result<MergedBase, SpoolError>>,
+}
+
+/// The next generation's base, written under a temporary name not yet renamed into place.
+#[derive(Debug)]
+struct MergedBase {
+    temp: PathBuf,
+    len: u64,
+}
+
+/// The temporary name of a base being merged (removed by [`IndexWriter::begin`] if left).
+fn merge_temp(dir: &Path) -> PathBuf {
+    dir.join(format!(
+        "{}{BASE_NAME}.{}.next",
+        durable::TEMP_PREFIX,
+        std::process::id()
+    ))
+}
+
+/// Reads the base of `generation` and its log up to `covered` bytes, and writes their merge,
+/// the base of the next generation, under [`merge_temp`].
+fn merge_next_generation(
+    dir: &Path,
+    writer: &Writer,
+    generation: u64,
+    covered: u64,
+) -> Result<MergedBase, SpoolError> {
+    let base_path = dir.join(BASE_NAME);
+    let log_path = dir.join(LOG_NAME);
+    let base = fs::read(&base_path).map_err(|e| SpoolError::io("read", &base_path, e))?;
+    let log = fs::read(&log_path).map_err(|e| SpoolError::io("read", &log_path, e))?;
+    let damaged = |path: &Path| SpoolError::Malformed {
+        path: path.to_path_buf(),
+        reason: "listing index damaged".into(),
+    };
+    // The main thread may be appending past `covered` while we read.
+    let log = log
+        .get(..covered as usize)
+        .ok_or_else(|| damaged(&log_path))?;
+    let (header, items) = decode_base(&base).ok_or_else(|| damaged(&base_path))?;
+    let (g, log_items) = decode_log(log).ok_or_else(|| damaged(&log_path))?;
+    if header.generation != generation || g != generation || header.writer != *writer {
+        return Err(damaged(&base_path));
+    }
+    let header = Header {
+        phase: Phase::Running,
+        generation: generation + 1,
+        writer: writer.clone(),
+        jobs_stamp: (0, 0, 0),
+    };
+    let bytes = encode_base(&header, merge(items, log_items).into_iter());
+    let temp = merge_temp(dir);
+    let written = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(INDEX_FILE_MODE)
+            .open(&temp)?;
+        f.write_all(&bytes)
+    })();
+    written.map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        SpoolError::io("write", &temp, e)
+    })?;
+    Ok(MergedBase {
+        temp,
+        len: bytes.len() as u64,
+    })
 }
 
 impl IndexWriter {
@@ -552,18 +633,26 @@ impl IndexWriter {
         });
         let base = encode_base(&header, items);
         drop(entries);
-        match self.start_generation(header, &base) {
+        let started = replace(&self.dir, BASE_NAME, &base, false)
+            .and_then(|()| self.start_generation(header, base.len() as u64, &[]));
+        match started {
             Ok(mode) => self.mode = mode,
             Err(e) => self.fail(&e),
         }
     }
 
-    /// Writes `base` and an empty log of its generation.
-    fn start_generation(&self, header: Header, base: &[u8]) -> Result<Mode, SpoolError> {
+    /// Writes the log of `header`'s generation, holding `entries`, once that generation's
+    /// base is in place (a reader that finds the new base with the old log reads again), and
+    /// opens it for appending.
+    fn start_generation(
+        &self,
+        header: Header,
+        base_len: u64,
+        entries: &[u8],
+    ) -> Result<Mode, SpoolError> {
         let mut log_bytes = LOG_MAGIC.to_vec();
         put_u64(&mut log_bytes, header.generation);
-        // The base first: a reader that finds the new base with the old log reads again.
-        replace(&self.dir, BASE_NAME, base, false)?;
+        log_bytes.extend_from_slice(entries);
         replace(&self.dir, LOG_NAME, &log_bytes, false)?;
         let path = self.dir.join(LOG_NAME);
         let log = OpenOptions::new()
@@ -575,36 +664,108 @@ impl IndexWriter {
             generation: header.generation,
             log,
             log_len: log_bytes.len() as u64,
-            base_len: base.len() as u64,
+            base_len,
             pending: Vec::new(),
+            merging: None,
         })
     }
 
-    /// Appends the wake-up's entries (after the state files they describe were written), and
-    /// merges the log into a new base when it has grown.
+    /// Appends the wake-up's entries (after the state files they describe were written),
+    /// installs a merge that has finished, and starts one when the log has grown.
     pub fn commit(&mut self) {
         let Mode::Running {
+            writer,
+            generation,
             log,
             log_len,
             base_len,
             pending,
+            merging,
+        } = &mut self.mode
+        else {
+            return;
+        };
+        if !pending.is_empty() {
+            let path = self.dir.join(LOG_NAME);
+            if let Err(e) = log.write_all(pending) {
+                self.fail(&SpoolError::io("append", &path, e));
+                return;
+            }
+            *log_len += pending.len() as u64;
+            if let Some(m) = merging {
+                m.tail.extend_from_slice(pending);
+            }
+            pending.clear();
+        }
+        if merging.as_ref().is_some_and(|m| m.thread.is_finished()) {
+            self.install_merge();
+            return;
+        }
+        if merging.is_none() && *log_len > COMPACT_MIN_LOG + *base_len / 4 {
+            let (dir, writer, generation, covered) =
+                (self.dir.clone(), writer.clone(), *generation, *log_len);
+            let spawned = std::thread::Builder::new()
+                .name("listing-merge".into())
+                .spawn(move || merge_next_generation(&dir, &writer, generation, covered));
+            match spawned {
+                Ok(thread) => {
+                    *merging = Some(Merging {
+                        tail: Vec::new(),
+                        thread,
+                    })
+                }
+                Err(e) => self.fail(&SpoolError::io("start a thread for", &self.dir, e)),
+            }
+        }
+    }
+
+    /// Waits for the merge in progress, if any, and installs it.
+    #[cfg(test)]
+    fn settle(&mut self) {
+        if let Mode::Running {
+            merging: Some(_), ..
+        } = &self.mode
+        {
+            self.install_merge();
+        }
+    }
+
+    /// Puts a finished merge in place: its base, then a log of the next generation holding
+    /// what was appended since the merge began. A reader between the two renames finds two
+    /// generations and reads again.
+    fn install_merge(&mut self) {
+        let Mode::Running {
+            writer,
+            generation,
+            merging,
             ..
         } = &mut self.mode
         else {
             return;
         };
-        if pending.is_empty() {
-            return;
-        }
-        let path = self.dir.join(LOG_NAME);
-        if let Err(e) = log.write_all(pending) {
-            self.fail(&SpoolError::io("append", &path, e));
-            return;
-        }
-        *log_len += pending.len() as u64;
-        pending.clear();
-        if *log_len > COMPACT_MIN_LOG + *base_len / 4 {
-            self.compact(Phase::Running);
+        let Some(m) = merging.take() else { return };
+        let merged = m.thread.join().unwrap_or_else(|_| {
+            Err(SpoolError::Malformed {
+                path: self.dir.join(BASE_NAME),
+                reason: "the listing index merge panicked".into(),
+            })
+        });
+        let header = Header {
+            phase: Phase::Running,
+            generation: *generation + 1,
+            writer: writer.clone(),
+            jobs_stamp: (0, 0, 0),
+        };
+        let installed = merged.and_then(|base| {
+            fs::rename(&base.temp, self.dir.join(BASE_NAME)).map_err(|e| {
+                let _ = fs::remove_file(&base.temp);
+                SpoolError::io("rename", &base.temp, e)
+            })?;
+            self.start_generation(header, base.len, &m.tail)
+        });
+        match installed {
+            Ok(mode) => self.mode = mode,
+            Err(e) => self.fail(&e),
         }
     }
 
@@ -612,21 +773,28 @@ impl IndexWriter {
     /// base, synced, valid until `jobs/` changes.
     pub fn stop(&mut self) {
         self.commit();
+        if let Mode::Running { merging, .. } = &mut self.mode
+            && let Some(m) = merging.take()
+        {
+            // The files on disk are complete without it.
+            if let Ok(Ok(base)) = m.thread.join() {
+                let _ = fs::remove_file(base.temp);
+            }
+        }
         if matches!(self.mode, Mode::Running { .. }) {
-            self.compact(Phase::Stopped);
+            self.write_stopped_base();
         }
         self.mode = Mode::Off;
     }
 
-    /// Merges the base and the log on disk into a new base.
-    fn compact(&mut self, phase: Phase) {
+    /// Merges the base and the log on disk into a stopped base, synced, and removes the log.
+    fn write_stopped_base(&mut self) {
         let Mode::Running {
             writer, generation, ..
         } = &self.mode
         else {
             return;
         };
-        let started = std::time::Instant::now();
         let (writer, generation) = (writer.clone(), *generation);
         let result = (|| {
             let base_path = self.dir.join(BASE_NAME);
@@ -642,36 +810,21 @@ impl IndexWriter {
             if header.generation != generation || g != generation || header.writer != writer {
                 return Err(damaged(&base_path));
             }
-            let merged = merge(items, log_items);
-            let mut header = Header {
-                phase,
+            let header = Header {
+                phase: Phase::Stopped,
                 generation: generation + 1,
                 writer: writer.clone(),
-                jobs_stamp: (0, 0, 0),
+                jobs_stamp: jobs_dir_stamp(&self.jobs).ok_or_else(|| SpoolError::Missing {
+                    path: self.jobs.clone(),
+                })?,
             };
-            if phase == Phase::Stopped {
-                header.jobs_stamp =
-                    jobs_dir_stamp(&self.jobs).ok_or_else(|| SpoolError::Missing {
-                        path: self.jobs.clone(),
-                    })?;
-                let bytes = encode_base(&header, merged.into_iter());
-                // The log goes first: a stopped base is read without one.
-                durable::remove(&self.dir, LOG_NAME)?;
-                replace(&self.dir, BASE_NAME, &bytes, true)?;
-                return Ok(Mode::Off);
-            }
-            let bytes = encode_base(&header, merged.into_iter());
-            self.start_generation(header, &bytes)
+            let bytes = encode_base(&header, merge(items, log_items).into_iter());
+            // The log goes first: a stopped base is read without one.
+            durable::remove(&self.dir, LOG_NAME)?;
+            replace(&self.dir, BASE_NAME, &bytes, true)
         })();
-        match result {
-            Ok(mode) => {
-                tracing::debug!(
-                    ms = started.elapsed().as_secs_f64() * 1e3,
-                    "listing index compacted"
-                );
-                self.mode = mode;
-            }
-            Err(e) => self.fail(&e),
+        if let Err(e) = result {
+            self.fail(&e);
         }
     }
 
@@ -679,7 +832,13 @@ impl IndexWriter {
     /// kept by this `sched_d`.
     fn fail(&mut self, e: &SpoolError) {
         tracing::error!("listing index: {e}; job listings will read every job file");
-        self.mode = Mode::Off;
+        if let Mode::Running {
+            merging: Some(m), ..
+        } = std::mem::replace(&mut self.mode, Mode::Off)
+            && let Ok(Ok(base)) = m.thread.join()
+        {
+            let _ = fs::remove_file(base.temp);
+        }
         if let Err(e) = durable::remove(&self.dir, BASE_NAME) {
             tracing::error!("cannot remove the listing index, which may be stale: {e}");
         }
@@ -727,13 +886,25 @@ mod tests {
         assert!(view.get(JobId(7)).is_none());
         // Batches of updates: the log passes 256 kB + a quarter of the base several times.
         let mut generations = std::collections::BTreeSet::new();
+        let mut appended_while_merging = 0;
         for round in 0..10u32 {
             for id in 1..=100 {
                 w.put(JobId(id), Some(entry(round * 1000 + id)));
             }
             w.forget(JobId(50 + round));
             w.put(JobId(1000 + round), Some(entry(round)));
+            if let Mode::Running {
+                merging: Some(_), ..
+            } = &w.mode
+            {
+                // These entries land after the merge began: they must reach the next log.
+                appended_while_merging += 1;
+            }
             w.commit();
+            if round % 2 == 0 {
+                // Read while the merge may still run, then with it installed.
+                w.settle();
+            }
             if let Mode::Running { generation, .. } = &w.mode {
                 generations.insert(*generation);
             }
@@ -749,6 +920,7 @@ mod tests {
             );
         }
         assert!(generations.len() > 2, "{generations:?}");
+        assert!(appended_while_merging > 0);
         w.stop();
         assert!(!dir.path().join("daemon").join(LOG_NAME).exists());
         let view = IndexView::load(&spool).expect("stopped index");
