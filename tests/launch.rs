@@ -60,12 +60,20 @@ impl Rig {
     }
 
     fn with(edit: impl FnOnce(&mut ClusterConfig)) -> Rig {
+        Self::with_options(edit, |_| {})
+    }
+
+    fn with_options(
+        edit: impl FnOnce(&mut ClusterConfig),
+        edit_options: impl FnOnce(&mut LauncherOptions),
+    ) -> Rig {
         let cell = TestCell::new();
         let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
         edit(&mut config);
         let (tx, rx) = channel();
-        let launcher =
-            Launcher::with_options(&config, &cell.spool, tx, options(&cell)).expect("launcher");
+        let mut opts = options(&cell);
+        edit_options(&mut opts);
+        let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
         let user = job_user();
         Rig {
             cell,
@@ -1330,4 +1338,150 @@ fn launch_reports_the_jobs_io() {
     let bytes = r.io * 1024.0 * 1024.0 * 1024.0;
     let mb = 1024.0 * 1024.0;
     assert!((32.0 * mb..40.0 * mb).contains(&bytes), "{bytes} bytes");
+}
+
+/// `/proc/<pid>/cmdline` as words.
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect()
+}
+
+fn ppid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The supervisor pid of a running task, from its `shepherd.pid`.
+fn supervisor_pid(rig: &Rig, id: u32) -> u32 {
+    let pid_file = exec_spool_dir(rig.cell.spool.root(), &host())
+        .join(format!("active_jobs/{id}.1/shepherd.pid"));
+    wait_for("shepherd.pid", 10, || pid_file.exists());
+    read(&pid_file)
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid in shepherd.pid")
+}
+
+#[test]
+fn local_tasks_start_through_one_fork_server_whose_supervisors_are_forked_not_execed() {
+    let rig = Rig::new();
+    let mut servers = Vec::new();
+    for id in [9601, 9602] {
+        let job = rig.job(
+            id,
+            binary_job_in(
+                &rig.workdir(),
+                "forked",
+                "sleep 1; echo out-$JOB_ID; exit 5",
+            ),
+            "",
+        );
+        rig.start(&job, 1);
+        let job_pid = rig.started();
+        assert!(job_pid > 0);
+        let sup = supervisor_pid(&rig, id);
+        // A fork of the start server: its parent is the server, and it kept the server's
+        // command line (an exec'd supervisor's would be `supervise <taskdir>`).
+        let words = cmdline(sup);
+        assert_eq!(
+            words.get(1).map(String::as_str),
+            Some("start-server"),
+            "{words:?}"
+        );
+        let server = ppid(sup).expect("supervisor's parent");
+        assert_eq!(
+            cmdline(server).get(1).map(String::as_str),
+            Some("start-server")
+        );
+        assert_eq!(
+            ppid(server),
+            Some(std::process::id()),
+            "the server is the launcher's child"
+        );
+        // The job itself is the supervisor's child, in a session of its own.
+        assert_eq!(ppid(job_pid), Some(sup));
+        servers.push(server);
+        let r = rig.ended(30);
+        assert_eq!((r.exit_status, r.failed, r.error.as_deref()), (5, 0, None));
+        assert_eq!(
+            read(&rig.workdir().join(format!("forked.o{id}"))),
+            format!("out-{id}\n")
+        );
+        // The server reaps the supervisor once it has ended.
+        wait_for("the supervisor reaped", 10, || {
+            !alive(sup as i32) && ppid(sup).is_none()
+        });
+    }
+    assert_eq!(servers[0], servers[1], "one start server for the host");
+    // The server ends with the launcher (its stdin closes).
+    drop(rig);
+    wait_for("the start server's exit", 10, || !alive(servers[0] as i32));
+}
+
+#[test]
+fn a_local_start_server_that_dies_is_replaced_and_setup_failures_still_come_back() {
+    let rig = Rig::new();
+    let job = |id: u32, cmd: &str| rig.job(id, binary_job_in(&rig.workdir(), "again", cmd), "");
+    rig.start(&job(9611, "sleep 30"), 1);
+    rig.started();
+    let first = supervisor_pid(&rig, 9611);
+    let server = ppid(first).expect("server");
+    assert_eq!(
+        cmdline(server).get(1).map(String::as_str),
+        Some("start-server")
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the start server");
+    wait_for("the start server's death", 10, || !alive(server as i32));
+    // Its supervisor carries on without it.
+    assert!(alive(first as i32));
+    rig.start(&job(9612, "sleep 1; echo second"), 1);
+    rig.started();
+    // A second server started for the later tasks.
+    let server2 = ppid(supervisor_pid(&rig, 9612)).expect("second server");
+    assert_ne!(server2, server);
+    assert_eq!(
+        cmdline(server2).get(1).map(String::as_str),
+        Some("start-server")
+    );
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9612), 0, 0));
+    assert_eq!(read(&rig.workdir().join("again.o9612")), "second\n");
+    let mut missing_cwd = job(9613, "true");
+    missing_cwd.spec.cwd = Some("/nonexistent/dir".into());
+    let r = rig.run(&missing_cwd);
+    assert_eq!(r.failed, 28, "{r:?}");
+    rig.launcher().kill(JobId(9611), 1, false).expect("kill");
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9611), 137, 100));
+}
+
+#[test]
+fn without_the_start_server_local_tasks_exec_their_supervisor() {
+    let rig = Rig::with_options(|_| {}, |o| o.local_start_server = false);
+    let id = 9621;
+    let job = rig.job(
+        id,
+        binary_job_in(&rig.workdir(), "execd", "sleep 1; echo out; exit 4"),
+        "",
+    );
+    rig.start(&job, 1);
+    rig.started();
+    let sup = supervisor_pid(&rig, id);
+    assert_eq!(cmdline(sup).get(1).map(String::as_str), Some("supervise"));
+    let r = rig.ended(30);
+    assert_eq!((r.exit_status, r.failed), (4, 0));
+    assert_eq!(read(&rig.workdir().join(format!("execd.o{id}"))), "out\n");
 }
