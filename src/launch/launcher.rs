@@ -8,8 +8,11 @@
 //! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
 //! result survives a `sched_d` crash until it has been recorded.
 //!
-//! Threads: one per start or ssh kill while it lasts, one per host watcher. At most
-//! `max_sessions - 1` short ssh sessions per host run at once (the watcher holds one more).
+//! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
+//! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host
+//! run at once (the watcher and the start server hold one more each); a local host starts
+//! tasks through its start server (a child process, see `open_start_server`), or without
+//! one at most 8 at once.
 
 use super::shepherd::{self, RunReply, StartReply, StartServerHello, TaskState, WatchMessage};
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};

@@ -491,20 +491,21 @@ impl Starting {
                 return reply(RunReply::Started { pid });
             }
         }
-        if self.out_eof && self.err_eof {
-            if let Some(status) = self.status {
-                if self.dir.result().exists() {
-                    return reply(RunReply::Started { pid: 0 });
-                }
-                let _ = std::fs::remove_dir_all(&self.dir.path);
-                let log = String::from_utf8_lossy(&self.err_buf);
-                return reply(failed_reply(LaunchError::Protocol(format!(
-                    "the supervisor of task {} exited ({}) before starting the job: {}",
-                    self.task_name(),
-                    describe_status(status),
-                    log.trim()
-                ))));
+        if self.out_eof
+            && self.err_eof
+            && let Some(status) = self.status
+        {
+            if self.dir.result().exists() {
+                return reply(RunReply::Started { pid: 0 });
             }
+            let _ = std::fs::remove_dir_all(&self.dir.path);
+            let log = String::from_utf8_lossy(&self.err_buf);
+            return reply(failed_reply(LaunchError::Protocol(format!(
+                "the supervisor of task {} exited ({}) before starting the job: {}",
+                self.task_name(),
+                describe_status(status),
+                log.trim()
+            ))));
         }
         if now >= self.deadline {
             // Reaped later, with the other supervisors.

@@ -250,7 +250,11 @@ pub(super) fn fork_supervisor(
     if thread_count() != Some(1) {
         return Err(Errno::EDEADLK);
     }
-    let null = nix::fcntl::open(c"/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())?;
+    let null = nix::fcntl::open(
+        c"/dev/null",
+        OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
     // SAFETY: the process is single-threaded (checked above; the start server never starts
     // a thread), so the child's copy of memory has no lock held by a thread that does not
     // exist in it, and the child may run ordinary code. It never returns from this block.
