@@ -254,6 +254,14 @@ fn start_server_mode() -> Result<(), LaunchError> {
         start_server: START_SERVER_VERSION,
     })
     .map_err(stdout_err)?;
+    // glibc loads the NSS modules of a database (`libnss_systemd` for `group` here) at its
+    // first lookup, with `dlopen` and symbol relocation. Loaded once here, every supervisor
+    // forked later inherits them, instead of loading them again for its `getgrouplist`.
+    if let Ok(Some(me)) = User::from_uid(nix::unistd::geteuid())
+        && let Ok(name) = CString::new(me.name)
+    {
+        let _ = nix::unistd::getgrouplist(&name, me.gid);
+    }
     let mut sigchld = SigSet::empty();
     sigchld.add(Signal::SIGCHLD);
     sigchld
