@@ -1485,3 +1485,95 @@ fn without_the_start_server_local_tasks_exec_their_supervisor() {
     assert_eq!((r.exit_status, r.failed), (4, 0));
     assert_eq!(read(&rig.workdir().join(format!("execd.o{id}"))), "out\n");
 }
+
+#[test]
+fn the_start_server_answers_every_spec_and_exits_at_eof_leaving_its_supervisors_running() {
+    use gridspool::launch::shepherd::{RunReply, StartReply, StartServerHello};
+    use std::io::{BufRead, BufReader, Write};
+    let rig = Rig::new();
+    let spec = |id: u32, edit: &dyn Fn(&mut JobSpec)| {
+        let mut js = binary_job_in(&rig.workdir(), "direct", "sleep 1; echo direct-$JOB_ID");
+        edit(&mut js);
+        let job = rig.job(id, js, "");
+        let spec = LaunchSpec::build(
+            &rig.cell.spool,
+            &rig.config,
+            &job,
+            1,
+            &rig.placement(&host(), 1, None),
+            false,
+        )
+        .expect("spec");
+        serde_json::to_string(&spec).expect("json")
+    };
+    let running = spec(9631, &|_| {});
+    let no_cwd = spec(9632, &|s| s.cwd = Some("/nonexistent/dir".into()));
+    let mut unknown_owner: serde_json::Value =
+        serde_json::from_str(&spec(9633, &|_| {})).expect("json");
+    unknown_owner["submitter"]["owner"] = "no-such-user-gridspool".into();
+    let mut server = std::process::Command::new(SHEPHERD)
+        .arg("start-server")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start-server");
+    let mut input = server.stdin.take().expect("stdin");
+    let mut output = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    output.read_line(&mut line).expect("hello");
+    let hello: StartServerHello = serde_json::from_str(&line).expect("hello line");
+    assert_eq!(hello.start_server, 1);
+    for l in [
+        running,
+        no_cwd,
+        unknown_owner.to_string(),
+        r#"{"job": 9634, "task": 1, "nonsense": true}"#.to_string(),
+    ] {
+        writeln!(input, "{l}").expect("write spec");
+    }
+    drop(input);
+    let replies: std::collections::BTreeMap<u32, RunReply> = output
+        .lines()
+        .map(|l| serde_json::from_str::<StartReply>(&l.expect("line")).expect("reply"))
+        .map(|r| (r.job.0, r.reply))
+        .collect();
+    // All answered, then the server exited at the end of its input…
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(replies.len(), 4, "{replies:?}");
+    let Some(RunReply::Started { pid }) = replies.get(&9631) else {
+        panic!("{replies:?}");
+    };
+    assert!(*pid > 0);
+    // …while the job it started runs on (its supervisor was reparented).
+    assert!(alive(*pid as i32));
+    // A job that fails before it runs has started in the protocol's sense (pid 0): its
+    // result, written by the supervisor, says why.
+    assert_eq!(replies.get(&9632), Some(&RunReply::Started { pid: 0 }));
+    let td = |id: u32| {
+        exec_spool_dir(rig.cell.spool.root(), &host()).join(format!("active_jobs/{id}.1"))
+    };
+    // (The supervisor announces before it publishes the result.)
+    wait_for("the failed task's result", 10, || {
+        td(9632).join("result.json").exists()
+    });
+    let result: TaskResult =
+        serde_json::from_slice(&std::fs::read(td(9632).join("result.json")).expect("result"))
+            .expect("result json");
+    assert_eq!(result.failed, 28, "{result:?}");
+    match replies.get(&9633) {
+        Some(RunReply::Failed { error, host_fault }) => {
+            assert!(error.contains("no-such-user-gridspool"), "{error}");
+            assert!(!host_fault);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!td(9633).exists(), "no directory for a task refused");
+    assert!(
+        matches!(replies.get(&9634), Some(RunReply::Failed { error, .. }) if error.contains("bad launch spec"))
+    );
+    wait_for("the running task's result", 30, || {
+        td(9631).join("result.json").exists()
+    });
+    assert_eq!(read(&rig.workdir().join("direct.o9631")), "direct-9631\n");
+}
