@@ -60,12 +60,20 @@ impl Rig {
     }
 
     fn with(edit: impl FnOnce(&mut ClusterConfig)) -> Rig {
+        Self::with_options(edit, |_| {})
+    }
+
+    fn with_options(
+        edit: impl FnOnce(&mut ClusterConfig),
+        edit_options: impl FnOnce(&mut LauncherOptions),
+    ) -> Rig {
         let cell = TestCell::new();
         let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
         edit(&mut config);
         let (tx, rx) = channel();
-        let launcher =
-            Launcher::with_options(&config, &cell.spool, tx, options(&cell)).expect("launcher");
+        let mut opts = options(&cell);
+        edit_options(&mut opts);
+        let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
         let user = job_user();
         Rig {
             cell,
@@ -1374,4 +1382,242 @@ fn launch_reports_the_jobs_io() {
     let bytes = r.io * 1024.0 * 1024.0 * 1024.0;
     let mb = 1024.0 * 1024.0;
     assert!((32.0 * mb..40.0 * mb).contains(&bytes), "{bytes} bytes");
+}
+
+/// `/proc/<pid>/cmdline` as words.
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect()
+}
+
+fn ppid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The supervisor pid of a running task, from its `shepherd.pid`.
+fn supervisor_pid(rig: &Rig, id: u32) -> u32 {
+    let pid_file = exec_spool_dir(rig.cell.spool.root(), &host())
+        .join(format!("active_jobs/{id}.1/shepherd.pid"));
+    wait_for("shepherd.pid", 10, || pid_file.exists());
+    read(&pid_file)
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid in shepherd.pid")
+}
+
+#[test]
+fn local_tasks_start_through_one_fork_server_whose_supervisors_are_forked_not_execed() {
+    let rig = Rig::new();
+    let mut servers = Vec::new();
+    for id in [9601, 9602] {
+        let job = rig.job(
+            id,
+            binary_job_in(
+                &rig.workdir(),
+                "forked",
+                "sleep 1; echo out-$JOB_ID; exit 5",
+            ),
+            "",
+        );
+        rig.start(&job, 1);
+        let job_pid = rig.started();
+        assert!(job_pid > 0);
+        let sup = supervisor_pid(&rig, id);
+        // A fork of the start server: its parent is the server, and it kept the server's
+        // command line (an exec'd supervisor's would be `supervise <taskdir>`).
+        let words = cmdline(sup);
+        assert_eq!(
+            words.get(1).map(String::as_str),
+            Some("start-server"),
+            "{words:?}"
+        );
+        let server = ppid(sup).expect("supervisor's parent");
+        assert_eq!(
+            cmdline(server).get(1).map(String::as_str),
+            Some("start-server")
+        );
+        assert_eq!(
+            ppid(server),
+            Some(std::process::id()),
+            "the server is the launcher's child"
+        );
+        // The job itself is the supervisor's child, in a session of its own.
+        assert_eq!(ppid(job_pid), Some(sup));
+        servers.push(server);
+        let r = rig.ended(30);
+        assert_eq!((r.exit_status, r.failed, r.error.as_deref()), (5, 0, None));
+        assert_eq!(
+            read(&rig.workdir().join(format!("forked.o{id}"))),
+            format!("out-{id}\n")
+        );
+        // The server reaps the supervisor once it has ended.
+        wait_for("the supervisor reaped", 10, || {
+            !alive(sup as i32) && ppid(sup).is_none()
+        });
+    }
+    assert_eq!(servers[0], servers[1], "one start server for the host");
+    // The server ends with the launcher (its stdin closes).
+    drop(rig);
+    wait_for("the start server's exit", 10, || !alive(servers[0] as i32));
+}
+
+#[test]
+fn a_local_start_server_that_dies_is_replaced_and_setup_failures_still_come_back() {
+    let rig = Rig::new();
+    let job = |id: u32, cmd: &str| rig.job(id, binary_job_in(&rig.workdir(), "again", cmd), "");
+    rig.start(&job(9611, "sleep 30"), 1);
+    rig.started();
+    let first = supervisor_pid(&rig, 9611);
+    let server = ppid(first).expect("server");
+    assert_eq!(
+        cmdline(server).get(1).map(String::as_str),
+        Some("start-server")
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the start server");
+    wait_for("the start server's death", 10, || !alive(server as i32));
+    // Its supervisor carries on without it.
+    assert!(alive(first as i32));
+    rig.start(&job(9612, "sleep 1; echo second"), 1);
+    rig.started();
+    // A second server started for the later tasks.
+    let server2 = ppid(supervisor_pid(&rig, 9612)).expect("second server");
+    assert_ne!(server2, server);
+    assert_eq!(
+        cmdline(server2).get(1).map(String::as_str),
+        Some("start-server")
+    );
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9612), 0, 0));
+    assert_eq!(read(&rig.workdir().join("again.o9612")), "second\n");
+    let mut missing_cwd = job(9613, "true");
+    missing_cwd.spec.cwd = Some("/nonexistent/dir".into());
+    let r = rig.run(&missing_cwd);
+    assert_eq!(r.failed, 28, "{r:?}");
+    rig.launcher().kill(JobId(9611), 1, false).expect("kill");
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.exit_status, r.failed), (JobId(9611), 137, 100));
+}
+
+#[test]
+fn without_the_start_server_local_tasks_exec_their_supervisor() {
+    let rig = Rig::with_options(|_| {}, |o| o.local_start_server = false);
+    let id = 9621;
+    let job = rig.job(
+        id,
+        binary_job_in(&rig.workdir(), "execd", "sleep 1; echo out; exit 4"),
+        "",
+    );
+    rig.start(&job, 1);
+    rig.started();
+    let sup = supervisor_pid(&rig, id);
+    assert_eq!(cmdline(sup).get(1).map(String::as_str), Some("supervise"));
+    let r = rig.ended(30);
+    assert_eq!((r.exit_status, r.failed), (4, 0));
+    assert_eq!(read(&rig.workdir().join(format!("execd.o{id}"))), "out\n");
+}
+
+#[test]
+fn the_start_server_answers_every_spec_and_exits_at_eof_leaving_its_supervisors_running() {
+    use gridspool::launch::shepherd::{RunReply, StartReply, StartServerHello};
+    use std::io::{BufRead, BufReader, Write};
+    let rig = Rig::new();
+    let spec = |id: u32, edit: &dyn Fn(&mut JobSpec)| {
+        let mut js = binary_job_in(&rig.workdir(), "direct", "sleep 1; echo direct-$JOB_ID");
+        edit(&mut js);
+        let job = rig.job(id, js, "");
+        let spec = LaunchSpec::build(
+            &rig.cell.spool,
+            &rig.config,
+            &job,
+            1,
+            &rig.placement(&host(), 1, None),
+            false,
+        )
+        .expect("spec");
+        serde_json::to_string(&spec).expect("json")
+    };
+    let running = spec(9631, &|_| {});
+    let no_cwd = spec(9632, &|s| s.cwd = Some("/nonexistent/dir".into()));
+    let mut unknown_owner: serde_json::Value =
+        serde_json::from_str(&spec(9633, &|_| {})).expect("json");
+    unknown_owner["submitter"]["owner"] = "no-such-user-gridspool".into();
+    let mut server = std::process::Command::new(SHEPHERD)
+        .arg("start-server")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start-server");
+    let mut input = server.stdin.take().expect("stdin");
+    let mut output = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    output.read_line(&mut line).expect("hello");
+    let hello: StartServerHello = serde_json::from_str(&line).expect("hello line");
+    assert_eq!(hello.start_server, 1);
+    for l in [
+        running,
+        no_cwd,
+        unknown_owner.to_string(),
+        r#"{"job": 9634, "task": 1, "nonsense": true}"#.to_string(),
+    ] {
+        writeln!(input, "{l}").expect("write spec");
+    }
+    drop(input);
+    let replies: std::collections::BTreeMap<u32, RunReply> = output
+        .lines()
+        .map(|l| serde_json::from_str::<StartReply>(&l.expect("line")).expect("reply"))
+        .map(|r| (r.job.0, r.reply))
+        .collect();
+    // All answered, then the server exited at the end of its input…
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(replies.len(), 4, "{replies:?}");
+    let Some(RunReply::Started { pid }) = replies.get(&9631) else {
+        panic!("{replies:?}");
+    };
+    assert!(*pid > 0);
+    // …while the job it started runs on (its supervisor was reparented).
+    assert!(alive(*pid as i32));
+    // A job that fails before it runs has started in the protocol's sense (pid 0): its
+    // result, written by the supervisor, says why.
+    assert_eq!(replies.get(&9632), Some(&RunReply::Started { pid: 0 }));
+    let td = |id: u32| {
+        exec_spool_dir(rig.cell.spool.root(), &host()).join(format!("active_jobs/{id}.1"))
+    };
+    // (The supervisor announces before it publishes the result.)
+    wait_for("the failed task's result", 10, || {
+        td(9632).join("result.json").exists()
+    });
+    let result: TaskResult =
+        serde_json::from_slice(&std::fs::read(td(9632).join("result.json")).expect("result"))
+            .expect("result json");
+    assert_eq!(result.failed, 28, "{result:?}");
+    match replies.get(&9633) {
+        Some(RunReply::Failed { error, host_fault }) => {
+            assert!(error.contains("no-such-user-gridspool"), "{error}");
+            assert!(!host_fault);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!td(9633).exists(), "no directory for a task refused");
+    assert!(
+        matches!(replies.get(&9634), Some(RunReply::Failed { error, .. }) if error.contains("bad launch spec"))
+    );
+    wait_for("the running task's result", 30, || {
+        td(9631).join("result.json").exists()
+    });
+    assert_eq!(read(&rig.workdir().join("direct.o9631")), "direct-9631\n");
 }

@@ -1122,3 +1122,77 @@ fn a_stale_index_is_never_used() {
     assert_same_listings(&listings(&cell), &listings_from_files(&cell));
     d.signal(Signal::SIGCONT);
 }
+
+/// `/proc/<pid>/cmdline`'s second word (the shepherd's mode).
+fn mode_of(pid: u32) -> Option<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let word = bytes.split(|b| *b == 0).nth(1)?;
+    Some(String::from_utf8_lossy(word).into_owned())
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Alive and not a zombie.
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(!s[s.rfind(')')? + 2..].starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
+fn kill_9_of_sched_d_ends_its_start_server_but_not_the_supervisors_it_forked() {
+    let cell = cell(2);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let marker = dir.join("marker");
+    let id = submit(
+        &cell.spool,
+        &format!("sleep 2\necho done > {}\nexit 7\n", marker.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    wait_running(&cell.spool, id);
+    let task_dir = gridspool::launch::exec_spool_dir(
+        cell.spool.root(),
+        &gridspool::identity::short_hostname(),
+    )
+    .join(format!("active_jobs/{id}.1"));
+    let pid_file = task_dir.join("shepherd.pid");
+    wait_for("shepherd.pid", Duration::from_secs(10), || {
+        pid_file.exists()
+    });
+    let supervisor: u32 = std::fs::read_to_string(&pid_file)
+        .expect("shepherd.pid")
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid");
+    // Forked by sched_d's start server (not an exec of `supervise`).
+    let server = parent_of(supervisor).expect("the supervisor's parent");
+    assert_eq!(mode_of(supervisor).as_deref(), Some("start-server"));
+    assert_eq!(mode_of(server).as_deref(), Some("start-server"));
+    assert_eq!(parent_of(server), Some(d.pid()));
+    d.signal(Signal::SIGKILL);
+    d.wait();
+    // The server's stdin ends with sched_d: it exits; the supervisor and job carry on.
+    wait_for("the start server's exit", Duration::from_secs(10), || {
+        !process_alive(server)
+    });
+    assert!(process_alive(supervisor), "the supervisor outlives sched_d");
+    assert!(exits(&cell.spool, id).is_empty());
+    let d2 = SchedD::start(&cell, &[]);
+    wait_for("exit after restart", Duration::from_secs(20), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let e = &exits(&cell.spool, id)[0];
+    assert_eq!((e.exit_status, e.failed), (7, 0), "log:\n{}", d2.log_text());
+    assert_eq!(std::fs::read_to_string(&marker).expect("marker"), "done\n");
+    assert!(d2.log_text().contains("task re-attached"));
+}

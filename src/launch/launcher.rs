@@ -8,8 +8,11 @@
 //! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
 //! result survives a `sched_d` crash until it has been recorded.
 //!
-//! Threads: one per start or ssh kill while it lasts, one per host watcher. At most
-//! `max_sessions - 1` short ssh sessions per host run at once (the watcher holds one more).
+//! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
+//! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host
+//! run at once (the watcher and the start server hold one more each); a local host starts
+//! tasks through its start server (a child process, see `open_start_server`), or without
+//! one at most 8 at once.
 
 use super::shepherd::{self, RunReply, StartReply, StartServerHello, TaskState, WatchMessage};
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
@@ -42,6 +45,10 @@ pub struct LauncherOptions {
     pub control_dir: PathBuf,
     /// How often watchers look for finished tasks.
     pub poll_interval: Duration,
+    /// Local hosts start tasks through a `gridspool-shepherd start-server` child (a fork
+    /// server: no `exec` per task); `false`: in this process, one `exec` of the supervisor
+    /// per task (the fallback when the start server cannot be started).
+    pub local_start_server: bool,
 }
 
 impl LauncherOptions {
@@ -69,6 +76,7 @@ impl LauncherOptions {
             remote_shepherd: None,
             control_dir: control_dir_for(spool.daemon_dir().join("ssh")),
             poll_interval: Duration::from_millis(500),
+            local_start_server: true,
         })
     }
 }
@@ -122,16 +130,19 @@ struct WatcherHandle {
     acks: Option<std::process::ChildStdin>,
 }
 
-/// The `gridspool-shepherd start-server` session of an ssh host: one session carries every
-/// start, instead of an ssh session (with its login, shell and shepherd `exec`) per task.
+/// The `gridspool-shepherd start-server` session of a host: one session carries every start.
+/// For an ssh host that saves an ssh session (with its login, shell and shepherd `exec`) per
+/// task; for a local host, where the start server is our child, the `exec` of the supervisor
+/// per task (the start server forks it).
 #[derive(Default)]
 struct StartServer {
     /// Not used for this host: `max_sessions` leaves no room for it, or the shepherd there
-    /// does not speak it. Tasks get a session each.
+    /// does not speak it, or (local) it is switched off. Tasks get a session (ssh) or an
+    /// `exec` of the supervisor (local) each.
     unsupported: bool,
     /// The session's stdin, for spec lines; `None` while no session is open.
     stdin: Option<std::process::ChildStdin>,
-    /// The ssh process of the session (our child).
+    /// The ssh process of the session, or the local start server (our child).
     pid: Option<u32>,
     /// Starts waiting for their reply.
     waiting: Arc<Mutex<WaitingStarts>>,
@@ -505,7 +516,10 @@ impl Inner {
         // Local hosts: a bound on shepherds being started at once (a burst of array tasks
         // would otherwise fork hundreds at the same moment). Ssh hosts: the watcher holds
         // one session and the start server another, if there is room for it (3 or more).
-        let with_start_server = target.as_ref().is_some_and(|t| t.max_sessions >= 3);
+        let with_start_server = match &target {
+            Some(t) => t.max_sessions >= 3,
+            None => self.opts.local_start_server,
+        };
         let short_sessions = target.as_ref().map_or(LOCAL_CONCURRENT_STARTS, |t| {
             t.max_sessions
                 .saturating_sub(if with_start_server { 2 } else { 1 })
@@ -554,11 +568,14 @@ impl Inner {
     fn start_task(self: &Arc<Self>, host: &Arc<HostState>, spec: LaunchSpec) {
         let (job, task) = (spec.job, spec.task);
         let reply = match &host.target {
-            None => {
-                let _permit = host.sessions.acquire();
-                self.run_local(host, &spec)
-            }
-            Some(t) => match self.start_via_server(host, t, &spec) {
+            None => match self.start_via_server(host, &spec) {
+                Some(reply) => reply,
+                None => {
+                    let _permit = host.sessions.acquire();
+                    self.run_local(host, &spec)
+                }
+            },
+            Some(t) => match self.start_via_server(host, &spec) {
                 Some(reply) => reply,
                 None => self.ensure_master(host).and_then(|()| {
                     let json = serde_json::to_vec(&spec)
@@ -629,12 +646,12 @@ impl Inner {
         }
     }
 
-    /// Starts a task through the host's start server, opening the session if need be;
-    /// `None` when the host has none (the task then gets a session of its own).
+    /// Starts a task through the host's start server, opening the session (or for a local
+    /// host, starting the server) if need be; `None` when the host has none (the task then
+    /// gets a session of its own, or for a local host an `exec` of its supervisor).
     fn start_via_server(
         self: &Arc<Self>,
         host: &Arc<HostState>,
-        t: &SshTarget,
         spec: &LaunchSpec,
     ) -> Option<Result<RunReply, LaunchError>> {
         let key = (spec.job, spec.task);
@@ -645,11 +662,17 @@ impl Inner {
                 return None;
             }
             if st.stdin.is_none() {
-                match self.open_start_server(host, t, &mut st) {
+                match self.open_start_server(host, &mut st) {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::info!(host = %host.name, "the shepherd there has no start server: a session per task");
                         st.unsupported = true;
+                        return None;
+                    }
+                    // A local start server that cannot be started now: this task gets the
+                    // exec of its supervisor, and the next start tries the server again.
+                    Err(e) if host.target.is_none() => {
+                        tracing::warn!(host = %host.name, "cannot start the start server: {e}");
                         return None;
                     }
                     Err(e) => return Some(Err(e)),
@@ -673,7 +696,7 @@ impl Inner {
             Ok(reply) => Some(Ok(reply)),
             // The session ended (or hung) after the spec was sent: the task may have started.
             // Ask the host rather than start it again.
-            Err(_) => Some(self.started_after_all(host, t, spec)),
+            Err(_) => Some(self.started_after_all(host, spec)),
         }
     }
 
@@ -682,7 +705,6 @@ impl Inner {
     fn started_after_all(
         &self,
         host: &HostState,
-        t: &SshTarget,
         spec: &LaunchSpec,
     ) -> Result<RunReply, LaunchError> {
         let unanswered = |why: String| LaunchError::Unreachable {
@@ -692,13 +714,20 @@ impl Inner {
                 spec.task_name()
             ),
         };
-        let out = self.remote_query(host, t)?;
-        if !out.status.success() {
-            return Err(unanswered(
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ));
-        }
-        let there = task_states(&out.stdout).any(|s| s.job == spec.job && s.task == spec.task);
+        let there = match &host.target {
+            None => shepherd::query(&host.exec_spool)
+                .iter()
+                .any(|s| s.job == spec.job && s.task == spec.task),
+            Some(t) => {
+                let out = self.remote_query(host, t)?;
+                if !out.status.success() {
+                    return Err(unanswered(
+                        String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                    ));
+                }
+                task_states(&out.stdout).any(|s| s.job == spec.job && s.task == spec.task)
+            }
+        };
         if there {
             Ok(RunReply::Started { pid: 0 })
         } else {
@@ -724,21 +753,38 @@ impl Inner {
     }
 
     /// Opens the host's start-server session: `Ok(false)` when the shepherd there does not
-    /// answer with the start server's greeting (an older shepherd).
+    /// answer with the start server's greeting (an older shepherd). For a local host the
+    /// start server is our child, reached only through its stdin and stdout pipes (nothing
+    /// else can ask it to start anything), in a process group of its own (a terminal's
+    /// SIGINT to `sched_d`'s group does not end it); it exits when its stdin ends, so also
+    /// when `sched_d` dies, and the supervisors it started carry on.
     fn open_start_server(
         self: &Arc<Self>,
         host: &Arc<HostState>,
-        t: &SshTarget,
         st: &mut StartServer,
     ) -> Result<bool, LaunchError> {
-        self.ensure_master(host)?;
-        let mut child = t
-            .command(&[self.remote_shepherd(), "start-server".to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+        let mut child = match &host.target {
+            Some(t) => {
+                self.ensure_master(host)?;
+                t.command(&[self.remote_shepherd(), "start-server".to_string()])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| LaunchError::io("spawn", "ssh", e))?
+            }
+            None => {
+                use std::os::unix::process::CommandExt;
+                std::process::Command::new(&self.opts.shepherd)
+                    .arg("start-server")
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .process_group(0)
+                    .spawn()
+                    .map_err(|e| LaunchError::io("spawn", &self.opts.shepherd, e))?
+            }
+        };
         let Some(out) = child.stdout.take() else {
             return Ok(false);
         };
@@ -775,6 +821,7 @@ impl Inner {
             return Ok(false);
         }
         let pid = child.id();
+        tracing::info!(host = %host.name, pid, "start server running");
         st.stdin = child.stdin.take();
         st.pid = Some(pid);
         let waiting = Arc::clone(&st.waiting);

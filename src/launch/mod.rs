@@ -7,10 +7,10 @@
 //!   from the job record and the placement ([`LaunchSpec::build`]); it travels as JSON.
 //! - [`Launcher`] is what `sched_d` holds: `start`, `kill`, `reattach`, `reconfigure`; it
 //!   reports [`LaunchEvent`]s on a channel.
-//! - The shepherd (`gridspool-shepherd`, [`shepherd`]) runs on the execution host. `run` reads a
-//!   spec on stdin, creates the task's directory in the host's execution spool, detaches a
-//!   *supervisor* (its own session, SIGHUP blocked, a child subreaper) and answers with the
-//!   job's pid. The supervisor forks the job's process, which drops to the owner's
+//! - The shepherd (`gridspool-shepherd`, [`shepherd`]) runs on the execution host. `run` (or
+//!   `start-server`, for many tasks) reads a spec on stdin, creates the task's directory in
+//!   the host's execution spool, detaches a *supervisor* (its own session, SIGHUP blocked, a
+//!   child subreaper) and answers with the job's pid. The supervisor forks the job's process, which drops to the owner's
 //!   credentials and `exec`s the job; it enforces limits, waits, and writes `result.json`
 //!   durably. `watch` streams the
 //!   results of a host's tasks to the launcher and removes each task directory once it is
@@ -25,17 +25,24 @@
 //!
 //! # Local and ssh hosts
 //!
-//! For a local host the launcher does what `gridspool-shepherd run` does in its own process
-//! (one `exec` fewer per task) and reaps the supervisors it started; the shepherd binary is
-//! `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the running executable (install
-//! it beside `sched_d`); see [`LauncherOptions`]. For an ssh host it runs the same command over
-//! the system `ssh` client with the spec on the session's stdin and the reply on its stdout;
-//! the shepherd's path there is the same as here unless [`LauncherOptions::remote_shepherd`]
-//! says otherwise. Results do not come back on that session: it ends as soon as the job has
-//! started, and one `watch` session per host carries every result. A session per running job
-//! would hold one of sshd's `MaxSessions` for the job's whole life and so cap a host's running
-//! jobs at `max_sessions`; this way `max_sessions` bounds only the short start/kill/query
-//! sessions (`max_sessions - 1` of them, the watcher holding one).
+//! Every host has one *start server* (`gridspool-shepherd start-server`, a fork server): one
+//! process, `exec`ed once, that reads a spec per line and forks each task's supervisor
+//! without an `exec`, then answers with the job's pid. For a local host it is a child of
+//! `sched_d`, started at the first task, restarted at the next task after it died, reached
+//! only through its stdin and stdout pipes; it exits when its stdin ends (`sched_d` stopped
+//! or killed) and the supervisors it forked carry on. If it cannot be started, the launcher
+//! does what `gridspool-shepherd run` does in its own process, one `exec` of `supervise`
+//! per task, and reaps those supervisors ([`LauncherOptions::local_start_server`] turns the
+//! server off). The shepherd binary is `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to
+//! the running executable (install it beside `sched_d`); see [`LauncherOptions`]. For an ssh
+//! host the start server runs over the system `ssh` client, one session per host (a session
+//! per task running `gridspool-shepherd run` when `max_sessions` leaves no room for it); the
+//! shepherd's path there is the same as here unless [`LauncherOptions::remote_shepherd`]
+//! says otherwise. Results do not come back on those sessions, and one `watch` session per
+//! host carries every result. A session per running job would hold one of sshd's
+//! `MaxSessions` for the job's whole life and so cap a host's running jobs at
+//! `max_sessions`; this way `max_sessions` bounds only the short kill/query sessions
+//! (`max_sessions - 2` of them, the watcher and the start server holding one each).
 //!
 //! An ssh host whose master connection cannot be established yields
 //! `LaunchEvent::Failed { host_unreachable: true }`; requeueing and backoff are the

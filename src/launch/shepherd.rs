@@ -19,10 +19,18 @@
 //!   shepherd binary, `gridspool-shepherd exec`, which cost about as much CPU as a trivial job.)
 //! - `start-server`: `run` for many tasks over one session: prints [`StartServerHello`], then
 //!   reads one [`LaunchSpec`] per line on stdin and answers each with a [`StartReply`] line
-//!   (in the order the tasks started, not necessarily the order asked); exits on EOF. A
-//!   launcher reaching a host over ssh keeps one such session per host open beside the
-//!   `watch` session, so that starting a task costs no ssh session, login shell or `exec`
-//!   of its own.
+//!   (in the order the tasks started, not necessarily the order asked); exits on EOF once
+//!   every start is answered. It is a *fork server*: one single-threaded process that forks
+//!   each task's supervisor without an `exec` (the child runs what `supervise` runs, see
+//!   [`spawn`] for why that is sound), waits for the supervisors' announcements in one
+//!   `poll` loop and reaps them (SIGCHLD on a signalfd, `waitpid(WNOHANG)`); the supervisors
+//!   detach as they would after an `exec` and outlive it. A launcher keeps one such session
+//!   per host: for an ssh host beside the `watch` session, so that starting a task costs no
+//!   ssh session, login shell or `exec` of its own; for a local host as a child of
+//!   `sched_d`, reached only through its stdin and stdout pipes. (Until 2026-11 it started
+//!   each supervisor as an `exec` of `supervise`, on a thread per start; the `exec` of this
+//!   35 MB binary, its relocations, page faults and glibc's start-up cost more CPU than the
+//!   rest of the supervisor.)
 //! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
 //!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
 //! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job
@@ -207,73 +215,335 @@ fn run_mode() -> Result<(), LaunchError> {
     print_line(&reply).map_err(|e| LaunchError::io("write", "<stdout>", e))
 }
 
+/// A task whose supervisor the start server has forked and which waits for the supervisor
+/// to announce the job (a pid line on its stdout) or to end (its stdout closed, why on its
+/// stderr).
+struct Starting {
+    spec_job: JobId,
+    spec_task: TaskId,
+    dir: TaskDir,
+    pid: Pid,
+    out: std::fs::File,
+    err: std::fs::File,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+    out_eof: bool,
+    err_eof: bool,
+    /// How the supervisor ended, once it has (and was reaped).
+    status: Option<WaitStatus>,
+    deadline: Instant,
+}
+
+/// How long a supervisor has to announce the job.
+const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `start-server`: one process per session, single-threaded, that forks (without `exec`)
+/// the supervisor of each task. See the module documentation for the protocol and
+/// [`spawn::fork_supervisor`] for why the fork is sound.
+///
+/// One `poll` loop: spec lines on stdin; SIGCHLD through a signalfd (the supervisors are
+/// our children until they end, and are reaped with `waitpid(WNOHANG)` as they do); each
+/// starting supervisor's stdout (the job's pid) and stderr (why it ended before the job ran);
+/// the 120 s deadline of each start. It exits once its input has ended and every start has
+/// been answered; the supervisors still running then are reparented and carry on.
 fn start_server_mode() -> Result<(), LaunchError> {
-    let exe =
-        std::env::current_exe().map_err(|e| LaunchError::io("locate", "/proc/self/exe", e))?;
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use std::os::fd::AsFd;
     let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
     print_line(&StartServerHello {
         start_server: START_SERVER_VERSION,
     })
     .map_err(stdout_err)?;
-    // The supervisors are our children until they end (we reap them as requests come); the
-    // ones still running when the session ends are reparented.
-    let supervisors = std::sync::Arc::new(std::sync::Mutex::new(Vec::<std::process::Child>::new()));
-    let mut starting = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut children = supervisors.lock().unwrap_or_else(|e| e.into_inner());
-        children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-        drop(children);
-        starting.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
-        let spec: LaunchSpec = match serde_json::from_str(&line) {
-            Ok(spec) => spec,
-            Err(e) => {
-                // Answered if the line says which task it is; else the launcher times out.
-                let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-                let id = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
-                if let (Some(job), Some(task)) = (id("job"), id("task")) {
-                    let reply = StartReply {
-                        job: JobId(job as u32),
-                        task: task as TaskId,
-                        reply: RunReply::Failed {
-                            error: format!("bad launch spec: {e}"),
-                            host_fault: false,
-                        },
-                    };
-                    print_line(&reply).map_err(stdout_err)?;
-                }
-                continue;
-            }
-        };
-        let exe = exe.clone();
-        let supervisors = std::sync::Arc::clone(&supervisors);
-        // Tasks start concurrently: each waits for its supervisor to announce the job.
-        let handle = std::thread::Builder::new()
-            .name("start".into())
-            .spawn(move || {
-                let (reply, child) = start_reply(&spec, &exe);
-                if let Some(child) = child {
-                    supervisors
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(child);
-                }
-                let _ = print_line(&StartReply {
-                    job: spec.job,
-                    task: spec.task,
-                    reply,
-                });
-            })
-            .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
-        starting.push(handle);
+    // glibc loads the NSS modules of a database (`libnss_systemd` for `group` here) at its
+    // first lookup, with `dlopen` and symbol relocation. Loaded once here, every supervisor
+    // forked later inherits them, instead of loading them again for its `getgrouplist`.
+    if let Ok(Some(me)) = User::from_uid(nix::unistd::geteuid())
+        && let Ok(name) = CString::new(me.name)
+    {
+        let _ = nix::unistd::getgrouplist(&name, me.gid);
     }
-    for h in starting {
-        let _ = h.join();
+    let mut sigchld = SigSet::empty();
+    sigchld.add(Signal::SIGCHLD);
+    sigchld
+        .thread_block()
+        .map_err(|e| LaunchError::Protocol(format!("sigprocmask: {e}")))?;
+    let children = SignalFd::with_flags(&sigchld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| LaunchError::io("create", "signalfd", e.into()))?;
+    let stdin = std::io::stdin();
+    let mut input = Vec::new();
+    let mut eof = false;
+    // Replies go out as long as someone reads them; a launcher that went away does not stop
+    // the supervisors being started from being reaped.
+    let reply = |r: StartReply| {
+        let _ = print_line(&r);
+    };
+    let mut starting: Vec<Starting> = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while !eof || !starting.is_empty() {
+        let now = Instant::now();
+        let timeout = starting
+            .iter()
+            .map(|s| s.deadline.saturating_duration_since(now))
+            .min()
+            .map_or(nix::poll::PollTimeout::NONE, |d| {
+                // Rounded up: a deadline is not missed by a poll that returns a little early.
+                let ms = d.as_millis().saturating_add(1).min(i32::MAX as u128) as i32;
+                nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX)
+            });
+        let input_ready = {
+            use nix::poll::{PollFd, PollFlags};
+            let mut fds = vec![PollFd::new(children.as_fd(), PollFlags::POLLIN)];
+            if !eof {
+                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+            }
+            for s in &starting {
+                if !s.out_eof {
+                    fds.push(PollFd::new(s.out.as_fd(), PollFlags::POLLIN));
+                }
+                if !s.err_eof {
+                    fds.push(PollFd::new(s.err.as_fd(), PollFlags::POLLIN));
+                }
+            }
+            match nix::poll::poll(&mut fds, timeout) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(LaunchError::io("poll", "<start server>", e.into())),
+            }
+            !eof && fds[1].revents().is_some_and(|r| !r.is_empty())
+        };
+        if input_ready {
+            match nix::unistd::read(stdin.as_fd(), &mut buf) {
+                Ok(0) => eof = true,
+                Ok(n) => input.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+                Err(_) => eof = true,
+            }
+            while let Some(end) = input.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = input.drain(..=end).collect();
+                if let Some(answer) = start_line(&line, &mut starting) {
+                    reply(answer);
+                }
+            }
+            if eof && !input.is_empty() {
+                // A last line without its newline.
+                let line = std::mem::take(&mut input);
+                if let Some(answer) = start_line(&line, &mut starting) {
+                    reply(answer);
+                }
+            }
+        }
+        while let Ok(Some(_)) = children.read_signal() {}
+        reap_supervisors(&mut starting);
+        for s in &mut starting {
+            s.read_pipes(&mut buf);
+        }
+        let now = Instant::now();
+        let mut i = 0;
+        while i < starting.len() {
+            match starting[i].answer(now) {
+                Some(answer) => {
+                    starting.swap_remove(i);
+                    reply(answer);
+                }
+                None => i += 1,
+            }
+        }
     }
     Ok(())
+}
+
+/// Reaps every supervisor that has ended; records the status of those still starting.
+fn reap_supervisors(starting: &mut [Starting]) {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(status) => {
+                if matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+                    && let Some(s) = starting.iter_mut().find(|s| Some(s.pid) == status.pid())
+                {
+                    s.status = Some(status);
+                }
+            }
+        }
+    }
+}
+
+/// One spec line for the start server: forks its supervisor (then the answer comes when the
+/// supervisor announces the job) or answers at once why nothing was started.
+fn start_line(line: &[u8], starting: &mut Vec<Starting>) -> Option<StartReply> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let spec: LaunchSpec = match serde_json::from_slice(line) {
+        Ok(spec) => spec,
+        Err(e) => {
+            // Answered if the line says which task it is; else the launcher times out.
+            let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+            let id = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+            let (Some(job), Some(task)) = (id("job"), id("task")) else {
+                return None;
+            };
+            return Some(StartReply {
+                job: JobId(job as u32),
+                task: task as TaskId,
+                reply: RunReply::Failed {
+                    error: format!("bad launch spec: {e}"),
+                    host_fault: false,
+                },
+            });
+        }
+    };
+    let (job, task) = (spec.job, spec.task);
+    let forked = prepare_task_dir(&spec).and_then(|dir| {
+        let outcome = fork_supervisor(spec, &dir);
+        if outcome.is_err() {
+            let _ = std::fs::remove_dir_all(&dir.path);
+        }
+        outcome
+    });
+    match forked {
+        Ok(s) => {
+            starting.push(s);
+            None
+        }
+        Err(e) => Some(StartReply {
+            job,
+            task,
+            reply: failed_reply(e),
+        }),
+    }
+}
+
+/// Forks the supervisor of a prepared task (the start server's counterpart of
+/// [`supervise_task`]: the same supervisor, without the `exec` of this binary).
+fn fork_supervisor(spec: LaunchSpec, dir: &TaskDir) -> Result<Starting, LaunchError> {
+    let pipe = || {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
+        nix::fcntl::fcntl(
+            &r,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+        Ok::<_, LaunchError>((r, w))
+    };
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (job, task) = (spec.job, spec.task);
+    let child_dir = dir.clone();
+    let pid = spawn::fork_supervisor(&out_w, &err_w, move || {
+        match supervise(child_dir, Some(spec)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("gridspool-shepherd: {e}");
+                1
+            }
+        }
+    })
+    .map_err(|e| LaunchError::io("fork", "the supervisor", e.into()))?;
+    Ok(Starting {
+        spec_job: job,
+        spec_task: task,
+        dir: dir.clone(),
+        pid,
+        out: std::fs::File::from(out_r),
+        err: std::fs::File::from(err_r),
+        out_buf: Vec::new(),
+        err_buf: Vec::new(),
+        out_eof: false,
+        err_eof: false,
+        status: None,
+        deadline: Instant::now() + ANNOUNCE_TIMEOUT,
+    })
+}
+
+impl Starting {
+    /// Reads what the supervisor has written so far (the pipes do not block).
+    fn read_pipes(&mut self, buf: &mut [u8]) {
+        for (file, data, eof) in [
+            (&mut self.out, &mut self.out_buf, &mut self.out_eof),
+            (&mut self.err, &mut self.err_buf, &mut self.err_eof),
+        ] {
+            while !*eof {
+                match file.read(buf) {
+                    Ok(0) => *eof = true,
+                    Ok(n) => data.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => *eof = true,
+                }
+            }
+        }
+    }
+
+    fn task_name(&self) -> String {
+        format!("{}.{}", self.spec_job, self.spec_task)
+    }
+
+    /// The answer for this task once there is one (what [`supervise_task`] returns, in the
+    /// same cases): the announced pid; 0 when it ended with a result; else why it failed.
+    fn answer(&mut self, now: Instant) -> Option<StartReply> {
+        let reply = |reply| {
+            Some(StartReply {
+                job: self.spec_job,
+                task: self.spec_task,
+                reply,
+            })
+        };
+        let line_end = self.out_buf.iter().position(|&b| b == b'\n');
+        if line_end.is_some() || self.out_eof {
+            let line = &self.out_buf[..line_end.unwrap_or(self.out_buf.len())];
+            if let Some(pid) = std::str::from_utf8(line)
+                .ok()
+                .and_then(|l| l.trim().parse::<u32>().ok())
+            {
+                return reply(RunReply::Started { pid });
+            }
+        }
+        if self.out_eof
+            && self.err_eof
+            && let Some(status) = self.status
+        {
+            if self.dir.result().exists() {
+                return reply(RunReply::Started { pid: 0 });
+            }
+            let _ = std::fs::remove_dir_all(&self.dir.path);
+            let log = String::from_utf8_lossy(&self.err_buf);
+            return reply(failed_reply(LaunchError::Protocol(format!(
+                "the supervisor of task {} exited ({}) before starting the job: {}",
+                self.task_name(),
+                describe_status(status),
+                log.trim()
+            ))));
+        }
+        if now >= self.deadline {
+            // Reaped later, with the other supervisors.
+            let _ = kill(self.pid, Signal::SIGKILL);
+            let _ = std::fs::remove_dir_all(&self.dir.path);
+            return reply(failed_reply(LaunchError::Protocol(format!(
+                "the supervisor of task {} did not start the job within 120 s",
+                self.task_name()
+            ))));
+        }
+        None
+    }
+}
+
+/// A wait status as `std::process::ExitStatus` prints it (`exit status: 1`, `signal: 9
+/// (SIGKILL)`).
+fn describe_status(status: WaitStatus) -> String {
+    match status {
+        WaitStatus::Exited(_, code) => format!("exit status: {code}"),
+        WaitStatus::Signaled(_, sig, _) => format!("signal: {} ({})", sig as i32, sig.as_str()),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The reply for a task that could not be started.
+fn failed_reply(e: LaunchError) -> RunReply {
+    RunReply::Failed {
+        host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
+        error: e.to_string(),
+    }
 }
 
 /// What `run` does, in the calling process: creates the task directory and starts the
@@ -284,13 +554,7 @@ fn start_server_mode() -> Result<(), LaunchError> {
 pub fn start_reply(spec: &LaunchSpec, shepherd: &Path) -> (RunReply, Option<std::process::Child>) {
     match start_task(spec, shepherd) {
         Ok((pid, child)) => (RunReply::Started { pid }, child),
-        Err(e) => (
-            RunReply::Failed {
-                host_fault: matches!(e, LaunchError::Io { .. } | LaunchError::Spool(_)),
-                error: e.to_string(),
-            },
-            None,
-        ),
+        Err(e) => (failed_reply(e), None),
     }
 }
 
@@ -328,6 +592,19 @@ fn start_task(
     spec: &LaunchSpec,
     shepherd: &Path,
 ) -> Result<(u32, Option<std::process::Child>), LaunchError> {
+    let dir = prepare_task_dir(spec)?;
+    let outcome = supervise_task(spec, &dir, shepherd);
+    if outcome.is_err() {
+        // Nothing runs: leave no directory that a watcher would report as a lost task
+        // after the launcher has already reported the failure.
+        let _ = std::fs::remove_dir_all(&dir.path);
+    }
+    outcome
+}
+
+/// Checks that this shepherd may run the task, creates its new directory and writes the spec
+/// into it: what comes before the supervisor, however it is started.
+fn prepare_task_dir(spec: &LaunchSpec) -> Result<TaskDir, LaunchError> {
     if spec.v > SPEC_VERSION {
         return Err(LaunchError::Protocol(format!(
             "launch spec version {} is newer than this shepherd's {SPEC_VERSION}",
@@ -349,25 +626,26 @@ fn start_task(
         std::fs::remove_dir_all(&dir.path).map_err(|e| LaunchError::io("remove", &dir.path, e))?;
     }
     std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
-    let outcome = supervise_task(spec, &dir, shepherd);
-    if outcome.is_err() {
-        // Nothing runs: leave no directory that a watcher would report as a lost task
-        // after the launcher has already reported the failure.
+    let written = (|| {
+        let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
+        let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
+        dir.write_unsynced("spec.json", &json, 0o600)
+    })();
+    if let Err(e) = written {
         let _ = std::fs::remove_dir_all(&dir.path);
+        return Err(e);
     }
-    outcome
+    Ok(dir)
 }
 
-/// Writes the spec into the new task directory and starts the supervisor; returns the job's
-/// pid once the supervisor has announced it, and the supervisor unless it was reaped already.
+/// Starts the supervisor of a prepared task (an `exec` of `gridspool-shepherd supervise`);
+/// returns the job's pid once the supervisor has announced it, and the supervisor unless it
+/// was reaped already.
 fn supervise_task(
     spec: &LaunchSpec,
     dir: &TaskDir,
     exe: &Path,
 ) -> Result<(u32, Option<std::process::Child>), LaunchError> {
-    let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
-    let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
-    dir.write_unsynced("spec.json", &json, 0o600)?;
     // Its stdout and stderr are pipes to us until it announces the job (then it points both
     // at /dev/null): stdout carries the job's pid, stderr why it could not get that far.
     let mut child = Command::new(exe)
@@ -547,6 +825,15 @@ fn now_secs() -> f64 {
 }
 
 fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
+    let dir = TaskDir {
+        path: dir.to_path_buf(),
+    };
+    supervise(dir, None)
+}
+
+/// The supervisor, in a process of its own: `supervise <taskdir>` after its `exec`, or the
+/// start server's fork (which passes the spec it has already parsed).
+fn supervise(dir: TaskDir, spec: Option<LaunchSpec>) -> Result<(), LaunchError> {
     let signals = supervisor_signals();
     signals
         .thread_block()
@@ -554,15 +841,18 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     // Fails only when already a session leader, which is as good.
     let _ = nix::unistd::setsid();
     let _ = nix::sys::prctl::set_child_subreaper(true);
-    let dir = TaskDir {
-        path: dir.to_path_buf(),
-    };
     let me = std::process::id();
     let start = proc_start_time(me).unwrap_or(0);
     dir.write_unsynced("shepherd.pid", format!("{me} {start}\n").as_bytes(), 0o644)?;
-    let bytes = std::fs::read(dir.spec()).map_err(|e| LaunchError::io("read", dir.spec(), e))?;
-    let spec: LaunchSpec = serde_json::from_slice(&bytes)
-        .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?;
+    let spec = match spec {
+        Some(spec) => spec,
+        None => {
+            let bytes =
+                std::fs::read(dir.spec()).map_err(|e| LaunchError::io("read", dir.spec(), e))?;
+            serde_json::from_slice(&bytes)
+                .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?
+        }
+    };
     let mut sup = Supervisor::new(spec, dir.clone(), signals);
     let result = sup.run();
     // TMPDIR goes before the result is published: once `result.json` exists the task is over

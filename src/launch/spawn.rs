@@ -21,6 +21,20 @@
 //!   child `_exit`s (no destructors, no atexit handlers, no stdio flush of the parent's
 //!   buffers); a successful `execve` closes the pipe, so end-of-file without a record means
 //!   the job is running. The supervisor turns a record into SGE's failure code and message.
+//!
+//! # The start server's fork
+//!
+//! [`fork_supervisor`] is the other fork of this module: `gridspool-shepherd start-server`
+//! forks (without `exec`) the supervisor of each task. Its child runs ordinary Rust code
+//! (allocations, file I/O, `getpwnam`), which is sound only because the parent is
+//! single-threaded at the moment of the fork: no other thread can hold the allocator's or
+//! stdio's locks, or be half-way through anything, in the copy of its memory the child gets.
+//! The start server never starts a thread, and [`fork_supervisor`] checks that the process
+//! has exactly one thread (`/proc/self/stat`) before it forks, refusing otherwise. The child
+//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, closes every other
+//! descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
+//! returns into the server's code: it ends with `_exit`, so no destructor of the server's
+//! objects (whose descriptors it closed) ever runs in it.
 #![allow(unsafe_code)]
 
 use nix::errno::Errno;
@@ -211,6 +225,78 @@ pub(super) fn spawn(exec: &JobExec) -> Result<Result<Pid, (Pid, ChildFailure)>, 
             let errno = Errno::from_raw(word(8) as i32);
             Ok(Err((child, ChildFailure { step, errno })))
         }
+    }
+}
+
+/// The number of threads of this process (field 20 of `/proc/self/stat`).
+fn thread_count() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    // after ")": state(3) … num_threads(20) → index 17 from state.
+    after.split_whitespace().nth(17)?.parse().ok()
+}
+
+/// Forks a child that runs `supervise` and `_exit`s with the code it returns; returns the
+/// child's pid. The child's stdin is `/dev/null`, its stdout and stderr are `stdout` and
+/// `stderr` (the write ends of the caller's pipes), and it holds no other descriptor.
+/// `EDEADLK` without forking when this process has more than one thread (see the module
+/// documentation: the child runs ordinary code, which is sound only after the fork of a
+/// single-threaded process).
+pub(super) fn fork_supervisor(
+    stdout: &OwnedFd,
+    stderr: &OwnedFd,
+    supervise: impl FnOnce() -> i32,
+) -> Result<Pid, Errno> {
+    if thread_count() != Some(1) {
+        return Err(Errno::EDEADLK);
+    }
+    let null = nix::fcntl::open(
+        c"/dev/null",
+        OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    // SAFETY: the process is single-threaded (checked above; the start server never starts
+    // a thread), so the child's copy of memory has no lock held by a thread that does not
+    // exist in it, and the child may run ordinary code. It never returns from this block.
+    match unsafe { nix::unistd::fork() }? {
+        ForkResult::Child => {
+            let ok = nix::unistd::dup2_stdin(&null)
+                .and_then(|()| nix::unistd::dup2_stdout(stdout))
+                .and_then(|()| nix::unistd::dup2_stderr(stderr));
+            if ok.is_err() {
+                // SAFETY: `_exit` ends the child without running anything of the parent's.
+                unsafe { libc::_exit(1) }
+            }
+            close_from(3);
+            let code = supervise();
+            // SAFETY: as above; the supervisor has made its result durable before returning.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => Ok(child),
+    }
+}
+
+/// Closes every descriptor from `first` up (`close_range(2)`, or one by one from
+/// `/proc/self/fd` on kernels older than 5.9). Only in a child that will never drop the
+/// owners of those descriptors.
+fn close_from(first: u32) {
+    // SAFETY: close_range takes no pointers; the descriptors it closes are never used again
+    // by this child (see `fork_supervisor`).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
+    if r == 0 {
+        return;
+    }
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in fds.into_iter().filter(|&fd| fd >= first as i32) {
+        // SAFETY: as above; closing a descriptor read from /proc (the directory's own
+        // descriptor, closed already, gives EBADF, which is ignored).
+        let _ = unsafe { libc::close(fd) };
     }
 }
 

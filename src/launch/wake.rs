@@ -15,18 +15,29 @@ pub struct DirWatch {
     _watcher: Option<notify::RecommendedWatcher>,
 }
 
-/// Calls `on_change` whenever anything below `dir` changes. Without working notification the
-/// returned guard does nothing and the caller's timer does the work.
+/// Calls `on_change` when `dir` changes in a way that may mean a new result (see the filter
+/// below). Without working notification the returned guard does nothing and the caller's
+/// timer does the work.
 pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch {
     use notify::Watcher;
     let _ = std::fs::create_dir_all(dir);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // Reading the task directories (which the woken watcher does) is itself an
-        // event: only changes wake it, or it would keep waking itself.
-        let access = event
-            .as_ref()
-            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)));
-        if !access {
+        // event: only changes wake it, or it would keep waking itself. A task directory
+        // created (a task starting) or removed (a result acknowledged) has no result to
+        // collect: those events would only make the watcher rescan every task, about twice
+        // per task, for nothing. What is left is the result announced by
+        // [`announce_result`] (an attribute change of `active_jobs`), and anything else
+        // (a rename, an overflow of the event queue, an error) as a hint.
+        let idle = event.as_ref().is_ok_and(|e| {
+            matches!(
+                e.kind,
+                notify::EventKind::Access(_)
+                    | notify::EventKind::Create(_)
+                    | notify::EventKind::Remove(_)
+            ) && !e.need_rescan()
+        });
+        if !idle {
             on_change()
         }
     })
