@@ -714,20 +714,11 @@ impl Inner {
                 spec.task_name()
             ),
         };
-        let there = match &host.target {
-            None => shepherd::query(&host.exec_spool)
-                .iter()
-                .any(|s| s.job == spec.job && s.task == spec.task),
-            Some(t) => {
-                let out = self.remote_query(host, t)?;
-                if !out.status.success() {
-                    return Err(unanswered(
-                        String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    ));
-                }
-                task_states(&out.stdout).any(|s| s.job == spec.job && s.task == spec.task)
-            }
-        };
+        let there = self
+            .host_task_states(host)
+            .map_err(|e| unanswered(e.to_string()))?
+            .iter()
+            .any(|s| s.job == spec.job && s.task == spec.task);
         if there {
             Ok(RunReply::Started { pid: 0 })
         } else {
