@@ -314,6 +314,15 @@ impl SchedState {
             queues[q].sections.reserve_exact(n);
         }
         sec_cand.reserve_exact(total);
+        // Each candidate's stored section priority when the pass began, so that only the
+        // priorities the pass changed are written back.
+        let mut stored_prio: Vec<Option<i64>> = if free_slots == 0 {
+            Vec::new()
+        } else {
+            vec![None; cands.len()]
+        };
+        // One shared demand per slot count: no allocation per section.
+        let mut need_of: HashMap<u32, Arc<[u64]>> = HashMap::new();
         for i in build.into_iter().map(|(_, _, i)| i as usize) {
             let c = &cands[i];
             let Some(q) = queue_of[i] else {
@@ -322,21 +331,26 @@ impl SchedState {
             // The candidate carries what the job's hot fields say (no map lookup per job).
             let slots = slots_of(self, c.cat);
             let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1);
-            let prio = if self.fbsng.sections.is_empty() {
-                0
+            let stored = if self.fbsng.sections.is_empty() {
+                None
             } else {
-                self.fbsng.sections.get(&c.id).copied().unwrap_or(0)
+                self.fbsng.sections.get(&c.id).copied()
             };
+            stored_prio[i] = stored;
+            let prio = stored.unwrap_or(0);
             let pt = c
                 .project
                 .and_then(|p| pt_of_name.get(p as usize).copied().flatten());
+            let need = need_of
+                .entry(slots)
+                .or_insert_with(|| Arc::from(vec![u64::from(slots)]));
             for _ in 0..n {
                 queues[q].sections.push(Section {
                     id: SectionId(sec_cand.len() as u64),
                     ready: true,
                     priority: prio,
                     process_type: pt,
-                    need: vec![u64::from(slots)],
+                    need: need.clone(),
                     requires: fbsng::NodeAttributes(0),
                 });
                 sec_cand.push(i);
@@ -423,6 +437,15 @@ impl SchedState {
             let (Some(p), Some(c)) = (*p, cands.get(i)) else {
                 continue;
             };
+            // Unchanged since the pass began (most sections are never passed): the map
+            // already says so (no entry for 0), unless the retain above just forgot the job.
+            let unchanged = match stored_prio[i] {
+                None => p == 0,
+                Some(s) => s == p && p != 0 && self.fbsng.sections.contains_key(&c.id),
+            };
+            if unchanged {
+                continue;
+            }
             if p == 0 {
                 self.fbsng.sections.remove(&c.id);
             } else if self.fbsng.sections.insert(c.id, p) != Some(p) {
@@ -481,11 +504,38 @@ impl SchedState {
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
         ]);
         let mut terms_at: Vec<Option<Terms>> = vec![None; job_reasons.len()];
+        let mut last: Option<((usize, i64), SharedTerms)> = None;
+        let give = |pos: usize,
+                    terms: Terms,
+                    gap: Option<Arc<[String]>>,
+                    job_reasons: &mut [Option<Arc<[String]>>],
+                    terms_at: &mut [Option<Terms>]| {
+            terms_at[pos] = Some(terms);
+            match (gap, job_reasons[pos].take()) {
+                (Some(g), None) => job_reasons[pos] = Some(g),
+                (Some(g), Some(r)) => {
+                    let mut all = r.to_vec();
+                    all.extend(g.iter().cloned());
+                    job_reasons[pos] = Some(Arc::from(all));
+                }
+                (None, None) => job_reasons[pos] = Some(not_reached.clone()),
+                (None, Some(r)) => job_reasons[pos] = Some(r),
+            }
+        };
         for (i, c) in cands.iter().enumerate() {
             let Some(q) = queue_of[i] else {
                 continue;
             };
             let sp = best[i];
+            // Neighbours in the order mostly share a queue and section priority: one hash
+            // lookup per change of key, not per job.
+            if let Some((k, v)) = &last
+                && *k == (q, sp)
+            {
+                let (terms, gap) = v.clone();
+                give(c.pos, terms, gap, job_reasons, &mut terms_at);
+                continue;
+            }
             let (terms, gap) = shared
                 .entry((q, sp))
                 .or_insert_with(|| {
@@ -515,17 +565,8 @@ impl SchedState {
                     (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
                 })
                 .clone();
-            terms_at[c.pos] = Some(terms);
-            match (gap, job_reasons[c.pos].take()) {
-                (Some(g), None) => job_reasons[c.pos] = Some(g),
-                (Some(g), Some(r)) => {
-                    let mut all = r.to_vec();
-                    all.extend(g.iter().cloned());
-                    job_reasons[c.pos] = Some(Arc::from(all));
-                }
-                (None, None) => job_reasons[c.pos] = Some(not_reached.clone()),
-                (None, Some(r)) => job_reasons[c.pos] = Some(r),
-            }
+            last = Some(((q, sp), (terms.clone(), gap.clone())));
+            give(c.pos, terms, gap, job_reasons, &mut terms_at);
         }
         // One walk in position order: terms, and no "why pending" for what is not pending.
         let none: Arc<[String]> = Arc::from(Vec::new());
