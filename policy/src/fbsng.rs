@@ -63,6 +63,7 @@
 //! once: O(n log n) per pass for n ready sections, plus the placement's own cost.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A section (job or array task) identifier chosen by the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -170,8 +171,10 @@ pub struct Section {
     pub priority: i64,
     /// Index into the process-type slice, for quotas; `None` means no quota applies.
     pub process_type: Option<usize>,
-    /// Amount of each resource kind needed (index = resource kind; missing = 0).
-    pub need: Vec<u64>,
+    /// Amount of each resource kind needed (index = resource kind; missing = 0). Shared:
+    /// the sections of one kind of job need the same, and a pass lists one section per
+    /// waiting task (100,000 allocations per pass if each had its own).
+    pub need: Arc<[u64]>,
     /// Node attributes the section requires.
     pub requires: NodeAttributes,
 }

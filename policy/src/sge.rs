@@ -1086,7 +1086,7 @@ pub fn compute_tickets(
     now: i64,
     jobs: &[TicketJobInput<'_>],
 ) -> TicketPass {
-    tickets_with(config, now, jobs, true)
+    tickets_with(config, now, jobs.len(), &|i| jobs[i], true, None)
 }
 
 /// [`compute_tickets`] without the share-tree node report (`nodes` is empty): the same
@@ -1096,16 +1096,61 @@ pub fn compute_job_tickets(
     now: i64,
     jobs: &[TicketJobInput<'_>],
 ) -> TicketPass {
-    tickets_with(config, now, jobs, false)
+    tickets_with(config, now, jobs.len(), &|i| jobs[i], false, None)
 }
 
-fn tickets_with(
+/// [`compute_job_tickets`] for `n` jobs given one at a time by `job(i)` (a caller that keeps
+/// its jobs in its own layout builds no vector of them), reusing from `cache` what the last
+/// pass derived from the same jobs ([`crate::sharetree::ShareTreeCache`]): the same
+/// tickets, bit for bit.
+pub fn compute_job_tickets_cached<'a>(
     config: &TicketConfig<'_>,
     now: i64,
-    jobs: &[TicketJobInput<'_>],
-    report: bool,
+    n: usize,
+    job: &dyn Fn(usize) -> TicketJobInput<'a>,
+    cache: &mut crate::sharetree::ShareTreeCache,
 ) -> TicketPass {
-    let n = jobs.len();
+    tickets_with(config, now, n, job, false, Some(cache))
+}
+
+fn tickets_with<'a>(
+    config: &TicketConfig<'_>,
+    now: i64,
+    n: usize,
+    job: &dyn Fn(usize) -> TicketJobInput<'a>,
+    report: bool,
+    mut cache: Option<&mut crate::sharetree::ShareTreeCache>,
+) -> TicketPass {
+    let jobs = (0..n).map(job);
+    // The share tree's jobs, made in the one read of each job when the share tree runs
+    // (its higher-policy tickets are filled in when its turn comes).
+    let shares = config.share_tree.is_some()
+        && config
+            .hierarchy
+            .iter()
+            .any(|(p, _)| *p == TicketPolicy::ShareTree);
+    let mut tj: Vec<crate::sharetree::TicketJob<'a>> = if shares {
+        jobs.clone()
+            .map(|j| crate::sharetree::TicketJob {
+                job_id: j.job_id,
+                task_id: j.task_id,
+                user: j.user,
+                project: j.project,
+                running: j.running,
+                jobshare: j.jobshare,
+                pe_min_slots: j.pe_min_slots,
+                higher_policy_tickets: 0.0,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // The loops below need only this of each job.
+    let running: Vec<bool> = if shares {
+        tj.iter().map(|j| j.running).collect()
+    } else {
+        jobs.clone().map(|j| j.running).collect()
+    };
     let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
     let (mut o, mut f, mut s, mut s_first) =
         (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
@@ -1119,12 +1164,12 @@ fn tickets_with(
                 if t.users.is_empty()
                     && t.projects.is_empty()
                     && t.departments.is_empty()
-                    && jobs.iter().all(|j| j.job_otickets == 0)
+                    && jobs.clone().all(|j| j.job_otickets == 0)
                 {
                     continue;
                 }
                 let oj: Vec<OverrideJob<'_>> = jobs
-                    .iter()
+                    .clone()
                     .zip(&acc)
                     .map(|(j, &t)| OverrideJob {
                         job_id: j.job_id,
@@ -1152,7 +1197,7 @@ fn tickets_with(
                     continue;
                 }
                 let fj: Vec<FunctionalJob<'_>> = jobs
-                    .iter()
+                    .clone()
                     .zip(&acc)
                     .map(|(j, &t)| FunctionalJob {
                         job_id: j.job_id,
@@ -1177,25 +1222,14 @@ fn tickets_with(
                 let Some((tree, usage, sp)) = config.share_tree else {
                     continue;
                 };
-                let tj: Vec<crate::sharetree::TicketJob<'_>> = jobs
-                    .iter()
-                    .zip(&acc)
-                    .map(|(j, &t)| crate::sharetree::TicketJob {
-                        job_id: j.job_id,
-                        task_id: j.task_id,
-                        user: j.user,
-                        project: j.project,
-                        running: j.running,
-                        jobshare: j.jobshare,
-                        pe_min_slots: j.pe_min_slots,
-                        higher_policy_tickets: t,
-                    })
-                    .collect();
+                for (j, &t) in tj.iter_mut().zip(&acc) {
+                    j.higher_policy_tickets = t;
+                }
                 let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
-                let st = if report {
-                    tree.tickets(usage, &sp, now, &tj)
-                } else {
-                    tree.job_tickets(usage, &sp, now, &tj)
+                let st = match (report, cache.take()) {
+                    (true, _) => tree.tickets(usage, &sp, now, &tj),
+                    (false, Some(c)) => tree.job_tickets_cached(usage, &sp, now, &tj, c),
+                    (false, None) => tree.job_tickets(usage, &sp, now, &tj),
                 };
                 s = st.stckt;
                 s_first = st.first_pass_stckt;
@@ -1204,8 +1238,8 @@ fn tickets_with(
             }
         };
         if dependent {
-            for ((a, j), t) in acc.iter_mut().zip(jobs).zip(&got) {
-                if !j.running {
+            for ((a, &r), t) in acc.iter_mut().zip(&running).zip(&got) {
+                if !r {
                     *a += t;
                 }
             }
@@ -1214,10 +1248,10 @@ fn tickets_with(
     let mut max_tickets: f64 = 0.0;
     let (mut sum_running, mut sum_pending) = (0.0, 0.0);
     let mut out: Vec<JobTickets> = Vec::with_capacity(n);
-    for (i, j) in jobs.iter().enumerate() {
+    for (i, &r) in running.iter().enumerate() {
         let tckts = o[i] + f[i] + s[i];
         max_tickets = max_tickets.max(tckts).max(o[i] + f[i] + s_first[i]);
-        if j.running {
+        if r {
             sum_running += tckts;
         } else {
             sum_pending += tckts;
@@ -1230,8 +1264,8 @@ fn tickets_with(
             share: 0.0,
         });
     }
-    for (t, j) in out.iter_mut().zip(jobs) {
-        let sum = if j.running { sum_running } else { sum_pending };
+    for (t, &r) in out.iter_mut().zip(&running) {
+        let sum = if r { sum_running } else { sum_pending };
         t.share = if t.tckts > 0.0 { t.tckts / sum } else { 0.0 };
     }
     TicketPass {

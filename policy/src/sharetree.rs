@@ -398,6 +398,59 @@ pub struct ShareTree {
     project_users: HashMap<usize, NameMap<usize>>,
     /// Project node → its `default` user node.
     project_defaults: HashMap<usize, usize>,
+    /// Which tree this is, for a [`ShareTreeCache`]: what it keeps (nodes, temporary nodes)
+    /// is only valid for the tree it was built from. A clone is the same tree.
+    id: u64,
+}
+
+/// Source of [`ShareTree::id`].
+static NEXT_TREE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// What a share-tree pass derives from its jobs alone, kept for the next pass over the same
+/// jobs ([`ShareTree::job_tickets_cached`]).
+///
+/// A scheduler recomputes every priority each tick although, between two ticks, usually
+/// only time has passed: the node of each job (a name lookup per job), the tree's temporary
+/// user nodes and the jobs laid out and sorted under each node are the same, and only usage,
+/// the node targets and the tickets (which depend on usage decayed to `now`) change. The
+/// cache keeps the former. Nothing is trusted: each pass checks every job against what is
+/// kept (its user and project names, id, task, running or pending, and the values it is
+/// sorted by) and rebuilds what differs, so no event needs to invalidate it; a cache
+/// built for another tree (a reloaded configuration) is dropped.
+#[derive(Debug, Clone, Default)]
+pub struct ShareTreeCache {
+    kept: Option<Kept>,
+}
+
+impl ShareTreeCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets everything kept.
+    pub fn clear(&mut self) {
+        self.kept = None;
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Kept {
+    tree: u64,
+    /// (user, project, node) of the jobs, one entry per name pair seen.
+    pairs: Vec<(String, Option<String>, Option<usize>)>,
+    /// The pair of each job of the pass (by its index in the job list).
+    job_pair: Vec<u32>,
+    /// The pass tree after the node lookups: shares, children (temporary nodes included)
+    /// and the count of jobs directly at each node.
+    pn: Vec<PassNode>,
+    /// The temporary user nodes: (user name, the `default` node it copies).
+    temp: Vec<(String, usize)>,
+    /// The job nodes as the last pass left them, when it sorted no node with children
+    /// (a flat tree, the common case): every node's slice still holds its own jobs, the
+    /// childless nodes' slices in their order (their sort keys do not depend on the
+    /// targets, so the next pass mostly finds them sorted).
+    layout: Option<JobLayout>,
 }
 
 impl ShareTree {
@@ -437,6 +490,7 @@ impl ShareTree {
             projects: NameMap::default(),
             project_users: HashMap::new(),
             project_defaults: HashMap::new(),
+            id: NEXT_TREE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         tree.index();
         tree
@@ -693,6 +747,7 @@ impl JobNode {
 
 /// Job nodes of a pass laid out so that every tree node's subtree is one contiguous slice
 /// (`range[node]`), sorted in place level by level: no per-level lists, no allocation.
+#[derive(Debug, Clone)]
 struct JobLayout {
     nodes: Vec<JobNode>,
     range: Vec<(usize, usize)>,
@@ -711,7 +766,7 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
     ) -> ShareTreeTickets {
-        self.tickets_with(usage, policy, now, jobs, true)
+        self.tickets_with(usage, policy, now, jobs, true, None)
     }
 
     /// [`ShareTree::tickets`] without the per-node report (`nodes` is empty): the same tickets,
@@ -724,7 +779,20 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
     ) -> ShareTreeTickets {
-        self.tickets_with(usage, policy, now, jobs, false)
+        self.tickets_with(usage, policy, now, jobs, false, None)
+    }
+
+    /// [`ShareTree::job_tickets`], reusing from `cache` what the last pass derived from the
+    /// same jobs (see [`ShareTreeCache`]): the same tickets, bit for bit.
+    pub fn job_tickets_cached(
+        &self,
+        usage: &UsageStore,
+        policy: &ShareTreePolicy,
+        now: i64,
+        jobs: &[TicketJob<'_>],
+        cache: &mut ShareTreeCache,
+    ) -> ShareTreeTickets {
+        self.tickets_with(usage, policy, now, jobs, false, Some(cache))
     }
 
     fn tickets_with(
@@ -734,6 +802,7 @@ impl ShareTree {
         now: i64,
         jobs: &[TicketJob<'_>],
         report: bool,
+        cache: Option<&mut ShareTreeCache>,
     ) -> ShareTreeTickets {
         let n = jobs.len();
         let mut stckt = vec![0.0; n];
@@ -741,7 +810,7 @@ impl ShareTree {
         // Pass 1: running and pending together (pending jobs' tickets, running jobs' first
         // values which only count towards the ticket range).
         let all: Vec<usize> = (0..n).collect();
-        let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report);
+        let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report, cache);
         let first_pass_stckt = first.clone();
         for (&j, &t) in all.iter().zip(&first) {
             max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -752,7 +821,7 @@ impl ShareTree {
         // Pass 2: running jobs only ("correct the shares for the running jobs").
         let running: Vec<usize> = (0..n).filter(|&j| jobs[j].running).collect();
         if !running.is_empty() {
-            let (second, _) = self.pass(usage, policy, now, jobs, &running, false);
+            let (second, _) = self.pass(usage, policy, now, jobs, &running, false, None);
             for (&j, &t) in running.iter().zip(&second) {
                 stckt[j] = t;
                 max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -792,6 +861,7 @@ impl ShareTree {
 
     /// One `sge_calc_tickets` share-tree pass over the jobs `which`; returns their tickets in
     /// that order and the node report.
+    #[allow(clippy::too_many_arguments)]
     fn pass(
         &self,
         store: &UsageStore,
@@ -800,71 +870,24 @@ impl ShareTree {
         jobs: &[TicketJob<'_>],
         which: &[usize],
         report: bool,
+        cache: Option<&mut ShareTreeCache>,
     ) -> (Vec<f64>, Vec<ShareTreeNodeReport>) {
         let total_tickets = policy.weight_tickets_share;
-        // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
-        let mut pn: Vec<PassNode> = self
-            .nodes
-            .iter()
-            .map(|t| PassNode {
-                shares: f64::from(t.shares),
-                children: t.children.clone(),
-                ..PassNode::default()
-            })
-            .collect();
-        // For temporary nodes: (user name, the default node it copies).
-        let mut temp: Vec<(String, usize)> = Vec::new();
-        let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
-            HashMap::default();
-        let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
-        // The node of each (user, project) string pair seen, by address: callers pass the
-        // same interned strings for the jobs of one owner, so most jobs cost one word hash
-        // instead of two string hashes. Equal strings at other addresses only miss the memo.
-        let mut memo: HashMap<
-            (usize, usize, usize, usize),
-            Option<usize>,
-            BuildHasherDefault<WordHash>,
-        > = HashMap::default();
-        for (k, &j) in which.iter().enumerate() {
-            let job = &jobs[j];
-            let key = (
-                job.user.as_ptr() as usize,
-                job.user.len(),
-                job.project.map_or(0, |p| p.as_ptr() as usize),
-                job.project.map_or(usize::MAX, str::len),
-            );
-            if let Some(&node) = memo.get(&key) {
-                if let Some(i) = node {
-                    pn[i].job_count += 1;
-                }
-                job_node[k] = node;
-                continue;
-            }
-            let node = match self.locate(job.user, job.project) {
-                Located::Found(i) => Some(i),
-                Located::Default(d) => {
-                    let idx = *temp_index.entry((d, job.user)).or_insert_with(|| {
-                        let idx = pn.len();
-                        pn.push(PassNode {
-                            shares: f64::from(self.nodes[d].shares),
-                            ..PassNode::default()
-                        });
-                        if let Some(p) = self.nodes[d].parent {
-                            pn[p].children.push(idx);
-                        }
-                        temp.push((job.user.to_string(), d));
-                        idx
-                    });
-                    Some(idx)
-                }
-                Located::None => None,
-            };
-            if let Some(i) = node {
-                pn[i].job_count += 1;
-            }
-            job_node[k] = node;
-            memo.insert(key, node);
-        }
+        // What the last pass over the same jobs kept, if it was for this tree and for all
+        // the jobs (`which` is the identity).
+        let mut cache = cache.filter(|_| which.iter().enumerate().all(|(k, &j)| k == j));
+        let kept = cache
+            .as_deref_mut()
+            .and_then(|c| c.kept.take())
+            .filter(|k| k.tree == self.id);
+        let (mut pn, job_node, mut kept) = match kept {
+            Some(k) => match kept_job_nodes(&k, jobs) {
+                Some(job_node) => (k.pn.clone(), job_node, k),
+                None => self.job_nodes(jobs, which),
+            },
+            None => self.job_nodes(jobs, which),
+        };
+        let temp = &kept.temp;
         let configured = self.nodes.len();
         // Usage and job counts bottom-up (post-order over the pass tree).
         let order = post_order(&pn);
@@ -873,7 +896,7 @@ impl ShareTree {
                 let count = pn[i].children.iter().map(|&c| pn[c].job_count).sum();
                 pn[i].job_count = count;
             }
-            let (usage, by_kind) = self.node_usage(i, configured, &temp, &pn, store, policy, now);
+            let (usage, by_kind) = self.node_usage(i, configured, temp, &pn, store, policy, now);
             pn[i].usage = usage;
             pn[i].usage_by_kind = by_kind;
         }
@@ -919,41 +942,8 @@ impl ShareTree {
         // Pending jobs: sorted job nodes.
         let any_pending = which.iter().any(|&j| !jobs[j].running);
         if total_tickets > 0.0 && any_pending {
-            // Jobs directly at each node, then subtree sizes and pre-order offsets.
-            let mut own = vec![0usize; pn.len()];
-            for &n in job_node.iter().flatten() {
-                own[n] += 1;
-            }
-            let mut size = own.clone();
-            for &i in &order {
-                for &c in &pn[i].children {
-                    size[i] += size[c];
-                }
-            }
-            let mut range = vec![(0usize, 0usize); pn.len()];
-            let mut cursor = vec![0usize; pn.len()];
-            let mut stack = vec![(0usize, 0usize)];
-            while let Some((i, start)) = stack.pop() {
-                range[i] = (start, start + size[i]);
-                cursor[i] = start;
-                let mut next = start + own[i];
-                for &c in &pn[i].children {
-                    stack.push((c, next));
-                    next += size[c];
-                }
-            }
-            let placeholder = JobNode {
-                sort: 0.0,
-                tickets: 0.0,
-                shr: 0.0,
-                job_id: 0,
-                task_id: 0,
-                job: 0,
-            };
-            let mut nodes = vec![placeholder; size[0]];
-            for (k, (&j, node)) in which.iter().zip(&job_node).enumerate() {
-                let Some(i) = *node else { continue };
-                let job = &jobs[j];
+            let entry = |k: usize| {
+                let job = &jobs[which[k]];
                 let (t, sort) = if policy.dependent {
                     (
                         job.higher_policy_tickets,
@@ -962,32 +952,184 @@ impl ShareTree {
                 } else {
                     (0.0, f64::from(job.jobshare))
                 };
-                nodes[cursor[i]] = JobNode {
+                JobNode {
                     sort,
                     tickets: t,
                     shr: 0.0,
                     job_id: job.job_id,
                     task_id: u32::try_from(job.task_id).unwrap_or(u32::MAX),
                     job: k as u32 | if job.running { 0 } else { PENDING_BIT },
-                };
-                cursor[i] += 1;
-            }
-            let mut layout = JobLayout { nodes, range, own };
+                }
+            };
+            let mut layout = match kept.layout.take() {
+                Some(mut layout) => {
+                    // The same jobs at the same nodes (checked above), and the last pass
+                    // sorted no node with children: each node's slice holds its own jobs,
+                    // childless nodes' in the last pass's order. Every entry is written
+                    // afresh from its job (which may have started, ended, or changed its
+                    // job share or higher-policy tickets); the sort below finds a slice
+                    // whose jobs did not change in order, in one scan.
+                    for jn in layout.nodes.iter_mut() {
+                        *jn = entry(jn.index());
+                    }
+                    layout
+                }
+                None => self.lay_out(&pn, &order, &job_node, &entry),
+            };
             let dilution = |k: usize| f64::from(jobs[which[k]].pe_min_slots.max(1));
-            let root = sort_job_nodes(&pn, &mut layout, 0, 0, total_tickets, &dilution);
+            let mut mixed = false;
+            let root = sort_job_nodes(&pn, &mut layout, 0, 0, total_tickets, &dilution, &mut mixed);
             let (start, end) = layout.range[root];
             for jn in &layout.nodes[start..end] {
                 if jn.pending() {
                     tickets[jn.index()] = jn.shr * total_tickets;
                 }
             }
+            // Kept for the next pass unless sorting a node with children mixed the slices
+            // (deeper trees: the next pass lays the jobs out again, from the kept nodes).
+            if !mixed {
+                kept.layout = Some(layout);
+            }
         }
         let report = if report {
-            self.report(&pn, configured, &temp)
+            self.report(&pn, configured, temp)
         } else {
             Vec::new()
         };
+        if let Some(c) = cache {
+            c.kept = Some(kept);
+        }
         (tickets, report)
+    }
+
+    /// The node of each job (`job_node[k]` for `jobs[which[k]]`) by name lookups, with the
+    /// pass tree (temporary user nodes added for `default` nodes, each node's direct job
+    /// count) and what a [`ShareTreeCache`] keeps of them.
+    fn job_nodes(
+        &self,
+        jobs: &[TicketJob<'_>],
+        which: &[usize],
+    ) -> (Vec<PassNode>, Vec<Option<usize>>, Kept) {
+        // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
+        let mut pn: Vec<PassNode> = self
+            .nodes
+            .iter()
+            .map(|t| PassNode {
+                shares: f64::from(t.shares),
+                children: t.children.clone(),
+                ..PassNode::default()
+            })
+            .collect();
+        // For temporary nodes: (user name, the default node it copies).
+        let mut temp: Vec<(String, usize)> = Vec::new();
+        let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
+            HashMap::default();
+        let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
+        let mut pairs: Vec<(String, Option<String>, Option<usize>)> = Vec::new();
+        let mut job_pair: Vec<u32> = Vec::with_capacity(which.len());
+        // The node and pair of each (user, project) string pair seen, by address: callers
+        // pass the same interned strings for the jobs of one owner, so most jobs cost one
+        // word hash instead of two string hashes. Equal strings at other addresses only miss
+        // the memo.
+        let mut memo: HashMap<NameKey, (Option<usize>, u32), BuildHasherDefault<WordHash>> =
+            HashMap::default();
+        for (k, &j) in which.iter().enumerate() {
+            let job = &jobs[j];
+            let key = name_key(job);
+            if let Some(&(node, pair)) = memo.get(&key) {
+                if let Some(i) = node {
+                    pn[i].job_count += 1;
+                }
+                job_node[k] = node;
+                job_pair.push(pair);
+                continue;
+            }
+            let node = match self.locate(job.user, job.project) {
+                Located::Found(i) => Some(i),
+                Located::Default(d) => {
+                    let idx = *temp_index.entry((d, job.user)).or_insert_with(|| {
+                        let idx = pn.len();
+                        pn.push(PassNode {
+                            shares: f64::from(self.nodes[d].shares),
+                            ..PassNode::default()
+                        });
+                        if let Some(p) = self.nodes[d].parent {
+                            pn[p].children.push(idx);
+                        }
+                        temp.push((job.user.to_string(), d));
+                        idx
+                    });
+                    Some(idx)
+                }
+                Located::None => None,
+            };
+            if let Some(i) = node {
+                pn[i].job_count += 1;
+            }
+            job_node[k] = node;
+            let pair = pairs.len() as u32;
+            pairs.push((job.user.to_string(), job.project.map(str::to_string), node));
+            job_pair.push(pair);
+            memo.insert(key, (node, pair));
+        }
+        let kept = Kept {
+            tree: self.id,
+            pairs,
+            job_pair,
+            pn: pn.clone(),
+            temp,
+            layout: None,
+        };
+        (pn, job_node, kept)
+    }
+
+    /// The job nodes laid out so that each node's subtree is one slice, jobs directly at a
+    /// node first, in job order.
+    fn lay_out(
+        &self,
+        pn: &[PassNode],
+        order: &[usize],
+        job_node: &[Option<usize>],
+        entry: &dyn Fn(usize) -> JobNode,
+    ) -> JobLayout {
+        // Jobs directly at each node, then subtree sizes and pre-order offsets.
+        let mut own = vec![0usize; pn.len()];
+        for &n in job_node.iter().flatten() {
+            own[n] += 1;
+        }
+        let mut size = own.clone();
+        for &i in order {
+            for &c in &pn[i].children {
+                size[i] += size[c];
+            }
+        }
+        let mut range = vec![(0usize, 0usize); pn.len()];
+        let mut cursor = vec![0usize; pn.len()];
+        let mut stack = vec![(0usize, 0usize)];
+        while let Some((i, start)) = stack.pop() {
+            range[i] = (start, start + size[i]);
+            cursor[i] = start;
+            let mut next = start + own[i];
+            for &c in &pn[i].children {
+                stack.push((c, next));
+                next += size[c];
+            }
+        }
+        let placeholder = JobNode {
+            sort: 0.0,
+            tickets: 0.0,
+            shr: 0.0,
+            job_id: 0,
+            task_id: 0,
+            job: 0,
+        };
+        let mut nodes = vec![placeholder; size[0]];
+        for (k, node) in job_node.iter().enumerate() {
+            let Some(i) = *node else { continue };
+            nodes[cursor[i]] = entry(k);
+            cursor[i] += 1;
+        }
+        JobLayout { nodes, range, own }
     }
 
     /// `sge_calc_node_usage` for one node, children already done.
@@ -1093,6 +1235,56 @@ impl ShareTree {
     }
 }
 
+/// A job's (user, project) names by address and length.
+type NameKey = (usize, usize, usize, usize);
+
+/// The (user, project) names of a job by address, for the lookup memo of one pass.
+fn name_key(job: &TicketJob<'_>) -> NameKey {
+    (
+        job.user.as_ptr() as usize,
+        job.user.len(),
+        job.project.map_or(0, |p| p.as_ptr() as usize),
+        job.project.map_or(usize::MAX, str::len),
+    )
+}
+
+/// The node of each job from what a [`ShareTreeCache`] kept, when every job has the user
+/// and project names it had (compared by content; equal addresses within this pass are
+/// compared once); `None` when any differs, or the number of jobs.
+fn kept_job_nodes(kept: &Kept, jobs: &[TicketJob<'_>]) -> Option<Vec<Option<usize>>> {
+    if kept.job_pair.len() != jobs.len() {
+        return None;
+    }
+    // Per pair, the address of names already found equal in this pass.
+    let mut seen: Vec<Option<NameKey>> = vec![None; kept.pairs.len()];
+    let mut out = Vec::with_capacity(jobs.len());
+    for (job, &p) in jobs.iter().zip(&kept.job_pair) {
+        let key = name_key(job);
+        let (user, project, node) = kept.pairs.get(p as usize)?;
+        if seen[p as usize] != Some(key) {
+            if job.user != user || job.project != project.as_deref() {
+                return None;
+            }
+            seen[p as usize] = Some(key);
+        }
+        out.push(*node);
+    }
+    Some(out)
+}
+
+/// The order of job nodes at one level: running jobs first, then by the previous level's
+/// value, then job and task number (`lPSortList(..., "%I+ %I- %I+ %I+", STN_queued, STN_sort,
+/// STN_jobid, STN_taskid)`), then the job's index, so that the order is total and any sort
+/// gives the same result from any starting order.
+fn job_node_order(a: &JobNode, b: &JobNode) -> std::cmp::Ordering {
+    a.pending()
+        .cmp(&b.pending())
+        .then(b.sort.total_cmp(&a.sort))
+        .then(a.job_id.cmp(&b.job_id))
+        .then(a.task_id.cmp(&b.task_id))
+        .then(a.job.cmp(&b.job))
+}
+
 fn post_order(pn: &[PassNode]) -> Vec<usize> {
     let mut out = Vec::with_capacity(pn.len());
     let mut stack = vec![(0usize, false)];
@@ -1170,6 +1362,9 @@ fn calc_node_targets(pn: &mut [PassNode], i: usize, compensation_factor: f64) {
 
 /// `sge_sort_job_nodes`: orders and dilutes the job nodes below `node` at every level below the
 /// (pruned) root, in place. Returns the effective root after pruning.
+///
+/// `mixed` is set when a node with children was sorted: its slice then mixes its children's
+/// jobs, and no longer holds each node's own jobs where [`JobLayout::range`] says.
 fn sort_job_nodes(
     pn: &[PassNode],
     layout: &mut JobLayout,
@@ -1177,32 +1372,27 @@ fn sort_job_nodes(
     node: usize,
     total_tickets: f64,
     dilution: &dyn Fn(usize) -> f64,
+    mixed: &mut bool,
 ) -> usize {
     if root == node && layout.own[node] == 0 {
         // Prune: a root with no jobs of its own and exactly one active child.
         let mut active = pn[node].children.iter().filter(|&&c| pn[c].job_count > 0);
         if let (Some(&only), None) = (active.next(), active.next()) {
-            return sort_job_nodes(pn, layout, only, only, total_tickets, dilution);
+            return sort_job_nodes(pn, layout, only, only, total_tickets, dilution, mixed);
         }
     }
     for &c in &pn[node].children {
         if pn[c].job_count > 0 {
-            sort_job_nodes(pn, layout, root, c, total_tickets, dilution);
+            sort_job_nodes(pn, layout, root, c, total_tickets, dilution, mixed);
         }
     }
     if root != node || layout.own[node] > 0 {
+        *mixed |= !pn[node].children.is_empty();
         let (start, end) = layout.range[node];
         let list = &mut layout.nodes[start..end];
         // Running jobs first, then by the previous level's value, then job and task number
         // (`lPSortList(..., "%I+ %I- %I+ %I+", STN_queued, STN_sort, STN_jobid, STN_taskid)`).
-        list.sort_unstable_by(|a, b| {
-            a.pending()
-                .cmp(&b.pending())
-                .then(b.sort.total_cmp(&a.sort))
-                .then(a.job_id.cmp(&b.job_id))
-                .then(a.task_id.cmp(&b.task_id))
-                .then(a.job.cmp(&b.job))
-        });
+        list.sort_unstable_by(job_node_order);
         let stt = pn[node].stt;
         let mut dilute = 1.0;
         for jn in list.iter_mut() {
@@ -1370,5 +1560,199 @@ mod tests {
         assert_eq!(s.user("u").map(|r| r.usage.cpu), Some(0.0));
         assert_eq!(s.project("p").map(|r| r.usage.cpu), Some(5.0));
         assert_eq!(s.user_in_project("u", "p").map(|r| r.usage.cpu), Some(5.0));
+    }
+
+    /// The default configuration's shape: users as copies of `default` below the root, and
+    /// one configured user; no node with children but the root (the pass keeps its layout).
+    fn flat_cache_test_tree() -> ShareTree {
+        ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::leaf("bob", 30),
+                    ShareTreeNodeSpec::leaf("default", 10),
+                ],
+            ),
+            &["P1"],
+        )
+    }
+
+    /// A tree with a flat `default` level, a project with its own `default`, and a group
+    /// with a configured user: temporary nodes at two depths, jobs at several levels.
+    fn cache_test_tree() -> ShareTree {
+        ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::group(
+                        "P1",
+                        60,
+                        vec![
+                            ShareTreeNodeSpec::leaf("default", 10),
+                            ShareTreeNodeSpec::leaf("alice", 30),
+                        ],
+                    ),
+                    ShareTreeNodeSpec::group(
+                        "grp",
+                        20,
+                        vec![
+                            ShareTreeNodeSpec::leaf("bob", 20),
+                            ShareTreeNodeSpec::leaf("carol", 5),
+                        ],
+                    ),
+                    ShareTreeNodeSpec::leaf("default", 40),
+                ],
+            ),
+            &["P1"],
+        )
+    }
+
+    /// One job of [`cached_tickets_equal_fresh_ones`]: (user name index, project index,
+    /// running, job share, min PE slots, higher-policy tickets, task id).
+    type JobSpec = (usize, usize, bool, u32, u32, u8, u64);
+
+    fn job_spec() -> impl proptest::strategy::Strategy<Value = JobSpec> {
+        use proptest::prelude::*;
+        (
+            0usize..10,
+            0usize..3,
+            any::<bool>(),
+            0u32..3,
+            1u32..4,
+            0u8..3,
+            1u64..3,
+        )
+    }
+
+    fn ticket_bits(t: &ShareTreeTickets) -> (Vec<u64>, Vec<u64>, Vec<u64>, u64) {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        (
+            bits(&t.stckt),
+            bits(&t.first_pass_stckt),
+            bits(&t.share),
+            t.max_tickets.to_bits(),
+        )
+    }
+
+    proptest::proptest! {
+        /// [`ShareTree::job_tickets_cached`] gives the from-scratch tickets, bit for bit,
+        /// over random sequences of changes: jobs started, ended, added, removed, given
+        /// another owner, project, job share, PE size or higher-policy tickets, the policy
+        /// made dependent or not, usage charged, time passing, and the same names at other
+        /// addresses. It fails if the cache misses any of them.
+        #[test]
+        fn cached_tickets_equal_fresh_ones(
+            flat in proptest::prelude::any::<bool>(),
+            initial in proptest::collection::vec(job_spec(), 1..40),
+            steps in proptest::collection::vec(
+                (0u8..10, 0usize..64, job_spec()),
+                1..30,
+            ),
+        ) {
+            let tree = if flat { flat_cache_test_tree() } else { cache_test_tree() };
+            // Each name twice, at two addresses.
+            let users: Vec<String> = ["alice", "bob", "carol", "dave", "erin"]
+                .iter()
+                .chain(["alice", "bob", "carol", "dave", "erin"].iter())
+                .map(|s| s.to_string())
+                .collect();
+            let projects = ["P1".to_string(), "P2".to_string()];
+            let decay = DecayConfig::default();
+            let mut usage = UsageStore::new();
+            usage.add_usage("bob", None, Usage { cpu: 20.0, ..Usage::default() }, 0, &decay);
+            usage.add_usage("dave", Some("P1"), Usage { cpu: 5.0, ..Usage::default() }, 0, &decay);
+            let mut policy = ShareTreePolicy {
+                weight_tickets_share: 10_000.0,
+                ..ShareTreePolicy::default()
+            };
+            let mut specs: Vec<(u64, JobSpec)> =
+                initial.into_iter().enumerate().map(|(i, s)| (i as u64 + 1, s)).collect();
+            let mut next_id = specs.len() as u64 + 1;
+            let mut now = 0i64;
+            let mut cache = ShareTreeCache::new();
+            for (op, at, spec) in steps {
+                let k = if specs.is_empty() { 0 } else { at % specs.len() };
+                match op {
+                    0 if !specs.is_empty() => specs[k].1 .2 = !specs[k].1 .2,
+                    1 if !specs.is_empty() => specs[k].1 .3 = spec.3,
+                    2 if !specs.is_empty() => specs[k].1 .0 = spec.0,
+                    3 if !specs.is_empty() => specs[k].1 .1 = spec.1,
+                    4 if !specs.is_empty() => specs[k].1 .4 = spec.4,
+                    5 if !specs.is_empty() => specs[k].1 .5 = spec.5,
+                    6 if specs.len() > 1 => {
+                        specs.remove(k);
+                    }
+                    7 => {
+                        specs.push((next_id, spec));
+                        next_id += 1;
+                    }
+                    8 => policy.dependent = !policy.dependent,
+                    _ => {
+                        usage.add_usage(
+                            &users[spec.0],
+                            None,
+                            Usage { cpu: f64::from(spec.3) + 1.0, ..Usage::default() },
+                            now,
+                            &decay,
+                        );
+                    }
+                }
+                now += 600;
+                let jobs: Vec<TicketJob<'_>> = specs
+                    .iter()
+                    .map(|&(id, (u, p, running, js, slots, higher, task))| TicketJob {
+                        job_id: id,
+                        task_id: task,
+                        user: &users[u],
+                        project: (p > 0).then(|| projects[p - 1].as_str()),
+                        running,
+                        jobshare: js,
+                        pe_min_slots: slots,
+                        higher_policy_tickets: f64::from(higher) * 100.0,
+                    })
+                    .collect();
+                let fresh = tree.job_tickets(&usage, &policy, now, &jobs);
+                let cached = tree.job_tickets_cached(&usage, &policy, now, &jobs, &mut cache);
+                proptest::prop_assert_eq!(ticket_bits(&cached), ticket_bits(&fresh));
+                // A second pass over the same jobs takes everything from the cache.
+                let again = tree.job_tickets_cached(&usage, &policy, now, &jobs, &mut cache);
+                proptest::prop_assert_eq!(ticket_bits(&again), ticket_bits(&fresh));
+            }
+        }
+    }
+
+    /// What a cache kept for one tree is not used for another (a reloaded share tree).
+    #[test]
+    fn cache_of_another_tree_is_not_used() {
+        let a = cache_test_tree();
+        let b = ShareTree::new(
+            &ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![
+                    ShareTreeNodeSpec::leaf("alice", 90),
+                    ShareTreeNodeSpec::leaf("default", 10),
+                ],
+            ),
+            &[],
+        );
+        let usage = UsageStore::new();
+        let policy = ShareTreePolicy {
+            weight_tickets_share: 1000.0,
+            ..ShareTreePolicy::default()
+        };
+        let jobs = [
+            TicketJob::pending(1, "alice"),
+            TicketJob::pending(2, "bob"),
+            TicketJob::pending(3, "alice"),
+        ];
+        let mut cache = ShareTreeCache::new();
+        let on_a = a.job_tickets_cached(&usage, &policy, 0, &jobs, &mut cache);
+        assert_eq!(on_a.stckt, a.job_tickets(&usage, &policy, 0, &jobs).stckt);
+        let on_b = b.job_tickets_cached(&usage, &policy, 0, &jobs, &mut cache);
+        assert_eq!(on_b.stckt, b.job_tickets(&usage, &policy, 0, &jobs).stckt);
+        assert_ne!(on_a.stckt, on_b.stckt);
     }
 }

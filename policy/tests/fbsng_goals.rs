@@ -54,7 +54,7 @@ impl Sim {
             ready,
             priority: 0,
             process_type: None,
-            need: vec![kind.slots],
+            need: vec![kind.slots].into(),
             requires: NodeAttributes::NONE,
         });
         self.kinds.insert(id, kind);
@@ -306,7 +306,7 @@ fn fbsng_goal_high_priority_queue_is_tried_first() {
             ready: true,
             priority: 0,
             process_type: None,
-            need: vec![1],
+            need: vec![1].into(),
             requires: NodeAttributes::NONE,
         });
     }
@@ -455,7 +455,7 @@ fn section(id: u64, need: u64) -> Section {
         ready: true,
         priority: 0,
         process_type: None,
-        need: vec![need],
+        need: vec![need].into(),
         requires: NodeAttributes::NONE,
     }
 }

@@ -50,6 +50,20 @@ type SharedTerms = (Terms, Option<Arc<[String]>>);
 /// A job's policy terms, shared.
 type Terms = Arc<[(String, String)]>;
 
+/// What the sections of one candidate are made from, in submission order.
+struct SectionSource {
+    submitted: i64,
+    id: JobId,
+    /// Index of the candidate.
+    cand: u32,
+    cat: u32,
+    /// Its FBSNG queue.
+    queue: u32,
+    /// How many sections (tasks) it offers.
+    sections: u32,
+    process_type: Option<u32>,
+}
+
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
 pub const FBSNG_FILE: &str = "fbsng.json";
 
@@ -97,8 +111,9 @@ impl SchedState {
 struct RealFit<'a> {
     st: &'a mut SchedState,
     cands: &'a [Candidate],
-    /// Section id → candidate index.
-    sec_cand: &'a [usize],
+    /// Section id → (candidate index, its category): a section whose category already
+    /// failed is refused without reading the candidate.
+    sec_cand: &'a [(u32, u32)],
     verdicts: Vec<CatVerdict>,
     reservations_left: u32,
     now: i64,
@@ -141,10 +156,11 @@ impl Placement for RealFit<'_> {
     type Placed = ();
 
     fn try_start(&mut self, section: &Section) -> Option<()> {
-        let c = self.cands[*self.sec_cand.get(section.id.0 as usize)?];
-        if self.verdicts[c.cat].failed.is_some() {
+        let &(i, cat) = self.sec_cand.get(section.id.0 as usize)?;
+        if self.verdicts[cat as usize].failed.is_some() {
             return None;
         }
+        let c = self.cands[i as usize];
         let requires = self.st.jobs.get(&c.id).and_then(|e| e.hot.requires);
         let mask = self.mask_of(requires);
         let saved = if mask != 0 {
@@ -268,7 +284,6 @@ impl SchedState {
         }
         let free_slots = u64::from(self.cluster.free_slots(now));
         // Sections, in submission order within each queue.
-        let mut sec_cand: Vec<usize> = Vec::new();
         let queue_of_cat: Vec<Option<usize>> = self
             .categories
             .iter()
@@ -279,6 +294,14 @@ impl SchedState {
             })
             .collect();
         let queue_of: Vec<Option<usize>> = cands.iter().map(|c| queue_of_cat[c.cat]).collect();
+        let slots_of_cat: Vec<u32> = (0..self.categories.len())
+            .map(|cat| slots_of(self, cat))
+            .collect();
+        // One shared demand per category: no allocation per section.
+        let need_of_cat: Vec<Arc<[u64]>> = slots_of_cat
+            .iter()
+            .map(|&s| Arc::from(vec![u64::from(s)]))
+            .collect();
         // Process type per interned project name (no string hashing per job).
         let pt_of_name: Vec<Option<usize>> = self
             .name_list
@@ -286,62 +309,73 @@ impl SchedState {
             .map(|n| pidx.get(n.as_str()).copied())
             .collect();
         // With no free slot nothing can start and no priority changes: no sections needed
-        // (and no sort). Compact keys are sorted, not indices into the candidates.
-        let mut build: Vec<(i64, JobId, u32)> = if free_slots == 0 {
-            Vec::new()
-        } else {
-            cands
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (c.submitted, c.id, i as u32))
-                .collect()
-        };
-        build.sort_unstable();
+        // (and no sort). What the sections need of each candidate is copied out in one
+        // sequential walk and sorted with it, so that the submission order does not read
+        // the candidates (≈ 90 bytes each, in priority order) at random.
+        let mut build: Vec<SectionSource> = Vec::new();
+        if free_slots > 0 {
+            build.reserve_exact(cands.len());
+            for (i, c) in cands.iter().enumerate() {
+                let Some(q) = queue_of[i] else {
+                    continue;
+                };
+                let slots = slots_of_cat[c.cat];
+                build.push(SectionSource {
+                    submitted: c.submitted,
+                    id: c.id,
+                    cand: i as u32,
+                    cat: c.cat as u32,
+                    queue: q as u32,
+                    sections: c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as u32,
+                    process_type: c
+                        .project
+                        .and_then(|p| pt_of_name.get(p as usize).copied().flatten())
+                        .map(|p| p as u32),
+                });
+            }
+        }
+        build.sort_unstable_by_key(|b| (b.submitted, b.id));
         // Sections per queue counted first, so that the lists are allocated once (growing
         // them by doubling over 100,000 sections leaves the heap fragmented).
         let mut per_queue: Vec<usize> = vec![0; queues.len()];
         let mut total = 0usize;
-        for &(_, _, i) in &build {
-            let c = &cands[i as usize];
-            if let Some(q) = queue_of[i as usize] {
-                let slots = slots_of(self, c.cat);
-                let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as usize;
-                per_queue[q] += n;
-                total += n;
-            }
+        for b in &build {
+            per_queue[b.queue as usize] += b.sections as usize;
+            total += b.sections as usize;
         }
         for (q, n) in per_queue.into_iter().enumerate() {
             queues[q].sections.reserve_exact(n);
         }
-        sec_cand.reserve_exact(total);
-        for i in build.into_iter().map(|(_, _, i)| i as usize) {
-            let c = &cands[i];
-            let Some(q) = queue_of[i] else {
-                continue;
-            };
-            // The candidate carries what the job's hot fields say (no map lookup per job).
-            let slots = slots_of(self, c.cat);
-            let n = c.pending_tasks.min(free_slots / u64::from(slots)).max(1);
-            let prio = if self.fbsng.sections.is_empty() {
-                0
+        let mut sec_cand: Vec<(u32, u32)> = Vec::with_capacity(total);
+        // Each candidate's stored section priority when the pass began, so that only the
+        // priorities the pass changed are written back.
+        let mut stored_prio: Vec<Option<i64>> = if free_slots == 0 {
+            Vec::new()
+        } else {
+            vec![None; cands.len()]
+        };
+        for b in &build {
+            let stored = if self.fbsng.sections.is_empty() {
+                None
             } else {
-                self.fbsng.sections.get(&c.id).copied().unwrap_or(0)
+                self.fbsng.sections.get(&b.id).copied()
             };
-            let pt = c
-                .project
-                .and_then(|p| pt_of_name.get(p as usize).copied().flatten());
-            for _ in 0..n {
-                queues[q].sections.push(Section {
+            stored_prio[b.cand as usize] = stored;
+            let prio = stored.unwrap_or(0);
+            let need = &need_of_cat[b.cat as usize];
+            for _ in 0..b.sections {
+                queues[b.queue as usize].sections.push(Section {
                     id: SectionId(sec_cand.len() as u64),
                     ready: true,
                     priority: prio,
-                    process_type: pt,
-                    need: vec![u64::from(slots)],
+                    process_type: b.process_type.map(|p| p as usize),
+                    need: need.clone(),
                     requires: fbsng::NodeAttributes(0),
                 });
-                sec_cand.push(i);
+                sec_cand.push((b.cand, b.cat));
             }
         }
+        drop(build);
         // Node attributes.
         let mut attr_bits: HashMap<String, u64> = HashMap::new();
         for h in &self.config.hosts {
@@ -408,8 +442,8 @@ impl SchedState {
         let mut best_at: Vec<Option<i64>> = vec![None; cands.len()];
         for fq in &queues {
             for s in &fq.sections {
-                if let Some(&i) = sec_cand.get(s.id.0 as usize) {
-                    let b = best_at[i].get_or_insert(s.priority);
+                if let Some(&(i, _)) = sec_cand.get(s.id.0 as usize) {
+                    let b = best_at[i as usize].get_or_insert(s.priority);
                     *b = (*b).max(s.priority);
                 }
             }
@@ -423,6 +457,15 @@ impl SchedState {
             let (Some(p), Some(c)) = (*p, cands.get(i)) else {
                 continue;
             };
+            // Unchanged since the pass began (most sections are never passed): the map
+            // already says so (no entry for 0), unless the retain above just forgot the job.
+            let unchanged = match stored_prio[i] {
+                None => p == 0,
+                Some(s) => s == p && p != 0 && self.fbsng.sections.contains_key(&c.id),
+            };
+            if unchanged {
+                continue;
+            }
             if p == 0 {
                 self.fbsng.sections.remove(&c.id);
             } else if self.fbsng.sections.insert(c.id, p) != Some(p) {
@@ -481,11 +524,38 @@ impl SchedState {
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
         ]);
         let mut terms_at: Vec<Option<Terms>> = vec![None; job_reasons.len()];
+        let mut last: Option<((usize, i64), SharedTerms)> = None;
+        let give = |pos: usize,
+                    terms: Terms,
+                    gap: Option<Arc<[String]>>,
+                    job_reasons: &mut [Option<Arc<[String]>>],
+                    terms_at: &mut [Option<Terms>]| {
+            terms_at[pos] = Some(terms);
+            match (gap, job_reasons[pos].take()) {
+                (Some(g), None) => job_reasons[pos] = Some(g),
+                (Some(g), Some(r)) => {
+                    let mut all = r.to_vec();
+                    all.extend(g.iter().cloned());
+                    job_reasons[pos] = Some(Arc::from(all));
+                }
+                (None, None) => job_reasons[pos] = Some(not_reached.clone()),
+                (None, Some(r)) => job_reasons[pos] = Some(r),
+            }
+        };
         for (i, c) in cands.iter().enumerate() {
             let Some(q) = queue_of[i] else {
                 continue;
             };
             let sp = best[i];
+            // Neighbours in the order mostly share a queue and section priority: one hash
+            // lookup per change of key, not per job.
+            if let Some((k, v)) = &last
+                && *k == (q, sp)
+            {
+                let (terms, gap) = v.clone();
+                give(c.pos, terms, gap, job_reasons, &mut terms_at);
+                continue;
+            }
             let (terms, gap) = shared
                 .entry((q, sp))
                 .or_insert_with(|| {
@@ -515,17 +585,8 @@ impl SchedState {
                     (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
                 })
                 .clone();
-            terms_at[c.pos] = Some(terms);
-            match (gap, job_reasons[c.pos].take()) {
-                (Some(g), None) => job_reasons[c.pos] = Some(g),
-                (Some(g), Some(r)) => {
-                    let mut all = r.to_vec();
-                    all.extend(g.iter().cloned());
-                    job_reasons[c.pos] = Some(Arc::from(all));
-                }
-                (None, None) => job_reasons[c.pos] = Some(not_reached.clone()),
-                (None, Some(r)) => job_reasons[c.pos] = Some(r),
-            }
+            last = Some(((q, sp), (terms.clone(), gap.clone())));
+            give(c.pos, terms, gap, job_reasons, &mut terms_at);
         }
         // One walk in position order: terms, and no "why pending" for what is not pending.
         let none: Arc<[String]> = Arc::from(Vec::new());

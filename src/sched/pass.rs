@@ -96,6 +96,10 @@ pub(crate) struct Candidate {
 /// No priority input for the job (its priority stays as it was).
 const NO_INPUT: usize = usize::MAX;
 
+/// Marks a priority input whose job is not eligible (`schedule`'s `input_pos`): rows are
+/// fewer than 2³¹.
+const BLOCKED_INPUT: u32 = 1 << 31;
+
 /// `key` as one integer with the same order, for keys whose second component is in
 /// `0..=u32::MAX`: the first component with its sign bit flipped (so that unsigned order is
 /// signed order), then the second, then the job id.
@@ -136,15 +140,14 @@ impl SchedState {
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
-        // The row of each priority input.
+        // The row of each priority input, with [`BLOCKED_INPUT`] for a job that is not
+        // eligible (it is prioritised for its running tasks).
         let mut input_pos: Vec<u32> = Vec::with_capacity(n);
 
         // 1. Classify (one sequential walk over the dense rows, in job-id order) and
         // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
         // blocked ones get SGE's zeros.
         {
-            let mut inputs: Vec<PriorityInput<'_>> = Vec::with_capacity(n);
-            let names = &self.name_list;
             for (pos, h) in self.rows.rows.iter().enumerate() {
                 if !h.live() {
                     continue;
@@ -164,29 +167,8 @@ impl SchedState {
                     }
                 };
                 if elig.is_ok() || h.running_since.is_some() {
-                    let d = self.categories[cat].demand.as_ref().ok();
-                    let qu = if elig.is_err() {
-                        h.running_queue_urgency
-                    } else {
-                        d.map_or(0.0, |d| d.queue_urgency)
-                    };
-                    input_of[pos] = inputs.len();
-                    input_pos.push(pos as u32);
-                    inputs.push(PriorityInput {
-                        job: id,
-                        uid: h.uid,
-                        owner: names.get(h.owner as usize).map_or("", String::as_str),
-                        project: h
-                            .project
-                            .and_then(|p| names.get(p as usize))
-                            .map(String::as_str),
-                        submission_time: h.submitted,
-                        posix_priority: h.posix_priority,
-                        slots: d.map_or(1, |d| d.urgency_slots),
-                        rrcontr: d.map_or(0.0, |d| d.rr_urgency) + qu,
-                        deadline: h.deadline,
-                        running_since: if elig.is_ok() { None } else { h.running_since },
-                    });
+                    input_of[pos] = input_pos.len();
+                    input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
                     Ok(()) => cands.push(Candidate {
@@ -214,17 +196,57 @@ impl SchedState {
                     Err(_) => {}
                 }
             }
-            // Each priority goes straight into its job's row (no vector of 100,000
-            // priorities in between); the dispatch below does not read them.
-            let priority = &mut self.rows.priority;
-            self.policy.compute_each(&sconf, now, &inputs, &mut |i, p| {
-                if let Some(slot) = input_pos
-                    .get(i)
-                    .and_then(|&pos| priority.get_mut(pos as usize))
-                {
-                    *slot = Some(p);
+            // The policy reads each job from its row when it needs it (no vector of 100,000
+            // inputs), and each priority goes straight into the job's row (no vector of
+            // 100,000 priorities in between); the dispatch below does not read them.
+            let names = &self.name_list;
+            let rows = &self.rows.rows;
+            // Per category: (urgency slots, resource request urgency, queue urgency).
+            let cat_urgency: Vec<(u32, f64, f64)> = self
+                .categories
+                .iter()
+                .map(|c| {
+                    c.demand.as_ref().map_or((1, 0.0, 0.0), |d| {
+                        (d.urgency_slots, d.rr_urgency, d.queue_urgency)
+                    })
+                })
+                .collect();
+            let input = |i: usize| {
+                let e = input_pos[i];
+                let eligible = e & BLOCKED_INPUT == 0;
+                let h = &rows[(e & !BLOCKED_INPUT) as usize];
+                let (slots, rr, queue_urgency) = cat_urgency[h.cat as CatId];
+                let qu = if eligible {
+                    queue_urgency
+                } else {
+                    h.running_queue_urgency
+                };
+                PriorityInput {
+                    job: h.id,
+                    uid: h.uid,
+                    owner: names.get(h.owner as usize).map_or("", String::as_str),
+                    project: h
+                        .project
+                        .and_then(|p| names.get(p as usize))
+                        .map(String::as_str),
+                    submission_time: h.submitted,
+                    posix_priority: h.posix_priority,
+                    slots,
+                    rrcontr: rr + qu,
+                    deadline: h.deadline,
+                    running_since: if eligible { None } else { h.running_since },
                 }
-            });
+            };
+            let priority = &mut self.rows.priority;
+            self.policy
+                .compute_each(&sconf, now, input_pos.len(), &input, &mut |i, p| {
+                    if let Some(slot) = input_pos
+                        .get(i)
+                        .and_then(|&e| priority.get_mut((e & !BLOCKED_INPUT) as usize))
+                    {
+                        *slot = Some(p);
+                    }
+                });
         }
 
         let mut lap = |slot: &mut u64| {

@@ -8,7 +8,7 @@ use crate::config::{PolicyOrder, SchedulerConfig};
 use crate::model::{JobId, PriorityInfo};
 
 /// One job as a priority policy sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PriorityInput<'a> {
     pub job: JobId,
     pub uid: u32,
@@ -49,17 +49,20 @@ pub trait PriorityPolicy: Send {
         *out = self.compute(config, now, jobs);
     }
 
-    /// [`PriorityPolicy::compute`] handing each job's priority to `emit(i, …)` (`i` its index
-    /// in `jobs`), so that a pass stores them where it keeps them, without a vector of
-    /// 100,000 priorities in between.
-    fn compute_each(
+    /// [`PriorityPolicy::compute`] for `n` jobs given one at a time by `job(i)` (it may be
+    /// called several times per job), handing each job's priority to `emit(i, …)`, so that a
+    /// pass reads its jobs where it keeps them and stores the priorities there, without
+    /// vectors of 100,000 inputs and priorities in between.
+    fn compute_each<'a>(
         &mut self,
         config: &SchedulerConfig,
         now: i64,
-        jobs: &[PriorityInput<'_>],
+        n: usize,
+        job: &dyn Fn(usize) -> PriorityInput<'a>,
         emit: &mut dyn FnMut(usize, PriorityInfo),
     ) {
-        for (i, p) in self.compute(config, now, jobs).into_iter().enumerate() {
+        let jobs: Vec<PriorityInput<'a>> = (0..n).map(job).collect();
+        for (i, p) in self.compute(config, now, &jobs).into_iter().enumerate() {
             emit(i, p);
         }
     }

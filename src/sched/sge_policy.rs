@@ -10,16 +10,19 @@ use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
-    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets,
+    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets_cached,
     compute_priorities_each, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
-    DecayConfig, ShareTree, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
+    DecayConfig, ShareTree, ShareTreeCache, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
 };
 
 /// SGE's priority, with the configuration's share tree and the usage accounting charges.
 pub struct SgePriority {
     tree: Option<ShareTree>,
+    /// What the last pass's share-tree tickets derived from its jobs alone (their nodes,
+    /// sorted per node), checked against each pass's jobs before it is used.
+    share_cache: ShareTreeCache,
     usage: SharedUsage,
     hierarchy: Vec<(TicketPolicy, bool)>,
     overrides: OverrideTables,
@@ -42,6 +45,7 @@ impl SgePriority {
     pub fn new(config: &ClusterConfig, usage: SharedUsage) -> Self {
         let mut p = SgePriority {
             tree: None,
+            share_cache: ShareTreeCache::new(),
             usage,
             hierarchy: Vec::new(),
             overrides: OverrideTables::default(),
@@ -58,6 +62,8 @@ impl SgePriority {
             .share_tree
             .as_ref()
             .map(|root| ShareTree::new(&tree_spec(root), &projects));
+        // Kept for the old tree: of no use for the new one.
+        self.share_cache.clear();
         // An unparsable hierarchy falls back to SGE's default, "OFS".
         self.hierarchy = parse_policy_hierarchy(&config.scheduler.policy_hierarchy)
             .or_else(|| parse_policy_hierarchy("OFS"))
@@ -142,19 +148,22 @@ impl PriorityPolicy for SgePriority {
     ) {
         out.clear();
         out.reserve(jobs.len());
-        self.compute_each(c, now, jobs, &mut |_, p| out.push(p));
+        self.compute_each(c, now, jobs.len(), &|i| jobs[i], &mut |_, p| out.push(p));
     }
 
-    fn compute_each(
+    fn compute_each<'a>(
         &mut self,
         c: &SchedulerConfig,
         now: i64,
-        jobs: &[PriorityInput<'_>],
+        n: usize,
+        job: &dyn Fn(usize) -> PriorityInput<'a>,
         emit: &mut dyn FnMut(usize, PriorityInfo),
     ) {
-        let ticket_jobs: Vec<TicketJobInput<'_>> = jobs
-            .iter()
-            .map(|j| TicketJobInput {
+        // Each job as the ticket policies see it, made when they read it: no vector of
+        // 100,000 of them per pass.
+        let ticket_job = |i: usize| {
+            let j = job(i);
+            TicketJobInput {
                 job_id: u64::from(j.job.0),
                 task_id: 1,
                 submission_time: j.submission_time,
@@ -165,8 +174,8 @@ impl PriorityPolicy for SgePriority {
                 jobshare: 0,
                 job_otickets: 0,
                 pe_min_slots: j.slots.max(1),
-            })
-            .collect();
+            }
+        };
         let usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
         let share_policy = ShareTreePolicy {
             weight_tickets_share: c.weight_tickets_share,
@@ -188,7 +197,7 @@ impl PriorityPolicy for SgePriority {
             max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
             dependent: self.dependent(TicketPolicy::Functional),
         };
-        let tickets = compute_job_tickets(
+        let tickets = compute_job_tickets_cached(
             &TicketConfig {
                 hierarchy: &self.hierarchy,
                 override_tables: &self.overrides,
@@ -198,7 +207,9 @@ impl PriorityPolicy for SgePriority {
                 share_tree: self.tree.as_ref().map(|t| (t, &*usage, share_policy)),
             },
             now,
-            &ticket_jobs,
+            n,
+            &ticket_job,
+            &mut self.share_cache,
         );
         drop(usage);
         let pass = PriorityPass {
@@ -210,9 +221,9 @@ impl PriorityPolicy for SgePriority {
         // output vectors of 100,000 entries between the layers.
         compute_priorities_each(
             &pass,
-            jobs.len(),
+            n,
             |i| {
-                let j = &jobs[i];
+                let j = job(i);
                 JobPriorityInput {
                     job_id: u64::from(j.job.0),
                     task_id: 1,
