@@ -151,19 +151,28 @@ impl SchedState {
         self.armada.last_update = Some(now);
         self.armada.passes += 1;
 
-        // 2. Queues with pending work and their tasks, in candidate order.
-        let mut qindex: HashMap<u32, usize> = HashMap::new();
+        // 2. Queues with pending work and their tasks, in candidate order. A queue is an
+        // interned name (project, else owner): indexed by the name's number, not hashed, and
+        // each candidate's queue kept for the terms below.
+        const NO_QUEUE: u32 = u32::MAX;
+        let mut qindex: Vec<u32> = vec![NO_QUEUE; self.name_list.len()];
+        let mut cand_queue: Vec<u32> = Vec::with_capacity(cands.len());
         let mut qnames: Vec<String> = Vec::new();
         let mut qjobs: Vec<Vec<ArmadaJob>> = Vec::new();
         let mut qslots: Vec<u32> = Vec::new();
         for (i, c) in cands.iter().enumerate() {
             let key = c.project.unwrap_or(c.owner);
-            let q = *qindex.entry(key).or_insert_with(|| {
+            if qindex.len() <= key as usize {
+                qindex.resize(key as usize + 1, NO_QUEUE);
+            }
+            if qindex[key as usize] == NO_QUEUE {
+                qindex[key as usize] = qnames.len() as u32;
                 qnames.push(self.name(key).to_string());
                 qjobs.push(Vec::new());
                 qslots.push(0);
-                qnames.len() - 1
-            });
+            }
+            let q = qindex[key as usize] as usize;
+            cand_queue.push(q as u32);
             let slots = self.categories[c.cat]
                 .demand
                 .as_ref()
@@ -296,17 +305,14 @@ impl SchedState {
                 ])
             })
             .collect();
-        let mut queue_at: Vec<Option<u32>> = vec![None; self.rows.len()];
-        for c in cands {
-            if let (Some(slot), Some(&q)) = (
-                queue_at.get_mut(c.pos),
-                qindex.get(&c.project.unwrap_or(c.owner)),
-            ) {
-                *slot = Some(q as u32);
+        let mut queue_at: Vec<u32> = vec![NO_QUEUE; self.rows.len()];
+        for (c, &q) in cands.iter().zip(&cand_queue) {
+            if let Some(slot) = queue_at.get_mut(c.pos) {
+                *slot = q;
             }
         }
         for (t, q) in self.rows.terms.iter_mut().zip(queue_at) {
-            *t = q.map(|q| terms[q as usize].clone());
+            *t = (q != NO_QUEUE).then(|| terms[q as usize].clone());
         }
     }
 }
