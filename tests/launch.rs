@@ -59,6 +59,17 @@ impl Rig {
         Self::with(|_| {})
     }
 
+    /// A new launcher over the same cell, as a restarted `sched_d` makes one (the old one
+    /// dropped first by the caller), with its own event channel.
+    fn new_launcher(&mut self) {
+        let (tx, rx) = channel();
+        let launcher =
+            Launcher::with_options(&self.config, &self.cell.spool, tx, options(&self.cell))
+                .expect("launcher");
+        self.events = rx;
+        self.launcher = Some(launcher);
+    }
+
     fn with(edit: impl FnOnce(&mut ClusterConfig)) -> Rig {
         Self::with_options(edit, |_| {})
     }
@@ -877,11 +888,7 @@ fn launch_reattach_after_the_launcher_is_recreated() {
     rig.started();
     // sched_d goes away; the job carries on.
     drop(rig.launcher.take());
-    let (tx, rx) = channel();
-    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
-        .expect("launcher");
-    rig.events = rx;
-    rig.launcher = Some(launcher);
+    rig.new_launcher();
     rig.launcher()
         .reattach(&[(JobId(9059), 1, host()), (JobId(9999), 1, host())])
         .expect("reattach");
@@ -921,11 +928,7 @@ fn launch_reattach_waits_for_a_host_that_cannot_list_its_tasks() {
     let aside = active.with_extension("aside");
     std::fs::rename(&active, &aside).expect("move the task directories aside");
     std::fs::write(&active, "not a directory").expect("write");
-    let (tx, rx) = channel();
-    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
-        .expect("launcher");
-    rig.events = rx;
-    rig.launcher = Some(launcher);
+    rig.new_launcher();
     rig.launcher()
         .reattach(&[(JobId(9061), 1, host())])
         .expect("reattach");
@@ -970,11 +973,7 @@ fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     // The scheduler dies before its records are durable: the next launcher reports the
     // result again, and the directory goes once that one is acknowledged.
     drop(rig.launcher.take());
-    let (tx, rx) = channel();
-    let launcher = Launcher::with_options(&rig.config, &rig.cell.spool, tx, options(&rig.cell))
-        .expect("launcher");
-    rig.events = rx;
-    rig.launcher = Some(launcher);
+    rig.new_launcher();
     rig.launcher()
         .reattach(&[(JobId(9077), 1, host())])
         .expect("reattach");
@@ -1394,15 +1393,6 @@ fn cmdline(pid: u32) -> Vec<String> {
         .collect()
 }
 
-fn ppid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 2..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// The supervisor pid of a running task, from its `shepherd.pid`.
 fn supervisor_pid(rig: &Rig, id: u32) -> u32 {
     let pid_file = exec_spool_dir(rig.cell.spool.root(), &host())
@@ -1441,18 +1431,18 @@ fn local_tasks_start_through_one_fork_server_whose_supervisors_are_forked_not_ex
             Some("start-server"),
             "{words:?}"
         );
-        let server = ppid(sup).expect("supervisor's parent");
+        let server = parent_of(sup).expect("supervisor's parent");
         assert_eq!(
             cmdline(server).get(1).map(String::as_str),
             Some("start-server")
         );
         assert_eq!(
-            ppid(server),
+            parent_of(server),
             Some(std::process::id()),
             "the server is the launcher's child"
         );
         // The job itself is the supervisor's child, in a session of its own.
-        assert_eq!(ppid(job_pid), Some(sup));
+        assert_eq!(parent_of(job_pid), Some(sup));
         servers.push(server);
         let r = rig.ended(30);
         assert_eq!((r.exit_status, r.failed, r.error.as_deref()), (5, 0, None));
@@ -1462,7 +1452,7 @@ fn local_tasks_start_through_one_fork_server_whose_supervisors_are_forked_not_ex
         );
         // The server reaps the supervisor once it has ended.
         wait_for("the supervisor reaped", 10, || {
-            !alive(sup as i32) && ppid(sup).is_none()
+            !alive(sup as i32) && parent_of(sup).is_none()
         });
     }
     assert_eq!(servers[0], servers[1], "one start server for the host");
@@ -1478,7 +1468,7 @@ fn a_local_start_server_that_dies_is_replaced_and_setup_failures_still_come_back
     rig.start(&job(9611, "sleep 30"), 1);
     rig.started();
     let first = supervisor_pid(&rig, 9611);
-    let server = ppid(first).expect("server");
+    let server = parent_of(first).expect("server");
     assert_eq!(
         cmdline(server).get(1).map(String::as_str),
         Some("start-server")
@@ -1494,7 +1484,7 @@ fn a_local_start_server_that_dies_is_replaced_and_setup_failures_still_come_back
     rig.start(&job(9612, "sleep 1; echo second"), 1);
     rig.started();
     // A second server started for the later tasks.
-    let server2 = ppid(supervisor_pid(&rig, 9612)).expect("second server");
+    let server2 = parent_of(supervisor_pid(&rig, 9612)).expect("second server");
     assert_ne!(server2, server);
     assert_eq!(
         cmdline(server2).get(1).map(String::as_str),

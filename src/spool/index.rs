@@ -396,19 +396,28 @@ fn replace(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<(), Spool
         durable::TEMP_PREFIX,
         std::process::id()
     ));
-    let result = (|| {
-        let mut f = OpenOptions::new()
+    write_temp(&tmp, bytes)?;
+    fs::rename(&tmp, dir.join(name)).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        SpoolError::io("write", &dir.join(name), e)
+    })
+}
+
+/// Writes an index file under a temporary name, unsynced (nothing is removed on failure but
+/// the temporary file itself).
+fn write_temp(temp: &Path, bytes: &[u8]) -> Result<(), SpoolError> {
+    let written = (|| {
+        OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(INDEX_FILE_MODE)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        fs::rename(&tmp, dir.join(name))
+            .open(temp)?
+            .write_all(bytes)
     })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        SpoolError::io("write", &dir.join(name), e)
+    written.map_err(|e| {
+        let _ = fs::remove_file(temp);
+        SpoolError::io("write", temp, e)
     })
 }
 
@@ -493,14 +502,15 @@ fn merge_temp(dir: &Path) -> PathBuf {
     ))
 }
 
-/// Reads the base of `generation` and its log up to `covered` bytes, and writes their merge,
-/// the base of the next generation, under [`merge_temp`].
-fn merge_next_generation(
+/// The merge of the base and the log of `generation` (the log's first `covered` bytes when
+/// given: the main thread may be appending past them), encoded as a base with `next`'s
+/// header; both files must be of that generation and written by `next`'s writer.
+fn encode_merged(
     dir: &Path,
-    writer: &Writer,
     generation: u64,
-    covered: u64,
-) -> Result<MergedBase, SpoolError> {
+    covered: Option<u64>,
+    next: &Header,
+) -> Result<Vec<u8>, SpoolError> {
     let base_path = dir.join(BASE_NAME);
     let log_path = dir.join(LOG_NAME);
     let base = fs::read(&base_path).map_err(|e| SpoolError::io("read", &base_path, e))?;
@@ -509,36 +519,35 @@ fn merge_next_generation(
         path: path.to_path_buf(),
         reason: "listing index damaged".into(),
     };
-    // The main thread may be appending past `covered` while we read.
-    let log = log
-        .get(..covered as usize)
-        .ok_or_else(|| damaged(&log_path))?;
+    let log = match covered {
+        Some(n) => log.get(..n as usize).ok_or_else(|| damaged(&log_path))?,
+        None => &log[..],
+    };
     let (header, items) = decode_base(&base).ok_or_else(|| damaged(&base_path))?;
     let (g, log_items) = decode_log(log).ok_or_else(|| damaged(&log_path))?;
-    if header.generation != generation || g != generation || header.writer != *writer {
+    if header.generation != generation || g != generation || header.writer != next.writer {
         return Err(damaged(&base_path));
     }
+    Ok(encode_base(next, merge(items, log_items).into_iter()))
+}
+
+/// Reads the base of `generation` and its log up to `covered` bytes, and writes their merge,
+/// the base of the next generation, under [`merge_temp`].
+fn merge_next_generation(
+    dir: &Path,
+    writer: &Writer,
+    generation: u64,
+    covered: u64,
+) -> Result<MergedBase, SpoolError> {
     let header = Header {
         phase: Phase::Running,
         generation: generation + 1,
         writer: writer.clone(),
         jobs_stamp: (0, 0, 0),
     };
-    let bytes = encode_base(&header, merge(items, log_items).into_iter());
+    let bytes = encode_merged(dir, generation, Some(covered), &header)?;
     let temp = merge_temp(dir);
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(INDEX_FILE_MODE)
-            .open(&temp)?;
-        f.write_all(&bytes)
-    })();
-    written.map_err(|e| {
-        let _ = fs::remove_file(&temp);
-        SpoolError::io("write", &temp, e)
-    })?;
+    write_temp(&temp, &bytes)?;
     Ok(MergedBase {
         temp,
         len: bytes.len() as u64,
@@ -797,28 +806,15 @@ impl IndexWriter {
         };
         let (writer, generation) = (writer.clone(), *generation);
         let result = (|| {
-            let base_path = self.dir.join(BASE_NAME);
-            let log_path = self.dir.join(LOG_NAME);
-            let base = fs::read(&base_path).map_err(|e| SpoolError::io("read", &base_path, e))?;
-            let log = fs::read(&log_path).map_err(|e| SpoolError::io("read", &log_path, e))?;
-            let damaged = |path: &Path| SpoolError::Malformed {
-                path: path.to_path_buf(),
-                reason: "listing index damaged".into(),
-            };
-            let (header, items) = decode_base(&base).ok_or_else(|| damaged(&base_path))?;
-            let (g, log_items) = decode_log(&log).ok_or_else(|| damaged(&log_path))?;
-            if header.generation != generation || g != generation || header.writer != writer {
-                return Err(damaged(&base_path));
-            }
             let header = Header {
                 phase: Phase::Stopped,
                 generation: generation + 1,
-                writer: writer.clone(),
+                writer,
                 jobs_stamp: jobs_dir_stamp(&self.jobs).ok_or_else(|| SpoolError::Missing {
                     path: self.jobs.clone(),
                 })?,
             };
-            let bytes = encode_base(&header, merge(items, log_items).into_iter());
+            let bytes = encode_merged(&self.dir, generation, None, &header)?;
             // The log goes first: a stopped base is read without one.
             durable::remove(&self.dir, LOG_NAME)?;
             replace(&self.dir, BASE_NAME, &bytes, true)

@@ -58,6 +58,16 @@ fn ensure_user(name: &str, uid: u32) -> Option<TestUser> {
     })
 }
 
+/// A process's parent (`/proc/<pid>/stat`), `None` once it is gone.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
