@@ -477,9 +477,21 @@ impl SchedState {
             if self.fbsng.sections.is_empty() {
                 vec![0; cands.len()]
             } else {
+                // By row: one job lookup per kept section priority (thousands), not one
+                // search of the section map per candidate (100,000).
+                let mut by_row: Vec<i64> = vec![0; self.rows.len()];
+                for (id, p) in &self.fbsng.sections {
+                    if let Some(slot) = self
+                        .jobs
+                        .get(id)
+                        .and_then(|e| by_row.get_mut(e.row as usize))
+                    {
+                        *slot = *p;
+                    }
+                }
                 cands
                     .iter()
-                    .map(|c| self.fbsng.sections.get(&c.id).copied().unwrap_or(0))
+                    .map(|c| by_row.get(c.pos).copied().unwrap_or(0))
                     .collect()
             }
         } else {

@@ -361,6 +361,30 @@ fn seed_fbsng_queue_gap_holds_lower_queues() {
     assert_eq!(starts(&mut s, NOW + 2), [(3, "n1".to_string())]);
 }
 
+/// With no free slot the pass builds no sections: the terms still show each job's stored
+/// section priority (read by row), and 0 for the others.
+#[test]
+fn fbsng_terms_show_stored_section_priorities_on_a_full_cluster() {
+    let mut s = state(
+        fbsng_cfg(1, "{}", "{}", ""),
+        vec![queued(1, "a.q"), queued(2, "a.q"), queued(3, "b.q")],
+    );
+    assert_eq!(starts(&mut s, NOW).len(), 1);
+    let mut st = s.fbsng_state().clone();
+    st.sections.insert(JobId(3), 7);
+    st.sections.insert(JobId(99), 4);
+    s.set_fbsng_state(st);
+    assert!(starts(&mut s, NOW + 60).is_empty());
+    let section = |id: u32| {
+        s.policy_terms(JobId(id))
+            .iter()
+            .find(|(k, _)| k == "section priority")
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(section(3).as_deref(), Some("7"));
+    assert_eq!(section(2).as_deref(), Some("0"));
+}
+
 /// Process types: a project's `max_slots` quota caps its running tasks.
 #[test]
 fn fbsng_project_quota_caps_running_slots() {
