@@ -14,6 +14,19 @@ const CONTROL_PERSIST_SECS: u32 = 600;
 /// ssh's exit status when the connection (not the remote command) failed.
 pub const SSH_CONNECTION_FAILED: i32 = 255;
 
+/// The lock of one master connection (its control path and the host it reaches), shared by
+/// every [`SshTarget`] of this process.
+fn master_lock(key: String) -> std::sync::Arc<Mutex<()>> {
+    static LOCKS: std::sync::OnceLock<
+        Mutex<std::collections::HashMap<String, std::sync::Arc<Mutex<()>>>>,
+    > = std::sync::OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    std::sync::Arc::clone(locks.entry(key).or_default())
+}
+
 /// One ssh-reachable host.
 #[derive(Debug, Clone)]
 pub struct SshTarget {
@@ -97,7 +110,21 @@ impl SshTarget {
     }
 
     /// Makes sure the master connection is up, starting it if needed; returns its pid.
+    /// Serialised per master ([`master_lock`]): the launcher and the host probe both call
+    /// this, and of two masters started at once the second finds the socket taken, disables
+    /// multiplexing and stays up as a plain connection that nobody would ever close.
     pub fn ensure_master(&self) -> Result<Option<u32>, LaunchError> {
+        if let Some(pid) = self.master_pid() {
+            return Ok(Some(pid));
+        }
+        let lock = master_lock(format!(
+            "{}\0{}\0{:?}\0{:?}",
+            self.control_path.display(),
+            self.address,
+            self.port,
+            self.user
+        ));
+        let _creating = lock.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pid) = self.master_pid() {
             return Ok(Some(pid));
         }

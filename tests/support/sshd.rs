@@ -147,11 +147,25 @@ impl Sshd {
 }
 
 impl Drop for Sshd {
+    /// Ends the connections too: each is a child process of the listening sshd that would
+    /// outlive it, and keep alive the ssh ControlMaster at its other end (a `-N` master does
+    /// not end by itself; a test that SIGKILLs `sched_d` leaves its master behind).
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        let listener = self.child.id();
+        let connections: Vec<u32> = std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                    .filter(|&pid| super::parent_of(pid) == Some(listener))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for pid in connections.into_iter().chain([listener]) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
         let _ = self.child.wait();
     }
 }
