@@ -148,10 +148,20 @@ impl Rig {
         }
     }
 
+    /// The launch spec of a task on the local host, one slot.
+    fn spec(&self, job: &JobRecord, task: u32) -> LaunchSpec {
+        self.spec_on(job, task, &self.placement(&host(), 1, None))
+    }
+
+    fn spec_on(&self, job: &JobRecord, task: u32, placement: &Placement) -> LaunchSpec {
+        LaunchSpec::build(&self.cell.spool, &self.config, job, task, placement, false)
+            .expect("spec")
+    }
+
     fn start_on(&self, job: &JobRecord, task: u32, placement: &Placement) {
-        let spec = LaunchSpec::build(&self.cell.spool, &self.config, job, task, placement, false)
-            .expect("spec");
-        self.launcher().start(spec).expect("start");
+        self.launcher()
+            .start(self.spec_on(job, task, placement))
+            .expect("start");
     }
 
     fn start(&self, job: &JobRecord, task: u32) {
@@ -844,15 +854,7 @@ fn launch_shepherd_refuses_other_users_jobs_when_not_root() {
     let mut job = rig.job(9058, binary_job("other", "true", &[]), "");
     job.submitter.owner = "root".into();
     job.submitter.uid = 0;
-    let spec = LaunchSpec::build(
-        &rig.cell.spool,
-        &rig.config,
-        &job,
-        1,
-        &rig.placement(&host(), 1, None),
-        false,
-    )
-    .expect("spec");
+    let spec = rig.spec(&job, 1);
     use std::io::Write;
     use std::os::unix::process::CommandExt;
     let mut child = std::process::Command::new(SHEPHERD)
@@ -1194,15 +1196,7 @@ fn launch_shepherd_survives_the_crash_of_its_starter() {
         binary_job_in(&wd, "crash", "sleep 2; echo survived"),
         "",
     );
-    let spec = LaunchSpec::build(
-        &rig.cell.spool,
-        &rig.config,
-        &job,
-        1,
-        &rig.placement(&host(), 1, None),
-        false,
-    )
-    .expect("spec");
+    let spec = rig.spec(&job, 1);
     let dir = tempfile::tempdir().expect("tempdir");
     let spec_file = dir.path().join("spec.json");
     let reply = dir.path().join("reply");
@@ -1529,15 +1523,7 @@ fn the_start_server_answers_every_spec_and_exits_at_eof_leaving_its_supervisors_
         let mut js = binary_job_in(&rig.workdir(), "direct", "sleep 1; echo direct-$JOB_ID");
         edit(&mut js);
         let job = rig.job(id, js, "");
-        let spec = LaunchSpec::build(
-            &rig.cell.spool,
-            &rig.config,
-            &job,
-            1,
-            &rig.placement(&host(), 1, None),
-            false,
-        )
-        .expect("spec");
+        let spec = rig.spec(&job, 1);
         serde_json::to_string(&spec).expect("json")
     };
     let running = spec(9631, &|_| {});
