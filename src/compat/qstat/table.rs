@@ -7,6 +7,7 @@ use super::queues::{self, QueueInstance};
 use super::rows::{Row, RowKind};
 use super::{QstatArgs, View};
 use crate::model::TaskUsage;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// SGE's minimum width of the queue column.
@@ -234,6 +235,57 @@ pub(crate) enum Role {
     Master,
     /// Each further slot of a parallel task (`SLAVE`), printed without the job's columns.
     Slave,
+}
+
+/// One line of a queue instance's job list under `-f`: which row, how many of its task's
+/// slots sit in that instance, and the line's role.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueueLine {
+    pub row: usize,
+    pub slots: u32,
+    pub role: Role,
+}
+
+/// The job lines of every queue instance under `-f`, gathered in one walk over the rows: with
+/// 1,000 queue instances, searching every running task for each instance would be a million
+/// `granted` calls.
+pub(crate) struct QueueLines(HashMap<String, Vec<QueueLine>>);
+
+impl QueueLines {
+    /// Lines in row order and, within a task, master first; with `-g t` (`pe_tasks`) one line
+    /// per slot (`MASTER`, then `SLAVE`s), else one line per instance with its slot count.
+    pub(crate) fn gather(rows: &[Row<'_>], pe_tasks: bool) -> Self {
+        let mut by_queue: HashMap<String, Vec<QueueLine>> = HashMap::new();
+        for (row, r) in rows.iter().enumerate() {
+            let Some(t) = r.running() else { continue };
+            for (i, (name, n)) in granted(t).into_iter().enumerate() {
+                let lines = by_queue.entry(name).or_default();
+                if pe_tasks {
+                    lines.extend((0..n).map(|k| QueueLine {
+                        row,
+                        slots: 1,
+                        role: if i == 0 && k == 0 {
+                            Role::Master
+                        } else {
+                            Role::Slave
+                        },
+                    }));
+                } else {
+                    lines.push(QueueLine {
+                        row,
+                        slots: n,
+                        role: Role::Job,
+                    });
+                }
+            }
+        }
+        QueueLines(by_queue)
+    }
+
+    /// The lines of the queue instance `name` (`queue@host`).
+    pub(crate) fn of(&self, name: &str) -> &[QueueLine] {
+        self.0.get(name).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// The `(queue instance, slots)` of a running task, master first.
@@ -464,8 +516,8 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     pad(out, "queuename", qw);
     out.push_str(" qtype resv/used/tot. load_avg arch          states\n");
     let dashes = qw + 51;
+    let by_queue = QueueLines::gather(rows, args.group.pe_tasks);
     for q in &instances {
-        let mut any = false;
         let start = out.len();
         for _ in 0..dashes {
             out.push('-');
@@ -475,28 +527,12 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
         if let Some(names) = &args.resources {
             resource_lines(out, view, q, names);
         }
-        for row in rows {
-            let Some(t) = row.running() else { continue };
-            for (i, (name, n)) in granted(t).into_iter().enumerate() {
-                if name != q.name {
-                    continue;
-                }
-                any = true;
-                if args.group.pe_tasks {
-                    for k in 0..n {
-                        let role = if i == 0 && k == 0 {
-                            Role::Master
-                        } else {
-                            Role::Slave
-                        };
-                        job_line(out, args, row, None, qw, 1, role, &mut cx);
-                    }
-                } else {
-                    job_line(out, args, row, None, qw, n, Role::Job, &mut cx);
-                }
-            }
+        let lines = by_queue.of(&q.name);
+        for line in lines {
+            let row = &rows[line.row];
+            job_line(out, args, row, None, qw, line.slots, line.role, &mut cx);
         }
-        if args.hide_empty && !any && q.slots_used == 0 {
+        if args.hide_empty && lines.is_empty() && q.slots_used == 0 {
             out.truncate(start);
         }
     }

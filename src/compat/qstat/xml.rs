@@ -4,7 +4,7 @@ use super::detail::{esc, slot_range};
 use super::fmt::{Dates, LineCx, spaces};
 use super::queues;
 use super::rows::{Row, RowKind};
-use super::table::{Role, granted, summaries};
+use super::table::{QueueLines, Role, granted, summaries};
 use super::{QstatArgs, View};
 use std::fmt::Write;
 
@@ -226,6 +226,7 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     let mut cx = LineCx::new(view);
     out.push_str("  <queue_info>\n");
     if args.full {
+        let by_queue = QueueLines::gather(rows, args.group.pe_tasks);
         for q in queues::instances(args, view) {
             let start = out.len();
             out.push_str("    <Queue-List>\n");
@@ -255,30 +256,13 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
                     out.push_str("</resource>\n");
                 }
             }
-            let mut any = false;
-            for row in rows {
-                let Some(t) = row.running() else { continue };
-                for (i, (name, n)) in granted(t).into_iter().enumerate() {
-                    if name != q.name {
-                        continue;
-                    }
-                    any = true;
-                    if args.group.pe_tasks {
-                        for k in 0..n {
-                            let role = if i == 0 && k == 0 {
-                                Role::Master
-                            } else {
-                                Role::Slave
-                            };
-                            job_list(out, args, row, 6, None, 1, role, &mut cx);
-                        }
-                    } else {
-                        job_list(out, args, row, 6, None, n, Role::Job, &mut cx);
-                    }
-                }
+            let lines = by_queue.of(&q.name);
+            for line in lines {
+                let row = &rows[line.row];
+                job_list(out, args, row, 6, None, line.slots, line.role, &mut cx);
             }
             out.push_str("    </Queue-List>\n");
-            if args.hide_empty && !any && q.slots_used == 0 {
+            if args.hide_empty && lines.is_empty() && q.slots_used == 0 {
                 out.truncate(start);
             }
         }
