@@ -696,24 +696,19 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             out.code = 1;
             return out;
         }
-        (Some(JobSelect::Number(n)), t) if !found => {
+        (Some(select @ (JobSelect::Number(_) | JobSelect::Name(_))), t) if !found => {
+            // SGE names an array's job by its number, or by its name in quotes.
+            let (array, job) = match select {
+                JobSelect::Number(n) => (n.to_string(), format!("job id {n}")),
+                JobSelect::Name(name) => (format!("\"{name}\""), format!("job name {name}")),
+                JobSelect::All => unreachable!("matched as a number or a name"),
+            };
             out.err(match t {
                 Some(t) => format!(
-                    "error: Job-array tasks {n}.{}-{}:{} not found",
+                    "error: Job-array tasks {array}.{}-{}:{} not found",
                     t.first, t.last, t.step
                 ),
-                None => format!("error: job id {n} not found"),
-            });
-            out.code = 1;
-            return out;
-        }
-        (Some(JobSelect::Name(name)), t) if !found => {
-            out.err(match t {
-                Some(t) => format!(
-                    "error: Job-array tasks \"{name}\".{}-{}:{} not found",
-                    t.first, t.last, t.step
-                ),
-                None => format!("error: job name {name} not found"),
+                None => format!("error: {job} not found"),
             });
             out.code = 1;
             return out;
