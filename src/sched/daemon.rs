@@ -10,7 +10,8 @@
 //! Durability order, so that a crash at any point loses nothing and runs nothing twice:
 //! - request: apply in memory → write the affected states → remove the request;
 //! - start: mark the task transferring → write the state → ask the runner (its own marker
-//!   tells a restarted daemon whether it started);
+//!   tells a restarted daemon whether it started, so the `r` that follows is written lazily,
+//!   with the job's next write or within `--running-state-delay`);
 //! - end: accounting hook → append the exits line → write the state; on recovery a task
 //!   whose exits line exists is not recorded again.
 
@@ -43,6 +44,8 @@ pub struct DaemonOptions {
     pub retention: Duration,
     /// Periodic pass interval (waiting-time growth); default: `schedule_interval`.
     pub periodic: Option<Duration>,
+    /// How late a started task's `r` may reach its state file (default 1 s).
+    pub running_state_delay: Duration,
 }
 
 impl Default for DaemonOptions {
@@ -52,6 +55,7 @@ impl Default for DaemonOptions {
             rescan: Duration::from_secs(30),
             retention: Duration::from_secs(60),
             periodic: None,
+            running_state_delay: RUNNING_STATE_DELAY,
         }
     }
 }
@@ -191,6 +195,13 @@ pub struct Daemon {
     /// The listing index (`spool::index`): every job's listing summary in two files, kept
     /// in step with the state files, so that `qstat` need not read one file per job.
     index: crate::spool::IndexWriter,
+    /// Requests applied in this wake-up, removed at its end once the states they changed
+    /// are written (together with the pass's, see [`Self::act`]).
+    absorbed: Vec<(u64, String)>,
+    /// Jobs whose record in memory shows a task running (`r`) that their state file still
+    /// shows transferring (`t`), and when that is written at the latest
+    /// ([`DaemonOptions::running_state_delay`]); any earlier write of the job takes it along.
+    running_unwritten: BTreeMap<JobId, Instant>,
 }
 
 /// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
@@ -206,6 +217,15 @@ struct EndedTask {
     /// The host reported this end and may now forget the task.
     acknowledge: bool,
 }
+
+/// How long a task that started may still show `t` in its state file (the default of
+/// `--running-state-delay`). `t` → `r` is the one change that need not be durable at once (a
+/// restarted `sched_d` asks the host whether a transferring task started, see
+/// `TaskRunner::reattach`), so it is written with the job's next write or after this delay,
+/// whichever comes first: a short task's end then takes it along, and its state file is
+/// written once less (a new inode, an `fdatasync` and a directory sync). SGE's `qstat` shows
+/// `t` for a moment too.
+const RUNNING_STATE_DELAY: Duration = Duration::from_secs(1);
 
 /// State files refreshed per periodic pass only for their priority columns.
 const PRIORITY_REFRESH_PER_PASS: usize = 1000;
@@ -292,6 +312,8 @@ impl Daemon {
             compacted_at: 0,
             ended: Vec::new(),
             index: crate::spool::IndexWriter::off(&spool_for_index),
+            absorbed: Vec::new(),
+            running_unwritten: BTreeMap::new(),
         })
     }
 
@@ -350,6 +372,9 @@ impl Daemon {
                 let at = Instant::now() + Duration::from_secs((s - t).max(0) as u64);
                 deadline = deadline.min(at);
             }
+            if let Some(at) = self.running_unwritten.values().min() {
+                deadline = deadline.min(*at);
+            }
             // Refreshing priorities is background work: inputs go first, and it goes on
             // only when none is waiting.
             let timeout = if self.refresh_budget > 0 {
@@ -385,6 +410,7 @@ impl Daemon {
                 self.pass_needed = true;
                 self.full_pass = true;
             }
+            self.running_due(at);
         }
         self.drain();
         Ok(())
@@ -423,6 +449,17 @@ impl Daemon {
         if self.pass_needed {
             self.pass_needed = false;
             self.run_pass();
+        }
+        if !self.absorbed.is_empty() {
+            // The pass has written the states the requests changed with its own (a job
+            // released and dispatched in one wake-up is written once, as `t`); a flush
+            // covers a pass that wrote nothing. Only then do the requests go.
+            self.flush();
+            for (seq, name) in std::mem::take(&mut self.absorbed) {
+                if let Err(e) = self.spool.remove_request(seq) {
+                    error!("cannot remove request {name}: {e}");
+                }
+            }
         }
         if self.periodic_due {
             self.periodic_due = false;
@@ -737,8 +774,8 @@ impl Daemon {
         }
     }
 
-    /// Applies every request file in sequence order: verified, applied, states written,
-    /// then removed.
+    /// Applies every request file in sequence order: verified and applied; their states
+    /// are written and the requests removed at the end of the wake-up ([`Self::act`]).
     fn process_requests(&mut self) {
         let dir = self.spool.requests_dir();
         let mut names: Vec<String> = match fs::read_dir(&dir) {
@@ -793,10 +830,7 @@ impl Daemon {
             }
             let seq = req.seq;
             self.apply_request(req);
-            self.flush();
-            if let Err(e) = self.spool.remove_request(seq) {
-                error!("cannot remove request {name}: {e}");
-            }
+            self.absorbed.push((seq, name));
         }
     }
 
@@ -943,6 +977,7 @@ impl Daemon {
                 Ok(entry) => {
                     self.state.note_written(job.id);
                     self.index.put(job.id, entry);
+                    self.running_unwritten.remove(&job.id);
                 }
                 Err(e) => {
                     error!(job = %job.id, "cannot write state: {e}");
@@ -1028,10 +1063,14 @@ impl Daemon {
                 pid,
             } => {
                 self.state.host_reachable(&host);
-                // Written with the wake-up's other changes (`settle`): a restarted daemon
-                // learns from the host, not from this state, whether the task started.
+                // Written with the job's next write, or after `RUNNING_STATE_DELAY`: a
+                // restarted daemon learns from the host, not from this state, whether the
+                // task started.
                 match self.state.task_started(job, task) {
                     Ok(()) => {
+                        self.running_unwritten
+                            .entry(job)
+                            .or_insert_with(|| Instant::now() + self.opts.running_state_delay);
                         info!(job = %job, task, host = %host, pid, "task running");
                         self.mail_begin(job, task);
                     }
@@ -1222,6 +1261,22 @@ impl Daemon {
         }
     }
 
+    /// Marks the jobs whose `r` has waited [`DaemonOptions::running_state_delay`] to be
+    /// written with this wake-up's changes.
+    fn running_due(&mut self, at: Instant) {
+        let due: Vec<JobId> = self
+            .running_unwritten
+            .iter()
+            .filter(|(_, t)| **t <= at)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.running_unwritten.remove(&id);
+            // A job removed meanwhile is not written (`record_for_write` has none).
+            self.state.mark_dirty(id);
+        }
+    }
+
     /// Writes the Armada priorities when due (`force`: now, the daemon is stopping).
     fn save_armada(&mut self, force: bool) {
         let dir = self.spool.daemon_dir();
@@ -1238,6 +1293,9 @@ impl Daemon {
     /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.save_armada(true);
+        for id in std::mem::take(&mut self.running_unwritten).into_keys() {
+            self.state.mark_dirty(id);
+        }
         self.settle();
         // The last change to `jobs/`: the index stays valid while nothing changes there.
         self.index.stop();
