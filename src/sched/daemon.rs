@@ -183,6 +183,10 @@ pub struct Daemon {
     /// State files the last periodic pass still wants refreshed; written a chunk at a time
     /// while nothing else waits (see [`Daemon::refresh_some`]).
     refresh_budget: usize,
+    /// When the last input arrived and the last refresh chunk was written: refreshing waits
+    /// for a quiet moment ([`PRIORITY_REFRESH_QUIET`]), or [`PRIORITY_REFRESH_BUSY_EVERY`].
+    last_input: Instant,
+    last_refresh: Instant,
     periodic_due: bool,
     /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
     full_pass: bool,
@@ -233,6 +237,16 @@ const PRIORITY_REFRESH_PER_PASS: usize = 1000;
 /// How many of them are written in one go: a chunk is what an event that arrives meanwhile
 /// may have to wait for (1,000 durable writes at once once held a dispatch up for 1.7 s).
 const PRIORITY_REFRESH_CHUNK: usize = 50;
+
+/// Chunks are written once no input has come for this long: a stream of dispatches and ends
+/// (2,000 short jobs) would otherwise interleave a chunk between every two inputs and rewrite
+/// most pending jobs' state files for their priority columns alone, ahead of the writes
+/// (`t`, the end) that take the new priority along anyway.
+const PRIORITY_REFRESH_QUIET: Duration = Duration::from_millis(250);
+
+/// While inputs keep coming, one chunk this often: priorities still reach the state files
+/// of a cluster that is never quiet, at 25 files a second.
+const PRIORITY_REFRESH_BUSY_EVERY: Duration = Duration::from_secs(2);
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -307,6 +321,8 @@ impl Daemon {
             refused: BTreeSet::new(),
             refresh_cursor: JobId(0),
             refresh_budget: 0,
+            last_input: Instant::now(),
+            last_refresh: Instant::now(),
             periodic_due: false,
             full_pass: true,
             compacted_at: 0,
@@ -376,23 +392,35 @@ impl Daemon {
                 deadline = deadline.min(*at);
             }
             // Refreshing priorities is background work: inputs go first, and it goes on
-            // only when none is waiting.
-            let timeout = if self.refresh_budget > 0 {
-                Duration::ZERO
-            } else {
-                deadline.saturating_duration_since(Instant::now())
-            };
+            // once none has come for a moment, or now and then while they keep coming.
+            if self.refresh_budget > 0 {
+                deadline = deadline.min(
+                    (self.last_input + PRIORITY_REFRESH_QUIET)
+                        .min(self.last_refresh + PRIORITY_REFRESH_BUSY_EVERY),
+                );
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(timeout) {
                 Ok(input) => {
-                    self.handle(input);
+                    let mut work = self.handle(input);
                     while let Ok(more) = self.rx.try_recv() {
-                        self.handle(more);
+                        work |= self.handle(more);
+                    }
+                    if work {
+                        self.last_input = Instant::now();
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if self.refresh_budget > 0 {
+                let at = Instant::now();
+                if at >= self.last_input + PRIORITY_REFRESH_QUIET
+                    || at >= self.last_refresh + PRIORITY_REFRESH_BUSY_EVERY
+                {
+                    self.last_refresh = at;
                     self.refresh_some();
                 }
-                Err(RecvTimeoutError::Disconnected) => break,
             }
             let at = Instant::now();
             if at >= next_periodic {
@@ -495,12 +523,16 @@ impl Daemon {
         }
     }
 
-    fn handle(&mut self, input: Input) {
+    /// Takes one input; false when it asked for nothing (a watcher event of `sched_d`'s own
+    /// writes in `jobs/`).
+    fn handle(&mut self, input: Input) -> bool {
         match input {
             Input::Fs(paths) => {
+                let mut work = false;
                 for p in paths {
-                    self.hint(&p);
+                    work |= self.hint(&p);
                 }
+                return work;
             }
             Input::Rescan => self.rescan_needed = true,
             Input::Launch(ev) => self.launch_event(*ev),
@@ -514,22 +546,27 @@ impl Daemon {
                 }
             }
         }
+        true
     }
 
     /// One changed path: a new job file is loaded, a request makes the queue be read.
-    fn hint(&mut self, path: &Path) {
+    /// Returns whether it was one of those.
+    fn hint(&mut self, path: &Path) -> bool {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            return;
+            return false;
         };
         if name.starts_with('.') {
-            return;
+            return false;
         }
         let dir = path
             .parent()
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str());
         match dir {
-            Some("requests") => self.requests_needed = true,
+            Some("requests") => {
+                self.requests_needed = true;
+                true
+            }
             Some("jobs") => {
                 if let Some(id) = name
                     .strip_suffix(".job")
@@ -539,9 +576,11 @@ impl Daemon {
                     && path.exists()
                 {
                     self.load_job(id);
+                    return true;
                 }
+                false
             }
-            _ => {}
+            _ => false,
         }
     }
 
