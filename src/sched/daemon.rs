@@ -196,6 +196,9 @@ pub struct Daemon {
     mailer: Mailer,
     /// Tasks whose end was taken in this wake-up, made durable together by [`Self::settle`].
     ended: Vec<EndedTask>,
+    /// Ends whose accounting record and exits line are durable ([`Self::record_ends`]);
+    /// their hosts are told once the states are written too ([`Self::settle`]).
+    recorded: Vec<EndedTask>,
     /// The listing index (`spool::index`): every job's listing summary in two files, kept
     /// in step with the state files, so that `qstat` need not read one file per job.
     index: crate::spool::IndexWriter,
@@ -327,6 +330,7 @@ impl Daemon {
             full_pass: true,
             compacted_at: 0,
             ended: Vec::new(),
+            recorded: Vec::new(),
             index: crate::spool::IndexWriter::off(&spool_for_index),
             absorbed: Vec::new(),
             running_unwritten: BTreeMap::new(),
@@ -444,9 +448,18 @@ impl Daemon {
         Ok(())
     }
 
-    /// Does what the inputs asked for, in a fixed order.
+    /// Does what the inputs asked for, in a fixed order. The ends taken are recorded first;
+    /// their states are written with the pass's (one batch, one sync of `jobs/`, before
+    /// anything starts on the slots they freed), and their hosts told at the end.
     fn act(&mut self) {
-        self.settle();
+        self.record_ends();
+        if self.recorded.iter().any(|e| e.exit.is_none()) {
+            // A preempted task is pending again and may start in this pass, in a new
+            // directory of the same name on the same host: its old one must go first, and
+            // only once its state no longer says it runs (it has no exits line to tell a
+            // restarted daemon it ended).
+            self.settle();
+        }
         if self.terminate {
             return;
         }
@@ -472,21 +485,23 @@ impl Daemon {
         if self.requests_needed {
             self.requests_needed = false;
             self.process_requests();
+            // `qdel -f` accounts the tasks it takes out of their records: recorded before
+            // those records are written.
+            self.record_ends();
         }
         self.retire_due();
         if self.pass_needed {
             self.pass_needed = false;
             self.run_pass();
         }
-        if !self.absorbed.is_empty() {
-            // The pass has written the states the requests changed with its own (a job
-            // released and dispatched in one wake-up is written once, as `t`); a flush
-            // covers a pass that wrote nothing. Only then do the requests go.
-            self.flush();
-            for (seq, name) in std::mem::take(&mut self.absorbed) {
-                if let Err(e) = self.spool.remove_request(seq) {
-                    error!("cannot remove request {name}: {e}");
-                }
+        // The pass has written the states that the requests and the ends changed with its
+        // own (a job released and dispatched in one wake-up is written once, as `t`); this
+        // covers a wake-up without a pass. Only then do the requests go and the hosts learn
+        // that their results may go.
+        self.settle();
+        for (seq, name) in std::mem::take(&mut self.absorbed) {
+            if let Err(e) = self.spool.remove_request(seq) {
+                error!("cannot remove request {name}: {e}");
             }
         }
         if self.periodic_due {
@@ -977,28 +992,36 @@ impl Daemon {
     /// written leaves the result on its host, so the next daemon records it (once: recovery
     /// does not record a task whose exits line exists).
     fn settle(&mut self) {
-        if !self.ended.is_empty() {
-            if let Err(e) = self.acct.commit() {
-                error!(tasks = self.ended.len(), "accounting: {e}");
-            }
-            let spool = &self.spool;
-            let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
-                e.exit
-                    .as_ref()
-                    .map_or(Ok(()), |line| append_exit(spool, e.job, line))
-            });
-            for (e, outcome) in self.ended.iter().zip(appended) {
-                if let Err(err) = outcome {
-                    error!(job = %e.job, task = e.task, "cannot append exit: {err}");
-                }
-            }
-        }
+        self.record_ends();
         self.flush();
-        for e in std::mem::take(&mut self.ended) {
+        for e in std::mem::take(&mut self.recorded) {
             if e.acknowledge {
                 self.runner.acknowledge(e.job, e.task, &e.host);
             }
         }
+    }
+
+    /// The first part of [`Self::settle`]: the accounting records of the ends taken (one
+    /// commit), then their exits lines.
+    fn record_ends(&mut self) {
+        if self.ended.is_empty() {
+            return;
+        }
+        if let Err(e) = self.acct.commit() {
+            error!(tasks = self.ended.len(), "accounting: {e}");
+        }
+        let spool = &self.spool;
+        let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
+            e.exit
+                .as_ref()
+                .map_or(Ok(()), |line| append_exit(spool, e.job, line))
+        });
+        for (e, outcome) in self.ended.iter().zip(appended) {
+            if let Err(err) = outcome {
+                error!(job = %e.job, task = e.task, "cannot append exit: {err}");
+            }
+        }
+        self.recorded.append(&mut self.ended);
     }
 
     /// Writes every changed record durably.
