@@ -1455,6 +1455,38 @@ fn local_tasks_start_through_one_fork_server_whose_supervisors_are_forked_not_ex
     wait_for("the start server's exit", 10, || !alive(servers[0] as i32));
 }
 
+/// A forked supervisor's task directory has no `spec.json` (the supervisor has the spec in
+/// memory); when the supervisor dies without a result, the watcher still reports the task as
+/// ended (`failed` 100), on the host it ran on, exactly once.
+#[test]
+fn a_forked_supervisor_that_dies_is_reported_with_its_host_without_a_spec_file() {
+    let rig = Rig::new();
+    let id = 9603;
+    let job = rig.job(
+        id,
+        binary_job_in(&rig.workdir(), "orphaned", "sleep 30"),
+        "",
+    );
+    rig.start(&job, 1);
+    let job_pid = rig.started();
+    let sup = supervisor_pid(&rig, id);
+    let task_dir =
+        exec_spool_dir(rig.cell.spool.root(), &host()).join(format!("active_jobs/{id}.1"));
+    assert!(!task_dir.join("spec.json").exists());
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::Pid;
+    let _ = kill(Pid::from_raw(sup as i32), Signal::SIGKILL);
+    let _ = killpg(Pid::from_raw(job_pid as i32), Signal::SIGKILL);
+    let r = rig.ended(30);
+    assert_eq!((r.job, r.task, r.failed), (JobId(id), 1, 100), "{r:?}");
+    assert_eq!(r.host, host());
+    wait_for("the task directory gone", 10, || !task_dir.exists());
+    assert!(
+        rig.events.recv_timeout(Duration::from_millis(500)).is_err(),
+        "reported once"
+    );
+}
+
 #[test]
 fn a_local_start_server_that_dies_is_replaced_and_setup_failures_still_come_back() {
     let rig = Rig::new();

@@ -365,6 +365,106 @@ fn kill_9_and_restart_lose_nothing_and_run_nothing_twice() {
     }
 }
 
+/// A job whose task ran and ended while no `sched_d` ran, and whose state file still says `t`
+/// (`sched_d` writes a started task's `r` lazily: here not before it was killed), with the
+/// task's result waiting on its host. Returns the job, the file its one run appended to, and
+/// the task's directory.
+fn ended_while_down_in_state_t(cell: &TestCell) -> (JobId, PathBuf, PathBuf) {
+    let dir = workdir(cell);
+    let count = dir.join("count");
+    let mut d = SchedD::start(cell, &["--running-state-delay", "600000"]);
+    let id = submit(
+        &cell.spool,
+        &format!("echo run >> {}\nsleep 1\n", count.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    wait_for("the job running", Duration::from_secs(10), || {
+        lines(&count) == 1
+    });
+    d.signal(Signal::SIGKILL);
+    d.wait();
+    let on_disk = state(&cell.spool, id).expect("state file");
+    assert_eq!(
+        on_disk.tasks.running.first().map(|r| r.state),
+        Some(RunState::Transferring),
+        "the state file still says t"
+    );
+    let task_dir = gridspool::launch::exec_spool_dir(
+        cell.spool.root(),
+        &gridspool::identity::short_hostname(),
+    )
+    .join(format!("active_jobs/{id}.1"));
+    wait_for("the task's result", Duration::from_secs(10), || {
+        task_dir.join("result.json").exists()
+    });
+    (id, count, task_dir)
+}
+
+/// kill -9 while a task's state file says `t` although the task runs; it ends before the
+/// next `sched_d` starts, which asks the host, finds the result and records it once (exit
+/// status 0, not a lost task), without running the task again.
+#[test]
+fn a_task_still_t_on_disk_that_ran_and_ended_is_recorded_once() {
+    let cell = cell(1);
+    let (id, count, task_dir) = ended_while_down_in_state_t(&cell);
+    let d2 = SchedD::start(&cell, &["--retention", "60"]);
+    wait_for("exit after restart", Duration::from_secs(15), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let e = exits(&cell.spool, id);
+    assert_eq!(e.len(), 1, "log:\n{}", d2.log_text());
+    assert_eq!(
+        (e[0].exit_status, e[0].failed),
+        (0, 0),
+        "log:\n{}",
+        d2.log_text()
+    );
+    assert_eq!(accounting_records(&cell, id).len(), 1);
+    wait_for("the task directory gone", Duration::from_secs(10), || {
+        !task_dir.exists()
+    });
+    assert_eq!(lines(&count), 1, "ran once; log:\n{}", d2.log_text());
+}
+
+/// The same, but the earlier `sched_d` had recorded the end (exits line appended) and died
+/// before it wrote the job's state: the next one finds the exits line and records nothing
+/// again, although the state file says `t` and the host still holds the result.
+#[test]
+fn a_task_still_t_on_disk_whose_end_was_recorded_is_not_recorded_again() {
+    let cell = cell(1);
+    let (id, count, task_dir) = ended_while_down_in_state_t(&cell);
+    let line = FinishedTask {
+        task: 1,
+        exit_status: 0,
+        failed: 0,
+        end_time: 1,
+    };
+    std::fs::write(
+        cell.spool.exits_file(id),
+        format!("{}\n", serde_json::to_string(&line).expect("json")),
+    )
+    .expect("exits line");
+    let d2 = SchedD::start(&cell, &["--retention", "60"]);
+    wait_for("the task directory gone", Duration::from_secs(15), || {
+        !task_dir.exists()
+    });
+    wait_for("the job's final state", Duration::from_secs(10), || {
+        state(&cell.spool, id).is_none_or(|s| s.tasks.running.is_empty())
+    });
+    assert_eq!(
+        exits(&cell.spool, id),
+        vec![line],
+        "log:\n{}",
+        d2.log_text()
+    );
+    assert!(
+        accounting_records(&cell, id).is_empty(),
+        "recorded again; log:\n{}",
+        d2.log_text()
+    );
+    assert_eq!(lines(&count), 1, "ran once; log:\n{}", d2.log_text());
+}
+
 #[test]
 fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
     let cell = cell(1);

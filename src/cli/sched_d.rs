@@ -44,6 +44,11 @@ pub struct Args {
     /// Periodic pass interval in seconds (default: the scheduler's schedule_interval).
     #[arg(long, value_name = "SECONDS")]
     pub interval: Option<u64>,
+    /// Write a started task's `r` into its job's state file at most this late (milliseconds;
+    /// the job's next write takes it along sooner). Tests set it high to see a state file
+    /// that still says `t`.
+    #[arg(long, value_name = "MS", default_value_t = 1000, hide = true)]
+    pub running_state_delay: u64,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -94,6 +99,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         rescan: Duration::from_secs(args.rescan.max(1)),
         retention: Duration::from_secs(args.retention),
         periodic: args.interval.map(|s| Duration::from_secs(s.max(1))),
+        running_state_delay: Duration::from_millis(args.running_state_delay),
     };
     let config = crate::config::ClusterConfig::load(&spool.config_path())?;
     // Share-tree usage from the whole accounting history, then charged as tasks end.

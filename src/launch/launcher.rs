@@ -895,7 +895,12 @@ impl Inner {
 
     /// Hands a result to the scheduler (once `Started` was sent) and acknowledges it to the
     /// host so that its directory goes.
-    fn deliver(self: &Arc<Self>, host: &Arc<HostState>, result: TaskResult) {
+    fn deliver(self: &Arc<Self>, host: &Arc<HostState>, mut result: TaskResult) {
+        // A result the watcher wrote for a supervisor that died names no host when the task
+        // directory had no `spec.json` (see `shepherd::finished_result`).
+        if result.host.is_empty() {
+            result.host = host.name.clone();
+        }
         let key = (result.job, result.task);
         {
             let mut running = lock(&self.running);

@@ -82,8 +82,10 @@
 //! The execution spool of host `h` is `$SGE_ROOT/$SGE_CELL/execd/h` (SGE:
 //! `/var/spool/gridengine/execd/h`); on an ssh host that path is used on the remote side (a
 //! shared `$SGE_ROOT` as in classic SGE installs, or a local directory the shepherd creates).
-//! Each task has `active_jobs/<job>.<task>/` with `spec.json`, `shepherd.pid`, `job_script`
-//! (script jobs), `pe_hostfile` (parallel jobs) and finally `result.json`.
+//! Each task has `active_jobs/<job>.<task>/` with `shepherd.pid`, `job_script` (script
+//! jobs), `pe_hostfile` (parallel jobs) and finally `result.json`; a task started by `run`
+//! (whose supervisor is an `exec` of `supervise`, which reads the spec there) also
+//! `spec.json`. The start server's forked supervisors have the spec in memory.
 
 mod env;
 mod error;

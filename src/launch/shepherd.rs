@@ -393,7 +393,8 @@ fn start_line(line: &[u8], starting: &mut Vec<Starting>) -> Option<StartReply> {
         }
     };
     let (job, task) = (spec.job, spec.task);
-    let forked = prepare_task_dir(&spec).and_then(|dir| {
+    // The forked supervisor has the spec already: no `spec.json`.
+    let forked = prepare_task_dir(&spec, false).and_then(|dir| {
         let outcome = fork_supervisor(spec, &dir);
         if outcome.is_err() {
             let _ = std::fs::remove_dir_all(&dir.path);
@@ -592,7 +593,7 @@ fn start_task(
     spec: &LaunchSpec,
     shepherd: &Path,
 ) -> Result<(u32, Option<std::process::Child>), LaunchError> {
-    let dir = prepare_task_dir(spec)?;
+    let dir = prepare_task_dir(spec, true)?;
     let outcome = supervise_task(spec, &dir, shepherd);
     if outcome.is_err() {
         // Nothing runs: leave no directory that a watcher would report as a lost task
@@ -602,9 +603,13 @@ fn start_task(
     outcome
 }
 
-/// Checks that this shepherd may run the task, creates its new directory and writes the spec
-/// into it: what comes before the supervisor, however it is started.
-fn prepare_task_dir(spec: &LaunchSpec) -> Result<TaskDir, LaunchError> {
+/// Checks that this shepherd may run the task and creates its new directory: what comes
+/// before the supervisor, however it is started. With `write_spec`, the spec goes into it as
+/// `spec.json`, for a supervisor started by an `exec` (`supervise <taskdir>`), which reads it
+/// there; the start server's forked supervisors have it in memory, and nothing else reads it
+/// (a watcher that reports a supervisor's death takes the host from `spec.json` when there
+/// is one, else the launcher names the host it watches).
+fn prepare_task_dir(spec: &LaunchSpec, write_spec: bool) -> Result<TaskDir, LaunchError> {
     if spec.v > SPEC_VERSION {
         return Err(LaunchError::Protocol(format!(
             "launch spec version {} is newer than this shepherd's {SPEC_VERSION}",
@@ -628,6 +633,9 @@ fn prepare_task_dir(spec: &LaunchSpec) -> Result<TaskDir, LaunchError> {
     std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
     let written = (|| {
         let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
+        if !write_spec {
+            return Ok(());
+        }
         let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
         dir.write_unsynced("spec.json", &json, 0o600)
     })();
@@ -1554,7 +1562,11 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
     if let Ok(bytes) = std::fs::read(dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
-    let host = serde_json::from_slice::<LaunchSpec>(&std::fs::read(dir.spec()).ok()?)
+    // Only supervisors started by an `exec` have a `spec.json`; without it the host is left
+    // empty and the launcher, which knows which host it watches, fills it in.
+    let host = std::fs::read(dir.spec())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<LaunchSpec>(&b).ok())
         .map(|s| s.host)
         .unwrap_or_default();
     let result = TaskResult {

@@ -10,7 +10,8 @@
 //! Durability order, so that a crash at any point loses nothing and runs nothing twice:
 //! - request: apply in memory → write the affected states → remove the request;
 //! - start: mark the task transferring → write the state → ask the runner (its own marker
-//!   tells a restarted daemon whether it started);
+//!   tells a restarted daemon whether it started, so the `r` that follows is written lazily,
+//!   with the job's next write or within `--running-state-delay`);
 //! - end: accounting hook → append the exits line → write the state; on recovery a task
 //!   whose exits line exists is not recorded again.
 
@@ -43,6 +44,8 @@ pub struct DaemonOptions {
     pub retention: Duration,
     /// Periodic pass interval (waiting-time growth); default: `schedule_interval`.
     pub periodic: Option<Duration>,
+    /// How late a started task's `r` may reach its state file (default 1 s).
+    pub running_state_delay: Duration,
 }
 
 impl Default for DaemonOptions {
@@ -52,6 +55,7 @@ impl Default for DaemonOptions {
             rescan: Duration::from_secs(30),
             retention: Duration::from_secs(60),
             periodic: None,
+            running_state_delay: RUNNING_STATE_DELAY,
         }
     }
 }
@@ -179,6 +183,10 @@ pub struct Daemon {
     /// State files the last periodic pass still wants refreshed; written a chunk at a time
     /// while nothing else waits (see [`Daemon::refresh_some`]).
     refresh_budget: usize,
+    /// When the last input arrived and the last refresh chunk was written: refreshing waits
+    /// for a quiet moment ([`PRIORITY_REFRESH_QUIET`]), or [`PRIORITY_REFRESH_BUSY_EVERY`].
+    last_input: Instant,
+    last_refresh: Instant,
     periodic_due: bool,
     /// The next pass recomputes priorities and order (periodic, `-a` wake-up, reload).
     full_pass: bool,
@@ -188,9 +196,19 @@ pub struct Daemon {
     mailer: Mailer,
     /// Tasks whose end was taken in this wake-up, made durable together by [`Self::settle`].
     ended: Vec<EndedTask>,
+    /// Ends whose accounting record and exits line are durable ([`Self::record_ends`]);
+    /// their hosts are told once the states are written too ([`Self::settle`]).
+    recorded: Vec<EndedTask>,
     /// The listing index (`spool::index`): every job's listing summary in two files, kept
     /// in step with the state files, so that `qstat` need not read one file per job.
     index: crate::spool::IndexWriter,
+    /// Requests applied in this wake-up, removed at its end once the states they changed
+    /// are written (together with the pass's, see [`Self::act`]).
+    absorbed: Vec<(u64, String)>,
+    /// Jobs whose record in memory shows a task running (`r`) that their state file still
+    /// shows transferring (`t`), and when that is written at the latest
+    /// ([`DaemonOptions::running_state_delay`]); any earlier write of the job takes it along.
+    running_unwritten: BTreeMap<JobId, Instant>,
 }
 
 /// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
@@ -207,12 +225,31 @@ struct EndedTask {
     acknowledge: bool,
 }
 
+/// How long a task that started may still show `t` in its state file (the default of
+/// `--running-state-delay`). `t` → `r` is the one change that need not be durable at once (a
+/// restarted `sched_d` asks the host whether a transferring task started, see
+/// `TaskRunner::reattach`), so it is written with the job's next write or after this delay,
+/// whichever comes first: a short task's end then takes it along, and its state file is
+/// written once less (a new inode, an `fdatasync` and a directory sync). SGE's `qstat` shows
+/// `t` for a moment too.
+const RUNNING_STATE_DELAY: Duration = Duration::from_secs(1);
+
 /// State files refreshed per periodic pass only for their priority columns.
 const PRIORITY_REFRESH_PER_PASS: usize = 1000;
 
 /// How many of them are written in one go: a chunk is what an event that arrives meanwhile
 /// may have to wait for (1,000 durable writes at once once held a dispatch up for 1.7 s).
 const PRIORITY_REFRESH_CHUNK: usize = 50;
+
+/// Chunks are written once no input has come for this long: a stream of dispatches and ends
+/// (2,000 short jobs) would otherwise interleave a chunk between every two inputs and rewrite
+/// most pending jobs' state files for their priority columns alone, ahead of the writes
+/// (`t`, the end) that take the new priority along anyway.
+const PRIORITY_REFRESH_QUIET: Duration = Duration::from_millis(250);
+
+/// While inputs keep coming, one chunk this often: priorities still reach the state files
+/// of a cluster that is never quiet, at 25 files a second.
+const PRIORITY_REFRESH_BUSY_EVERY: Duration = Duration::from_secs(2);
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -287,11 +324,16 @@ impl Daemon {
             refused: BTreeSet::new(),
             refresh_cursor: JobId(0),
             refresh_budget: 0,
+            last_input: Instant::now(),
+            last_refresh: Instant::now(),
             periodic_due: false,
             full_pass: true,
             compacted_at: 0,
             ended: Vec::new(),
+            recorded: Vec::new(),
             index: crate::spool::IndexWriter::off(&spool_for_index),
+            absorbed: Vec::new(),
+            running_unwritten: BTreeMap::new(),
         })
     }
 
@@ -350,24 +392,39 @@ impl Daemon {
                 let at = Instant::now() + Duration::from_secs((s - t).max(0) as u64);
                 deadline = deadline.min(at);
             }
+            if let Some(at) = self.running_unwritten.values().min() {
+                deadline = deadline.min(*at);
+            }
             // Refreshing priorities is background work: inputs go first, and it goes on
-            // only when none is waiting.
-            let timeout = if self.refresh_budget > 0 {
-                Duration::ZERO
-            } else {
-                deadline.saturating_duration_since(Instant::now())
-            };
+            // once none has come for a moment, or now and then while they keep coming.
+            if self.refresh_budget > 0 {
+                deadline = deadline.min(
+                    (self.last_input + PRIORITY_REFRESH_QUIET)
+                        .min(self.last_refresh + PRIORITY_REFRESH_BUSY_EVERY),
+                );
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(timeout) {
                 Ok(input) => {
-                    self.handle(input);
+                    let mut work = self.handle(input);
                     while let Ok(more) = self.rx.try_recv() {
-                        self.handle(more);
+                        work |= self.handle(more);
+                    }
+                    if work {
+                        self.last_input = Instant::now();
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if self.refresh_budget > 0 {
+                let at = Instant::now();
+                if at >= self.last_input + PRIORITY_REFRESH_QUIET
+                    || at >= self.last_refresh + PRIORITY_REFRESH_BUSY_EVERY
+                {
+                    self.last_refresh = at;
                     self.refresh_some();
                 }
-                Err(RecvTimeoutError::Disconnected) => break,
             }
             let at = Instant::now();
             if at >= next_periodic {
@@ -385,14 +442,24 @@ impl Daemon {
                 self.pass_needed = true;
                 self.full_pass = true;
             }
+            self.running_due(at);
         }
         self.drain();
         Ok(())
     }
 
-    /// Does what the inputs asked for, in a fixed order.
+    /// Does what the inputs asked for, in a fixed order. The ends taken are recorded first;
+    /// their states are written with the pass's (one batch, one sync of `jobs/`, before
+    /// anything starts on the slots they freed), and their hosts told at the end.
     fn act(&mut self) {
-        self.settle();
+        self.record_ends();
+        if self.recorded.iter().any(|e| e.exit.is_none()) {
+            // A preempted task is pending again and may start in this pass, in a new
+            // directory of the same name on the same host: its old one must go first, and
+            // only once its state no longer says it runs (it has no exits line to tell a
+            // restarted daemon it ended).
+            self.settle();
+        }
         if self.terminate {
             return;
         }
@@ -418,11 +485,24 @@ impl Daemon {
         if self.requests_needed {
             self.requests_needed = false;
             self.process_requests();
+            // `qdel -f` accounts the tasks it takes out of their records: recorded before
+            // those records are written.
+            self.record_ends();
         }
         self.retire_due();
         if self.pass_needed {
             self.pass_needed = false;
             self.run_pass();
+        }
+        // The pass has written the states that the requests and the ends changed with its
+        // own (a job released and dispatched in one wake-up is written once, as `t`); this
+        // covers a wake-up without a pass. Only then do the requests go and the hosts learn
+        // that their results may go.
+        self.settle();
+        for (seq, name) in std::mem::take(&mut self.absorbed) {
+            if let Err(e) = self.spool.remove_request(seq) {
+                error!("cannot remove request {name}: {e}");
+            }
         }
         if self.periodic_due {
             self.periodic_due = false;
@@ -458,12 +538,16 @@ impl Daemon {
         }
     }
 
-    fn handle(&mut self, input: Input) {
+    /// Takes one input; false when it asked for nothing (a watcher event of `sched_d`'s own
+    /// writes in `jobs/`).
+    fn handle(&mut self, input: Input) -> bool {
         match input {
             Input::Fs(paths) => {
+                let mut work = false;
                 for p in paths {
-                    self.hint(&p);
+                    work |= self.hint(&p);
                 }
+                return work;
             }
             Input::Rescan => self.rescan_needed = true,
             Input::Launch(ev) => self.launch_event(*ev),
@@ -477,22 +561,27 @@ impl Daemon {
                 }
             }
         }
+        true
     }
 
     /// One changed path: a new job file is loaded, a request makes the queue be read.
-    fn hint(&mut self, path: &Path) {
+    /// Returns whether it was one of those.
+    fn hint(&mut self, path: &Path) -> bool {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            return;
+            return false;
         };
         if name.starts_with('.') {
-            return;
+            return false;
         }
         let dir = path
             .parent()
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str());
         match dir {
-            Some("requests") => self.requests_needed = true,
+            Some("requests") => {
+                self.requests_needed = true;
+                true
+            }
             Some("jobs") => {
                 if let Some(id) = name
                     .strip_suffix(".job")
@@ -502,9 +591,11 @@ impl Daemon {
                     && path.exists()
                 {
                     self.load_job(id);
+                    return true;
                 }
+                false
             }
-            _ => {}
+            _ => false,
         }
     }
 
@@ -737,8 +828,8 @@ impl Daemon {
         }
     }
 
-    /// Applies every request file in sequence order: verified, applied, states written,
-    /// then removed.
+    /// Applies every request file in sequence order: verified and applied; their states
+    /// are written and the requests removed at the end of the wake-up ([`Self::act`]).
     fn process_requests(&mut self) {
         let dir = self.spool.requests_dir();
         let mut names: Vec<String> = match fs::read_dir(&dir) {
@@ -793,10 +884,7 @@ impl Daemon {
             }
             let seq = req.seq;
             self.apply_request(req);
-            self.flush();
-            if let Err(e) = self.spool.remove_request(seq) {
-                error!("cannot remove request {name}: {e}");
-            }
+            self.absorbed.push((seq, name));
         }
     }
 
@@ -904,28 +992,36 @@ impl Daemon {
     /// written leaves the result on its host, so the next daemon records it (once: recovery
     /// does not record a task whose exits line exists).
     fn settle(&mut self) {
-        if !self.ended.is_empty() {
-            if let Err(e) = self.acct.commit() {
-                error!(tasks = self.ended.len(), "accounting: {e}");
-            }
-            let spool = &self.spool;
-            let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
-                e.exit
-                    .as_ref()
-                    .map_or(Ok(()), |line| append_exit(spool, e.job, line))
-            });
-            for (e, outcome) in self.ended.iter().zip(appended) {
-                if let Err(err) = outcome {
-                    error!(job = %e.job, task = e.task, "cannot append exit: {err}");
-                }
-            }
-        }
+        self.record_ends();
         self.flush();
-        for e in std::mem::take(&mut self.ended) {
+        for e in std::mem::take(&mut self.recorded) {
             if e.acknowledge {
                 self.runner.acknowledge(e.job, e.task, &e.host);
             }
         }
+    }
+
+    /// The first part of [`Self::settle`]: the accounting records of the ends taken (one
+    /// commit), then their exits lines.
+    fn record_ends(&mut self) {
+        if self.ended.is_empty() {
+            return;
+        }
+        if let Err(e) = self.acct.commit() {
+            error!(tasks = self.ended.len(), "accounting: {e}");
+        }
+        let spool = &self.spool;
+        let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
+            e.exit
+                .as_ref()
+                .map_or(Ok(()), |line| append_exit(spool, e.job, line))
+        });
+        for (e, outcome) in self.ended.iter().zip(appended) {
+            if let Err(err) = outcome {
+                error!(job = %e.job, task = e.task, "cannot append exit: {err}");
+            }
+        }
+        self.recorded.append(&mut self.ended);
     }
 
     /// Writes every changed record durably.
@@ -943,6 +1039,7 @@ impl Daemon {
                 Ok(entry) => {
                     self.state.note_written(job.id);
                     self.index.put(job.id, entry);
+                    self.running_unwritten.remove(&job.id);
                 }
                 Err(e) => {
                     error!(job = %job.id, "cannot write state: {e}");
@@ -1028,10 +1125,14 @@ impl Daemon {
                 pid,
             } => {
                 self.state.host_reachable(&host);
-                // Written with the wake-up's other changes (`settle`): a restarted daemon
-                // learns from the host, not from this state, whether the task started.
+                // Written with the job's next write, or after `RUNNING_STATE_DELAY`: a
+                // restarted daemon learns from the host, not from this state, whether the
+                // task started.
                 match self.state.task_started(job, task) {
                     Ok(()) => {
+                        self.running_unwritten
+                            .entry(job)
+                            .or_insert_with(|| Instant::now() + self.opts.running_state_delay);
                         info!(job = %job, task, host = %host, pid, "task running");
                         self.mail_begin(job, task);
                     }
@@ -1222,6 +1323,22 @@ impl Daemon {
         }
     }
 
+    /// Marks the jobs whose `r` has waited [`DaemonOptions::running_state_delay`] to be
+    /// written with this wake-up's changes.
+    fn running_due(&mut self, at: Instant) {
+        let due: Vec<JobId> = self
+            .running_unwritten
+            .iter()
+            .filter(|(_, t)| **t <= at)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.running_unwritten.remove(&id);
+            // A job removed meanwhile is not written (`record_for_write` has none).
+            self.state.mark_dirty(id);
+        }
+    }
+
     /// Writes the Armada priorities when due (`force`: now, the daemon is stopping).
     fn save_armada(&mut self, force: bool) {
         let dir = self.spool.daemon_dir();
@@ -1238,6 +1355,9 @@ impl Daemon {
     /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.save_armada(true);
+        for id in std::mem::take(&mut self.running_unwritten).into_keys() {
+            self.state.mark_dirty(id);
+        }
         self.settle();
         // The last change to `jobs/`: the index stays valid while nothing changes there.
         self.index.stop();

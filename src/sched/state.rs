@@ -726,7 +726,8 @@ impl SchedState {
         self.dirty.insert(id);
     }
 
-    /// `t` → `r`: the launcher confirmed the task runs.
+    /// `t` → `r`: the launcher confirmed the task runs. The record is not marked to be
+    /// written: the daemon writes it lazily (`RUNNING_STATE_DELAY` in `daemon.rs`).
     pub fn task_started(&mut self, id: JobId, task: TaskId) -> Result<(), StateError> {
         let job = self.job_mut(id).ok_or(StateError::NoSuchJob(id))?;
         let r = job
@@ -738,7 +739,6 @@ impl SchedState {
         if r.state == RunState::Transferring {
             r.state = RunState::Running;
         }
-        self.dirty.insert(id);
         Ok(())
     }
 
