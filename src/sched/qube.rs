@@ -38,8 +38,9 @@ pub fn path_or_root(text: Option<&str>) -> ClusterPath {
         .unwrap_or_else(ClusterPath::root)
 }
 
-/// (order key of the job, group, position in the group).
-type HeapEntry = ((i64, i64, JobId), usize, usize);
+/// (the job's place in the pass order, group, position in the group): the candidates are
+/// in order and their keys unique, so the index orders them as their keys do.
+type HeapEntry = (usize, usize, usize);
 
 /// Jobs of one cluster and one category, in (priority, job id) order.
 struct Group {
@@ -201,7 +202,7 @@ impl SchedState {
                 for &g in bucket {
                     let gr = &groups[g];
                     if let Some(&i) = gr.members.get(gr.head) {
-                        heap.push(Reverse((cands[i].key, g, gr.head)));
+                        heap.push(Reverse((i, g, gr.head)));
                     }
                 }
                 while let Some(Reverse((_, g, pos))) = heap.pop() {
@@ -214,7 +215,7 @@ impl SchedState {
                         .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
                     let next = |groups: &[Group], heap: &mut BinaryHeap<_>, p: usize| {
                         if let Some(&j) = groups[g].members.get(p) {
-                            heap.push(Reverse((cands[j].key, g, p)));
+                            heap.push(Reverse((j, g, p)));
                         }
                     };
                     if pending && self.passively_excluded(c.id, h) {
