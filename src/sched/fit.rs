@@ -213,7 +213,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         .candidates
         .iter()
         .copied()
-        .filter(|&qi| usable(c, qi, q) && c.qis[qi].pe_list.iter().any(|n| n == &p.name))
+        .filter(|&qi| usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
         .collect();
