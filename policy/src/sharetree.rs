@@ -918,15 +918,16 @@ impl ShareTree {
         // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
         if total_tickets > 0.0 {
             let mut sum_priority: Vec<u64> = vec![0; pn.len()];
+            // The running jobs with a node, found in one walk over all the jobs (they are
+            // few next to the pending ones): (position in `which`, job, node).
+            let mut running: Vec<(usize, usize, usize)> = Vec::new();
             for (k, &j) in which.iter().enumerate() {
                 if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
                     sum_priority[i] += u64::from(jobs[j].jobshare);
+                    running.push((k, j, i));
                 }
             }
-            for (k, &j) in which.iter().enumerate() {
-                let (true, Some(i)) = (jobs[j].running, job_node[k]) else {
-                    continue;
-                };
+            for (k, j, i) in running {
                 let node_tickets = pn[i].ostt * total_tickets;
                 let sp = sum_priority[i];
                 tickets[k] = if pn[i].job_count == 0 {
