@@ -92,9 +92,6 @@ pub(crate) struct Candidate {
     pub(super) pending_tasks: u64,
 }
 
-/// No priority input for the job (its priority stays as it was).
-const NO_INPUT: usize = usize::MAX;
-
 /// Marks a priority input whose job is not eligible (`schedule`'s `input_pos`): rows are
 /// fewer than 2³¹.
 const BLOCKED_INPUT: u32 = 1 << 31;
@@ -139,7 +136,6 @@ impl SchedState {
         ordered.clear();
         self.started_in_pass.clear();
         let n = self.rows.len();
-        let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
@@ -172,7 +168,6 @@ impl SchedState {
                     }
                 };
                 if elig.is_ok() || h.running_since.is_some() {
-                    input_of[pos] = input_pos.len();
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
@@ -318,13 +313,12 @@ impl SchedState {
         let cands = ordered;
         result.considered = cands.len();
         for pos in blocked_pos {
-            // A blocked job gets SGE's zeros, unless it has running tasks: then it keeps
-            // its computed priority.
-            if input_of[pos] == NO_INPUT {
+            // A blocked job gets SGE's zeros, unless it has running tasks: then it had a
+            // priority input and keeps its computed priority.
+            if self.rows.rows[pos].running_since.is_none() {
                 self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }
-        drop(input_of);
 
         if sconf.policy == PolicyOrder::Cluster {
             self.qube_policy_terms(&cands);
@@ -444,6 +438,11 @@ impl SchedState {
     fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
+        // Per category, the last (kept, new) pair found equal by content: a category's jobs
+        // mostly share one reason allocation per pass and one kept from an earlier pass, so
+        // most rows compare two pointers, not their words.
+        let mut same: Vec<Option<(Arc<[String]>, Arc<[String]>)>> =
+            vec![None; self.categories.len()];
         let rows = &mut self.rows;
         for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
             if !row.live() {
@@ -454,7 +453,20 @@ impl SchedState {
                 None if clear => empty.clone(),
                 None => continue,
             };
-            if !Arc::ptr_eq(reasons, &new) && reasons[..] != new[..] {
+            let memo = same.get_mut(row.cat as usize);
+            if Arc::ptr_eq(reasons, &new)
+                || memo.as_ref().is_some_and(|m| {
+                    m.as_ref()
+                        .is_some_and(|(k, n)| Arc::ptr_eq(k, reasons) && Arc::ptr_eq(n, &new))
+                })
+            {
+                continue;
+            }
+            if reasons[..] == new[..] {
+                if let Some(m) = memo {
+                    *m = Some((reasons.clone(), new));
+                }
+            } else {
                 *reasons = new;
                 changed.push(row.id);
             }
