@@ -1211,11 +1211,14 @@ fn tickets_with<'a>(
             .collect()
     };
     let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
+    // Whether `acc` may hold anything but zeros (the share tree's jobs start at zero).
+    let mut acc_set = false;
     let (mut o, mut f, mut s, mut s_first) =
         (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut nodes = Vec::new();
     for &(policy, dependent) in config.hierarchy {
-        let got: Vec<f64> = match policy {
+        // This policy's tickets (borrowed: only a dependent policy's are read again).
+        let got: &[f64] = match policy {
             TicketPolicy::Override => {
                 // Without override tickets anywhere every job gets none: nothing to compute
                 // (and zeros add nothing to the dependent policies' tickets).
@@ -1248,7 +1251,7 @@ fn tickets_with<'a>(
                     dependent,
                     &oj,
                 );
-                o.clone()
+                &o
             }
             TicketPolicy::Functional => {
                 // No functional tickets to hand out: every job gets none.
@@ -1275,14 +1278,16 @@ fn tickets_with<'a>(
                     ..config.functional
                 };
                 f = functional_tickets(config.functional_shares, &fp, &fj);
-                f.clone()
+                &f
             }
             TicketPolicy::ShareTree => {
                 let Some((tree, usage, sp)) = config.share_tree else {
                     continue;
                 };
-                for (j, &t) in tj.iter_mut().zip(&acc) {
-                    j.higher_policy_tickets = t;
+                if acc_set {
+                    for (j, &t) in tj.iter_mut().zip(&acc) {
+                        j.higher_policy_tickets = t;
+                    }
                 }
                 let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
                 let st = match (report, cache.take()) {
@@ -1293,11 +1298,12 @@ fn tickets_with<'a>(
                 s = st.stckt;
                 s_first = st.first_pass_stckt;
                 nodes = st.nodes;
-                s.clone()
+                &s
             }
         };
         if dependent {
-            for ((a, &r), t) in acc.iter_mut().zip(&running).zip(&got) {
+            acc_set = true;
+            for ((a, &r), t) in acc.iter_mut().zip(&running).zip(got) {
                 if !r {
                     *a += t;
                 }
