@@ -98,13 +98,31 @@ impl SchedState {
                 ]));
             }
         }
+        // A cluster's terms that read as the first of its rows' last ones (they change only
+        // with the hosts) share that allocation instead, so that the rows holding it already
+        // are not written (no reference count changed per row and pass).
+        let mut checked = vec![false; cache.len()];
         let rows = &mut self.rows;
         for (r, t) in rows.rows.iter().zip(rows.terms.iter_mut()) {
-            *t = if r.live() && (r.has_pending() || r.running()) {
-                cache.get(r.cluster as usize).cloned().flatten()
-            } else {
-                None
+            let slot = r.cluster as usize;
+            let new = match cache.get_mut(slot) {
+                Some(Some(new)) if r.live() && (r.has_pending() || r.running()) => new,
+                _ => {
+                    *t = None;
+                    continue;
+                }
             };
+            if !checked[slot] {
+                checked[slot] = true;
+                if let Some(old) = t.as_ref()
+                    && old[..] == new[..]
+                {
+                    *new = old.clone();
+                }
+            }
+            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, new)) {
+                *t = Some(new.clone());
+            }
         }
     }
 
