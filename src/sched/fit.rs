@@ -88,6 +88,11 @@ fn qi_capacity(c: &Cluster, d: &Demand, qi: usize, end: i64) -> u32 {
         .slots_cap
         .saturating_sub(q.slots_used)
         .min(h.slots_cap.saturating_sub(h.slots_used));
+    // Nothing below can raise it: a full instance (the common case on a busy cluster, where a
+    // pass tests thousands of them) costs no walk over its reservations and consumables.
+    if cap == 0 {
+        return 0;
+    }
     let reserved: u32 = q
         .reserved
         .iter()

@@ -56,6 +56,10 @@ pub struct PassResult {
     pub preemptions: Vec<super::qube::Preemption>,
 }
 
+/// A row's kept reasons and a pass's new ones, found equal by content
+/// ([`SchedState::store_reasons`]).
+type SameReasons = (Arc<[String]>, Arc<[String]>);
+
 fn reservation_reason(r: &Reservation) -> String {
     format!(
         "reserved {} slot(s) on {} from {} (-R y)",
@@ -441,8 +445,7 @@ impl SchedState {
         // Per category, the last (kept, new) pair found equal by content: a category's jobs
         // mostly share one reason allocation per pass and one kept from an earlier pass, so
         // most rows compare two pointers, not their words.
-        let mut same: Vec<Option<(Arc<[String]>, Arc<[String]>)>> =
-            vec![None; self.categories.len()];
+        let mut same: Vec<Option<SameReasons>> = vec![None; self.categories.len()];
         let rows = &mut self.rows;
         for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
             if !row.live() {
