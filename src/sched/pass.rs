@@ -283,8 +283,11 @@ impl SchedState {
                 .zip(&prio_of_input)
                 .filter(|(e, _)| **e & BLOCKED_INPUT == 0)
                 .map(|(e, p)| (*e, *p));
+            // The eligible inputs are the candidates, in the same (row) order.
             for (k, c) in cands.iter().enumerate() {
-                let prio = match eligible.next() {
+                let next = eligible.next();
+                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(c.pos), "input of {k}");
+                let prio = match next {
                     // A policy that did not hand this job a priority leaves the last one.
                     Some((_, p)) if !p.is_nan() => p,
                     _ => self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio),
