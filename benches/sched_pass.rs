@@ -232,12 +232,16 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) {
 
     let mut periodic_ms = Vec::new();
     let mut periodic_cpu = Vec::new();
+    let mut periodic_phases: [Vec<f64>; 4] = Default::default();
     for i in 0..periodics {
         let t = Instant::now();
         let c0 = cpu_ms();
         let r = state.schedule(NOW + 60 * (i as i64 + 1));
         periodic_ms.push(t.elapsed().as_secs_f64() * 1e3);
         periodic_cpu.push(cpu_ms() - c0);
+        for (v, &us) in periodic_phases.iter_mut().zip(&r.phase_us) {
+            v.push(us as f64 / 1e3);
+        }
         let _ = state.take_dirty();
         state.cool_idle();
         if i == 0 {
@@ -249,6 +253,16 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) {
             );
         }
     }
+    // The median wall time of each phase over the periodic passes (classify+priority, order,
+    // dispatch, reasons), to see where a pass's time goes.
+    let phase_median: Vec<String> = periodic_phases
+        .iter_mut()
+        .map(|v| format!("{:.1}", best_median(v).1))
+        .collect();
+    println!(
+        "[{name}] periodic phases, median ms (classify+priority, order, dispatch, reasons): {}",
+        phase_median.join(" / ")
+    );
     let (p_best, p_median) = best_median(&mut periodic_ms);
     let (pc_best, pc_median) = best_median(&mut periodic_cpu);
     println!(

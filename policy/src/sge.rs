@@ -392,6 +392,46 @@ fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
     }
 }
 
+/// The ranges a pass normalises urgency and tickets over (`nurg`, `ntckts`): the smallest and
+/// largest urgency and the largest ticket count among its jobs.
+///
+/// [`compute_priorities_each`] finds them in a first walk over the jobs. A caller that
+/// already reads every job once before (for its tickets) can gather them in that read with
+/// [`PriorityRanges::add_urgency`] and [`PriorityRanges::add_tickets`] and hand them to
+/// [`compute_priorities_in_ranges`], which then reads each job once instead of twice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PriorityRanges {
+    pub min_urg: f64,
+    pub max_urg: f64,
+    pub max_tix: f64,
+}
+
+impl Default for PriorityRanges {
+    /// No job seen: SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive
+    /// double), the ticket maximum at 0.
+    fn default() -> Self {
+        Self {
+            min_urg: f64::MAX,
+            max_urg: f64::MIN_POSITIVE,
+            max_tix: 0.0,
+        }
+    }
+}
+
+impl PriorityRanges {
+    /// Counts the urgency of `job` (its `tickets` are not looked at).
+    pub fn add_urgency(&mut self, pass: &PriorityPass, job: &JobPriorityInput) {
+        let urg = raw_priority(pass, job).urg;
+        self.min_urg = self.min_urg.min(urg);
+        self.max_urg = self.max_urg.max(urg);
+    }
+
+    /// Counts a job's tickets.
+    pub fn add_tickets(&mut self, tickets: f64) {
+        self.max_tix = self.max_tix.max(tickets);
+    }
+}
+
 /// [`compute_priorities`] for `n` jobs given one at a time by `job(i)` (called twice per
 /// job: once for the ranges, once for the values), each result handed to `emit(i, …)` in
 /// order: for a caller that keeps its jobs in its own layout and stores the priorities in
@@ -401,20 +441,32 @@ pub fn compute_priorities_each(
     pass: &PriorityPass,
     n: usize,
     job: impl Fn(usize) -> JobPriorityInput,
+    emit: impl FnMut(usize, JobPriority),
+) {
+    let mut ranges = PriorityRanges::default();
+    for i in 0..n {
+        let j = job(i);
+        ranges.add_urgency(pass, &j);
+        ranges.add_tickets(j.tickets);
+    }
+    compute_priorities_in_ranges(pass, &ranges, n, job, emit);
+}
+
+/// [`compute_priorities_each`] with the ranges already known (`ranges` must be those of
+/// exactly these `n` jobs, as [`PriorityRanges`] gathers them): `job(i)` is called once per
+/// job. The ticket range is widened to `pass.max_tickets` as in [`compute_priorities_each`].
+pub fn compute_priorities_in_ranges(
+    pass: &PriorityPass,
+    ranges: &PriorityRanges,
+    n: usize,
+    job: impl Fn(usize) -> JobPriorityInput,
     mut emit: impl FnMut(usize, JobPriority),
 ) {
     let w = &pass.weights;
-    // SGE starts the urgency range at DBL_MAX / DBL_MIN (the smallest positive double).
-    let mut min_urg = f64::MAX;
-    let mut max_urg = f64::MIN_POSITIVE;
-    let mut max_tix = 0.0_f64;
-    for i in 0..n {
-        let p = raw_priority(pass, &job(i));
-        min_urg = min_urg.min(p.urg);
-        max_urg = max_urg.max(p.urg);
-        max_tix = max_tix.max(p.tckts);
-    }
-    let max_tix = pass.max_tickets.map_or(max_tix, |m| m.max(max_tix));
+    let (min_urg, max_urg) = (ranges.min_urg, ranges.max_urg);
+    let max_tix = pass
+        .max_tickets
+        .map_or(ranges.max_tix, |m| m.max(ranges.max_tix));
     for i in 0..n {
         let mut p = raw_priority(pass, &job(i));
         p.nurg = normalize(p.urg, min_urg, max_urg);
@@ -1129,9 +1181,16 @@ fn tickets_with<'a>(
             .hierarchy
             .iter()
             .any(|(p, _)| *p == TicketPolicy::ShareTree);
-    let mut tj: Vec<crate::sharetree::TicketJob<'a>> = if shares {
-        jobs.clone()
-            .map(|j| crate::sharetree::TicketJob {
+    let mut tj: Vec<crate::sharetree::TicketJob<'a>> = Vec::new();
+    // Whether any job carries its own override tickets, found in the same first read (the
+    // override policy has nothing to do without them and without tables).
+    let mut any_job_otickets = false;
+    // The loops below need only this of each job.
+    let running: Vec<bool> = if shares {
+        tj.reserve_exact(n);
+        for j in jobs.clone() {
+            any_job_otickets |= j.job_otickets != 0;
+            tj.push(crate::sharetree::TicketJob {
                 job_id: j.job_id,
                 task_id: j.task_id,
                 user: j.user,
@@ -1140,23 +1199,26 @@ fn tickets_with<'a>(
                 jobshare: j.jobshare,
                 pe_min_slots: j.pe_min_slots,
                 higher_policy_tickets: 0.0,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    // The loops below need only this of each job.
-    let running: Vec<bool> = if shares {
+            });
+        }
         tj.iter().map(|j| j.running).collect()
     } else {
-        jobs.clone().map(|j| j.running).collect()
+        jobs.clone()
+            .map(|j| {
+                any_job_otickets |= j.job_otickets != 0;
+                j.running
+            })
+            .collect()
     };
     let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
+    // Whether `acc` may hold anything but zeros (the share tree's jobs start at zero).
+    let mut acc_set = false;
     let (mut o, mut f, mut s, mut s_first) =
         (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut nodes = Vec::new();
     for &(policy, dependent) in config.hierarchy {
-        let got: Vec<f64> = match policy {
+        // This policy's tickets (borrowed: only a dependent policy's are read again).
+        let got: &[f64] = match policy {
             TicketPolicy::Override => {
                 // Without override tickets anywhere every job gets none: nothing to compute
                 // (and zeros add nothing to the dependent policies' tickets).
@@ -1164,7 +1226,7 @@ fn tickets_with<'a>(
                 if t.users.is_empty()
                     && t.projects.is_empty()
                     && t.departments.is_empty()
-                    && jobs.clone().all(|j| j.job_otickets == 0)
+                    && !any_job_otickets
                 {
                     continue;
                 }
@@ -1189,7 +1251,7 @@ fn tickets_with<'a>(
                     dependent,
                     &oj,
                 );
-                o.clone()
+                &o
             }
             TicketPolicy::Functional => {
                 // No functional tickets to hand out: every job gets none.
@@ -1216,14 +1278,16 @@ fn tickets_with<'a>(
                     ..config.functional
                 };
                 f = functional_tickets(config.functional_shares, &fp, &fj);
-                f.clone()
+                &f
             }
             TicketPolicy::ShareTree => {
                 let Some((tree, usage, sp)) = config.share_tree else {
                     continue;
                 };
-                for (j, &t) in tj.iter_mut().zip(&acc) {
-                    j.higher_policy_tickets = t;
+                if acc_set {
+                    for (j, &t) in tj.iter_mut().zip(&acc) {
+                        j.higher_policy_tickets = t;
+                    }
                 }
                 let sp = crate::sharetree::ShareTreePolicy { dependent, ..sp };
                 let st = match (report, cache.take()) {
@@ -1234,11 +1298,12 @@ fn tickets_with<'a>(
                 s = st.stckt;
                 s_first = st.first_pass_stckt;
                 nodes = st.nodes;
-                s.clone()
+                &s
             }
         };
         if dependent {
-            for ((a, &r), t) in acc.iter_mut().zip(&running).zip(&got) {
+            acc_set = true;
+            for ((a, &r), t) in acc.iter_mut().zip(&running).zip(got) {
                 if !r {
                     *a += t;
                 }

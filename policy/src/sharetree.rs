@@ -811,15 +811,22 @@ impl ShareTree {
         // values which only count towards the ticket range).
         let all: Vec<usize> = (0..n).collect();
         let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report, cache);
-        let first_pass_stckt = first.clone();
-        for (&j, &t) in all.iter().zip(&first) {
-            max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
-            if !jobs[j].running {
+        // One walk over the jobs finds the range, the pending jobs' final tickets and their
+        // sum, and the running jobs (the sums are taken in job order, as one walk per state
+        // would).
+        let mut running: Vec<usize> = Vec::new();
+        let (mut sum_running, mut sum_pending) = (0.0, 0.0);
+        for (j, (job, &t)) in jobs.iter().zip(&first).enumerate() {
+            max_tickets = max_tickets.max(t + job.higher_policy_tickets);
+            if job.running {
+                running.push(j);
+            } else {
                 stckt[j] = t;
+                sum_pending += t + job.higher_policy_tickets;
             }
         }
+        let first_pass_stckt = first;
         // Pass 2: running jobs only ("correct the shares for the running jobs").
-        let running: Vec<usize> = (0..n).filter(|&j| jobs[j].running).collect();
         if !running.is_empty() {
             let (second, _) = self.pass(usage, policy, now, jobs, &running, false, None);
             for (&j, &t) in running.iter().zip(&second) {
@@ -827,16 +834,10 @@ impl ShareTree {
                 max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
             }
         }
-        let max_tickets = max_tickets.max(0.0);
-        let (mut sum_running, mut sum_pending) = (0.0, 0.0);
-        for (j, job) in jobs.iter().enumerate() {
-            let t = stckt[j] + job.higher_policy_tickets;
-            if job.running {
-                sum_running += t;
-            } else {
-                sum_pending += t;
-            }
+        for &j in &running {
+            sum_running += stckt[j] + jobs[j].higher_policy_tickets;
         }
+        let max_tickets = max_tickets.max(0.0);
         let share = jobs
             .iter()
             .enumerate()
@@ -918,15 +919,16 @@ impl ShareTree {
         // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
         if total_tickets > 0.0 {
             let mut sum_priority: Vec<u64> = vec![0; pn.len()];
+            // The running jobs with a node, found in one walk over all the jobs (they are
+            // few next to the pending ones): (position in `which`, job, node).
+            let mut running: Vec<(usize, usize, usize)> = Vec::new();
             for (k, &j) in which.iter().enumerate() {
                 if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
                     sum_priority[i] += u64::from(jobs[j].jobshare);
+                    running.push((k, j, i));
                 }
             }
-            for (k, &j) in which.iter().enumerate() {
-                let (true, Some(i)) = (jobs[j].running, job_node[k]) else {
-                    continue;
-                };
+            for (k, j, i) in running {
                 let node_tickets = pn[i].ostt * total_tickets;
                 let sp = sum_priority[i];
                 tickets[k] = if pn[i].job_count == 0 {

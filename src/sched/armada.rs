@@ -291,7 +291,7 @@ impl SchedState {
 
         // 5. Policy terms, one shared allocation per queue (`JobEntry::terms`, put into
         // `priority.policy_terms` when the record is written), in one walk in position order.
-        let terms: Vec<Arc<[(String, String)]>> = qnames
+        let mut terms: Vec<Arc<[(String, String)]>> = qnames
             .iter()
             .enumerate()
             .map(|(q, n)| {
@@ -311,8 +311,27 @@ impl SchedState {
                 *slot = q;
             }
         }
+        // A queue whose words are those of the first of its rows' last terms (the usual case
+        // from one pass to the next) shares that allocation instead, so that its rows that
+        // hold it already are not written (no reference count changed per row).
+        let mut checked = vec![false; terms.len()];
         for (t, q) in self.rows.terms.iter_mut().zip(queue_at) {
-            *t = (q != NO_QUEUE).then(|| terms[q as usize].clone());
+            if q == NO_QUEUE {
+                *t = None;
+                continue;
+            }
+            let q = q as usize;
+            if !checked[q] {
+                checked[q] = true;
+                if let Some(old) = t.as_ref()
+                    && old[..] == terms[q][..]
+                {
+                    terms[q] = old.clone();
+                }
+            }
+            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, &terms[q])) {
+                *t = Some(terms[q].clone());
+            }
         }
     }
 }

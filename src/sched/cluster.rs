@@ -64,6 +64,10 @@ pub struct QueueInstance {
     pub urgency: f64,
     pub disabled: bool,
     pub pe_list: Vec<String>,
+    /// Bit `i` set when the `i`-th parallel environment ([`Cluster::pes`]) is in
+    /// `pe_list`, for the first 64: a PE fit tests thousands of queue instances, and a bit
+    /// test costs less than comparing names ([`QueueInstance::has_pe`]).
+    pub pe_mask: u64,
     pub consumables: Pool,
     /// Non-consumable `complex_values`, the queue's limits (`h_rt`, …) and `qname`.
     pub values: HashMap<String, String>,
@@ -72,6 +76,16 @@ pub struct QueueInstance {
 }
 
 impl QueueInstance {
+    /// Whether parallel environment `pe` (an index into [`Cluster::pes`], named `name`) is
+    /// in the queue's `pe_list`.
+    pub fn has_pe(&self, pe: usize, name: &str) -> bool {
+        if pe < 64 {
+            self.pe_mask & (1 << pe) != 0
+        } else {
+            self.pe_list.iter().any(|n| n == name)
+        }
+    }
+
     pub fn full_name(&self, hosts: &[HostState]) -> String {
         format!("{}@{}", self.queue, hosts[self.host].name)
     }
@@ -234,6 +248,13 @@ impl Cluster {
                     urgency: q.urgency,
                     disabled: q.disabled,
                     pe_list: q.pe_list.clone(),
+                    pe_mask: config
+                        .parallel_environments
+                        .iter()
+                        .take(64)
+                        .enumerate()
+                        .filter(|(_, p)| q.pe_list.contains(&p.name))
+                        .fold(0, |m, (i, _)| m | 1 << i),
                     consumables: pool,
                     values,
                     reserved: Vec::new(),

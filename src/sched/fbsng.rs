@@ -273,8 +273,14 @@ impl SchedState {
                 .as_ref()
                 .map_or(1, |d| d.urgency_slots.max(1))
         };
-        // Without process types there is nothing to charge: no walk over every job.
-        for e in self.jobs.values().filter(|_| !pidx.is_empty()) {
+        // Without process types there is nothing to charge: no walk over every job (a
+        // filter on the walk would still visit all 100,000 entries of the map).
+        let charged = if pidx.is_empty() {
+            None
+        } else {
+            Some(self.jobs.values())
+        };
+        for e in charged.into_iter().flatten() {
             if e.hot.running == 0 {
                 continue;
             }
@@ -535,77 +541,93 @@ impl SchedState {
         let not_reached: Arc<[String]> = Arc::from(vec![
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
         ]);
-        let mut terms_at: Vec<Option<Terms>> = vec![None; job_reasons.len()];
+        // Which candidate each row is (by position), so that the terms and reasons are
+        // given in one walk over the rows in position order (sequential writes, instead of
+        // one random write into each of three arrays per candidate in priority order).
+        const NO_CAND: u32 = u32::MAX;
+        let mut cand_at: Vec<u32> = vec![NO_CAND; job_reasons.len()];
+        for (i, c) in cands.iter().enumerate() {
+            if queue_of[i].is_some()
+                && let Some(slot) = cand_at.get_mut(c.pos)
+            {
+                *slot = i as u32;
+            }
+        }
         let mut last: Option<((usize, i64), SharedTerms)> = None;
-        let give = |pos: usize,
-                    terms: Terms,
-                    gap: Option<Arc<[String]>>,
-                    job_reasons: &mut [Option<Arc<[String]>>],
-                    terms_at: &mut [Option<Terms>]| {
-            terms_at[pos] = Some(terms);
-            match (gap, job_reasons[pos].take()) {
-                (Some(g), None) => job_reasons[pos] = Some(g),
+        let none: Arc<[String]> = Arc::from(Vec::new());
+        let rows = &mut self.rows;
+        for (pos, ((r, t), &i)) in rows
+            .rows
+            .iter()
+            .zip(rows.terms.iter_mut())
+            .zip(&cand_at)
+            .enumerate()
+        {
+            let Some(q) = queue_of.get(i as usize).copied().flatten() else {
+                *t = None;
+                continue;
+            };
+            let sp = best[i as usize];
+            // Neighbours mostly share a queue and section priority: one hash lookup per
+            // change of key, not per job.
+            let (terms, gap) = match &last {
+                Some((k, v)) if *k == (q, sp) => v.clone(),
+                _ => {
+                    let v = shared
+                        .entry((q, sp))
+                        .or_insert_with(|| {
+                            let fq = &queues[q];
+                            let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
+                                Some(format!(
+                                    "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
+                                    qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
+                                ))
+                            } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
+                                Some(format!(
+                                    "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
+                                    qnames[q], top_section[q], sp, fq.params.spg
+                                ))
+                            } else {
+                                None
+                            };
+                            let mut terms = vec![
+                                ("queue".to_string(), qnames[q].clone()),
+                                ("queue priority".to_string(), fq.priority.to_string()),
+                                ("queue gap".to_string(), fq.params.qpg.to_string()),
+                                ("section priority".to_string(), sp.to_string()),
+                            ];
+                            if let Some(g) = &gap {
+                                terms.push(("gap".to_string(), g.clone()));
+                            }
+                            // The same words as this row's last terms (the usual case from
+                            // one pass to the next): that allocation is shared instead,
+                            // and the rows that hold it already are not written.
+                            let terms: Arc<[(String, String)]> = match t.as_ref() {
+                                Some(old) if old[..] == terms[..] => old.clone(),
+                                _ => Arc::from(terms),
+                            };
+                            (terms, gap.map(|g| Arc::from(vec![g])))
+                        })
+                        .clone();
+                    last = Some(((q, sp), v.clone()));
+                    v
+                }
+            };
+            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, &terms)) {
+                *t = Some(terms);
+            }
+            job_reasons[pos] = match (gap, job_reasons[pos].take()) {
+                (Some(g), None) => Some(g),
                 (Some(g), Some(r)) => {
                     let mut all = r.to_vec();
                     all.extend(g.iter().cloned());
-                    job_reasons[pos] = Some(Arc::from(all));
+                    Some(Arc::from(all))
                 }
-                (None, None) => job_reasons[pos] = Some(not_reached.clone()),
-                (None, Some(r)) => job_reasons[pos] = Some(r),
-            }
-        };
-        for (i, c) in cands.iter().enumerate() {
-            let Some(q) = queue_of[i] else {
-                continue;
+                (None, None) => Some(not_reached.clone()),
+                (None, Some(r)) => Some(r),
             };
-            let sp = best[i];
-            // Neighbours in the order mostly share a queue and section priority: one hash
-            // lookup per change of key, not per job.
-            if let Some((k, v)) = &last
-                && *k == (q, sp)
-            {
-                let (terms, gap) = v.clone();
-                give(c.pos, terms, gap, job_reasons, &mut terms_at);
-                continue;
-            }
-            let (terms, gap) = shared
-                .entry((q, sp))
-                .or_insert_with(|| {
-                    let fq = &queues[q];
-                    let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
-                        Some(format!(
-                            "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
-                            qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
-                        ))
-                    } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
-                        Some(format!(
-                            "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
-                            qnames[q], top_section[q], sp, fq.params.spg
-                        ))
-                    } else {
-                        None
-                    };
-                    let mut terms = vec![
-                        ("queue".to_string(), qnames[q].clone()),
-                        ("queue priority".to_string(), fq.priority.to_string()),
-                        ("queue gap".to_string(), fq.params.qpg.to_string()),
-                        ("section priority".to_string(), sp.to_string()),
-                    ];
-                    if let Some(g) = &gap {
-                        terms.push(("gap".to_string(), g.clone()));
-                    }
-                    (Arc::from(terms), gap.map(|g| Arc::from(vec![g])))
-                })
-                .clone();
-            last = Some(((q, sp), (terms.clone(), gap.clone())));
-            give(c.pos, terms, gap, job_reasons, &mut terms_at);
-        }
-        // One walk in position order: terms, and no "why pending" for what is not pending.
-        let none: Arc<[String]> = Arc::from(Vec::new());
-        let rows = &mut self.rows;
-        for (pos, (r, t)) in rows.rows.iter().zip(rows.terms.iter_mut()).enumerate() {
-            *t = terms_at.get_mut(pos).and_then(Option::take);
-            if t.is_some() && !(r.has_pending() && r.pending_unheld()) {
+            // No "why pending" for what is not pending.
+            if !(r.has_pending() && r.pending_unheld()) {
                 job_reasons[pos] = Some(none.clone());
             }
         }

@@ -88,6 +88,11 @@ fn qi_capacity(c: &Cluster, d: &Demand, qi: usize, end: i64) -> u32 {
         .slots_cap
         .saturating_sub(q.slots_used)
         .min(h.slots_cap.saturating_sub(h.slots_used));
+    // Nothing below can raise it: a full instance (the common case on a busy cluster, where a
+    // pass tests thousands of them) costs no walk over its reservations and consumables.
+    if cap == 0 {
+        return 0;
+    }
     let reserved: u32 = q
         .reserved
         .iter()
@@ -213,7 +218,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         .candidates
         .iter()
         .copied()
-        .filter(|&qi| usable(c, qi, q) && c.qis[qi].pe_list.iter().any(|n| n == &p.name))
+        .filter(|&qi| usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
         .collect();

@@ -56,6 +56,10 @@ pub struct PassResult {
     pub preemptions: Vec<super::qube::Preemption>,
 }
 
+/// A row's kept reasons and a pass's new ones, found equal by content
+/// ([`SchedState::store_reasons`]).
+type SameReasons = (Arc<[String]>, Arc<[String]>);
+
 fn reservation_reason(r: &Reservation) -> String {
     format!(
         "reserved {} slot(s) on {} from {} (-R y)",
@@ -77,7 +81,6 @@ pub(super) struct CatVerdict {
 /// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Candidate {
-    pub(super) key: (i64, i64, JobId),
     /// Position of the job in `jobs` iteration order (stable within the pass).
     pub(super) pos: usize,
     pub(super) id: JobId,
@@ -93,19 +96,20 @@ pub(crate) struct Candidate {
     pub(super) pending_tasks: u64,
 }
 
-/// No priority input for the job (its priority stays as it was).
-const NO_INPUT: usize = usize::MAX;
-
 /// Marks a priority input whose job is not eligible (`schedule`'s `input_pos`): rows are
 /// fewer than 2³¹.
 const BLOCKED_INPUT: u32 = 1 << 31;
 
-/// `key` as one integer with the same order, for keys whose second component is in
-/// `0..=u32::MAX`: the first component with its sign bit flipped (so that unsigned order is
-/// signed order), then the second, then the job id.
-fn packed_key(key: (i64, i64, JobId)) -> u128 {
-    let first = (key.0 as u64) ^ (1u64 << 63);
-    (u128::from(first) << 64) | (u128::from(key.1 as u64) << 32) | u128::from(key.2.0)
+/// An order key `(first, second, tie)` as one integer with the same order, for keys whose
+/// second component is in `0..=u32::MAX`: the first component with its sign bit flipped (so
+/// that unsigned order is signed order), then the second, then `tie` in the low 32 bits.
+///
+/// The pass puts the candidate's index in `tie` instead of its job id: candidates are made
+/// in row order, which is job-id order, so the index breaks ties the same way, and the
+/// sorted keys say where each candidate is without a second field.
+fn packed_key(first: i64, second: i64, tie: u32) -> u128 {
+    let first = (first as u64) ^ (1u64 << 63);
+    (u128::from(first) << 64) | (u128::from(second as u64) << 32) | u128::from(tie)
 }
 
 /// Buffers of a full pass kept between passes: at 100,000 jobs the ordered candidates
@@ -136,13 +140,14 @@ impl SchedState {
         ordered.clear();
         self.started_in_pass.clear();
         let n = self.rows.len();
-        let mut input_of: Vec<usize> = vec![NO_INPUT; n];
         let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
         // The row of each priority input, with [`BLOCKED_INPUT`] for a job that is not
         // eligible (it is prioritised for its running tasks).
         let mut input_pos: Vec<u32> = Vec::with_capacity(n);
+        // The priority the policy gave each input (NaN until it does).
+        let mut prio_of_input: Vec<f64>;
 
         // 1. Classify (one sequential walk over the dense rows, in job-id order) and
         // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
@@ -167,12 +172,10 @@ impl SchedState {
                     }
                 };
                 if elig.is_ok() || h.running_since.is_some() {
-                    input_of[pos] = input_pos.len();
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
                     Ok(()) => cands.push(Candidate {
-                        key: (0, 0, id),
                         pos,
                         id,
                         cat,
@@ -237,13 +240,18 @@ impl SchedState {
                     running_since: if eligible { None } else { h.running_since },
                 }
             };
+            prio_of_input = vec![f64::NAN; input_pos.len()];
             let priority = &mut self.rows.priority;
+            let prio = &mut prio_of_input;
             self.policy
                 .compute_each(&sconf, now, input_pos.len(), &input, &mut |i, p| {
                     if let Some(slot) = input_pos
                         .get(i)
                         .and_then(|&e| priority.get_mut((e & !BLOCKED_INPUT) as usize))
                     {
+                        if let Some(q) = prio.get_mut(i) {
+                            *q = p.prio;
+                        }
                         *slot = Some(p);
                     }
                 });
@@ -257,44 +265,67 @@ impl SchedState {
         let mut phases = [0u64; 4];
         lap(&mut phases[0]);
         // 3. Order: compact keys (the key, then the candidate's index) are sorted, not the
-        // candidates themselves; keys are unique (the job id is part of them). When the
+        // candidates themselves; keys are unique (the job id, or the index in job-id order,
+        // is part of them). Each candidate's priority comes from `prio_of_input` (8 bytes a
+        // job, in candidate order), not from the 130-byte priorities in the rows. When every
         // second key component fits in 32 bits (a submission time, or 0), the whole key packs
-        // into one u128 that orders like the tuple: one integer comparison per step.
-        for c in cands.iter_mut() {
-            let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
-            c.key = order_key(sconf.policy, prio, c.submitted, c.id);
-        }
-        if cands
-            .iter()
-            .all(|c| (0..=i64::from(u32::MAX)).contains(&c.key.1))
+        // into one u128 that orders like the tuple, with the candidate's index in its low
+        // bits: one integer comparison per step, and 16 bytes a key to sort.
+        debug_assert!(
+            cands.windows(2).all(|w| w[0].id < w[1].id),
+            "rows in job-id order"
+        );
+        let mut keys: Vec<u128> = Vec::with_capacity(cands.len());
+        let mut packs = true;
         {
-            let mut keys: Vec<(u128, u32)> = cands
+            let mut eligible = input_pos
                 .iter()
-                .enumerate()
-                .map(|(k, c)| (packed_key(c.key), k as u32))
-                .collect();
-            keys.sort_unstable_by_key(|k| k.0);
-            ordered.extend(keys.iter().map(|&(_, k)| cands[k as usize]));
+                .zip(&prio_of_input)
+                .filter(|(e, _)| **e & BLOCKED_INPUT == 0)
+                .map(|(e, p)| (*e, *p));
+            // The eligible inputs are the candidates, in the same (row) order.
+            for (k, c) in cands.iter().enumerate() {
+                let next = eligible.next();
+                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(c.pos), "input of {k}");
+                let prio = match next {
+                    // A policy that did not hand this job a priority leaves the last one.
+                    Some((_, p)) if !p.is_nan() => p,
+                    _ => self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio),
+                };
+                let key = order_key(sconf.policy, prio, c.submitted, c.id);
+                if !(0..=i64::from(u32::MAX)).contains(&key.1) {
+                    packs = false;
+                    break;
+                }
+                keys.push(packed_key(key.0, key.1, k as u32));
+            }
+        }
+        if packs {
+            keys.sort_unstable();
+            ordered.extend(keys.iter().map(|&k| cands[k as u32 as usize]));
         } else {
             let mut keys: Vec<((i64, i64, JobId), u32)> = cands
                 .iter()
                 .enumerate()
-                .map(|(k, c)| (c.key, k as u32))
+                .map(|(k, c)| {
+                    let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
+                    (order_key(sconf.policy, prio, c.submitted, c.id), k as u32)
+                })
                 .collect();
             keys.sort_unstable();
             ordered.extend(keys.iter().map(|&(_, k)| cands[k as usize]));
         }
+        drop(prio_of_input);
         drop(cands);
         let cands = ordered;
         result.considered = cands.len();
         for pos in blocked_pos {
-            // A blocked job gets SGE's zeros, unless it has running tasks: then it keeps
-            // its computed priority.
-            if input_of[pos] == NO_INPUT {
+            // A blocked job gets SGE's zeros, unless it has running tasks: then it had a
+            // priority input and keeps its computed priority.
+            if self.rows.rows[pos].running_since.is_none() {
                 self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }
-        drop(input_of);
 
         if sconf.policy == PolicyOrder::Cluster {
             self.qube_policy_terms(&cands);
@@ -414,6 +445,10 @@ impl SchedState {
     fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
         let empty: Arc<[String]> = Arc::from(Vec::new());
         let mut changed = Vec::new();
+        // Per category, the last (kept, new) pair found equal by content: a category's jobs
+        // mostly share one reason allocation per pass and one kept from an earlier pass, so
+        // most rows compare two pointers, not their words.
+        let mut same: Vec<Option<SameReasons>> = vec![None; self.categories.len()];
         let rows = &mut self.rows;
         for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
             if !row.live() {
@@ -424,7 +459,20 @@ impl SchedState {
                 None if clear => empty.clone(),
                 None => continue,
             };
-            if !Arc::ptr_eq(reasons, &new) && reasons[..] != new[..] {
+            let memo = same.get_mut(row.cat as usize);
+            if Arc::ptr_eq(reasons, &new)
+                || memo.as_ref().is_some_and(|m| {
+                    m.as_ref()
+                        .is_some_and(|(k, n)| Arc::ptr_eq(k, reasons) && Arc::ptr_eq(n, &new))
+                })
+            {
+                continue;
+            }
+            if reasons[..] == new[..] {
+                if let Some(m) = memo {
+                    *m = Some((reasons.clone(), new));
+                }
+            } else {
                 *reasons = new;
                 changed.push(row.id);
             }
@@ -864,7 +912,10 @@ mod tests {
         ) {
             let ka = (a.0, a.1, JobId(a.2));
             let kb = (b.0, b.1, JobId(b.2));
-            prop_assert_eq!(packed_key(ka).cmp(&packed_key(kb)), ka.cmp(&kb));
+            prop_assert_eq!(
+                packed_key(ka.0, ka.1, ka.2.0).cmp(&packed_key(kb.0, kb.1, kb.2.0)),
+                ka.cmp(&kb)
+            );
         }
     }
 
@@ -880,7 +931,8 @@ mod tests {
             (i64::MAX, u32::MAX as i64, JobId(u32::MAX)),
         ];
         for w in keys.windows(2) {
-            assert!(packed_key(w[0]) < packed_key(w[1]), "{:?} {:?}", w[0], w[1]);
+            let p = |k: (i64, i64, JobId)| packed_key(k.0, k.1, k.2.0);
+            assert!(p(w[0]) < p(w[1]), "{:?} {:?}", w[0], w[1]);
         }
     }
 }

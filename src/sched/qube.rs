@@ -38,8 +38,9 @@ pub fn path_or_root(text: Option<&str>) -> ClusterPath {
         .unwrap_or_else(ClusterPath::root)
 }
 
-/// (order key of the job, group, position in the group).
-type HeapEntry = ((i64, i64, JobId), usize, usize);
+/// (the job's place in the pass order, group, position in the group): the candidates are
+/// in order and their keys unique, so the index orders them as their keys do.
+type HeapEntry = (usize, usize, usize);
 
 /// Jobs of one cluster and one category, in (priority, job id) order.
 struct Group {
@@ -97,13 +98,31 @@ impl SchedState {
                 ]));
             }
         }
+        // A cluster's terms that read as the first of its rows' last ones (they change only
+        // with the hosts) share that allocation instead, so that the rows holding it already
+        // are not written (no reference count changed per row and pass).
+        let mut checked = vec![false; cache.len()];
         let rows = &mut self.rows;
         for (r, t) in rows.rows.iter().zip(rows.terms.iter_mut()) {
-            *t = if r.live() && (r.has_pending() || r.running()) {
-                cache.get(r.cluster as usize).cloned().flatten()
-            } else {
-                None
+            let slot = r.cluster as usize;
+            let new = match cache.get_mut(slot) {
+                Some(Some(new)) if r.live() && (r.has_pending() || r.running()) => new,
+                _ => {
+                    *t = None;
+                    continue;
+                }
             };
+            if !checked[slot] {
+                checked[slot] = true;
+                if let Some(old) = t.as_ref()
+                    && old[..] == new[..]
+                {
+                    *new = old.clone();
+                }
+            }
+            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, new)) {
+                *t = Some(new.clone());
+            }
         }
     }
 
@@ -201,7 +220,7 @@ impl SchedState {
                 for &g in bucket {
                     let gr = &groups[g];
                     if let Some(&i) = gr.members.get(gr.head) {
-                        heap.push(Reverse((cands[i].key, g, gr.head)));
+                        heap.push(Reverse((i, g, gr.head)));
                     }
                 }
                 while let Some(Reverse((_, g, pos))) = heap.pop() {
@@ -214,7 +233,7 @@ impl SchedState {
                         .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld);
                     let next = |groups: &[Group], heap: &mut BinaryHeap<_>, p: usize| {
                         if let Some(&j) = groups[g].members.get(p) {
-                            heap.push(Reverse((cands[j].key, g, p)));
+                            heap.push(Reverse((j, g, p)));
                         }
                     };
                     if pending && self.passively_excluded(c.id, h) {

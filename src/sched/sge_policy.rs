@@ -10,12 +10,13 @@ use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
-    PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy, compute_job_tickets_cached,
-    compute_priorities_each, parse_policy_hierarchy,
+    PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
+    compute_job_tickets_cached, compute_priorities_in_ranges, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeCache, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
 };
+use std::cell::Cell;
 
 /// SGE's priority, with the configuration's share tree and the usage accounting charges.
 pub struct SgePriority {
@@ -159,10 +160,39 @@ impl PriorityPolicy for SgePriority {
         job: &dyn Fn(usize) -> PriorityInput<'a>,
         emit: &mut dyn FnMut(usize, PriorityInfo),
     ) {
+        // The pass's urgency settings: the urgency range is gathered in the ticket read below.
+        let mut pass = PriorityPass {
+            weights: weights(c),
+            now,
+            max_tickets: None,
+        };
+        let priority_input = |j: &PriorityInput<'_>, tickets: f64| JobPriorityInput {
+            job_id: u64::from(j.job.0),
+            task_id: 1,
+            submission_time: j.submission_time,
+            deadline: j.deadline,
+            posix_priority: j.posix_priority,
+            // The scheduler's rrcontr already holds the queue urgency bonus.
+            resource_contribution: j.rrcontr,
+            queue_urgency_bonus: 0.0,
+            tickets,
+        };
         // Each job as the ticket policies see it, made when they read it: no vector of
-        // 100,000 of them per pass.
+        // 100,000 of them per pass. That read also counts the job's urgency towards the
+        // pass's urgency range, so that the priorities below read each job once more instead
+        // of twice. Only reads in job order are counted (the ticket computation reads every
+        // job first in order, but may read jobs again): `ranged == n` afterwards says every
+        // job was counted exactly once, else the range is gathered again.
+        let ranges = Cell::new(PriorityRanges::default());
+        let ranged = Cell::new(0usize);
         let ticket_job = |i: usize| {
             let j = job(i);
+            if i == ranged.get() {
+                let mut r = ranges.get();
+                r.add_urgency(&pass, &priority_input(&j, 0.0));
+                ranges.set(r);
+                ranged.set(i + 1);
+            }
             TicketJobInput {
                 job_id: u64::from(j.job.0),
                 task_id: 1,
@@ -212,30 +242,24 @@ impl PriorityPolicy for SgePriority {
             &mut self.share_cache,
         );
         drop(usage);
-        let pass = PriorityPass {
-            weights: weights(c),
-            now,
-            max_tickets: Some(tickets.max_tickets),
-        };
+        let mut ranges = ranges.get();
+        if ranged.get() != n {
+            ranges = PriorityRanges::default();
+            for i in 0..n {
+                ranges.add_urgency(&pass, &priority_input(&job(i), 0.0));
+            }
+        }
+        for t in &tickets.jobs {
+            ranges.add_tickets(t.tckts);
+        }
+        pass.max_tickets = Some(tickets.max_tickets);
         // The jobs are read in place and the priorities handed on as they come: no input and
         // output vectors of 100,000 entries between the layers.
-        compute_priorities_each(
+        compute_priorities_in_ranges(
             &pass,
+            &ranges,
             n,
-            |i| {
-                let j = job(i);
-                JobPriorityInput {
-                    job_id: u64::from(j.job.0),
-                    task_id: 1,
-                    submission_time: j.submission_time,
-                    deadline: j.deadline,
-                    posix_priority: j.posix_priority,
-                    // The scheduler's rrcontr already holds the queue urgency bonus.
-                    resource_contribution: j.rrcontr,
-                    queue_urgency_bonus: 0.0,
-                    tickets: tickets.jobs[i].tckts,
-                }
-            },
+            |i| priority_input(&job(i), tickets.jobs[i].tckts),
             |i, p| {
                 let t = &tickets.jobs[i];
                 emit(
@@ -259,5 +283,185 @@ impl PriorityPolicy for SgePriority {
                 );
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::JobId;
+    use gridspool_policy::sge::{compute_job_tickets, compute_priorities};
+    use gridspool_policy::sharetree::{Usage, UsageStore};
+    use proptest::prelude::*;
+    use std::sync::{Arc, Mutex};
+
+    const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+
+    fn config() -> ClusterConfig {
+        ClusterConfig::parse(
+            "hosts:\n  - {name: n1, slots: 4}\nqueues:\n  - {name: all.q, hostlist: [n1], slots: 4}\n\
+             share_tree: {name: Root, shares: 1, children: [{name: default, shares: 1}, {name: bob, shares: 3}]}\n\
+             scheduler: {policy: sge, weight_tickets_share: 10000, weight_deadline: 3600000}\n",
+        )
+        .expect("config")
+    }
+
+    /// The priorities from the policy crate's vector functions: every ticket computed
+    /// without a cache, the urgency range found by `compute_priorities`' own first walk.
+    fn fresh(
+        p: &SgePriority,
+        c: &SchedulerConfig,
+        now: i64,
+        jobs: &[PriorityInput<'_>],
+    ) -> Vec<PriorityInfo> {
+        let usage = p.usage.lock().expect("usage");
+        let tj: Vec<TicketJobInput<'_>> = jobs
+            .iter()
+            .map(|j| TicketJobInput {
+                job_id: u64::from(j.job.0),
+                task_id: 1,
+                submission_time: j.submission_time,
+                user: j.owner,
+                project: j.project,
+                department: None,
+                running: j.running_since.is_some(),
+                jobshare: 0,
+                job_otickets: 0,
+                pe_min_slots: j.slots.max(1),
+            })
+            .collect();
+        let tickets = compute_job_tickets(
+            &TicketConfig {
+                hierarchy: &p.hierarchy,
+                override_tables: &p.overrides,
+                share_override_tickets: c.share_override_tickets,
+                functional_shares: &p.functional,
+                functional: FunctionalPolicy {
+                    weight_tickets_functional: c.weight_tickets_functional,
+                    weight_user: c.weight_user,
+                    weight_project: c.weight_project,
+                    weight_department: c.weight_department,
+                    weight_job: c.weight_job,
+                    share_functional_shares: c.share_functional_shares,
+                    max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
+                    dependent: p.dependent(TicketPolicy::Functional),
+                },
+                share_tree: p.tree.as_ref().map(|t| {
+                    (
+                        t,
+                        &*usage,
+                        ShareTreePolicy {
+                            weight_tickets_share: c.weight_tickets_share,
+                            compensation_factor: c.compensation_factor,
+                            usage_weights: usage_weights(c),
+                            decay: DecayConfig {
+                                halftime_hours: c.halftime.max(0.0),
+                                ..DecayConfig::default()
+                            },
+                            dependent: p.dependent(TicketPolicy::ShareTree),
+                        },
+                    )
+                }),
+            },
+            now,
+            &tj,
+        );
+        let inputs: Vec<JobPriorityInput> = jobs
+            .iter()
+            .zip(&tickets.jobs)
+            .map(|(j, t)| JobPriorityInput {
+                job_id: u64::from(j.job.0),
+                task_id: 1,
+                submission_time: j.submission_time,
+                deadline: j.deadline,
+                posix_priority: j.posix_priority,
+                resource_contribution: j.rrcontr,
+                queue_urgency_bonus: 0.0,
+                tickets: t.tckts,
+            })
+            .collect();
+        let pass = PriorityPass {
+            weights: weights(c),
+            now,
+            max_tickets: Some(tickets.max_tickets),
+        };
+        compute_priorities(&pass, &inputs)
+            .iter()
+            .zip(&tickets.jobs)
+            .map(|(p, t)| PriorityInfo {
+                prio: p.prio,
+                nurg: p.nurg,
+                npprior: p.npprior,
+                ntckts: p.ntckts,
+                urg: p.urg,
+                rrcontr: p.rrcontr,
+                wtcontr: p.wtcontr,
+                dlcontr: p.dlcontr,
+                tickets: t.tckts,
+                otickets: t.otckt,
+                ftickets: t.ftckt,
+                stickets: t.stckt,
+                share: t.share,
+                policy_terms: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// (user, running, submission offset, deadline offset, -p, slots, rrcontr)
+    type Spec = (usize, bool, i64, Option<i64>, i32, u32, u32);
+
+    proptest! {
+        /// The urgency range gathered in the ticket read (and the share-tree cache kept
+        /// between passes) give exactly the priorities of the from-scratch computation, pass
+        /// after pass while time moves on and jobs come, go, start and get charged usage.
+        #[test]
+        fn priorities_equal_fresh_ones(
+            passes in proptest::collection::vec(
+                (proptest::collection::vec(
+                    (0..USERS.len(), any::<bool>(), 0..7200i64,
+                     proptest::option::of(-600..7200i64), -1023..=1024i32, 1..8u32, 0..5000u32),
+                    0..40),
+                 0..600i64, 0..3u8),
+                1..5),
+        ) {
+            let cfg = config();
+            let usage: SharedUsage = Arc::new(Mutex::new(UsageStore::new()));
+            let mut policy = SgePriority::new(&cfg, usage.clone());
+            let c = &cfg.scheduler;
+            let mut now = 1_800_000_000;
+            for (specs, dt, charge) in passes {
+                now += dt;
+                if charge > 0 {
+                    let mut u = usage.lock().expect("usage");
+                    u.add_usage(
+                        USERS[usize::from(charge)],
+                        None,
+                        Usage { cpu: 100.0 * f64::from(charge), mem: 0.0, io: 0.0 },
+                        now,
+                        &DecayConfig::default(),
+                    );
+                }
+                let jobs: Vec<PriorityInput<'_>> = specs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, s): (usize, &Spec)| PriorityInput {
+                        job: JobId(k as u32 + 1),
+                        uid: s.0 as u32,
+                        owner: USERS[s.0],
+                        project: None,
+                        submission_time: now - s.2,
+                        posix_priority: s.4,
+                        slots: s.5,
+                        rrcontr: f64::from(s.6),
+                        deadline: s.3.map(|d| now + d),
+                        running_since: s.1.then_some(now - s.2 / 2),
+                    })
+                    .collect();
+                let got = policy.compute(c, now, &jobs);
+                prop_assert_eq!(&got, &fresh(&policy, c, now, &jobs));
+                // And a second pass over the same jobs (the cache warm).
+                prop_assert_eq!(policy.compute(c, now, &jobs), got);
+            }
+        }
     }
 }
