@@ -9,8 +9,8 @@ use super::priority::{PriorityInput, PriorityPolicy};
 use crate::config::{ClusterConfig, SchedulerConfig, ShareTreeNode};
 use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
-    FunctionalPolicy, FunctionalShares, JobPriorityInput, OverrideTables, PriorityPass,
-    PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
+    FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, JobTickets, OverrideTables,
+    PriorityPass, PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
     compute_job_tickets_cached, compute_priorities_in_ranges, parse_policy_hierarchy,
 };
 use gridspool_policy::sharetree::{
@@ -261,28 +261,29 @@ impl PriorityPolicy for SgePriority {
             n,
             |i| priority_input(&job(i), tickets.jobs[i].tckts),
             |i, p| {
-                let t = &tickets.jobs[i];
-                emit(
-                    i,
-                    PriorityInfo {
-                        prio: p.prio,
-                        nurg: p.nurg,
-                        npprior: p.npprior,
-                        ntckts: p.ntckts,
-                        urg: p.urg,
-                        rrcontr: p.rrcontr,
-                        wtcontr: p.wtcontr,
-                        dlcontr: p.dlcontr,
-                        tickets: t.tckts,
-                        otickets: t.otckt,
-                        ftickets: t.ftckt,
-                        stickets: t.stckt,
-                        share: t.share,
-                        policy_terms: Vec::new(),
-                    },
-                );
+                emit(i, priority_info(&p, &tickets.jobs[i]));
             },
         );
+    }
+}
+
+/// What `qstat` shows of a job under the SGE policy: its priority and its tickets.
+fn priority_info(p: &JobPriority, t: &JobTickets) -> PriorityInfo {
+    PriorityInfo {
+        prio: p.prio,
+        nurg: p.nurg,
+        npprior: p.npprior,
+        ntckts: p.ntckts,
+        urg: p.urg,
+        rrcontr: p.rrcontr,
+        wtcontr: p.wtcontr,
+        dlcontr: p.dlcontr,
+        tickets: t.tckts,
+        otickets: t.otckt,
+        ftickets: t.ftckt,
+        stickets: t.stckt,
+        share: t.share,
+        policy_terms: Vec::new(),
     }
 }
 
@@ -388,22 +389,7 @@ mod tests {
         compute_priorities(&pass, &inputs)
             .iter()
             .zip(&tickets.jobs)
-            .map(|(p, t)| PriorityInfo {
-                prio: p.prio,
-                nurg: p.nurg,
-                npprior: p.npprior,
-                ntckts: p.ntckts,
-                urg: p.urg,
-                rrcontr: p.rrcontr,
-                wtcontr: p.wtcontr,
-                dlcontr: p.dlcontr,
-                tickets: t.tckts,
-                otickets: t.otckt,
-                ftickets: t.ftckt,
-                stickets: t.stckt,
-                share: t.share,
-                policy_terms: Vec::new(),
-            })
+            .map(|(p, t)| priority_info(p, t))
             .collect()
     }
 
