@@ -188,12 +188,16 @@ impl SchedState {
             }
             let q = qindex[key as usize] as usize;
             cand_queue.push(q as u32);
+            // A queue never gets more than the free slots in one round (on a full cluster,
+            // the usual periodic pass, no room: no category read and no division).
+            if qslots[q] >= free_slots {
+                continue;
+            }
             let slots = self.categories[c.cat]
                 .demand
                 .as_ref()
                 .map_or(1, |d| d.urgency_slots.max(1));
-            // A queue never gets more than the free slots in one round.
-            let room = free_slots.saturating_sub(qslots[q]) / slots;
+            let room = (free_slots - qslots[q]) / slots;
             let n = c.pending_tasks.min(u64::from(room)) as usize;
             for _ in 0..n {
                 qjobs[q].push(ArmadaJob {
