@@ -21,8 +21,10 @@
 //! Cost: O(candidates + free slots × queues) on top of the sort.
 
 use super::pass::{Candidate, CatVerdict, PassResult};
+use super::rows::NO_QUEUE;
 use super::state::SchedState;
 use crate::config::ArmadaMode;
+use crate::model::JobId;
 use gridspool_policy::armada::{
     self, ArmadaJob, DEFAULT_MIN_PRIORITY, DrfQueue, Halftime, ResourceFactors, RoundConfig,
 };
@@ -105,14 +107,28 @@ impl SchedState {
         let aconf = self.config.scheduler.armada.clone();
         // 1. Usage per queue from the running tasks, and priorities decayed toward it.
         // From the running bookings (thousands), not a walk over every job.
+        // The bookings are gathered and sorted by job so that each job is looked up once,
+        // in id order (the map's upper levels stay in cache), not once per task at random.
         let mut usage: BTreeMap<String, f64> = BTreeMap::new();
         let mut per_key: HashMap<u32, f64> = HashMap::new();
-        for (&(j, _), b) in &self.running {
+        let mut held: Vec<(JobId, u32)> = self
+            .running
+            .iter()
+            .map(|(&(j, _), b)| (j, b.booking.slots.iter().map(|s| s.1).sum::<u32>().max(1)))
+            .collect();
+        held.sort_unstable_by_key(|&(j, _)| j);
+        let mut at = 0;
+        while at < held.len() {
+            let j = held[at].0;
+            let mut slots = 0.0;
+            while at < held.len() && held[at].0 == j {
+                slots += f64::from(held[at].1);
+                at += 1;
+            }
             if let Some(e) = self.jobs.get(&j) {
-                let slots: u32 = b.booking.slots.iter().map(|s| s.1).sum();
                 *per_key
                     .entry(e.hot.project.unwrap_or(e.hot.owner))
-                    .or_insert(0.0) += f64::from(slots.max(1));
+                    .or_insert(0.0) += slots;
             }
         }
         for (k, u) in per_key {
@@ -154,7 +170,6 @@ impl SchedState {
         // 2. Queues with pending work and their tasks, in candidate order. A queue is an
         // interned name (project, else owner): indexed by the name's number, not hashed, and
         // each candidate's queue kept for the terms below.
-        const NO_QUEUE: u32 = u32::MAX;
         let mut qindex: Vec<u32> = vec![NO_QUEUE; self.name_list.len()];
         let mut cand_queue: Vec<u32> = Vec::with_capacity(cands.len());
         let mut qnames: Vec<String> = Vec::new();
@@ -173,12 +188,16 @@ impl SchedState {
             }
             let q = qindex[key as usize] as usize;
             cand_queue.push(q as u32);
+            // A queue never gets more than the free slots in one round (on a full cluster,
+            // the usual periodic pass, no room: no category read and no division).
+            if qslots[q] >= free_slots {
+                continue;
+            }
             let slots = self.categories[c.cat]
                 .demand
                 .as_ref()
                 .map_or(1, |d| d.urgency_slots.max(1));
-            // A queue never gets more than the free slots in one round.
-            let room = free_slots.saturating_sub(qslots[q]) / slots;
+            let room = (free_slots - qslots[q]) / slots;
             let n = c.pending_tasks.min(u64::from(room)) as usize;
             for _ in 0..n {
                 qjobs[q].push(ArmadaJob {
@@ -289,9 +308,11 @@ impl SchedState {
             }
         }
 
-        // 5. Policy terms, one shared allocation per queue (`JobEntry::terms`, put into
-        // `priority.policy_terms` when the record is written), in one walk in position order.
-        let mut terms: Vec<Arc<[(String, String)]>> = qnames
+        // 5. Policy terms, one allocation per queue: each candidate's row refers to its
+        // queue (`JobRows::term_queue`), and `JobRows::terms_of` reads them when a record is
+        // written (`priority.policy_terms`); a pass writes one `u32` per row, not a
+        // reference-counted pointer (the words change every pass as the priorities decay).
+        let terms: Vec<Arc<[(String, String)]>> = qnames
             .iter()
             .enumerate()
             .map(|(q, n)| {
@@ -311,28 +332,13 @@ impl SchedState {
                 *slot = q;
             }
         }
-        // A queue whose words are those of the first of its rows' last terms (the usual case
-        // from one pass to the next) shares that allocation instead, so that its rows that
-        // hold it already are not written (no reference count changed per row).
-        let mut checked = vec![false; terms.len()];
-        for (t, q) in self.rows.terms.iter_mut().zip(queue_at) {
-            if q == NO_QUEUE {
+        for t in &mut self.rows.terms {
+            if t.is_some() {
                 *t = None;
-                continue;
-            }
-            let q = q as usize;
-            if !checked[q] {
-                checked[q] = true;
-                if let Some(old) = t.as_ref()
-                    && old[..] == terms[q][..]
-                {
-                    terms[q] = old.clone();
-                }
-            }
-            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, &terms[q])) {
-                *t = Some(terms[q].clone());
             }
         }
+        self.rows.term_queue = queue_at;
+        self.rows.queue_terms = terms;
     }
 }
 

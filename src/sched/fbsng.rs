@@ -555,6 +555,7 @@ impl SchedState {
         }
         let mut last: Option<((usize, i64), SharedTerms)> = None;
         let none: Arc<[String]> = Arc::from(Vec::new());
+        self.rows.drop_queue_terms();
         let rows = &mut self.rows;
         for (pos, ((r, t), &i)) in rows
             .rows

@@ -102,6 +102,7 @@ impl SchedState {
         // with the hosts) share that allocation instead, so that the rows holding it already
         // are not written (no reference count changed per row and pass).
         let mut checked = vec![false; cache.len()];
+        self.rows.drop_queue_terms();
         let rows = &mut self.rows;
         for (r, t) in rows.rows.iter().zip(rows.terms.iter_mut()) {
             let slot = r.cluster as usize;

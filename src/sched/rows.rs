@@ -121,6 +121,12 @@ pub(crate) struct JobRows {
     pub reasons: Vec<Arc<[String]>>,
     /// The active policy's own terms of the last pass.
     pub terms: Vec<Terms>,
+    /// Terms kept per queue instead (armada, whose words change every pass): each row's
+    /// index into `queue_terms`, or [`NO_QUEUE`]; empty when no policy keeps them so. A pass
+    /// writes one `u32` per row and its queues' terms, not one reference-counted pointer per
+    /// row. [`JobRows::terms_of`] reads either.
+    pub term_queue: Vec<u32>,
+    pub queue_terms: Vec<Arc<[(String, String)]>>,
     dead: usize,
     unsorted: bool,
 }
@@ -145,6 +151,9 @@ impl JobRows {
         self.priority.push(priority);
         self.reasons.push(reasons);
         self.terms.push(None);
+        if !self.term_queue.is_empty() {
+            self.term_queue.push(NO_QUEUE);
+        }
         (self.rows.len() - 1) as u32
     }
 
@@ -159,6 +168,9 @@ impl JobRows {
             self.priority[i] = None;
             self.reasons[i] = empty.clone();
             self.terms[i] = None;
+            if let Some(q) = self.term_queue.get_mut(i) {
+                *q = NO_QUEUE;
+            }
             self.dead += 1;
         }
     }
@@ -171,7 +183,27 @@ impl JobRows {
     pub fn len(&self) -> usize {
         self.rows.len()
     }
+
+    /// The policy terms of row `i`: its own, else its queue's.
+    pub fn terms_of(&self, i: usize) -> Option<&Arc<[(String, String)]>> {
+        if let Some(Some(t)) = self.terms.get(i) {
+            return Some(t);
+        }
+        let q = *self.term_queue.get(i)?;
+        self.queue_terms.get(q as usize)
+    }
+
+    /// Forgets the terms kept per queue (a policy writing its terms per row).
+    pub fn drop_queue_terms(&mut self) {
+        if !self.term_queue.is_empty() || !self.queue_terms.is_empty() {
+            self.term_queue = Vec::new();
+            self.queue_terms = Vec::new();
+        }
+    }
 }
+
+/// A row without a queue in [`JobRows::term_queue`].
+pub const NO_QUEUE: u32 = u32::MAX;
 
 impl SchedState {
     /// Re-lays the rows out in the job map's order without dead rows, when due
@@ -187,6 +219,8 @@ impl SchedState {
             priority: Vec::with_capacity(n),
             reasons: Vec::with_capacity(n),
             terms: Vec::with_capacity(n),
+            term_queue: Vec::new(),
+            queue_terms: Vec::new(),
             dead: 0,
             unsorted: false,
         };
@@ -195,8 +229,14 @@ impl SchedState {
             mut priority,
             reasons,
             mut terms,
+            term_queue,
+            queue_terms,
             ..
         } = old;
+        if !term_queue.is_empty() {
+            rows.term_queue = Vec::with_capacity(n);
+        }
+        rows.queue_terms = queue_terms;
         for e in self.jobs.values_mut() {
             let i = e.row as usize;
             e.row = rows.rows.len() as u32;
@@ -204,6 +244,9 @@ impl SchedState {
             rows.priority.push(priority[i].take());
             rows.reasons.push(reasons[i].clone());
             rows.terms.push(terms[i].take());
+            if let Some(&q) = term_queue.get(i) {
+                rows.term_queue.push(q);
+            }
         }
         self.rows = rows;
         self.invalidate_order();

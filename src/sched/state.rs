@@ -437,9 +437,8 @@ impl SchedState {
     pub fn policy_terms(&self, id: JobId) -> &[(String, String)] {
         self.jobs
             .get(&id)
-            .and_then(|e| self.rows.terms.get(e.row as usize))
-            .and_then(|t| t.as_deref())
-            .unwrap_or(&[])
+            .and_then(|e| self.rows.terms_of(e.row as usize))
+            .map_or(&[], |t| &t[..])
     }
 
     /// The record as it is to be written to the spool: with the last pass's priority and
@@ -454,7 +453,7 @@ impl SchedState {
             .get(row)
             .map_or(Vec::new(), |r| r.to_vec());
         r.priority = self.priority_of(e).cloned();
-        if let (Some(p), Some(Some(t))) = (r.priority.as_mut(), self.rows.terms.get(row)) {
+        if let (Some(p), Some(t)) = (r.priority.as_mut(), self.rows.terms_of(row)) {
             p.policy_terms = t.to_vec();
         }
         Some(r)
