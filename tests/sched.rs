@@ -1002,6 +1002,12 @@ fn running_jobs_show_their_online_usage() {
         let run = cell.run(&user, "qdel", &[&id.to_string()]);
         assert_eq!(run.code, 0, "{run:?}");
     }
+    // Killed before the daemon and the sshd stop: else the ssh host's job outlives the test.
+    for &id in &ids {
+        wait_for("killed", Duration::from_secs(30), || {
+            !exits(&cell.spool, id).is_empty()
+        });
+    }
 }
 
 /// `qstat`'s arguments and what it printed, for each listing option.
