@@ -103,6 +103,32 @@ impl SgePriority {
             .find(|(p, _)| *p == policy)
             .is_some_and(|(_, d)| *d)
     }
+
+    fn share_tree_policy(&self, c: &SchedulerConfig) -> ShareTreePolicy {
+        ShareTreePolicy {
+            weight_tickets_share: c.weight_tickets_share,
+            compensation_factor: c.compensation_factor,
+            usage_weights: usage_weights(c),
+            decay: DecayConfig {
+                halftime_hours: c.halftime.max(0.0),
+                ..DecayConfig::default()
+            },
+            dependent: self.dependent(TicketPolicy::ShareTree),
+        }
+    }
+
+    fn functional_policy(&self, c: &SchedulerConfig) -> FunctionalPolicy {
+        FunctionalPolicy {
+            weight_tickets_functional: c.weight_tickets_functional,
+            weight_user: c.weight_user,
+            weight_project: c.weight_project,
+            weight_department: c.weight_department,
+            weight_job: c.weight_job,
+            share_functional_shares: c.share_functional_shares,
+            max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
+            dependent: self.dependent(TicketPolicy::Functional),
+        }
+    }
 }
 
 fn weights(c: &SchedulerConfig) -> PriorityWeights {
@@ -166,17 +192,6 @@ impl PriorityPolicy for SgePriority {
             now,
             max_tickets: None,
         };
-        let priority_input = |j: &PriorityInput<'_>, tickets: f64| JobPriorityInput {
-            job_id: u64::from(j.job.0),
-            task_id: 1,
-            submission_time: j.submission_time,
-            deadline: j.deadline,
-            posix_priority: j.posix_priority,
-            // The scheduler's rrcontr already holds the queue urgency bonus.
-            resource_contribution: j.rrcontr,
-            queue_urgency_bonus: 0.0,
-            tickets,
-        };
         // Each job as the ticket policies see it, made when they read it: no vector of
         // 100,000 of them per pass. That read also counts the job's urgency towards the
         // pass's urgency range, so that the priorities below read each job once more instead
@@ -189,44 +204,15 @@ impl PriorityPolicy for SgePriority {
             let j = job(i);
             if i == ranged.get() {
                 let mut r = ranges.get();
-                r.add_urgency(&pass, &priority_input(&j, 0.0));
+                r.add_urgency(&pass, &urgency_input(&j, 0.0));
                 ranges.set(r);
                 ranged.set(i + 1);
             }
-            TicketJobInput {
-                job_id: u64::from(j.job.0),
-                task_id: 1,
-                submission_time: j.submission_time,
-                user: j.owner,
-                project: j.project,
-                department: None,
-                running: j.running_since.is_some(),
-                jobshare: 0,
-                job_otickets: 0,
-                pe_min_slots: j.slots.max(1),
-            }
+            ticket_input(&j)
         };
         let usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
-        let share_policy = ShareTreePolicy {
-            weight_tickets_share: c.weight_tickets_share,
-            compensation_factor: c.compensation_factor,
-            usage_weights: usage_weights(c),
-            decay: DecayConfig {
-                halftime_hours: c.halftime.max(0.0),
-                ..DecayConfig::default()
-            },
-            dependent: self.dependent(TicketPolicy::ShareTree),
-        };
-        let functional = FunctionalPolicy {
-            weight_tickets_functional: c.weight_tickets_functional,
-            weight_user: c.weight_user,
-            weight_project: c.weight_project,
-            weight_department: c.weight_department,
-            weight_job: c.weight_job,
-            share_functional_shares: c.share_functional_shares,
-            max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
-            dependent: self.dependent(TicketPolicy::Functional),
-        };
+        let share_policy = self.share_tree_policy(c);
+        let functional = self.functional_policy(c);
         let tickets = compute_job_tickets_cached(
             &TicketConfig {
                 hierarchy: &self.hierarchy,
@@ -246,7 +232,7 @@ impl PriorityPolicy for SgePriority {
         if ranged.get() != n {
             ranges = PriorityRanges::default();
             for i in 0..n {
-                ranges.add_urgency(&pass, &priority_input(&job(i), 0.0));
+                ranges.add_urgency(&pass, &urgency_input(&job(i), 0.0));
             }
         }
         for t in &tickets.jobs {
@@ -259,11 +245,42 @@ impl PriorityPolicy for SgePriority {
             &pass,
             &ranges,
             n,
-            |i| priority_input(&job(i), tickets.jobs[i].tckts),
+            |i| urgency_input(&job(i), tickets.jobs[i].tckts),
             |i, p| {
                 emit(i, priority_info(&p, &tickets.jobs[i]));
             },
         );
+    }
+}
+
+/// A job as the urgency and priority computation sees it, with the tickets it was given.
+fn urgency_input(j: &PriorityInput<'_>, tickets: f64) -> JobPriorityInput {
+    JobPriorityInput {
+        job_id: u64::from(j.job.0),
+        task_id: 1,
+        submission_time: j.submission_time,
+        deadline: j.deadline,
+        posix_priority: j.posix_priority,
+        // The scheduler's rrcontr already holds the queue urgency bonus.
+        resource_contribution: j.rrcontr,
+        queue_urgency_bonus: 0.0,
+        tickets,
+    }
+}
+
+/// A job as the ticket policies see it.
+fn ticket_input<'a>(j: &PriorityInput<'a>) -> TicketJobInput<'a> {
+    TicketJobInput {
+        job_id: u64::from(j.job.0),
+        task_id: 1,
+        submission_time: j.submission_time,
+        user: j.owner,
+        project: j.project,
+        department: None,
+        running: j.running_since.is_some(),
+        jobshare: 0,
+        job_otickets: 0,
+        pe_min_slots: j.slots.max(1),
     }
 }
 
@@ -316,53 +333,18 @@ mod tests {
         jobs: &[PriorityInput<'_>],
     ) -> Vec<PriorityInfo> {
         let usage = p.usage.lock().expect("usage");
-        let tj: Vec<TicketJobInput<'_>> = jobs
-            .iter()
-            .map(|j| TicketJobInput {
-                job_id: u64::from(j.job.0),
-                task_id: 1,
-                submission_time: j.submission_time,
-                user: j.owner,
-                project: j.project,
-                department: None,
-                running: j.running_since.is_some(),
-                jobshare: 0,
-                job_otickets: 0,
-                pe_min_slots: j.slots.max(1),
-            })
-            .collect();
+        let tj: Vec<TicketJobInput<'_>> = jobs.iter().map(ticket_input).collect();
         let tickets = compute_job_tickets(
             &TicketConfig {
                 hierarchy: &p.hierarchy,
                 override_tables: &p.overrides,
                 share_override_tickets: c.share_override_tickets,
                 functional_shares: &p.functional,
-                functional: FunctionalPolicy {
-                    weight_tickets_functional: c.weight_tickets_functional,
-                    weight_user: c.weight_user,
-                    weight_project: c.weight_project,
-                    weight_department: c.weight_department,
-                    weight_job: c.weight_job,
-                    share_functional_shares: c.share_functional_shares,
-                    max_functional_jobs_to_schedule: c.max_functional_jobs_to_schedule as usize,
-                    dependent: p.dependent(TicketPolicy::Functional),
-                },
-                share_tree: p.tree.as_ref().map(|t| {
-                    (
-                        t,
-                        &*usage,
-                        ShareTreePolicy {
-                            weight_tickets_share: c.weight_tickets_share,
-                            compensation_factor: c.compensation_factor,
-                            usage_weights: usage_weights(c),
-                            decay: DecayConfig {
-                                halftime_hours: c.halftime.max(0.0),
-                                ..DecayConfig::default()
-                            },
-                            dependent: p.dependent(TicketPolicy::ShareTree),
-                        },
-                    )
-                }),
+                functional: p.functional_policy(c),
+                share_tree: p
+                    .tree
+                    .as_ref()
+                    .map(|t| (t, &*usage, p.share_tree_policy(c))),
             },
             now,
             &tj,
@@ -370,16 +352,7 @@ mod tests {
         let inputs: Vec<JobPriorityInput> = jobs
             .iter()
             .zip(&tickets.jobs)
-            .map(|(j, t)| JobPriorityInput {
-                job_id: u64::from(j.job.0),
-                task_id: 1,
-                submission_time: j.submission_time,
-                deadline: j.deadline,
-                posix_priority: j.posix_priority,
-                resource_contribution: j.rrcontr,
-                queue_urgency_bonus: 0.0,
-                tickets: t.tckts,
-            })
+            .map(|(j, t)| urgency_input(j, t.tckts))
             .collect();
         let pass = PriorityPass {
             weights: weights(c),
