@@ -25,7 +25,7 @@ use crate::model::{
 };
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -209,6 +209,11 @@ pub struct Daemon {
     /// shows transferring (`t`), and when that is written at the latest
     /// ([`DaemonOptions::running_state_delay`]); any earlier write of the job takes it along.
     running_unwritten: BTreeMap<JobId, Instant>,
+    /// The same deadlines in the order they fall due (the delay is constant, so that is the
+    /// order they were set in): the loop reads the soonest and [`Self::running_due`] takes
+    /// the due ones from the front, without a walk over every entry per wake-up. An entry
+    /// whose job was written meanwhile no longer matches the map and is dropped there.
+    running_deadlines: VecDeque<(Instant, JobId)>,
 }
 
 /// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
@@ -334,6 +339,7 @@ impl Daemon {
             index: crate::spool::IndexWriter::off(&spool_for_index),
             absorbed: Vec::new(),
             running_unwritten: BTreeMap::new(),
+            running_deadlines: VecDeque::new(),
         })
     }
 
@@ -392,7 +398,7 @@ impl Daemon {
                 let at = Instant::now() + Duration::from_secs((s - t).max(0) as u64);
                 deadline = deadline.min(at);
             }
-            if let Some(at) = self.running_unwritten.values().min() {
+            if let Some((at, _)) = self.running_deadlines.front() {
                 deadline = deadline.min(*at);
             }
             // Refreshing priorities is background work: inputs go first, and it goes on
@@ -1130,9 +1136,13 @@ impl Daemon {
                 // task started.
                 match self.state.task_started(job, task) {
                     Ok(()) => {
-                        self.running_unwritten
-                            .entry(job)
-                            .or_insert_with(|| Instant::now() + self.opts.running_state_delay);
+                        if let std::collections::btree_map::Entry::Vacant(e) =
+                            self.running_unwritten.entry(job)
+                        {
+                            let at = Instant::now() + self.opts.running_state_delay;
+                            e.insert(at);
+                            self.running_deadlines.push_back((at, job));
+                        }
                         info!(job = %job, task, host = %host, pid, "task running");
                         self.mail_begin(job, task);
                     }
@@ -1326,16 +1336,16 @@ impl Daemon {
     /// Marks the jobs whose `r` has waited [`DaemonOptions::running_state_delay`] to be
     /// written with this wake-up's changes.
     fn running_due(&mut self, at: Instant) {
-        let due: Vec<JobId> = self
-            .running_unwritten
-            .iter()
-            .filter(|(_, t)| **t <= at)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            self.running_unwritten.remove(&id);
-            // A job removed meanwhile is not written (`record_for_write` has none).
-            self.state.mark_dirty(id);
+        while let Some(&(t, id)) = self.running_deadlines.front() {
+            if t > at {
+                break;
+            }
+            self.running_deadlines.pop_front();
+            if self.running_unwritten.get(&id) == Some(&t) {
+                self.running_unwritten.remove(&id);
+                // A job removed meanwhile is not written (`record_for_write` has none).
+                self.state.mark_dirty(id);
+            }
         }
     }
 
@@ -1355,6 +1365,7 @@ impl Daemon {
     /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.save_armada(true);
+        self.running_deadlines.clear();
         for id in std::mem::take(&mut self.running_unwritten).into_keys() {
             self.state.mark_dirty(id);
         }
