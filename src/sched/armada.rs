@@ -117,15 +117,9 @@ impl SchedState {
             .map(|(&(j, _), b)| (j, b.booking.slots.iter().map(|s| s.1).sum::<u32>().max(1)))
             .collect();
         held.sort_unstable_by_key(|&(j, _)| j);
-        let mut at = 0;
-        while at < held.len() {
-            let j = held[at].0;
-            let mut slots = 0.0;
-            while at < held.len() && held[at].0 == j {
-                slots += f64::from(held[at].1);
-                at += 1;
-            }
-            if let Some(e) = self.jobs.get(&j) {
+        for tasks in held.chunk_by(|a, b| a.0 == b.0) {
+            let slots: f64 = tasks.iter().map(|&(_, n)| f64::from(n)).sum();
+            if let Some(e) = self.jobs.get(&tasks[0].0) {
                 *per_key
                     .entry(e.hot.project.unwrap_or(e.hot.owner))
                     .or_insert(0.0) += slots;
