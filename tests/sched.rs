@@ -1293,3 +1293,59 @@ fn kill_9_of_sched_d_ends_its_start_server_but_not_the_supervisors_it_forked() {
     assert_eq!(std::fs::read_to_string(&marker).expect("marker"), "done\n");
     assert!(d2.log_text().contains("task re-attached"));
 }
+
+/// `--retention 0`: a finished job is retired in the same wake-up that records its end. Its
+/// accounting record is made once, a job held on it (`-hold_jid`) is released although its
+/// predecessor's files are already gone, an array job goes only when its last task ended,
+/// and a restarted `sched_d` finds nothing to run again.
+#[test]
+fn retention_0_retires_jobs_at_once_and_loses_nothing() {
+    let cell = cell(2);
+    let dir = workdir(&cell);
+    let count = |id: JobId| dir.join(format!("count.{id}"));
+    let script = format!("echo run >> {}/count.$JOB_ID.$SGE_TASK_ID\n", dir.display());
+    let mut d = SchedD::start(&cell, &["--retention", "0"]);
+    let first = submit(&cell.spool, &script, |s, _| s.cwd = cwd(&dir));
+    let after = submit(&cell.spool, &script, |s, _| {
+        s.cwd = cwd(&dir);
+        s.predecessors = vec![first];
+        s.hold_jid = vec![first.to_string()];
+    });
+    let array = submit(&cell.spool, &script, |s, _| {
+        s.cwd = cwd(&dir);
+        s.array = Some(gridspool::model::TaskIdRange::new(1, 5, 1));
+    });
+    let all = [(first, 1), (after, 1), (array, 5)];
+    wait_for("every task accounted", Duration::from_secs(20), || {
+        all.iter()
+            .all(|&(id, n)| accounting_records(&cell, id).len() == n)
+    });
+    wait_for("every job retired", Duration::from_secs(10), || {
+        all.iter().all(|&(id, _)| {
+            !cell.spool.job_file(id).exists()
+                && !cell.spool.state_file(id).exists()
+                && !cell.spool.exits_file(id).exists()
+        })
+    });
+    let ran =
+        |id: JobId, task: &str| lines(&PathBuf::from(format!("{}.{task}", count(id).display())));
+    assert_eq!(ran(first, "undefined"), 1, "log:\n{}", d.log_text());
+    assert_eq!(ran(after, "undefined"), 1, "log:\n{}", d.log_text());
+    for t in 1..=5 {
+        assert_eq!(ran(array, &t.to_string()), 1, "task {t}");
+    }
+    // Nothing left to run after a restart, and nothing recorded twice.
+    d.signal(Signal::SIGTERM);
+    d.wait();
+    let d2 = SchedD::start(&cell, &["--retention", "0"]);
+    std::thread::sleep(Duration::from_millis(500));
+    for &(id, n) in &all {
+        assert_eq!(
+            accounting_records(&cell, id).len(),
+            n,
+            "job {id}; log:\n{}",
+            d2.log_text()
+        );
+    }
+    assert_eq!(ran(first, "undefined"), 1);
+}
