@@ -1349,3 +1349,134 @@ fn retention_0_retires_jobs_at_once_and_loses_nothing() {
     }
     assert_eq!(ran(first, "undefined"), 1);
 }
+
+/// Qube!'s aggressive preemption through the real daemon: a better job submitted while a
+/// worse one holds the only slot has the worse one killed; the victim's run is accounted,
+/// it goes back to pending and runs again (with `RESTARTED=1`) after the better job, which
+/// is accounted once. Nothing is lost.
+#[test]
+fn aggressive_preemption_kills_requeues_and_accounts_both_runs() {
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1}}\n\
+             scheduler: {{policy: cluster, preemption: aggressive, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}}\n"
+        )
+    });
+    let dir = workdir(&cell);
+    let runs = dir.join("runs");
+    let d = SchedD::start(&cell, &[]);
+    let victim = submit(
+        &cell.spool,
+        &format!(
+            "echo victim $RESTARTED >> {r}\n[ \"$RESTARTED\" = 1 ] || sleep 60\n",
+            r = runs.display()
+        ),
+        |s, _| {
+            s.cwd = cwd(&dir);
+            s.priority = -100;
+        },
+    );
+    wait_running(&cell.spool, victim);
+    wait_for("the victim's first run", Duration::from_secs(10), || {
+        lines(&runs) == 1
+    });
+    let better = submit(
+        &cell.spool,
+        &format!("echo better $RESTARTED >> {}\n", runs.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    wait_for("both jobs accounted", Duration::from_secs(30), || {
+        accounting_records(&cell, victim).len() == 2 && accounting_records(&cell, better).len() == 1
+    });
+    let order = std::fs::read_to_string(&runs).expect("runs");
+    assert_eq!(
+        order,
+        "victim 0\nbetter 0\nvictim 1\n",
+        "log:\n{}",
+        d.log_text()
+    );
+    // The killed run is recorded as ended by a signal; the rerun as a clean exit.
+    let first = &accounting_records(&cell, victim)[0];
+    let second = &accounting_records(&cell, victim)[1];
+    assert_ne!(
+        first.get(12),
+        Some(&"0".to_string()),
+        "killed run: {first:?}"
+    );
+    assert_eq!(second.get(12), Some(&"0".to_string()), "rerun: {second:?}");
+    wait_for("the victim's exit line", Duration::from_secs(10), || {
+        exits(&cell.spool, victim).len() == 1
+    });
+    assert!(d.log_text().contains("preempted"), "log:\n{}", d.log_text());
+}
+
+/// Qube!'s passive preemption through the real daemon: a better two-slot job arrives while
+/// a worse array job holds both slots. Each victim task runs to its end, but the array starts
+/// nothing more on the host while the better job waits, so the slot freed first stays idle
+/// until the second frees; without preemption the array's next task would take it.
+#[test]
+fn passive_preemption_lets_victims_finish_and_starts_nothing_more_of_them() {
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, pe_list: [smp]}}\n\
+             parallel_environments:\n  - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
+             scheduler: {{policy: cluster, preemption: passive, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}}\n"
+        )
+    });
+    let dir = workdir(&cell);
+    let runs = dir.join("runs");
+    let d = SchedD::start(&cell, &[]);
+    let victim = submit(
+        &cell.spool,
+        &format!(
+            "echo victim $SGE_TASK_ID >> {}\n[ $SGE_TASK_ID -gt 2 ] || sleep $SGE_TASK_ID\n",
+            runs.display()
+        ),
+        |s, _| {
+            s.cwd = cwd(&dir);
+            s.priority = -100;
+            s.array = Some(gridspool::model::TaskIdRange::new(1, 4, 1));
+        },
+    );
+    wait_for("two victim tasks running", Duration::from_secs(10), || {
+        lines(&runs) == 2
+    });
+    let better = submit(
+        &cell.spool,
+        &format!("echo better >> {}\n", runs.display()),
+        |s, _| {
+            s.cwd = cwd(&dir);
+            s.pe = Some(gridspool::model::PeRequest {
+                name: "smp".into(),
+                range: gridspool::model::SlotRange { min: 2, max: 2 },
+            });
+        },
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while accounting_records(&cell, victim).len() < 4
+        || accounting_records(&cell, better).is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not everything accounted: runs {:?}; log:\n{}",
+            std::fs::read_to_string(&runs),
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let order = std::fs::read_to_string(&runs).expect("runs");
+    let lines: Vec<&str> = order.lines().collect();
+    assert_eq!(lines.len(), 5, "{order}");
+    assert_eq!(
+        lines[2],
+        "better",
+        "order {order:?}; log:\n{}",
+        d.log_text()
+    );
+    // Passive: no run was killed.
+    for r in accounting_records(&cell, victim) {
+        assert_eq!(r.get(12), Some(&"0".to_string()), "{r:?}");
+    }
+}

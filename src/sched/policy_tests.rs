@@ -542,7 +542,7 @@ fn aggressive_preemption_under_the_sge_order() {
 }
 
 /// Passive preemption: the victim's running array task finishes, and the job starts no more
-/// tasks on that host; its other tasks run elsewhere.
+/// tasks on that host while the preemptor waits; its other tasks run elsewhere.
 #[test]
 fn seed_qube_passive_preemption_lets_the_task_finish_and_starts_no_more_there() {
     let sched = "{policy: cluster, preemption: passive}";
@@ -572,11 +572,55 @@ fn seed_qube_passive_preemption_lets_the_task_finish_and_starts_no_more_there() 
     s.task_ended(JobId(1), 1).expect("ended");
     assert_eq!(started_tasks(&mut s, NOW + 2), [(2, 1, "w1".into(), false)]);
     s.task_started(JobId(2), 1).expect("running");
-    s.task_ended(JobId(2), 1).expect("ended");
-    // w1 is idle, but job 1 starts no more there; its next task waits for w2.
-    assert!(started_tasks(&mut s, NOW + 3).is_empty());
+    // Job 2 no longer waits: the exclusion is over, and job 1 goes on where it may once a
+    // slot frees (here w2 first, then w1 when job 2 ends).
     s.task_ended(JobId(1), 2).expect("ended");
-    assert_eq!(started_tasks(&mut s, NOW + 4), [(1, 3, "w2".into(), false)]);
+    assert_eq!(started_tasks(&mut s, NOW + 3), [(1, 3, "w2".into(), false)]);
+    s.task_ended(JobId(2), 1).expect("ended");
+    assert_eq!(started_tasks(&mut s, NOW + 4), [(1, 4, "w1".into(), false)]);
+}
+
+/// A passive exclusion lasts while the preemptor waits: the slot its victim frees first
+/// stays idle when the preemptor needs more than that, instead of going to the victim's next
+/// task; once the preemptor has started, the victim may use the host again.
+#[test]
+fn passive_exclusion_holds_while_the_preemptor_waits() {
+    let sched = "{policy: cluster, preemption: passive, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}";
+    let text = format!(
+        "hosts:\n  - {{name: w1, slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [w1], slots: 2, pe_list: [smp]}}\n\
+         parallel_environments:\n  - {{name: smp, slots: 99, allocation_rule: $pe_slots}}\nscheduler: {sched}\n"
+    );
+    let mut s = state(
+        ClusterConfig::parse(&text).expect("config"),
+        vec![job(1, |s, _| {
+            s.priority = -100;
+            s.array = Some(crate::model::TaskIdRange::new(1, 4, 1));
+        })],
+    );
+    assert_eq!(started_tasks(&mut s, NOW).len(), 2);
+    for t in [1, 2] {
+        s.task_started(JobId(1), t).expect("running");
+    }
+    assert!(s.add_job(job(2, |s, _| {
+        s.pe = Some(crate::model::PeRequest {
+            name: "smp".into(),
+            range: crate::model::SlotRange { min: 2, max: 2 },
+        })
+    })));
+    let r = s.schedule(NOW + 1);
+    assert_eq!(r.preemptions.len(), 2, "{:?}", r.preemptions);
+    s.task_ended(JobId(1), 1).expect("ended");
+    assert!(
+        started_tasks(&mut s, NOW + 2).is_empty(),
+        "one slot free: job 2 needs two, job 1 is held off"
+    );
+    s.task_ended(JobId(1), 2).expect("ended");
+    assert_eq!(started_tasks(&mut s, NOW + 3), [(2, 1, "w1".into(), false)]);
+    s.task_started(JobId(2), 1).expect("running");
+    s.task_ended(JobId(2), 1).expect("ended");
+    let mut st = started_tasks(&mut s, NOW + 4);
+    st.sort();
+    assert_eq!(st, [(1, 3, "w1".into(), false), (1, 4, "w1".into(), false)]);
 }
 
 mod properties {

@@ -337,8 +337,11 @@ const TRIGGERS_PER_PASS: usize = 16;
 pub struct QubeState {
     /// Jobs whose state changed (submitted, altered, released, shoved) since the last plan.
     pub triggers: Vec<JobId>,
-    /// Passive victims: (job, host index) where the job starts nothing more.
-    pub passive_excluded: HashSet<(JobId, usize)>,
+    /// Passive victims: (job, host index) where the job starts nothing more while the job
+    /// it was preempted for (the value) still waits. Once that job started or left, the
+    /// victim may start there again: an exclusion for as long as the victim had pending
+    /// tasks would keep the rest of an array off the host for good.
+    pub passive_excluded: HashMap<(JobId, usize), JobId>,
     /// Aggressive victims being killed: their end requeues them.
     pub preempted: HashSet<(JobId, TaskId)>,
     /// Tasks requeued by preemption: their next start is a restart (`RESTARTED=1`).
@@ -374,9 +377,20 @@ impl SchedState {
         }
     }
 
-    /// Whether `job` may not start on host `h` (a passive preemption there).
+    /// Whether `job` may not start on host `h`: it was a passive victim there for a job that
+    /// still waits.
     pub(super) fn passively_excluded(&self, job: JobId, h: usize) -> bool {
-        !self.qube.passive_excluded.is_empty() && self.qube.passive_excluded.contains(&(job, h))
+        !self.qube.passive_excluded.is_empty()
+            && self
+                .qube
+                .passive_excluded
+                .get(&(job, h))
+                .is_some_and(|&for_job| self.still_waits(for_job))
+    }
+
+    /// Whether a job has pending tasks (a preemptor that no longer has any started or left).
+    fn still_waits(&self, id: JobId) -> bool {
+        self.jobs.get(&id).is_some_and(|e| e.hot.has_pending)
     }
 
     /// The end of an aggressively preempted task: `Some(run)` when `(id, task)` was one — it
@@ -410,11 +424,13 @@ impl SchedState {
             PreemptionSetting::Passive => PreemptionPolicy::Passive,
             PreemptionSetting::Aggressive => PreemptionPolicy::Aggressive,
         };
-        // Forget exclusions of jobs that are gone or have nothing pending.
+        // Forget exclusions of victims that have nothing pending, and those whose preemptor
+        // no longer waits.
         let jobs = &self.jobs;
+        let waits = |id: &JobId| jobs.get(id).is_some_and(|e| e.hot.has_pending);
         self.qube
             .passive_excluded
-            .retain(|(j, _)| jobs.get(j).is_some_and(|e| e.hot.has_pending));
+            .retain(|(victim, _), for_job| waits(victim) && waits(for_job));
         let mut triggers = std::mem::take(&mut self.qube.triggers);
         triggers.retain(|id| {
             self.jobs
@@ -480,7 +496,7 @@ impl SchedState {
                 host: HostId(host as u32),
                 preemptible: !e.hot.no_preempt
                     && !self.qube.preempted.contains(&(j, t))
-                    && !self.qube.passive_excluded.contains(&(j, host)),
+                    && !self.passively_excluded(j, host),
                 slots: b.booking.slots.iter().map(|s| s.1).sum(),
             });
             running_task.push((j, t));
@@ -532,7 +548,7 @@ impl SchedState {
                 if kill {
                     self.qube.preempted.insert((vj, vt));
                 } else {
-                    self.qube.passive_excluded.insert((vj, h));
+                    self.qube.passive_excluded.insert((vj, h), id);
                 }
                 out.push(Preemption {
                     for_job: id,
