@@ -1350,22 +1350,31 @@ fn retention_0_retires_jobs_at_once_and_loses_nothing() {
     assert_eq!(ran(first, "undefined"), 1);
 }
 
+/// A cell whose one host has `slots` slots in a queue with the `smp` PE, scheduled by the
+/// Qube! cluster order with `preemption`, `-p` alone as the job priority; its file `runs`,
+/// where the tests' jobs log their starts; and its running `sched_d`.
+fn preemption_cell(slots: u32, preemption: &str) -> (TestCell, PathBuf, SchedD) {
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: {slots}}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: {slots}, pe_list: [smp]}}\n\
+             parallel_environments:\n  - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
+             scheduler: {{policy: cluster, preemption: {preemption}, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}}\n"
+        )
+    });
+    let runs = workdir(&cell).join("runs");
+    let d = SchedD::start(&cell, &[]);
+    (cell, runs, d)
+}
+
 /// Qube!'s aggressive preemption through the real daemon: a better job submitted while a
 /// worse one holds the only slot has the worse one killed; the victim's run is accounted,
 /// it goes back to pending and runs again (with `RESTARTED=1`) after the better job, which
 /// is accounted once. Nothing is lost.
 #[test]
 fn aggressive_preemption_kills_requeues_and_accounts_both_runs() {
-    let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1}}\n\
-             scheduler: {{policy: cluster, preemption: aggressive, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}}\n"
-        )
-    });
+    let (cell, runs, d) = preemption_cell(1, "aggressive");
     let dir = workdir(&cell);
-    let runs = dir.join("runs");
-    let d = SchedD::start(&cell, &[]);
     let victim = submit(
         &cell.spool,
         &format!(
@@ -1417,17 +1426,8 @@ fn aggressive_preemption_kills_requeues_and_accounts_both_runs() {
 /// until the second frees; without preemption the array's next task would take it.
 #[test]
 fn passive_preemption_lets_victims_finish_and_starts_nothing_more_of_them() {
-    let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, pe_list: [smp]}}\n\
-             parallel_environments:\n  - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
-             scheduler: {{policy: cluster, preemption: passive, weight_priority: 1, weight_urgency: 0, weight_ticket: 0}}\n"
-        )
-    });
+    let (cell, runs, d) = preemption_cell(2, "passive");
     let dir = workdir(&cell);
-    let runs = dir.join("runs");
-    let d = SchedD::start(&cell, &[]);
     let victim = submit(
         &cell.spool,
         &format!(
