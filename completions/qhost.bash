@@ -5,9 +5,10 @@ _gridspool_qhost() {
         -F) COMPREPLY=(); return ;;
         -h) COMPREPLY=(); return ;;
         -l) COMPREPLY=(); return ;;
+        -u) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-F -h -help -l -ncb -q -xml" -- "$cur"))
+        COMPREPLY=($(compgen -W "-F -h -help -j -l -ncb -q -u -xml" -- "$cur"))
     fi
 }
 complete -F _gridspool_qhost qhost

@@ -2,8 +2,10 @@
 complete -c qhost -o F -x -d 'show (selected) resources'
 complete -c qhost -o h -x -d 'display only selected hosts'
 complete -c qhost -o help -d 'print this help'
+complete -c qhost -o j -d 'display jobs hosted by host'
 complete -c qhost -o l -x -d 'request the given resources'
 complete -c qhost -o ncb -d 'suppress host topology based information'
 complete -c qhost -o q -d 'display queues hosted by host'
+complete -c qhost -o u -x -d 'show only jobs for user'
 complete -c qhost -o xml -d 'display the information in XML format'
 complete -c qhost -f

@@ -57,7 +57,7 @@ fn submitter(user: &TestUser, submitted: i64) -> Submitter {
 }
 
 /// What the captures' `qsub job.sh` makes: name and script `job.sh`, `-v TERM`.
-fn spec(name: &str) -> JobSpec {
+pub(crate) fn spec(name: &str) -> JobSpec {
     JobSpec {
         name: name.into(),
         script_file: name.into(),
@@ -70,7 +70,7 @@ fn spec(name: &str) -> JobSpec {
 }
 
 /// The scheduler's figures for an ordinary pending or running job of the captures.
-fn prio(prio: f64, npprior: f64) -> PriorityInfo {
+pub(crate) fn prio(prio: f64, npprior: f64) -> PriorityInfo {
     PriorityInfo {
         prio,
         nurg: 0.0,
@@ -83,7 +83,7 @@ fn prio(prio: f64, npprior: f64) -> PriorityInfo {
 }
 
 /// Publishes a job and writes its state, as `qsub` then `sched_d` would.
-fn put(
+pub(crate) fn put(
     cell: &TestCell,
     id: u32,
     user: &TestUser,
@@ -116,7 +116,7 @@ fn set_state(cell: &TestCell, job: &JobRecord) {
     }
 }
 
-fn start(job: &mut JobRecord, at: i64, usage: Option<TaskUsage>) {
+pub(crate) fn start(job: &mut JobRecord, at: i64, usage: Option<TaskUsage>) {
     let task = job.tasks.pending[0].tasks.pop_first().expect("a task");
     job.tasks.pending.retain(|g| !g.tasks.is_empty());
     job.tasks.running.push(RunningTask {

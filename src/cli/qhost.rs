@@ -5,17 +5,18 @@
 //! `/proc` (or from the directory in `GRIDSPOOL_PROC_DIR`, which tests point at fixed
 //! files); other hosts show what `sched_d` last reported in `daemon/hosts/<name>.json`
 //! (see [`crate::acct::load`]) or `-` when nothing recent is known, and their queues then
-//! carry SGE's `au` state. `-j`/`-u` (jobs per host) are refused rather than ignored.
+//! carry SGE's `au` state. `-j` and `-u` list the running jobs of each queue instance on the
+//! host, as SGE prints them (per queue instance, one line per granted slot).
 
 use super::Output;
 use crate::acct::load::{self, HostLoad, HostReport, MAX_UNHEARD_SECS};
-use crate::compat::options::{
-    self, ArgError, Arity, OperandMode, OptionSpec, Origin, Support, help_lines,
-};
+use crate::compat::options::{self, ArgError, Arity, OperandMode, OptionSpec, Origin, help_lines};
 use crate::config::{ClusterConfig, HostConfig, QueueConfig};
 use crate::model::JobRecord;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+mod jobs;
 
 /// `qhost`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
 /// and the generated man page and completions.
@@ -33,7 +34,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "display only selected hosts",
     ),
     OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
-    OptionSpec::new("-j", Arity::Flag, "[-j]", "display jobs hosted by host").unsupported(),
+    OptionSpec::new("-j", Arity::Flag, "[-j]", "display jobs hosted by host"),
     OptionSpec::new(
         "-l",
         Arity::One,
@@ -52,8 +53,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-u user[,user,...]]",
         "show only jobs for user",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-xml",
         Arity::Flag,
@@ -73,7 +73,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     syntax: &[],
     description: &[
         "qhost lists the execution hosts of the cluster configuration with their architecture, processors, load and memory, in SGE 8.1.9's columns. The host qhost runs on is measured from /proc at once; other hosts show what sched_d last reported for them, or - when nothing recent is known.",
-        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones; -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
+        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones; -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -85,7 +85,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         ),
     ],
     compatibility: &[
-        "-j and -u (jobs per host) are refused: use qstat -s r -u '*', whose queue column names the host.",
+        "With -j, a task the scheduler has handed to its host but whose start is not yet written down (state t) is listed too; SGE 8.1.9 lists running tasks only.",
     ],
     see_also: &["qstat", "qacct", "sched_d"],
 };
@@ -126,6 +126,10 @@ struct Options {
     requests: Vec<(String, String)>,
     no_topology: bool,
     xml: bool,
+    /// `-j`, or `-u`: list the jobs of each queue instance.
+    jobs: bool,
+    /// `-u`: only these owners' jobs (names or patterns).
+    users: Vec<String>,
 }
 
 enum ParseError {
@@ -161,14 +165,13 @@ fn parse(args: &[String]) -> Result<Options, ParseError> {
     };
     for opt in &parsed.options {
         let value = opt.values.first().map(String::as_str);
-        if opt.spec.support == Support::Unsupported {
-            return Err(ParseError::Message(format!(
-                "error: {}: gridspool's qhost does not list jobs per host yet; use qstat -s r",
-                opt.spec.name
-            )));
-        }
         match opt.spec.name {
             "-q" => o.queues = true,
+            "-j" => o.jobs = true,
+            "-u" => {
+                o.jobs = true;
+                o.users.extend(list(value.unwrap_or_default()));
+            }
             "-xml" => o.xml = true,
             "-ncb" => o.no_topology = true,
             "-help" => return Err(ParseError::Help),
@@ -537,6 +540,16 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     }
     let show_global = o.requests.is_empty();
     let used = used_slots(&input.jobs);
+    let job_lines = if o.jobs {
+        jobs::by_instance(&input.jobs, &o.users)
+    } else {
+        Default::default()
+    };
+    let lines_of = |queue: &str, host: &str| {
+        job_lines
+            .get(&format!("{queue}@{host}"))
+            .map_or(&[][..], Vec::as_slice)
+    };
     let topology = !o.no_topology;
 
     let status = |h: &HostConfig| {
@@ -619,8 +632,8 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
                     }
                 }
             }
-            if o.queues {
-                for (q, t, u, total, state) in queue_rows(h, &st) {
+            for (q, t, u, total, state) in queue_rows(h, &st) {
+                if o.queues {
                     let q = xml_escape(&q);
                     out.out(format!(" <queue name='{q}'>"));
                     let qv = |out: &mut Output, n: &str, v: &str| {
@@ -634,6 +647,12 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
                     qv(&mut out, "slots_resv", "0");
                     qv(&mut out, "state_string", &state);
                     out.out(" </queue>");
+                }
+                // A queue instance's jobs follow it (SGE's order, with or without -q).
+                for line in lines_of(&q, &h.name) {
+                    for l in line.xml(xml_escape) {
+                        out.out(l);
+                    }
                 }
             }
             out.out(" </host>");
@@ -660,6 +679,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     if show_global {
         out.out(table_line("global", &HostValues::unknown(), topology));
     }
+    let mut job_header_done = false;
     for h in &hosts {
         let st = status(h);
         out.out(table_line(
@@ -684,12 +704,22 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
                 out.out(format!("{prefix}{k}={v}"));
             }
         }
-        if o.queues {
-            for (q, t, u, total, state) in queue_rows(h, &st) {
+        for (q, t, u, total, state) in queue_rows(h, &st) {
+            if o.queues {
                 out.out(format!(
                     "   {q:<20} {t:<5} {:<14}{state}",
                     format!("0/{u}/{total}")
                 ));
+            }
+            for line in lines_of(&q, &h.name) {
+                // Without -q, SGE titles the job columns once, before the first job line
+                // of the whole listing.
+                if !o.queues && !job_header_done {
+                    job_header_done = true;
+                    out.out(jobs::HEADER);
+                    out.out(format!("   {}", "-".repeat(94)));
+                }
+                out.out(line.text(o.queues));
             }
         }
     }
