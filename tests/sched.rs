@@ -1480,3 +1480,48 @@ fn passive_preemption_lets_victims_finish_and_starts_nothing_more_of_them() {
         assert_eq!(r.get(12), Some(&"0".to_string()), "{r:?}");
     }
 }
+
+/// `qhost -j` reads the listing index `sched_d` keeps (not every job file) and shows a
+/// running job under its host, with its queue instance and `MASTER`.
+#[test]
+fn qhost_j_shows_running_jobs_from_the_listing_index() {
+    let cell = cell(2);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "sleep 30\n", |s, _| {
+        s.cwd = cwd(&dir);
+        s.name = "onhost".into();
+    });
+    wait_running(&cell.spool, id);
+    let c = me();
+    let user = TestUser {
+        name: c.user.clone(),
+        uid: c.uid,
+        gid: c.gid,
+        home: c.home.clone().into(),
+    };
+    let instance: String = format!("all.q@{}", gridspool::identity::short_hostname())
+        .chars()
+        .take(10)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let shown = loop {
+        let shown = cell.run(&user, "qhost", &["-j"]).stdout;
+        let listed = shown.lines().any(|l| {
+            l.starts_with(&format!("   {:>7} ", id.to_string()))
+                && l.contains(" onhost ")
+                && l.contains(" r     ")
+                && l.contains(&format!("{instance:<10} MASTER"))
+        });
+        if listed && cell.spool.listing_index_usable() {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "not listed:\n{shown}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(shown.contains("   job-ID  prior"), "{shown}");
+    qdel(&cell.spool, requester(c.uid), id);
+    wait_for("the job's end", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+}

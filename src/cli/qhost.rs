@@ -726,16 +726,18 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     out
 }
 
-/// Gathers the input: the configuration, the spool's jobs, this host's load and the other
+/// Gathers the input: the configuration, the spool's job listing, this host's load and the other
 /// hosts' reports (stale ones, older than `max_unheard`, count as unknown).
 pub fn gather(
     env: &super::ClientEnv,
     proc_dir: &std::path::Path,
     now: i64,
 ) -> Result<QhostInput, String> {
+    // What a listing shows of each job is all qhost needs (running tasks, owner, name,
+    // priority): the listing index, not 100,000 job files, when `sched_d` keeps it.
     let jobs = env
         .spool
-        .scan_jobs()
+        .scan_job_listing()
         .map_err(|e| format!("error: {e}"))?
         .jobs;
     Ok(QhostInput {
