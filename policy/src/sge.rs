@@ -1188,8 +1188,10 @@ fn tickets_with<'a>(
     // The loops below need only this of each job.
     let running: Vec<bool> = if shares {
         tj.reserve_exact(n);
+        let mut running = Vec::with_capacity(n);
         for j in jobs.clone() {
             any_job_otickets |= j.job_otickets != 0;
+            running.push(j.running);
             tj.push(crate::sharetree::TicketJob {
                 job_id: j.job_id,
                 task_id: j.task_id,
@@ -1201,7 +1203,7 @@ fn tickets_with<'a>(
                 higher_policy_tickets: 0.0,
             });
         }
-        tj.iter().map(|j| j.running).collect()
+        running
     } else {
         jobs.clone()
             .map(|j| {
@@ -1210,13 +1212,17 @@ fn tickets_with<'a>(
             })
             .collect()
     };
-    let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
+    // Tickets of dependent policies so far (`jref->tickets`), allocated when first needed
+    // (empty: all zeros).
+    let mut acc: Vec<f64> = Vec::new();
     // Whether `acc` may hold anything but zeros (the share tree's jobs start at zero).
     let mut acc_set = false;
-    let (mut o, mut f, mut s, mut s_first) =
-        (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    // Each policy's tickets; empty for a policy that gave none (all zeros): no vectors of
+    // 100,000 zeros allocated, filled and read per pass.
+    let (mut o, mut f, mut s, mut s_first): (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) =
+        Default::default();
     let mut nodes = Vec::new();
-    for &(policy, dependent) in config.hierarchy {
+    for (at, &(policy, dependent)) in config.hierarchy.iter().enumerate() {
         // This policy's tickets (borrowed: only a dependent policy's are read again).
         let got: &[f64] = match policy {
             TicketPolicy::Override => {
@@ -1229,6 +1235,9 @@ fn tickets_with<'a>(
                     && !any_job_otickets
                 {
                     continue;
+                }
+                if acc.is_empty() {
+                    acc = vec![0.0; n];
                 }
                 let oj: Vec<OverrideJob<'_>> = jobs
                     .clone()
@@ -1257,6 +1266,9 @@ fn tickets_with<'a>(
                 // No functional tickets to hand out: every job gets none.
                 if config.functional.weight_tickets_functional <= 0.0 {
                     continue;
+                }
+                if acc.is_empty() {
+                    acc = vec![0.0; n];
                 }
                 let fj: Vec<FunctionalJob<'_>> = jobs
                     .clone()
@@ -1301,8 +1313,12 @@ fn tickets_with<'a>(
                 &s
             }
         };
-        if dependent {
+        // Only a policy after this one reads `acc`.
+        if dependent && at + 1 < config.hierarchy.len() {
             acc_set = true;
+            if acc.is_empty() {
+                acc = vec![0.0; n];
+            }
             for ((a, &r), t) in acc.iter_mut().zip(&running).zip(got) {
                 if !r {
                     *a += t;
@@ -1313,9 +1329,12 @@ fn tickets_with<'a>(
     let mut max_tickets: f64 = 0.0;
     let (mut sum_running, mut sum_pending) = (0.0, 0.0);
     let mut out: Vec<JobTickets> = Vec::with_capacity(n);
+    // A policy's ticket of job `i` (zero from one that gave none).
+    let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(0.0);
     for (i, &r) in running.iter().enumerate() {
-        let tckts = o[i] + f[i] + s[i];
-        max_tickets = max_tickets.max(tckts).max(o[i] + f[i] + s_first[i]);
+        let (oi, fi, si) = (at(&o, i), at(&f, i), at(&s, i));
+        let tckts = oi + fi + si;
+        max_tickets = max_tickets.max(tckts).max(oi + fi + at(&s_first, i));
         if r {
             sum_running += tckts;
         } else {
@@ -1323,9 +1342,9 @@ fn tickets_with<'a>(
         }
         out.push(JobTickets {
             tckts,
-            otckt: o[i],
-            ftckt: f[i],
-            stckt: s[i],
+            otckt: oi,
+            ftckt: fi,
+            stckt: si,
             share: 0.0,
         });
     }

@@ -701,7 +701,8 @@ pub struct ShareTreeTickets {
     /// [`crate::sge::PriorityPass::max_tickets`].
     pub max_tickets: f64,
     /// Each job's tickets over the sum of the tickets of jobs in the same state (the qstat
-    /// `share` column); 0 for jobs without tickets.
+    /// `share` column); 0 for jobs without tickets. Empty from [`ShareTree::job_tickets`]
+    /// and [`ShareTree::job_tickets_cached`] (a scheduling pass sums all its tickets).
     pub share: Vec<f64>,
     /// Per-node figures of the pass that included pending jobs.
     pub nodes: Vec<ShareTreeNodeReport>,
@@ -791,9 +792,10 @@ impl ShareTree {
         self.tickets_with(usage, policy, now, jobs, true, None)
     }
 
-    /// [`ShareTree::tickets`] without the per-node report (`nodes` is empty): the same tickets,
-    /// for a scheduling pass that does not show `sge_share_mon`'s figures (the report formats
-    /// a path for every node, temporary user nodes included).
+    /// [`ShareTree::tickets`] without the per-node report and the shares (`nodes` and `share`
+    /// are empty): the same tickets, for a scheduling pass that does not show
+    /// `sge_share_mon`'s figures (the report formats a path for every node, temporary user
+    /// nodes included).
     pub fn job_tickets(
         &self,
         usage: &UsageStore,
@@ -859,19 +861,23 @@ impl ShareTree {
             sum_running += stckt[j] + jobs[j].higher_policy_tickets;
         }
         let max_tickets = max_tickets.max(0.0);
-        let share = jobs
-            .iter()
-            .enumerate()
-            .map(|(j, job)| {
-                let t = stckt[j] + job.higher_policy_tickets;
-                let sum = if job.running {
-                    sum_running
-                } else {
-                    sum_pending
-                };
-                if t > 0.0 { t / sum } else { 0.0 }
-            })
-            .collect();
+        // Only the report shows it (a scheduling pass computes its share of all tickets).
+        let share = if !report {
+            Vec::new()
+        } else {
+            jobs.iter()
+                .enumerate()
+                .map(|(j, job)| {
+                    let t = stckt[j] + job.higher_policy_tickets;
+                    let sum = if job.running {
+                        sum_running
+                    } else {
+                        sum_pending
+                    };
+                    if t > 0.0 { t / sum } else { 0.0 }
+                })
+                .collect()
+        };
         ShareTreeTickets {
             stckt,
             first_pass_stckt,
