@@ -372,8 +372,15 @@ pub fn compute_priorities_into(
     compute_priorities_each(pass, jobs.len(), |i| jobs[i], |_, p| out.push(p));
 }
 
-/// The unnormalised columns of one job: urgency and its parts, `npprior`, the tickets.
-fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
+/// The unnormalised columns of one job: urgency and its parts, `npprior`, the tickets
+/// (`prio`, `nurg` and `ntckts` are 0 until [`compute_priorities_from_raw`] normalises them).
+///
+/// A caller that reads each job once before its tickets are known can compute these then,
+/// count the urgency with [`PriorityRanges::add_raw`], and normalise them with
+/// [`compute_priorities_from_raw`] once the tickets are known (setting `tckts`): the same
+/// values as [`compute_priorities_in_ranges`], without reading the job again (no column
+/// but `tckts` depends on the tickets).
+pub fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
     let w = &pass.weights;
     let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
     let wtcontr = waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
@@ -421,9 +428,13 @@ impl Default for PriorityRanges {
 impl PriorityRanges {
     /// Counts the urgency of `job` (its `tickets` are not looked at).
     pub fn add_urgency(&mut self, pass: &PriorityPass, job: &JobPriorityInput) {
-        let urg = raw_priority(pass, job).urg;
-        self.min_urg = self.min_urg.min(urg);
-        self.max_urg = self.max_urg.max(urg);
+        self.add_raw(&raw_priority(pass, job));
+    }
+
+    /// Counts the urgency of a job from its [`raw_priority`].
+    pub fn add_raw(&mut self, raw: &JobPriority) {
+        self.min_urg = self.min_urg.min(raw.urg);
+        self.max_urg = self.max_urg.max(raw.urg);
     }
 
     /// Counts a job's tickets.
@@ -460,6 +471,18 @@ pub fn compute_priorities_in_ranges(
     ranges: &PriorityRanges,
     n: usize,
     job: impl Fn(usize) -> JobPriorityInput,
+    emit: impl FnMut(usize, JobPriority),
+) {
+    compute_priorities_from_raw(pass, ranges, n, |i| raw_priority(pass, &job(i)), emit);
+}
+
+/// [`compute_priorities_in_ranges`] from each job's [`raw_priority`] (with its tickets in
+/// `tckts`) as `raw(i)` gives it, computed in an earlier read of the job: the same values.
+pub fn compute_priorities_from_raw(
+    pass: &PriorityPass,
+    ranges: &PriorityRanges,
+    n: usize,
+    raw: impl Fn(usize) -> JobPriority,
     mut emit: impl FnMut(usize, JobPriority),
 ) {
     let w = &pass.weights;
@@ -468,7 +491,7 @@ pub fn compute_priorities_in_ranges(
         .max_tickets
         .map_or(ranges.max_tix, |m| m.max(ranges.max_tix));
     for i in 0..n {
-        let mut p = raw_priority(pass, &job(i));
+        let mut p = raw(i);
         p.nurg = normalize(p.urg, min_urg, max_urg);
         p.ntckts = normalize(p.tckts, 0.0, max_tix);
         p.prio =
@@ -1429,6 +1452,33 @@ mod tests {
             let got = compute_priorities(&pass, &jobs);
             prop_assert_eq!(want.len(), got.len());
             for (a, b) in want.iter().zip(&got) {
+                prop_assert_eq!(a.prio.to_bits(), b.prio.to_bits());
+                prop_assert_eq!(a, b);
+            }
+            // The raw columns computed in a first read without the tickets (ranges counted
+            // with `add_raw`), the tickets set afterwards: the same priorities.
+            let mut ranges = PriorityRanges::default();
+            let raws: Vec<JobPriority> = jobs
+                .iter()
+                .map(|j| {
+                    let raw = raw_priority(&pass, &JobPriorityInput { tickets: 0.0, ..*j });
+                    ranges.add_raw(&raw);
+                    raw
+                })
+                .collect();
+            for j in &jobs {
+                ranges.add_tickets(j.tickets);
+            }
+            let mut from_raw = Vec::new();
+            compute_priorities_from_raw(
+                &pass,
+                &ranges,
+                jobs.len(),
+                |i| JobPriority { tckts: jobs[i].tickets, ..raws[i] },
+                |_, p| from_raw.push(p),
+            );
+            prop_assert_eq!(from_raw.len(), want.len());
+            for (a, b) in want.iter().zip(&from_raw) {
                 prop_assert_eq!(a.prio.to_bits(), b.prio.to_bits());
                 prop_assert_eq!(a, b);
             }

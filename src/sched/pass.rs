@@ -336,8 +336,14 @@ impl SchedState {
             // Laid out in the last pass's order first: between two passes most jobs keep
             // their place, and a stable sort (which merges the runs it finds) then does
             // little more than one scan. Keys are unique, so any sort gives the same order.
-            let mut keys = in_last_order(&keys, &ordered, &cands, n);
-            keys.sort();
+            // Without a last order (the first pass, rows re-laid out) the unstable sort is
+            // the faster one.
+            if ordered.is_empty() {
+                keys.sort_unstable();
+            } else {
+                keys = in_last_order(&keys, &ordered, &cands, n);
+                keys.sort();
+            }
             ordered.clear();
             ordered.extend(keys.iter().map(|&k| cands[k as u32 as usize]));
         } else {
