@@ -126,11 +126,11 @@ fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[Candidate], rows: u
     }
     let mut out = Vec::with_capacity(keys.len());
     for c in last {
-        if let Some(k) = index_of_pos.get_mut(c.pos) {
-            if *k != NONE {
-                out.push(keys[*k as usize]);
-                *k = NONE;
-            }
+        if let Some(k) = index_of_pos.get_mut(c.pos)
+            && *k != NONE
+        {
+            out.push(keys[*k as usize]);
+            *k = NONE;
         }
     }
     if out.len() < keys.len() {
