@@ -336,9 +336,11 @@ impl SchedState {
             // Laid out in the last pass's order first: between two passes most jobs keep
             // their place, and a stable sort (which merges the runs it finds) then does
             // little more than one scan. Keys are unique, so any sort gives the same order.
-            // Without a last order (the first pass, rows re-laid out) the unstable sort is
-            // the faster one.
-            if ordered.is_empty() {
+            // Keys already in order (`fifo`: the job ids, in row order) need no layout; without
+            // a last order (the first pass, rows re-laid out) the unstable sort is the faster.
+            if keys.is_sorted() {
+                // Nothing to do.
+            } else if ordered.is_empty() {
                 keys.sort_unstable();
             } else {
                 keys = in_last_order(&keys, &ordered, &cands, n);
