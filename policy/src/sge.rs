@@ -372,8 +372,15 @@ pub fn compute_priorities_into(
     compute_priorities_each(pass, jobs.len(), |i| jobs[i], |_, p| out.push(p));
 }
 
-/// The unnormalised columns of one job: urgency and its parts, `npprior`, the tickets.
-fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
+/// The unnormalised columns of one job: urgency and its parts, `npprior`, the tickets
+/// (`prio`, `nurg` and `ntckts` are 0 until [`compute_priorities_from_raw`] normalises them).
+///
+/// A caller that reads each job once before its tickets are known can compute these then,
+/// count the urgency with [`PriorityRanges::add_raw`], and normalise them with
+/// [`compute_priorities_from_raw`] once the tickets are known (setting `tckts`): the same
+/// values as [`compute_priorities_in_ranges`], without reading the job again (no column
+/// but `tckts` depends on the tickets).
+pub fn raw_priority(pass: &PriorityPass, job: &JobPriorityInput) -> JobPriority {
     let w = &pass.weights;
     let rrcontr = job.resource_contribution + job.queue_urgency_bonus;
     let wtcontr = waiting_time_contribution(pass.now, job.submission_time, w.weight_waiting_time);
@@ -421,9 +428,13 @@ impl Default for PriorityRanges {
 impl PriorityRanges {
     /// Counts the urgency of `job` (its `tickets` are not looked at).
     pub fn add_urgency(&mut self, pass: &PriorityPass, job: &JobPriorityInput) {
-        let urg = raw_priority(pass, job).urg;
-        self.min_urg = self.min_urg.min(urg);
-        self.max_urg = self.max_urg.max(urg);
+        self.add_raw(&raw_priority(pass, job));
+    }
+
+    /// Counts the urgency of a job from its [`raw_priority`].
+    pub fn add_raw(&mut self, raw: &JobPriority) {
+        self.min_urg = self.min_urg.min(raw.urg);
+        self.max_urg = self.max_urg.max(raw.urg);
     }
 
     /// Counts a job's tickets.
@@ -460,6 +471,18 @@ pub fn compute_priorities_in_ranges(
     ranges: &PriorityRanges,
     n: usize,
     job: impl Fn(usize) -> JobPriorityInput,
+    emit: impl FnMut(usize, JobPriority),
+) {
+    compute_priorities_from_raw(pass, ranges, n, |i| raw_priority(pass, &job(i)), emit);
+}
+
+/// [`compute_priorities_in_ranges`] from each job's [`raw_priority`] (with its tickets in
+/// `tckts`) as `raw(i)` gives it, computed in an earlier read of the job: the same values.
+pub fn compute_priorities_from_raw(
+    pass: &PriorityPass,
+    ranges: &PriorityRanges,
+    n: usize,
+    raw: impl Fn(usize) -> JobPriority,
     mut emit: impl FnMut(usize, JobPriority),
 ) {
     let w = &pass.weights;
@@ -468,7 +491,7 @@ pub fn compute_priorities_in_ranges(
         .max_tickets
         .map_or(ranges.max_tix, |m| m.max(ranges.max_tix));
     for i in 0..n {
-        let mut p = raw_priority(pass, &job(i));
+        let mut p = raw(i);
         p.nurg = normalize(p.urg, min_urg, max_urg);
         p.ntckts = normalize(p.tckts, 0.0, max_tix);
         p.prio =
@@ -1188,8 +1211,10 @@ fn tickets_with<'a>(
     // The loops below need only this of each job.
     let running: Vec<bool> = if shares {
         tj.reserve_exact(n);
+        let mut running = Vec::with_capacity(n);
         for j in jobs.clone() {
             any_job_otickets |= j.job_otickets != 0;
+            running.push(j.running);
             tj.push(crate::sharetree::TicketJob {
                 job_id: j.job_id,
                 task_id: j.task_id,
@@ -1201,7 +1226,7 @@ fn tickets_with<'a>(
                 higher_policy_tickets: 0.0,
             });
         }
-        tj.iter().map(|j| j.running).collect()
+        running
     } else {
         jobs.clone()
             .map(|j| {
@@ -1210,13 +1235,17 @@ fn tickets_with<'a>(
             })
             .collect()
     };
-    let mut acc = vec![0.0_f64; n]; // tickets of dependent policies so far (`jref->tickets`)
+    // Tickets of dependent policies so far (`jref->tickets`), allocated when first needed
+    // (empty: all zeros).
+    let mut acc: Vec<f64> = Vec::new();
     // Whether `acc` may hold anything but zeros (the share tree's jobs start at zero).
     let mut acc_set = false;
-    let (mut o, mut f, mut s, mut s_first) =
-        (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    // Each policy's tickets; empty for a policy that gave none (all zeros): no vectors of
+    // 100,000 zeros allocated, filled and read per pass.
+    let (mut o, mut f, mut s, mut s_first): (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) =
+        Default::default();
     let mut nodes = Vec::new();
-    for &(policy, dependent) in config.hierarchy {
+    for (at, &(policy, dependent)) in config.hierarchy.iter().enumerate() {
         // This policy's tickets (borrowed: only a dependent policy's are read again).
         let got: &[f64] = match policy {
             TicketPolicy::Override => {
@@ -1229,6 +1258,9 @@ fn tickets_with<'a>(
                     && !any_job_otickets
                 {
                     continue;
+                }
+                if acc.is_empty() {
+                    acc = vec![0.0; n];
                 }
                 let oj: Vec<OverrideJob<'_>> = jobs
                     .clone()
@@ -1257,6 +1289,9 @@ fn tickets_with<'a>(
                 // No functional tickets to hand out: every job gets none.
                 if config.functional.weight_tickets_functional <= 0.0 {
                     continue;
+                }
+                if acc.is_empty() {
+                    acc = vec![0.0; n];
                 }
                 let fj: Vec<FunctionalJob<'_>> = jobs
                     .clone()
@@ -1301,8 +1336,12 @@ fn tickets_with<'a>(
                 &s
             }
         };
-        if dependent {
+        // Only a policy after this one reads `acc`.
+        if dependent && at + 1 < config.hierarchy.len() {
             acc_set = true;
+            if acc.is_empty() {
+                acc = vec![0.0; n];
+            }
             for ((a, &r), t) in acc.iter_mut().zip(&running).zip(got) {
                 if !r {
                     *a += t;
@@ -1313,9 +1352,12 @@ fn tickets_with<'a>(
     let mut max_tickets: f64 = 0.0;
     let (mut sum_running, mut sum_pending) = (0.0, 0.0);
     let mut out: Vec<JobTickets> = Vec::with_capacity(n);
+    // A policy's ticket of job `i` (zero from one that gave none).
+    let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(0.0);
     for (i, &r) in running.iter().enumerate() {
-        let tckts = o[i] + f[i] + s[i];
-        max_tickets = max_tickets.max(tckts).max(o[i] + f[i] + s_first[i]);
+        let (oi, fi, si) = (at(&o, i), at(&f, i), at(&s, i));
+        let tckts = oi + fi + si;
+        max_tickets = max_tickets.max(tckts).max(oi + fi + at(&s_first, i));
         if r {
             sum_running += tckts;
         } else {
@@ -1323,9 +1365,9 @@ fn tickets_with<'a>(
         }
         out.push(JobTickets {
             tckts,
-            otckt: o[i],
-            ftckt: f[i],
-            stckt: s[i],
+            otckt: oi,
+            ftckt: fi,
+            stckt: si,
             share: 0.0,
         });
     }
@@ -1410,6 +1452,33 @@ mod tests {
             let got = compute_priorities(&pass, &jobs);
             prop_assert_eq!(want.len(), got.len());
             for (a, b) in want.iter().zip(&got) {
+                prop_assert_eq!(a.prio.to_bits(), b.prio.to_bits());
+                prop_assert_eq!(a, b);
+            }
+            // The raw columns computed in a first read without the tickets (ranges counted
+            // with `add_raw`), the tickets set afterwards: the same priorities.
+            let mut ranges = PriorityRanges::default();
+            let raws: Vec<JobPriority> = jobs
+                .iter()
+                .map(|j| {
+                    let raw = raw_priority(&pass, &JobPriorityInput { tickets: 0.0, ..*j });
+                    ranges.add_raw(&raw);
+                    raw
+                })
+                .collect();
+            for j in &jobs {
+                ranges.add_tickets(j.tickets);
+            }
+            let mut from_raw = Vec::new();
+            compute_priorities_from_raw(
+                &pass,
+                &ranges,
+                jobs.len(),
+                |i| JobPriority { tckts: jobs[i].tickets, ..raws[i] },
+                |_, p| from_raw.push(p),
+            );
+            prop_assert_eq!(from_raw.len(), want.len());
+            for (a, b) in want.iter().zip(&from_raw) {
                 prop_assert_eq!(a.prio.to_bits(), b.prio.to_bits());
                 prop_assert_eq!(a, b);
             }

@@ -441,6 +441,8 @@ struct Kept {
     pairs: Vec<(String, Option<String>, Option<usize>)>,
     /// The pair of each job of the pass (by its index in the job list).
     job_pair: Vec<u32>,
+    /// The node of each job of the pass, [`NO_NODE`] for none (its pair's node).
+    job_node: Vec<u32>,
     /// The pass tree after the node lookups: shares, children (temporary nodes included)
     /// and the count of jobs directly at each node.
     pn: Vec<PassNode>,
@@ -699,7 +701,8 @@ pub struct ShareTreeTickets {
     /// [`crate::sge::PriorityPass::max_tickets`].
     pub max_tickets: f64,
     /// Each job's tickets over the sum of the tickets of jobs in the same state (the qstat
-    /// `share` column); 0 for jobs without tickets.
+    /// `share` column); 0 for jobs without tickets. Empty from [`ShareTree::job_tickets`]
+    /// and [`ShareTree::job_tickets_cached`] (a scheduling pass sums all its tickets).
     pub share: Vec<f64>,
     /// Per-node figures of the pass that included pending jobs.
     pub nodes: Vec<ShareTreeNodeReport>,
@@ -730,12 +733,29 @@ struct JobNode {
     task_id: u32,
     /// Index into the pass's job list, with [`PENDING_BIT`] set for pending jobs.
     job: u32,
+    /// How much the job dilutes the entitlement of the jobs behind it: the lowest slot
+    /// count of its PE range, at least 1 (kept here so that the dilution walk reads no job).
+    slots: u32,
 }
 
-/// Marks a pending job in [`JobNode::job`], so that the node stays 40 bytes.
+/// Marks a pending job in [`JobNode::job`], so that the node stays 48 bytes.
 const PENDING_BIT: u32 = 1 << 31;
 
+/// A job without a node in [`Kept::job_node`].
+const NO_NODE: u32 = u32::MAX;
+
 impl JobNode {
+    /// The same entry, bit for bit, in everything the pending jobs' sort and dilution read
+    /// (`shr` is written by the dilution).
+    fn same_entry(&self, o: &JobNode) -> bool {
+        self.sort.to_bits() == o.sort.to_bits()
+            && self.tickets.to_bits() == o.tickets.to_bits()
+            && self.job_id == o.job_id
+            && self.task_id == o.task_id
+            && self.job == o.job
+            && self.slots == o.slots
+    }
+
     fn pending(&self) -> bool {
         self.job & PENDING_BIT != 0
     }
@@ -752,6 +772,9 @@ struct JobLayout {
     nodes: Vec<JobNode>,
     range: Vec<(usize, usize)>,
     own: Vec<usize>,
+    /// Each job's entry as the nodes were laid out and sorted with, in job order: a pass
+    /// whose jobs all have these entries again finds every slice in order and sorts none.
+    entries: Vec<JobNode>,
 }
 
 impl ShareTree {
@@ -769,9 +792,10 @@ impl ShareTree {
         self.tickets_with(usage, policy, now, jobs, true, None)
     }
 
-    /// [`ShareTree::tickets`] without the per-node report (`nodes` is empty): the same tickets,
-    /// for a scheduling pass that does not show `sge_share_mon`'s figures (the report formats
-    /// a path for every node, temporary user nodes included).
+    /// [`ShareTree::tickets`] without the per-node report and the shares (`nodes` and `share`
+    /// are empty): the same tickets, for a scheduling pass that does not show
+    /// `sge_share_mon`'s figures (the report formats a path for every node, temporary user
+    /// nodes included).
     pub fn job_tickets(
         &self,
         usage: &UsageStore,
@@ -809,8 +833,7 @@ impl ShareTree {
         let mut max_tickets: f64 = -1.0;
         // Pass 1: running and pending together (pending jobs' tickets, running jobs' first
         // values which only count towards the ticket range).
-        let all: Vec<usize> = (0..n).collect();
-        let (first, nodes) = self.pass(usage, policy, now, jobs, &all, report, cache);
+        let (first, nodes) = self.pass(usage, policy, now, jobs, None, report, cache);
         // One walk over the jobs finds the range, the pending jobs' final tickets and their
         // sum, and the running jobs (the sums are taken in job order, as one walk per state
         // would).
@@ -828,7 +851,7 @@ impl ShareTree {
         let first_pass_stckt = first;
         // Pass 2: running jobs only ("correct the shares for the running jobs").
         if !running.is_empty() {
-            let (second, _) = self.pass(usage, policy, now, jobs, &running, false, None);
+            let (second, _) = self.pass(usage, policy, now, jobs, Some(&running), false, None);
             for (&j, &t) in running.iter().zip(&second) {
                 stckt[j] = t;
                 max_tickets = max_tickets.max(t + jobs[j].higher_policy_tickets);
@@ -838,19 +861,23 @@ impl ShareTree {
             sum_running += stckt[j] + jobs[j].higher_policy_tickets;
         }
         let max_tickets = max_tickets.max(0.0);
-        let share = jobs
-            .iter()
-            .enumerate()
-            .map(|(j, job)| {
-                let t = stckt[j] + job.higher_policy_tickets;
-                let sum = if job.running {
-                    sum_running
-                } else {
-                    sum_pending
-                };
-                if t > 0.0 { t / sum } else { 0.0 }
-            })
-            .collect();
+        // Only the report shows it (a scheduling pass computes its share of all tickets).
+        let share = if !report {
+            Vec::new()
+        } else {
+            jobs.iter()
+                .enumerate()
+                .map(|(j, job)| {
+                    let t = stckt[j] + job.higher_policy_tickets;
+                    let sum = if job.running {
+                        sum_running
+                    } else {
+                        sum_pending
+                    };
+                    if t > 0.0 { t / sum } else { 0.0 }
+                })
+                .collect()
+        };
         ShareTreeTickets {
             stckt,
             first_pass_stckt,
@@ -860,8 +887,8 @@ impl ShareTree {
         }
     }
 
-    /// One `sge_calc_tickets` share-tree pass over the jobs `which`; returns their tickets in
-    /// that order and the node report.
+    /// One `sge_calc_tickets` share-tree pass over the jobs `which` (all of them, in order,
+    /// for `None`); returns their tickets in that order and the node report.
     #[allow(clippy::too_many_arguments)]
     fn pass(
         &self,
@@ -869,27 +896,73 @@ impl ShareTree {
         policy: &ShareTreePolicy,
         now: i64,
         jobs: &[TicketJob<'_>],
-        which: &[usize],
+        which: Option<&[usize]>,
         report: bool,
         cache: Option<&mut ShareTreeCache>,
     ) -> (Vec<f64>, Vec<ShareTreeNodeReport>) {
         let total_tickets = policy.weight_tickets_share;
+        let count = which.map_or(jobs.len(), <[usize]>::len);
+        let job_of = |k: usize| which.map_or(k, |w| w[k]);
         // What the last pass over the same jobs kept, if it was for this tree and for all
-        // the jobs (`which` is the identity).
-        let mut cache = cache.filter(|_| which.iter().enumerate().all(|(k, &j)| k == j));
+        // the jobs.
+        let mut cache = cache.filter(|_| which.is_none());
         let kept = cache
             .as_deref_mut()
             .and_then(|c| c.kept.take())
-            .filter(|k| k.tree == self.id);
-        let (mut pn, job_node, mut kept) = match kept {
-            Some(k) => match kept_job_nodes(&k, jobs) {
-                Some(job_node) => (k.pn.clone(), job_node, k),
-                None => self.job_nodes(jobs, which),
-            },
+            .filter(|k| k.tree == self.id && kept_names_match(k, jobs));
+        let (mut pn, mut kept) = match kept {
+            Some(k) => (k.pn.clone(), k),
             None => self.job_nodes(jobs, which),
         };
         let temp = &kept.temp;
         let configured = self.nodes.len();
+        // Each job as the pending jobs' sort sees it.
+        let entry = |k: usize| {
+            let job = &jobs[job_of(k)];
+            let (t, sort) = if policy.dependent {
+                (
+                    job.higher_policy_tickets,
+                    job.higher_policy_tickets + 0.01 * f64::from(job.jobshare),
+                )
+            } else {
+                (0.0, f64::from(job.jobshare))
+            };
+            JobNode {
+                sort,
+                tickets: t,
+                shr: 0.0,
+                job_id: job.job_id,
+                task_id: u32::try_from(job.task_id).unwrap_or(u32::MAX),
+                job: k as u32 | if job.running { 0 } else { PENDING_BIT },
+                slots: job.pe_min_slots.max(1),
+            }
+        };
+        // One walk over the jobs: the running ones with a node (they are few next to the
+        // pending ones), whether any is pending, and whether every job's entry is the one
+        // the kept layout was sorted with (then every slice is still in order).
+        let mut running: Vec<(usize, usize, usize)> = Vec::new();
+        let mut any_pending = false;
+        let mut same_entries = false;
+        if total_tickets > 0.0 {
+            let kept_entries = kept
+                .layout
+                .as_ref()
+                .map(|l| &l.entries[..])
+                .filter(|e| e.len() == count);
+            same_entries = kept_entries.is_some();
+            for k in 0..count {
+                let j = job_of(k);
+                let node = kept.job_node[k];
+                if !jobs[j].running {
+                    any_pending = true;
+                } else if node != NO_NODE {
+                    running.push((k, j, node as usize));
+                }
+                if same_entries {
+                    same_entries = kept_entries.is_some_and(|e| e[k].same_entry(&entry(k)));
+                }
+            }
+        }
         // Usage and job counts bottom-up (post-order over the pass tree).
         let order = post_order(&pn);
         for &i in &order {
@@ -915,18 +988,12 @@ impl ShareTree {
                 }
             }
         }
-        let mut tickets = vec![0.0; which.len()];
+        let mut tickets = vec![0.0; count];
         // Running jobs: node's overall short-term target over its jobs (pass 2 of sgeee.c).
         if total_tickets > 0.0 {
             let mut sum_priority: Vec<u64> = vec![0; pn.len()];
-            // The running jobs with a node, found in one walk over all the jobs (they are
-            // few next to the pending ones): (position in `which`, job, node).
-            let mut running: Vec<(usize, usize, usize)> = Vec::new();
-            for (k, &j) in which.iter().enumerate() {
-                if let (true, Some(i)) = (jobs[j].running, job_node[k]) {
-                    sum_priority[i] += u64::from(jobs[j].jobshare);
-                    running.push((k, j, i));
-                }
+            for &(_, j, i) in &running {
+                sum_priority[i] += u64::from(jobs[j].jobshare);
             }
             for (k, j, i) in running {
                 let node_tickets = pn[i].ostt * total_tickets;
@@ -942,28 +1009,12 @@ impl ShareTree {
             }
         }
         // Pending jobs: sorted job nodes.
-        let any_pending = which.iter().any(|&j| !jobs[j].running);
         if total_tickets > 0.0 && any_pending {
-            let entry = |k: usize| {
-                let job = &jobs[which[k]];
-                let (t, sort) = if policy.dependent {
-                    (
-                        job.higher_policy_tickets,
-                        job.higher_policy_tickets + 0.01 * f64::from(job.jobshare),
-                    )
-                } else {
-                    (0.0, f64::from(job.jobshare))
-                };
-                JobNode {
-                    sort,
-                    tickets: t,
-                    shr: 0.0,
-                    job_id: job.job_id,
-                    task_id: u32::try_from(job.task_id).unwrap_or(u32::MAX),
-                    job: k as u32 | if job.running { 0 } else { PENDING_BIT },
-                }
-            };
             let mut layout = match kept.layout.take() {
+                // Every job has the entry the kept layout was sorted with: each slice is in
+                // order (only `shr` and `sort`, which the dilution below writes afresh,
+                // differ from the entries).
+                Some(layout) if same_entries => layout,
                 Some(mut layout) => {
                     // The same jobs at the same nodes (checked above), and the last pass
                     // sorted no node with children: each node's slice holds its own jobs,
@@ -971,16 +1022,28 @@ impl ShareTree {
                     // afresh from its job (which may have started, ended, or changed its
                     // job share or higher-policy tickets); the sort below finds a slice
                     // whose jobs did not change in order, in one scan.
+                    layout.entries.clear();
+                    layout.entries.extend((0..count).map(entry));
                     for jn in layout.nodes.iter_mut() {
-                        *jn = entry(jn.index());
+                        *jn = layout.entries[jn.index()];
                     }
                     layout
                 }
-                None => self.lay_out(&pn, &order, &job_node, &entry),
+                None => {
+                    let entries: Vec<JobNode> = (0..count).map(entry).collect();
+                    self.lay_out(&pn, &order, &kept.job_node, entries)
+                }
             };
-            let dilution = |k: usize| f64::from(jobs[which[k]].pe_min_slots.max(1));
             let mut mixed = false;
-            let root = sort_job_nodes(&pn, &mut layout, 0, 0, total_tickets, &dilution, &mut mixed);
+            let root = sort_job_nodes(
+                &pn,
+                &mut layout,
+                0,
+                0,
+                total_tickets,
+                same_entries,
+                &mut mixed,
+            );
             let (start, end) = layout.range[root];
             for jn in &layout.nodes[start..end] {
                 if jn.pending() {
@@ -1006,12 +1069,9 @@ impl ShareTree {
 
     /// The node of each job (`job_node[k]` for `jobs[which[k]]`) by name lookups, with the
     /// pass tree (temporary user nodes added for `default` nodes, each node's direct job
-    /// count) and what a [`ShareTreeCache`] keeps of them.
-    fn job_nodes(
-        &self,
-        jobs: &[TicketJob<'_>],
-        which: &[usize],
-    ) -> (Vec<PassNode>, Vec<Option<usize>>, Kept) {
+    /// count) and what a [`ShareTreeCache`] keeps of them (the nodes in [`Kept::job_node`]).
+    fn job_nodes(&self, jobs: &[TicketJob<'_>], which: Option<&[usize]>) -> (Vec<PassNode>, Kept) {
+        let count = which.map_or(jobs.len(), <[usize]>::len);
         // Pass-local copy of the tree, plus temporary user nodes for `default` nodes.
         let mut pn: Vec<PassNode> = self
             .nodes
@@ -1026,23 +1086,24 @@ impl ShareTree {
         let mut temp: Vec<(String, usize)> = Vec::new();
         let mut temp_index: HashMap<(usize, &str), usize, BuildHasherDefault<Fnv1a>> =
             HashMap::default();
-        let mut job_node: Vec<Option<usize>> = vec![None; which.len()];
+        let mut job_node: Vec<u32> = Vec::with_capacity(count);
         let mut pairs: Vec<(String, Option<String>, Option<usize>)> = Vec::new();
-        let mut job_pair: Vec<u32> = Vec::with_capacity(which.len());
+        let mut job_pair: Vec<u32> = Vec::with_capacity(count);
         // The node and pair of each (user, project) string pair seen, by address: callers
         // pass the same interned strings for the jobs of one owner, so most jobs cost one
         // word hash instead of two string hashes. Equal strings at other addresses only miss
         // the memo.
         let mut memo: HashMap<NameKey, (Option<usize>, u32), BuildHasherDefault<WordHash>> =
             HashMap::default();
-        for (k, &j) in which.iter().enumerate() {
-            let job = &jobs[j];
+        let node_word = |node: Option<usize>| node.map_or(NO_NODE, |i| i as u32);
+        for k in 0..count {
+            let job = &jobs[which.map_or(k, |w| w[k])];
             let key = name_key(job);
             if let Some(&(node, pair)) = memo.get(&key) {
                 if let Some(i) = node {
                     pn[i].job_count += 1;
                 }
-                job_node[k] = node;
+                job_node.push(node_word(node));
                 job_pair.push(pair);
                 continue;
             }
@@ -1068,7 +1129,7 @@ impl ShareTree {
             if let Some(i) = node {
                 pn[i].job_count += 1;
             }
-            job_node[k] = node;
+            job_node.push(node_word(node));
             let pair = pairs.len() as u32;
             pairs.push((job.user.to_string(), job.project.map(str::to_string), node));
             job_pair.push(pair);
@@ -1078,26 +1139,27 @@ impl ShareTree {
             tree: self.id,
             pairs,
             job_pair,
+            job_node,
             pn: pn.clone(),
             temp,
             layout: None,
         };
-        (pn, job_node, kept)
+        (pn, kept)
     }
 
     /// The job nodes laid out so that each node's subtree is one slice, jobs directly at a
-    /// node first, in job order.
+    /// node first, in job order; `entries[k]` is job `k`'s node.
     fn lay_out(
         &self,
         pn: &[PassNode],
         order: &[usize],
-        job_node: &[Option<usize>],
-        entry: &dyn Fn(usize) -> JobNode,
+        job_node: &[u32],
+        entries: Vec<JobNode>,
     ) -> JobLayout {
         // Jobs directly at each node, then subtree sizes and pre-order offsets.
         let mut own = vec![0usize; pn.len()];
-        for &n in job_node.iter().flatten() {
-            own[n] += 1;
+        for &n in job_node.iter().filter(|&&n| n != NO_NODE) {
+            own[n as usize] += 1;
         }
         let mut size = own.clone();
         for &i in order {
@@ -1124,14 +1186,23 @@ impl ShareTree {
             job_id: 0,
             task_id: 0,
             job: 0,
+            slots: 1,
         };
         let mut nodes = vec![placeholder; size[0]];
-        for (k, node) in job_node.iter().enumerate() {
-            let Some(i) = *node else { continue };
-            nodes[cursor[i]] = entry(k);
+        for (k, &node) in job_node.iter().enumerate() {
+            if node == NO_NODE {
+                continue;
+            }
+            let i = node as usize;
+            nodes[cursor[i]] = entries[k];
             cursor[i] += 1;
         }
-        JobLayout { nodes, range, own }
+        JobLayout {
+            nodes,
+            range,
+            own,
+            entries,
+        }
     }
 
     /// `sge_calc_node_usage` for one node, children already done.
@@ -1250,28 +1321,28 @@ fn name_key(job: &TicketJob<'_>) -> NameKey {
     )
 }
 
-/// The node of each job from what a [`ShareTreeCache`] kept, when every job has the user
-/// and project names it had (compared by content; equal addresses within this pass are
-/// compared once); `None` when any differs, or the number of jobs.
-fn kept_job_nodes(kept: &Kept, jobs: &[TicketJob<'_>]) -> Option<Vec<Option<usize>>> {
+/// Whether every job has the user and project names the jobs of the pass `kept` was made
+/// for had, job by job (compared by content; equal addresses within this pass are compared
+/// once), so that their nodes are the kept ones; not for another number of jobs.
+fn kept_names_match(kept: &Kept, jobs: &[TicketJob<'_>]) -> bool {
     if kept.job_pair.len() != jobs.len() {
-        return None;
+        return false;
     }
     // Per pair, the address of names already found equal in this pass.
     let mut seen: Vec<Option<NameKey>> = vec![None; kept.pairs.len()];
-    let mut out = Vec::with_capacity(jobs.len());
     for (job, &p) in jobs.iter().zip(&kept.job_pair) {
         let key = name_key(job);
-        let (user, project, node) = kept.pairs.get(p as usize)?;
+        let Some((user, project, _)) = kept.pairs.get(p as usize) else {
+            return false;
+        };
         if seen[p as usize] != Some(key) {
             if job.user != user || job.project != project.as_deref() {
-                return None;
+                return false;
             }
             seen[p as usize] = Some(key);
         }
-        out.push(*node);
     }
-    Some(out)
+    true
 }
 
 /// The order of job nodes at one level: running jobs first, then by the previous level's
@@ -1366,26 +1437,28 @@ fn calc_node_targets(pn: &mut [PassNode], i: usize, compensation_factor: f64) {
 /// (pruned) root, in place. Returns the effective root after pruning.
 ///
 /// `mixed` is set when a node with children was sorted: its slice then mixes its children's
-/// jobs, and no longer holds each node's own jobs where [`JobLayout::range`] says.
+/// jobs, and no longer holds each node's own jobs where [`JobLayout::range`] says. With
+/// `sorted`, every slice is known to be in order already (the entries the last pass sorted,
+/// in a layout no node with children was sorted in): none is sorted again.
 fn sort_job_nodes(
     pn: &[PassNode],
     layout: &mut JobLayout,
     root: usize,
     node: usize,
     total_tickets: f64,
-    dilution: &dyn Fn(usize) -> f64,
+    sorted: bool,
     mixed: &mut bool,
 ) -> usize {
     if root == node && layout.own[node] == 0 {
         // Prune: a root with no jobs of its own and exactly one active child.
         let mut active = pn[node].children.iter().filter(|&&c| pn[c].job_count > 0);
         if let (Some(&only), None) = (active.next(), active.next()) {
-            return sort_job_nodes(pn, layout, only, only, total_tickets, dilution, mixed);
+            return sort_job_nodes(pn, layout, only, only, total_tickets, sorted, mixed);
         }
     }
     for &c in &pn[node].children {
         if pn[c].job_count > 0 {
-            sort_job_nodes(pn, layout, root, c, total_tickets, dilution, mixed);
+            sort_job_nodes(pn, layout, root, c, total_tickets, sorted, mixed);
         }
     }
     if root != node || layout.own[node] > 0 {
@@ -1394,13 +1467,15 @@ fn sort_job_nodes(
         let list = &mut layout.nodes[start..end];
         // Running jobs first, then by the previous level's value, then job and task number
         // (`lPSortList(..., "%I+ %I- %I+ %I+", STN_queued, STN_sort, STN_jobid, STN_taskid)`).
-        list.sort_unstable_by(job_node_order);
+        if !sorted {
+            list.sort_unstable_by(job_node_order);
+        }
         let stt = pn[node].stt;
         let mut dilute = 1.0;
         for jn in list.iter_mut() {
             jn.shr = stt / dilute;
             jn.sort = jn.tickets + jn.shr * total_tickets;
-            dilute += dilution(jn.index());
+            dilute += f64::from(jn.slots);
         }
     }
     root

@@ -250,6 +250,8 @@ impl SchedState {
         }
         self.rows = rows;
         self.invalidate_order();
+        // The last order names rows by position: of no use as the next sort's hint.
+        self.scratch.order.clear();
     }
 
     /// The row of a job as it is kept (for tests: compared with [`Row::of`]).

@@ -11,12 +11,13 @@ use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, JobTickets, OverrideTables,
     PriorityPass, PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
-    compute_job_tickets_cached, compute_priorities_in_ranges, parse_policy_hierarchy,
+    compute_job_tickets_cached, compute_priorities_from_raw, compute_priorities_in_ranges,
+    parse_policy_hierarchy, raw_priority,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeCache, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
 };
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// SGE's priority, with the configuration's share tree and the usage accounting charges.
 pub struct SgePriority {
@@ -195,17 +196,22 @@ impl PriorityPolicy for SgePriority {
         // Each job as the ticket policies see it, made when they read it: no vector of
         // 100,000 of them per pass. That read also counts the job's urgency towards the
         // pass's urgency range, so that the priorities below read each job once more instead
-        // of twice. Only reads in job order are counted (the ticket computation reads every
-        // job first in order, but may read jobs again): `ranged == n` afterwards says every
-        // job was counted exactly once, else the range is gathered again.
+        // of twice; and it keeps each job's urgency columns, so that the priorities below
+        // need not read the job again. Only reads in job order are counted (the ticket
+        // computation reads every job first in order, but may read jobs again): `ranged == n`
+        // afterwards says every job was counted and kept exactly once, else the range is
+        // gathered again and the jobs read again.
         let ranges = Cell::new(PriorityRanges::default());
         let ranged = Cell::new(0usize);
+        let urgencies: RefCell<Vec<Urgency>> = RefCell::new(Vec::with_capacity(n));
         let ticket_job = |i: usize| {
             let j = job(i);
             if i == ranged.get() {
+                let raw = raw_priority(&pass, &urgency_input(&j, 0.0));
                 let mut r = ranges.get();
-                r.add_urgency(&pass, &urgency_input(&j, 0.0));
+                r.add_raw(&raw);
                 ranges.set(r);
+                urgencies.borrow_mut().push(Urgency::of(&raw));
                 ranged.set(i + 1);
             }
             ticket_input(&j)
@@ -229,7 +235,8 @@ impl PriorityPolicy for SgePriority {
         );
         drop(usage);
         let mut ranges = ranges.get();
-        if ranged.get() != n {
+        let all_kept = ranged.get() == n;
+        if !all_kept {
             ranges = PriorityRanges::default();
             for i in 0..n {
                 ranges.add_urgency(&pass, &urgency_input(&job(i), 0.0));
@@ -239,17 +246,69 @@ impl PriorityPolicy for SgePriority {
             ranges.add_tickets(t.tckts);
         }
         pass.max_tickets = Some(tickets.max_tickets);
-        // The jobs are read in place and the priorities handed on as they come: no input and
-        // output vectors of 100,000 entries between the layers.
-        compute_priorities_in_ranges(
-            &pass,
-            &ranges,
-            n,
-            |i| urgency_input(&job(i), tickets.jobs[i].tckts),
-            |i, p| {
-                emit(i, priority_info(&p, &tickets.jobs[i]));
-            },
-        );
+        // The priorities are handed on as they come: no output vector of 100,000 entries
+        // between the layers.
+        let emit = |i: usize, p: JobPriority| emit(i, priority_info(&p, &tickets.jobs[i]));
+        if all_kept {
+            let urgencies = urgencies.into_inner();
+            compute_priorities_from_raw(
+                &pass,
+                &ranges,
+                n,
+                |i| urgencies[i].raw(tickets.jobs[i].tckts),
+                emit,
+            );
+        } else {
+            compute_priorities_in_ranges(
+                &pass,
+                &ranges,
+                n,
+                |i| urgency_input(&job(i), tickets.jobs[i].tckts),
+                emit,
+            );
+        }
+    }
+}
+
+/// The columns of a job's [`raw_priority`] that do not depend on its tickets, kept from the
+/// ticket read for the priorities (48 bytes a job instead of a second read of its row).
+#[derive(Debug, Clone, Copy)]
+struct Urgency {
+    urg: f64,
+    rrcontr: f64,
+    wtcontr: f64,
+    dlcontr: f64,
+    npprior: f64,
+    ppri: i32,
+}
+
+impl Urgency {
+    fn of(raw: &JobPriority) -> Self {
+        Urgency {
+            urg: raw.urg,
+            rrcontr: raw.rrcontr,
+            wtcontr: raw.wtcontr,
+            dlcontr: raw.dlcontr,
+            npprior: raw.npprior,
+            ppri: raw.ppri,
+        }
+    }
+
+    /// The raw priority again, with the job's tickets: what [`raw_priority`] gives for the
+    /// job with them (only `tckts` depends on them; `prio`, `nurg` and `ntckts` are 0).
+    fn raw(&self, tckts: f64) -> JobPriority {
+        JobPriority {
+            prio: 0.0,
+            nurg: 0.0,
+            urg: self.urg,
+            rrcontr: self.rrcontr,
+            wtcontr: self.wtcontr,
+            dlcontr: self.dlcontr,
+            npprior: self.npprior,
+            ntckts: 0.0,
+            ppri: self.ppri,
+            tckts,
+        }
     }
 }
 
