@@ -1308,10 +1308,14 @@ fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
     let marker = dir.join("marker");
     let id = submit(
         &cell.spool,
-        &format!("echo run >> {}\nsleep 1\nexit 5\n", marker.display()),
+        &format!("echo run >> {}\nsleep 2\nexit 5\n", marker.display()),
         |s, _| s.cwd = cwd(&dir),
     );
-    wait_running(&cell.spool, id);
+    // Stopped while the job runs (well before it ends), so that the result finds sched_d
+    // stopped.
+    wait_for("the job running", Duration::from_secs(10), || {
+        lines(&marker) == 1
+    });
     let task_dir = gridspool::launch::exec_spool_dir(
         cell.spool.root(),
         &gridspool::identity::short_hostname(),
@@ -1329,10 +1333,14 @@ fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
         .expect("pid");
     let server = parent_of(supervisor).expect("the supervisor's parent");
     d.signal(Signal::SIGSTOP);
+    assert!(
+        !descendants_of(supervisor).is_empty(),
+        "stopped before the job ended"
+    );
     // The job ends; its supervisor passes the result to the server and waits, its task
     // directory kept and without `result.json`.
     wait_for("the job's end", Duration::from_secs(10), || {
-        lines(&marker) == 1 && descendants_of(supervisor).is_empty()
+        descendants_of(supervisor).is_empty()
     });
     std::thread::sleep(Duration::from_millis(300));
     assert!(
