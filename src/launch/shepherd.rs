@@ -818,7 +818,12 @@ fn prepare_task_dir(spec: &LaunchSpec, write_spec: bool) -> Result<TaskDir, Laun
     }
     check_identity(spec)?;
     let spool = Path::new(&spec.exec_spool);
-    mkdir_p(&active_jobs(spool), 0o755)?;
+    // Made (and its mode set) only when missing: a `chmod` per start would be an attribute
+    // change of `active_jobs`, which wakes its watchers for a rescan of every task.
+    let active = active_jobs(spool);
+    if !active.is_dir() {
+        mkdir_p(&active, 0o755)?;
+    }
     let dir = TaskDir::new(spool, spec.job, spec.task);
     if dir.path.exists() {
         if supervisor_alive(&dir) {
