@@ -6,7 +6,10 @@
 //! `gridspool-shepherd watch` session over the host's master connection. The watcher reports
 //! each finished task once; its directory goes when the scheduler acknowledges it
 //! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
-//! result survives a `sched_d` crash until it has been recorded.
+//! result survives a `sched_d` crash until it has been recorded. Tasks started through a
+//! start server that speaks `--results` report on that session instead (its reading thread
+//! delivers them), and are acknowledged there while it lasts; the watcher then only sees the
+//! results left in files by supervisors whose server had gone.
 //!
 //! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
 //! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host

@@ -30,7 +30,16 @@
 //!   `sched_d`, reached only through its stdin and stdout pipes. (Until 2026-11 it started
 //!   each supervisor as an `exec` of `supervise`, on a thread per start; the `exec` of this
 //!   35 MB binary, its relocations, page faults and glibc's start-up cost more CPU than the
-//!   rest of the supervisor.)
+//!   rest of the supervisor.) With `--results` (greeting 2) the session also carries the
+//!   results: the supervisors share one pipe to the server (each result one line, written
+//!   in one `write` of at most `PIPE_BUF` bytes), the server prints each as a
+//!   [`ServerResult`] line, and `ack <job>.<task>` on its stdin (`sched_d` has made the
+//!   accounting record and exits line durable) makes it remove the task directory and
+//!   signal the supervisor (SIGUSR2), which exits. A supervisor whose server ends first
+//!   (its parent-death signal, SIGHUP) writes `result.json` as without a server; so does
+//!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
+//!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
+//!   watcher's rescan.)
 //! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
 //!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
 //! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job

@@ -31,8 +31,9 @@
 //! stdio's locks, or be half-way through anything, in the copy of its memory the child gets.
 //! The start server never starts a thread, and [`fork_supervisor`] checks that the process
 //! has exactly one thread (`/proc/self/stat`) before it forks, refusing otherwise. The child
-//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, closes every other
-//! descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
+//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, keeps the write
+//! end of the server's result pipe (if given) as descriptor 3, close-on-exec, closes every
+//! other descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
 //! returns into the server's code: it ends with `_exit`, so no destructor of the server's
 //! objects (whose descriptors it closed) ever runs in it.
 #![allow(unsafe_code)]
