@@ -968,13 +968,25 @@ fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     assert_eq!((first.job, first.exit_status), (JobId(9077), 3));
     let td = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs/9077.1");
     std::thread::sleep(Duration::from_millis(300));
+    // The result came through the start server; its supervisor waits for the
+    // acknowledgement, with the task directory kept.
+    assert!(td.exists(), "removed before acknowledgement");
     assert!(
-        td.join("result.json").exists(),
-        "removed before acknowledgement"
+        !td.join("result.json").exists(),
+        "the result came through the start server, not a file"
     );
-    // The scheduler dies before its records are durable: the next launcher reports the
-    // result again, and the directory goes once that one is acknowledged.
+    let sup = supervisor_pid(&rig, 9077);
+    assert!(
+        alive(sup as i32),
+        "the supervisor waits for the acknowledgement"
+    );
+    // The scheduler dies before its records are durable: its start server ends with it,
+    // the supervisor leaves the result in the task directory, durably, and the next
+    // launcher reports it again; the directory goes once that one is acknowledged.
     drop(rig.launcher.take());
+    wait_for("the result left in the task directory", 10, || {
+        td.join("result.json").exists()
+    });
     rig.new_launcher();
     rig.launcher()
         .reattach(&[(JobId(9077), 1, host())])

@@ -1525,3 +1525,120 @@ fn qhost_j_shows_running_jobs_from_the_listing_index() {
         !exits(&cell.spool, id).is_empty()
     });
 }
+
+/// A task's result comes back through the start server, whose supervisor then waits for
+/// `sched_d`'s acknowledgement (given once the accounting record and exits line are
+/// durable). `sched_d` is stopped (SIGSTOP) so that it reads the result from nobody, then
+/// killed: its start server ends, the waiting supervisor is told by its parent-death signal
+/// and leaves the result in the task directory (`result.json`), and the next `sched_d`
+/// records it exactly once.
+#[test]
+fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let marker = dir.join("marker");
+    let id = submit(
+        &cell.spool,
+        &format!("echo run >> {}\nsleep 2\nexit 5\n", marker.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    // Stopped while the job runs (well before it ends), so that the result finds sched_d
+    // stopped.
+    wait_for("the job running", Duration::from_secs(10), || {
+        lines(&marker) == 1
+    });
+    let task_dir = gridspool::launch::exec_spool_dir(
+        cell.spool.root(),
+        &gridspool::identity::short_hostname(),
+    )
+    .join(format!("active_jobs/{id}.1"));
+    let pid_file = task_dir.join("shepherd.pid");
+    wait_for("shepherd.pid", Duration::from_secs(10), || {
+        pid_file.exists()
+    });
+    let supervisor: u32 = std::fs::read_to_string(&pid_file)
+        .expect("shepherd.pid")
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid");
+    let server = parent_of(supervisor).expect("the supervisor's parent");
+    d.signal(Signal::SIGSTOP);
+    assert!(
+        !descendants_of(supervisor).is_empty(),
+        "stopped before the job ended"
+    );
+    // The job ends; its supervisor passes the result to the server and waits, its task
+    // directory kept and without `result.json`.
+    wait_for("the job's end", Duration::from_secs(10), || {
+        descendants_of(supervisor).is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        process_alive(supervisor),
+        "the supervisor waits for the ack"
+    );
+    assert!(task_dir.exists());
+    assert!(!task_dir.join("result.json").exists());
+    assert!(exits(&cell.spool, id).is_empty());
+    d.signal(Signal::SIGKILL);
+    d.wait();
+    wait_for("the start server's exit", Duration::from_secs(10), || {
+        !process_alive(server)
+    });
+    wait_for(
+        "the result left on the host",
+        Duration::from_secs(10),
+        || task_dir.join("result.json").exists(),
+    );
+    wait_for("the supervisor's exit", Duration::from_secs(10), || {
+        !process_alive(supervisor)
+    });
+    let d2 = SchedD::start(&cell, &["--retention", "60"]);
+    wait_for("exit after restart", Duration::from_secs(20), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    wait_for("the task directory gone", Duration::from_secs(10), || {
+        !task_dir.exists()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let e = exits(&cell.spool, id);
+    assert_eq!(e.len(), 1, "log:\n{}", d2.log_text());
+    assert_eq!(
+        (e[0].exit_status, e[0].failed),
+        (5, 0),
+        "log:\n{}",
+        d2.log_text()
+    );
+    assert_eq!(lines(&marker), 1, "ran once");
+    let acct =
+        std::fs::read_to_string(cell.spool.root().join("common/accounting")).unwrap_or_default();
+    let records = acct
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.split(':').nth(5) == Some(&id.to_string()))
+        .count();
+    assert_eq!(records, 1, "accounted once:\n{acct}");
+}
+
+/// The processes descended from `pid`, from `/proc`.
+fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    while let Some(p) = stack.pop() {
+        for &c in &all {
+            if parent_of(c) == Some(p) {
+                out.push(c);
+                stack.push(c);
+            }
+        }
+    }
+    out
+}

@@ -6,7 +6,10 @@
 //! `gridspool-shepherd watch` session over the host's master connection. The watcher reports
 //! each finished task once; its directory goes when the scheduler acknowledges it
 //! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
-//! result survives a `sched_d` crash until it has been recorded.
+//! result survives a `sched_d` crash until it has been recorded. Tasks started through a
+//! start server that speaks `--results` report on that session instead (its reading thread
+//! delivers them), and are acknowledged there while it lasts; the watcher then only sees the
+//! results left in files by supervisors whose server had gone.
 //!
 //! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
 //! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host
@@ -14,7 +17,10 @@
 //! tasks through its start server (a child process, see `open_start_server`), or without
 //! one at most 8 at once.
 
-use super::shepherd::{self, RunReply, StartReply, StartServerHello, TaskState, WatchMessage};
+use super::shepherd::{
+    self, RunReply, START_SERVER_RESULTS_VERSION, ServerResult, StartReply, StartServerHello,
+    TaskState, WatchMessage,
+};
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
 use super::ssh::{Sessions, SshTarget};
 use super::taskdir::exec_spool_dir;
@@ -146,6 +152,9 @@ struct StartServer {
     pid: Option<u32>,
     /// Starts waiting for their reply.
     waiting: Arc<Mutex<WaitingStarts>>,
+    /// The session passes results back (`start-server --results`): the tasks it started
+    /// report there, not through `result.json` and the watcher, as long as it lasts.
+    results: bool,
 }
 
 /// Starts sent to a start server, by task, each with where its reply goes.
@@ -170,6 +179,10 @@ struct HostState {
     /// Local hosts: the finished tasks the watcher has reported and whose directories are
     /// still there (not to be reported twice; forgotten when the directory goes).
     reported: Mutex<HashSet<(JobId, TaskId)>>,
+    /// Tasks whose result came through the start server session with this pid: their
+    /// acknowledgement goes back on that session (whose server removes the directory) as
+    /// long as it lasts.
+    served: Mutex<HashMap<(JobId, TaskId), u32>>,
 }
 
 struct Inner {
@@ -537,6 +550,7 @@ impl Inner {
             }),
             supervisors: Mutex::new(Vec::new()),
             reported: Mutex::new(HashSet::new()),
+            served: Mutex::new(HashMap::new()),
         });
         hosts.insert(name.to_string(), Arc::clone(&state));
         Ok(state)
@@ -757,17 +771,21 @@ impl Inner {
         let mut child = match &host.target {
             Some(t) => {
                 self.ensure_master(host)?;
-                t.command(&[self.remote_shepherd(), "start-server".to_string()])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .map_err(|e| LaunchError::io("spawn", "ssh", e))?
+                t.command(&[
+                    self.remote_shepherd(),
+                    "start-server".to_string(),
+                    "--results".to_string(),
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| LaunchError::io("spawn", "ssh", e))?
             }
             None => {
                 use std::os::unix::process::CommandExt;
                 std::process::Command::new(&self.opts.shepherd)
-                    .arg("start-server")
+                    .args(["start-server", "--results"])
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
@@ -789,7 +807,9 @@ impl Inner {
         let (reader, hello) = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok((n, line, reader)) => (
                 reader,
-                n > 0 && serde_json::from_str::<StartServerHello>(line.trim()).is_ok(),
+                (n > 0)
+                    .then(|| serde_json::from_str::<StartServerHello>(line.trim()).ok())
+                    .flatten(),
             ),
             Err(_) => {
                 let _ = child.kill();
@@ -800,7 +820,7 @@ impl Inner {
                 });
             }
         };
-        if !hello {
+        let Some(hello) = hello else {
             let _ = child.kill();
             let status = child.wait();
             if status.is_ok_and(|s| s.code() == Some(super::ssh::SSH_CONNECTION_FAILED)) {
@@ -810,18 +830,33 @@ impl Inner {
                 });
             }
             return Ok(false);
-        }
+        };
         let pid = child.id();
-        tracing::info!(host = %host.name, pid, "start server running");
+        let results = hello.start_server >= START_SERVER_RESULTS_VERSION;
+        tracing::info!(host = %host.name, pid, results, "start server running");
         st.stdin = child.stdin.take();
         st.pid = Some(pid);
+        st.results = results;
         let waiting = Arc::clone(&st.waiting);
         let h = Arc::clone(host);
+        let inner = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name(format!("starts-{}", host.name))
             .spawn(move || {
                 for line in reader.lines() {
                     let Ok(line) = line else { break };
+                    if results && line.starts_with("{\"result\"") {
+                        match serde_json::from_str::<ServerResult>(&line) {
+                            Ok(r) => {
+                                lock(&h.served).insert((r.result.job, r.result.task), pid);
+                                inner.deliver(&h, r.result);
+                            }
+                            Err(e) => {
+                                tracing::warn!(host = %h.name, "bad start server line {line:?}: {e}")
+                            }
+                        }
+                        continue;
+                    }
                     match serde_json::from_str::<StartReply>(&line) {
                         Ok(r) => {
                             if let Some(tx) = lock(&waiting).remove(&(r.job, r.task)) {
@@ -946,6 +981,24 @@ impl Inner {
     /// Removes a reported task's directory on its host (for an ssh host: asks the watcher
     /// session to).
     fn remove_task_dir(self: &Arc<Self>, host: &Arc<HostState>, job: JobId, task: TaskId) {
+        // A result that came through the start server session is acknowledged there while
+        // that session lasts (its server removes the directory and lets the supervisor
+        // go). Written before anything this thread sends later: a task started again on
+        // the host (a requeue) finds its old directory gone.
+        if let Some(session) = lock(&host.served).remove(&(job, task)) {
+            let mut st = lock(&host.starter);
+            if st.pid == Some(session)
+                && let Some(stdin) = st.stdin.as_mut()
+                && writeln!(stdin, "ack {job}.{task}")
+                    .and_then(|()| stdin.flush())
+                    .is_ok()
+            {
+                return;
+            }
+            // The session is gone: its server has ended, and the supervisor, told so, has
+            // left (or is about to leave) the result in the directory. It is reported
+            // again, and removed then (`deliver`, as acknowledged).
+        }
         if host.target.is_none() {
             match shepherd::acknowledge(&host.exec_spool, job, task) {
                 // The task may run again (a requeue): its next result is a new one.

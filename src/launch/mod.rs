@@ -11,10 +11,12 @@
 //!   `start-server`, for many tasks) reads a spec on stdin, creates the task's directory in
 //!   the host's execution spool, detaches a *supervisor* (its own session, SIGHUP blocked, a
 //!   child subreaper) and answers with the job's pid. The supervisor forks the job's process, which drops to the owner's
-//!   credentials and `exec`s the job; it enforces limits, waits, and writes `result.json`
-//!   durably. `watch` streams the
-//!   results of a host's tasks to the launcher and removes each task directory once it is
-//!   acknowledged; `kill` and `query` act on one task directory.
+//!   credentials and `exec`s the job; it enforces limits and waits. A supervisor forked by
+//!   `start-server --results` then passes the result back through the server's session and
+//!   waits for its acknowledgement (the server removes the task directory); any other
+//!   supervisor, or one whose server has gone, writes `result.json` durably instead, which
+//!   `watch` (or the local watcher) streams to the launcher, removing each task directory
+//!   once it is acknowledged; `kill` and `query` act on one task directory.
 //! - A result is acknowledged ([`Launcher::acknowledge`]) by the scheduler once its accounting
 //!   record and exits line are durable, not when the launcher passes it on: a `sched_d` that
 //!   dies in between finds the result again on the host.
@@ -83,7 +85,8 @@
 //! `/var/spool/gridengine/execd/h`); on an ssh host that path is used on the remote side (a
 //! shared `$SGE_ROOT` as in classic SGE installs, or a local directory the shepherd creates).
 //! Each task has `active_jobs/<job>.<task>/` with `shepherd.pid`, `job_script` (script
-//! jobs), `pe_hostfile` (parallel jobs) and finally `result.json`; a task started by `run`
+//! jobs), `pe_hostfile` (parallel jobs) and finally, unless the result went back through
+//! the start server, `result.json`; a task started by `run`
 //! (whose supervisor is an `exec` of `supervise`, which reads the spec there) also
 //! `spec.json`. The start server's forked supervisors have the spec in memory.
 

@@ -30,7 +30,16 @@
 //!   `sched_d`, reached only through its stdin and stdout pipes. (Until 2026-11 it started
 //!   each supervisor as an `exec` of `supervise`, on a thread per start; the `exec` of this
 //!   35 MB binary, its relocations, page faults and glibc's start-up cost more CPU than the
-//!   rest of the supervisor.)
+//!   rest of the supervisor.) With `--results` (greeting 2) the session also carries the
+//!   results: the supervisors share one pipe to the server (each result one line, written
+//!   in one `write` of at most `PIPE_BUF` bytes), the server prints each as a
+//!   [`ServerResult`] line, and `ack <job>.<task>` on its stdin (`sched_d` has made the
+//!   accounting record and exits line durable) makes it remove the task directory and
+//!   signal the supervisor (SIGUSR2), which exits. A supervisor whose server ends first
+//!   (its parent-death signal, SIGHUP) writes `result.json` as without a server; so does
+//!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
+//!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
+//!   watcher's rescan.)
 //! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
 //!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
 //! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job
@@ -57,7 +66,7 @@ use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, User};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -106,6 +115,12 @@ pub struct StartServerHello {
 /// The version of the `start-server` protocol.
 pub const START_SERVER_VERSION: u32 = 1;
 
+/// The version of `start-server --results`: as [`START_SERVER_VERSION`], and each task's
+/// result comes back as a [`ServerResult`] line; `ack <job>.<task>` on stdin removes its
+/// directory. (An older shepherd ignores `--results` and greets with 1: its results come
+/// through `watch` as before.)
+pub const START_SERVER_RESULTS_VERSION: u32 = 2;
+
 /// `start-server`'s answer for one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartReply {
@@ -145,7 +160,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let rest = &args[args.len().min(2)..];
     let outcome = match mode {
         "run" => run_mode(),
-        "start-server" => start_server_mode(),
+        "start-server" => start_server_mode(rest.iter().any(|a| a == "--results")),
         "supervise" => match rest.first() {
             Some(dir) => supervise_mode(Path::new(dir)),
             None => Err(usage()),
@@ -241,17 +256,24 @@ const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(120);
 /// the supervisor of each task. See the module documentation for the protocol and
 /// [`spawn::fork_supervisor`] for why the fork is sound.
 ///
-/// One `poll` loop: spec lines on stdin; SIGCHLD through a signalfd (the supervisors are
-/// our children until they end, and are reaped with `waitpid(WNOHANG)` as they do); each
-/// starting supervisor's stdout (the job's pid) and stderr (why it ended before the job ran);
-/// the 120 s deadline of each start. It exits once its input has ended and every start has
-/// been answered; the supervisors still running then are reparented and carry on.
-fn start_server_mode() -> Result<(), LaunchError> {
+/// One `poll` loop: spec lines (and, with `results`, `ack` lines) on stdin; SIGCHLD through
+/// a signalfd (the supervisors are our children until they end, and are reaped with
+/// `waitpid(WNOHANG)` as they do); each starting supervisor's stdout (the job's pid) and
+/// stderr (why it ended before the job ran); the 120 s deadline of each start; with
+/// `results`, the result pipe that every supervisor forked here shares. It exits once its
+/// input has ended and every start has been answered; the supervisors still running then
+/// are reparented and carry on (and, told by their parent-death signal, leave their
+/// results in their task directories as `result.json`).
+fn start_server_mode(results: bool) -> Result<(), LaunchError> {
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use std::os::fd::AsFd;
     let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
     print_line(&StartServerHello {
-        start_server: START_SERVER_VERSION,
+        start_server: if results {
+            START_SERVER_RESULTS_VERSION
+        } else {
+            START_SERVER_VERSION
+        },
     })
     .map_err(stdout_err)?;
     // glibc loads the NSS modules of a database (`libnss_systemd` for `group` here) at its
@@ -269,19 +291,22 @@ fn start_server_mode() -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::Protocol(format!("sigprocmask: {e}")))?;
     let children = SignalFd::with_flags(&sigchld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| LaunchError::io("create", "signalfd", e.into()))?;
+    let mut server = Server {
+        results: if results {
+            Some(ResultPipe::new()?)
+        } else {
+            None
+        },
+        ..Server::default()
+    };
     let stdin = std::io::stdin();
     let mut input = Vec::new();
     let mut eof = false;
-    // Replies go out as long as someone reads them; a launcher that went away does not stop
-    // the supervisors being started from being reaped.
-    let reply = |r: StartReply| {
-        let _ = print_line(&r);
-    };
-    let mut starting: Vec<Starting> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
-    while !eof || !starting.is_empty() {
+    while !eof || !server.starting.is_empty() {
         let now = Instant::now();
-        let timeout = starting
+        let timeout = server
+            .starting
             .iter()
             .map(|s| s.deadline.saturating_duration_since(now))
             .min()
@@ -290,13 +315,18 @@ fn start_server_mode() -> Result<(), LaunchError> {
                 let ms = d.as_millis().saturating_add(1).min(i32::MAX as u128) as i32;
                 nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX)
             });
-        let input_ready = {
+        let (input_ready, results_ready) = {
             use nix::poll::{PollFd, PollFlags};
             let mut fds = vec![PollFd::new(children.as_fd(), PollFlags::POLLIN)];
-            if !eof {
+            let input_at = (!eof).then(|| {
                 fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
-            }
-            for s in &starting {
+                fds.len() - 1
+            });
+            let results_at = server.results.as_ref().map(|r| {
+                fds.push(PollFd::new(r.read.as_fd(), PollFlags::POLLIN));
+                fds.len() - 1
+            });
+            for s in &server.starting {
                 if !s.out_eof {
                     fds.push(PollFd::new(s.out.as_fd(), PollFlags::POLLIN));
                 }
@@ -308,7 +338,10 @@ fn start_server_mode() -> Result<(), LaunchError> {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => return Err(LaunchError::io("poll", "<start server>", e.into())),
             }
-            !eof && fds[1].revents().is_some_and(|r| !r.is_empty())
+            let ready = |at: Option<usize>| {
+                at.is_some_and(|i| fds[i].revents().is_some_and(|r| !r.is_empty()))
+            };
+            (ready(input_at), ready(results_at))
         };
         if input_ready {
             match nix::unistd::read(stdin.as_fd(), &mut buf) {
@@ -319,29 +352,28 @@ fn start_server_mode() -> Result<(), LaunchError> {
             }
             while let Some(end) = input.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = input.drain(..=end).collect();
-                if let Some(answer) = start_line(&line, &mut starting) {
-                    reply(answer);
-                }
+                server.input_line(&line);
             }
             if eof && !input.is_empty() {
                 // A last line without its newline.
                 let line = std::mem::take(&mut input);
-                if let Some(answer) = start_line(&line, &mut starting) {
-                    reply(answer);
-                }
+                server.input_line(&line);
             }
         }
         while let Ok(Some(_)) = children.read_signal() {}
-        reap_supervisors(&mut starting);
-        for s in &mut starting {
+        server.reap_supervisors();
+        if results_ready {
+            server.forward_results(&mut buf);
+        }
+        for s in &mut server.starting {
             s.read_pipes(&mut buf);
         }
         let now = Instant::now();
         let mut i = 0;
-        while i < starting.len() {
-            match starting[i].answer(now) {
+        while i < server.starting.len() {
+            match server.starting[i].answer(now) {
                 Some(answer) => {
-                    starting.swap_remove(i);
+                    server.starting.swap_remove(i);
                     reply(answer);
                 }
                 None => i += 1,
@@ -351,72 +383,247 @@ fn start_server_mode() -> Result<(), LaunchError> {
     Ok(())
 }
 
-/// Reaps every supervisor that has ended; records the status of those still starting.
-fn reap_supervisors(starting: &mut [Starting]) {
-    loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(status) => {
-                if matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
-                    && let Some(s) = starting.iter_mut().find(|s| Some(s.pid) == status.pid())
-                {
-                    s.status = Some(status);
+/// Replies go out as long as someone reads them; a launcher that went away does not stop
+/// the supervisors being started from being reaped.
+fn reply(r: StartReply) {
+    let _ = print_line(&r);
+}
+
+/// The state of a start server.
+#[derive(Default)]
+struct Server {
+    /// Supervisors forked and not yet answered for.
+    starting: Vec<Starting>,
+    /// With results over the session: the pipe the supervisors write their results to.
+    results: Option<ResultPipe>,
+    /// The supervisors forked here that may still report a result, by task.
+    tasks: HashMap<(JobId, TaskId), ServedTask>,
+}
+
+/// A task whose supervisor this server forked.
+struct ServedTask {
+    /// The supervisor, until it is reaped (a pid is signalled only before then, so never
+    /// one the kernel has handed to another process).
+    pid: Option<Pid>,
+    dir: TaskDir,
+    /// Its result went out on stdout: an `ack` may come.
+    forwarded: bool,
+}
+
+/// The pipe a start server's supervisors write their results to: one line each, in one
+/// `write` of at most `PIPE_BUF` bytes, which the kernel never interleaves with another.
+struct ResultPipe {
+    read: std::fs::File,
+    write: std::os::fd::OwnedFd,
+    buf: Vec<u8>,
+}
+
+impl ResultPipe {
+    fn new() -> Result<Self, LaunchError> {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
+        nix::fcntl::fcntl(
+            &r,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+        Ok(ResultPipe {
+            read: std::fs::File::from(r),
+            write: w,
+            buf: Vec::new(),
+        })
+    }
+}
+
+/// A result line on a start server's stdout (with `--results`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerResult {
+    pub result: TaskResult,
+}
+
+impl Server {
+    /// One line of input: `ack <job>.<task>`, or a spec.
+    fn input_line(&mut self, line: &[u8]) {
+        if let Some(name) = line.strip_prefix(b"ack ") {
+            if let Some((job, task)) = std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| TaskDir::parse_name(n.trim()))
+            {
+                self.acknowledge(job, task);
+            }
+            return;
+        }
+        if let Some(answer) = self.start_line(line) {
+            reply(answer);
+        }
+    }
+
+    /// `sched_d` has recorded the task's result durably: its directory goes (before its
+    /// supervisor, which waits for this, is told to exit: a task directory never outlives
+    /// its supervisor without a result, which a watcher would report as a lost task), and
+    /// its supervisor exits. A task whose result did not come through here is not ours to
+    /// acknowledge (its directory holds `result.json`; the launcher removes it).
+    fn acknowledge(&mut self, job: JobId, task: TaskId) {
+        let Some(t) = self.tasks.get(&(job, task)) else {
+            return;
+        };
+        if !t.forwarded {
+            return;
+        }
+        if let Some(t) = self.tasks.remove(&(job, task)) {
+            match std::fs::remove_dir_all(&t.dir.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => eprintln!(
+                    "gridspool-shepherd: cannot remove {}: {e}",
+                    t.dir.path.display()
+                ),
+            }
+            if let Some(pid) = t.pid {
+                let _ = kill(pid, RESULT_ACK_SIGNAL);
+            }
+        }
+    }
+
+    /// Passes on the results the supervisors have written to the result pipe.
+    fn forward_results(&mut self, buf: &mut [u8]) {
+        let Some(pipe) = self.results.as_mut() else {
+            return;
+        };
+        loop {
+            match pipe.read.read(buf) {
+                Ok(0) => break,
+                Ok(n) => pipe.buf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        while let Some(end) = pipe.buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pipe.buf.drain(..=end).collect();
+            let Ok(result) = serde_json::from_slice::<TaskResult>(&line) else {
+                eprintln!(
+                    "gridspool-shepherd: bad result line {:?}",
+                    String::from_utf8_lossy(&line)
+                );
+                continue;
+            };
+            if let Some(t) = self.tasks.get_mut(&(result.job, result.task)) {
+                t.forwarded = true;
+            }
+            let _ = print_line(&ServerResult { result });
+        }
+    }
+
+    /// Reaps every supervisor that has ended; records the status of those still starting.
+    fn reap_supervisors(&mut self) {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(status) => {
+                    if !matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..)) {
+                        continue;
+                    }
+                    if let Some(s) = self
+                        .starting
+                        .iter_mut()
+                        .find(|s| Some(s.pid) == status.pid())
+                    {
+                        s.status = Some(status);
+                    }
+                    // A supervisor that ended without passing its result here left it in
+                    // its directory (or died, which a watcher reports): nothing to ack.
+                    self.tasks.retain(|_, t| {
+                        if t.pid.is_some() && t.pid == status.pid() {
+                            t.pid = None;
+                            t.forwarded
+                        } else {
+                            true
+                        }
+                    });
                 }
             }
         }
     }
+
+    /// One spec line: forks its supervisor (then the answer comes when the supervisor
+    /// announces the job) or answers at once why nothing was started.
+    fn start_line(&mut self, line: &[u8]) -> Option<StartReply> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let spec: LaunchSpec = match serde_json::from_slice(line) {
+            Ok(spec) => spec,
+            Err(e) => {
+                // Answered if the line says which task it is; else the launcher times out.
+                let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+                let id = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+                let (Some(job), Some(task)) = (id("job"), id("task")) else {
+                    return None;
+                };
+                return Some(StartReply {
+                    job: JobId(job as u32),
+                    task: task as TaskId,
+                    reply: RunReply::Failed {
+                        error: format!("bad launch spec: {e}"),
+                        host_fault: false,
+                    },
+                });
+            }
+        };
+        let (job, task) = (spec.job, spec.task);
+        let results = self.results.as_ref().map(|r| &r.write);
+        // The forked supervisor has the spec already: no `spec.json`.
+        let forked = prepare_task_dir(&spec, false).and_then(|dir| {
+            let outcome = fork_supervisor(spec, &dir, results);
+            if outcome.is_err() {
+                let _ = std::fs::remove_dir_all(&dir.path);
+            }
+            outcome
+        });
+        match forked {
+            Ok(s) => {
+                if self.results.is_some() {
+                    self.tasks.insert(
+                        (job, task),
+                        ServedTask {
+                            pid: Some(s.pid),
+                            dir: s.dir.clone(),
+                            forwarded: false,
+                        },
+                    );
+                }
+                self.starting.push(s);
+                None
+            }
+            Err(e) => Some(StartReply {
+                job,
+                task,
+                reply: failed_reply(e),
+            }),
+        }
+    }
 }
 
-/// One spec line for the start server: forks its supervisor (then the answer comes when the
-/// supervisor announces the job) or answers at once why nothing was started.
-fn start_line(line: &[u8], starting: &mut Vec<Starting>) -> Option<StartReply> {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    let spec: LaunchSpec = match serde_json::from_slice(line) {
-        Ok(spec) => spec,
-        Err(e) => {
-            // Answered if the line says which task it is; else the launcher times out.
-            let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-            let id = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
-            let (Some(job), Some(task)) = (id("job"), id("task")) else {
-                return None;
-            };
-            return Some(StartReply {
-                job: JobId(job as u32),
-                task: task as TaskId,
-                reply: RunReply::Failed {
-                    error: format!("bad launch spec: {e}"),
-                    host_fault: false,
-                },
-            });
-        }
-    };
-    let (job, task) = (spec.job, spec.task);
-    // The forked supervisor has the spec already: no `spec.json`.
-    let forked = prepare_task_dir(&spec, false).and_then(|dir| {
-        let outcome = fork_supervisor(spec, &dir);
-        if outcome.is_err() {
-            let _ = std::fs::remove_dir_all(&dir.path);
-        }
-        outcome
-    });
-    match forked {
-        Ok(s) => {
-            starting.push(s);
-            None
-        }
-        Err(e) => Some(StartReply {
-            job,
-            task,
-            reply: failed_reply(e),
-        }),
-    }
+/// The signal a start server sends a supervisor whose result `sched_d` has recorded.
+const RESULT_ACK_SIGNAL: Signal = Signal::SIGUSR2;
+/// The signal a forked supervisor gets when its start server ends (`PR_SET_PDEATHSIG`).
+const SERVER_GONE_SIGNAL: Signal = Signal::SIGHUP;
+
+/// How a forked supervisor reports its result to the start server that forked it.
+struct ResultChannel {
+    /// The write end of the server's result pipe.
+    pipe: std::os::fd::OwnedFd,
+    /// The server's pid: while it is our parent, the server is alive.
+    server: Pid,
 }
 
 /// Forks the supervisor of a prepared task (the start server's counterpart of
 /// [`supervise_task`]: the same supervisor, without the `exec` of this binary).
-fn fork_supervisor(spec: LaunchSpec, dir: &TaskDir) -> Result<Starting, LaunchError> {
+fn fork_supervisor(
+    spec: LaunchSpec,
+    dir: &TaskDir,
+    results: Option<&std::os::fd::OwnedFd>,
+) -> Result<Starting, LaunchError> {
     let pipe = || {
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
@@ -431,8 +638,10 @@ fn fork_supervisor(spec: LaunchSpec, dir: &TaskDir) -> Result<Starting, LaunchEr
     let (err_r, err_w) = pipe()?;
     let (job, task) = (spec.job, spec.task);
     let child_dir = dir.clone();
-    let pid = spawn::fork_supervisor(&out_w, &err_w, move || {
-        match supervise(child_dir, Some(spec)) {
+    let server = nix::unistd::getpid();
+    let pid = spawn::fork_supervisor(&out_w, &err_w, results, move |pipe| {
+        let channel = pipe.map(|pipe| ResultChannel { pipe, server });
+        match supervise(child_dir, Some(spec), channel) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("gridspool-shepherd: {e}");
@@ -618,7 +827,12 @@ fn prepare_task_dir(spec: &LaunchSpec, write_spec: bool) -> Result<TaskDir, Laun
     }
     check_identity(spec)?;
     let spool = Path::new(&spec.exec_spool);
-    mkdir_p(&active_jobs(spool), 0o755)?;
+    // Made (and its mode set) only when missing: a `chmod` per start would be an attribute
+    // change of `active_jobs`, which wakes its watchers for a rescan of every task.
+    let active = active_jobs(spool);
+    if !active.is_dir() {
+        mkdir_p(&active, 0o755)?;
+    }
     let dir = TaskDir::new(spool, spec.job, spec.task);
     if dir.path.exists() {
         if supervisor_alive(&dir) {
@@ -836,16 +1050,31 @@ fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     let dir = TaskDir {
         path: dir.to_path_buf(),
     };
-    supervise(dir, None)
+    supervise(dir, None, None)
 }
 
 /// The supervisor, in a process of its own: `supervise <taskdir>` after its `exec`, or the
-/// start server's fork (which passes the spec it has already parsed).
-fn supervise(dir: TaskDir, spec: Option<LaunchSpec>) -> Result<(), LaunchError> {
+/// start server's fork (which passes the spec it has already parsed, and with `--results`
+/// the channel to pass the result back on).
+fn supervise(
+    dir: TaskDir,
+    spec: Option<LaunchSpec>,
+    channel: Option<ResultChannel>,
+) -> Result<(), LaunchError> {
     let signals = supervisor_signals();
     signals
         .thread_block()
         .map_err(|e| LaunchError::Protocol(format!("sigprocmask: {e}")))?;
+    // Told when the server ends (its session closed: `sched_d` stopped or died), by a
+    // signal taken with the others; a server that ended before this is seen by the parent
+    // having changed.
+    let mut server_gone = match &channel {
+        Some(c) => {
+            nix::sys::prctl::set_pdeathsig(SERVER_GONE_SIGNAL).is_err()
+                || nix::unistd::getppid() != c.server
+        }
+        None => true,
+    };
     // Fails only when already a session leader, which is as good.
     let _ = nix::unistd::setsid();
     let _ = nix::sys::prctl::set_child_subreaper(true);
@@ -863,15 +1092,54 @@ fn supervise(dir: TaskDir, spec: Option<LaunchSpec>) -> Result<(), LaunchError> 
     };
     let mut sup = Supervisor::new(spec, dir.clone(), signals);
     let result = sup.run();
-    // TMPDIR goes before the result is published: once `result.json` exists the task is over
-    // for everyone watching (the launcher is woken by its appearance).
+    server_gone |= sup.server_gone;
+    // TMPDIR goes before the result is published: once it is out, the task is over for
+    // everyone watching.
     sup.cleanup();
     let json = serde_json::to_vec(&result).map_err(|e| LaunchError::Protocol(e.to_string()))?;
+    if let Some(c) = channel
+        && !server_gone
+        && report_to_server(&c, &json, &signals)
+    {
+        // `sched_d` has recorded it, and the server has removed the task directory.
+        return Ok(());
+    }
     dir.write("result.json", &json, 0o644)?;
     if let Some(active_jobs) = dir.path.parent() {
         super::wake::announce_result(active_jobs);
     }
     Ok(())
+}
+
+/// Passes the result to the start server, which sends it to `sched_d`, and waits for the
+/// acknowledgement that `sched_d` gives once the accounting record and exits line are
+/// durable (the server then removes the task directory and signals us). `false` when the
+/// result did not get through or the server ended before the acknowledgement: then the
+/// result goes into the task directory, durably, as without a server, for a watcher (of
+/// this `sched_d`, or of the next one) to report. A result is reported twice at most, never
+/// lost; `sched_d` records it once (the exits line tells).
+fn report_to_server(channel: &ResultChannel, json: &[u8], signals: &SigSet) -> bool {
+    /// `PIPE_BUF` on Linux: a write up to this size is never interleaved with another.
+    const PIPE_BUF: usize = 4096;
+    let mut line = Vec::with_capacity(json.len() + 1);
+    line.extend_from_slice(json);
+    line.push(b'\n');
+    if line.len() > PIPE_BUF || json.contains(&b'\n') {
+        return false;
+    }
+    // SIGPIPE is blocked: a server that has gone makes this EPIPE.
+    match nix::unistd::write(&channel.pipe, &line) {
+        Ok(n) if n == line.len() => {}
+        _ => return false,
+    }
+    loop {
+        match signals.wait() {
+            Ok(s) if s == RESULT_ACK_SIGNAL => return true,
+            Ok(s) if s == SERVER_GONE_SIGNAL => return false,
+            // A kill that came too late, a stray child: the job is over already.
+            _ => {}
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -895,6 +1163,8 @@ struct Supervisor {
     maxvmem: u64,
     mem_integral: f64,
     last_sample: Instant,
+    /// The start server's parent-death signal came while the job ran.
+    server_gone: bool,
 }
 
 impl Supervisor {
@@ -914,6 +1184,7 @@ impl Supervisor {
             maxvmem: 0,
             mem_integral: 0.0,
             last_sample: Instant::now(),
+            server_gone: false,
         }
     }
 
@@ -1143,6 +1414,7 @@ impl Supervisor {
                     self.tick();
                     nix::unistd::alarm::set(1);
                 }
+                s if s == SERVER_GONE_SIGNAL => self.server_gone = true,
                 _ => {}
             }
             self.reap();

@@ -31,8 +31,9 @@
 //! stdio's locks, or be half-way through anything, in the copy of its memory the child gets.
 //! The start server never starts a thread, and [`fork_supervisor`] checks that the process
 //! has exactly one thread (`/proc/self/stat`) before it forks, refusing otherwise. The child
-//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, closes every other
-//! descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
+//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, keeps the write
+//! end of the server's result pipe (if given) as descriptor 3, close-on-exec, closes every
+//! other descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
 //! returns into the server's code: it ends with `_exit`, so no destructor of the server's
 //! objects (whose descriptors it closed) ever runs in it.
 #![allow(unsafe_code)]
@@ -46,7 +47,7 @@ use nix::sys::stat::Mode;
 use nix::unistd::{ForkResult, Gid, Pid, Uid};
 use std::ffi::{CStr, CString};
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The step of the child's set-up that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,16 +237,23 @@ fn thread_count() -> Option<u64> {
     after.split_whitespace().nth(17)?.parse().ok()
 }
 
+/// The descriptor a forked supervisor finds the start server's result pipe on.
+const RESULT_FD: i32 = 3;
+
 /// Forks a child that runs `supervise` and `_exit`s with the code it returns; returns the
 /// child's pid. The child's stdin is `/dev/null`, its stdout and stderr are `stdout` and
-/// `stderr` (the write ends of the caller's pipes), and it holds no other descriptor.
+/// `stderr` (the write ends of the caller's pipes), and it holds no other descriptor but
+/// `results` (the write end of the start server's result pipe, shared by all its
+/// supervisors), which it gets as descriptor 3, close-on-exec (the job, which the
+/// supervisor forks and `exec`s, never holds it), and which is passed to `supervise`.
 /// `EDEADLK` without forking when this process has more than one thread (see the module
 /// documentation: the child runs ordinary code, which is sound only after the fork of a
 /// single-threaded process).
 pub(super) fn fork_supervisor(
     stdout: &OwnedFd,
     stderr: &OwnedFd,
-    supervise: impl FnOnce() -> i32,
+    results: Option<&OwnedFd>,
+    supervise: impl FnOnce(Option<OwnedFd>) -> i32,
 ) -> Result<Pid, Errno> {
     if thread_count() != Some(1) {
         return Err(Errno::EDEADLK);
@@ -267,8 +275,27 @@ pub(super) fn fork_supervisor(
                 // SAFETY: `_exit` ends the child without running anything of the parent's.
                 unsafe { libc::_exit(1) }
             }
-            close_from(3);
-            let code = supervise();
+            let results = results.map(|fd| {
+                let raw = fd.as_raw_fd();
+                // SAFETY: plain descriptor calls on descriptors this child holds; descriptor
+                // 3 is either `fd` itself or one closed below anyway (`close_from(3)` runs
+                // after, and spares only 4 and up when a result pipe is kept).
+                let moved = unsafe {
+                    if raw == RESULT_FD {
+                        libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC)
+                    } else {
+                        libc::dup3(raw, RESULT_FD, libc::O_CLOEXEC)
+                    }
+                };
+                if moved < 0 {
+                    // SAFETY: as above.
+                    unsafe { libc::_exit(1) }
+                }
+            });
+            close_from(if results.is_some() { 4 } else { 3 });
+            // SAFETY: descriptor 3 is open (moved there above), owned by nothing else in
+            // this child (every other owner's descriptor was closed or is another number).
+            let code = supervise(results.map(|()| unsafe { OwnedFd::from_raw_fd(RESULT_FD) }));
             // SAFETY: as above; the supervisor has made its result durable before returning.
             unsafe { libc::_exit(code) }
         }

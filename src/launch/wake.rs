@@ -21,6 +21,7 @@ pub struct DirWatch {
 pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch {
     use notify::Watcher;
     let _ = std::fs::create_dir_all(dir);
+    let watched = dir.to_path_buf();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // Reading the task directories (which the woken watcher does) is itself an
         // event: only changes wake it, or it would keep waking itself. A task directory
@@ -29,13 +30,22 @@ pub fn watch_dir(dir: &Path, on_change: impl Fn() + Send + 'static) -> DirWatch 
         // per task, for nothing. What is left is the result announced by
         // [`announce_result`] (an attribute change of `active_jobs`), and anything else
         // (a rename, an overflow of the event queue, an error) as a hint.
+        // An attribute change of a task directory (its mode set when it is created) is
+        // not the announcement either, which changes `active_jobs` itself.
         let idle = event.as_ref().is_ok_and(|e| {
-            matches!(
+            let child_attributes = matches!(
                 e.kind,
-                notify::EventKind::Access(_)
-                    | notify::EventKind::Create(_)
-                    | notify::EventKind::Remove(_)
-            ) && !e.need_rescan()
+                notify::EventKind::Modify(notify::event::ModifyKind::Metadata(_))
+            ) && !e.paths.is_empty()
+                && e.paths.iter().all(|p| p != &watched);
+            (child_attributes
+                || matches!(
+                    e.kind,
+                    notify::EventKind::Access(_)
+                        | notify::EventKind::Create(_)
+                        | notify::EventKind::Remove(_)
+                ))
+                && !e.need_rescan()
         });
         if !idle {
             on_change()

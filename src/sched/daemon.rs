@@ -154,6 +154,29 @@ impl Drop for SpoolLock {
     }
 }
 
+/// Whether a watcher event may announce an input: a job file or a request that appeared
+/// (created, linked or renamed into place). Most events in `jobs/` are `sched_d`'s own
+/// writes (a state file's temporary name created, written, closed and renamed; an exits line
+/// appended; retired files removed) and so are the removals in `requests/`: passed on,
+/// each would wake the main loop for nothing ([`Daemon::hint`] ignores them). Events are
+/// hints either way; the periodic rescan catches anything missed.
+fn announces_input(ev: &notify::Event) -> bool {
+    use notify::EventKind;
+    if matches!(ev.kind, EventKind::Remove(_) | EventKind::Access(_)) {
+        return false;
+    }
+    ev.paths.iter().any(|p| {
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            return true;
+        };
+        if name.starts_with('.') {
+            return false;
+        }
+        let dir = p.parent().and_then(|d| d.file_name());
+        name.ends_with(".job") || dir.is_some_and(|d| d == "requests")
+    })
+}
+
 fn now() -> i64 {
     crate::compat::time::now()
 }
@@ -610,6 +633,7 @@ impl Daemon {
         let handler = move |res: notify::Result<notify::Event>| {
             let input = match res {
                 Ok(ev) if ev.need_rescan() => Input::Rescan,
+                Ok(ev) if !announces_input(&ev) => return,
                 Ok(ev) => Input::Fs(ev.paths),
                 Err(_) => Input::Rescan,
             };
