@@ -1642,3 +1642,49 @@ fn descendants_of(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// A daemon that died after its accounting commit but before the exits line that says the
+/// task's end was recorded: the next one is told the end again (the result waits on its
+/// host), writes the exits line and state, and does not append a second accounting record
+/// (the run's record already ends the accounting file).
+#[test]
+fn an_end_accounted_just_before_a_crash_is_not_accounted_again() {
+    use gridspool::sched::AccountingHook;
+    let cell = cell(1);
+    let (id, count, task_dir) = ended_while_down_in_state_t(&cell);
+    // What the dead daemon had committed: this very run's record.
+    let job = state(&cell.spool, id).expect("state");
+    let ran = job.tasks.running[0].clone();
+    let result: gridspool::launch::TaskResult =
+        serde_json::from_slice(&std::fs::read(task_dir.join("result.json")).expect("result"))
+            .expect("result json");
+    let config = gridspool::config::ClusterConfig::load(&cell.spool.config_path()).expect("config");
+    let usage = std::sync::Arc::new(std::sync::Mutex::new(
+        gridspool_policy::sharetree::UsageStore::new(),
+    ));
+    let mut acct = gridspool::sched::Accounting::new(cell.spool.accounting_path(), config, usage);
+    acct.record(&job, &ran, &result).expect("record");
+    acct.commit().expect("commit");
+    assert_eq!(accounting_records(&cell, id).len(), 1);
+
+    let d2 = SchedD::start(&cell, &["--retention", "60"]);
+    wait_for("the exits line", Duration::from_secs(15), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    wait_for("the task directory gone", Duration::from_secs(10), || {
+        !task_dir.exists()
+    });
+    assert_eq!(exits(&cell.spool, id).len(), 1);
+    assert_eq!(
+        accounting_records(&cell, id).len(),
+        1,
+        "accounted twice; log:\n{}",
+        d2.log_text()
+    );
+    assert!(
+        d2.log_text().contains("not recorded again"),
+        "log:\n{}",
+        d2.log_text()
+    );
+    assert_eq!(lines(&count), 1, "ran once");
+}

@@ -7,7 +7,9 @@ use crate::config::ClusterConfig;
 use crate::launch::{Placement, TaskResult};
 use crate::model::{JobRecord, RunningTask};
 use gridspool_policy::sharetree::UsageStore;
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Share-tree usage, shared by the accounting hook (which charges it) and the priority policy
@@ -21,17 +23,64 @@ pub struct Accounting {
     config: ClusterConfig,
     usage: SharedUsage,
     pending: Vec<crate::acct::AccountingRecord>,
+    /// Runs (job, task, start time) whose records end the file at start-up: a daemon that
+    /// died after its accounting commit and before the exits lines that say so is told those
+    /// ends again, and must not record them twice.
+    recorded_before: HashSet<RunKey>,
 }
+
+/// What tells one run of a task from every other: job ids are never reused, and a requeued
+/// task starts again at another time.
+type RunKey = (u32, u32, i64);
+
+/// How much of the accounting file's end is read at start-up for [`Accounting`]'s
+/// `recorded_before`: the ends one wake-up commits at most, many times over (a record is
+/// about 300 bytes).
+const TAIL_BYTES: u64 = 1 << 20;
 
 impl Accounting {
     pub fn new(path: PathBuf, config: ClusterConfig, usage: SharedUsage) -> Self {
+        let recorded_before = runs_at_the_end(&path);
         Accounting {
             path,
             config,
             usage,
             pending: Vec::new(),
+            recorded_before,
         }
     }
+}
+
+/// The runs recorded in the last [`TAIL_BYTES`] of the accounting file (none when it cannot
+/// be read: then nothing is skipped, as before).
+fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
+    let mut tail = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut f| {
+        let len = f.metadata()?.len();
+        let from = len.saturating_sub(TAIL_BYTES);
+        f.seek(SeekFrom::Start(from))?;
+        f.read_to_end(&mut tail)?;
+        Ok(from)
+    });
+    let Ok(from) = read else {
+        return HashSet::new();
+    };
+    // Started inside a line: its rest is not a record.
+    let start = if from == 0 {
+        0
+    } else {
+        tail.iter()
+            .position(|&b| b == b'\n')
+            .map_or(tail.len(), |i| i + 1)
+    };
+    let mut reader = crate::acct::Reader::new(&tail[start..], path);
+    let mut runs = HashSet::new();
+    while let Some(entry) = reader.next_entry() {
+        if let Ok(crate::acct::Entry::Record(r)) = entry {
+            runs.insert((r.job_number, r.task_number, r.start_time));
+        }
+    }
+    runs
 }
 
 impl AccountingHook for Accounting {
@@ -61,6 +110,21 @@ impl AccountingHook for Accounting {
         };
         let record =
             crate::acct::AccountingRecord::from_task(job, &placement, result, &self.config);
+        if !self.recorded_before.is_empty()
+            && self.recorded_before.remove(&(
+                record.job_number,
+                record.task_number,
+                record.start_time,
+            ))
+        {
+            // Its record (and so its usage, loaded from the file) is already there.
+            tracing::info!(
+                job = record.job_number,
+                task = record.task_number,
+                "already in the accounting file: not recorded again"
+            );
+            return Ok(());
+        }
         let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
         crate::acct::charge(
             &mut usage,

@@ -13,7 +13,8 @@
 //!   tells a restarted daemon whether it started, so the `r` that follows is written lazily,
 //!   with the job's next write or within `--running-state-delay`);
 //! - end: accounting hook → append the exits line → write the state; on recovery a task
-//!   whose exits line exists is not recorded again.
+//!   whose exits line exists is not recorded again, and one whose run's accounting record
+//!   ends the accounting file (committed just before a crash) is not accounted again.
 
 use super::runner::{AccountingHook, Reattached, TaskRunner, append_exit, recorded_exits};
 use super::state::SchedState;
