@@ -20,7 +20,7 @@
 //!
 //! Cost: O(candidates + free slots × queues) on top of the sort.
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
 use super::rows::NO_QUEUE;
 use super::state::SchedState;
 use crate::config::ArmadaMode;
@@ -99,7 +99,7 @@ impl SchedState {
     pub(super) fn dispatch_armada(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -255,7 +255,7 @@ impl SchedState {
             if verdicts[c.cat].failed.is_some() {
                 continue;
             }
-            let why = self.dispatch_job(
+            self.dispatch_job(
                 c,
                 now,
                 durations[c.cat],
@@ -263,13 +263,13 @@ impl SchedState {
                 &mut reservations_left,
                 result,
                 1,
+                job_reasons,
             );
-            job_reasons[c.pos] = Some(why);
         }
         let mut free_left = self.cluster.free_slots(now);
-        let slice_used: Arc<[String]> = Arc::from(vec![
+        let slice_used = job_reasons.add(Arc::from(vec![
             "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
-        ]);
+        ]));
         for c in cands {
             if free_left > 0 && verdicts[c.cat].failed.is_none() {
                 let pending = self
@@ -280,7 +280,7 @@ impl SchedState {
                     continue;
                 }
                 let before = result.starts.len();
-                let why = self.dispatch_job(
+                self.dispatch_job(
                     c,
                     now,
                     durations[c.cat],
@@ -288,17 +288,13 @@ impl SchedState {
                     &mut reservations_left,
                     result,
                     usize::MAX,
+                    job_reasons,
                 );
                 free_left = free_left.saturating_sub((result.starts.len() - before) as u32);
-                job_reasons[c.pos] = Some(why);
                 continue;
             }
-            if job_reasons[c.pos].is_none() {
-                let why = match verdicts[c.cat].failed.clone() {
-                    Some(w) => w,
-                    None => slice_used.clone(),
-                };
-                job_reasons[c.pos] = Some(why);
+            if job_reasons.id_at(c.pos).is_none() {
+                job_reasons.give(c.pos, verdicts[c.cat].failed.unwrap_or(slice_used));
             }
         }
 

@@ -20,7 +20,7 @@
 //! below its queue's best blocks; both may leave slots idle on purpose, and the held jobs say
 //! so in `qstat -j`.
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId};
 use super::state::{CatId, SchedState};
 use crate::model::JobId;
 use gridspool_policy::fbsng::{
@@ -45,7 +45,7 @@ pub struct FbsngState {
 }
 
 /// Terms and gap reason shared by the jobs of one queue and section priority.
-type SharedTerms = (Terms, Option<Arc<[String]>>);
+type SharedTerms = (Terms, Option<ReasonId>);
 
 /// A job's policy terms, shared.
 type Terms = Arc<[(String, String)]>;
@@ -119,7 +119,7 @@ struct RealFit<'a> {
     now: i64,
     durations: &'a [Option<i64>],
     result: &'a mut PassResult,
-    job_reasons: &'a mut [Option<Arc<[String]>>],
+    job_reasons: &'a mut PassReasons,
     /// Attribute bit per name, and each host's attribute mask.
     attr_bits: HashMap<String, u64>,
     host_mask: Vec<u64>,
@@ -179,10 +179,13 @@ impl Placement for RealFit<'_> {
                 })
                 .clone();
             if list.is_empty() {
-                self.job_reasons[c.pos] = Some(Arc::from(vec![format!(
-                    "cannot run: no host carries the required node attributes ({}) (policy fbsng)",
-                    requires.map_or("", |r| self.st.name(r))
-                )]));
+                self.job_reasons.set(
+                    c.pos,
+                    Arc::from(vec![format!(
+                        "cannot run: no host carries the required node attributes ({}) (policy fbsng)",
+                        requires.map_or("", |r| self.st.name(r))
+                    )]),
+                );
                 return None;
             }
             Some(std::mem::replace(
@@ -193,7 +196,7 @@ impl Placement for RealFit<'_> {
             None
         };
         let before = self.result.starts.len();
-        let why = self.st.dispatch_job(
+        self.st.dispatch_job(
             &c,
             self.now,
             self.durations[c.cat],
@@ -201,13 +204,13 @@ impl Placement for RealFit<'_> {
             &mut self.reservations_left,
             self.result,
             1,
+            self.job_reasons,
         );
         if let Some(saved) = saved {
             self.st.categories[c.cat].candidates = saved;
             // A restricted failure says nothing about the job's other sections' category.
             self.verdicts[c.cat] = CatVerdict::default();
         }
-        self.job_reasons[c.pos] = Some(why);
         (self.result.starts.len() > before).then_some(())
     }
 }
@@ -217,7 +220,7 @@ impl SchedState {
     pub(super) fn dispatch_fbsng(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -538,14 +541,16 @@ impl SchedState {
         // Shared per (queue, section priority): the terms and the gap reason, so 100,000
         // waiting jobs cost no allocation each.
         let mut shared: HashMap<(usize, i64), SharedTerms> = HashMap::new();
-        let not_reached: Arc<[String]> = Arc::from(vec![
+        let not_reached = job_reasons.add(Arc::from(vec![
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
-        ]);
+        ]));
+        // A job's own reasons followed by its gap reason, one list per pair.
+        let mut joined: HashMap<(ReasonId, ReasonId), ReasonId> = HashMap::new();
         // Which candidate each row is (by position), so that the terms and reasons are
         // given in one walk over the rows in position order (sequential writes, instead of
         // one random write into each of three arrays per candidate in priority order).
         const NO_CAND: u32 = u32::MAX;
-        let mut cand_at: Vec<u32> = vec![NO_CAND; job_reasons.len()];
+        let mut cand_at: Vec<u32> = vec![NO_CAND; self.rows.len()];
         for (i, c) in cands.iter().enumerate() {
             if queue_of[i].is_some()
                 && let Some(slot) = cand_at.get_mut(c.pos)
@@ -554,7 +559,7 @@ impl SchedState {
             }
         }
         let mut last: Option<((usize, i64), SharedTerms)> = None;
-        let none: Arc<[String]> = Arc::from(Vec::new());
+        let none = job_reasons.add(Arc::from(Vec::new()));
         self.rows.drop_queue_terms();
         let rows = &mut self.rows;
         for (pos, ((r, t), &i)) in rows
@@ -607,7 +612,7 @@ impl SchedState {
                                 Some(old) if old[..] == terms[..] => old.clone(),
                                 _ => Arc::from(terms),
                             };
-                            (terms, gap.map(|g| Arc::from(vec![g])))
+                            (terms, gap.map(|g| job_reasons.add(Arc::from(vec![g]))))
                         })
                         .clone();
                     last = Some(((q, sp), v.clone()));
@@ -617,20 +622,25 @@ impl SchedState {
             if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, &terms)) {
                 *t = Some(terms);
             }
-            job_reasons[pos] = match (gap, job_reasons[pos].take()) {
-                (Some(g), None) => Some(g),
-                (Some(g), Some(r)) => {
-                    let mut all = r.to_vec();
-                    all.extend(g.iter().cloned());
-                    Some(Arc::from(all))
-                }
-                (None, None) => Some(not_reached.clone()),
-                (None, Some(r)) => Some(r),
+            let id = match (gap, job_reasons.id_at(pos)) {
+                (Some(g), None) => g,
+                (Some(g), Some(r)) => *joined.entry((r, g)).or_insert_with(|| {
+                    let mut all = job_reasons.list(r).to_vec();
+                    all.extend(job_reasons.list(g).iter().cloned());
+                    job_reasons.add(Arc::from(all))
+                }),
+                (None, None) => not_reached,
+                (None, Some(r)) => r,
             };
             // No "why pending" for what is not pending.
-            if !(r.has_pending() && r.pending_unheld()) {
-                job_reasons[pos] = Some(none.clone());
-            }
+            job_reasons.give(
+                pos,
+                if r.has_pending() && r.pending_unheld() {
+                    id
+                } else {
+                    none
+                },
+            );
         }
     }
 }

@@ -17,7 +17,7 @@
 //! Parallel jobs are placed over all their candidate hosts when their turn comes on a host;
 //! `-R y` reservations are not made under this policy (a job is tried host by host).
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
 use super::state::{CatId, SchedState};
 use crate::config::{PolicyOrder, PreemptionSetting};
 use crate::model::{JobId, RunningTask, TaskId};
@@ -132,7 +132,7 @@ impl SchedState {
     pub(super) fn dispatch_by_host(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -272,7 +272,7 @@ impl SchedState {
                         ))
                     };
                     touched.push(cat);
-                    let why = self.dispatch_job(
+                    self.dispatch_job(
                         &c,
                         now,
                         durations[cat],
@@ -280,11 +280,11 @@ impl SchedState {
                         &mut no_reservations,
                         result,
                         usize::MAX,
+                        job_reasons,
                     );
                     if let Some(saved) = saved {
                         self.categories[cat].candidates = saved;
                     }
-                    job_reasons[c.pos] = Some(why);
                     let still = self
                         .jobs
                         .get(&c.id)
@@ -308,18 +308,18 @@ impl SchedState {
                 verdicts[cat] = CatVerdict::default();
             }
         }
-        let reached: Arc<[String]> = Arc::from(vec![NOT_REACHED.to_string()]);
+        let reached = job_reasons.add(Arc::from(vec![NOT_REACHED.to_string()]));
         // A candidate without a reason was never dispatched in this pass, so it is pending
         // and unheld as it was when classified; only a job that started tasks needs a look.
         for c in cands {
-            if job_reasons[c.pos].is_none()
+            if job_reasons.id_at(c.pos).is_none()
                 && (!self.started_in_pass.contains(&c.id)
                     || self
                         .jobs
                         .get(&c.id)
                         .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
             {
-                job_reasons[c.pos] = Some(reached.clone());
+                job_reasons.give(c.pos, reached);
             }
         }
     }
