@@ -54,8 +54,9 @@ type Terms = Arc<[(String, String)]>;
 struct SectionSource {
     submitted: i64,
     id: JobId,
-    /// Index of the candidate.
+    /// Index of the candidate, and its row.
     cand: u32,
+    pos: u32,
     cat: u32,
     /// Its FBSNG queue.
     queue: u32,
@@ -333,6 +334,7 @@ impl SchedState {
                     submitted: c.submitted,
                     id: c.id,
                     cand: i as u32,
+                    pos: c.pos as u32,
                     cat: c.cat as u32,
                     queue: q as u32,
                     sections: c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as u32,
@@ -375,12 +377,23 @@ impl SchedState {
         } else {
             vec![None; cands.len()]
         };
+        // The kept section priorities by row: one job lookup per kept priority (thousands),
+        // not one search of the section map per candidate (100,000).
+        let mut stored_at: Vec<Option<i64>> = Vec::new();
+        if !build.is_empty() && !self.fbsng.sections.is_empty() {
+            stored_at = vec![None; self.rows.len()];
+            for (id, p) in &self.fbsng.sections {
+                if let Some(slot) = self
+                    .jobs
+                    .get(id)
+                    .and_then(|e| stored_at.get_mut(e.row as usize))
+                {
+                    *slot = Some(*p);
+                }
+            }
+        }
         for b in submission_order.iter().map(|&k| &build[k as u32 as usize]) {
-            let stored = if self.fbsng.sections.is_empty() {
-                None
-            } else {
-                self.fbsng.sections.get(&b.id).copied()
-            };
+            let stored = stored_at.get(b.pos as usize).copied().flatten();
             stored_prio[b.cand as usize] = stored;
             let prio = stored.unwrap_or(0);
             let need = &need_of_cat[b.cat as usize];
@@ -574,9 +587,11 @@ impl SchedState {
             }
         }
         let mut last: Option<((usize, i64), usize)> = None;
+        let mut word_bufs: [String; 3] = Default::default();
         let none = job_reasons.add(Arc::from(Vec::new()));
         self.rows.drop_queue_terms();
         let rows = &mut self.rows;
+        let reasons = &rows.reasons;
         for (pos, ((r, t), &i)) in rows
             .rows
             .iter()
@@ -595,42 +610,68 @@ impl SchedState {
                 Some((k, v)) if k == (q, sp) => v,
                 _ => {
                     let v = *shared.entry((q, sp)).or_insert_with(|| {
-                            let fq = &queues[q];
-                            let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
-                                Some(format!(
-                                    "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
-                                    qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
-                                ))
-                            } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
-                                Some(format!(
-                                    "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
-                                    qnames[q], top_section[q], sp, fq.params.spg
-                                ))
-                            } else {
-                                None
-                            };
-                            let mut terms = vec![
-                                ("queue".to_string(), qnames[q].clone()),
-                                ("queue priority".to_string(), fq.priority.to_string()),
-                                ("queue gap".to_string(), fq.params.qpg.to_string()),
-                                ("section priority".to_string(), sp.to_string()),
-                            ];
-                            if let Some(g) = &gap {
-                                terms.push(("gap".to_string(), g.clone()));
-                            }
-                            // The same words as this row's last terms (the usual case from
-                            // one pass to the next): that allocation is shared instead,
-                            // and the rows that hold it already are not written.
-                            let terms: Arc<[(String, String)]> = match t.as_ref() {
-                                Some(old) if old[..] == terms[..] => old.clone(),
-                                _ => Arc::from(terms),
-                            };
-                            shared_terms.push((
-                                terms,
-                                gap.map(|g| job_reasons.add(Arc::from(vec![g]))),
-                            ));
-                            shared_terms.len() - 1
+                        use std::fmt::Write as _;
+                        let fq = &queues[q];
+                        let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
+                            Some(format!(
+                                "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
+                                qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
+                            ))
+                        } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
+                            Some(format!(
+                                "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
+                                qnames[q], top_section[q], sp, fq.params.spg
+                            ))
+                        } else {
+                            None
+                        };
+                        // The words, written into buffers kept for the pass.
+                        let mut words = std::mem::take(&mut word_bufs);
+                        for w in &mut words {
+                            w.clear();
+                        }
+                        let _ = write!(words[0], "{}", fq.priority);
+                        let _ = write!(words[1], "{}", fq.params.qpg);
+                        let _ = write!(words[2], "{sp}");
+                        let keys = ["queue", "queue priority", "queue gap", "section priority"];
+                        let values = [qnames[q].as_str(), &words[0], &words[1], &words[2]];
+                        // The same words as this row's last terms (the usual case from one
+                        // pass to the next): that allocation is shared instead, and the rows
+                        // that hold it already are not written.
+                        let same = t.as_ref().is_some_and(|old| {
+                            old.len() == 4 + usize::from(gap.is_some())
+                                && old.iter().zip(keys.iter().zip(values)).all(
+                                    |((k, v), (nk, nv))| k == nk && v == nv,
+                                )
+                                && gap.as_ref().is_none_or(|g| old[4].0 == "gap" && &old[4].1 == g)
                         });
+                        let terms: Arc<[(String, String)]> = match t.as_ref() {
+                            Some(old) if same => old.clone(),
+                            _ => {
+                                let mut terms: Vec<(String, String)> = keys
+                                    .iter()
+                                    .zip(values)
+                                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                                    .collect();
+                                if let Some(g) = &gap {
+                                    terms.push(("gap".to_string(), g.clone()));
+                                }
+                                Arc::from(terms)
+                            }
+                        };
+                        word_bufs = words;
+                        // The gap reason: this row's last reasons when they say just that.
+                        let gap = gap.map(|g| {
+                            let kept = &reasons[pos];
+                            if kept.len() == 1 && kept[0] == g {
+                                job_reasons.add(kept.clone())
+                            } else {
+                                job_reasons.add(Arc::from(vec![g]))
+                            }
+                        });
+                        shared_terms.push((terms, gap));
+                        shared_terms.len() - 1
+                    });
                     last = Some(((q, sp), v));
                     v
                 }

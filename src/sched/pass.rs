@@ -517,16 +517,20 @@ impl SchedState {
         // category mostly keep one allocation from an earlier pass, so most rows compare
         // two pointers, not their words.
         let mut same: Vec<Option<Arc<[String]>>> = vec![None; job_reasons.table.len()];
+        // A row the pass gave a reason is live: it was classified in this pass, or it is a
+        // candidate of the cached order, which removing a job forgets. Only the other rows
+        // are read (a full pass gives each live one the empty list), so that the walk reads
+        // 20 bytes a row, not the row.
         let rows = &mut self.rows;
-        for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
+        for (pos, reasons) in rows.reasons.iter_mut().enumerate() {
             let id = match job_reasons.at.get(pos) {
-                Some(&id) if id != 0 => id,
-                _ if clear => none,
+                Some(&id) if id != 0 => {
+                    debug_assert!(rows.rows[pos].live(), "row {pos} given a reason is live");
+                    id
+                }
+                _ if clear && rows.rows.get(pos).is_some_and(|r| r.live()) => none,
                 _ => continue,
             };
-            if !row.live() {
-                continue;
-            }
             let new = &job_reasons.table[id as usize - 1];
             if Arc::ptr_eq(reasons, new) {
                 continue;
@@ -539,7 +543,7 @@ impl SchedState {
                 *memo = Some(reasons.clone());
             } else {
                 *reasons = new.clone();
-                changed.push(row.id);
+                changed.push(rows.rows[pos].id);
             }
         }
         for id in changed {
