@@ -137,13 +137,54 @@ impl SchedState {
         durations: &[Option<i64>],
         result: &mut PassResult,
     ) {
+        // No host can take anything (a full cluster: the usual periodic pass): the jobs are
+        // not grouped, and each is left with the reason that it was not reached.
+        let any_room = self
+            .cluster
+            .hosts
+            .iter()
+            .enumerate()
+            .any(|(h, hs)| hs.slots_used < hs.slots_cap && self.cluster.host_up(h, now));
+        if any_room {
+            self.dispatch_to_hosts(cands, job_reasons, now, durations, result);
+        }
+        let reached = job_reasons.add(Arc::from(vec![NOT_REACHED.to_string()]));
+        // A candidate without a reason was never dispatched in this pass, so it is pending
+        // and unheld as it was when classified; only a job that started tasks needs a look.
+        for c in cands {
+            if job_reasons.id_at(c.pos).is_none()
+                && (self.started_in_pass.is_empty()
+                    || !self.started_in_pass.contains(&c.id)
+                    || self
+                        .jobs
+                        .get(&c.id)
+                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
+            {
+                job_reasons.give(c.pos, reached);
+            }
+        }
+    }
+
+    /// The host-by-host walk of [`SchedState::dispatch_by_host`], when a host has room.
+    fn dispatch_to_hosts(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut PassReasons,
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
         let mut table = ClusterTable::new();
         // Indexed by interned cluster name and category: no hashing per candidate.
         let mut cluster_ids: Vec<Option<ClusterId>> = vec![None; self.name_list.len()];
         let mut groups: Vec<Group> = Vec::new();
         let ncat = self.categories.len();
         let mut group_of: Vec<Vec<usize>> = Vec::new();
-        for (i, c) in cands.iter().enumerate() {
+        // Each candidate's group, then the members placed in lists of the right size (no
+        // list grown by doubling over 100,000 candidates).
+        let mut group_at: Vec<u32> = Vec::with_capacity(cands.len());
+        let mut group_len: Vec<usize> = Vec::new();
+        for c in cands {
             let slot = c.cluster as usize;
             if slot >= cluster_ids.len() {
                 cluster_ids.resize(slot + 1, None);
@@ -172,12 +213,21 @@ impl SchedState {
                         head: 0,
                     });
                     group_of[row][c.cat] = groups.len() - 1;
+                    group_len.push(0);
                     groups.len() - 1
                 }
                 g => g,
             };
-            groups[g].members.push(i);
+            group_len[g] += 1;
+            group_at.push(g as u32);
         }
+        for (gr, &n) in groups.iter_mut().zip(&group_len) {
+            gr.members.reserve_exact(n);
+        }
+        for (i, &g) in group_at.iter().enumerate() {
+            groups[g as usize].members.push(i);
+        }
+        drop(group_at);
         let host_paths = self.host_paths();
         // Per distinct host cluster: the groups bucketed by ascending cluster order.
         let mut buckets_of: HashMap<ClusterPath, Vec<Vec<usize>>> = HashMap::new();
@@ -306,20 +356,6 @@ impl SchedState {
             }
             for cat in touched {
                 verdicts[cat] = CatVerdict::default();
-            }
-        }
-        let reached = job_reasons.add(Arc::from(vec![NOT_REACHED.to_string()]));
-        // A candidate without a reason was never dispatched in this pass, so it is pending
-        // and unheld as it was when classified; only a job that started tasks needs a look.
-        for c in cands {
-            if job_reasons.id_at(c.pos).is_none()
-                && (!self.started_in_pass.contains(&c.id)
-                    || self
-                        .jobs
-                        .get(&c.id)
-                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
-            {
-                job_reasons.give(c.pos, reached);
             }
         }
     }
