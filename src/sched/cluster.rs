@@ -710,3 +710,81 @@ pub enum StaticMiss {
     Fixed(String),
     Pe,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Three hosts of 4 slots, each with two queue instances of 3 slots (so that a host can
+    /// be full while each of its instances still has a free slot).
+    fn cluster() -> Cluster {
+        let text = "hosts:\n  - {name: a, slots: 4}\n  - {name: b, slots: 4}\n  - {name: c, slots: 4}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, b, c], slots: 3}\n  - {name: y.q, hostlist: [a, b, c], slots: 3}\n";
+        Cluster::from_config(&ClusterConfig::parse(text).expect("config"))
+    }
+
+    /// The room bit as the fit reads it, against the slot counts it stands for.
+    fn check_room(c: &Cluster) -> Result<(), TestCaseError> {
+        for (qi, q) in c.qis.iter().enumerate() {
+            let h = &c.hosts[q.host];
+            let room = q.slots_used < q.slots_cap && h.slots_used < h.slots_cap;
+            prop_assert_eq!(
+                c.has_room(qi),
+                room,
+                "instance {} ({:?})",
+                qi,
+                c.qis[qi].queue
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Whatever is booked and released, in whatever order, an instance has the room bit
+        /// exactly when it and its host both have a free slot.
+        #[test]
+        fn room_bit_follows_bookings(
+            steps in proptest::collection::vec((0usize..6, 1u32..4, any::<bool>()), 1..60)
+        ) {
+            let mut c = cluster();
+            prop_assert_eq!(c.qis.len(), 6);
+            check_room(&c)?;
+            let mut held: Vec<Booking> = Vec::new();
+            for (qi, n, release) in steps {
+                if release && !held.is_empty() {
+                    let b = held.remove(qi % held.len());
+                    c.release(&b);
+                } else {
+                    let b = Booking {
+                        slots: vec![(qi, n)],
+                        ..Booking::default()
+                    };
+                    c.book(&b);
+                    held.push(b);
+                }
+                check_room(&c)?;
+            }
+            for b in held.drain(..) {
+                c.release(&b);
+            }
+            check_room(&c)?;
+            prop_assert!((0..6).all(|qi| c.has_room(qi)), "all free again");
+        }
+    }
+
+    /// Reservations are listed as they are made and all of them go at the next clear.
+    #[test]
+    fn reservations_are_listed_and_cleared() {
+        let mut c = cluster();
+        assert!(!c.has_reservations());
+        c.reserve(1, 100, 2);
+        c.reserve(1, 200, 1);
+        c.reserve(4, 100, 3);
+        assert!(c.has_reservations());
+        assert_eq!(c.qis[1].reserved, vec![(100, 2), (200, 1)]);
+        c.clear_reservations();
+        assert!(!c.has_reservations());
+        assert!(c.qis.iter().all(|q| q.reserved.is_empty()));
+    }
+}

@@ -65,6 +65,13 @@ struct SectionSource {
     process_type: Option<u32>,
 }
 
+/// A section source's place in submission order, `(submitted, id)`, as one integer with
+/// the same order and `k` (the source's index) in its low 32 bits: the submission time with
+/// its sign bit flipped (so that unsigned order is signed order), then the job id.
+fn submission_key(submitted: i64, id: JobId, k: u32) -> u128 {
+    (u128::from(submitted as u64 ^ (1 << 63)) << 64) | (u128::from(id.0) << 32) | u128::from(k)
+}
+
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
 pub const FBSNG_FILE: &str = "fbsng.json";
 
@@ -351,11 +358,7 @@ impl SchedState {
         let mut submission_order: Vec<u128> = build
             .iter()
             .enumerate()
-            .map(|(k, b)| {
-                (u128::from(b.submitted as u64 ^ (1 << 63)) << 64)
-                    | (u128::from(b.id.0) << 32)
-                    | k as u128
-            })
+            .map(|(k, b)| submission_key(b.submitted, b.id, k as u32))
             .collect();
         submission_order.sort_unstable();
         // Sections per queue counted first, so that the lists are allocated once (growing
@@ -700,6 +703,29 @@ impl SchedState {
                     none
                 },
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JobId, submission_key};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The packed key orders like (submitted, id), with the index only breaking ties
+        /// that job ids never leave, and gives the index back.
+        #[test]
+        fn submission_key_orders_like_the_pair(
+            a in (any::<i64>(), any::<u32>(), any::<u32>()),
+            b in (any::<i64>(), any::<u32>(), any::<u32>()),
+        ) {
+            let ka = submission_key(a.0, JobId(a.1), a.2);
+            let kb = submission_key(b.0, JobId(b.1), b.2);
+            prop_assert_eq!(ka as u32, a.2);
+            if (a.0, a.1) != (b.0, b.1) {
+                prop_assert_eq!(ka.cmp(&kb), (a.0, a.1).cmp(&(b.0, b.1)));
+            }
         }
     }
 }

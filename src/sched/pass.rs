@@ -881,18 +881,20 @@ impl SchedState {
         // Running tasks grouped by expected end. The fit is monotone in time (ends only free
         // resources), so a binary search over the groups finds the earliest fitting end with
         // O(log groups) fits. Releases are applied to the live cluster and undone after, so
-        // nothing is cloned.
-        // Sorted once per pass and again only after a start added a running task.
+        // the cluster is not cloned.
+        // Sorted once per pass and again only after a start added a running task, each with a
+        // copy of its booking: the search releases and re-books thousands of them, and a
+        // hashed lookup of each in `running` cost more than the release.
         let ends = match self.ends_cache.take() {
             Some((n, v)) if n == self.running.len() => v,
             _ => {
-                let mut v: Vec<(i64, JobId, TaskId)> = self
+                let mut v: Vec<super::state::EndOfTask> = self
                     .running
                     .iter()
                     .filter(|(_, b)| b.expected_end != i64::MAX)
-                    .map(|(&(j, t), b)| (b.expected_end, j, t))
+                    .map(|(&(j, t), b)| (b.expected_end, j, t, b.booking.clone()))
                     .collect();
-                v.sort_unstable();
+                v.sort_unstable_by_key(|&(end, j, t, _)| (end, j, t));
                 v
             }
         };
@@ -905,22 +907,15 @@ impl SchedState {
         let demand = self.categories[cat].demand.as_ref().ok()?;
         let candidates = &self.categories[cat].candidates;
         let cluster = &mut self.cluster;
-        let running = &self.running;
         let mut released = 0usize; // number of entries of `ends` released
         let mut move_to = |cluster: &mut super::cluster::Cluster, target: usize| {
             while released < target {
-                let (_, j, t) = ends[released];
-                if let Some(b) = running.get(&(j, t)) {
-                    cluster.release(&b.booking);
-                }
+                cluster.release(&ends[released].3);
                 released += 1;
             }
             while released > target {
                 released -= 1;
-                let (_, j, t) = ends[released];
-                if let Some(b) = running.get(&(j, t)) {
-                    cluster.book(&b.booking);
-                }
+                cluster.book(&ends[released].3);
             }
         };
         let probe = |cluster: &super::cluster::Cluster| {

@@ -149,17 +149,12 @@ impl SchedState {
             self.dispatch_to_hosts(cands, job_reasons, now, durations, result);
         }
         let reached = job_reasons.add(Arc::from(vec![NOT_REACHED.to_string()]));
-        // A candidate without a reason was never dispatched in this pass, so it is pending
-        // and unheld as it was when classified; only a job that started tasks needs a look.
+        // A candidate without a reason was never dispatched in this pass (`dispatch_job`
+        // gives every job it sees its reasons), so it started nothing and is pending and
+        // unheld as it was when classified.
         for c in cands {
-            if job_reasons.id_at(c.pos).is_none()
-                && (self.started_in_pass.is_empty()
-                    || !self.started_in_pass.contains(&c.id)
-                    || self
-                        .jobs
-                        .get(&c.id)
-                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
-            {
+            if job_reasons.id_at(c.pos).is_none() {
+                debug_assert!(!self.started_in_pass.contains(&c.id), "job {}", c.id);
                 job_reasons.give(c.pos, reached);
             }
         }
