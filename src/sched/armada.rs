@@ -20,7 +20,7 @@
 //!
 //! Cost: O(candidates + free slots × queues) on top of the sort.
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
 use super::rows::NO_QUEUE;
 use super::state::SchedState;
 use crate::config::ArmadaMode;
@@ -99,7 +99,7 @@ impl SchedState {
     pub(super) fn dispatch_armada(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -109,8 +109,10 @@ impl SchedState {
         // From the running bookings (thousands), not a walk over every job.
         // The bookings are gathered and sorted by job so that each job is looked up once,
         // in id order (the map's upper levels stay in cache), not once per task at random.
-        let mut usage: BTreeMap<String, f64> = BTreeMap::new();
-        let mut per_key: HashMap<u32, f64> = HashMap::new();
+        // Slots held per queue, indexed by the queue's interned name (no hashing per job),
+        // and the queues that hold any.
+        let mut usage_of: Vec<f64> = vec![0.0; self.name_list.len()];
+        let mut used_keys: Vec<u32> = Vec::new();
         let mut held: Vec<(JobId, u32)> = self
             .running
             .iter()
@@ -120,13 +122,16 @@ impl SchedState {
         for tasks in held.chunk_by(|a, b| a.0 == b.0) {
             let slots: f64 = tasks.iter().map(|&(_, n)| f64::from(n)).sum();
             if let Some(e) = self.jobs.get(&tasks[0].0) {
-                *per_key
-                    .entry(e.hot.project.unwrap_or(e.hot.owner))
-                    .or_insert(0.0) += slots;
+                let k = e.hot.project.unwrap_or(e.hot.owner);
+                if usage_of.len() <= k as usize {
+                    usage_of.resize(k as usize + 1, 0.0);
+                }
+                // A job holds at least one slot: 0 means not seen yet.
+                if usage_of[k as usize] == 0.0 {
+                    used_keys.push(k);
+                }
+                usage_of[k as usize] += slots;
             }
-        }
-        for (k, u) in per_key {
-            usage.insert(self.name(k).to_string(), u);
         }
         let total_slots: f64 = self
             .cluster
@@ -143,18 +148,42 @@ impl SchedState {
             .last_update
             .map_or(0.0, |t| (now - t).max(0) as f64);
         if let Ok(ht) = Halftime::from_secs(aconf.halftime) {
-            let names: Vec<String> = self
-                .armada
-                .priorities
-                .keys()
-                .chain(usage.keys())
-                .cloned()
+            // Every queue with a priority decays toward its usage (0 when it holds nothing),
+            // and a queue holding slots is updated once more (new ones from 0), in place: no
+            // name copied, none looked up twice. (As when the names of the priorities and
+            // then those of the usage were walked in turn: a queue in both is updated twice.)
+            let names = &self.name_list;
+            let usage_by_name: HashMap<&str, f64> = used_keys
+                .iter()
+                .map(|&k| {
+                    (
+                        names.get(k as usize).map_or("", String::as_str),
+                        usage_of[k as usize],
+                    )
+                })
                 .collect();
-            for q in names {
-                let old = self.armada.priorities.get(&q).copied().unwrap_or(0.0);
-                let u = usage.get(&q).copied().unwrap_or(0.0);
-                if let Ok(p) = armada::update_priority(old, factors.usage(&[u]), elapsed, ht) {
-                    self.armada.priorities.insert(q, p);
+            let update = |old: f64, u: f64| {
+                armada::update_priority(old, factors.usage(&[u]), elapsed, ht).ok()
+            };
+            let priorities = &mut self.armada.priorities;
+            for (q, p) in priorities.iter_mut() {
+                let u = usage_by_name.get(q.as_str()).copied().unwrap_or(0.0);
+                if let Some(new) = update(*p, u) {
+                    *p = new;
+                }
+            }
+            for (&q, &u) in &usage_by_name {
+                match priorities.get_mut(q) {
+                    Some(p) => {
+                        if let Some(new) = update(*p, u) {
+                            *p = new;
+                        }
+                    }
+                    None => {
+                        if let Some(new) = update(0.0, u) {
+                            priorities.insert(q.to_string(), new);
+                        }
+                    }
                 }
             }
         }
@@ -165,8 +194,12 @@ impl SchedState {
         // interned name (project, else owner): indexed by the name's number, not hashed, and
         // each candidate's queue kept for the terms below.
         let mut qindex: Vec<u32> = vec![NO_QUEUE; self.name_list.len()];
-        let mut cand_queue: Vec<u32> = Vec::with_capacity(cands.len());
-        let mut qnames: Vec<String> = Vec::new();
+        // Each row's queue, for the terms below (the last pass's allocation reused).
+        let mut queue_at = std::mem::take(&mut self.rows.term_queue);
+        queue_at.clear();
+        queue_at.resize(self.rows.len(), NO_QUEUE);
+        // Each queue's interned name (its words read through `name` where needed).
+        let mut qkeys: Vec<u32> = Vec::new();
         let mut qjobs: Vec<Vec<ArmadaJob>> = Vec::new();
         let mut qslots: Vec<u32> = Vec::new();
         for (i, c) in cands.iter().enumerate() {
@@ -175,13 +208,15 @@ impl SchedState {
                 qindex.resize(key as usize + 1, NO_QUEUE);
             }
             if qindex[key as usize] == NO_QUEUE {
-                qindex[key as usize] = qnames.len() as u32;
-                qnames.push(self.name(key).to_string());
+                qindex[key as usize] = qkeys.len() as u32;
+                qkeys.push(key);
                 qjobs.push(Vec::new());
                 qslots.push(0);
             }
             let q = qindex[key as usize] as usize;
-            cand_queue.push(q as u32);
+            if let Some(slot) = queue_at.get_mut(c.pos) {
+                *slot = q as u32;
+            }
             // A queue never gets more than the free slots in one round (on a full cluster,
             // the usual periodic pass, no room: no category read and no division).
             if qslots[q] >= free_slots {
@@ -202,9 +237,10 @@ impl SchedState {
             qslots[q] += slots * n as u32;
         }
         let factor_of = |name: &str| aconf.priority_factors.get(name).copied().unwrap_or(1.0);
-        let effective: Vec<f64> = qnames
+        let effective: Vec<f64> = qkeys
             .iter()
-            .map(|n| {
+            .map(|&k| {
+                let n = self.name(k);
                 let p = self.armada.priorities.get(n).copied().unwrap_or(0.0);
                 armada::effective_priority(p.max(DEFAULT_MIN_PRIORITY), factor_of(n))
             })
@@ -229,10 +265,10 @@ impl SchedState {
             ArmadaMode::Drf => {
                 let queues: Vec<DrfQueue<'_>> = qjobs
                     .iter()
-                    .zip(&qnames)
-                    .map(|(jobs, n)| DrfQueue {
-                        usage: vec![usage.get(n).copied().unwrap_or(0.0)],
-                        weight: 1.0 / factor_of(n).max(f64::MIN_POSITIVE),
+                    .zip(&qkeys)
+                    .map(|(jobs, &k)| DrfQueue {
+                        usage: vec![usage_of.get(k as usize).copied().unwrap_or(0.0)],
+                        weight: 1.0 / factor_of(self.name(k)).max(f64::MIN_POSITIVE),
                         jobs,
                     })
                     .collect();
@@ -255,7 +291,7 @@ impl SchedState {
             if verdicts[c.cat].failed.is_some() {
                 continue;
             }
-            let why = self.dispatch_job(
+            self.dispatch_job(
                 c,
                 now,
                 durations[c.cat],
@@ -263,13 +299,13 @@ impl SchedState {
                 &mut reservations_left,
                 result,
                 1,
+                job_reasons,
             );
-            job_reasons[c.pos] = Some(why);
         }
         let mut free_left = self.cluster.free_slots(now);
-        let slice_used: Arc<[String]> = Arc::from(vec![
+        let slice_used = job_reasons.add(Arc::from(vec![
             "cannot run in this pass: its queue's slice is used up (policy armada)".to_string(),
-        ]);
+        ]));
         for c in cands {
             if free_left > 0 && verdicts[c.cat].failed.is_none() {
                 let pending = self
@@ -280,7 +316,7 @@ impl SchedState {
                     continue;
                 }
                 let before = result.starts.len();
-                let why = self.dispatch_job(
+                self.dispatch_job(
                     c,
                     now,
                     durations[c.cat],
@@ -288,17 +324,13 @@ impl SchedState {
                     &mut reservations_left,
                     result,
                     usize::MAX,
+                    job_reasons,
                 );
                 free_left = free_left.saturating_sub((result.starts.len() - before) as u32);
-                job_reasons[c.pos] = Some(why);
                 continue;
             }
-            if job_reasons[c.pos].is_none() {
-                let why = match verdicts[c.cat].failed.clone() {
-                    Some(w) => w,
-                    None => slice_used.clone(),
-                };
-                job_reasons[c.pos] = Some(why);
+            if job_reasons.id_at(c.pos).is_none() {
+                job_reasons.give(c.pos, verdicts[c.cat].failed.unwrap_or(slice_used));
             }
         }
 
@@ -306,26 +338,45 @@ impl SchedState {
         // queue (`JobRows::term_queue`), and `JobRows::terms_of` reads them when a record is
         // written (`priority.policy_terms`); a pass writes one `u32` per row, not a
         // reference-counted pointer (the words change every pass as the priorities decay).
-        let terms: Vec<Arc<[(String, String)]>> = qnames
+        // The words mostly stay the same from one pass to the next (a priority decays
+        // slowly at two decimals): a queue whose words did not change keeps its allocation.
+        let old_terms = std::mem::take(&mut self.rows.queue_terms);
+        let old_by_name: HashMap<&str, &Arc<[(String, String)]>> = old_terms
+            .iter()
+            .filter_map(|t| t.first().map(|(_, n)| (n.as_str(), t)))
+            .collect();
+        let (mut share, mut eff) = (String::new(), String::new());
+        let terms: Vec<Arc<[(String, String)]>> = qkeys
             .iter()
             .enumerate()
-            .map(|(q, n)| {
-                Arc::from(vec![
-                    ("queue".to_string(), n.clone()),
-                    ("share".to_string(), format!("{:.4}", shares[q])),
-                    (
-                        "effective priority".to_string(),
-                        format!("{:.2}", effective[q]),
-                    ),
-                ])
+            .map(|(q, &k)| {
+                use std::fmt::Write as _;
+                let n = self.name(k);
+                share.clear();
+                eff.clear();
+                let _ = write!(share, "{:.4}", shares[q]);
+                let _ = write!(eff, "{:.2}", effective[q]);
+                match old_by_name.get(n) {
+                    Some(old)
+                        if old.len() == 3
+                            && old[0].0 == "queue"
+                            && old[1].0 == "share"
+                            && old[1].1 == share
+                            && old[2].0 == "effective priority"
+                            && old[2].1 == eff =>
+                    {
+                        Arc::clone(old)
+                    }
+                    _ => Arc::from(vec![
+                        ("queue".to_string(), n.to_string()),
+                        ("share".to_string(), share.clone()),
+                        ("effective priority".to_string(), eff.clone()),
+                    ]),
+                }
             })
             .collect();
-        let mut queue_at: Vec<u32> = vec![NO_QUEUE; self.rows.len()];
-        for (c, &q) in cands.iter().zip(&cand_queue) {
-            if let Some(slot) = queue_at.get_mut(c.pos) {
-                *slot = q;
-            }
-        }
+        drop(old_by_name);
+        drop(old_terms);
         for t in &mut self.rows.terms {
             if t.is_some() {
                 *t = None;

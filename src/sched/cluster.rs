@@ -71,7 +71,8 @@ pub struct QueueInstance {
     pub consumables: Pool,
     /// Non-consumable `complex_values`, the queue's limits (`h_rt`, …) and `qname`.
     pub values: HashMap<String, String>,
-    /// Slots promised to reservations made in this pass: (from, slots).
+    /// Slots promised to reservations made in this pass: (from, slots). Added through
+    /// [`Cluster::reserve`], which keeps the list of instances to clear.
     pub reserved: Vec<(i64, u32)>,
 }
 
@@ -159,6 +160,18 @@ pub struct Cluster {
     /// Every complex by full name, and shortcuts to full names.
     pub complexes: HashMap<String, Complex>,
     pub shortcuts: HashMap<String, String>,
+    /// Bit `qi` set when queue instance `qi` and its host both have a free slot. A fit tests
+    /// this bit before reading the instance (a few hundred bytes with its host, its
+    /// reservations and consumables): on a full cluster, where every category fails once per
+    /// pass, a failed fit costs one bit test per candidate instead of two cache misses.
+    /// Kept by [`Cluster::apply`], the only code that changes `slots_used`; a bit set says
+    /// only that there may be room (reservations and consumables are the fit's to check).
+    room: Vec<u64>,
+    /// The queue instances of each host, to update `room` when a host fills up or frees.
+    host_qis: Vec<Vec<usize>>,
+    /// Queue instances holding a reservation of this pass ([`Cluster::reserve`]), so that
+    /// clearing them and asking whether there are any do not walk every instance.
+    reserved_qis: Vec<usize>,
 }
 
 impl Cluster {
@@ -271,13 +284,45 @@ impl Cluster {
                 rule: AllocationRule::parse(&p.allocation_rule).unwrap_or(AllocationRule::FillUp),
             })
             .collect();
-        Cluster {
+        let mut host_qis = vec![Vec::new(); hosts.len()];
+        for (qi, q) in qis.iter().enumerate() {
+            host_qis[q.host].push(qi);
+        }
+        let mut cluster = Cluster {
+            room: vec![0; qis.len().div_ceil(64)],
             hosts,
             qis,
             global,
             pes,
             complexes,
             shortcuts,
+            host_qis,
+            reserved_qis: Vec::new(),
+        };
+        for qi in 0..cluster.qis.len() {
+            cluster.update_room(qi);
+        }
+        cluster
+    }
+
+    /// Whether queue instance `qi` and its host both have a free slot; when not, the
+    /// instance can take nothing. `true` for an instance the index does not cover.
+    pub fn has_room(&self, qi: usize) -> bool {
+        self.room
+            .get(qi / 64)
+            .is_none_or(|w| w & (1 << (qi % 64)) != 0)
+    }
+
+    fn update_room(&mut self, qi: usize) {
+        let q = &self.qis[qi];
+        let h = &self.hosts[q.host];
+        let room = q.slots_used < q.slots_cap && h.slots_used < h.slots_cap;
+        if let Some(w) = self.room.get_mut(qi / 64) {
+            if room {
+                *w |= 1 << (qi % 64);
+            } else {
+                *w &= !(1 << (qi % 64));
+            }
         }
     }
 
@@ -322,12 +367,23 @@ impl Cluster {
     fn apply(&mut self, b: &Booking, sign: f64) {
         for &(qi, n) in &b.slots {
             let host = self.qis[qi].host;
+            let h = &self.hosts[host];
+            let host_room = h.slots_used < h.slots_cap;
             if sign > 0.0 {
                 self.qis[qi].slots_used += n;
                 self.hosts[host].slots_used += n;
             } else {
                 self.qis[qi].slots_used = self.qis[qi].slots_used.saturating_sub(n);
                 self.hosts[host].slots_used = self.hosts[host].slots_used.saturating_sub(n);
+            }
+            let h = &self.hosts[host];
+            if (h.slots_used < h.slots_cap) != host_room {
+                // The host filled up or freed: every instance on it changes.
+                for k in 0..self.host_qis.get(host).map_or(0, Vec::len) {
+                    self.update_room(self.host_qis[host][k]);
+                }
+            } else {
+                self.update_room(qi);
             }
         }
         for (level, name, amount) in &b.consumables {
@@ -346,9 +402,27 @@ impl Cluster {
 
     /// Forgets every reservation (each pass makes its own, as SGE does).
     pub fn clear_reservations(&mut self) {
-        for q in &mut self.qis {
-            q.reserved.clear();
+        for qi in std::mem::take(&mut self.reserved_qis) {
+            if let Some(q) = self.qis.get_mut(qi) {
+                q.reserved.clear();
+            }
         }
+    }
+
+    /// Promises `slots` of queue instance `qi` to a reservation from `from` on, until the
+    /// next [`Cluster::clear_reservations`].
+    pub fn reserve(&mut self, qi: usize, from: i64, slots: u32) {
+        if let Some(q) = self.qis.get_mut(qi) {
+            if q.reserved.is_empty() {
+                self.reserved_qis.push(qi);
+            }
+            q.reserved.push((from, slots));
+        }
+    }
+
+    /// Whether a reservation was made since the last [`Cluster::clear_reservations`].
+    pub fn has_reservations(&self) -> bool {
+        !self.reserved_qis.is_empty()
     }
 
     /// Whether host `h` can be used at `now` (not marked unreachable).
@@ -635,4 +709,82 @@ pub enum StaticMiss {
     QueueList,
     Fixed(String),
     Pe,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Three hosts of 4 slots, each with two queue instances of 3 slots (so that a host can
+    /// be full while each of its instances still has a free slot).
+    fn cluster() -> Cluster {
+        let text = "hosts:\n  - {name: a, slots: 4}\n  - {name: b, slots: 4}\n  - {name: c, slots: 4}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, b, c], slots: 3}\n  - {name: y.q, hostlist: [a, b, c], slots: 3}\n";
+        Cluster::from_config(&ClusterConfig::parse(text).expect("config"))
+    }
+
+    /// The room bit as the fit reads it, against the slot counts it stands for.
+    fn check_room(c: &Cluster) -> Result<(), TestCaseError> {
+        for (qi, q) in c.qis.iter().enumerate() {
+            let h = &c.hosts[q.host];
+            let room = q.slots_used < q.slots_cap && h.slots_used < h.slots_cap;
+            prop_assert_eq!(
+                c.has_room(qi),
+                room,
+                "instance {} ({:?})",
+                qi,
+                c.qis[qi].queue
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Whatever is booked and released, in whatever order, an instance has the room bit
+        /// exactly when it and its host both have a free slot.
+        #[test]
+        fn room_bit_follows_bookings(
+            steps in proptest::collection::vec((0usize..6, 1u32..4, any::<bool>()), 1..60)
+        ) {
+            let mut c = cluster();
+            prop_assert_eq!(c.qis.len(), 6);
+            check_room(&c)?;
+            let mut held: Vec<Booking> = Vec::new();
+            for (qi, n, release) in steps {
+                if release && !held.is_empty() {
+                    let b = held.remove(qi % held.len());
+                    c.release(&b);
+                } else {
+                    let b = Booking {
+                        slots: vec![(qi, n)],
+                        ..Booking::default()
+                    };
+                    c.book(&b);
+                    held.push(b);
+                }
+                check_room(&c)?;
+            }
+            for b in held.drain(..) {
+                c.release(&b);
+            }
+            check_room(&c)?;
+            prop_assert!((0..6).all(|qi| c.has_room(qi)), "all free again");
+        }
+    }
+
+    /// Reservations are listed as they are made and all of them go at the next clear.
+    #[test]
+    fn reservations_are_listed_and_cleared() {
+        let mut c = cluster();
+        assert!(!c.has_reservations());
+        c.reserve(1, 100, 2);
+        c.reserve(1, 200, 1);
+        c.reserve(4, 100, 3);
+        assert!(c.has_reservations());
+        assert_eq!(c.qis[1].reserved, vec![(100, 2), (200, 1)]);
+        c.clear_reservations();
+        assert!(!c.has_reservations());
+        assert!(c.qis.iter().all(|q| q.reserved.is_empty()));
+    }
 }

@@ -20,7 +20,7 @@
 //! below its queue's best blocks; both may leave slots idle on purpose, and the held jobs say
 //! so in `qstat -j`.
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId};
 use super::state::{CatId, SchedState};
 use crate::model::JobId;
 use gridspool_policy::fbsng::{
@@ -45,7 +45,7 @@ pub struct FbsngState {
 }
 
 /// Terms and gap reason shared by the jobs of one queue and section priority.
-type SharedTerms = (Terms, Option<Arc<[String]>>);
+type SharedTerms = (Terms, Option<ReasonId>);
 
 /// A job's policy terms, shared.
 type Terms = Arc<[(String, String)]>;
@@ -54,14 +54,22 @@ type Terms = Arc<[(String, String)]>;
 struct SectionSource {
     submitted: i64,
     id: JobId,
-    /// Index of the candidate.
+    /// Index of the candidate, and its row.
     cand: u32,
+    pos: u32,
     cat: u32,
     /// Its FBSNG queue.
     queue: u32,
     /// How many sections (tasks) it offers.
     sections: u32,
     process_type: Option<u32>,
+}
+
+/// A section source's place in submission order, `(submitted, id)`, as one integer with
+/// the same order and `k` (the source's index) in its low 32 bits: the submission time with
+/// its sign bit flipped (so that unsigned order is signed order), then the job id.
+fn submission_key(submitted: i64, id: JobId, k: u32) -> u128 {
+    (u128::from(submitted as u64 ^ (1 << 63)) << 64) | (u128::from(id.0) << 32) | u128::from(k)
 }
 
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.
@@ -119,7 +127,7 @@ struct RealFit<'a> {
     now: i64,
     durations: &'a [Option<i64>],
     result: &'a mut PassResult,
-    job_reasons: &'a mut [Option<Arc<[String]>>],
+    job_reasons: &'a mut PassReasons,
     /// Attribute bit per name, and each host's attribute mask.
     attr_bits: HashMap<String, u64>,
     host_mask: Vec<u64>,
@@ -179,10 +187,13 @@ impl Placement for RealFit<'_> {
                 })
                 .clone();
             if list.is_empty() {
-                self.job_reasons[c.pos] = Some(Arc::from(vec![format!(
-                    "cannot run: no host carries the required node attributes ({}) (policy fbsng)",
-                    requires.map_or("", |r| self.st.name(r))
-                )]));
+                self.job_reasons.set(
+                    c.pos,
+                    Arc::from(vec![format!(
+                        "cannot run: no host carries the required node attributes ({}) (policy fbsng)",
+                        requires.map_or("", |r| self.st.name(r))
+                    )]),
+                );
                 return None;
             }
             Some(std::mem::replace(
@@ -193,7 +204,7 @@ impl Placement for RealFit<'_> {
             None
         };
         let before = self.result.starts.len();
-        let why = self.st.dispatch_job(
+        self.st.dispatch_job(
             &c,
             self.now,
             self.durations[c.cat],
@@ -201,13 +212,13 @@ impl Placement for RealFit<'_> {
             &mut self.reservations_left,
             self.result,
             1,
+            self.job_reasons,
         );
         if let Some(saved) = saved {
             self.st.categories[c.cat].candidates = saved;
             // A restricted failure says nothing about the job's other sections' category.
             self.verdicts[c.cat] = CatVerdict::default();
         }
-        self.job_reasons[c.pos] = Some(why);
         (self.result.starts.len() > before).then_some(())
     }
 }
@@ -217,7 +228,7 @@ impl SchedState {
     pub(super) fn dispatch_fbsng(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -330,6 +341,7 @@ impl SchedState {
                     submitted: c.submitted,
                     id: c.id,
                     cand: i as u32,
+                    pos: c.pos as u32,
                     cat: c.cat as u32,
                     queue: q as u32,
                     sections: c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as u32,
@@ -340,7 +352,15 @@ impl SchedState {
                 });
             }
         }
-        build.sort_unstable_by_key(|b| (b.submitted, b.id));
+        // Submission order, (submitted, id): packed into one integer with the entry's index
+        // in its low bits (the time's sign bit flipped so that unsigned order is signed
+        // order), so that the sort moves 16-byte integers instead of 40-byte entries.
+        let mut submission_order: Vec<u128> = build
+            .iter()
+            .enumerate()
+            .map(|(k, b)| submission_key(b.submitted, b.id, k as u32))
+            .collect();
+        submission_order.sort_unstable();
         // Sections per queue counted first, so that the lists are allocated once (growing
         // them by doubling over 100,000 sections leaves the heap fragmented).
         let mut per_queue: Vec<usize> = vec![0; queues.len()];
@@ -360,12 +380,23 @@ impl SchedState {
         } else {
             vec![None; cands.len()]
         };
-        for b in &build {
-            let stored = if self.fbsng.sections.is_empty() {
-                None
-            } else {
-                self.fbsng.sections.get(&b.id).copied()
-            };
+        // The kept section priorities by row: one job lookup per kept priority (thousands),
+        // not one search of the section map per candidate (100,000).
+        let mut stored_at: Vec<Option<i64>> = Vec::new();
+        if !build.is_empty() && !self.fbsng.sections.is_empty() {
+            stored_at = vec![None; self.rows.len()];
+            for (id, p) in &self.fbsng.sections {
+                if let Some(slot) = self
+                    .jobs
+                    .get(id)
+                    .and_then(|e| stored_at.get_mut(e.row as usize))
+                {
+                    *slot = Some(*p);
+                }
+            }
+        }
+        for b in submission_order.iter().map(|&k| &build[k as u32 as usize]) {
+            let stored = stored_at.get(b.pos as usize).copied().flatten();
             stored_prio[b.cand as usize] = stored;
             let prio = stored.unwrap_or(0);
             let need = &need_of_cat[b.cat as usize];
@@ -382,6 +413,7 @@ impl SchedState {
             }
         }
         drop(build);
+        drop(submission_order);
         // Node attributes.
         let mut attr_bits: HashMap<String, u64> = HashMap::new();
         for h in &self.config.hosts {
@@ -536,16 +568,20 @@ impl SchedState {
             })
             .map(|(i, _)| i);
         // Shared per (queue, section priority): the terms and the gap reason, so 100,000
-        // waiting jobs cost no allocation each.
-        let mut shared: HashMap<(usize, i64), SharedTerms> = HashMap::new();
-        let not_reached: Arc<[String]> = Arc::from(vec![
+        // waiting jobs cost no allocation each. Rows refer to an entry by index, so that a
+        // row whose terms are already the shared ones costs no reference count.
+        let mut shared_terms: Vec<SharedTerms> = Vec::new();
+        let mut shared: HashMap<(usize, i64), usize> = HashMap::new();
+        let not_reached = job_reasons.add(Arc::from(vec![
             "not reached in this pass (policy fbsng: queue and section priority order)".to_string(),
-        ]);
+        ]));
+        // A job's own reasons followed by its gap reason, one list per pair.
+        let mut joined: HashMap<(ReasonId, ReasonId), ReasonId> = HashMap::new();
         // Which candidate each row is (by position), so that the terms and reasons are
         // given in one walk over the rows in position order (sequential writes, instead of
         // one random write into each of three arrays per candidate in priority order).
         const NO_CAND: u32 = u32::MAX;
-        let mut cand_at: Vec<u32> = vec![NO_CAND; job_reasons.len()];
+        let mut cand_at: Vec<u32> = vec![NO_CAND; self.rows.len()];
         for (i, c) in cands.iter().enumerate() {
             if queue_of[i].is_some()
                 && let Some(slot) = cand_at.get_mut(c.pos)
@@ -553,10 +589,12 @@ impl SchedState {
                 *slot = i as u32;
             }
         }
-        let mut last: Option<((usize, i64), SharedTerms)> = None;
-        let none: Arc<[String]> = Arc::from(Vec::new());
+        let mut last: Option<((usize, i64), usize)> = None;
+        let mut word_bufs: [String; 3] = Default::default();
+        let none = job_reasons.add(Arc::from(Vec::new()));
         self.rows.drop_queue_terms();
         let rows = &mut self.rows;
+        let reasons = &rows.reasons;
         for (pos, ((r, t), &i)) in rows
             .rows
             .iter()
@@ -571,65 +609,122 @@ impl SchedState {
             let sp = best[i as usize];
             // Neighbours mostly share a queue and section priority: one hash lookup per
             // change of key, not per job.
-            let (terms, gap) = match &last {
-                Some((k, v)) if *k == (q, sp) => v.clone(),
+            let entry = match last {
+                Some((k, v)) if k == (q, sp) => v,
                 _ => {
-                    let v = shared
-                        .entry((q, sp))
-                        .or_insert_with(|| {
-                            let fq = &queues[q];
-                            let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
-                                Some(format!(
-                                    "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
-                                    qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
-                                ))
-                            } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
-                                Some(format!(
-                                    "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
-                                    qnames[q], top_section[q], sp, fq.params.spg
-                                ))
-                            } else {
-                                None
-                            };
-                            let mut terms = vec![
-                                ("queue".to_string(), qnames[q].clone()),
-                                ("queue priority".to_string(), fq.priority.to_string()),
-                                ("queue gap".to_string(), fq.params.qpg.to_string()),
-                                ("section priority".to_string(), sp.to_string()),
-                            ];
-                            if let Some(g) = &gap {
-                                terms.push(("gap".to_string(), g.clone()));
+                    let v = *shared.entry((q, sp)).or_insert_with(|| {
+                        use std::fmt::Write as _;
+                        let fq = &queues[q];
+                        let gap = if let Some(h) = holder.filter(|_| fq.priority < threshold) {
+                            Some(format!(
+                                "held by the queue priority gap: queue {} has priority {} > {} + QPG {} (policy fbsng)",
+                                qnames[h], queues[h].priority, fq.priority, queues[h].params.qpg
+                            ))
+                        } else if top_section[q].saturating_sub(sp) >= fq.params.spg {
+                            Some(format!(
+                                "blocked by the section priority gap: a section of queue {} has priority {} >= {} + SPG {} (policy fbsng)",
+                                qnames[q], top_section[q], sp, fq.params.spg
+                            ))
+                        } else {
+                            None
+                        };
+                        // The words, written into buffers kept for the pass.
+                        let mut words = std::mem::take(&mut word_bufs);
+                        for w in &mut words {
+                            w.clear();
+                        }
+                        let _ = write!(words[0], "{}", fq.priority);
+                        let _ = write!(words[1], "{}", fq.params.qpg);
+                        let _ = write!(words[2], "{sp}");
+                        let keys = ["queue", "queue priority", "queue gap", "section priority"];
+                        let values = [qnames[q].as_str(), &words[0], &words[1], &words[2]];
+                        // The same words as this row's last terms (the usual case from one
+                        // pass to the next): that allocation is shared instead, and the rows
+                        // that hold it already are not written.
+                        let same = t.as_ref().is_some_and(|old| {
+                            old.len() == 4 + usize::from(gap.is_some())
+                                && old.iter().zip(keys.iter().zip(values)).all(
+                                    |((k, v), (nk, nv))| k == nk && v == nv,
+                                )
+                                && gap.as_ref().is_none_or(|g| old[4].0 == "gap" && &old[4].1 == g)
+                        });
+                        let terms: Arc<[(String, String)]> = match t.as_ref() {
+                            Some(old) if same => old.clone(),
+                            _ => {
+                                let mut terms: Vec<(String, String)> = keys
+                                    .iter()
+                                    .zip(values)
+                                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                                    .collect();
+                                if let Some(g) = &gap {
+                                    terms.push(("gap".to_string(), g.clone()));
+                                }
+                                Arc::from(terms)
                             }
-                            // The same words as this row's last terms (the usual case from
-                            // one pass to the next): that allocation is shared instead,
-                            // and the rows that hold it already are not written.
-                            let terms: Arc<[(String, String)]> = match t.as_ref() {
-                                Some(old) if old[..] == terms[..] => old.clone(),
-                                _ => Arc::from(terms),
-                            };
-                            (terms, gap.map(|g| Arc::from(vec![g])))
-                        })
-                        .clone();
-                    last = Some(((q, sp), v.clone()));
+                        };
+                        word_bufs = words;
+                        // The gap reason: this row's last reasons when they say just that.
+                        let gap = gap.map(|g| {
+                            let kept = &reasons[pos];
+                            if kept.len() == 1 && kept[0] == g {
+                                job_reasons.add(kept.clone())
+                            } else {
+                                job_reasons.add(Arc::from(vec![g]))
+                            }
+                        });
+                        shared_terms.push((terms, gap));
+                        shared_terms.len() - 1
+                    });
+                    last = Some(((q, sp), v));
                     v
                 }
             };
-            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, &terms)) {
-                *t = Some(terms);
+            let (terms, gap) = &shared_terms[entry];
+            let gap = *gap;
+            if !t.as_ref().is_some_and(|old| Arc::ptr_eq(old, terms)) {
+                *t = Some(terms.clone());
             }
-            job_reasons[pos] = match (gap, job_reasons[pos].take()) {
-                (Some(g), None) => Some(g),
-                (Some(g), Some(r)) => {
-                    let mut all = r.to_vec();
-                    all.extend(g.iter().cloned());
-                    Some(Arc::from(all))
-                }
-                (None, None) => Some(not_reached.clone()),
-                (None, Some(r)) => Some(r),
+            let id = match (gap, job_reasons.id_at(pos)) {
+                (Some(g), None) => g,
+                (Some(g), Some(r)) => *joined.entry((r, g)).or_insert_with(|| {
+                    let mut all = job_reasons.list(r).to_vec();
+                    all.extend(job_reasons.list(g).iter().cloned());
+                    job_reasons.add(Arc::from(all))
+                }),
+                (None, None) => not_reached,
+                (None, Some(r)) => r,
             };
             // No "why pending" for what is not pending.
-            if !(r.has_pending() && r.pending_unheld()) {
-                job_reasons[pos] = Some(none.clone());
+            job_reasons.give(
+                pos,
+                if r.has_pending() && r.pending_unheld() {
+                    id
+                } else {
+                    none
+                },
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JobId, submission_key};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The packed key orders like (submitted, id), with the index only breaking ties
+        /// that job ids never leave, and gives the index back.
+        #[test]
+        fn submission_key_orders_like_the_pair(
+            a in (any::<i64>(), any::<u32>(), any::<u32>()),
+            b in (any::<i64>(), any::<u32>(), any::<u32>()),
+        ) {
+            let ka = submission_key(a.0, JobId(a.1), a.2);
+            let kb = submission_key(b.0, JobId(b.1), b.2);
+            prop_assert_eq!(ka as u32, a.2);
+            if (a.0, a.1) != (b.0, b.1) {
+                prop_assert_eq!(ka.cmp(&kb), (a.0, a.1).cmp(&(b.0, b.1)));
             }
         }
     }

@@ -179,13 +179,13 @@ pub fn fit(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
 
 fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
     global_ok(c, q.demand, 1)?;
-    let mut any_usable = false;
-    let mut miss = None;
+    // The first usable candidate from the cursor with capacity. An instance without a free
+    // slot (the room bit) has none whatever its reservations and consumables say, so on a
+    // full cluster the walk reads only the candidate list and the bit set.
     for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor) {
-        if !usable(c, qi, q) {
+        if !c.has_room(qi) || !usable(c, qi, q) {
             continue;
         }
-        any_usable = true;
         if qi_capacity(c, q.demand, qi, q.end) >= 1 {
             return Ok(Fit {
                 booking: booking(c, q.demand, &[(qi, 1)], None),
@@ -193,13 +193,23 @@ fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
                 cursor: i,
             });
         }
-        if miss.is_none() {
-            miss = limiting(c, q.demand, qi);
-        }
     }
-    if !any_usable && q.cursor == 0 && !q.candidates.is_empty() {
+    // Nothing fits: why. Every usable candidate from the cursor has no capacity; the first
+    // of them that a consumable limits names it (only a demand with consumables can be
+    // limited by one, so the others need no second walk).
+    if q.cursor == 0 && !q.candidates.is_empty() && !q.candidates.iter().any(|&qi| usable(c, qi, q))
+    {
         return Err(FitMiss::Unavailable);
     }
+    let miss = if q.demand.consumables.is_empty() {
+        None
+    } else {
+        q.candidates
+            .iter()
+            .skip(q.cursor)
+            .filter(|&&qi| usable(c, qi, q))
+            .find_map(|&qi| limiting(c, q.demand, qi))
+    };
     Err(miss.unwrap_or(FitMiss::Slots { wanted: 1 }))
 }
 
@@ -214,20 +224,29 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
     }
     let want = max.min(pe_free);
     // Capacity per candidate in this PE, hosts' shared free slots accounted below.
+    // An instance without a free slot (the room bit) is left out before it is read.
     let cands: Vec<(usize, u32)> = q
         .candidates
         .iter()
         .copied()
-        .filter(|&qi| usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
+        .filter(|&qi| c.has_room(qi) && usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
         .collect();
-    // Free slots per host, shared by the host's queue instances (indexed by host).
-    let mut host_left: Vec<u32> = c
-        .hosts
-        .iter()
-        .map(|h| h.slots_cap.saturating_sub(h.slots_used))
-        .collect();
+    if cands.is_empty() {
+        // No grant is possible (what the allocation below would find, without its work).
+        return Err(FitMiss::Slots { wanted: min });
+    }
+    // Free slots per host, shared by the host's queue instances (indexed by host; `$pe_slots`
+    // grants on one instance and does not need them).
+    let mut host_left: Vec<u32> = if p.rule == AllocationRule::PeSlots {
+        Vec::new()
+    } else {
+        c.hosts
+            .iter()
+            .map(|h| h.slots_cap.saturating_sub(h.slots_used))
+            .collect()
+    };
     let mut grant: Vec<(usize, u32)> = Vec::new();
     match p.rule {
         AllocationRule::PeSlots => {

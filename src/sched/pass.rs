@@ -56,9 +56,69 @@ pub struct PassResult {
     pub preemptions: Vec<super::qube::Preemption>,
 }
 
-/// A row's kept reasons and a pass's new ones, found equal by content
-/// ([`SchedState::store_reasons`]).
-type SameReasons = (Arc<[String]>, Arc<[String]>);
+/// A reason list in a pass's [`PassReasons`] table (1-based: 0 is "no reason").
+pub(super) type ReasonId = u32;
+
+/// The "why pending" reasons a pass gives, per row: 4 bytes a row naming an entry of a small
+/// table of reason lists. Most rows share their category's failure, so the dispatch writes a
+/// `u32` per job (no reference count touched, no 16-byte pointer written at a random place),
+/// and [`SchedState::store_reasons`] compares each row's kept list with its table entry.
+#[derive(Debug, Default)]
+pub(crate) struct PassReasons {
+    /// Per row: 0 when the pass gave it no reason, else its [`ReasonId`].
+    at: Vec<ReasonId>,
+    table: Vec<Arc<[String]>>,
+    /// The entry of the empty list, once added.
+    empty: Option<ReasonId>,
+}
+
+impl PassReasons {
+    pub(super) fn new(rows: usize) -> Self {
+        PassReasons {
+            at: vec![0; rows],
+            table: Vec::new(),
+            empty: None,
+        }
+    }
+
+    /// Adds a list to the table (an empty list shares one entry).
+    pub(super) fn add(&mut self, reasons: Arc<[String]>) -> ReasonId {
+        if reasons.is_empty()
+            && let Some(e) = self.empty
+        {
+            return e;
+        }
+        self.table.push(reasons);
+        let id = self.table.len() as ReasonId;
+        if self.table[id as usize - 1].is_empty() {
+            self.empty = Some(id);
+        }
+        id
+    }
+
+    /// Gives row `pos` the list `id` (replacing what it had in this pass).
+    pub(super) fn give(&mut self, pos: usize, id: ReasonId) {
+        if let Some(slot) = self.at.get_mut(pos) {
+            *slot = id;
+        }
+    }
+
+    /// Gives row `pos` a list of its own.
+    pub(super) fn set(&mut self, pos: usize, reasons: Arc<[String]>) {
+        let id = self.add(reasons);
+        self.give(pos, id);
+    }
+
+    /// The list row `pos` has in this pass, if any.
+    pub(super) fn id_at(&self, pos: usize) -> Option<ReasonId> {
+        self.at.get(pos).copied().filter(|&id| id != 0)
+    }
+
+    /// The words of list `id`.
+    pub(super) fn list(&self, id: ReasonId) -> &Arc<[String]> {
+        &self.table[id as usize - 1]
+    }
+}
 
 fn reservation_reason(r: &Reservation) -> String {
     format!(
@@ -72,8 +132,9 @@ fn reservation_reason(r: &Reservation) -> String {
 /// The verdict of one category within one pass.
 #[derive(Debug, Clone, Default)]
 pub(super) struct CatVerdict {
-    /// Set once a fit failed: the reason every later job of the category gets.
-    pub(super) failed: Option<Arc<[String]>>,
+    /// Set once a fit failed: the reason every later job of the category gets (an entry of
+    /// the pass's [`PassReasons`]).
+    pub(super) failed: Option<ReasonId>,
     /// Serial categories resume their search here.
     pub(super) cursor: usize,
 }
@@ -172,7 +233,7 @@ impl SchedState {
             .unwrap_or_else(|| std::mem::take(&mut self.scratch.order));
         self.started_in_pass.clear();
         let n = self.rows.len();
-        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; n];
+        let mut job_reasons = PassReasons::new(n);
         let mut blocked_pos: Vec<usize> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::with_capacity(n);
         // The row of each priority input, with [`BLOCKED_INPUT`] for a job that is not
@@ -222,11 +283,14 @@ impl SchedState {
                     Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
                         let last = &self.rows.reasons[pos];
-                        job_reasons[pos] = Some(if last.len() == 1 && last[0] == why {
-                            last.clone()
-                        } else {
-                            Arc::from(vec![why])
-                        });
+                        job_reasons.set(
+                            pos,
+                            if last.len() == 1 && last[0] == why {
+                                last.clone()
+                            } else {
+                                Arc::from(vec![why])
+                            },
+                        );
                     }
                     Err(_) => {}
                 }
@@ -405,7 +469,7 @@ impl SchedState {
         let durations: Vec<Option<i64>> = (0..self.categories.len())
             .map(|c| self.duration(c))
             .collect();
-        let mut job_reasons: Vec<Option<Arc<[String]>>> = vec![None; self.rows.len()];
+        let mut job_reasons = PassReasons::new(self.rows.len());
         result.considered = cands.len();
         self.dispatch_all(
             &cands,
@@ -428,11 +492,17 @@ impl SchedState {
     /// whose last pending task started in this pass.
     fn keep_order(&mut self, mut cands: Vec<Candidate>) {
         let started = std::mem::take(&mut self.started_in_pass);
-        if !started.is_empty() {
-            cands.retain(|c| {
-                !started.contains(&c.id)
-                    || self.jobs.get(&c.id).is_some_and(|e| e.hot.pending_unheld)
-            });
+        // The jobs that started and have nothing left to start, sorted: each candidate is
+        // looked for by a binary search among these few, not hashed (an event pass keeps
+        // ≈ 100,000 candidates after starting one task).
+        let mut done: Vec<JobId> = started
+            .iter()
+            .copied()
+            .filter(|id| !self.jobs.get(id).is_some_and(|e| e.hot.pending_unheld))
+            .collect();
+        if !done.is_empty() {
+            done.sort_unstable();
+            cands.retain(|c| done.binary_search(&c.id).is_err());
         }
         self.order_cache = Some(cands);
     }
@@ -442,7 +512,7 @@ impl SchedState {
     fn dispatch_all(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
         _full: bool,
         now: i64,
         durations: &[Option<i64>],
@@ -465,14 +535,14 @@ impl SchedState {
         for c in cands {
             // Only a `-R y` job with reservations left, or one whose tasks wait task-wise,
             // needs a closer look once its category failed.
-            if let Some(r) = &verdicts[c.cat].failed
+            if let Some(r) = verdicts[c.cat].failed
                 && !(c.reserve && reservations_left > 0)
                 && !c.array_deps
             {
-                job_reasons[c.pos] = Some(r.clone());
+                job_reasons.give(c.pos, r);
                 continue;
             }
-            let why = self.dispatch_job(
+            self.dispatch_job(
                 c,
                 now,
                 durations[c.cat],
@@ -480,47 +550,52 @@ impl SchedState {
                 &mut reservations_left,
                 result,
                 usize::MAX,
+                job_reasons,
             );
-            job_reasons[c.pos] = Some(why);
         }
     }
 
     /// Step 5, reasons: a record is rewritten only when its reasons change. With `clear`,
     /// jobs without a new reason get none (a full pass saw every job); without, they keep
     /// theirs.
-    fn store_reasons(&mut self, mut job_reasons: Vec<Option<Arc<[String]>>>, clear: bool) {
-        let empty: Arc<[String]> = Arc::from(Vec::new());
+    fn store_reasons(&mut self, mut job_reasons: PassReasons, clear: bool) {
+        let none = if clear {
+            job_reasons.add(Arc::from(Vec::new()))
+        } else {
+            0
+        };
         let mut changed = Vec::new();
-        // Per category, the last (kept, new) pair found equal by content: a category's jobs
-        // mostly share one reason allocation per pass and one kept from an earlier pass, so
-        // most rows compare two pointers, not their words.
-        let mut same: Vec<Option<SameReasons>> = vec![None; self.categories.len()];
+        // Per table entry, the last kept list found equal to it by content: the rows of a
+        // category mostly keep one allocation from an earlier pass, so most rows compare
+        // two pointers, not their words.
+        let mut same: Vec<Option<Arc<[String]>>> = vec![None; job_reasons.table.len()];
+        // A row the pass gave a reason is live: it was classified in this pass, or it is a
+        // candidate of the cached order, which removing a job forgets. Only the other rows
+        // are read (a full pass gives each live one the empty list), so that the walk reads
+        // 20 bytes a row, not the row.
         let rows = &mut self.rows;
-        for (pos, (row, reasons)) in rows.rows.iter().zip(rows.reasons.iter_mut()).enumerate() {
-            if !row.live() {
+        for (pos, reasons) in rows.reasons.iter_mut().enumerate() {
+            let id = match job_reasons.at.get(pos) {
+                Some(&id) if id != 0 => {
+                    debug_assert!(rows.rows[pos].live(), "row {pos} given a reason is live");
+                    id
+                }
+                _ if clear && rows.rows.get(pos).is_some_and(|r| r.live()) => none,
+                _ => continue,
+            };
+            let new = &job_reasons.table[id as usize - 1];
+            if Arc::ptr_eq(reasons, new) {
                 continue;
             }
-            let new = match job_reasons.get_mut(pos).and_then(Option::take) {
-                Some(r) => r,
-                None if clear => empty.clone(),
-                None => continue,
-            };
-            let memo = same.get_mut(row.cat as usize);
-            if Arc::ptr_eq(reasons, &new)
-                || memo.as_ref().is_some_and(|m| {
-                    m.as_ref()
-                        .is_some_and(|(k, n)| Arc::ptr_eq(k, reasons) && Arc::ptr_eq(n, &new))
-                })
-            {
+            let memo = &mut same[id as usize - 1];
+            if memo.as_ref().is_some_and(|k| Arc::ptr_eq(k, reasons)) {
                 continue;
             }
             if reasons[..] == new[..] {
-                if let Some(m) = memo {
-                    *m = Some((reasons.clone(), new));
-                }
+                *memo = Some(reasons.clone());
             } else {
-                *reasons = new;
-                changed.push(row.id);
+                *reasons = new.clone();
+                changed.push(rows.rows[pos].id);
             }
         }
         for id in changed {
@@ -633,7 +708,8 @@ impl SchedState {
         })
     }
 
-    /// Starts as many tasks of one job as fit; returns the job's pending reasons.
+    /// Starts as many tasks of one job as fit; gives the job its pending reasons in
+    /// `job_reasons` (its category's failure when that is all there is to say).
     // The pass's working state is passed piecewise so the policy dispatchers (qube, fbsng,
     // armada) can share it without borrowing all of `self`.
     #[allow(clippy::too_many_arguments)]
@@ -646,15 +722,18 @@ impl SchedState {
         reservations_left: &mut u32,
         result: &mut PassResult,
         max_tasks: usize,
-    ) -> Arc<[String]> {
+        job_reasons: &mut PassReasons,
+    ) {
         let (id, cat) = (c.id, c.cat);
         let Some(e) = self.jobs.get(&id) else {
-            return Arc::from(Vec::new());
+            job_reasons.set(c.pos, Arc::from(Vec::new()));
+            return;
         };
         let uid = e.hot.uid;
         // Decoded now: the job is about to be dispatched or explained.
         let Some(rec) = self.job_mut(id) else {
-            return Arc::from(Vec::new());
+            job_reasons.set(c.pos, Arc::from(Vec::new()));
+            return;
         };
         let tc = rec.spec.task_concurrency.filter(|n| *n > 0);
         let reserve = c.reserve;
@@ -677,22 +756,23 @@ impl SchedState {
                 }
             };
             let verdict = &mut verdicts[cat];
-            if let Some(why) = verdict.failed.clone() {
+            if let Some(why) = verdict.failed {
                 // A job of this category already failed to fit in this pass; a `-R y` job
                 // still gets its reservation.
                 if reserve && running == 0 && *reservations_left > 0 {
                     *reservations_left -= 1;
                     if let Some(r) = self.plan_reservation(id, task, cat, now) {
-                        reasons.extend(why.iter().cloned());
+                        reasons.extend(job_reasons.list(why).iter().cloned());
                         reasons.push(reservation_reason(&r));
                         result.reservations.push(r);
                         break;
                     }
                 }
                 if reasons.is_empty() {
-                    return why;
+                    job_reasons.give(c.pos, why);
+                    return;
                 }
-                reasons.extend(why.iter().cloned());
+                reasons.extend(job_reasons.list(why).iter().cloned());
                 break;
             }
             if let Some(tc) = tc
@@ -738,17 +818,16 @@ impl SchedState {
                     });
                 }
                 Err(miss) => {
-                    let blocked_by_reservation =
-                        self.cluster.qis.iter().any(|q| !q.reserved.is_empty())
-                            && fit::fit(
-                                &self.cluster,
-                                &FitQuery {
-                                    end: i64::MIN,
-                                    cursor: 0,
-                                    ..query
-                                },
-                            )
-                            .is_ok();
+                    let blocked_by_reservation = self.cluster.has_reservations()
+                        && fit::fit(
+                            &self.cluster,
+                            &FitQuery {
+                                end: i64::MIN,
+                                cursor: 0,
+                                ..query
+                            },
+                        )
+                        .is_ok();
                     let why = if blocked_by_reservation {
                         "cannot run because resources are reserved for higher-priority jobs (-R y) and its run time (h_rt or default_duration) would overlap the reservation".to_string()
                     } else {
@@ -764,7 +843,7 @@ impl SchedState {
                             fresh
                         }
                     };
-                    verdicts[cat].failed = Some(shared);
+                    verdicts[cat].failed = Some(job_reasons.add(shared));
                     reasons.push(why);
                     if reserve && *reservations_left > 0 {
                         *reservations_left -= 1;
@@ -782,7 +861,7 @@ impl SchedState {
                 }
             }
         }
-        Arc::from(reasons)
+        job_reasons.set(c.pos, Arc::from(reasons));
     }
 
     fn start_task(
@@ -854,18 +933,20 @@ impl SchedState {
         // Running tasks grouped by expected end. The fit is monotone in time (ends only free
         // resources), so a binary search over the groups finds the earliest fitting end with
         // O(log groups) fits. Releases are applied to the live cluster and undone after, so
-        // nothing is cloned.
-        // Sorted once per pass and again only after a start added a running task.
+        // the cluster is not cloned.
+        // Sorted once per pass and again only after a start added a running task, each with a
+        // copy of its booking: the search releases and re-books thousands of them, and a
+        // hashed lookup of each in `running` cost more than the release.
         let ends = match self.ends_cache.take() {
             Some((n, v)) if n == self.running.len() => v,
             _ => {
-                let mut v: Vec<(i64, JobId, TaskId)> = self
+                let mut v: Vec<super::state::EndOfTask> = self
                     .running
                     .iter()
                     .filter(|(_, b)| b.expected_end != i64::MAX)
-                    .map(|(&(j, t), b)| (b.expected_end, j, t))
+                    .map(|(&(j, t), b)| (b.expected_end, j, t, b.booking.clone()))
                     .collect();
-                v.sort_unstable();
+                v.sort_unstable_by_key(|&(end, j, t, _)| (end, j, t));
                 v
             }
         };
@@ -878,22 +959,15 @@ impl SchedState {
         let demand = self.categories[cat].demand.as_ref().ok()?;
         let candidates = &self.categories[cat].candidates;
         let cluster = &mut self.cluster;
-        let running = &self.running;
         let mut released = 0usize; // number of entries of `ends` released
         let mut move_to = |cluster: &mut super::cluster::Cluster, target: usize| {
             while released < target {
-                let (_, j, t) = ends[released];
-                if let Some(b) = running.get(&(j, t)) {
-                    cluster.release(&b.booking);
-                }
+                cluster.release(&ends[released].3);
                 released += 1;
             }
             while released > target {
                 released -= 1;
-                let (_, j, t) = ends[released];
-                if let Some(b) = running.get(&(j, t)) {
-                    cluster.book(&b.booking);
-                }
+                cluster.book(&ends[released].3);
             }
         };
         let probe = |cluster: &super::cluster::Cluster| {
@@ -931,7 +1005,7 @@ impl SchedState {
         };
         let from = ends[group_end[g] - 1].0.max(now);
         for &(qi, n) in &f.booking.slots {
-            self.cluster.qis[qi].reserved.push((from, n));
+            self.cluster.reserve(qi, from, n);
         }
         self.ends_cache = Some((self.running.len(), ends));
         Some(Reservation {

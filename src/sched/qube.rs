@@ -17,7 +17,7 @@
 //! Parallel jobs are placed over all their candidate hosts when their turn comes on a host;
 //! `-R y` reservations are not made under this policy (a job is tried host by host).
 
-use super::pass::{Candidate, CatVerdict, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
 use super::state::{CatId, SchedState};
 use crate::config::{PolicyOrder, PreemptionSetting};
 use crate::model::{JobId, RunningTask, TaskId};
@@ -132,7 +132,39 @@ impl SchedState {
     pub(super) fn dispatch_by_host(
         &mut self,
         cands: &[Candidate],
-        job_reasons: &mut [Option<Arc<[String]>>],
+        job_reasons: &mut PassReasons,
+        now: i64,
+        durations: &[Option<i64>],
+        result: &mut PassResult,
+    ) {
+        // No host can take anything (a full cluster: the usual periodic pass): the jobs are
+        // not grouped, and each is left with the reason that it was not reached.
+        let any_room = self
+            .cluster
+            .hosts
+            .iter()
+            .enumerate()
+            .any(|(h, hs)| hs.slots_used < hs.slots_cap && self.cluster.host_up(h, now));
+        if any_room {
+            self.dispatch_to_hosts(cands, job_reasons, now, durations, result);
+        }
+        let reached = job_reasons.add(Arc::from(vec![NOT_REACHED.to_string()]));
+        // A candidate without a reason was never dispatched in this pass (`dispatch_job`
+        // gives every job it sees its reasons), so it started nothing and is pending and
+        // unheld as it was when classified.
+        for c in cands {
+            if job_reasons.id_at(c.pos).is_none() {
+                debug_assert!(!self.started_in_pass.contains(&c.id), "job {}", c.id);
+                job_reasons.give(c.pos, reached);
+            }
+        }
+    }
+
+    /// The host-by-host walk of [`SchedState::dispatch_by_host`], when a host has room.
+    fn dispatch_to_hosts(
+        &mut self,
+        cands: &[Candidate],
+        job_reasons: &mut PassReasons,
         now: i64,
         durations: &[Option<i64>],
         result: &mut PassResult,
@@ -143,7 +175,11 @@ impl SchedState {
         let mut groups: Vec<Group> = Vec::new();
         let ncat = self.categories.len();
         let mut group_of: Vec<Vec<usize>> = Vec::new();
-        for (i, c) in cands.iter().enumerate() {
+        // Each candidate's group, then the members placed in lists of the right size (no
+        // list grown by doubling over 100,000 candidates).
+        let mut group_at: Vec<u32> = Vec::with_capacity(cands.len());
+        let mut group_len: Vec<usize> = Vec::new();
+        for c in cands {
             let slot = c.cluster as usize;
             if slot >= cluster_ids.len() {
                 cluster_ids.resize(slot + 1, None);
@@ -172,12 +208,21 @@ impl SchedState {
                         head: 0,
                     });
                     group_of[row][c.cat] = groups.len() - 1;
+                    group_len.push(0);
                     groups.len() - 1
                 }
                 g => g,
             };
-            groups[g].members.push(i);
+            group_len[g] += 1;
+            group_at.push(g as u32);
         }
+        for (gr, &n) in groups.iter_mut().zip(&group_len) {
+            gr.members.reserve_exact(n);
+        }
+        for (i, &g) in group_at.iter().enumerate() {
+            groups[g as usize].members.push(i);
+        }
+        drop(group_at);
         let host_paths = self.host_paths();
         // Per distinct host cluster: the groups bucketed by ascending cluster order.
         let mut buckets_of: HashMap<ClusterPath, Vec<Vec<usize>>> = HashMap::new();
@@ -272,7 +317,7 @@ impl SchedState {
                         ))
                     };
                     touched.push(cat);
-                    let why = self.dispatch_job(
+                    self.dispatch_job(
                         &c,
                         now,
                         durations[cat],
@@ -280,11 +325,11 @@ impl SchedState {
                         &mut no_reservations,
                         result,
                         usize::MAX,
+                        job_reasons,
                     );
                     if let Some(saved) = saved {
                         self.categories[cat].candidates = saved;
                     }
-                    job_reasons[c.pos] = Some(why);
                     let still = self
                         .jobs
                         .get(&c.id)
@@ -306,20 +351,6 @@ impl SchedState {
             }
             for cat in touched {
                 verdicts[cat] = CatVerdict::default();
-            }
-        }
-        let reached: Arc<[String]> = Arc::from(vec![NOT_REACHED.to_string()]);
-        // A candidate without a reason was never dispatched in this pass, so it is pending
-        // and unheld as it was when classified; only a job that started tasks needs a look.
-        for c in cands {
-            if job_reasons[c.pos].is_none()
-                && (!self.started_in_pass.contains(&c.id)
-                    || self
-                        .jobs
-                        .get(&c.id)
-                        .is_some_and(|e| e.hot.has_pending && e.hot.pending_unheld))
-            {
-                job_reasons[c.pos] = Some(reached.clone());
             }
         }
     }

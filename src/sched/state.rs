@@ -148,8 +148,9 @@ impl Hot {
     }
 }
 
-/// (expected end, job, task) of a running task.
-pub type EndOfTask = (i64, JobId, TaskId);
+/// (expected end, job, task) of a running task, and a copy of what it holds (so that
+/// planning a reservation releases and re-books it without a lookup of the task).
+pub type EndOfTask = (i64, JobId, TaskId, super::cluster::Booking);
 
 /// Bookkeeping of one running task: what it holds and when it is expected to end.
 #[derive(Debug, Clone, PartialEq)]
