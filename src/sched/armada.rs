@@ -148,10 +148,10 @@ impl SchedState {
             .last_update
             .map_or(0.0, |t| (now - t).max(0) as f64);
         if let Ok(ht) = Halftime::from_secs(aconf.halftime) {
-            // Every queue with a priority decays toward its usage (0 when it holds nothing),
-            // and a queue holding slots is updated once more (new ones from 0), in place: no
-            // name copied, none looked up twice. (As when the names of the priorities and
-            // then those of the usage were walked in turn: a queue in both is updated twice.)
+            // One decay step per pass: every queue with a priority decays toward its usage
+            // (0 when it holds nothing), in place; a queue holding slots without a priority
+            // yet starts from 0. A second step for a queue found in both would halve the
+            // configured halftime.
             let names = &self.name_list;
             let usage_by_name: HashMap<&str, f64> = used_keys
                 .iter()
@@ -173,17 +173,10 @@ impl SchedState {
                 }
             }
             for (&q, &u) in &usage_by_name {
-                match priorities.get_mut(q) {
-                    Some(p) => {
-                        if let Some(new) = update(*p, u) {
-                            *p = new;
-                        }
-                    }
-                    None => {
-                        if let Some(new) = update(0.0, u) {
-                            priorities.insert(q.to_string(), new);
-                        }
-                    }
+                if !priorities.contains_key(q)
+                    && let Some(new) = update(0.0, u)
+                {
+                    priorities.insert(q.to_string(), new);
                 }
             }
         }

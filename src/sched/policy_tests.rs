@@ -242,6 +242,33 @@ fn armada_long_run_is_fair_and_deterministic_for_a_seed() {
     assert!((frac - 0.5).abs() <= 0.05, "{x}/{y}");
 }
 
+/// One decay step per pass: a queue's priority moves toward its usage by the halftime's
+/// factor once, new = β·old + (1−β)·usage with β = 0.5 after one halftime; a queue with both
+/// a priority and running tasks was once updated twice per pass (0.75 of the way instead of
+/// 0.5, a halved halftime).
+#[test]
+fn armada_priority_decays_once_per_pass() {
+    let sched = "{policy: armada, armada: {seed: 3, halftime: 600}}";
+    let jobs = (1..=10)
+        .map(|i| job(i, |s, _| s.project = Some("a".into())))
+        .collect();
+    let mut s = state(cfg(&[("n1", 10, "/")], sched), jobs);
+    // The first pass sees nothing running yet: no priority for `a`.
+    assert_eq!(starts(&mut s, NOW).len(), 10);
+    let usage = gridspool_policy::armada::ResourceFactors::from_totals(&[10.0], 0)
+        .expect("factors")
+        .usage(&[10.0]);
+    let priority = |s: &mut SchedState| s.armada_state_mut().priorities.get("a").copied();
+    // One halftime later, the ten slots held: half-way from 0 to the usage.
+    s.schedule(NOW + 600);
+    let p1 = priority(&mut s).expect("a");
+    assert!((p1 - 0.5 * usage).abs() < 1e-9, "{p1} / {usage}");
+    // Another halftime: half-way again, to three quarters (not 7/8, two steps).
+    s.schedule(NOW + 1200);
+    let p2 = priority(&mut s).expect("a");
+    assert!((p2 - 0.75 * usage).abs() < 1e-9, "{p2} / {usage}");
+}
+
 /// No starvation: under `cluster`, a job of a far cluster still starts once the host's own
 /// cluster has no more work; under `armada`, a project with a large factor still gets slots.
 #[test]
