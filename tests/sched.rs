@@ -365,6 +365,26 @@ fn kill_9_and_restart_lose_nothing_and_run_nothing_twice() {
     }
 }
 
+/// The local task directory of task 1 of job `id`.
+fn task_dir_of(cell: &TestCell, id: JobId) -> PathBuf {
+    gridspool::launch::exec_spool_dir(cell.spool.root(), &gridspool::identity::short_hostname())
+        .join(format!("active_jobs/{id}.1"))
+}
+
+/// The pid of a task's supervisor, from its `shepherd.pid` once written.
+fn supervisor_of(task_dir: &Path) -> u32 {
+    let pid_file = task_dir.join("shepherd.pid");
+    wait_for("shepherd.pid", Duration::from_secs(10), || {
+        pid_file.exists()
+    });
+    std::fs::read_to_string(&pid_file)
+        .expect("shepherd.pid")
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid")
+}
+
 /// A job whose task ran and ended while no `sched_d` ran, and whose state file still says `t`
 /// (`sched_d` writes a started task's `r` lazily: here not before it was killed), with the
 /// task's result waiting on its host. Returns the job, the file its one run appended to, and
@@ -389,11 +409,7 @@ fn ended_while_down_in_state_t(cell: &TestCell) -> (JobId, PathBuf, PathBuf) {
         Some(RunState::Transferring),
         "the state file still says t"
     );
-    let task_dir = gridspool::launch::exec_spool_dir(
-        cell.spool.root(),
-        &gridspool::identity::short_hostname(),
-    )
-    .join(format!("active_jobs/{id}.1"));
+    let task_dir = task_dir_of(cell, id);
     wait_for("the task's result", Duration::from_secs(10), || {
         task_dir.join("result.json").exists()
     });
@@ -1256,21 +1272,8 @@ fn kill_9_of_sched_d_ends_its_start_server_but_not_the_supervisors_it_forked() {
         |s, _| s.cwd = cwd(&dir),
     );
     wait_running(&cell.spool, id);
-    let task_dir = gridspool::launch::exec_spool_dir(
-        cell.spool.root(),
-        &gridspool::identity::short_hostname(),
-    )
-    .join(format!("active_jobs/{id}.1"));
-    let pid_file = task_dir.join("shepherd.pid");
-    wait_for("shepherd.pid", Duration::from_secs(10), || {
-        pid_file.exists()
-    });
-    let supervisor: u32 = std::fs::read_to_string(&pid_file)
-        .expect("shepherd.pid")
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("pid");
+    let task_dir = task_dir_of(&cell, id);
+    let supervisor = supervisor_of(&task_dir);
     // Forked by sched_d's start server (not an exec of `supervise`).
     let server = parent_of(supervisor).expect("the supervisor's parent");
     assert_eq!(mode_of(supervisor).as_deref(), Some("start-server"));
@@ -1548,21 +1551,8 @@ fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
     wait_for("the job running", Duration::from_secs(10), || {
         lines(&marker) == 1
     });
-    let task_dir = gridspool::launch::exec_spool_dir(
-        cell.spool.root(),
-        &gridspool::identity::short_hostname(),
-    )
-    .join(format!("active_jobs/{id}.1"));
-    let pid_file = task_dir.join("shepherd.pid");
-    wait_for("shepherd.pid", Duration::from_secs(10), || {
-        pid_file.exists()
-    });
-    let supervisor: u32 = std::fs::read_to_string(&pid_file)
-        .expect("shepherd.pid")
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("pid");
+    let task_dir = task_dir_of(&cell, id);
+    let supervisor = supervisor_of(&task_dir);
     let server = parent_of(supervisor).expect("the supervisor's parent");
     d.signal(Signal::SIGSTOP);
     assert!(

@@ -410,6 +410,19 @@ struct ServedTask {
     forwarded: bool,
 }
 
+/// A close-on-exec pipe whose read end does not block: the single-threaded start server
+/// polls many of them.
+fn nonblocking_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError> {
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
+    nix::fcntl::fcntl(
+        &r,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+    Ok((r, w))
+}
+
 /// The pipe a start server's supervisors write their results to: one line each, in one
 /// `write` of at most `PIPE_BUF` bytes, which the kernel never interleaves with another.
 struct ResultPipe {
@@ -420,13 +433,7 @@ struct ResultPipe {
 
 impl ResultPipe {
     fn new() -> Result<Self, LaunchError> {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
-        nix::fcntl::fcntl(
-            &r,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )
-        .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+        let (r, w) = nonblocking_pipe()?;
         Ok(ResultPipe {
             read: std::fs::File::from(r),
             write: w,
@@ -624,18 +631,8 @@ fn fork_supervisor(
     dir: &TaskDir,
     results: Option<&std::os::fd::OwnedFd>,
 ) -> Result<Starting, LaunchError> {
-    let pipe = || {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
-        nix::fcntl::fcntl(
-            &r,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )
-        .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
-        Ok::<_, LaunchError>((r, w))
-    };
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
+    let (out_r, out_w) = nonblocking_pipe()?;
+    let (err_r, err_w) = nonblocking_pipe()?;
     let (job, task) = (spec.job, spec.task);
     let child_dir = dir.clone();
     let server = nix::unistd::getpid();
