@@ -155,26 +155,47 @@ impl Drop for SpoolLock {
     }
 }
 
-/// Whether a watcher event may announce an input: a job file or a request that appeared
-/// (created, linked or renamed into place). Most events in `jobs/` are `sched_d`'s own
-/// writes (a state file's temporary name created, written, closed and renamed; an exits line
-/// appended; retired files removed) and so are the removals in `requests/`: passed on,
-/// each would wake the main loop for nothing ([`Daemon::hint`] ignores them). Events are
-/// hints either way; the periodic rescan catches anything missed.
+/// What a changed path in the spool announces: the request queue to read, or a job file.
+enum SpoolInput {
+    Requests,
+    Job(JobId),
+}
+
+/// The input a path names, if any: a request, or a job file (`jobs/<id>.job`); temporary
+/// names (a leading `.`) and everything else are `sched_d`'s own writes or of no interest.
+fn spool_input(path: &Path) -> Option<SpoolInput> {
+    let name = path.file_name().and_then(|n| n.to_str())?;
+    if name.starts_with('.') {
+        return None;
+    }
+    match path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+    {
+        Some("requests") => Some(SpoolInput::Requests),
+        Some("jobs") => name
+            .strip_suffix(".job")
+            .and_then(|s| s.parse::<JobId>().ok())
+            .map(SpoolInput::Job),
+        _ => None,
+    }
+}
+
+/// Whether a watcher event may announce an input ([`spool_input`]): a job file or a request
+/// that appeared (created, linked or renamed into place). Most events in `jobs/` are
+/// `sched_d`'s own writes (a state file's temporary name created, written, closed and
+/// renamed; an exits line appended; retired files removed) and so are the removals in
+/// `requests/`: passed on, each would wake the main loop for nothing. Events are hints
+/// either way; the periodic rescan catches anything missed.
 fn announces_input(ev: &notify::Event) -> bool {
     use notify::EventKind;
     if matches!(ev.kind, EventKind::Remove(_) | EventKind::Access(_)) {
         return false;
     }
     ev.paths.iter().any(|p| {
-        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
-            return true;
-        };
-        if name.starts_with('.') {
-            return false;
-        }
-        let dir = p.parent().and_then(|d| d.file_name());
-        name.ends_with(".job") || dir.is_some_and(|d| d == "requests")
+        // A name that is not text cannot be judged here: passed on.
+        p.file_name().and_then(|n| n.to_str()).is_none() || spool_input(p).is_some()
     })
 }
 
@@ -597,33 +618,16 @@ impl Daemon {
     /// One changed path: a new job file is loaded, a request makes the queue be read.
     /// Returns whether it was one of those.
     fn hint(&mut self, path: &Path) -> bool {
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            return false;
-        };
-        if name.starts_with('.') {
-            return false;
-        }
-        let dir = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str());
-        match dir {
-            Some("requests") => {
+        match spool_input(path) {
+            Some(SpoolInput::Requests) => {
                 self.requests_needed = true;
                 true
             }
-            Some("jobs") => {
-                if let Some(id) = name
-                    .strip_suffix(".job")
-                    .and_then(|s| s.parse::<JobId>().ok())
-                    && self.state.job(id).is_none()
-                    && !self.refused.contains(&id)
-                    && path.exists()
-                {
-                    self.load_job(id);
-                    return true;
-                }
-                false
+            Some(SpoolInput::Job(id))
+                if self.state.job(id).is_none() && !self.refused.contains(&id) && path.exists() =>
+            {
+                self.load_job(id);
+                true
             }
             _ => false,
         }
