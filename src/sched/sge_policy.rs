@@ -11,8 +11,7 @@ use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, JobTickets, OverrideTables,
     PriorityPass, PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
-    compute_job_tickets_cached, compute_priorities_from_raw, compute_priorities_in_ranges,
-    parse_policy_hierarchy, raw_priority,
+    compute_job_tickets_cached, compute_priorities_from_raw, parse_policy_hierarchy, raw_priority,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeCache, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
@@ -194,26 +193,28 @@ impl PriorityPolicy for SgePriority {
             max_tickets: None,
         };
         // Each job as the ticket policies see it, made when they read it: no vector of
-        // 100,000 of them per pass. That read also counts the job's urgency towards the
-        // pass's urgency range, so that the priorities below read each job once more instead
-        // of twice; and it keeps each job's urgency columns, so that the priorities below
-        // need not read the job again. Only reads in job order are counted (the ticket
-        // computation reads every job first in order, but may read jobs again): `ranged == n`
-        // afterwards says every job was counted and kept exactly once, else the range is
-        // gathered again and the jobs read again.
+        // 100,000 of them per pass. That read also keeps each job's urgency columns and
+        // counts its urgency towards the pass's range, so that the priorities below need not
+        // read the job again. Only reads in job order are kept (the ticket computation reads
+        // every job first in order, but may read jobs again, or none when no policy hands
+        // out tickets): `kept` is the length of the prefix kept, and the jobs after it are
+        // read once more below.
         let ranges = Cell::new(PriorityRanges::default());
-        let ranged = Cell::new(0usize);
+        let kept = Cell::new(0usize);
         let urgencies: RefCell<Vec<Urgency>> = RefCell::new(Vec::with_capacity(n));
-        let ticket_job = |i: usize| {
-            let j = job(i);
-            if i == ranged.get() {
-                let raw = raw_priority(&pass, &urgency_input(&j, 0.0));
+        let keep = |i: usize, j: &PriorityInput<'_>| {
+            if i == kept.get() {
+                let raw = raw_priority(&pass, &urgency_input(j, 0.0));
                 let mut r = ranges.get();
                 r.add_raw(&raw);
                 ranges.set(r);
                 urgencies.borrow_mut().push(Urgency::of(&raw));
-                ranged.set(i + 1);
+                kept.set(i + 1);
             }
+        };
+        let ticket_job = |i: usize| {
+            let j = job(i);
+            keep(i, &j);
             ticket_input(&j)
         };
         let usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
@@ -234,39 +235,24 @@ impl PriorityPolicy for SgePriority {
             &mut self.share_cache,
         );
         drop(usage);
-        let mut ranges = ranges.get();
-        let all_kept = ranged.get() == n;
-        if !all_kept {
-            ranges = PriorityRanges::default();
-            for i in 0..n {
-                ranges.add_urgency(&pass, &urgency_input(&job(i), 0.0));
-            }
+        for i in kept.get()..n {
+            keep(i, &job(i));
         }
+        let mut ranges = ranges.get();
         for t in &tickets.jobs {
             ranges.add_tickets(t.tckts);
         }
         pass.max_tickets = Some(tickets.max_tickets);
         // The priorities are handed on as they come: no output vector of 100,000 entries
         // between the layers.
-        let emit = |i: usize, p: JobPriority| emit(i, priority_info(&p, &tickets.jobs[i]));
-        if all_kept {
-            let urgencies = urgencies.into_inner();
-            compute_priorities_from_raw(
-                &pass,
-                &ranges,
-                n,
-                |i| urgencies[i].raw(tickets.jobs[i].tckts),
-                emit,
-            );
-        } else {
-            compute_priorities_in_ranges(
-                &pass,
-                &ranges,
-                n,
-                |i| urgency_input(&job(i), tickets.jobs[i].tckts),
-                emit,
-            );
-        }
+        let urgencies = urgencies.into_inner();
+        compute_priorities_from_raw(
+            &pass,
+            &ranges,
+            n,
+            |i| urgencies[i].raw(tickets.jobs[i].tckts),
+            |i, p| emit(i, priority_info(&p, &tickets.jobs[i])),
+        );
     }
 }
 
