@@ -20,7 +20,7 @@
 //! below its queue's best blocks; both may leave slots idle on purpose, and the held jobs say
 //! so in `qstat -j`.
 
-use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId, packed_key};
 use super::state::{CatId, SchedState};
 use crate::model::JobId;
 use gridspool_policy::fbsng::{
@@ -66,10 +66,10 @@ struct SectionSource {
 }
 
 /// A section source's place in submission order, `(submitted, id)`, as one integer with
-/// the same order and `k` (the source's index) in its low 32 bits: the submission time with
-/// its sign bit flipped (so that unsigned order is signed order), then the job id.
+/// the same order and `k` (the source's index) in its low 32 bits (the pass's
+/// [`packed_key`], whose second component, a job id, always fits).
 fn submission_key(submitted: i64, id: JobId, k: u32) -> u128 {
-    (u128::from(submitted as u64 ^ (1 << 63)) << 64) | (u128::from(id.0) << 32) | u128::from(k)
+    packed_key(submitted, i64::from(id.0), k)
 }
 
 /// The file the daemon keeps [`FbsngState`] in, under `daemon/`.

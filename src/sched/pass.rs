@@ -168,7 +168,7 @@ const BLOCKED_INPUT: u32 = 1 << 31;
 /// The pass puts the candidate's index in `tie` instead of its job id: candidates are made
 /// in row order, which is job-id order, so the index breaks ties the same way, and the
 /// sorted keys say where each candidate is without a second field.
-fn packed_key(first: i64, second: i64, tie: u32) -> u128 {
+pub(super) fn packed_key(first: i64, second: i64, tie: u32) -> u128 {
     let first = (first as u64) ^ (1u64 << 63);
     (u128::from(first) << 64) | (u128::from(second as u64) << 32) | u128::from(tie)
 }
