@@ -1602,13 +1602,8 @@ fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
         d2.log_text()
     );
     assert_eq!(lines(&marker), 1, "ran once");
-    let acct =
-        std::fs::read_to_string(cell.spool.root().join("common/accounting")).unwrap_or_default();
-    let records = acct
-        .lines()
-        .filter(|l| !l.starts_with('#') && l.split(':').nth(5) == Some(&id.to_string()))
-        .count();
-    assert_eq!(records, 1, "accounted once:\n{acct}");
+    let records = accounting_records(&cell, id);
+    assert_eq!(records.len(), 1, "accounted once: {records:?}");
 }
 
 /// The processes descended from `pid`, from `/proc`.
