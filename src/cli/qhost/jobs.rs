@@ -6,6 +6,7 @@
 //! `SLAVE`.
 
 use crate::compat::pattern;
+use crate::compat::qstat::fmt::{pad, spaces};
 use crate::compat::qstat::rows::running_code;
 use crate::compat::qstat::table::granted;
 use crate::compat::time::qstat_date;
@@ -67,13 +68,6 @@ pub(super) const HEADER: &str = "   job-ID  prior   name       user         stat
 /// prior, name, user, state and submit/start at with their separating blanks.
 const JOB_COLUMNS: usize = 69;
 
-fn pad(out: &mut String, text: &str, width: usize) {
-    let taken: String = text.chars().take(width).collect();
-    let n = taken.chars().count();
-    out.push_str(&taken);
-    out.extend(std::iter::repeat_n(' ', width - n));
-}
-
 impl JobLine<'_> {
     fn label(&self) -> &'static str {
         if self.master { "MASTER" } else { "SLAVE" }
@@ -102,7 +96,7 @@ impl JobLine<'_> {
             s.push_str(&qstat_date(self.task.start_time));
             s.push(' ');
         } else {
-            s.extend(std::iter::repeat_n(' ', JOB_COLUMNS));
+            spaces(&mut s, JOB_COLUMNS);
         }
         if !full {
             pad(&mut s, &self.instance, 10);
@@ -113,7 +107,7 @@ impl JobLine<'_> {
         if self.job.is_array() {
             s.push_str(&self.task.task.to_string());
         } else {
-            s.push_str("       ");
+            spaces(&mut s, 7);
         }
         s
     }

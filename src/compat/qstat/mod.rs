@@ -7,7 +7,7 @@
 //! once, in [`rows`]. Everything here is pure: the CLI (`cli::qstat`) gathers the inputs.
 
 pub mod detail;
-mod fmt;
+pub(crate) mod fmt;
 pub mod queues;
 pub mod resources;
 pub mod rows;
