@@ -8,13 +8,16 @@
 //! # Queues
 //!
 //! Each queue has a dynamic priority kept between `QPmin` and `QPmax`, starting at `QPmin`.
-//! When a section (a job or an array task) starts from queue `q`:
+//! When a section (a job or an array task) starts from queue `q`, by `q`'s [`StartRule`]:
 //! - `q`'s priority drops by `QPD(q)` ("Queue priority goes down when sections do start from it");
 //! - every *other queue that has pending ready sections* rises by its own `QPI` ("Relative queue
 //!   priority is growing as long as for some reason, the Scheduler starts sections from other
 //!   queues, but not from this one"). *Chosen*: a queue with nothing to start does not rise;
 //!   otherwise an idle queue would bank priority up to `QPmax` and later hold everyone. A queue
 //!   without pending work keeps its priority unchanged until it has work again.
+//! - under [`StartRule::Share`] (the default) `q` rises by its `QPI` as well, so that a start
+//!   moves `q` exactly `QPD(q)` below the other queues; under [`StartRule::Update`] it does not,
+//!   and a start moves `q` `QPD(q) + QPI` below them.
 //! - priorities are *relative* ("how relative queues priorities change"): after each update the
 //!   pending queues are shifted together so that the lowest one (measured from its own `QPmin`)
 //!   sits exactly at its `QPmin`, then clamped to `QPmax`. *Chosen*: without this, in the seed's
@@ -29,15 +32,17 @@
 //! *Chosen*: the gap is pairwise (`h` holds only the queues more than `QPG(h)` below it), which is
 //! the seed's "hold low priority queues" in plural; with two queues it equals "exceeds all others".
 //!
-//! **Discrepancy (shares).** The seed says that with `QPI = 1` everywhere "the shares ... are
-//! reversely proportional to queue's QPD" and gives `QPD(A)/QPD(B) = share(B)/share(A)`. Under its
-//! own update rule (others rise by `QPI`), a start from `i` moves `i` down by `QPD(i) + QPI`
-//! relative to the rest, so long-run start shares are proportional to `1 / (QPD(i) + QPI)`:
-//! QPD 3 and 7 give 8:4 = 66.7% / 33.3%, not 70/30. The seed's formula is exact only when
-//! `QPD ≫ QPI`. We keep the rule the seed's text states ("QPD tells ... how many sections from
-//! other queues should start after a section starts from a queue before the queue regains its
-//! relative priority", which only the others-rise rule satisfies) and test both the 70/30 goal
-//! within ±5 points and the exact `1/(QPD+QPI)` prediction.
+//! **Discrepancy (shares).** The seed's configuration goal 2 says that with `QPI = 1` everywhere
+//! "the shares ... are reversely proportional to queue's QPD" and gives `QPD(A)/QPD(B) =
+//! share(B)/share(A)`. Under the update rule its text describes (only the *other* queues rise),
+//! a start from `i` moves `i` down by `QPD(i) + QPI` relative to the rest, so long-run start
+//! shares are proportional to `1 / (QPD(i) + QPI)`: QPD 3 and 7 give 66.7% / 33.3%, not 70/30,
+//! and QPD 1 and 2 give 60/40, not 67/33. Administrators configure by the formula, so the default
+//! [`StartRule::Share`] makes it hold: every pending queue, the started one included, rises by
+//! its `QPI`, and the started one drops by `QPD`. In a steady state each queue's priority drifts
+//! alike, `QPI·R − QPD(i)·r(i)` per `R` starts of which `r(i)` are its own, so with one `QPI`
+//! `r(i) ∝ 1/QPD(i)` exactly. [`StartRule::Update`] keeps the text's rule
+//! (`queues[].fbsng.rule: update`).
 //!
 //! # Sections within a queue
 //!
@@ -98,6 +103,20 @@ pub struct QueueParams {
     pub qpg: i64,
     /// Section priority gap within this queue.
     pub spg: i64,
+    /// Whether this queue also rises by its QPI when it starts a section itself.
+    pub rule: StartRule,
+}
+
+/// How a start from a queue moves that queue's own priority (module docs, "Discrepancy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartRule {
+    /// Down by `QPD`, up by `QPI` like every pending queue: a start costs the queue exactly `QPD`
+    /// against the others, and shares are `∝ 1/QPD` (the seed's configuration formula).
+    #[default]
+    Share,
+    /// Down by `QPD` only, while the others rise by their `QPI`: shares `∝ 1/(QPD + QPI)` (the
+    /// seed's description of the update).
+    Update,
 }
 
 impl Default for QueueParams {
@@ -111,6 +130,7 @@ impl Default for QueueParams {
             qpd: 1,
             qpg: 100,
             spg: 100,
+            rule: StartRule::Share,
         }
     }
 }
@@ -441,12 +461,17 @@ fn step_once<P: Placement>(
     }
 }
 
-/// Applies one start from `started`: it drops by QPD, other pending queues rise by QPI, then the
-/// pending queues are shifted so the lowest sits at its QPmin, and clamped to their ranges.
+/// Applies one start from `started`: it drops by QPD (and rises by its QPI under
+/// [`StartRule::Share`]), other pending queues rise by QPI, then the pending queues are shifted
+/// so the lowest sits at its QPmin, and clamped to their ranges.
 pub fn update_queue_priorities(queues: &mut [FbsngQueue], pending: &[bool], started: usize) {
     for (i, q) in queues.iter_mut().enumerate() {
         if i == started {
-            q.priority = q.priority.saturating_sub(q.params.qpd);
+            let rise = match q.params.rule {
+                StartRule::Share => q.params.qpi,
+                StartRule::Update => 0,
+            };
+            q.priority = q.priority.saturating_sub(q.params.qpd).saturating_add(rise);
         } else if pending.get(i).copied().unwrap_or(false) {
             q.priority = q.priority.saturating_add(q.params.qpi);
         }

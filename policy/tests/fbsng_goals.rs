@@ -126,9 +126,49 @@ const SMALL: Kind = Kind {
 
 // ---- goal 2: 70% / 30% with QPD 3 and 7 -------------------------------------------------------
 
+/// Long-run start shares of queues with these QPDs (one QPI, equal sections, each queue kept
+/// busy), after a warm-up of 2,000 starts.
+fn start_shares(qpds: &[i64], qpi: i64, rule: StartRule) -> Vec<f64> {
+    let ps: Vec<QueueParams> = qpds
+        .iter()
+        .map(|&qpd| QueueParams {
+            rule,
+            ..params(0, 1000, qpi, qpd, 1000)
+        })
+        .collect();
+    let mut sim = Sim::new(&ps, 20, 2);
+    while sim.log.len() < 14_000 {
+        for q in 0..ps.len() {
+            while sim.pending(q) < 30 {
+                sim.submit(q, SMALL, true);
+            }
+        }
+        sim.tick();
+    }
+    let tail = &sim.log[2_000..];
+    (0..ps.len())
+        .map(|q| tail.iter().filter(|l| l.1 == q).count() as f64 / tail.len() as f64)
+        .collect()
+}
+
+/// Normalised weights: the shares a rule predicts.
+fn predicted(weights: &[f64]) -> Vec<f64> {
+    let total: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / total).collect()
+}
+
+fn assert_shares(got: &[f64], want: &[f64], what: &str) {
+    for (q, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() < 0.01,
+            "{what}: queue {q} took {g:.4}, the rule predicts {w:.4} (all: {got:.4?})"
+        );
+    }
+}
+
 #[test]
 fn fbsng_goal_70_30_split_by_qpd_3_and_7() {
-    // Seed table: QPmin 0, QPmax 100, QPG 100, QPI 1, QPD 3 (A) and 7 (B).
+    // Seed table: QPmin 0, QPmax 100, QPG 100, QPI 1, QPD 3 (A) and 7 (B); the default rule.
     let mut sim = Sim::new(
         &[params(0, 100, 1, 3, 100), params(0, 100, 1, 7, 100)],
         20,
@@ -144,39 +184,47 @@ fn fbsng_goal_70_30_split_by_qpd_3_and_7() {
     }
     let tail = &sim.log[2_000..];
     let a = tail.iter().filter(|l| l.1 == 0).count() as f64 / tail.len() as f64;
-    assert!(
-        (0.65..=0.75).contains(&a),
-        "A's share {a:.3} is not 70% ± 5"
-    );
-    // The exact long-run prediction of the rule (see the module docs): 1/(QPD+QPI) → 8:4.
-    assert!((a - 2.0 / 3.0).abs() < 0.01, "A's share {a:.4} is not 2/3");
+    // The seed's formula QPD(A)/QPD(B) = share(B)/share(A) holds exactly, not only within ±5.
+    assert!((a - 0.7).abs() < 0.01, "A's share {a:.4} is not 70%");
+}
+
+/// The seed's formula `QPD(A)/QPD(B) = share(B)/share(A)` at other ratios, where the update
+/// rule's `1/(QPD+QPI)` is visibly off (QPD 1 and 2: 67/33 against 60/40).
+#[test]
+fn fbsng_shares_follow_inverse_qpd_at_several_ratios() {
+    for qpds in [[1, 2], [1, 4], [2, 3], [3, 7], [5, 5]] {
+        let got = start_shares(&qpds, 1, StartRule::Share);
+        let want = predicted(&qpds.map(|d| 1.0 / d as f64));
+        assert_shares(&got, &want, &format!("QPD {qpds:?}"));
+    }
+    // The formula holds for any common QPI, not only 1.
+    let got = start_shares(&[1, 3], 2, StartRule::Share);
+    assert_shares(&got, &[0.75, 0.25], "QPD [1, 3], QPI 2");
 }
 
 #[test]
-fn fbsng_shares_follow_inverse_qpd_plus_qpi_for_three_queues() {
+fn fbsng_shares_follow_inverse_qpd_for_three_queues() {
+    // QPD 1, 3, 5 → 15/23, 5/23, 3/23.
+    let got = start_shares(&[1, 3, 5], 1, StartRule::Share);
+    assert_shares(&got, &predicted(&[15.0, 5.0, 3.0]), "QPD 1, 3, 5");
+    // QPD 2, 2, 4 → 2/5, 2/5, 1/5.
+    let got = start_shares(&[2, 2, 4], 1, StartRule::Share);
+    assert_shares(&got, &[0.4, 0.4, 0.2], "QPD 2, 2, 4");
+}
+
+/// `rule: update` keeps the seed's description of the update (only the other queues rise), whose
+/// shares are `1/(QPD + QPI)`: QPD 3 and 7 give 2/3 and 1/3.
+#[test]
+fn fbsng_update_rule_shares_follow_inverse_qpd_plus_qpi() {
+    let got = start_shares(&[3, 7], 1, StartRule::Update);
+    assert_shares(&got, &[2.0 / 3.0, 1.0 / 3.0], "update rule, QPD 3, 7");
     // QPD 1, 3, 5 with QPI 1 → weights 1/2, 1/4, 1/6 → 6/11, 3/11, 2/11.
-    let ps = [
-        params(0, 1000, 1, 1, 1000),
-        params(0, 1000, 1, 3, 1000),
-        params(0, 1000, 1, 5, 1000),
-    ];
-    let mut sim = Sim::new(&ps, 30, 3);
-    while sim.log.len() < 12_000 {
-        for q in 0..3 {
-            while sim.pending(q) < 30 {
-                sim.submit(q, SMALL, true);
-            }
-        }
-        sim.tick();
-    }
-    let tail = &sim.log[2_000..];
-    for (q, want) in [(0, 6.0 / 11.0), (1, 3.0 / 11.0), (2, 2.0 / 11.0)] {
-        let got = tail.iter().filter(|l| l.1 == q).count() as f64 / tail.len() as f64;
-        assert!(
-            (got - want).abs() < 0.01,
-            "queue {q}: {got:.4} vs {want:.4}"
-        );
-    }
+    let got = start_shares(&[1, 3, 5], 1, StartRule::Update);
+    assert_shares(
+        &got,
+        &predicted(&[6.0, 3.0, 2.0]),
+        "update rule, QPD 1, 3, 5",
+    );
 }
 
 // ---- goal 3: bulk vs light, QPG 1 on bulk --------------------------------------------------------
@@ -481,20 +529,45 @@ fn fbsng_queue_gap_holds_others_even_with_idle_resources() {
     assert_eq!(got, [SectionId(1), SectionId(2)]);
 }
 
-#[test]
-fn fbsng_queue_priorities_drop_by_qpd_rise_by_qpi_and_stay_relative() {
-    let mut queues = vec![
-        FbsngQueue::new(params(0, 100, 2, 3, 100)),
-        FbsngQueue::new(params(0, 100, 1, 7, 100)),
-        FbsngQueue::new(params(0, 100, 5, 1, 100)),
-    ];
+/// The three queues of the priority-update tests: q2 has no pending work and must not rise.
+fn three_queues(rule: StartRule) -> Vec<FbsngQueue> {
+    let q = |qpi, qpd| {
+        FbsngQueue::new(QueueParams {
+            rule,
+            ..params(0, 100, qpi, qpd, 100)
+        })
+    };
+    let mut queues = vec![q(2, 3), q(1, 7), q(5, 1)];
     queues[0].sections = vec![section(1, 1), section(2, 1)];
     queues[1].sections = vec![section(3, 1)];
-    // Queue 2 has no pending work: it must not rise.
+    queues
+}
+
+#[test]
+fn fbsng_queue_priorities_drop_by_qpd_rise_by_qpi_and_stay_relative() {
+    let mut queues = three_queues(StartRule::Share);
     let mut farm = FarmPool { free: vec![1] };
     let r = run_pass(&mut queues, &mut [], &mut farm, usize::MAX);
     assert_eq!(r.starts[0].queue, 0);
-    // Raw: q0 0-3 = -3, q1 0+1 = 1; shift by +3 so the lowest pending sits at QPmin 0.
+    // Raw: q0 0-3+2 = -1, q1 0+1 = 1; shift by +1 so the lowest pending sits at QPmin 0.
+    assert_eq!(
+        queues.iter().map(|q| q.priority).collect::<Vec<_>>(),
+        [0, 2, 0]
+    );
+    farm.free = vec![1];
+    scheduler_step(&mut queues, &mut [], &mut farm);
+    // q1 starts: 2-7+1 = -4, q0 0+2 = 2 → shift +4 → q0 6, q1 0: each start cost exactly QPD.
+    assert_eq!(queues[0].priority, 6);
+    assert_eq!(queues[1].priority, 0);
+}
+
+#[test]
+fn fbsng_update_rule_lowers_only_the_started_queue() {
+    let mut queues = three_queues(StartRule::Update);
+    let mut farm = FarmPool { free: vec![1] };
+    let r = run_pass(&mut queues, &mut [], &mut farm, usize::MAX);
+    assert_eq!(r.starts[0].queue, 0);
+    // Raw: q0 0-3 = -3, q1 0+1 = 1; shift by +3.
     assert_eq!(
         queues.iter().map(|q| q.priority).collect::<Vec<_>>(),
         [0, 4, 0]
@@ -630,6 +703,7 @@ proptest! {
     fn no_queue_or_section_starves(
         cfg in prop::collection::vec((0i64..4, 1i64..6, 1i64..20, 1i64..6, 1u64..9, 1u64..9), 2..4),
         qpi in 1i64..4,
+        rule in prop_oneof![Just(StartRule::Share), Just(StartRule::Update)],
         seed in any::<u64>(),
     ) {
         let ps: Vec<QueueParams> = cfg
@@ -641,6 +715,7 @@ proptest! {
                 qpd,
                 qpg,
                 spg,
+                rule,
             })
             .collect();
         let mut sim = Sim::new(&ps, 8, seed);
@@ -691,6 +766,7 @@ fn unequal_qpi_can_starve_a_queue() {
         qpd: 1,
         qpg: 1,
         spg: 1,
+        rule: StartRule::Share,
     };
     let ps = [q(3), q(3), q(1)];
     let mut sim = Sim::new(&ps, 8, 4041);

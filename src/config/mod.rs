@@ -164,6 +164,19 @@ pub struct FbsngQueueConfig {
     pub qpd: i64,
     pub qpg: i64,
     pub spg: i64,
+    /// How a start moves the queue's own priority: `share` (the default) makes the seed's
+    /// formula `QPD(A)/QPD(B) = share(B)/share(A)` hold; `update` follows the seed's
+    /// description of the update, shares `∝ 1/(QPD + QPI)` (docs/policies.md, FBSNG item 2).
+    pub rule: FbsngStartRule,
+}
+
+/// `queues[].fbsng.rule`, the policy's [`gridspool_policy::fbsng::StartRule`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FbsngStartRule {
+    #[default]
+    Share,
+    Update,
 }
 
 impl Default for FbsngQueueConfig {
@@ -175,6 +188,7 @@ impl Default for FbsngQueueConfig {
             qpd: 1,
             qpg: 100,
             spg: 100,
+            rule: FbsngStartRule::Share,
         }
     }
 }

@@ -22,9 +22,11 @@
 
 use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId, packed_key};
 use super::state::{CatId, SchedState};
+use crate::config::FbsngStartRule;
 use crate::model::JobId;
 use gridspool_policy::fbsng::{
-    self, FbsngQueue, Placement, ProcessType, QueueParams, Section, SectionId, StopReason,
+    self, FbsngQueue, Placement, ProcessType, QueueParams, Section, SectionId, StartRule,
+    StopReason,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -253,6 +255,10 @@ impl SchedState {
                     qpd: f.qpd,
                     qpg: f.qpg,
                     spg: f.spg,
+                    rule: match f.rule {
+                        FbsngStartRule::Share => StartRule::Share,
+                        FbsngStartRule::Update => StartRule::Update,
+                    },
                 };
                 let mut fq = FbsngQueue::new(params);
                 if let Some(p) = self.fbsng.queues.get(&q.name) {

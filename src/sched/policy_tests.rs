@@ -312,26 +312,31 @@ fn queued(id: u32, q: &str) -> crate::model::JobRecord {
     job(id, |s, _| s.hard_queues = vec![q.to_string()])
 }
 
-/// Seed `fbsng-dynamic-priorities`, goal 2: QPD 3 and 7 (QPI 1) split the starts 70/30; through
-/// the real pass (one slot, one start per pass, 1,000 starts) the split is within ±5 points
-/// (66.7/33.3 by the update rule, see docs/policies.md).
-#[test]
-fn seed_fbsng_70_30_split_through_the_pass() {
+/// a.q's share of 1,000 starts through the real pass (one slot, one start per pass), both queues
+/// kept full; the state is returned for more checks.
+fn fbsng_a_share(a: &str, b: &str) -> (f64, SchedState) {
     let mut jobs = Vec::new();
     for i in 0..700 {
         jobs.push(queued(2 * i + 1, "a.q"));
         jobs.push(queued(2 * i + 2, "b.q"));
     }
-    let mut s = state(fbsng_cfg(1, "{qpd: 3}", "{qpd: 7}", ""), jobs);
-    let mut a = 0usize;
+    let mut s = state(fbsng_cfg(1, a, b, ""), jobs);
+    let mut taken = 0usize;
     for k in 0..1000 {
         let st = starts(&mut s, NOW + k);
         assert_eq!(st.len(), 1, "pass {k}");
-        a += usize::from(st[0].0 % 2 == 1);
+        taken += usize::from(st[0].0 % 2 == 1);
         finish(&mut s, &st);
     }
-    let frac = a as f64 / 1000.0;
-    assert!((frac - 0.7).abs() <= 0.05, "a.q took {frac}");
+    (taken as f64 / 1000.0, s)
+}
+
+/// Seed `fbsng-dynamic-priorities`, goal 2: QPD 3 and 7 (QPI 1) split the starts 70/30, by the
+/// seed's formula `QPD(A)/QPD(B) = share(B)/share(A)` (the default `rule: share`).
+#[test]
+fn seed_fbsng_70_30_split_through_the_pass() {
+    let (frac, mut s) = fbsng_a_share("{qpd: 3}", "{qpd: 7}");
+    assert!((frac - 0.7).abs() <= 0.01, "a.q took {frac}");
     assert!(
         s.policy_terms(JobId(1399))
             .iter()
@@ -349,6 +354,22 @@ fn seed_fbsng_70_30_split_through_the_pass() {
         .expect("save");
     let loaded = super::fbsng::FbsngState::load(dir.path()).expect("load");
     assert_eq!(loaded.queues, s.fbsng_state().queues);
+}
+
+/// The formula at another ratio (QPD 1 and 2: 2/3 and 1/3), and `rule: update` in the
+/// configuration reaching the seed's update rule (shares `1/(QPD + QPI)`: 3/5 and 2/5).
+#[test]
+fn fbsng_start_rule_from_the_configuration() {
+    let (share, _) = fbsng_a_share("{qpd: 1}", "{qpd: 2}");
+    assert!(
+        (share - 2.0 / 3.0).abs() <= 0.01,
+        "rule share: a.q took {share}"
+    );
+    let (update, _) = fbsng_a_share("{qpd: 1, rule: update}", "{qpd: 2, rule: update}");
+    assert!(
+        (update - 0.6).abs() <= 0.01,
+        "rule update: a.q took {update}"
+    );
 }
 
 /// QPG holds: a queue more than QPG above another holds it even though a slot idles (its own
