@@ -25,13 +25,13 @@ fn cell(slots: u32) -> TestCell {
 }
 
 /// A running `sched_d`, killed by PID when dropped.
-struct SchedD {
+pub(crate) struct SchedD {
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl SchedD {
-    fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
+    pub(crate) fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
         let log = cell
             .root
             .join(format!("sched_d.{}.stderr", std::process::id()));
