@@ -103,7 +103,8 @@ fn toil_grid_engine_workflow_completes_with_v_and_shell_no() {
         Err(why) => return skip(TEST, &format!("no Toil: {why}")),
     };
     let cell = TestCell::new();
-    let _daemon = SchedD::start(&cell, &[]);
+    // The daemon's own retention of ended jobs (what `qsub -sync` needs), not the tests' 3 s.
+    let _daemon = SchedD::start(&cell, &["--retention", "60"]);
     let work = cell.workdir(&user);
     let script = cell.write_file(
         &user,
