@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A cell whose one host is this host with `slots` slots.
-fn cell(slots: u32) -> TestCell {
+pub(crate) fn cell(slots: u32) -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
@@ -25,13 +25,13 @@ fn cell(slots: u32) -> TestCell {
 }
 
 /// A running `sched_d`, killed by PID when dropped.
-struct SchedD {
+pub(crate) struct SchedD {
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl SchedD {
-    fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
+    pub(crate) fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
         let log = cell
             .root
             .join(format!("sched_d.{}.stderr", std::process::id()));
@@ -96,7 +96,7 @@ impl SchedD {
         }
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }

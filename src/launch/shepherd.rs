@@ -1344,6 +1344,7 @@ impl Supervisor {
         let ctx = ExecContext {
             home: &home,
             workdir: &workdir,
+            cwd_requested: spec.cwd.is_some(),
             paths: &paths,
             job_spool_dir: &job_spool_dir,
             // SGE 8.1.9: the script's copy in the spool, or the command of `-b y`.
