@@ -454,6 +454,8 @@ fn a_task_still_t_on_disk_whose_end_was_recorded_is_not_recorded_again() {
         exit_status: 0,
         failed: 0,
         end_time: 1,
+        signal: None,
+        never_ran: false,
     };
     std::fs::write(
         cell.spool.exits_file(id),

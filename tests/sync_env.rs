@@ -1,13 +1,16 @@
-//! Issue 12, with real jobs: the environment `qsub -V`/`-v` gives a job (`PATH` included).
-//! Every case runs `qsub` as sgeuser against a real `sched_d`, which starts the job through the shepherd, and
+//! Issue 12, with real jobs: the environment `qsub -V`/`-v` gives a job (`PATH` included) and
+//! what `qsub -sync y` prints when a job ends by a signal, a limit or `qdel`. Every case
+//! runs `qsub` as sgeuser against a real `sched_d`, which starts the job through the shepherd, and
 //! compares with a capture of SGE 8.1.9 (`tests/compat/job/`, `tests/compat/qsub/sync-y-*`).
 
 use crate::sched::{SchedD, cell};
 use crate::support::*;
+use gridspool::model::JobId;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 
 const SHEPHERD: &str = env!("CARGO_BIN_EXE_gridspool-shepherd");
 
@@ -123,6 +126,14 @@ fn collect(mut child: Child) -> Run {
         stdout,
         stderr,
         code: status.code().unwrap_or(-1),
+    }
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -396,4 +407,261 @@ fn qsub_v_environment_with_and_without_the_login_shell_matches_sge() {
     ours.retain(|(k, _)| *k != "PWD");
     ours.push(("JOB_SCRIPT", job_script));
     assert_env_like_capture(&out, "job/V-script-env.txt", &ours);
+}
+
+// ---------------------------------------------------------------- -sync y
+
+/// Runs `qsub args…` as a capture did, with the capture's job id, and compares what it
+/// printed. `-cwd` is added so that the job's output files stay in the cell.
+fn sync_case(rig: &Rig, case: &str, id: u32, args: &[&str]) {
+    rig.cell.set_next_job_id(id);
+    let mut all = vec!["-cwd"];
+    all.extend_from_slice(args);
+    let run = rig.run_qsub(&all, None);
+    assert_matches(&run, &Capture::load(&format!("qsub/{case}.txt")));
+}
+
+/// `h_rt`, `s_rt` and a job that kills itself: SGE reports the signal that ended the job
+/// (`exited because of signal SIGKILL`, exit 1), not its exit status 128 + signal; `-terse`
+/// hides only the exit-0 line.
+#[test]
+fn sync_y_reports_signals_as_sge_does() {
+    let Some(rig) = Rig::new("sync_y_reports_signals_as_sge_does", 2) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "killself.sh",
+        "#!/bin/sh\nkill -TERM $$\necho not reached\n",
+    );
+    rig.cell
+        .write_file(&rig.user, "sleep60.sh", "#!/bin/sh\nsleep 60\n");
+    let h_rt = ["-sync", "y", "-l", "h_rt=0:0:3", "-b", "y", "sleep", "60"];
+    sync_case(&rig, "sync-y-h_rt", 22, &h_rt);
+    sync_case(
+        &rig,
+        "sync-y-h_rt-script",
+        34,
+        &["-sync", "y", "-l", "h_rt=0:0:3", "sleep60.sh"],
+    );
+    sync_case(
+        &rig,
+        "sync-y-h_rt-terse",
+        35,
+        &[
+            "-sync",
+            "y",
+            "-terse",
+            "-l",
+            "h_rt=0:0:3",
+            "-b",
+            "y",
+            "sleep",
+            "60",
+        ],
+    );
+    sync_case(
+        &rig,
+        "sync-y-s_rt",
+        23,
+        &["-sync", "y", "-l", "s_rt=0:0:3", "-b", "y", "sleep", "60"],
+    );
+    sync_case(&rig, "sync-y-kill-self", 24, &["-sync", "y", "killself.sh"]);
+}
+
+/// An array with one task killed: each task's line, in the order they ended (one slot: 1, 2,
+/// 3), exit 1 from the signal.
+#[test]
+fn sync_y_array_with_a_killed_task_matches_sge() {
+    let Some(rig) = Rig::new("sync_y_array_with_a_killed_task_matches_sge", 1) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "arrkill.sh",
+        "#!/bin/sh\n[ \"$SGE_TASK_ID\" = 2 ] && kill -KILL $$\nexit 0\n",
+    );
+    sync_case(
+        &rig,
+        "sync-y-array-task-killed",
+        31,
+        &["-sync", "y", "-t", "1-3", "arrkill.sh"],
+    );
+}
+
+/// `qdel` while `-sync y` waits, of a running and of a pending job: SGE's qmaster commits a
+/// deleted task as one that never ran, so qsub says `Unable to run job N`, exit 0 (it said
+/// `Job N exited with exit code 137.` and exited 137 for the running one).
+#[test]
+fn sync_y_of_a_deleted_job_matches_sge() {
+    let Some(rig) = Rig::new("sync_y_of_a_deleted_job_matches_sge", 2) else {
+        return;
+    };
+    for (case, id, args) in [
+        (
+            "sync-y-qdel-running",
+            32,
+            &[
+                "-cwd",
+                "-sync",
+                "y",
+                "-N",
+                "syncdelrun",
+                "-b",
+                "y",
+                "sleep",
+                "60",
+            ][..],
+        ),
+        (
+            "sync-y-qdel-pending",
+            33,
+            &[
+                "-cwd",
+                "-sync",
+                "y",
+                "-h",
+                "-N",
+                "syncdelpend",
+                "-b",
+                "y",
+                "true",
+            ][..],
+        ),
+    ] {
+        rig.cell.set_next_job_id(id);
+        let child = rig.qsub(args, None);
+        if case.ends_with("running") {
+            wait_for("the job to run", || {
+                rig.cell.job(id).is_some_and(|j| {
+                    j.tasks
+                        .running
+                        .iter()
+                        .any(|t| t.state == gridspool::model::RunState::Running)
+                })
+            });
+        } else {
+            wait_for("the job file", || {
+                rig.cell.spool.job_file(JobId(id)).exists()
+            });
+        }
+        let del = rig.cell.run(&rig.user, "qdel", &[&id.to_string()]);
+        assert_eq!(del.code, 0, "{del:?}");
+        assert_matches(&collect(child), &Capture::load(&format!("qsub/{case}.txt")));
+    }
+}
+
+/// Tasks are reported in the order they end, as SGE's `japi_wait` for any task returns them
+/// (task 2 before task 1, which sleeps); it printed them in task order.
+#[test]
+fn sync_y_reports_array_tasks_in_the_order_they_end() {
+    let Some(rig) = Rig::new("sync_y_reports_array_tasks_in_the_order_they_end", 2) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "order.sh",
+        "#!/bin/sh\n[ \"$SGE_TASK_ID\" = 1 ] && sleep 4\nexit 0\n",
+    );
+    sync_case(
+        &rig,
+        "sync-y-array-finish-order",
+        77,
+        &["-sync", "y", "-t", "1-2", "order.sh"],
+    );
+}
+
+/// `h_vmem` is the job's address-space limit: an allocation beyond it fails (Python's
+/// `MemoryError`, exit 1), and a shell that keeps growing dies of `SIGSEGV`, which qsub
+/// reports as the signal.
+#[test]
+fn sync_y_reports_h_vmem_failures_as_sge_does() {
+    let Some(rig) = Rig::new("sync_y_reports_h_vmem_failures_as_sge_does", 2) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "vmem.sh",
+        "#!/bin/sh\nexec python3 -c \"x = bytearray(1000 * 1024 * 1024)\"\n",
+    );
+    rig.cell.write_file(
+        &rig.user,
+        "vmemgrow.sh",
+        "#!/bin/sh\nx=a\nwhile :; do x=\"$x$x\"; done\n",
+    );
+    sync_case(
+        &rig,
+        "sync-y-h_vmem",
+        75,
+        &["-sync", "y", "-l", "h_vmem=200M", "vmem.sh"],
+    );
+    sync_case(
+        &rig,
+        "sync-y-h_vmem-shell-grows",
+        76,
+        &["-sync", "y", "-l", "h_vmem=100M", "vmemgrow.sh"],
+    );
+}
+
+/// Each task's line is printed as soon as the task has ended, as SGE's qsub does, not when
+/// the whole array is done: task 2 waits (at most a minute) for a file the test creates
+/// only after it has read task 1's line.
+#[test]
+fn sync_y_prints_each_task_as_it_ends() {
+    use std::io::BufRead;
+    let Some(rig) = Rig::new("sync_y_prints_each_task_as_it_ends", 2) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "waitgo.sh",
+        "#!/bin/sh\n[ \"$SGE_TASK_ID\" = 1 ] && exit 0\n\
+         i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n\
+         [ -e go ] && echo go seen || echo timed out\n",
+    );
+    let id = 7078;
+    rig.cell.set_next_job_id(id);
+    let mut child = rig.qsub(&["-cwd", "-sync", "y", "-t", "1-2", "waitgo.sh"], None);
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = || lines.next().expect("a line").expect("read");
+    assert_eq!(
+        next(),
+        format!("Your job-array {id}.1-2:1 (\"waitgo.sh\") has been submitted")
+    );
+    assert_eq!(next(), format!("Job {id}.1 exited with exit code 0."));
+    std::fs::write(rig.workdir().join("go"), "").expect("go");
+    assert_eq!(next(), format!("Job {id}.2 exited with exit code 0."));
+    assert_eq!(child.wait().expect("qsub").code(), Some(0));
+    assert_eq!(rig.read(&format!("waitgo.sh.o{id}.2")), "go seen\n");
+}
+
+/// `s_rt`: the job is warned with `SIGUSR1` and not killed; one that traps it runs on, and
+/// `-sync y` waits until it is deleted (capture: SGE re-sends the warning about every
+/// minute, see DIVERGENCES.md).
+#[test]
+fn sync_y_of_a_job_that_traps_the_s_rt_warning_matches_sge() {
+    let Some(rig) = Rig::new("sync_y_of_a_job_that_traps_the_s_rt_warning_matches_sge", 2) else {
+        return;
+    };
+    rig.cell.write_file(
+        &rig.user,
+        "trapusr1.sh",
+        "#!/bin/sh\ntrap \"echo got USR1\" USR1\nwhile :; do sleep 1; done\n",
+    );
+    let id = 36;
+    rig.cell.set_next_job_id(id);
+    let child = rig.qsub(
+        &["-cwd", "-sync", "y", "-l", "s_rt=0:0:3", "trapusr1.sh"],
+        None,
+    );
+    let out = rig.workdir().join(format!("trapusr1.sh.o{id}"));
+    wait_for("the warning", || {
+        std::fs::read_to_string(&out).is_ok_and(|s| s.contains("got USR1"))
+    });
+    let del = rig.cell.run(&rig.user, "qdel", &[&id.to_string()]);
+    assert_eq!(del.code, 0, "{del:?}");
+    assert_matches(
+        &collect(child),
+        &Capture::load("qsub/sync-y-s_rt-trapped.txt"),
+    );
 }

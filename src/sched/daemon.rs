@@ -1271,6 +1271,8 @@ impl Daemon {
             exit_status: result.exit_status,
             failed: result.failed,
             end_time: result.end_time as i64,
+            signal: result.signal,
+            never_ran: ran.deleting,
         });
         self.ended.push(ended);
         info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended");
@@ -1314,6 +1316,9 @@ impl Daemon {
                 exit_status: result.exit_status,
                 failed: result.failed,
                 end_time: t,
+                signal: result.signal,
+                // A forced deletion, as any deletion, is a task that never ran to SGE.
+                never_ran: true,
             }),
             // The task may still be running there; its directory goes when it reports.
             acknowledge: false,
