@@ -551,6 +551,53 @@ fn sync_y_of_a_deleted_job_matches_sge() {
     }
 }
 
+/// A job that cannot start through its own fault (`-b y -shell no` of a missing command,
+/// `failed` 27) goes to error state (`Eqw`) as in SGE, and `qsub -sync y` keeps waiting
+/// until it is deleted: `Unable to run job 25`, exit 0. It used to end, and qsub said
+/// `Job 25 exited with exit code 0.`, exit 0, as if it had run.
+#[test]
+fn sync_y_waits_for_a_job_in_error_state_until_it_is_deleted() {
+    let Some(rig) = Rig::new(
+        "sync_y_waits_for_a_job_in_error_state_until_it_is_deleted",
+        2,
+    ) else {
+        return;
+    };
+    let id = 25;
+    rig.cell.set_next_job_id(id);
+    let mut child = rig.qsub(
+        &[
+            "-cwd",
+            "-sync",
+            "y",
+            "-b",
+            "y",
+            "-shell",
+            "no",
+            "/no/such/binary",
+        ],
+        None,
+    );
+    wait_for("error state", || {
+        rig.cell.job(id).is_some_and(|j| j.error.is_some())
+    });
+    let job = rig.cell.job(id).expect("job");
+    assert!(
+        job.tasks.running.is_empty() && job.tasks.finished == 0,
+        "{job:?}"
+    );
+    assert!(
+        child.try_wait().expect("qsub").is_none(),
+        "qsub still waits"
+    );
+    let del = rig.cell.run(&rig.user, "qdel", &[&id.to_string()]);
+    assert_eq!(del.code, 0, "{del:?}");
+    assert_matches(
+        &collect(child),
+        &Capture::load("qsub/sync-y-shell-no-nonexistent.txt"),
+    );
+}
+
 /// Tasks are reported in the order they end, as SGE's `japi_wait` for any task returns them
 /// (task 2 before task 1, which sleeps); it printed them in task order.
 #[test]

@@ -17,11 +17,11 @@ use super::{ClientEnv, Output, take_spool_arg};
 use crate::compat::options::{OperandMode, Origin, ParsedArgs, ParsedOption, parse};
 use crate::compat::pattern;
 use crate::compat::qsub_options::{QSUB_OPTIONS, qsub_help};
-use crate::compat::sync;
 use crate::compat::submit::{
     FoldContext, SubmitError, SubmitterRights, Touched, Verify, check_option, expand_option_files,
     fold, option_file_words, script_directives, validate_job, verify_against_config,
 };
+use crate::compat::sync;
 use crate::model::{
     EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission,
     RequestAction, Submitter, TaskId, TaskSelector,
@@ -639,7 +639,10 @@ impl ExitLog {
         };
         self.offset += end as u64 + 1;
         let mut out = Vec::new();
-        for line in bytes[..end].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        for line in bytes[..end]
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+        {
             if let Ok(t) = serde_json::from_slice::<FinishedTask>(line)
                 && self.seen.insert(t.task)
             {

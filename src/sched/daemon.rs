@@ -1179,7 +1179,7 @@ impl Daemon {
                 }
             }
             LaunchEvent::Ended(result) => {
-                self.task_ended(result);
+                self.task_ended(*result);
                 self.pass_needed = true;
             }
             LaunchEvent::Failed {
@@ -1243,6 +1243,30 @@ impl Daemon {
                 error!(job = %id, task, "accounting: {e}");
             }
             info!(job = %id, task, "preempted task requeued");
+            self.ended.push(ended);
+            return;
+        }
+        // SGE's job_exit.c, case 2: a job that could not start through its own fault is
+        // accounted and goes to error state (`Eqw`), its task pending again; a task being
+        // deleted ends as every deleted task does (below).
+        if result.job_error
+            && let Some(job) = self.state.job(id)
+            && let Some(ran) = job.tasks.running.iter().find(|r| r.task == task)
+            && !ran.deleting
+        {
+            let ran = ran.clone();
+            if let Err(e) = self.acct.record(&job, &ran, &result) {
+                error!(job = %id, task, "accounting: {e}");
+            }
+            let message = result.error.clone().unwrap_or_default();
+            warn!(job = %id, task, failed = result.failed, "job could not start, job in error state: {message}");
+            let error = ErrorInfo {
+                time: now(),
+                message,
+            };
+            if let Err(e) = self.state.requeue_task(id, task, Some(error)) {
+                warn!(job = %id, task, "error state: {e}");
+            }
             self.ended.push(ended);
             return;
         }
