@@ -312,6 +312,7 @@ mod tests {
             signal,
             failed,
             error: None,
+            job_error: false,
             rusage: Rusage::default(),
             mem: 0.0,
             io: 0.0,

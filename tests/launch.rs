@@ -188,7 +188,7 @@ impl Rig {
             match self.event(secs) {
                 LaunchEvent::Ended(r) => {
                     self.launcher().acknowledge(r.job, r.task, &r.host);
-                    return r;
+                    return *r;
                 }
                 LaunchEvent::Started { .. } => continue,
                 other => panic!("expected Ended, got {other:?}"),
@@ -960,7 +960,7 @@ fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     rig.start(&job, 1);
     let first = loop {
         match rig.event(60) {
-            LaunchEvent::Ended(r) => break r,
+            LaunchEvent::Ended(r) => break *r,
             LaunchEvent::Started { .. } => continue,
             other => panic!("expected Ended, got {other:?}"),
         }
@@ -1067,7 +1067,7 @@ fn launch_over_ssh_through_a_real_sshd() {
     while ended.len() < 3 {
         match rig.event(60) {
             LaunchEvent::Started { host, .. } => assert_eq!(host, "sshhost"),
-            LaunchEvent::Ended(r) => ended.push(r),
+            LaunchEvent::Ended(r) => ended.push(*r),
             other => panic!("unexpected {other:?}\nsshd log: {}", sshd.log()),
         }
     }
@@ -1294,7 +1294,7 @@ fn launch_a_burst_of_array_tasks() {
     while ended.len() < 20 {
         match rig.event(60) {
             LaunchEvent::Started { .. } => started += 1,
-            LaunchEvent::Ended(r) => ended.push(r),
+            LaunchEvent::Ended(r) => ended.push(*r),
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -100,6 +100,7 @@ fn task_behind(line: &str) -> (JobRecord, Placement, TaskResult) {
         signal: None,
         failed: f[11].parse().expect("failed"),
         error: None,
+        job_error: false,
         rusage: Rusage {
             utime: num(14),
             stime: num(15),

@@ -496,6 +496,8 @@ fn golden_sync(case: &str, args: &[&str], next_id: u32, exits: &[(u32, i32)]) {
             exit_status: *status,
             failed: 0,
             end_time: 0,
+            signal: None,
+            never_ran: false,
         };
         log.push_str(&serde_json::to_string(&t).expect("json"));
         log.push('\n');
@@ -597,12 +599,13 @@ fn qsub_sync_y_terse() {
 
 #[test]
 fn qsub_sync_y_array() {
-    // Tasks finish out of order; qsub prints them in task order.
+    // qsub prints the tasks in the order they ended (SGE's japi_wait for any task; capture
+    // qsub/sync-y-array-finish-order shows task 2 before task 1): here 1, 2, 3.
     golden_sync(
         "sync-y-array",
         &["-sync", "y", "-t", "1-3", "-b", "y", "true"],
         35,
-        &[(2, 0), (1, 0), (3, 0)],
+        &[(1, 0), (2, 0), (3, 0)],
     );
 }
 
@@ -642,7 +645,7 @@ fn qsub_sync_y_array_env() {
         "sync-y-array-env",
         &["-sync", "y", "-t", "2-3", "-N", "envarr", "env.sh"],
         39,
-        &[(3, 0), (2, 0)],
+        &[(2, 0), (3, 0)],
     );
 }
 

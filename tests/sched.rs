@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A cell whose one host is this host with `slots` slots.
-fn cell(slots: u32) -> TestCell {
+pub(crate) fn cell(slots: u32) -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
@@ -96,7 +96,7 @@ impl SchedD {
         }
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -454,6 +454,8 @@ fn a_task_still_t_on_disk_whose_end_was_recorded_is_not_recorded_again() {
         exit_status: 0,
         failed: 0,
         end_time: 1,
+        signal: None,
+        never_ran: false,
     };
     std::fs::write(
         cell.spool.exits_file(id),

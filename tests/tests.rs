@@ -14,4 +14,5 @@ mod qstat;
 mod qsub;
 mod sched;
 mod security;
+mod sync_env;
 mod workflow;

@@ -21,12 +21,13 @@ use crate::compat::submit::{
     FoldContext, SubmitError, SubmitterRights, Touched, Verify, check_option, expand_option_files,
     fold, option_file_words, script_directives, validate_job, verify_against_config,
 };
+use crate::compat::sync;
 use crate::model::{
     EnvVar, FinishedTask, Holds, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission,
     RequestAction, Submitter, TaskId, TaskSelector,
 };
 use crate::spool::{Spool, SpoolError};
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -502,7 +503,7 @@ fn wait_for_dispatch(env: &ClientEnv, interrupts: Option<&Receiver<()>>, id: Job
             }
             Ok(Some(_)) | Err(_) => {}
             Ok(None) => {
-                return if read_exits(&env.spool.exits_file(id)).is_empty() {
+                return if ExitLog::new(env.spool.exits_file(id)).read_new().is_empty() {
                     Dispatch::Refused
                 } else {
                     Dispatch::Scheduled
@@ -603,31 +604,72 @@ fn interrupted_output(env: &ClientEnv, id: JobId) -> Output {
     o
 }
 
-/// Reads the complete lines of a job's exit log (`sched_d` appends one JSON line per finished
-/// task and fsyncs it; a line still being written has no newline yet and is left for later).
-fn read_exits(path: &Path) -> BTreeMap<TaskId, FinishedTask> {
-    let mut out = BTreeMap::new();
-    let Ok(bytes) = std::fs::read(path) else {
-        return out;
-    };
-    let complete = match bytes.iter().rposition(|b| *b == b'\n') {
-        Some(i) => &bytes[..=i],
-        None => return out,
-    };
-    for line in complete.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        if let Ok(t) = serde_json::from_slice::<FinishedTask>(line) {
-            out.entry(t.task).or_insert(t);
+/// Reads a job's exit log as `sched_d` appends to it (one JSON line per finished task, in the
+/// order the tasks ended, fsynced): each call returns the tasks of the complete lines added
+/// since the last one, a task's first line only. A line still being written has no newline
+/// yet and is left for the next call. Reading from where it stopped keeps a wait on a large
+/// array linear in its size.
+struct ExitLog {
+    path: PathBuf,
+    offset: u64,
+    seen: BTreeSet<TaskId>,
+}
+
+impl ExitLog {
+    fn new(path: PathBuf) -> Self {
+        ExitLog {
+            path,
+            offset: 0,
+            seen: BTreeSet::new(),
         }
     }
-    out
+
+    fn read_new(&mut self) -> Vec<FinishedTask> {
+        use std::io::{Seek, SeekFrom};
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&self.path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(self.offset))?;
+            f.read_to_end(&mut bytes)
+        });
+        if read.is_err() {
+            return Vec::new();
+        }
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return Vec::new();
+        };
+        self.offset += end as u64 + 1;
+        let mut out = Vec::new();
+        for line in bytes[..end]
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+        {
+            if let Ok(t) = serde_json::from_slice::<FinishedTask>(line)
+                && self.seen.insert(t.task)
+            {
+                out.push(t);
+            }
+        }
+        out
+    }
+}
+
+/// Writes one line to stdout or stderr at once (a closed pipe is not an error).
+fn print_now(to_stdout: bool, line: &str) {
+    if to_stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    } else {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
 }
 
 /// `-sync y`: waits until every task has an exit line, polling with a backing-off interval
 /// (10 ms doubling to 500 ms; an inotify watch would not see writes from other NFS clients).
-/// Prints SGE's lines in task order: `Job 28 exited with exit code 0.` on stdout when 0, on
-/// stderr otherwise (nothing with `-terse`). The exit code is that of the first task, in
-/// finishing order, that exited non-zero. A job deleted before its tasks ended (its files
-/// vanish) gets SGE's `Unable to run job 28` and, as SGE 8.1.9 does, exit 0.
+/// Prints SGE's line for each task as it is seen ended, in the order the tasks ended, as
+/// SGE's `japi_wait` for any task returns them ([`sync::task_report`]); the exit code is that
+/// of the first task that reported a non-zero one. A job deleted before its tasks ended (its
+/// files vanish) gets SGE's `Unable to run job 28` for each missing task and, as SGE 8.1.9
+/// does, exit 0.
 fn wait_for_job(
     env: &ClientEnv,
     interrupts: Option<Receiver<()>>,
@@ -637,26 +679,43 @@ fn wait_for_job(
     terse: bool,
 ) -> Output {
     let spool = &env.spool;
-    let exits_path = spool.exits_file(id);
+    let mut log = ExitLog::new(spool.exits_file(id));
+    let wanted: BTreeSet<TaskId> = tasks.iter().copied().collect();
+    let mut remaining = wanted.len();
     let mut delay = Duration::from_millis(10);
-    let mut finished_order: Vec<TaskId> = Vec::new();
-    let mut o = Output::default();
-    let (finished, deleted) = loop {
-        let exits = read_exits(&exits_path);
-        for t in exits.keys() {
-            if !finished_order.contains(t) {
-                finished_order.push(*t);
+    let mut code = 0;
+    let name = |t: TaskId| {
+        if array {
+            format!("{id}.{t}")
+        } else {
+            id.to_string()
+        }
+    };
+    let mut report = |ended: Vec<FinishedTask>, remaining: &mut usize| {
+        for f in ended.iter().filter(|f| wanted.contains(&f.task)) {
+            *remaining -= 1;
+            let r = sync::task_report(&name(f.task), f, terse);
+            if let Some(line) = r.line {
+                print_now(r.to_stdout, &line);
+            }
+            if code == 0 {
+                code = r.code;
             }
         }
-        if tasks.iter().all(|t| exits.contains_key(t)) {
-            break (exits, false);
+    };
+    loop {
+        report(log.read_new(), &mut remaining);
+        if remaining == 0 {
+            break;
         }
         let alive = spool.job_file(id).exists() || spool.state_file(id).exists();
         if !alive {
             // Gone: read the log once more, as it is removed last.
-            let exits = read_exits(&exits_path);
-            let complete = tasks.iter().all(|t| exits.contains_key(t));
-            break (exits, !complete);
+            report(log.read_new(), &mut remaining);
+            for t in tasks.iter().filter(|t| !log.seen.contains(t)) {
+                print_now(false, &format!("Unable to run job {}", name(*t)));
+            }
+            break;
         }
         let interrupted = match &interrupts {
             Some(rx) => match rx.recv_timeout(delay) {
@@ -676,35 +735,9 @@ fn wait_for_job(
             return interrupted_output(env, id);
         }
         delay = (delay * 2).min(Duration::from_millis(500));
-    };
-    let name = |t: TaskId| {
-        if array {
-            format!("{id}.{t}")
-        } else {
-            id.to_string()
-        }
-    };
-    for t in tasks {
-        match finished.get(t) {
-            Some(f) => {
-                if terse {
-                    continue;
-                }
-                let line = format!("Job {} exited with exit code {}.", name(*t), f.exit_status);
-                if f.exit_status == 0 {
-                    o.out(line);
-                } else {
-                    o.err(line);
-                }
-            }
-            None if deleted => o.err(format!("Unable to run job {}", name(*t))),
-            None => {}
-        }
     }
-    o.code = finished_order
-        .iter()
-        .filter_map(|t| finished.get(t))
-        .find(|f| f.exit_status != 0)
-        .map_or(0, |f| (f.exit_status & 0xff) as u8);
-    o
+    Output {
+        code: (code & 0xff) as u8,
+        ..Output::default()
+    }
 }

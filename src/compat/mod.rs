@@ -11,5 +11,6 @@ pub mod pattern;
 pub mod qstat;
 pub mod qsub_options;
 pub mod submit;
+pub mod sync;
 pub mod syntax;
 pub mod time;

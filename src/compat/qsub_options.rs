@@ -648,7 +648,7 @@ pub const QSUB_DOC: CommandDoc = CommandDoc {
         ),
         (
             "-sync",
-            "qsub waits until the job (every task of an array) has ended, prints one line per task and exits with the job's exit status.",
+            "qsub waits until the job (every task of an array) has ended, printing one line per task as it ends (its exit code, the signal that ended it, or Unable to run job N for a deleted task), and exits with the first non-zero exit code, 1 for a signal. A job in error state (Eqw) is waited for until it is deleted.",
         ),
         (
             "-now",
@@ -693,7 +693,10 @@ pub const QSUB_DOC: CommandDoc = CommandDoc {
         ("4", "No script was read from standard input."),
         ("7", "The priority is not a number from -1023 to 1024."),
         ("14", "The script file cannot be read."),
-        ("other", "With -sync y, the exit status of the job."),
+        (
+            "other",
+            "With -sync y, the exit code of the first task that did not exit 0 (1 if a signal ended it; 0 if it was deleted).",
+        ),
     ],
     compatibility: &[
         "Options of SGE's table that gridspool does not implement (-ckpt, -c, -binding, -jsv, -ot, -he, -pty, -ar, -display, -verify and the qconf-like -Ap -astnode -at -dul -mattr -srqs) are refused; SGE would accept them.",

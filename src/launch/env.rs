@@ -1,30 +1,38 @@
-//! The environment a job sees, as SGE 8.1.9's shepherd sets it (captures
-//! `tests/compat/job/env-output*.txt`).
+//! The environment a job sees, as SGE 8.1.9's execd writes it and its shepherd sets it
+//! (`exec_job.c`; captures `tests/compat/job/*.txt`).
 //!
-//! The job's `-v`/`-V` variables come first and SGE's own variables replace them (SGE 8.1.9 keeps
-//! `HOME`, `PATH`, `JOB_ID`, `SHELL`… its own even when `-v` names them), except `TERM`, which
-//! SGE leaves empty unless the job passes one. Values differ from SGE only where paths do:
+//! The order is SGE's: the job's `-v`/`-V` variables (with `TERM` empty unless they pass one:
+//! qsub's `job_initialize_env` sets it before reading `-v`), then `PATH` = `$TMPDIR:` and the
+//! job's own `PATH` or SGE's built-in default, then SGE's own variables, which replace the
+//! job's (`HOME`, `JOB_ID`, `SHELL`, every `SGE_*` SGE sets…; any other `SGE_FOO` passes).
+//! `PWD` is SGE's only when `-cwd` is given; otherwise the job's own, else the one the shepherd
+//! inherited (its task directory): a shell corrects it to its working directory, a program
+//! run with `-shell no` sees it as it is. A login shell's `/etc/profile` may reset `PATH`
+//! afterwards, as under SGE (`login_shells`). Values differ from SGE only where paths do:
 //!
 //! | variable | SGE 8.1.9 | gridspool |
 //! |---|---|---|
 //! | `JOB_SCRIPT` | `<execd spool>/job_scripts/<job>` | `<exec spool>/active_jobs/<job>.<task>/job_script` |
-//! | `SGE_JOB_SPOOL_DIR` | `<execd spool>/active_jobs/<job>.<task>` | `<exec spool>/active_jobs/<job>.<task>` |
+//! | `SGE_JOB_SPOOL_DIR`, `PWD` (above) | `<execd spool>/active_jobs/<job>.<task>` | `<exec spool>/active_jobs/<job>.<task>` |
 //! | `SGE_BINARY_PATH` | `/usr/sbin/lx-amd64` | the directory of `gridspool-shepherd` |
 //! | `SGE_ROOT`, `SGE_CELL` | the installation | the spool's parent and name |
-//! | `PATH` | execd's `PATH` | [`DEFAULT_JOB_PATH`] (the same value on Debian) |
 
 use super::paths::OutputPaths;
 use super::spec::LaunchSpec;
 
-/// The job's `PATH`: SGE passes its execd's, which on the reference system is Debian's
-/// standard user path; a login shell's `/etc/profile` sets the same for ordinary users.
-pub const DEFAULT_JOB_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games";
+/// The `PATH` behind `$TMPDIR:` when the job passes none: SGE 8.1.9's `SGE_DEFAULT_PATH`
+/// (`source/libs/uti/sge_stdio.h`, Linux). Not the execd's `PATH`, nor Debian's user path,
+/// which a login shell's `/etc/profile` sets on its own.
+pub const SGE_DEFAULT_PATH: &str = "/usr/local/bin:/bin:/usr/bin";
 
 /// What only the execution host knows.
 #[derive(Debug, Clone)]
 pub struct ExecContext<'a> {
     pub home: &'a str,
     pub workdir: &'a str,
+    /// Whether the job asked for its working directory (`-cwd`, `-wd`): only then does SGE
+    /// set `PWD`.
+    pub cwd_requested: bool,
     pub paths: &'a OutputPaths,
     pub job_spool_dir: &'a str,
     pub job_script: &'a str,
@@ -47,6 +55,18 @@ pub fn job_environment(spec: &LaunchSpec, ctx: &ExecContext<'_>) -> Vec<(String,
             None => String::new(),
         };
         env.insert(v.name.clone(), value);
+    }
+    // exec_job.c: `PATH=<tmpdir>:<the job's PATH or SGE_DEFAULT_PATH>`.
+    let path = match env.get("PATH") {
+        Some(user_path) => format!("{}:{user_path}", ctx.tmpdir),
+        None => format!("{}:{SGE_DEFAULT_PATH}", ctx.tmpdir),
+    };
+    env.insert("PATH".into(), path);
+    // The shepherd's own PWD (its task directory) is inherited unless the job passed one.
+    env.entry("PWD".into())
+        .or_insert_with(|| ctx.job_spool_dir.to_string());
+    if ctx.cwd_requested {
+        env.insert("PWD".into(), ctx.workdir.into());
     }
     let s = &spec.submitter;
     let p = &spec.placement;
@@ -82,8 +102,6 @@ pub fn job_environment(spec: &LaunchSpec, ctx: &ExecContext<'_>) -> Vec<(String,
         ("NHOSTS", nhosts.to_string()),
         ("NQUEUES", nqueues.to_string()),
         ("NSLOTS", nslots.to_string()),
-        ("PATH", DEFAULT_JOB_PATH.into()),
-        ("PWD", ctx.workdir.into()),
         ("QUEUE", spec.queue_name().into()),
         ("REQNAME", spec.name.clone()),
         ("REQUEST", spec.name.clone()),
@@ -231,6 +249,7 @@ mod tests {
         let ctx = ExecContext {
             home: "/home/u",
             workdir: "/home/u",
+            cwd_requested: false,
             paths: &paths,
             job_spool_dir: "/s",
             job_script: "true",
@@ -242,7 +261,8 @@ mod tests {
         let env: std::collections::BTreeMap<_, _> =
             job_environment(&spec(), &ctx).into_iter().collect();
         assert_eq!(env["FOO"], "1");
-        assert_eq!(env["PATH"], DEFAULT_JOB_PATH);
+        assert_eq!(env["PATH"], "/tmp/5.1.all.q:/mine");
+        assert_eq!(env["PWD"], "/s");
         assert_eq!(env["TERM"], "xterm");
         assert_eq!(env["QUEUE"], "all.q");
         assert_eq!(env["RESTARTED"], "1");
@@ -263,5 +283,44 @@ mod tests {
             pe_hostfile(&spec()),
             "h 3 all.q@h UNDEFINED\nk 1 all.q@k UNDEFINED\n"
         );
+    }
+
+    #[test]
+    fn path_is_tmpdir_then_the_jobs_or_sges_default_and_pwd_follows_cwd() {
+        let paths = OutputPaths {
+            stdin: "/dev/null".into(),
+            stdout: "/o".into(),
+            stderr: "/e".into(),
+            merged: false,
+        };
+        let ctx = ExecContext {
+            home: "/home/u",
+            workdir: "/w",
+            cwd_requested: true,
+            paths: &paths,
+            job_spool_dir: "/s",
+            job_script: "true",
+            pe_hostfile: "/s/pe_hostfile",
+            tmpdir: "/tmp/5.1.all.q",
+            binary_path: "/bin",
+            shell: "/bin/sh",
+        };
+        let mut spec = spec();
+        spec.env = vec![EnvVar {
+            name: "PWD".into(),
+            value: Some("/elsewhere".into()),
+        }];
+        let env: std::collections::BTreeMap<_, _> =
+            job_environment(&spec, &ctx).into_iter().collect();
+        assert_eq!(env["PATH"], "/tmp/5.1.all.q:/usr/local/bin:/bin:/usr/bin");
+        assert_eq!(env["PWD"], "/w");
+        assert_eq!(env["TERM"], "");
+        let ctx = ExecContext {
+            cwd_requested: false,
+            ..ctx
+        };
+        let env: std::collections::BTreeMap<_, _> =
+            job_environment(&spec, &ctx).into_iter().collect();
+        assert_eq!(env["PWD"], "/elsewhere");
     }
 }

@@ -975,7 +975,7 @@ impl Inner {
         );
         // The task directory stays until the scheduler has made the result durable and
         // calls `Launcher::acknowledge`.
-        self.send(LaunchEvent::Ended(result));
+        self.send(LaunchEvent::Ended(Box::new(result)));
     }
 
     /// Removes a reported task's directory on its host (for an ssh host: asks the watcher
@@ -1033,7 +1033,7 @@ impl Inner {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         tracing::warn!(job = %job, task, host, "task lost: {why}");
-        self.send(LaunchEvent::Ended(TaskResult {
+        self.send(LaunchEvent::Ended(Box::new(TaskResult {
             job,
             task,
             host: host.to_string(),
@@ -1044,7 +1044,7 @@ impl Inner {
             failed: shepherd::failed::AFTER_JOB,
             error: Some(why.to_string()),
             ..TaskResult::default()
-        }));
+        })));
     }
 
     /// The tasks present in a host's execution spool, or why they cannot be known now (host

@@ -65,6 +65,10 @@ pub struct TaskResult {
     pub failed: u32,
     /// Why the shepherd could not run the job (for `qstat -j`'s `error reason` and `Eqw`).
     pub error: Option<String>,
+    /// The job could not start through its own fault (SGE's `GFSTATE_JOB`: its output file,
+    /// working directory, `-S` shell or `-shell no` command): SGE puts the job in error state
+    /// (`Eqw`) instead of finishing it, and `qsub -sync y` goes on waiting.
+    pub job_error: bool,
     pub rusage: Rusage,
     /// Integral memory usage in GB·s (`mem`), bytes of I/O (`io` in GB), I/O wait (`iow`, s).
     pub mem: f64,
@@ -85,8 +89,9 @@ pub enum LaunchEvent {
         host: String,
         pid: u32,
     },
-    /// The task ended (whatever the reason); becomes an accounting record.
-    Ended(TaskResult),
+    /// The task ended (whatever the reason); becomes an accounting record. Boxed: a result
+    /// is several times larger than the other events.
+    Ended(Box<TaskResult>),
     /// The task could not be started. `host_unreachable`: the host did not answer, so the
     /// task goes back to pending and the host is marked and retried with backoff; otherwise
     /// the job goes to error state (`Eqw`) with `error` as its reason.

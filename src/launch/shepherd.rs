@@ -88,6 +88,22 @@ pub mod failed {
     pub const LIMIT_ENFORCED: u32 = 37;
     /// `assumedly after job`: killed by qdel (or after an s_rt warning).
     pub const AFTER_JOB: u32 = 100;
+
+    /// Whether a failure to start is the job's own fault, which sends the job to error state
+    /// (`reaper_execd.c`'s `GFSTATE_JOB`): its output file or working directory, and a shell
+    /// it named — `-S`, the command of `-b y -shell no`, or any shell under `unix_behavior`.
+    /// A missing queue shell is the queue's fault (SGE sets the queue in error instead).
+    pub fn caused_by_job(failed: u32, spec: &super::LaunchSpec) -> bool {
+        match failed {
+            OPEN_OUTPUT | NO_CWD => true,
+            NO_SHELL => {
+                spec.interpreter.is_some()
+                    || matches!(spec.command, super::JobCommand::Binary { shell: false, .. })
+                    || spec.shell_start_mode == "unix_behavior"
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The answer of `run`, one JSON line on stdout.
@@ -1201,6 +1217,7 @@ impl Supervisor {
         TaskResult {
             failed,
             error: Some(error),
+            job_error: failed::caused_by_job(failed, &self.spec),
             ..self.base_result()
         }
     }
@@ -1344,6 +1361,7 @@ impl Supervisor {
         let ctx = ExecContext {
             home: &home,
             workdir: &workdir,
+            cwd_requested: spec.cwd.is_some(),
             paths: &paths,
             job_spool_dir: &job_spool_dir,
             // SGE 8.1.9: the script's copy in the spool, or the command of `-b y`.

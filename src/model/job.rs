@@ -400,6 +400,14 @@ pub struct FinishedTask {
     /// SGE's `failed` code (0 when the job itself ran).
     pub failed: u32,
     pub end_time: i64,
+    /// The signal that ended the job's first process (SGE's `WIFSIGNALED`): `qsub -sync y`
+    /// reports `exited because of signal SIGKILL`, not the exit status 128 + signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The task was registered for deletion (`qdel`) when it ended: SGE's qmaster commits such
+    /// a task as one that never ran, and `qsub -sync y` says `Unable to run job N`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub never_ran: bool,
 }
 
 /// Why a job sits in `Eqw`: `error reason 1:` of `qstat -j`.

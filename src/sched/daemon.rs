@@ -1179,7 +1179,7 @@ impl Daemon {
                 }
             }
             LaunchEvent::Ended(result) => {
-                self.task_ended(result);
+                self.task_ended(*result);
                 self.pass_needed = true;
             }
             LaunchEvent::Failed {
@@ -1246,6 +1246,30 @@ impl Daemon {
             self.ended.push(ended);
             return;
         }
+        // SGE's job_exit.c, case 2: a job that could not start through its own fault is
+        // accounted and goes to error state (`Eqw`), its task pending again; a task being
+        // deleted ends as every deleted task does (below).
+        if result.job_error
+            && let Some(job) = self.state.job(id)
+            && let Some(ran) = job.tasks.running.iter().find(|r| r.task == task)
+            && !ran.deleting
+        {
+            let ran = ran.clone();
+            if let Err(e) = self.acct.record(&job, &ran, &result) {
+                error!(job = %id, task, "accounting: {e}");
+            }
+            let message = result.error.clone().unwrap_or_default();
+            warn!(job = %id, task, failed = result.failed, "job could not start, job in error state: {message}");
+            let error = ErrorInfo {
+                time: now(),
+                message,
+            };
+            if let Err(e) = self.state.requeue_task(id, task, Some(error)) {
+                warn!(job = %id, task, "error state: {e}");
+            }
+            self.ended.push(ended);
+            return;
+        }
         let ran = match self.state.task_ended(id, task) {
             Ok(r) => r,
             Err(e) => {
@@ -1271,6 +1295,8 @@ impl Daemon {
             exit_status: result.exit_status,
             failed: result.failed,
             end_time: result.end_time as i64,
+            signal: result.signal,
+            never_ran: ran.deleting,
         });
         self.ended.push(ended);
         info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended");
@@ -1314,6 +1340,9 @@ impl Daemon {
                 exit_status: result.exit_status,
                 failed: result.failed,
                 end_time: t,
+                signal: result.signal,
+                // A forced deletion, as any deletion, is a task that never ran to SGE.
+                never_ran: true,
             }),
             // The task may still be running there; its directory goes when it reports.
             acknowledge: false,
