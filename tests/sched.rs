@@ -1673,3 +1673,52 @@ fn an_end_accounted_just_before_a_crash_is_not_accounted_again() {
     );
     assert_eq!(lines(&count), 1, "ran once");
 }
+
+/// Issue 12: the log file and a redirected stderr are plain text, one event per line: no
+/// colour escapes (tracing coloured stderr whatever it was), and a multi-line message (a
+/// configuration error quoting YAML) stays on its event's line. Both failed before.
+#[test]
+fn the_log_is_plain_text_one_event_per_line() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("the job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let text = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(
+        cell.spool.config_path(),
+        format!("{text}hosts: [\n  - {{name: x\nqueues: 3\n"),
+    )
+    .expect("write");
+    d.signal(Signal::SIGHUP);
+    let file = cell.cell.join("daemon/sched_d.log");
+    wait_for("the reload refused", Duration::from_secs(10), || {
+        std::fs::read_to_string(&file).is_ok_and(|l| l.contains("configuration not reloaded"))
+    });
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait(), Some(0));
+    for (what, bytes) in [
+        ("daemon/sched_d.log", std::fs::read(&file).expect("log")),
+        ("stderr", std::fs::read(&d.log).expect("stderr")),
+    ] {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!bytes.contains(&0x1b), "{what} has escapes:\n{text}");
+        let events: Vec<&str> = text.lines().collect();
+        for line in &events {
+            let stamp = line.as_bytes();
+            assert!(
+                stamp.len() > 20 && stamp[..4].iter().all(u8::is_ascii_digit) && stamp[10] == b'T',
+                "{what}: a line that is not an event: {line:?}\n{text}"
+            );
+        }
+        let refused: Vec<&&str> = events
+            .iter()
+            .filter(|l| l.contains("configuration not reloaded"))
+            .collect();
+        assert_eq!(refused.len(), 1, "{what}:\n{text}");
+        assert!(refused[0].contains("\\n"), "{what}: {}", refused[0]);
+        assert!(events.iter().any(|l| l.contains(&format!("job={id}"))));
+    }
+}
