@@ -277,22 +277,6 @@ fn one_line(event: &[u8]) -> Vec<u8> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn an_event_is_one_line_without_escapes() {
-        assert_eq!(one_line(b"plain\n"), b"plain\n");
-        assert_eq!(
-            one_line(b"bad config:\n58 | hosts: [\r\n\x1b[1mx\ty\n"),
-            b"bad config:\\n58 | hosts: [\\r\\n\\x1b[1mx\ty\n"
-        );
-        assert_eq!(one_line(b"no newline"), b"no newline\n");
-        assert_eq!(one_line(b"\xff\xfe\n"), b"\xff\xfe\n");
-    }
-}
-
 /// `--daemon`: starts this program again, detached, and returns once it holds the lock
 /// (its pid is in the pid file) or says why it could not.
 fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
@@ -340,11 +324,7 @@ fn init_target() -> Result<PathBuf, ClientError> {
     let root = std::env::var_os("SGE_ROOT")
         .filter(|r| !r.is_empty())
         .ok_or(ClientError::NoRoot)?;
-    let cell = std::env::var("SGE_CELL")
-        .ok()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| "default".into());
-    Ok(PathBuf::from(root).join(cell))
+    Ok(PathBuf::from(root).join(super::cell_name()))
 }
 
 /// Creates the spool tree and, when absent, the default configuration. Returns whether a new
@@ -366,4 +346,20 @@ pub fn init(dir: &std::path::Path) -> Result<bool, anyhow::Error> {
     durable::write_new(spool.root(), "config.yaml", text.as_bytes(), 0o644)?;
     spool.write_config_snapshot(&text, &config)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_event_is_one_line_without_escapes() {
+        assert_eq!(one_line(b"plain\n"), b"plain\n");
+        assert_eq!(
+            one_line(b"bad config:\n58 | hosts: [\r\n\x1b[1mx\ty\n"),
+            b"bad config:\\n58 | hosts: [\\r\\n\\x1b[1mx\ty\n"
+        );
+        assert_eq!(one_line(b"no newline"), b"no newline\n");
+        assert_eq!(one_line(b"\xff\xfe\n"), b"\xff\xfe\n");
+    }
 }
