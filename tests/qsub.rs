@@ -1138,8 +1138,40 @@ fn qsub_hostile_values_as_sge() {
         ),
         ("N-empty", &["-N", "", "job.sh"]),
         ("N-digit", &["-N", "1abc", "job.sh"]),
+        ("N-asterisk", &["-N", "a*b", "job.sh"]),
+        ("N-question", &["-N", "a?b", "job.sh"]),
+        ("N-keyword", &["-N", "all", "job.sh"]),
+        ("N-tab", &["-N", "a\tb", "job.sh"]),
+        ("N-at", &["-N", "a@b", "job.sh"]),
+        ("N-too-long", &["-N", &"a".repeat(512), "job.sh"]),
+        ("t-too-many", &["-t", "1-75001", "job.sh"]),
+        ("o-empty-list", &["-o", ",", "job.sh"]),
+        ("i-empty", &["-i", "", "job.sh"]),
+        ("q-empty", &["-q", "", "job.sh"]),
+        ("masterq-empty", &["-masterq", "", "job.sh"]),
+        ("S-empty", &["-S", "", "job.sh"]),
+        ("M-empty", &["-M", ",", "job.sh"]),
+        ("v-empty", &["-v", "", "job.sh"]),
+        ("ac-empty", &["-ac", "", "job.sh"]),
+        ("a-empty", &["-a", "", "job.sh"]),
     ] {
         golden(case, args, 30);
+    }
+    golden("N-511", &["-h", "-N", &"a".repeat(511), "job.sh"], 111);
+    // SGE builds this message for a space or a byte outside ASCII and loses it (its qsub says
+    // `Error reading answer list from qmaster`: `N-space.txt`, `N-not-ascii.txt`).
+    for (name, hex) in [("a b", "20"), ("\u{e9}", "c3")] {
+        let Some(user) = user1() else { return };
+        let cell = TestCell::new();
+        scripts(&cell, &user);
+        let run = cell.run(&user, "qsub", &["-N", name, "job.sh"]);
+        assert_eq!(
+            (run.stderr.as_str(), run.code),
+            (
+                format!("Unable to run job: Non-graphic character (hex {hex}) not allowed in objectname\nExiting.\n").as_str(),
+                1
+            )
+        );
     }
 }
 

@@ -582,16 +582,14 @@ fn finish_spec(spec: &mut JobSpec, script: &Script, binary: bool, named: bool, e
 
 /// `Your job 42 ("name") has been submitted`, the array form, or the `-terse` id.
 fn submitted_line(sub: &JobSubmission, terse: bool) -> String {
+    let name = crate::compat::messages::sfq(&sub.spec.name);
     match (sub.spec.array, terse) {
         (None, true) => sub.id.to_string(),
         (Some(r), true) => format!("{}.{r}", sub.id),
-        (None, false) => format!(
-            "Your job {} (\"{}\") has been submitted",
-            sub.id, sub.spec.name
-        ),
+        (None, false) => format!("Your job {} (\"{name}\") has been submitted", sub.id),
         (Some(r), false) => format!(
-            "Your job-array {}.{r} (\"{}\") has been submitted",
-            sub.id, sub.spec.name
+            "Your job-array {}.{r} (\"{name}\") has been submitted",
+            sub.id
         ),
     }
 }

@@ -280,6 +280,9 @@ pub fn date_time(value: &str, option: &'static str) -> Result<i64, SubmitError> 
         Some((m, s)) => (m, Some(s)),
         None => (value, None),
     };
+    if value.is_empty() {
+        return Err(bad("no date specified"));
+    }
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !all_digits(main) || ![8, 10, 12].contains(&main.len()) {
         return Err(bad("Invalid format of date/hour-minute field."));
@@ -534,6 +537,22 @@ pub fn comma_list(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// SGE's refusal of a list option whose value lists nothing (`''`, `,`), exit 7. `-i` says
+/// `-e`, as SGE 8.1.9 does (oracle).
+fn empty_list(option: &str, value: &str) -> SubmitError {
+    SubmitError::BadValue(match option {
+        "-o" => format!("Wrong stdout path list format \"{value}\" specified to -o option"),
+        "-e" | "-i" => format!("Wrong path list format \"{value}\" specified to -e option"),
+        "-S" => format!("Wrong shell list format \"{value}\" specified to -S option"),
+        "-M" => format!("Wrong mail list format \"{value}\" specified to -M option"),
+        "-v" => {
+            format!("Wrong variable list format -v \"{value}\" or environment variable not set")
+        }
+        "-ac" | "-dc" | "-sc" => format!("Wrong context list format {option} \"{value}\""),
+        _ => format!("Wrong queue list format \"{value}\" specified to {option} option"),
+    })
+}
+
 /// A `-hold_jid`/`-hold_jid_ad` list: at least one job id, name or pattern. SGE splits at
 /// commas and skips empty items (`1,,2` is `1,2`); a list of none (`''`, `,`) is refused,
 /// not taken as no dependency (`cull_parse_jid_hold_list`), exit 7.
@@ -557,33 +576,68 @@ pub fn job_name_syntax(value: &str) -> Result<(), SubmitError> {
     Ok(())
 }
 
-/// qmaster's object-name checks on the job name (`verify_str_key`).
+/// qmaster's checks of a job name, in its order (`job_verify`, `object_verify_name`,
+/// `verify_str_key` with its `QSUB_TABLE`): not empty, shorter than 512 bytes, no digit first,
+/// none of the characters of the table (the first of the table's order that occurs is named),
+/// only printable ASCII, not a keyword. For a name with a space or a byte outside ASCII, SGE
+/// 8.1.9 builds the message below but loses it (`Error reading answer list from qmaster`);
+/// gridspool prints it.
 pub fn job_name_valid(name: &str) -> Result<(), SubmitError> {
+    const FORBIDDEN: [(char, &str); 9] = [
+        ('\n', "Return"),
+        ('\t', "Tab"),
+        ('\r', "Carriage return"),
+        ('/', "Slash"),
+        (':', "Colon"),
+        ('@', "At"),
+        ('\\', "Backslash"),
+        ('*', "Asterisk"),
+        ('?', "Questionmark"),
+    ];
     if name.is_empty() {
         return Err(SubmitError::Rejected(
             "job rejected cause there is no job_name in the request".into(),
         ));
     }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
+    if name.len() >= MAX_VERIFY_STRING {
         return Err(SubmitError::Rejected(format!(
-            "denied: \"{name}\" is not a valid object name (cannot start with a digit)"
+            "job name too long, maximum allowed length is {MAX_VERIFY_STRING} characters"
         )));
     }
-    if name.contains(':') {
-        return Err(SubmitError::Rejected(
-            "Colon (':') not allowed in objectname".into(),
-        ));
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(SubmitError::Rejected(format!(
+            "denied: \"{}\" is not a valid object name (cannot start with a digit)",
+            super::messages::sfq(name)
+        )));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| c.is_whitespace() || matches!(c, '\\' | '\'' | '"' | '@' | '%' | '$'))
+    if let Some((c, what)) = FORBIDDEN.iter().find(|(c, _)| name.contains(*c)) {
+        return Err(SubmitError::Rejected(if c.is_ascii_graphic() {
+            format!("{what} ('{c}') not allowed in objectname")
+        } else {
+            format!("{what} not allowed in objectname")
+        }));
+    }
+    if let Some(b) = name.bytes().find(|b| !b.is_ascii_graphic()) {
+        return Err(SubmitError::Rejected(format!(
+            "Non-graphic character (hex {b:x}) not allowed in objectname"
+        )));
+    }
+    if let Some(k) = ["NONE", "ALL", "TEMPLATE"]
+        .iter()
+        .find(|k| name.eq_ignore_ascii_case(k))
     {
         return Err(SubmitError::Rejected(format!(
-            "denied: \"{name}\" is not a valid object name (contains invalid character \"{c}\")"
+            "Keyword (\"{k}\") not allowed as objectname"
         )));
     }
     Ok(())
 }
+
+/// SGE's `MAX_VERIFY_STRING`: job names must be shorter.
+const MAX_VERIFY_STRING: usize = 512;
+
+/// SGE's default `max_aj_tasks` (`sge_conf(5)`): an array job of more tasks is refused.
+pub const MAX_ARRAY_TASKS: u64 = 75_000;
 
 /// Phase-one checks of one option, done as each source is read (SGE's `cull_parse_cmdline`):
 /// refused options and malformed values that need no configuration. Exit 2 or 7.
@@ -610,6 +664,11 @@ pub fn check_option(opt: &ParsedOption, prog: &str) -> Result<(), SubmitError> {
         "-w" => verify_level(v).map(drop),
         "-N" => job_name_syntax(v),
         "-hold_jid" => hold_jid_list(v, "jid_hold", "-hold_jid").map(drop),
+        "-o" | "-e" | "-i" | "-q" | "-masterq" | "-S" | "-M" | "-v" | "-ac" | "-dc" | "-sc"
+            if comma_list(v).is_empty() =>
+        {
+            Err(empty_list(spec.name, v))
+        }
         "-hold_jid_ad" => hold_jid_list(v, "jid_hold_ad", "-hold_jid_ad").map(drop),
         "-pe" => slot_range(opt.values.get(1).map_or("", String::as_str)).map(drop),
         "-h" if prog == "qalter" => hold_list(v).map(drop),
@@ -1157,6 +1216,11 @@ pub fn validate_job(
         ));
     }
     job_name_valid(&spec.name)?;
+    if spec.array.is_some_and(|r| r.len() > MAX_ARRAY_TASKS) {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: you tried to submit a job with more than {MAX_ARRAY_TASKS} tasks"
+        )));
+    }
     if spec.priority > 0 && !who.operator {
         return Err(SubmitError::Rejected(
             "job rejected: positive submission priority requires operator privileges".into(),
