@@ -1184,6 +1184,18 @@ fn run_bytes(
     args: &[&[u8]],
     env: &[(&str, &[u8])],
 ) -> Run {
+    run_bytes_in(cell, user, None, bin, args, env)
+}
+
+/// [`run_bytes`] in directory `cwd` (else the user's working directory).
+fn run_bytes_in(
+    cell: &TestCell,
+    user: &TestUser,
+    cwd: Option<&std::path::Path>,
+    bin: &str,
+    args: &[&[u8]],
+    env: &[(&str, &[u8])],
+) -> Run {
     use std::os::unix::ffi::OsStrExt;
     let listed = |dir: std::path::PathBuf| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -1198,6 +1210,9 @@ fn run_bytes(
         listed(cell.spool.requests_dir()),
     );
     let mut cmd = cell.command(bin, user);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     cmd.args(args.iter().map(|a| std::ffi::OsStr::from_bytes(a)));
     for (k, v) in env {
         cmd.env(k, std::ffi::OsStr::from_bytes(v));
@@ -1326,4 +1341,21 @@ fn clients_refuse_arguments_that_are_not_utf8() {
         .map(|v| v.name.clone())
         .collect();
     assert!(names.iter().any(|n| n == "GOODVAR") && !names.iter().any(|n| n == "BADVAR"));
+
+    // A working directory whose name is not UTF-8: -cwd is refused, a job without it goes.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"dir\xff"));
+    std::fs::create_dir(&odd).expect("mkdir");
+    std::os::unix::fs::chown(&odd, Some(user.uid), Some(user.gid)).expect("chown");
+    let script = dir.join("job.sh");
+    let script = script.as_os_str().as_bytes();
+    let run = run_bytes_in(&cell, &user, Some(&odd), "qsub", &[b"-cwd", script], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("which -cwd makes the job's, is not valid UTF-8"),
+        "{run:?}"
+    );
+    let run = run_bytes_in(&cell, &user, Some(&odd), "qsub", &[b"-h", script], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
 }
