@@ -451,3 +451,10 @@ fn qalter_shove_is_for_operators() {
     assert_eq!((run.stdout.as_str(), run.code), ("shoved job 5\n", 0));
     assert_eq!(requests(&cell), before + 1);
 }
+
+/// Issue 12: `-hold_jid ''` is refused as SGE refuses it, not taken as "no dependency" (the
+/// capture altered job 78; the message does not name the job).
+#[test]
+fn qalter_hold_jid_empty() {
+    golden("hold_jid-empty", as_user1, &["-hold_jid", "", "5"]);
+}

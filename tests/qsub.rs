@@ -1124,3 +1124,241 @@ fn qsub_now_y_waits_for_dispatch() {
     );
     assert_eq!(run.code, 1);
 }
+
+/// Issue 12: hostile values of `-t`, `-hold_jid` and `-N`, against the oracle. `-hold_jid ''`
+/// and `-hold_jid ,` were taken as no dependency before (SGE refuses a list of no job).
+#[test]
+fn qsub_hostile_values_as_sge() {
+    for (case, args) in [
+        ("t-zero", &["-t", "0-3", "job.sh"][..]),
+        ("t-step-zero", &["-t", "1-3:0", "job.sh"]),
+        ("t-not-number", &["-t", "a", "job.sh"]),
+        ("hold_jid-empty", &["-hold_jid", "", "job.sh"]),
+        ("hold_jid-comma", &["-hold_jid", ",", "job.sh"]),
+        (
+            "hold_jid_ad-comma",
+            &["-t", "1-2", "-hold_jid_ad", ",", "job.sh"],
+        ),
+        ("N-empty", &["-N", "", "job.sh"]),
+        ("N-digit", &["-N", "1abc", "job.sh"]),
+        ("N-asterisk", &["-N", "a*b", "job.sh"]),
+        ("N-question", &["-N", "a?b", "job.sh"]),
+        ("N-keyword", &["-N", "all", "job.sh"]),
+        ("N-tab", &["-N", "a\tb", "job.sh"]),
+        ("N-at", &["-N", "a@b", "job.sh"]),
+        ("N-too-long", &["-N", &"a".repeat(512), "job.sh"]),
+        ("t-too-many", &["-t", "1-75001", "job.sh"]),
+        ("o-empty-list", &["-o", ",", "job.sh"]),
+        ("i-empty", &["-i", "", "job.sh"]),
+        ("q-empty", &["-q", "", "job.sh"]),
+        ("masterq-empty", &["-masterq", "", "job.sh"]),
+        ("S-empty", &["-S", "", "job.sh"]),
+        ("M-empty", &["-M", ",", "job.sh"]),
+        ("v-empty", &["-v", "", "job.sh"]),
+        ("ac-empty", &["-ac", "", "job.sh"]),
+        ("a-empty", &["-a", "", "job.sh"]),
+    ] {
+        golden(case, args, 30);
+    }
+    golden("N-511", &["-h", "-N", &"a".repeat(511), "job.sh"], 111);
+    // SGE builds this message for a space or a byte outside ASCII and loses it (its qsub says
+    // `Error reading answer list from qmaster`: `N-space.txt`, `N-not-ascii.txt`).
+    for (name, hex) in [("a b", "20"), ("\u{e9}", "c3")] {
+        let Some(user) = user1() else { return };
+        let cell = TestCell::new();
+        scripts(&cell, &user);
+        let run = cell.run(&user, "qsub", &["-N", name, "job.sh"]);
+        assert_eq!(
+            (run.stderr.as_str(), run.code),
+            (
+                format!("Unable to run job: Non-graphic character (hex {hex}) not allowed in objectname\nExiting.\n").as_str(),
+                1
+            )
+        );
+    }
+}
+
+/// What a client did with hostile bytes: its run, and whether it left files in `jobs/` or
+/// `requests/`.
+fn run_bytes(
+    cell: &TestCell,
+    user: &TestUser,
+    bin: &str,
+    args: &[&[u8]],
+    env: &[(&str, &[u8])],
+) -> Run {
+    run_bytes_in(cell, user, None, bin, args, env)
+}
+
+/// [`run_bytes`] in directory `cwd` (else the user's working directory).
+fn run_bytes_in(
+    cell: &TestCell,
+    user: &TestUser,
+    cwd: Option<&std::path::Path>,
+    bin: &str,
+    args: &[&[u8]],
+    env: &[(&str, &[u8])],
+) -> Run {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = |dir: std::path::PathBuf| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = (
+        listed(cell.spool.jobs_dir()),
+        listed(cell.spool.requests_dir()),
+    );
+    let mut cmd = cell.command(bin, user);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.args(args.iter().map(|a| std::ffi::OsStr::from_bytes(a)));
+    for (k, v) in env {
+        cmd.env(k, std::ffi::OsStr::from_bytes(v));
+    }
+    let out = cmd.stdin(Stdio::null()).output().expect("run");
+    let run = Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    };
+    assert!(!run.stderr.contains("panicked"), "{bin} {args:?}: {run:?}");
+    if run.code != 0 {
+        let after = (
+            listed(cell.spool.jobs_dir()),
+            listed(cell.spool.requests_dir()),
+        );
+        assert_eq!(after, before, "{bin} {args:?} left files: {run:?}");
+    }
+    run
+}
+
+/// Issue 12: bytes that are not UTF-8 in an argument of every client, in a `#$` line, in
+/// `sge_request` and `-@` files and in the variables `-v` copies: a clear message, exit 1,
+/// nothing published, never a panic (every client panicked on such an argument before, exit
+/// 101). `-V` leaves such a variable out and says so. SGE's own answers are recorded in
+/// `*/…not-utf8.txt`; gridspool's differ on purpose (`DIVERGENCES.md`).
+#[test]
+fn clients_refuse_arguments_that_are_not_utf8() {
+    let Some(user) = user1() else {
+        return skip(
+            "clients_refuse_arguments_that_are_not_utf8",
+            "needs root to run commands as sgeuser",
+        );
+    };
+    let cell = TestCell::new();
+    scripts(&cell, &user);
+    let bad = "is not valid UTF-8";
+    let cases: &[(&str, &[&[u8]], &str)] = &[
+        (
+            "qsub",
+            &[b"-N", b"bad\xffname", b"job.sh"],
+            "qsub: the value of -N \"bad\\xFFname\" is not valid UTF-8",
+        ),
+        (
+            "qsub",
+            &[b"-\xff", b"job.sh"],
+            "qsub: argument 1 \"-\\xFF\"",
+        ),
+        ("qsub", &[b"job\xff.sh"], "qsub: argument 1"),
+        ("qsub", &[b"job.sh", b"arg\xff"], "qsub: argument 2"),
+        ("qsub", &[b"-o", b"/tmp/\xff", b"job.sh"], "the value of -o"),
+        ("qdel", &[b"\xff"], "qdel: argument 1 \"\\xFF\""),
+        ("qstat", &[b"-u", b"\xff"], "qstat: the value of -u"),
+        ("qhold", &[b"\xff"], "qhold: argument 1"),
+        ("qrls", &[b"\xff"], "qrls: argument 1"),
+        (
+            "qalter",
+            &[b"-N", b"x\xff", b"1"],
+            "qalter: the value of -N",
+        ),
+        ("qacct", &[b"-j", b"\xff"], "qacct: the value of -j"),
+        ("qhost", &[b"-h", b"\xff"], "qhost: the value of -h"),
+    ];
+    for (bin, args, message) in cases {
+        let run = run_bytes(&cell, &user, bin, args, &[]);
+        assert_eq!(run.code, 1, "{bin} {args:?}: {run:?}");
+        assert!(
+            run.stderr.contains(message) && run.stderr.contains(bad),
+            "{bin} {args:?}: {run:?}"
+        );
+    }
+
+    // In the files qsub reads: a `#$` line, a defaults file, a `-@` file.
+    let dir = cell.workdir(&user);
+    std::fs::write(
+        dir.join("bad.sh"),
+        b"#!/bin/sh\n#$ -N bad\xffname\necho hi\n",
+    )
+    .expect("w");
+    std::fs::write(dir.join("opts"), b"-N fine\n-A acc\xff\n").expect("w");
+    let run = run_bytes(&cell, &user, "qsub", &[b"bad.sh"], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("line 2 of the script, a #$ line, is not valid UTF-8")
+    );
+    let run = run_bytes(&cell, &user, "qsub", &[b"-@", b"opts", b"job.sh"], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("line 2 of option file \"opts\" is not valid UTF-8")
+    );
+    std::fs::write(dir.join(".sge_request"), b"-A acc\xff\n").expect("w");
+    let run = run_bytes(&cell, &user, "qsub", &[b"job.sh"], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("/.sge_request\" is not valid UTF-8"),
+        "{run:?}"
+    );
+    std::fs::remove_file(dir.join(".sge_request")).expect("rm");
+    // A script whose body (not its directives) is not UTF-8 is kept byte for byte.
+    std::fs::write(dir.join("body.sh"), b"#!/bin/sh\necho \xff\n").expect("w");
+    let run = run_bytes(&cell, &user, "qsub", &[b"-h", b"body.sh"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // The environment: -v NAME of such a value is refused, -V leaves it out and says so.
+    let env: &[(&str, &[u8])] = &[("BADVAR", b"x\xfey"), ("GOODVAR", b"fine")];
+    let run = run_bytes(&cell, &user, "qsub", &[b"-v", b"BADVAR", b"job.sh"], env);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the value of environment variable \"BADVAR\", which -v copies,"),
+        "{run:?}"
+    );
+    let run = run_bytes(&cell, &user, "qsub", &[b"-terse", b"-V", b"job.sh"], env);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "qsub: warning: -V leaves out environment variable \"BADVAR\": its name or value is not valid UTF-8\n"
+    );
+    let id: u32 = run.stdout.trim().parse().expect("job id");
+    let names: Vec<String> = job(&cell, id)
+        .spec
+        .env
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    assert!(names.iter().any(|n| n == "GOODVAR") && !names.iter().any(|n| n == "BADVAR"));
+
+    // A working directory whose name is not UTF-8: -cwd is refused, a job without it goes.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"dir\xff"));
+    std::fs::create_dir(&odd).expect("mkdir");
+    std::os::unix::fs::chown(&odd, Some(user.uid), Some(user.gid)).expect("chown");
+    let script = dir.join("job.sh");
+    let script = script.as_os_str().as_bytes();
+    let run = run_bytes_in(&cell, &user, Some(&odd), "qsub", &[b"-cwd", script], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("which -cwd makes the job's, is not valid UTF-8"),
+        "{run:?}"
+    );
+    let run = run_bytes_in(&cell, &user, Some(&odd), "qsub", &[b"-h", script], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+}

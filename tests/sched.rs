@@ -1675,3 +1675,146 @@ fn an_end_accounted_just_before_a_crash_is_not_accounted_again() {
     );
     assert_eq!(lines(&count), 1, "ran once");
 }
+
+/// Issue 12: the log file and a redirected stderr are plain text, one event per line: no
+/// colour escapes (tracing coloured stderr whatever it was), and a multi-line message (a
+/// configuration error quoting YAML) stays on its event's line. Both failed before.
+#[test]
+fn the_log_is_plain_text_one_event_per_line() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mut d = SchedD::start(&cell, &[]);
+    let id = submit(&cell.spool, "true", |s, _| s.cwd = cwd(&dir));
+    wait_for("the job ran", Duration::from_secs(10), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let text = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(
+        cell.spool.config_path(),
+        format!("{text}hosts: [\n  - {{name: x\nqueues: 3\n"),
+    )
+    .expect("write");
+    d.signal(Signal::SIGHUP);
+    let file = cell.cell.join("daemon/sched_d.log");
+    wait_for("the reload refused", Duration::from_secs(10), || {
+        std::fs::read_to_string(&file).is_ok_and(|l| l.contains("configuration not reloaded"))
+    });
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait(), Some(0));
+    for (what, bytes) in [
+        ("daemon/sched_d.log", std::fs::read(&file).expect("log")),
+        ("stderr", std::fs::read(&d.log).expect("stderr")),
+    ] {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!bytes.contains(&0x1b), "{what} has escapes:\n{text}");
+        let events: Vec<&str> = text.lines().collect();
+        for line in &events {
+            let stamp = line.as_bytes();
+            assert!(
+                stamp.len() > 20 && stamp[..4].iter().all(u8::is_ascii_digit) && stamp[10] == b'T',
+                "{what}: a line that is not an event: {line:?}\n{text}"
+            );
+        }
+        let refused: Vec<&&str> = events
+            .iter()
+            .filter(|l| l.contains("configuration not reloaded"))
+            .collect();
+        assert_eq!(refused.len(), 1, "{what}:\n{text}");
+        assert!(refused[0].contains("\\n"), "{what}: {}", refused[0]);
+        assert!(events.iter().any(|l| l.contains(&format!("job={id}"))));
+    }
+}
+
+/// The tasks of a job that run (`r`) now.
+fn running_tasks(spool: &Spool, id: JobId) -> Vec<u32> {
+    state(spool, id).map_or_else(Vec::new, |s| {
+        s.tasks
+            .running
+            .iter()
+            .filter(|r| r.state == RunState::Running)
+            .map(|r| r.task)
+            .collect()
+    })
+}
+
+/// The task numbers of a job's accounting records (field 36).
+fn accounted_tasks(cell: &TestCell, id: JobId) -> Vec<u32> {
+    let mut tasks: Vec<u32> = accounting_records(cell, id)
+        .iter()
+        .filter_map(|f| f.get(35)?.parse().ok())
+        .collect();
+    tasks.sort_unstable();
+    tasks
+}
+
+/// Issue 12: one `qdel` acts on every job and task it names at once, so no job it names
+/// starts on the slot that the deletion of another freed; with SGE's message for each (the
+/// captures in `qdel/*running-and-pending*`, recorded with the other slot of the oracle busy).
+/// `qdel 61.1 61.3` failed before: `sched_d` applied only the first action of a request on a
+/// job (the job had "absorbed" the request), so task 3 started where task 1 had run.
+#[test]
+fn one_qdel_deletes_everything_it_names_before_a_freed_slot_is_used() {
+    let (Some(u1), Some(u2)) = (user1(), user2()) else {
+        return skip(
+            "one_qdel_deletes_everything_it_names_before_a_freed_slot_is_used",
+            "needs root to run commands as sgeuser and sgeuser2",
+        );
+    };
+    let cell = cell(1);
+    let d = SchedD::start(&cell, &[]);
+    for u in [&u1, &u2] {
+        cell.write_file(u, "long.sh", "#!/bin/sh\nsleep 120\n");
+    }
+    let qsub = |u: &TestUser, args: &[&str]| {
+        let r = cell.run(u, "qsub", args);
+        assert_eq!(r.code, 0, "{r:?}");
+    };
+    let (a, b) = (JobId(62), JobId(63));
+
+    // A running task and a pending task of one array job.
+    cell.set_next_job_id(61);
+    let arr = JobId(61);
+    qsub(&u1, &["-t", "1-3", "long.sh"]);
+    wait_for("task 61.1 runs", Duration::from_secs(10), || {
+        running_tasks(&cell.spool, arr) == [1]
+    });
+    let r = cell.run(&u1, "qdel", &["61.1", "61.3"]);
+    assert_matches(&r, &Capture::load("qdel/running-and-pending-tasks.txt"));
+    wait_for("task 61.2 runs", Duration::from_secs(10), || {
+        running_tasks(&cell.spool, arr) == [2]
+    });
+    let pending: Vec<u32> = state(&cell.spool, arr)
+        .expect("job 61")
+        .tasks
+        .pending
+        .iter()
+        .flat_map(|g| g.tasks.iter())
+        .collect();
+    assert!(pending.is_empty(), "61.3 still pending: {pending:?}");
+    assert_eq!(cell.run(&u1, "qdel", &["61"]).code, 0);
+
+    // A running job and a pending one.
+    qsub(&u1, &["long.sh"]);
+    qsub(&u1, &["long.sh"]);
+    wait_running(&cell.spool, a);
+    let r = cell.run(&u1, "qdel", &["62", "63"]);
+    assert_matches(&r, &Capture::load("qdel/running-and-pending.txt"));
+
+    // The same through -u.
+    qsub(&u2, &["long.sh"]);
+    qsub(&u2, &["long.sh"]);
+    wait_running(&cell.spool, JobId(64));
+    let r = cell.run(&u2, "qdel", &["-u", "sgeuser2"]);
+    assert_matches(&r, &Capture::load("qdel/u-running-and-pending.txt"));
+
+    wait_for("every job gone", Duration::from_secs(20), || {
+        (61..=65).all(|j| state(&cell.spool, JobId(j)).is_none())
+    });
+    assert_eq!(accounted_tasks(&cell, arr), [1, 2], "{}", d.log_text());
+    assert_eq!(accounting_records(&cell, a).len(), 1);
+    assert_eq!(accounting_records(&cell, JobId(64)).len(), 1);
+    for never in [b, JobId(65)] {
+        assert!(accounting_records(&cell, never).is_empty(), "{never} ran");
+        assert!(exits(&cell.spool, never).is_empty(), "{never} ran");
+    }
+}

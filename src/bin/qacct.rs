@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::qacct::main(std::env::args().skip(1).collect())
+    gridspool::cli::run_with_text_args("qacct", gridspool::cli::qacct::main)
 }

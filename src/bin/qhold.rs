@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::qhold::main(std::env::args().skip(1).collect())
+    gridspool::cli::run_with_text_args("qhold", gridspool::cli::qhold::main)
 }

@@ -47,6 +47,80 @@ pub struct ClientEnv {
     pub host: String,
 }
 
+/// A command-line word that is not UTF-8.
+///
+/// SGE hands the bytes on: a job name or a `-v` value of such bytes breaks its qmaster's answer
+/// (`Unable to run job: Error reading answer list from qmaster`), and a job id or user name of
+/// such bytes names nothing. gridspool keeps names, paths and values in UTF-8 records (JSON), so
+/// every client refuses such a word before it reads or writes the spool, with this message
+/// and exit status 1 (`tests/compat/DIVERGENCES.md`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{prog}: {what} {word:?} is not valid UTF-8: gridspool keeps names, paths and values as UTF-8 text"
+)]
+pub struct NotUtf8Arg {
+    pub prog: String,
+    /// `argument 2` or `the value of -N`.
+    pub what: String,
+    pub word: std::ffi::OsString,
+}
+
+/// The arguments as text, or the first that is not UTF-8 (named with the option it is the value
+/// of, when the word before it is an option).
+pub fn text_args(
+    prog: &str,
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<Vec<String>, NotUtf8Arg> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, arg) in args.into_iter().enumerate() {
+        match arg.into_string() {
+            Ok(text) => out.push(text),
+            Err(word) => {
+                let what = match out.last() {
+                    Some(prev) if prev.starts_with('-') && prev.len() > 1 => {
+                        format!("the value of {prev}")
+                    }
+                    _ => format!("argument {}", i + 1),
+                };
+                return Err(NotUtf8Arg {
+                    prog: prog.to_string(),
+                    what,
+                    word,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What every binary's `main` does: the arguments after the program name as text
+/// ([`text_args`]), handed to `run`; a word that is not UTF-8 ends the command with exit
+/// status 1 before anything is read or written.
+pub fn run_with_text_args(
+    prog: &str,
+    run: impl FnOnce(Vec<String>) -> std::process::ExitCode,
+) -> std::process::ExitCode {
+    match text_args(prog, std::env::args_os().skip(1)) {
+        Ok(args) => run(args),
+        Err(e) => {
+            let mut o = Output {
+                code: 1,
+                ..Output::default()
+            };
+            o.err(e.to_string());
+            o.finish()
+        }
+    }
+}
+
+/// `$SGE_CELL`, `default` when unset or empty. A cell name is a directory name: its bytes are
+/// used as they are.
+pub fn cell_name() -> std::ffi::OsString {
+    std::env::var_os("SGE_CELL")
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
 /// Takes gridspool's own `--spool DIR` off the front of the arguments, if present.
 pub fn take_spool_arg(args: &mut Vec<String>) -> Option<PathBuf> {
     if args.first().map(String::as_str) == Some("--spool") && args.len() >= 2 {
@@ -70,11 +144,7 @@ pub fn locate_spool(explicit: Option<PathBuf>) -> Result<PathBuf, ClientError> {
     if !root.is_dir() {
         return Err(ClientError::RootMissing(root));
     }
-    let cell = std::env::var("SGE_CELL")
-        .ok()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| "default".into());
-    let dir = root.join(cell);
+    let dir = root.join(cell_name());
     if !dir.is_dir() {
         return Err(ClientError::CellMissing(dir));
     }
@@ -149,4 +219,44 @@ pub fn load_env(explicit_spool: Option<PathBuf>) -> Result<ClientEnv, Output> {
         o.err(e.to_string());
         o
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Issue 12: any bytes as arguments are text, or refused with the word named; never a
+        /// panic (`std::env::args` panicked on them).
+        #[test]
+        fn arguments_of_any_bytes_are_text_or_named(
+            args in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..8), 0..6),
+        ) {
+            use std::os::unix::ffi::OsStringExt;
+            let os: Vec<std::ffi::OsString> =
+                args.iter().cloned().map(std::ffi::OsString::from_vec).collect();
+            let all_text = args.iter().all(|a| std::str::from_utf8(a).is_ok());
+            match super::text_args("qsub", os) {
+                Ok(text) => prop_assert!(all_text && text.len() == args.len()),
+                Err(e) => {
+                    prop_assert!(!all_text);
+                    prop_assert!(e.to_string().contains("is not valid UTF-8"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_not_text_is_named_with_its_option() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = [
+            "-N".into(),
+            std::ffi::OsString::from_vec(b"bad\xffname".to_vec()),
+        ];
+        let e = super::text_args("qsub", args).expect_err("not text");
+        assert_eq!(
+            e.to_string(),
+            "qsub: the value of -N \"bad\\xFFname\" is not valid UTF-8: gridspool keeps names, paths and values as UTF-8 text"
+        );
+    }
 }

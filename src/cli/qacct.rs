@@ -833,3 +833,18 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
         });
     run_with(&args, default_file, crate::compat::time::now()).finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Issue 12: any words parse or are refused; never a panic.
+        #[test]
+        fn any_words_parse_or_are_refused(
+            words in crate::compat::options::hostile_words(&["-A", "-b", "-d", "-D", "-e", "-f", "-g", "-h", "-help", "-j", "-l", "-o", "-pe", "-P", "-q", "-t", "-slots"]),
+        ) {
+            let _ = parse_args(&words, 1_795_000_000);
+        }
+    }
+}

@@ -115,29 +115,40 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Output {
         Ok(env) => env,
         Err(out) => return out,
     };
-    let environ: Vec<(String, String)> = std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let cwd = std::env::current_dir()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "/".into());
+    let (environ, environ_not_utf8) = super::qsub::environ();
+    let (cwd, cwd_is_text) = match std::env::current_dir() {
+        Ok(p) => match p.into_os_string().into_string() {
+            Ok(text) => (text, true),
+            Err(os) => (os.to_string_lossy().into_owned(), false),
+        },
+        Err(_) => ("/".to_string(), true),
+    };
     let folded = match fold(
         &parsed.options,
         FoldContext {
             config: &env.config,
             environ: &environ,
+            environ_not_utf8: &environ_not_utf8,
             cwd: &cwd,
         },
     ) {
+        Ok(f)
+            if !cwd_is_text
+                && f.touched.contains(&Touched::Cwd)
+                && f.spec.cwd.as_deref() == Some(&cwd) =>
+        {
+            return usage_error(&SubmitError::NotUtf8(format!(
+                "the current directory {cwd:?}, which -cwd makes the job's,"
+            )));
+        }
         Ok(f) => f,
         Err(SubmitError::Rejected(m)) => return refused(&m),
         Err(e) => return usage_error(&e),
     };
+    for w in &folded.warnings {
+        let _ =
+            std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{PROG}: {w}\n"));
+    }
     let scan = match env.spool.scan_jobs() {
         Ok(s) => s,
         Err(e) => return refused(&format!("error: {e}")),

@@ -580,6 +580,16 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Issue 12: any words parse or are refused; never a panic.
+        #[test]
+        fn any_words_parse_or_are_refused(
+            words in crate::compat::options::hostile_words(&["-f", "--force", "-help", "-u", "-t"]),
+        ) {
+            let _ = parse(&words);
+        }
+    }
+
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }

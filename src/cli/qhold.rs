@@ -486,6 +486,16 @@ pub fn run(command: HoldCommand, mut args: Vec<String>) -> std::process::ExitCod
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Issue 12: any words parse or are refused; never a panic.
+        #[test]
+        fn any_words_parse_or_are_refused(
+            words in crate::compat::options::hostile_words(&["-h", "-help", "-u", "-t"]),
+        ) {
+            let _ = parse(&words);
+        }
+    }
+
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }

@@ -842,6 +842,16 @@ fn empty_input() -> QhostInput {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Issue 12: any words parse or are refused; never a panic.
+        #[test]
+        fn any_words_parse_or_are_refused(
+            words in crate::compat::options::hostile_words(&["-F", "-h", "-help", "-j", "-l", "-ncb", "-q", "-u", "-xml"]),
+        ) {
+            let _ = parse(&words);
+        }
+    }
+
     #[test]
     fn memory_formats() {
         assert_eq!(memory1(0.0), "0.0");

@@ -19,7 +19,8 @@ use crate::compat::pattern;
 use crate::compat::qsub_options::{QSUB_OPTIONS, qsub_help};
 use crate::compat::submit::{
     FoldContext, SubmitError, SubmitterRights, Touched, Verify, check_option, expand_option_files,
-    fold, option_file_words, script_directives, validate_job, verify_against_config,
+    fold, option_file_text, option_file_words, script_directives, validate_job,
+    verify_against_config,
 };
 use crate::compat::sync;
 use crate::model::{
@@ -111,8 +112,9 @@ fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
     let Ok(bytes) = text else {
         return Ok(Vec::new());
     };
-    let words = option_file_words(&String::from_utf8_lossy(&bytes));
-    let origin = Origin::DefaultsFile(path.display().to_string());
+    let name = path.display().to_string();
+    let words = option_file_words(&option_file_text(&name, bytes)?);
+    let origin = Origin::DefaultsFile(name);
     Ok(parse_source(&words, origin, false)?.options)
 }
 
@@ -171,16 +173,19 @@ fn read_script(operands: &[String], binary: bool) -> Result<Script, SubmitError>
     }
 }
 
-/// The submit environment, in `environ` order.
-fn environ() -> Vec<(String, String)> {
-    std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect()
+/// The submit environment, in `environ` order, and the names of the variables left out of it
+/// because their name or value is not UTF-8 (see `FoldContext::environ_not_utf8`).
+pub(crate) fn environ() -> (Vec<(String, String)>, Vec<String>) {
+    let mut text = Vec::new();
+    let mut not_utf8 = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        match (k.into_string(), v.into_string()) {
+            (Ok(k), Ok(v)) => text.push((k, v)),
+            (Ok(k), Err(_)) => not_utf8.push(k),
+            (Err(k), _) => not_utf8.push(k.to_string_lossy().into_owned()),
+        }
+    }
+    (text, not_utf8)
 }
 
 fn getenv<'a>(environ: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -270,7 +275,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
                 strerror(&e)
             ))
         })?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        option_file_text(file, bytes)
     };
     let words = expand_option_files(&args, QSUB_OPTIONS, &mut read_option_file, 0)?;
     let cmdline = parse(
@@ -295,16 +300,26 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         Ok(env) => env,
         Err(out) => return Ok(out),
     };
-    let environ = environ();
-    let cwd = std::env::current_dir()
-        .map(|p| p.to_string_lossy().into_owned())
-        .or_else(|_| getenv(&environ, "PWD").map(String::from).ok_or(()))
-        .unwrap_or_else(|()| "/".to_string());
+    let (environ, environ_not_utf8) = environ();
+    // The directory as text (SGE_O_WORKDIR, -cwd), and whether it was; `.sge_request` is read
+    // from the directory itself.
+    let (cwd, cwd_is_text) = match std::env::current_dir() {
+        Ok(p) => match p.into_os_string().into_string() {
+            Ok(text) => (text, true),
+            Err(os) => (os.to_string_lossy().into_owned(), false),
+        },
+        Err(_) => (
+            getenv(&environ, "PWD").map_or_else(|| "/".to_string(), String::from),
+            true,
+        ),
+    };
 
     // 3. Defaults files: cluster, home, working directory.
     let mut options: Vec<ParsedOption> = Vec::new();
     let home_file = Path::new(&env.caller.home).join(".sge_request");
-    let cwd_file = Path::new(&cwd).join(".sge_request");
+    let cwd_file = std::env::current_dir()
+        .unwrap_or_else(|_| PathBuf::from(&cwd))
+        .join(".sge_request");
     options.extend(defaults_file(&env.spool.cluster_sge_request())?);
     options.extend(defaults_file(&home_file)?);
     if cwd_file != home_file {
@@ -334,7 +349,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         ));
     }
     if !binary {
-        for (line, words) in script_directives(&script.bytes, &prefix) {
+        for (line, words) in script_directives(&script.bytes, &prefix)? {
             let parsed = parse_source(&words, Origin::Script(line), false)?;
             options.extend(
                 parsed
@@ -350,9 +365,24 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let ctx = FoldContext {
         config: &env.config,
         environ: &environ,
+        environ_not_utf8: &environ_not_utf8,
         cwd: &cwd,
     };
     let folded = fold(&options, ctx)?;
+    if !cwd_is_text
+        && folded.touched.contains(&Touched::Cwd)
+        && folded.spec.cwd.as_deref() == Some(&cwd)
+    {
+        return Err(SubmitError::NotUtf8(format!(
+            "the current directory {cwd:?}, which -cwd makes the job's,"
+        )));
+    }
+    if !folded.warnings.is_empty() {
+        let mut err = std::io::stderr().lock();
+        for w in &folded.warnings {
+            let _ = writeln!(err, "{PROG}: {w}");
+        }
+    }
     let mut spec = folded.spec;
     let named = folded.touched.contains(&Touched::Name);
     finish_spec(&mut spec, &script, binary, named, &env);
@@ -553,16 +583,14 @@ fn finish_spec(spec: &mut JobSpec, script: &Script, binary: bool, named: bool, e
 
 /// `Your job 42 ("name") has been submitted`, the array form, or the `-terse` id.
 fn submitted_line(sub: &JobSubmission, terse: bool) -> String {
+    let name = crate::compat::messages::sfq(&sub.spec.name);
     match (sub.spec.array, terse) {
         (None, true) => sub.id.to_string(),
         (Some(r), true) => format!("{}.{r}", sub.id),
-        (None, false) => format!(
-            "Your job {} (\"{}\") has been submitted",
-            sub.id, sub.spec.name
-        ),
+        (None, false) => format!("Your job {} (\"{name}\") has been submitted", sub.id),
         (Some(r), false) => format!(
-            "Your job-array {}.{r} (\"{}\") has been submitted",
-            sub.id, sub.spec.name
+            "Your job-array {}.{r} (\"{name}\") has been submitted",
+            sub.id
         ),
     }
 }

@@ -149,7 +149,14 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
 }
 
 /// Logs to `daemon/sched_d.log` (appended) and, in the foreground, to stderr.
+///
+/// The log is read by people with `less` and `grep` and by tools that take a line for an
+/// event, so both streams are plain text, one event per line ([`OneLine`]): colour only when
+/// stderr is a terminal (tracing's default colours whatever the stream, so a redirected
+/// stderr was full of escapes), and the newlines inside an event (a configuration error
+/// quotes several lines of YAML) are written as `\n`.
 fn init_logging(spool: &Spool, stderr: bool, level: &str) -> Result<(), anyhow::Error> {
+    use std::io::IsTerminal;
     use tracing_subscriber::prelude::*;
     let level: tracing_subscriber::filter::LevelFilter = level
         .parse()
@@ -162,15 +169,112 @@ fn init_logging(spool: &Spool, stderr: bool, level: &str) -> Result<(), anyhow::
         .map_err(|e| anyhow::anyhow!("open {}: {e}", path.display()))?;
     let file_layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file));
-    let stderr_layer =
-        stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+        .with_writer(OneLine::new(std::sync::Arc::new(file)));
+    let stderr_layer = stderr.then(|| {
+        let terminal = std::io::stderr().is_terminal();
+        let layer = tracing_subscriber::fmt::layer().with_ansi(terminal);
+        if terminal {
+            layer.with_writer(tracing_subscriber::fmt::writer::BoxMakeWriter::new(
+                std::io::stderr,
+            ))
+        } else {
+            layer.with_writer(tracing_subscriber::fmt::writer::BoxMakeWriter::new(
+                OneLine::new(std::sync::Arc::new(std::io::stderr())),
+            ))
+        }
+    });
     tracing_subscriber::registry()
         .with(level)
         .with(file_layer)
         .with(stderr_layer)
         .try_init()
         .map_err(|e| anyhow::anyhow!("logging: {e}"))
+}
+
+/// A log destination that receives each event as one line: the formatter's output for one
+/// event is collected ([`EventLine`]) and written with one `write` when the event is done, its
+/// inner newlines, carriage returns and other control bytes (ESC among them) escaped
+/// ([`one_line`]). One write per event on an `O_APPEND` file also keeps the lines of
+/// concurrent events whole.
+#[derive(Clone)]
+struct OneLine<W> {
+    out: std::sync::Arc<W>,
+}
+
+impl<W> OneLine<W> {
+    fn new(out: std::sync::Arc<W>) -> Self {
+        OneLine { out }
+    }
+}
+
+impl<'a, W: Send + Sync + 'static> tracing_subscriber::fmt::MakeWriter<'a> for OneLine<W>
+where
+    for<'w> &'w W: std::io::Write,
+{
+    type Writer = EventLine<W>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        EventLine {
+            out: self.out.clone(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+/// One event being formatted; written out, as one line, when dropped.
+struct EventLine<W>
+where
+    for<'w> &'w W: std::io::Write,
+{
+    out: std::sync::Arc<W>,
+    buf: Vec<u8>,
+}
+
+impl<W> std::io::Write for EventLine<W>
+where
+    for<'w> &'w W: std::io::Write,
+{
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W> Drop for EventLine<W>
+where
+    for<'w> &'w W: std::io::Write,
+{
+    fn drop(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let line = one_line(&self.buf);
+        // Nowhere to report a failed log write; the event is lost, as with any logger.
+        let _ = std::io::Write::write_all(&mut &*self.out, &line);
+    }
+}
+
+/// `event` as one line ending in `\n`: a newline inside it becomes `\n`, a carriage return
+/// `\r`, a backslash stays as it is, and any other control byte but tab `\xNN` (so ESC is
+/// `\x1b`). Bytes that are not UTF-8 pass through.
+fn one_line(event: &[u8]) -> Vec<u8> {
+    let body = event.strip_suffix(b"\n").unwrap_or(event);
+    let mut out = Vec::with_capacity(body.len() + 1);
+    for &b in body {
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.push(b),
+            0..=0x1f | 0x7f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'\n');
+    out
 }
 
 /// `--daemon`: starts this program again, detached, and returns once it holds the lock
@@ -220,11 +324,7 @@ fn init_target() -> Result<PathBuf, ClientError> {
     let root = std::env::var_os("SGE_ROOT")
         .filter(|r| !r.is_empty())
         .ok_or(ClientError::NoRoot)?;
-    let cell = std::env::var("SGE_CELL")
-        .ok()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| "default".into());
-    Ok(PathBuf::from(root).join(cell))
+    Ok(PathBuf::from(root).join(super::cell_name()))
 }
 
 /// Creates the spool tree and, when absent, the default configuration. Returns whether a new
@@ -246,4 +346,20 @@ pub fn init(dir: &std::path::Path) -> Result<bool, anyhow::Error> {
     durable::write_new(spool.root(), "config.yaml", text.as_bytes(), 0o644)?;
     spool.write_config_snapshot(&text, &config)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_event_is_one_line_without_escapes() {
+        assert_eq!(one_line(b"plain\n"), b"plain\n");
+        assert_eq!(
+            one_line(b"bad config:\n58 | hosts: [\r\n\x1b[1mx\ty\n"),
+            b"bad config:\\n58 | hosts: [\\r\\n\\x1b[1mx\ty\n"
+        );
+        assert_eq!(one_line(b"no newline"), b"no newline\n");
+        assert_eq!(one_line(b"\xff\xfe\n"), b"\xff\xfe\n");
+    }
 }

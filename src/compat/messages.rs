@@ -32,3 +32,13 @@ pub fn denied(d: &Denied) -> String {
         Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
     }
 }
+
+/// A quoted value of SGE's messages (`SFQ`, `"%-.100s"`): at most its first 100 bytes (cut at
+/// a character boundary), so `Your job 5 ("…")` shows 100 characters of a 511-character name.
+pub fn sfq(text: &str) -> &str {
+    let mut end = text.len().min(100);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

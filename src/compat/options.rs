@@ -237,6 +237,57 @@ pub fn help_lines(table: &[OptionSpec], indent: &str, width: usize) -> String {
     out
 }
 
+/// Words for the parsers' property tests (issue 12): each command's option names, values that
+/// broke parsers before (empty, lone separators, zeros, huge numbers) and arbitrary text.
+#[cfg(test)]
+pub(crate) fn hostile_words(
+    names: &'static [&'static str],
+) -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+    use proptest::prelude::*;
+    const TRICKY: &[&str] = &[
+        "",
+        ",",
+        ",,",
+        "-",
+        "--",
+        "0",
+        "0.0",
+        "1.0-0",
+        "5.",
+        ".",
+        "5.a",
+        "1-3:0",
+        "5-1",
+        "1-",
+        "-1",
+        ":",
+        "=",
+        "4294967296",
+        "99999999999999999999",
+        "1.1-4294967295:4294967295",
+        "@",
+        "*",
+        "[",
+        "\\",
+        "'",
+        "\"",
+        "\u{fffd}",
+        "é",
+        "-t",
+        "-u",
+        "-j",
+        "-f",
+        "-h",
+        "-help",
+    ];
+    let word = prop_oneof![
+        proptest::sample::select(names).prop_map(String::from),
+        proptest::sample::select(TRICKY).prop_map(String::from),
+        any::<String>(),
+    ];
+    proptest::collection::vec(word, 0..10)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -701,6 +701,7 @@ pub const QSUB_DOC: CommandDoc = CommandDoc {
     compatibility: &[
         "Options of SGE's table that gridspool does not implement (-ckpt, -c, -binding, -jsv, -ot, -he, -pty, -ar, -display, -verify and the qconf-like -Ap -astnode -at -dul -mattr -srqs) are refused; SGE would accept them.",
         "A missing -@ file is an error; SGE ignores it and reads the script from standard input.",
+        "Arguments, #$ lines, option files, the values -v copies and the directory of -cwd must be UTF-8 text (exit status 1 naming what is not); -V leaves out a variable that is not, with a warning. SGE passes the bytes on.",
     ],
     see_also: &[
         "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "sched_d",

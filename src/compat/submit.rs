@@ -42,6 +42,11 @@ pub enum SubmitError {
     /// Refused as qmaster refuses a job: `Unable to run job: …` then `Exiting.`, exit 1.
     #[error("Unable to run job: {0}")]
     Rejected(String),
+    /// Bytes that are not UTF-8 where gridspool keeps text (a `#$` line, a line of an
+    /// `sge_request` or `-@` file, a variable `-v` copies, the directory of `-cwd`): SGE passes
+    /// them on, gridspool's records are UTF-8 (`tests/compat/DIVERGENCES.md`). Exit 1.
+    #[error("{0} is not valid UTF-8: gridspool keeps names, paths and values as UTF-8 text")]
+    NotUtf8(String),
 }
 
 impl SubmitError {
@@ -51,7 +56,7 @@ impl SubmitError {
             SubmitError::BadValue(_) | SubmitError::BadDate { .. } => 7,
             SubmitError::StrayWords(_) => 5,
             SubmitError::Script { code, .. } => *code,
-            SubmitError::Rejected(_) => 1,
+            SubmitError::Rejected(_) | SubmitError::NotUtf8(_) => 1,
         }
     }
 
@@ -63,6 +68,7 @@ impl SubmitError {
             SubmitError::StrayWords(n) => format!("{prog}: Unknown option \n\n").repeat(*n),
             SubmitError::Script { .. } => format!("{self}\n"),
             SubmitError::Rejected(_) => format!("{self}\nExiting.\n"),
+            SubmitError::NotUtf8(_) => format!("{prog}: {self}\n"),
         }
     }
 }
@@ -274,6 +280,9 @@ pub fn date_time(value: &str, option: &'static str) -> Result<i64, SubmitError> 
         Some((m, s)) => (m, Some(s)),
         None => (value, None),
     };
+    if value.is_empty() {
+        return Err(bad("no date specified"));
+    }
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !all_digits(main) || ![8, 10, 12].contains(&main.len()) {
         return Err(bad("Invalid format of date/hour-minute field."));
@@ -528,6 +537,35 @@ pub fn comma_list(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// SGE's refusal of a list option whose value lists nothing (`''`, `,`), exit 7. `-i` says
+/// `-e`, as SGE 8.1.9 does (oracle).
+fn empty_list(option: &str, value: &str) -> SubmitError {
+    SubmitError::BadValue(match option {
+        "-o" => format!("Wrong stdout path list format \"{value}\" specified to -o option"),
+        "-e" | "-i" => format!("Wrong path list format \"{value}\" specified to -e option"),
+        "-S" => format!("Wrong shell list format \"{value}\" specified to -S option"),
+        "-M" => format!("Wrong mail list format \"{value}\" specified to -M option"),
+        "-v" => {
+            format!("Wrong variable list format -v \"{value}\" or environment variable not set")
+        }
+        "-ac" | "-dc" | "-sc" => format!("Wrong context list format {option} \"{value}\""),
+        _ => format!("Wrong queue list format \"{value}\" specified to {option} option"),
+    })
+}
+
+/// A `-hold_jid`/`-hold_jid_ad` list: at least one job id, name or pattern. SGE splits at
+/// commas and skips empty items (`1,,2` is `1,2`); a list of none (`''`, `,`) is refused,
+/// not taken as no dependency (`cull_parse_jid_hold_list`), exit 7.
+pub fn hold_jid_list(value: &str, list: &str, option: &str) -> Result<Vec<String>, SubmitError> {
+    let items = comma_list(value);
+    if items.is_empty() {
+        return Err(SubmitError::BadValue(format!(
+            "Wrong {list} list format \"{value}\" specified to {option} option"
+        )));
+    }
+    Ok(items)
+}
+
 /// SGE's checks of a job name at the command line (`-N a/b`, exit 2).
 pub fn job_name_syntax(value: &str) -> Result<(), SubmitError> {
     if value.contains('/') {
@@ -538,33 +576,68 @@ pub fn job_name_syntax(value: &str) -> Result<(), SubmitError> {
     Ok(())
 }
 
-/// qmaster's object-name checks on the job name (`verify_str_key`).
+/// qmaster's checks of a job name, in its order (`job_verify`, `object_verify_name`,
+/// `verify_str_key` with its `QSUB_TABLE`): not empty, shorter than 512 bytes, no digit first,
+/// none of the characters of the table (the first of the table's order that occurs is named),
+/// only printable ASCII, not a keyword. For a name with a space or a byte outside ASCII, SGE
+/// 8.1.9 builds the message below but loses it (`Error reading answer list from qmaster`);
+/// gridspool prints it.
 pub fn job_name_valid(name: &str) -> Result<(), SubmitError> {
+    const FORBIDDEN: [(char, &str); 9] = [
+        ('\n', "Return"),
+        ('\t', "Tab"),
+        ('\r', "Carriage return"),
+        ('/', "Slash"),
+        (':', "Colon"),
+        ('@', "At"),
+        ('\\', "Backslash"),
+        ('*', "Asterisk"),
+        ('?', "Questionmark"),
+    ];
     if name.is_empty() {
         return Err(SubmitError::Rejected(
             "job rejected cause there is no job_name in the request".into(),
         ));
     }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
+    if name.len() >= MAX_VERIFY_STRING {
         return Err(SubmitError::Rejected(format!(
-            "denied: \"{name}\" is not a valid object name (cannot start with a digit)"
+            "job name too long, maximum allowed length is {MAX_VERIFY_STRING} characters"
         )));
     }
-    if name.contains(':') {
-        return Err(SubmitError::Rejected(
-            "Colon (':') not allowed in objectname".into(),
-        ));
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(SubmitError::Rejected(format!(
+            "denied: \"{}\" is not a valid object name (cannot start with a digit)",
+            super::messages::sfq(name)
+        )));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| c.is_whitespace() || matches!(c, '\\' | '\'' | '"' | '@' | '%' | '$'))
+    if let Some((c, what)) = FORBIDDEN.iter().find(|(c, _)| name.contains(*c)) {
+        return Err(SubmitError::Rejected(if c.is_ascii_graphic() {
+            format!("{what} ('{c}') not allowed in objectname")
+        } else {
+            format!("{what} not allowed in objectname")
+        }));
+    }
+    if let Some(b) = name.bytes().find(|b| !b.is_ascii_graphic()) {
+        return Err(SubmitError::Rejected(format!(
+            "Non-graphic character (hex {b:x}) not allowed in objectname"
+        )));
+    }
+    if let Some(k) = ["NONE", "ALL", "TEMPLATE"]
+        .iter()
+        .find(|k| name.eq_ignore_ascii_case(k))
     {
         return Err(SubmitError::Rejected(format!(
-            "denied: \"{name}\" is not a valid object name (contains invalid character \"{c}\")"
+            "Keyword (\"{k}\") not allowed as objectname"
         )));
     }
     Ok(())
 }
+
+/// SGE's `MAX_VERIFY_STRING`: job names must be shorter.
+const MAX_VERIFY_STRING: usize = 512;
+
+/// SGE's default `max_aj_tasks` (`sge_conf(5)`): an array job of more tasks is refused.
+pub const MAX_ARRAY_TASKS: u64 = 75_000;
 
 /// Phase-one checks of one option, done as each source is read (SGE's `cull_parse_cmdline`):
 /// refused options and malformed values that need no configuration. Exit 2 or 7.
@@ -590,6 +663,13 @@ pub fn check_option(opt: &ParsedOption, prog: &str) -> Result<(), SubmitError> {
         "-m" => mail_options(v).map(drop),
         "-w" => verify_level(v).map(drop),
         "-N" => job_name_syntax(v),
+        "-hold_jid" => hold_jid_list(v, "jid_hold", "-hold_jid").map(drop),
+        "-o" | "-e" | "-i" | "-q" | "-masterq" | "-S" | "-M" | "-v" | "-ac" | "-dc" | "-sc"
+            if comma_list(v).is_empty() =>
+        {
+            Err(empty_list(spec.name, v))
+        }
+        "-hold_jid_ad" => hold_jid_list(v, "jid_hold_ad", "-hold_jid_ad").map(drop),
         "-pe" => slot_range(opt.values.get(1).map_or("", String::as_str)).map(drop),
         "-h" if prog == "qalter" => hold_list(v).map(drop),
         _ => Ok(()),
@@ -625,6 +705,10 @@ pub struct FoldContext<'a> {
     pub config: &'a ClusterConfig,
     /// The submit environment, in `environ` order (for `-V` and `-v NAME`).
     pub environ: &'a [(String, String)],
+    /// The variables of the submit environment left out of `environ` because their name or
+    /// value is not UTF-8 (names shown with U+FFFD for the bad bytes): `-V` leaves them out
+    /// with a warning, `-v NAME` of one is refused.
+    pub environ_not_utf8: &'a [String],
     /// The current working directory (for `-cwd`).
     pub cwd: &'a str,
 }
@@ -686,6 +770,8 @@ pub struct Folded {
     pub touched: Vec<Touched>,
     /// `-u user_list` (qalter).
     pub users: Vec<String>,
+    /// Lines for stderr that do not stop the command (`-V` leaving a variable out).
+    pub warnings: Vec<String>,
 }
 
 fn touch(touched: &mut Vec<Touched>, t: Touched) {
@@ -926,6 +1012,15 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                 touch(&mut f.touched, Touched::NoPreempt);
             }
             "-v" => {
+                let copied = v.split(',').filter(|i| !i.is_empty() && !i.contains('='));
+                if let Some(bad) = copied
+                    .into_iter()
+                    .find(|n| ctx.environ_not_utf8.iter().any(|b| b == n))
+                {
+                    return Err(SubmitError::NotUtf8(format!(
+                        "the value of environment variable \"{bad}\", which -v copies,"
+                    )));
+                }
                 merge_env(&mut spec.env, env_list(v, ctx.environ));
                 touch(&mut f.touched, Touched::Env);
             }
@@ -939,6 +1034,14 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                     })
                     .collect();
                 merge_env(&mut spec.env, all);
+                for name in ctx.environ_not_utf8 {
+                    let line = format!(
+                        "warning: -V leaves out environment variable \"{name}\": its name or value is not valid UTF-8"
+                    );
+                    if !f.warnings.contains(&line) {
+                        f.warnings.push(line);
+                    }
+                }
                 touch(&mut f.touched, Touched::Env);
             }
             "-w" => f.verify = verify_level(v)?,
@@ -957,6 +1060,16 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
     Ok(f)
 }
 
+/// A defaults or `-@` file's bytes as text; `file` names it in the refusal, with the line
+/// that is not UTF-8 (SGE passes the bytes on).
+pub fn option_file_text(file: &str, bytes: Vec<u8>) -> Result<String, SubmitError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count();
+        SubmitError::NotUtf8(format!("line {line} of option file \"{file}\""))
+    })
+}
+
 /// Reads a defaults or `-@` file's text into words: every line not starting with `#`.
 pub fn option_file_words(text: &str) -> Vec<String> {
     text.lines()
@@ -967,21 +1080,28 @@ pub fn option_file_words(text: &str) -> Vec<String> {
 
 /// The `#$` (or `-C`) directives of a script: for every line starting with `prefix` in its
 /// first bytes, the words after it, with the line number. SGE scans the whole script, not only
-/// its head (a directive after the first command still counts: oracle-checked).
-pub fn script_directives(script: &[u8], prefix: &str) -> Vec<(usize, Vec<String>)> {
+/// its head (a directive after the first command still counts: oracle-checked). The script
+/// itself may hold any bytes (it is kept byte for byte); a directive must be UTF-8 text.
+pub fn script_directives(
+    script: &[u8],
+    prefix: &str,
+) -> Result<Vec<(usize, Vec<String>)>, SubmitError> {
     if prefix.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut out = Vec::new();
     for (i, line) in script.split(|b| *b == b'\n').enumerate() {
         if let Some(rest) = line.strip_prefix(prefix.as_bytes()) {
-            let words = split_words(&String::from_utf8_lossy(rest));
+            let text = std::str::from_utf8(rest).map_err(|_| {
+                SubmitError::NotUtf8(format!("line {} of the script, a {prefix} line,", i + 1))
+            })?;
+            let words = split_words(text);
             if !words.is_empty() {
                 out.push((i + 1, words));
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Expands `-@ file` in a word list (before the script operand), recursively up to a depth,
@@ -1096,6 +1216,11 @@ pub fn validate_job(
         ));
     }
     job_name_valid(&spec.name)?;
+    if spec.array.is_some_and(|r| r.len() > MAX_ARRAY_TASKS) {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: you tried to submit a job with more than {MAX_ARRAY_TASKS} tasks"
+        )));
+    }
     if spec.priority > 0 && !who.operator {
         return Err(SubmitError::Rejected(
             "job rejected: positive submission priority requires operator privileges".into(),
@@ -1401,12 +1526,150 @@ mod tests {
     fn directives_are_found_anywhere_at_line_start() {
         let script =
             b"#!/bin/sh\n#$ -N first\necho hi\n#$ -p -5\n  #$ -A indented\n#$-A nospace\r\n";
-        let d = script_directives(script, "#$");
+        let d = script_directives(script, "#$").expect("text");
         let words: Vec<Vec<String>> = d.into_iter().map(|(_, w)| w).collect();
         assert_eq!(
             words,
             vec![vec!["-N", "first"], vec!["-p", "-5"], vec!["-A", "nospace"]]
         );
-        assert!(script_directives(script, "").is_empty());
+        assert!(script_directives(script, "").expect("none").is_empty());
+        let e = script_directives(b"#!/bin/sh\n\xff\n#$ -N bad\xffname\n", "#$");
+        assert_eq!(
+            e.expect_err("not text").to_string(),
+            "line 3 of the script, a #$ line, is not valid UTF-8: gridspool keeps names, paths and values as UTF-8 text"
+        );
+    }
+}
+
+/// Issue 12: hostile input to the submission grammar never panics. Words are option names of
+/// qsub's and qalter's tables mixed with values that broke parsers before (empty, lone
+/// separators, zeros, huge numbers) and arbitrary text; files and scripts are arbitrary bytes.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use crate::compat::options::{OperandMode, parse};
+    use crate::compat::qsub_options::{QALTER_OPTIONS, QSUB_OPTIONS};
+    use proptest::prelude::*;
+
+    const TRICKY: &[&str] = &[
+        "",
+        ",",
+        ",,",
+        "-",
+        "--",
+        "0",
+        "0-0",
+        "1-3:0",
+        "5-1",
+        "1-",
+        "-1",
+        ":",
+        "::",
+        "=",
+        "a=",
+        "=b",
+        "4294967296",
+        "99999999999999999999",
+        "1-4294967295:4294967295",
+        "@",
+        "a@",
+        "@b",
+        "y",
+        "n",
+        "yes",
+        "\u{feff}",
+        "é",
+        "\u{fffd}",
+        "1.2",
+        "1.",
+        ".5",
+        "h_rt=",
+        "h_rt=::",
+        "smp",
+        "1-2,",
+        "x,,y",
+        "*",
+        "[",
+        "\\",
+        "'",
+        "\"",
+        "#",
+        "-t",
+        "-N",
+        "-hold_jid",
+    ];
+
+    fn word() -> impl Strategy<Value = String> {
+        let names: Vec<String> = QSUB_OPTIONS
+            .iter()
+            .chain(QALTER_OPTIONS)
+            .map(|s| s.name.to_string())
+            .collect();
+        prop_oneof![
+            proptest::sample::select(names),
+            proptest::sample::select(TRICKY).prop_map(String::from),
+            any::<String>(),
+            proptest::collection::vec(any::<u8>(), 0..12)
+                .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn options_from_any_words_parse_check_and_fold_or_refuse(
+            words in proptest::collection::vec(word(), 0..12),
+        ) {
+            let config = ClusterConfig::parse(&ClusterConfig::default_text("vm", 2))
+                .expect("config");
+            let environ = vec![("HOME".to_string(), "/home/u".to_string())];
+            let not_utf8 = vec!["BAD".to_string()];
+            for (table, prog) in [(QSUB_OPTIONS, "qsub"), (QALTER_OPTIONS, "qalter")] {
+                for mode in [OperandMode::StopAtFirst, OperandMode::Interleaved] {
+                    let Ok(parsed) = parse(table, &words, mode, &Origin::CommandLine) else {
+                        continue;
+                    };
+                    if parsed.options.iter().any(|o| check_option(o, prog).is_err()) {
+                        continue;
+                    }
+                    let ctx = FoldContext {
+                        config: &config,
+                        environ: &environ,
+                        environ_not_utf8: &not_utf8,
+                        cwd: "/tmp",
+                    };
+                    if let Ok(folded) = fold(&parsed.options, ctx) {
+                        let _ = verify_against_config(&folded.spec, &config, 1);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn option_files_and_scripts_of_any_bytes_read_or_refuse(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            match option_file_text("f", bytes.clone()) {
+                Ok(text) => {
+                    let _ = option_file_words(&text);
+                }
+                Err(e) => prop_assert_eq!(e.code(), 1),
+            }
+            for prefix in ["#$", "", "#", "\u{e9}"] {
+                match script_directives(&bytes, prefix) {
+                    Ok(lines) => {
+                        for (_, words) in lines {
+                            let _ = parse(
+                                QSUB_OPTIONS,
+                                &words,
+                                OperandMode::Interleaved,
+                                &Origin::Script(1),
+                            );
+                        }
+                    }
+                    Err(e) => prop_assert_eq!(e.code(), 1),
+                }
+            }
+            let _ = split_words(&String::from_utf8_lossy(&bytes));
+        }
     }
 }

@@ -26,7 +26,7 @@ use crate::model::{
 };
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -939,15 +939,21 @@ impl Daemon {
         }
         req.requester.manager = self.state.config.is_manager(&req.requester.user, uid);
         req.requester.operator = self.state.config.is_operator(&req.requester.user, uid);
+        // The jobs this request has reached so far. One request may hold several actions on
+        // one job (`qdel 5.1 5.3`): every one of them applies, although the first marks the
+        // job as having absorbed the request (a record that had absorbed it before, read back
+        // after a restart, skips them all).
+        let mut absorbing: HashSet<JobId> = HashSet::new();
         for action in &req.actions {
             let id = action.job();
             let Some(job) = self.state.job_mut(id) else {
                 debug!(job = %id, seq = req.seq, "request for a job that is gone");
                 continue;
             };
-            if job.applied_request >= req.seq {
+            if job.applied_request >= req.seq && !absorbing.contains(&id) {
                 continue;
             }
+            absorbing.insert(id);
             // `qdel -f` takes running tasks out of the record: what they were is needed for
             // their accounting records.
             let running_before = job.tasks.running.clone();

@@ -604,6 +604,16 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Issue 12: any words parse or are refused; never a panic.
+        #[test]
+        fn any_words_parse_or_are_refused(
+            words in crate::compat::options::hostile_words(&["-f", "-F", "-g", "-j", "-l", "-q", "-r", "-s", "-u", "-urg", "-pri", "-ext", "-xml", "-t", "-explain", "-U", "-pe"]),
+        ) {
+            let _ = QstatArgs::parse(&words);
+        }
+    }
+
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }
