@@ -14,3 +14,4 @@ mod qstat;
 mod qsub;
 mod sched;
 mod security;
+mod spool_faults;

@@ -107,6 +107,22 @@ fn parse_source(
 /// skips them.
 fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
     let text = with_real_gid(|| std::fs::read(path))?;
+    defaults_from(path, text)
+}
+
+/// The cluster's `common/sge_request`, read as every spool file is (`spool::open`): a FIFO
+/// or link there is skipped like an unreadable file, never waited on.
+fn cluster_defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
+    defaults_from(
+        path,
+        crate::spool::open::read(path).map_err(std::io::Error::from),
+    )
+}
+
+fn defaults_from(
+    path: &Path,
+    text: std::io::Result<Vec<u8>>,
+) -> Result<Vec<ParsedOption>, SubmitError> {
     let Ok(bytes) = text else {
         return Ok(Vec::new());
     };
@@ -304,7 +320,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let mut options: Vec<ParsedOption> = Vec::new();
     let home_file = Path::new(&env.caller.home).join(".sge_request");
     let cwd_file = Path::new(&cwd).join(".sge_request");
-    options.extend(defaults_file(&env.spool.cluster_sge_request())?);
+    options.extend(cluster_defaults_file(&env.spool.cluster_sge_request())?);
     options.extend(defaults_file(&home_file)?);
     if cwd_file != home_file {
         options.extend(defaults_file(&cwd_file)?);
@@ -607,7 +623,7 @@ fn interrupted_output(env: &ClientEnv, id: JobId) -> Output {
 /// task and fsyncs it; a line still being written has no newline yet and is left for later).
 fn read_exits(path: &Path) -> BTreeMap<TaskId, FinishedTask> {
     let mut out = BTreeMap::new();
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = crate::spool::open::read(path) else {
         return out;
     };
     let complete = match bytes.iter().rposition(|b| *b == b'\n') {

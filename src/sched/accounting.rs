@@ -55,13 +55,15 @@ impl Accounting {
 /// be read: then nothing is skipped, as before).
 fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
     let mut tail = Vec::new();
-    let read = std::fs::File::open(path).and_then(|mut f| {
-        let len = f.metadata()?.len();
-        let from = len.saturating_sub(TAIL_BYTES);
-        f.seek(SeekFrom::Start(from))?;
-        f.read_to_end(&mut tail)?;
-        Ok(from)
-    });
+    let read = crate::spool::open::open(path)
+        .map_err(std::io::Error::from)
+        .and_then(|mut f| {
+            let len = f.metadata()?.len();
+            let from = len.saturating_sub(TAIL_BYTES);
+            f.seek(SeekFrom::Start(from))?;
+            f.read_to_end(&mut tail)?;
+            Ok(from)
+        });
     let Ok(from) = read else {
         return HashSet::new();
     };

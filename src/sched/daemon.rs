@@ -126,7 +126,7 @@ impl SpoolLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                let pid = fs::read_to_string(&pid_path)
+                let pid = crate::spool::open::read_to_string(&pid_path)
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
                 return Err(DaemonError::AlreadyRunning {
@@ -624,7 +624,9 @@ impl Daemon {
                 true
             }
             Some(SpoolInput::Job(id))
-                if self.state.job(id).is_none() && !self.refused.contains(&id) && path.exists() =>
+                if self.state.job(id).is_none()
+                    && !self.refused.contains(&id)
+                    && path.symlink_metadata().is_ok() =>
             {
                 self.load_job(id);
                 true
@@ -752,16 +754,9 @@ impl Daemon {
     /// Reads one job (its state if `sched_d` wrote one, else its submission), checks that
     /// the job file belongs to the uid inside it, and adds it; running tasks are re-attached.
     fn load_job(&mut self, id: JobId) {
-        let job_path = self.spool.job_file(id);
-        let owner = match fs::metadata(&job_path) {
-            Ok(m) => m.uid(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => {
-                warn!(job = %id, "cannot stat {}: {e}", job_path.display());
-                return;
-            }
-        };
-        let (record, entry) = match self.spool.read_job_listed(id) {
+        // The owner comes from the descriptor that was read (`Spool::read_job_owned`); a
+        // FIFO, link or directory in the job's place is set aside unread.
+        let (record, entry, owner) = match self.spool.read_job_owned(id) {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(e) => {
@@ -855,7 +850,8 @@ impl Daemon {
         self.refused.insert(id);
         self.index.forget(id);
         for path in [self.spool.job_file(id), self.spool.state_file(id)] {
-            if path.exists()
+            // `symlink_metadata`: a link is set aside itself, dangling or not, never followed.
+            if path.symlink_metadata().is_ok()
                 && let Err(e) = self.spool.quarantine(&path, reason)
             {
                 error!(job = %id, "cannot quarantine {}: {e}", path.display());
@@ -885,15 +881,27 @@ impl Daemon {
                 self.quarantine_file(&path, "not a gridspool request");
                 continue;
             }
-            let (bytes, owner) =
-                match fs::read(&path).and_then(|b| Ok((b, fs::metadata(&path)?.uid()))) {
-                    Ok(x) => x,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => {
-                        error!("cannot read {}: {e}", path.display());
-                        continue;
-                    }
-                };
+            // Owner and bytes from one descriptor, opened by the spool's one safe open: a
+            // FIFO, socket, device, directory or link is set aside unread.
+            let read = crate::spool::open::open(&path).and_then(|mut f| {
+                use std::io::Read;
+                let owner = f.metadata()?.uid();
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes)?;
+                Ok((bytes, owner))
+            });
+            let (bytes, owner) = match read {
+                Ok(x) => x,
+                Err(e) if e.is_not_found() => continue,
+                Err(e @ crate::spool::OpenError::NotRegular(_)) => {
+                    self.quarantine_file(&path, &format!("malformed request: {e}"));
+                    continue;
+                }
+                Err(e) => {
+                    error!("cannot read {}: {e}", path.display());
+                    continue;
+                }
+            };
             let req: Request = match serde_json::from_slice(&bytes) {
                 Ok(r) => r,
                 Err(e) => {

@@ -76,6 +76,23 @@ pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resu
     sync_dir(dir)
 }
 
+/// Appends `bytes` to `file` (opened for appending, with one writer at a time: `sched_d`'s
+/// exits lines, the accounting file under its lock) and syncs it, or leaves the file as it
+/// was. A full disk (or a failed sync) can let part of the bytes in before the error: the
+/// file is cut back to its length before the append, so that no torn line is left for a
+/// reader to misparse and a retry after the error writes the whole line once.
+pub fn append_whole(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    let before = file.metadata()?.len();
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    if let Err(e) = written {
+        // Shrinking needs no space; if even that fails, the reader's rule (a last line
+        // without its newline is not read) still covers a cut line, and the error stands.
+        let _ = file.set_len(before).and_then(|()| file.sync_data());
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// How many threads a batch of durable writes uses. A sync waits for the device, not the
 /// CPU, and a virtio disk takes concurrent syncs for little more than the cost of one (on
 /// the reference machine 8 writers bring a durable replace from 11 ms to 0.6 ms each).

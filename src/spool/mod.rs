@@ -15,10 +15,14 @@
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
 //! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]) |
 //!
-//! Names starting with a dot are temporary files of [`durable`] and are never read.
+//! Names starting with a dot are temporary files of [`durable`] and are never read. Every
+//! file under the spool is opened through [`open`]: never through a link, never blocking on
+//! a FIFO, regular files only.
 
 pub mod durable;
 pub mod index;
+pub mod open;
+pub use open::OpenError;
 mod jobs;
 mod requests;
 pub mod sequence;
@@ -44,9 +48,29 @@ pub enum SpoolError {
     Malformed { path: PathBuf, reason: String },
     #[error("no spool at {path}: run `sched_d --init` to create one")]
     Missing { path: PathBuf },
+    /// A FIFO, socket, device, directory or link where the spool expects a file
+    /// ([`open`]): set aside, never read.
+    #[error("{path}: not a regular file ({kind})")]
+    NotRegular { path: PathBuf, kind: &'static str },
 }
 
 impl SpoolError {
+    /// The error of opening `path` with [`open`].
+    pub fn open(op: &'static str, path: &Path, e: OpenError) -> Self {
+        match e {
+            OpenError::NotRegular(kind) => SpoolError::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            },
+            OpenError::Io(source) => SpoolError::io(op, path, source),
+        }
+    }
+
+    /// Whether the file was not there (an `Io` error of kind `NotFound`).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, SpoolError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
     pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         SpoolError::Io {
             op,
