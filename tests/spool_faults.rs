@@ -191,3 +191,212 @@ fn non_regular_files_in_jobs_and_requests_are_set_aside_unread_and_hang_nothing(
         "{listing:?}"
     );
 }
+
+/// A cell whose directory is a small `tmpfs` of its own (root only), unmounted when dropped.
+struct TmpfsCell {
+    cell: TestCell,
+}
+
+impl TmpfsCell {
+    fn new(slots: u32) -> TmpfsCell {
+        let cell = cell(slots);
+        let saved = cell.root.join("cell.saved");
+        let cp = |from: &Path, to: &Path| {
+            let ok = std::process::Command::new("cp")
+                .arg("-a")
+                .arg(format!("{}/.", from.display()))
+                .arg(to)
+                .status()
+                .expect("cp");
+            assert!(ok.success(), "cp {} {}", from.display(), to.display());
+        };
+        std::fs::create_dir(&saved).expect("saved");
+        cp(&cell.cell, &saved);
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m,mode=0755", "tmpfs"])
+            .arg(&cell.cell)
+            .status()
+            .expect("mount");
+        assert!(mounted.success(), "mount tmpfs");
+        cp(&saved, &cell.cell);
+        TmpfsCell { cell }
+    }
+
+    /// Fills the file system (a file of zeros until the write fails); returns its path.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let path = self.cell.cell.join("filler");
+        let mut f = std::fs::File::create(&path).expect("filler");
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+        path
+    }
+}
+
+impl Drop for TmpfsCell {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.cell.cell)
+            .status();
+    }
+}
+
+/// A job script that waits for `go` to exist, then exits with `code`.
+fn held_by(go: &Path, code: i32) -> String {
+    format!(
+        "while [ ! -e {} ]; do sleep 0.05; done\nexit {code}\n",
+        go.display()
+    )
+}
+
+fn running(cell: &TestCell, id: JobId) -> bool {
+    crate::sched::state(&cell.spool, id).is_some_and(|s| {
+        s.tasks
+            .running
+            .first()
+            .is_some_and(|r| r.state == gridspool::model::RunState::Running)
+    })
+}
+
+fn blocked_retries(d: &SchedD) -> usize {
+    d.log_text().matches("still blocked").count()
+}
+
+#[test]
+fn a_full_disk_loses_no_end_records_none_twice_and_starts_nothing_until_space_returns() {
+    const TEST: &str =
+        "a_full_disk_loses_no_end_records_none_twice_and_starts_nothing_until_space_returns";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root (tmpfs mount, sgeuser)");
+    };
+    let t = TmpfsCell::new(2);
+    let cell = &t.cell;
+    let dir = workdir(cell);
+    let marker = cell.spool.storage_blocked_path();
+    let mut d = SchedD::start(cell, &["--retention", "600"]);
+
+    // Two jobs hold both slots until `go` exists; two more wait for slots.
+    let go = dir.join("go");
+    let a = submit(&cell.spool, &held_by(&go, 3), |s, _| s.cwd = cwd(&dir));
+    let b = submit(&cell.spool, &held_by(&go, 4), |s, _| s.cwd = cwd(&dir));
+    wait_for("a and b running", Duration::from_secs(20), || {
+        running(cell, a) && running(cell, b)
+    });
+    let c = submit(&cell.spool, "exit 5\n", |s, _| s.cwd = cwd(&dir));
+    let e = submit(&cell.spool, "exit 6\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("c and e pending on disk", Duration::from_secs(20), || {
+        crate::sched::state(&cell.spool, c).is_some()
+            && crate::sched::state(&cell.spool, e).is_some()
+    });
+    let filler = t.fill();
+    std::fs::write(&go, b"").expect("go");
+    wait_for("storage blocked", Duration::from_secs(30), || {
+        marker.exists()
+    });
+    // A few failed retries later: still nothing recorded, nothing started.
+    wait_for("retries", Duration::from_secs(30), || {
+        blocked_retries(&d) >= 3
+    });
+    for id in [a, b, c, e] {
+        assert!(
+            exits(&cell.spool, id).is_empty(),
+            "job {id}: {}",
+            d.log_text()
+        );
+        assert!(accounting_records(cell, id).is_empty());
+    }
+    for id in [c, e] {
+        assert!(crate::sched::state(&cell.spool, id).is_some_and(|s| s.tasks.running.is_empty()));
+    }
+    let detail = run_bounded(cell, &user, "qstat", &["-j", &c.to_string()]);
+    assert!(
+        detail
+            .stdout
+            .contains(gridspool::spool::STORAGE_BLOCKED_REASON),
+        "{detail:?}"
+    );
+    // A submission on the full disk fails cleanly and leaves nothing in jobs/.
+    let before: Vec<_> = std::fs::read_dir(cell.spool.jobs_dir())
+        .expect("jobs")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let script = cell.write_file(&user, "full.sh", "exit 0\n");
+    let sub = run_bounded(cell, &user, "qsub", &[script.to_str().expect("path")]);
+    assert_ne!(sub.code, 0, "{sub:?}");
+    assert!(sub.stderr.contains("No space left on device"), "{sub:?}");
+    let after: Vec<_> = std::fs::read_dir(cell.spool.jobs_dir())
+        .expect("jobs")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(before, after);
+    // No torn line either.
+    let acct = std::fs::read(cell.spool.accounting_path()).unwrap_or_default();
+    assert!(acct.is_empty() || acct.ends_with(b"\n"));
+
+    // Space returns: everything is recorded once, in order, and the waiting jobs run.
+    std::fs::remove_file(&filler).expect("free space");
+    for id in [a, b, c, e] {
+        wait_for("every job recorded", Duration::from_secs(30), || {
+            !exits(&cell.spool, id).is_empty()
+        });
+    }
+    wait_for("marker gone", Duration::from_secs(30), || !marker.exists());
+    let statuses: Vec<i32> = [a, b, c, e]
+        .iter()
+        .map(|id| exits(&cell.spool, *id)[0].exit_status)
+        .collect();
+    assert_eq!(statuses, vec![3, 4, 5, 6]);
+    for id in [a, b, c, e] {
+        assert_eq!(exits(&cell.spool, id).len(), 1, "job {id}");
+        assert_eq!(accounting_records(cell, id).len(), 1, "job {id}");
+    }
+    let log = d.log_text();
+    assert_eq!(log.matches("storage blocked:").count(), 1, "{log}");
+    assert_eq!(log.matches("storage unblocked").count(), 1, "{log}");
+
+    // Blocked again, and sched_d killed (-9) meanwhile: the results wait on their hosts
+    // (their supervisors keep trying to write them) for the next sched_d.
+    let go2 = dir.join("go2");
+    let f = submit(&cell.spool, &held_by(&go2, 7), |s, _| s.cwd = cwd(&dir));
+    let g = submit(&cell.spool, &held_by(&go2, 8), |s, _| s.cwd = cwd(&dir));
+    wait_for("f and g running", Duration::from_secs(20), || {
+        running(cell, f) && running(cell, g)
+    });
+    let h = submit(&cell.spool, "exit 9\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("h pending on disk", Duration::from_secs(20), || {
+        crate::sched::state(&cell.spool, h).is_some()
+    });
+    let filler = t.fill();
+    std::fs::write(&go2, b"").expect("go2");
+    let retries = blocked_retries(&d);
+    wait_for("blocked again", Duration::from_secs(30), || {
+        marker.exists() && blocked_retries(&d) >= retries + 2
+    });
+    d.signal(nix::sys::signal::Signal::SIGKILL);
+    d.wait();
+    std::fs::remove_file(&filler).expect("free space");
+    let d2 = SchedD::start(cell, &["--retention", "600"]);
+    for id in [f, g, h] {
+        wait_for(
+            "recorded after the restart",
+            Duration::from_secs(60),
+            || !exits(&cell.spool, id).is_empty(),
+        );
+    }
+    let statuses: Vec<(i32, u32)> = [f, g, h]
+        .iter()
+        .map(|id| {
+            let x = &exits(&cell.spool, *id)[0];
+            (x.exit_status, x.failed)
+        })
+        .collect();
+    assert_eq!(statuses, vec![(7, 0), (8, 0), (9, 0)], "{}", d2.log_text());
+    for id in [a, b, c, e, f, g, h] {
+        assert_eq!(exits(&cell.spool, id).len(), 1, "job {id}");
+        assert_eq!(accounting_records(cell, id).len(), 1, "job {id}");
+    }
+}

@@ -1101,11 +1101,29 @@ fn supervise(
         // `sched_d` has recorded it, and the server has removed the task directory.
         return Ok(());
     }
-    dir.write("result.json", &json, 0o644)?;
+    write_result_until_stored(&dir, &json)?;
     if let Some(active_jobs) = dir.path.parent() {
         super::wake::announce_result(active_jobs);
     }
     Ok(())
+}
+
+/// Writes `result.json`, waiting out a full disk (issue 12): the result is the one copy of
+/// how the task ended, and a supervisor that gave up would leave a directory without a live
+/// supervisor or a result, which is reported as ended with `failed` 100. So it retries,
+/// with a backoff up to a few seconds, for as long as the storage refuses (`sched_d` does
+/// not record anything meanwhile either); any other error is final.
+fn write_result_until_stored(dir: &TaskDir, json: &[u8]) -> Result<(), LaunchError> {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match dir.write("result.json", json, 0o644) {
+            Err(LaunchError::Spool(e)) if e.is_storage_failure() => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Passes the result to the start server, which sends it to `sched_d`, and waits for the

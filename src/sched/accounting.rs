@@ -141,10 +141,12 @@ impl AccountingHook for Accounting {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let outcome = crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string());
-        // Not retried: a record that could not be written is reported, as before batching.
+        // A failed append leaves the file as it was (`acct::append`); the records stay here,
+        // in order, and the daemon, which holds their results unacknowledged meanwhile,
+        // commits again until they are written, once (issue 12).
+        crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string())?;
         self.pending.clear();
-        outcome
+        Ok(())
     }
 
     fn reconfigure(&mut self, config: &ClusterConfig) {

@@ -89,7 +89,9 @@ pub trait AccountingHook: Send {
     /// Makes the records passed to `record` since the last commit durable. The daemon
     /// records every task that ended in one wake-up, then commits once (one `fdatasync` for
     /// all of them), before it writes their exits lines. A hook that writes at once
-    /// (the default) has nothing to do.
+    /// (the default) has nothing to do. A commit that fails must keep its records, and
+    /// leave none of them half-written, for the next commit: the daemon keeps their results
+    /// unacknowledged and calls again until it succeeds.
     fn commit(&mut self) -> Result<(), String> {
         Ok(())
     }

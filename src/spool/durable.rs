@@ -76,6 +76,15 @@ pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resu
     sync_dir(dir)
 }
 
+/// Whether an error is the storage refusing a write that may succeed later: no space
+/// (`ENOSPC`), a quota (`EDQUOT`), an I/O error (`EIO`).
+pub fn is_storage_failure(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::ENOSPC | nix::libc::EDQUOT | nix::libc::EIO)
+    )
+}
+
 /// Appends `bytes` to `file` (opened for appending, with one writer at a time: `sched_d`'s
 /// exits lines, the accounting file under its lock) and syncs it, or leaves the file as it
 /// was. A full disk (or a failed sync) can let part of the bytes in before the error: the
