@@ -34,7 +34,7 @@ use crate::model::{
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -123,12 +123,8 @@ impl SpoolLock {
         let dir = spool.daemon_dir();
         fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
         let path = dir.join("sched_d.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io("open", &path, e))?;
+        let file = crate::spool::open::open_update(&path, 0o644)
+            .map_err(|e| io("open", &path, e.into()))?;
         let pid_path = dir.join("sched_d.pid");
         match file.try_lock() {
             Ok(()) => {}
