@@ -400,3 +400,53 @@ fn a_full_disk_loses_no_end_records_none_twice_and_starts_nothing_until_space_re
         assert_eq!(accounting_records(cell, id).len(), 1, "job {id}");
     }
 }
+
+#[test]
+fn clients_meet_fifos_in_counters_defaults_and_configuration_without_hanging() {
+    let Some(user) = user1() else {
+        return skip(
+            "clients_meet_fifos_in_counters_defaults_and_configuration_without_hanging",
+            "needs root (sgeuser)",
+        );
+    };
+    let cell = cell(1);
+    let script = cell.write_file(&user, "j.sh", "exit 0\n");
+    let script = script.to_str().expect("path");
+    let fifo = |path: &Path| {
+        let _ = std::fs::remove_file(path);
+        mkfifo(path);
+        set_mode(path, 0o666);
+    };
+    // The cluster's defaults file as a FIFO is skipped like an unreadable one.
+    fifo(&cell.spool.cluster_sge_request());
+    let first = run_bounded(&cell, &user, "qsub", &[script]);
+    assert_eq!(first.code, 0, "{first:?}");
+    // The job-id counter as a FIFO: the submission fails and says why.
+    fifo(&cell.spool.seq_dir().join("jobid"));
+    let sub = run_bounded(&cell, &user, "qsub", &[script]);
+    assert_ne!(sub.code, 0, "{sub:?}");
+    assert!(
+        sub.stderr.contains("not a regular file (a FIFO)"),
+        "{sub:?}"
+    );
+    // The configuration as a FIFO, then as a link: every command fails and says why.
+    let config = cell.spool.config_path();
+    let real = cell.cell.join("config.yaml.real");
+    std::fs::rename(&config, &real).expect("move config");
+    fifo(&config);
+    let listing = run_bounded(&cell, &user, "qstat", &[]);
+    assert_ne!(listing.code, 0, "{listing:?}");
+    assert!(
+        listing.stderr.contains("not a regular file (a FIFO)"),
+        "{listing:?}"
+    );
+    std::fs::remove_file(&config).expect("fifo");
+    std::os::unix::fs::symlink(&real, &config).expect("link");
+    let listing = run_bounded(&cell, &user, "qstat", &[]);
+    assert!(
+        listing
+            .stderr
+            .contains("not a regular file (a symbolic link)"),
+        "{listing:?}"
+    );
+}
