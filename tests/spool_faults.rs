@@ -450,3 +450,63 @@ fn clients_meet_fifos_in_counters_defaults_and_configuration_without_hanging() {
         "{listing:?}"
     );
 }
+
+#[test]
+fn an_end_that_cannot_be_accounted_is_never_written_finished_and_survives_a_kill_9() {
+    const TEST: &str =
+        "an_end_that_cannot_be_accounted_is_never_written_finished_and_survives_a_kill_9";
+    if !is_root() {
+        return skip(
+            TEST,
+            "needs root (the job's result waits as root's shepherd)",
+        );
+    }
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    // Not a full disk: the accounting file alone cannot be appended to (a directory stands
+    // in its place), while states could still be written.
+    let accounting = cell.spool.accounting_path();
+    let mut d = SchedD::start(&cell, &["--retention", "600"]);
+    let go = dir.join("go");
+    let a = submit(&cell.spool, &held_by(&go, 3), |s, _| s.cwd = cwd(&dir));
+    wait_for("a running", Duration::from_secs(20), || running(&cell, a));
+    let _ = std::fs::remove_file(&accounting);
+    std::fs::create_dir(&accounting).expect("dir");
+    let b = submit(&cell.spool, "exit 4\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("b pending on disk", Duration::from_secs(20), || {
+        crate::sched::state(&cell.spool, b).is_some()
+    });
+    std::fs::write(&go, b"").expect("go");
+    let marker = cell.spool.storage_blocked_path();
+    wait_for("blocked", Duration::from_secs(30), || {
+        marker.exists() && blocked_retries(&d) >= 2
+    });
+    // Its state still shows it running, and nothing else started.
+    let on_disk = crate::sched::state(&cell.spool, a).expect("state");
+    assert_eq!(on_disk.tasks.finished, 0, "{}", d.log_text());
+    assert!(crate::sched::state(&cell.spool, b).is_some_and(|s| s.tasks.running.is_empty()));
+    let why = std::fs::read_to_string(&marker).expect("marker");
+    assert!(why.contains("not a regular file (a directory)"), "{why}");
+    d.signal(nix::sys::signal::Signal::SIGKILL);
+    d.wait();
+    std::fs::remove_dir(&accounting).expect("rmdir");
+    let d2 = SchedD::start(&cell, &["--retention", "600"]);
+    for id in [a, b] {
+        wait_for(
+            "recorded after the restart",
+            Duration::from_secs(60),
+            || !exits(&cell.spool, id).is_empty(),
+        );
+    }
+    let a_exit = &exits(&cell.spool, a)[0];
+    assert_eq!(
+        (a_exit.exit_status, a_exit.failed),
+        (3, 0),
+        "{}",
+        d2.log_text()
+    );
+    for id in [a, b] {
+        assert_eq!(accounting_records(&cell, id).len(), 1, "job {id}");
+        assert_eq!(exits(&cell.spool, id).len(), 1, "job {id}");
+    }
+}

@@ -649,7 +649,9 @@ impl Daemon {
     /// Refreshes the priority columns of one chunk of state files whose priority changed,
     /// when no input waits.
     fn refresh_some(&mut self) {
-        if self.refresh_budget == 0 || self.blocked.is_some() {
+        // Not while ends wait to be recorded: their states go after their records
+        // ([`Self::settle`]), which the next wake-up writes.
+        if self.refresh_budget == 0 || self.blocked.is_some() || !self.ended.is_empty() {
             return;
         }
         let chunk = self.refresh_budget.min(PRIORITY_REFRESH_CHUNK);
@@ -1122,9 +1124,16 @@ impl Daemon {
     /// then are the hosts told that those results may go. A crash before the exits line is
     /// written leaves the result on its host, so the next daemon records it (once: recovery
     /// does not record a task whose exits line exists).
+    ///
+    /// No state is written while an end is not recorded (or anything failed in this
+    /// attempt): a state that shows the task finished, with no exits line or accounting
+    /// record behind it, would make a restarted daemon take the result its host still
+    /// holds for the end of a task not running, and drop it.
     fn settle(&mut self) {
         self.record_ends();
-        self.flush();
+        if self.failure.is_none() {
+            self.flush();
+        }
         for e in std::mem::take(&mut self.recorded) {
             if e.acknowledge {
                 self.runner.acknowledge(e.job, e.task, &e.host);
