@@ -13,7 +13,7 @@
 //! | `jobs/<id>.exits` | `sched_d`, appended | one line per finished task (for `qsub -sync`) |
 //! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
-//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]) |
+//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
 //!
 //! Names starting with a dot are temporary files of [`durable`] and are never read. Every
 //! file under the spool is opened through [`open`]: never through a link, never blocking on
