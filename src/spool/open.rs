@@ -6,7 +6,8 @@
 //! was set aside. So every open under the spool is `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
 //! O_NOCTTY` (a FIFO, a device or a socket cannot make it wait; a link is refused by the
 //! kernel, not checked before and raced after), then `fstat` of the descriptor itself says
-//! whether it is a regular file, and only then is `O_NONBLOCK` cleared. Anything else is
+//! whether it is a regular file, and only then is `O_NONBLOCK` cleared (for files that are
+//! written; reads of a regular file ignore it). Anything else is
 //! [`OpenError::NotRegular`], which readers report and `sched_d` sets aside
 //! ([`super::Spool::quarantine`]) like any malformed file; it is never read.
 //!
@@ -132,12 +133,15 @@ fn checked(
     if !t.is_file() {
         return Err(OpenError::NotRegular(kind_name(t)));
     }
-    // Back to blocking I/O, as every caller expects. `F_SETFL` sets only the status flags
-    // (`O_APPEND`, `O_NONBLOCK`…), so the ones wanted are known without an `F_GETFL`: one
-    // system call more per file a scan reads, not two.
+    // Back to blocking I/O for files that are written. `F_SETFL` sets only the status flags
+    // (`O_APPEND`, `O_NONBLOCK`…), so the ones wanted are known without an `F_GETFL`. A
+    // regular file that is only read keeps the flag: Linux ignores `O_NONBLOCK` for
+    // regular files (mandatory locking, the one exception, is gone since 5.15), and a scan
+    // of 100,000 job files saves 100,000 system calls.
     let keep = match access {
+        Access::Read => return Ok(file),
         Access::Append(_) => OFlag::O_APPEND,
-        Access::Read | Access::Update(_) => OFlag::empty(),
+        Access::Update(_) => OFlag::empty(),
     };
     fcntl(file.as_fd(), FcntlArg::F_SETFL(keep)).map_err(io)?;
     Ok(file)
@@ -258,10 +262,13 @@ mod tests {
             }
         }
         assert!(open(&d.join("none")).expect_err("missing").is_not_found());
-        // A regular file opened for reading blocks as usual again (O_NONBLOCK cleared).
-        let f = open(&d.join("file")).expect("open");
+        // A regular file opened for writing blocks as usual again (O_NONBLOCK cleared).
+        let f = open_update(&d.join("file"), 0o644).expect("open");
         let fl = OFlag::from_bits_truncate(fcntl(f.as_fd(), FcntlArg::F_GETFL).expect("flags"));
         assert!(!fl.contains(OFlag::O_NONBLOCK));
+        let f = open_append(&d.join("file"), 0o644).expect("open");
+        let fl = OFlag::from_bits_truncate(fcntl(f.as_fd(), FcntlArg::F_GETFL).expect("flags"));
+        assert!(!fl.contains(OFlag::O_NONBLOCK) && fl.contains(OFlag::O_APPEND));
         // Appending creates a missing file; the link was not followed to the file.
         use std::io::Write;
         open_append(&d.join("new"), 0o600)
