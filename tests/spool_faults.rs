@@ -326,7 +326,12 @@ fn a_full_disk_loses_no_end_records_none_twice_and_starts_nothing_until_space_re
     let script = cell.write_file(&user, "full.sh", "exit 0\n");
     let sub = run_bounded(cell, &user, "qsub", &[script.to_str().expect("path")]);
     assert_ne!(sub.code, 0, "{sub:?}");
-    assert!(sub.stderr.contains("No space left on device"), "{sub:?}");
+    assert!(sub.stderr.starts_with("Unable to run job: "), "{sub:?}");
+    assert!(
+        sub.stderr.contains("jobs/") && sub.stderr.contains(".job: No space left on device"),
+        "{sub:?}"
+    );
+    assert!(sub.stderr.ends_with("Exiting.\n"), "{sub:?}");
     let after: Vec<_> = std::fs::read_dir(cell.spool.jobs_dir())
         .expect("jobs")
         .flatten()

@@ -38,7 +38,9 @@ fn write_temp(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<Path
         Ok(()) => Ok(tmp),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
-            Err(SpoolError::io("write", &tmp, e))
+            // Named by the file it was to become: the temporary name means nothing to a
+            // reader of the message (`qsub` on a full disk).
+            Err(SpoolError::io("write", &dir.join(name), e))
         }
     }
 }
