@@ -70,6 +70,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let load = HostLoad::local(&host);
     let view = View {
+        storage_blocked: None,
         jobs: &jobs,
         config: &config,
         caller: "alice",

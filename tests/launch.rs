@@ -1125,9 +1125,21 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             arch: "lx-amd64".into(),
         });
     });
+    // The name the ssh master's stderr once had in the shared temporary directory: a link
+    // planted there must not be followed (the launcher runs as root).
+    let victim_dir = tempfile::tempdir().expect("tempdir");
+    let victim = victim_dir.path().join("precious");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    let planted =
+        std::env::temp_dir().join(format!("gridspool-ssh-{}-deadhost.err", std::process::id()));
+    let _ = std::fs::remove_file(&planted);
+    std::os::unix::fs::symlink(&victim, &planted).expect("plant link");
     let job = rig.job(9064, binary_job("nowhere", "true", &[]), "");
     rig.start_on(&job, 1, &rig.placement("deadhost", 1, None));
-    match rig.event(60) {
+    let event = rig.event(60);
+    let _ = std::fs::remove_file(&planted);
+    assert_eq!(read(&victim), "precious\n", "the planted link was followed");
+    match event {
         LaunchEvent::Failed {
             job,
             host,

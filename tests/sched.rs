@@ -71,16 +71,16 @@ impl SchedD {
         d
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
 
-    fn signal(&self, sig: Signal) {
+    pub(crate) fn signal(&self, sig: Signal) {
         let _ = kill(Pid::from_raw(self.pid() as i32), sig);
     }
 
     /// Waits for the process to exit; returns its exit code.
-    fn wait(&mut self) -> Option<i32> {
+    pub(crate) fn wait(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -110,7 +110,7 @@ impl Drop for SchedD {
     }
 }
 
-fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -118,12 +118,16 @@ fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn me() -> Caller {
+pub(crate) fn me() -> Caller {
     Caller::from_kernel().expect("caller")
 }
 
 /// Publishes a job as the calling user, as qsub would; returns its id.
-fn submit(spool: &Spool, script: &str, edit: impl FnOnce(&mut JobSpec, &mut Holds)) -> JobId {
+pub(crate) fn submit(
+    spool: &Spool,
+    script: &str,
+    edit: impl FnOnce(&mut JobSpec, &mut Holds),
+) -> JobId {
     let caller = me();
     let id = spool.allocate_job_id().expect("job id");
     let mut spec = JobSpec {
@@ -148,7 +152,7 @@ fn submit(spool: &Spool, script: &str, edit: impl FnOnce(&mut JobSpec, &mut Hold
 }
 
 /// Waits until the job's first task runs (`r`).
-fn wait_running(spool: &Spool, id: JobId) {
+pub(crate) fn wait_running(spool: &Spool, id: JobId) {
     wait_for("running", Duration::from_secs(10), || {
         state(spool, id).is_some_and(|s| {
             s.tasks
@@ -160,7 +164,7 @@ fn wait_running(spool: &Spool, id: JobId) {
 }
 
 /// `qdel id` as `who`, published as the client publishes it.
-fn qdel(spool: &Spool, who: Requester, id: JobId) {
+pub(crate) fn qdel(spool: &Spool, who: Requester, id: JobId) {
     spool
         .publish_request(
             who,
@@ -173,7 +177,7 @@ fn qdel(spool: &Spool, who: Requester, id: JobId) {
         .expect("qdel request");
 }
 
-fn requester(uid: u32) -> Requester {
+pub(crate) fn requester(uid: u32) -> Requester {
     Requester {
         uid,
         user: me().user,
@@ -183,14 +187,14 @@ fn requester(uid: u32) -> Requester {
     }
 }
 
-fn state(spool: &Spool, id: JobId) -> Option<JobRecord> {
+pub(crate) fn state(spool: &Spool, id: JobId) -> Option<JobRecord> {
     let bytes = std::fs::read(spool.state_file(id)).ok()?;
     // A listing summary line, then the record (spool/README.md): the record is the last line.
     let record = bytes.split(|b| *b == b'\n').next_back()?;
     serde_json::from_slice(record).ok()
 }
 
-fn exits(spool: &Spool, id: JobId) -> Vec<FinishedTask> {
+pub(crate) fn exits(spool: &Spool, id: JobId) -> Vec<FinishedTask> {
     std::fs::read_to_string(spool.exits_file(id))
         .unwrap_or_default()
         .lines()
@@ -198,17 +202,17 @@ fn exits(spool: &Spool, id: JobId) -> Vec<FinishedTask> {
         .collect()
 }
 
-fn workdir(cell: &TestCell) -> PathBuf {
+pub(crate) fn workdir(cell: &TestCell) -> PathBuf {
     let d = cell.root.join("work");
     std::fs::create_dir_all(&d).expect("workdir");
     d
 }
 
-fn cwd(dir: &Path) -> Option<String> {
+pub(crate) fn cwd(dir: &Path) -> Option<String> {
     Some(dir.to_string_lossy().into_owned())
 }
 
-fn lines(path: &Path) -> usize {
+pub(crate) fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 
@@ -577,7 +581,7 @@ fn qdel_of_a_running_job_kills_its_process_tree() {
 }
 
 /// The accounting records of a job (field 6 is the job number).
-fn accounting_records(cell: &TestCell, id: JobId) -> Vec<Vec<String>> {
+pub(crate) fn accounting_records(cell: &TestCell, id: JobId) -> Vec<Vec<String>> {
     std::fs::read_to_string(cell.cell.join("common/accounting"))
         .unwrap_or_default()
         .lines()

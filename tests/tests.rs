@@ -14,5 +14,6 @@ mod qstat;
 mod qsub;
 mod sched;
 mod security;
+mod spool_faults;
 mod sync_env;
 mod workflow;

@@ -9,9 +9,8 @@
 //! stops at the last newline, and a final line without its newline is left for the next read.
 
 use super::record::{AccountingRecord, RecordError};
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 /// What SGE 8.1.9 writes at the top of a new accounting file (capture
@@ -56,13 +55,10 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
         text.push_str(&r.to_line());
         text.push('\n');
     }
-    let existed = path.exists();
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .open(path)
-        .map_err(|e| AcctError::io("open", path, e))?;
+    let existed = path.symlink_metadata().is_ok();
+    // Never through a link, never blocking on a FIFO (`spool::open`).
+    let mut file = crate::spool::open::open_append(path, 0o644)
+        .map_err(|e| AcctError::io("open", path, e.into()))?;
     file.lock().map_err(|e| AcctError::io("lock", path, e))?;
     let len = file
         .metadata()
@@ -71,11 +67,11 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
     if len == 0 {
         text.insert_str(0, HEADER);
     }
-    // The lock is released when `file` is dropped, after the sync.
-    file.write_all(text.as_bytes())
+    // The lock is released when `file` is dropped, after the sync. A write or sync that
+    // fails (a full disk) leaves the file as it was, never a torn record, so that the same
+    // records can be appended again, once (`durable::append_whole`).
+    crate::spool::durable::append_whole(&mut file, text.as_bytes())
         .map_err(|e| AcctError::io("write", path, e))?;
-    file.sync_data()
-        .map_err(|e| AcctError::io("fdatasync", path, e))?;
     if !existed && let Some(dir) = path.parent() {
         File::open(dir)
             .and_then(|d| d.sync_all())
@@ -111,10 +107,24 @@ pub struct Reader<R> {
 }
 
 impl Reader<BufReader<File>> {
-    /// Opens `path` for reading.
+    /// Opens `path` for reading: a regular file only, not through a link (`spool::open`;
+    /// `qacct -f` names the file itself and opens it with [`Reader::open_named`]).
     pub fn open(path: &Path) -> Result<Self, AcctError> {
-        let file = File::open(path).map_err(|e| AcctError::io("open", path, e))?;
+        let file =
+            crate::spool::open::open(path).map_err(|e| AcctError::io("open", path, e.into()))?;
         Ok(Reader::new(BufReader::with_capacity(1 << 16, file), path))
+    }
+}
+
+impl Reader<BufReader<File>> {
+    /// Opens a file a user named (`qacct -f`): links are followed, as any command follows
+    /// them, but a FIFO or device is still refused rather than waited on.
+    pub fn open_named(path: &Path) -> Result<Self, AcctError> {
+        let target = std::fs::canonicalize(path).map_err(|e| AcctError::io("open", path, e))?;
+        Self::open(&target).map(|mut r| {
+            r.path = path.to_path_buf();
+            r
+        })
     }
 }
 

@@ -100,6 +100,7 @@ pub enum LoadError {
 }
 
 fn read(path: &Path) -> Result<String, LoadError> {
+    // `/proc` files of this host; not the spool.
     std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,
@@ -259,7 +260,7 @@ pub fn report_path(daemon_dir: &Path, host: &str) -> PathBuf {
 /// Reads a host's report; `None` when there is none or it cannot be read (a report is a
 /// hint: a broken one shows the host as unknown rather than failing `qhost`).
 pub fn read_report(daemon_dir: &Path, host: &str) -> Option<HostReport> {
-    let text = std::fs::read_to_string(report_path(daemon_dir, host)).ok()?;
+    let text = crate::spool::open::read_to_string(&report_path(daemon_dir, host)).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -175,7 +175,7 @@ fn run() -> anyhow::Result<()> {
     println!("gridspool demo: a fresh cell in {}", cell.display());
     print!(
         "{}",
-        std::fs::read_to_string(cell.join("config.yaml"))?
+        crate::spool::open::read_to_string(&cell.join("config.yaml"))?
             .lines()
             .filter(|l| l.contains("name:") || l.contains("slots:"))
             .map(|l| format!("  {l}\n"))

@@ -636,7 +636,12 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             return out;
         }
     };
-    let reader = match Reader::open(&path) {
+    let opened = if o.file.is_some() {
+        Reader::open_named(&path)
+    } else {
+        Reader::open(&path)
+    };
+    let reader = match opened {
         Ok(r) => r,
         Err(e) => {
             let reason = match e.kind() {

@@ -93,7 +93,9 @@ fn run(args: &mut Vec<String>) -> super::Output {
     } else {
         Default::default()
     };
+    let storage_blocked = env.spool.storage_blocked();
     let view = View {
+        storage_blocked: storage_blocked.as_deref(),
         host_loads: &host_loads,
         jobs: &scan.jobs,
         config: &env.config,

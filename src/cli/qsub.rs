@@ -109,6 +109,22 @@ fn parse_source(
 /// skips them.
 fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
     let text = with_real_gid(|| std::fs::read(path))?;
+    defaults_from(path, text)
+}
+
+/// The cluster's `common/sge_request`, read as every spool file is (`spool::open`): a FIFO
+/// or link there is skipped like an unreadable file, never waited on.
+fn cluster_defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
+    defaults_from(
+        path,
+        crate::spool::open::read(path).map_err(std::io::Error::from),
+    )
+}
+
+fn defaults_from(
+    path: &Path,
+    text: std::io::Result<Vec<u8>>,
+) -> Result<Vec<ParsedOption>, SubmitError> {
     let Ok(bytes) = text else {
         return Ok(Vec::new());
     };
@@ -320,7 +336,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let cwd_file = std::env::current_dir()
         .unwrap_or_else(|_| PathBuf::from(&cwd))
         .join(".sge_request");
-    options.extend(defaults_file(&env.spool.cluster_sge_request())?);
+    options.extend(cluster_defaults_file(&env.spool.cluster_sge_request())?);
     options.extend(defaults_file(&home_file)?);
     if cwd_file != home_file {
         options.extend(defaults_file(&cwd_file)?);
@@ -655,10 +671,13 @@ impl ExitLog {
     fn read_new(&mut self) -> Vec<FinishedTask> {
         use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
-        let read = std::fs::File::open(&self.path).and_then(|mut f| {
-            f.seek(SeekFrom::Start(self.offset))?;
-            f.read_to_end(&mut bytes)
-        });
+        // The spool's open: a FIFO or link planted as the exits file never blocks or is followed.
+        let read = crate::spool::open::open(&self.path)
+            .map_err(std::io::Error::from)
+            .and_then(|mut f| {
+                f.seek(SeekFrom::Start(self.offset))?;
+                f.read_to_end(&mut bytes)
+            });
         if read.is_err() {
             return Vec::new();
         }

@@ -305,7 +305,7 @@ fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
             }
             anyhow::bail!("daemon exited at start ({status}): {}", msg.trim());
         }
-        let running = std::fs::read_to_string(&pid_file)
+        let running = crate::spool::open::read_to_string(&pid_file)
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok());
         if running == Some(child.id()) {

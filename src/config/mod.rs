@@ -454,6 +454,12 @@ pub struct ClusterConfig {
     pub load_report_time: Option<String>,
 }
 
+/// Reads `config.yaml` as every spool file is read (`spool::open`): a regular file in the
+/// cell, not a link to one, never a FIFO that would hang every command.
+fn read_config_text(path: &Path) -> std::io::Result<String> {
+    Ok(crate::spool::open::read_to_string(path)?)
+}
+
 impl ClusterConfig {
     /// The mail program: the configured one, else SGE's default.
     pub fn mailer(&self) -> PathBuf {
@@ -474,7 +480,7 @@ impl ClusterConfig {
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = read_config_text(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -486,7 +492,7 @@ impl ClusterConfig {
 
     /// Reads `path` and parses it; also returns the text parsed, for [`snapshot::encode`].
     pub fn load_text(path: &Path) -> Result<(String, Self), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = read_config_text(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -506,7 +512,9 @@ impl ClusterConfig {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(read_err)?;
+        let file = crate::spool::open::open(path)
+            .map_err(std::io::Error::from)
+            .map_err(read_err)?;
         let meta = file.metadata().map_err(read_err)?;
         let yaml = read_whole(&file, meta.len()).map_err(read_err)?;
         if let Some(config) = Self::from_snapshot(snapshot, meta.uid(), &yaml) {
@@ -528,7 +536,7 @@ impl ClusterConfig {
     /// owner of `config.yaml`, writable by nobody else) and stands for `yaml`.
     fn from_snapshot(snapshot: &Path, config_owner: u32, yaml: &[u8]) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
-        let file = std::fs::File::open(snapshot).ok()?;
+        let file = crate::spool::open::open(snapshot).ok()?;
         let meta = file.metadata().ok()?;
         let trusted_owner = meta.uid() == 0 || meta.uid() == config_owner;
         if !trusted_owner || meta.mode() & 0o022 != 0 || !meta.is_file() {

@@ -1018,7 +1018,7 @@ fn reaped_children_cpu() -> f64 {
 }
 
 fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
-    let text = std::fs::read_to_string(dir.pid_file()).ok()?;
+    let text = crate::spool::open::read_to_string(&dir.pid_file()).ok()?;
     let mut it = text.split_whitespace();
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
@@ -1097,8 +1097,8 @@ fn supervise(
     let spec = match spec {
         Some(spec) => spec,
         None => {
-            let bytes =
-                std::fs::read(dir.spec()).map_err(|e| LaunchError::io("read", dir.spec(), e))?;
+            let bytes = crate::spool::open::read(&dir.spec())
+                .map_err(|e| LaunchError::io("read", dir.spec(), e.into()))?;
             serde_json::from_slice(&bytes)
                 .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?
         }
@@ -1117,11 +1117,29 @@ fn supervise(
         // `sched_d` has recorded it, and the server has removed the task directory.
         return Ok(());
     }
-    dir.write("result.json", &json, 0o644)?;
+    write_result_until_stored(&dir, &json)?;
     if let Some(active_jobs) = dir.path.parent() {
         super::wake::announce_result(active_jobs);
     }
     Ok(())
+}
+
+/// Writes `result.json`, waiting out a full disk (issue 12): the result is the one copy of
+/// how the task ended, and a supervisor that gave up would leave a directory without a live
+/// supervisor or a result, which is reported as ended with `failed` 100. So it retries,
+/// with a backoff up to a few seconds, for as long as the storage refuses (`sched_d` does
+/// not record anything meanwhile either); any other error is final.
+fn write_result_until_stored(dir: &TaskDir, json: &[u8]) -> Result<(), LaunchError> {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match dir.write("result.json", json, 0o644) {
+            Err(LaunchError::Spool(e)) if e.is_storage_failure() => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Passes the result to the start server, which sends it to `sched_d`, and waits for the
@@ -1830,7 +1848,7 @@ fn rlimit_resource(r: RLimit) -> nix::sys::resource::Resource {
 /// Reads one task's result if it has ended; a task whose supervisor died without a result
 /// gets one written now (failed 100), so that it is reported exactly like any other.
 fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
-    if let Ok(bytes) = std::fs::read(dir.result()) {
+    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // A directory still being set up has no pid file yet; give it time.
@@ -1846,12 +1864,12 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
         return None;
     }
     // Re-check: it may have finished between the two looks.
-    if let Ok(bytes) = std::fs::read(dir.result()) {
+    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // Only supervisors started by an `exec` have a `spec.json`; without it the host is left
     // empty and the launcher, which knows which host it watches, fills it in.
-    let host = std::fs::read(dir.spec())
+    let host = crate::spool::open::read(&dir.spec())
         .ok()
         .and_then(|b| serde_json::from_slice::<LaunchSpec>(&b).ok())
         .map(|s| s.host)

@@ -129,24 +129,28 @@ impl SshTarget {
             return Ok(Some(pid));
         }
         // `-f -N`: authenticate, then go to the background as the master. Its stderr goes to a
-        // file, not a pipe: the backgrounded master keeps its descriptors open.
-        let err_path = std::env::temp_dir().join(format!(
-            "gridspool-ssh-{}-{}.err",
-            std::process::id(),
-            self.host
-        ));
-        let err_file = std::fs::File::create(&err_path)
-            .map_err(|e| LaunchError::io("create", &err_path, e))?;
+        // file, not a pipe: the backgrounded master keeps its descriptors open. The file has
+        // no name (`O_TMPFILE`): a name in the shared temporary directory, predictable from
+        // the pid and host, let any local user plant a link there for root to truncate.
+        let mut err_file = anonymous_temp_file()?;
+        let for_ssh = err_file
+            .try_clone()
+            .map_err(|e| LaunchError::io("dup", std::env::temp_dir(), e))?;
         let status = self
             .base("yes")
             .args(["-f", "-N", &self.address])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(err_file)
+            .stderr(for_ssh)
             .status()
             .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
-        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-        let _ = std::fs::remove_file(&err_path);
+        let mut text = String::new();
+        {
+            use std::io::{Read, Seek};
+            let _ = err_file
+                .rewind()
+                .and_then(|()| err_file.read_to_string(&mut text));
+        }
         if status.success() {
             Ok(self.master_pid())
         } else {
@@ -250,6 +254,20 @@ impl Drop for SessionPermit<'_> {
         *free += 1;
         self.0.cv.notify_one();
     }
+}
+
+/// A file without a name in the temporary directory (`O_TMPFILE`), for a child's stderr.
+fn anonymous_temp_file() -> Result<std::fs::File, LaunchError> {
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+    let dir = std::env::temp_dir();
+    nix::fcntl::open(
+        &dir,
+        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map(std::fs::File::from)
+    .map_err(|e| LaunchError::io("create a temporary file in", dir, e.into()))
 }
 
 #[cfg(test)]

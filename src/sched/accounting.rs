@@ -55,13 +55,15 @@ impl Accounting {
 /// be read: then nothing is skipped, as before).
 fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
     let mut tail = Vec::new();
-    let read = std::fs::File::open(path).and_then(|mut f| {
-        let len = f.metadata()?.len();
-        let from = len.saturating_sub(TAIL_BYTES);
-        f.seek(SeekFrom::Start(from))?;
-        f.read_to_end(&mut tail)?;
-        Ok(from)
-    });
+    let read = crate::spool::open::open(path)
+        .map_err(std::io::Error::from)
+        .and_then(|mut f| {
+            let len = f.metadata()?.len();
+            let from = len.saturating_sub(TAIL_BYTES);
+            f.seek(SeekFrom::Start(from))?;
+            f.read_to_end(&mut tail)?;
+            Ok(from)
+        });
     let Ok(from) = read else {
         return HashSet::new();
     };
@@ -139,10 +141,12 @@ impl AccountingHook for Accounting {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let outcome = crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string());
-        // Not retried: a record that could not be written is reported, as before batching.
+        // A failed append leaves the file as it was (`acct::append`); the records stay here,
+        // in order, and the daemon, which holds their results unacknowledged meanwhile,
+        // commits again until they are written, once (issue 12).
+        crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string())?;
         self.pending.clear();
-        outcome
+        Ok(())
     }
 
     fn reconfigure(&mut self, config: &ClusterConfig) {

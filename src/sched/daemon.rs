@@ -15,6 +15,13 @@
 //! - end: accounting hook → append the exits line → write the state; on recovery a task
 //!   whose exits line exists is not recorded again, and one whose run's accounting record
 //!   ends the accounting file (committed just before a crash) is not accounted again.
+//!
+//! Storage blocked (issue 12): while an end cannot be made durable (a full disk, a quota,
+//! an I/O error on its accounting record, exits line or state), its result stays
+//! unacknowledged on its host and queued here in order, nothing new starts (a start's `t`
+//! could not be written either), requests wait, `daemon/storage_blocked` tells `qstat -j`,
+//! and the writes are retried with a backoff (and on every spool event) until they pass;
+//! one log line on entering that state, one on leaving it. See [`Daemon::act`].
 
 use super::runner::{AccountingHook, Reattached, TaskRunner, append_exit, recorded_exits};
 use super::state::SchedState;
@@ -27,7 +34,7 @@ use crate::model::{
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -116,17 +123,13 @@ impl SpoolLock {
         let dir = spool.daemon_dir();
         fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
         let path = dir.join("sched_d.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io("open", &path, e))?;
+        let file = crate::spool::open::open_update(&path, 0o644)
+            .map_err(|e| io("open", &path, e.into()))?;
         let pid_path = dir.join("sched_d.pid");
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                let pid = fs::read_to_string(&pid_path)
+                let pid = crate::spool::open::read_to_string(&pid_path)
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
                 return Err(DaemonError::AlreadyRunning {
@@ -259,7 +262,26 @@ pub struct Daemon {
     /// the due ones from the front, without a walk over every entry per wake-up. An entry
     /// whose job was written meanwhile no longer matches the map and is dropped there.
     running_deadlines: VecDeque<(Instant, JobId)>,
+    /// Set while job ends cannot be made durable ([`Self::block`]).
+    blocked: Option<Blocked>,
+    /// The first write that failed in the current attempt ([`Self::storage_failed`]).
+    failure: Option<String>,
+    /// A watcher event came since the last attempt: a blocked daemon retries at once.
+    spool_event: bool,
 }
+
+/// The storage-blocked state: since when, and when the writes are tried again.
+#[derive(Debug)]
+struct Blocked {
+    since: Instant,
+    backoff: Duration,
+    retry_at: Instant,
+}
+
+/// The first retry of a blocked daemon comes this soon; each failed one doubles the wait,
+/// up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(4);
 
 /// A task end on its way to disk: accounted (in the hook's buffer), its exits line still to
 /// write, its host still to be told that the result may go.
@@ -271,6 +293,8 @@ struct EndedTask {
     /// `None`: nothing to write (a preempted task, which is pending again, or an end the
     /// daemon had no running task for); only the acknowledgement is due.
     exit: Option<FinishedTask>,
+    /// Its exits line is durable (the accounting record, before it, too).
+    exit_written: bool,
     /// The host reported this end and may now forget the task.
     acknowledge: bool,
 }
@@ -385,6 +409,9 @@ impl Daemon {
             absorbed: Vec::new(),
             running_unwritten: BTreeMap::new(),
             running_deadlines: VecDeque::new(),
+            blocked: None,
+            failure: None,
+            spool_event: false,
         })
     }
 
@@ -416,7 +443,12 @@ impl Daemon {
         // An index left by an earlier sched_d goes before any state file changes; this one's
         // is written once every job has been read.
         self.index = crate::spool::IndexWriter::begin(&self.spool);
+        // A marker left by a daemon that died blocked; this one puts its own up if need be.
+        self.spool.clear_storage_blocked();
         self.recover();
+        if let Some(why) = self.failure.take() {
+            self.block(why);
+        }
         self.index.publish();
         info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
         let periodic = self.opts.periodic.unwrap_or_else(|| {
@@ -445,6 +477,9 @@ impl Daemon {
             }
             if let Some((at, _)) = self.running_deadlines.front() {
                 deadline = deadline.min(*at);
+            }
+            if let Some(b) = &self.blocked {
+                deadline = deadline.min(b.retry_at);
             }
             // Refreshing priorities is background work: inputs go first, and it goes on
             // once none has come for a moment, or now and then while they keep coming.
@@ -502,9 +537,40 @@ impl Daemon {
     /// Does what the inputs asked for, in a fixed order. The ends taken are recorded first;
     /// their states are written with the pass's (one batch, one sync of `jobs/`, before
     /// anything starts on the slots they freed), and their hosts told at the end.
+    ///
+    /// Blocked, it only retries what could not be written (at the backoff's time, on a
+    /// spool event, when stopping); once that passes, it goes on as usual. A failure on the
+    /// way ([`Self::storage_failed`]) stops what would build on it: no requests applied,
+    /// no jobs retired, no pass (nothing starts), requests not removed.
     fn act(&mut self) {
+        if let Some(b) = &self.blocked {
+            let due = self.terminate
+                || std::mem::take(&mut self.spool_event)
+                || Instant::now() >= b.retry_at;
+            if !due {
+                return;
+            }
+            self.failure = None;
+            self.settle();
+            if let Some(why) = self.failure.take() {
+                self.block(why);
+                return;
+            }
+            self.unblock();
+            if self.terminate {
+                return;
+            }
+        }
+        self.failure = None;
+        self.act_unblocked();
+        if let Some(why) = self.failure.take() {
+            self.block(why);
+        }
+    }
+
+    fn act_unblocked(&mut self) {
         self.record_ends();
-        if self.recorded.iter().any(|e| e.exit.is_none()) {
+        if self.failure.is_none() && self.recorded.iter().any(|e| e.exit.is_none()) {
             // A preempted task is pending again and may start in this pass, in a new
             // directory of the same name on the same host: its old one must go first, and
             // only once its state no longer says it runs (it has no exits line to tell a
@@ -533,6 +599,12 @@ impl Daemon {
             self.scan_jobs_dir();
             self.requests_needed = true;
         }
+        if self.failure.is_some() {
+            // Ends not durable: nothing may build on them (their results stay on their
+            // hosts); requests, retirement and the pass wait for the retry.
+            self.settle();
+            return;
+        }
         if self.requests_needed {
             self.requests_needed = false;
             self.process_requests();
@@ -540,8 +612,10 @@ impl Daemon {
             // those records are written.
             self.record_ends();
         }
-        self.retire_due();
-        if self.pass_needed {
+        if self.failure.is_none() {
+            self.retire_due();
+        }
+        if self.pass_needed && self.failure.is_none() {
             self.pass_needed = false;
             self.run_pass();
         }
@@ -550,6 +624,11 @@ impl Daemon {
         // covers a wake-up without a pass. Only then do the requests go and the hosts learn
         // that their results may go.
         self.settle();
+        if self.failure.is_some() {
+            // The states these requests changed are not all on disk: they stay, to be
+            // removed after the retry that writes them (applying one again changes nothing).
+            return;
+        }
         for (seq, name) in std::mem::take(&mut self.absorbed) {
             if let Err(e) = self.spool.remove_request(seq) {
                 error!("cannot remove request {name}: {e}");
@@ -570,7 +649,9 @@ impl Daemon {
     /// Refreshes the priority columns of one chunk of state files whose priority changed,
     /// when no input waits.
     fn refresh_some(&mut self) {
-        if self.refresh_budget == 0 {
+        // Not while ends wait to be recorded: their states go after their records
+        // ([`Self::settle`]), which the next wake-up writes.
+        if self.refresh_budget == 0 || self.blocked.is_some() || !self.ended.is_empty() {
             return;
         }
         let chunk = self.refresh_budget.min(PRIORITY_REFRESH_CHUNK);
@@ -585,7 +666,11 @@ impl Daemon {
         };
         if n > 0 {
             debug!(jobs = n, "refreshing priorities in state files");
+            self.failure = None;
             self.flush();
+            if let Some(why) = self.failure.take() {
+                self.block(why);
+            }
         }
     }
 
@@ -594,13 +679,17 @@ impl Daemon {
     fn handle(&mut self, input: Input) -> bool {
         match input {
             Input::Fs(paths) => {
+                self.spool_event = true;
                 let mut work = false;
                 for p in paths {
                     work |= self.hint(&p);
                 }
                 return work;
             }
-            Input::Rescan => self.rescan_needed = true,
+            Input::Rescan => {
+                self.spool_event = true;
+                self.rescan_needed = true;
+            }
             Input::Launch(ev) => self.launch_event(*ev),
             Input::Signal(sig) => {
                 if sig == signal_hook::consts::SIGHUP {
@@ -624,7 +713,9 @@ impl Daemon {
                 true
             }
             Some(SpoolInput::Job(id))
-                if self.state.job(id).is_none() && !self.refused.contains(&id) && path.exists() =>
+                if self.state.job(id).is_none()
+                    && !self.refused.contains(&id)
+                    && path.symlink_metadata().is_ok() =>
             {
                 self.load_job(id);
                 true
@@ -752,16 +843,9 @@ impl Daemon {
     /// Reads one job (its state if `sched_d` wrote one, else its submission), checks that
     /// the job file belongs to the uid inside it, and adds it; running tasks are re-attached.
     fn load_job(&mut self, id: JobId) {
-        let job_path = self.spool.job_file(id);
-        let owner = match fs::metadata(&job_path) {
-            Ok(m) => m.uid(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => {
-                warn!(job = %id, "cannot stat {}: {e}", job_path.display());
-                return;
-            }
-        };
-        let (record, entry) = match self.spool.read_job_listed(id) {
+        // The owner comes from the descriptor that was read (`Spool::read_job_owned`); a
+        // FIFO, link or directory in the job's place is set aside unread.
+        let (record, entry, owner) = match self.spool.read_job_owned(id) {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(e) => {
@@ -815,6 +899,7 @@ impl Daemon {
                     task: r.task,
                     host: r.host.clone(),
                     exit: None,
+                    exit_written: false,
                     acknowledge: true,
                 });
                 continue;
@@ -855,7 +940,8 @@ impl Daemon {
         self.refused.insert(id);
         self.index.forget(id);
         for path in [self.spool.job_file(id), self.spool.state_file(id)] {
-            if path.exists()
+            // `symlink_metadata`: a link is set aside itself, dangling or not, never followed.
+            if path.symlink_metadata().is_ok()
                 && let Err(e) = self.spool.quarantine(&path, reason)
             {
                 error!(job = %id, "cannot quarantine {}: {e}", path.display());
@@ -885,15 +971,27 @@ impl Daemon {
                 self.quarantine_file(&path, "not a gridspool request");
                 continue;
             }
-            let (bytes, owner) =
-                match fs::read(&path).and_then(|b| Ok((b, fs::metadata(&path)?.uid()))) {
-                    Ok(x) => x,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => {
-                        error!("cannot read {}: {e}", path.display());
-                        continue;
-                    }
-                };
+            // Owner and bytes from one descriptor, opened by the spool's one safe open: a
+            // FIFO, socket, device, directory or link is set aside unread.
+            let read = crate::spool::open::open(&path).and_then(|mut f| {
+                use std::io::Read;
+                let owner = f.metadata()?.uid();
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes)?;
+                Ok((bytes, owner))
+            });
+            let (bytes, owner) = match read {
+                Ok(x) => x,
+                Err(e) if e.is_not_found() => continue,
+                Err(e @ crate::spool::OpenError::NotRegular(_)) => {
+                    self.quarantine_file(&path, &format!("malformed request: {e}"));
+                    continue;
+                }
+                Err(e) => {
+                    error!("cannot read {}: {e}", path.display());
+                    continue;
+                }
+            };
             let req: Request = match serde_json::from_slice(&bytes) {
                 Ok(r) => r,
                 Err(e) => {
@@ -1032,9 +1130,16 @@ impl Daemon {
     /// then are the hosts told that those results may go. A crash before the exits line is
     /// written leaves the result on its host, so the next daemon records it (once: recovery
     /// does not record a task whose exits line exists).
+    ///
+    /// No state is written while an end is not recorded (or anything failed in this
+    /// attempt): a state that shows the task finished, with no exits line or accounting
+    /// record behind it, would make a restarted daemon take the result its host still
+    /// holds for the end of a task not running, and drop it.
     fn settle(&mut self) {
         self.record_ends();
-        self.flush();
+        if self.failure.is_none() {
+            self.flush();
+        }
         for e in std::mem::take(&mut self.recorded) {
             if e.acknowledge {
                 self.runner.acknowledge(e.job, e.task, &e.host);
@@ -1043,26 +1148,87 @@ impl Daemon {
     }
 
     /// The first part of [`Self::settle`]: the accounting records of the ends taken (one
-    /// commit), then their exits lines.
+    /// commit), then their exits lines. What cannot be written stays in `ended`, in order,
+    /// unacknowledged, for the next attempt ([`Self::storage_failed`]): a failed commit
+    /// keeps its records in the hook and leaves the file as it was, and an exits line is
+    /// appended whole or not at all, so a retry writes each once.
     fn record_ends(&mut self) {
         if self.ended.is_empty() {
             return;
         }
         if let Err(e) = self.acct.commit() {
-            error!(tasks = self.ended.len(), "accounting: {e}");
+            debug!(tasks = self.ended.len(), "accounting: {e}");
+            self.storage_failed(format!("cannot write accounting records: {e}"));
+            return;
         }
         let spool = &self.spool;
-        let appended = crate::spool::durable::in_parallel(&self.ended, |e| {
-            e.exit
-                .as_ref()
-                .map_or(Ok(()), |line| append_exit(spool, e.job, line))
+        let appended = crate::spool::durable::in_parallel(&self.ended, |e| match &e.exit {
+            Some(line) if !e.exit_written => Some(append_exit(spool, e.job, line)),
+            _ => None,
         });
-        for (e, outcome) in self.ended.iter().zip(appended) {
-            if let Err(err) = outcome {
-                error!(job = %e.job, task = e.task, "cannot append exit: {err}");
+        let mut failed = None;
+        for (e, outcome) in self.ended.iter_mut().zip(appended) {
+            match outcome {
+                Some(Ok(())) => e.exit_written = true,
+                Some(Err(err)) => {
+                    debug!(job = %e.job, task = e.task, "cannot append exit: {err}");
+                    failed.get_or_insert_with(|| format!("cannot append exit: {err}"));
+                }
+                None => {}
             }
         }
-        self.recorded.append(&mut self.ended);
+        if let Some(why) = failed {
+            self.storage_failed(why);
+        }
+        let (done, waiting): (Vec<EndedTask>, Vec<EndedTask>) = std::mem::take(&mut self.ended)
+            .into_iter()
+            .partition(|e| e.exit.is_none() || e.exit_written);
+        self.ended = waiting;
+        self.recorded.extend(done);
+    }
+
+    /// Notes a write that failed in this attempt; the first one is the reason given.
+    fn storage_failed(&mut self, why: String) {
+        self.failure.get_or_insert(why);
+    }
+
+    /// Enters the storage-blocked state (one log line and the marker for `qstat -j`), or
+    /// stays in it with a doubled wait before the next retry.
+    fn block(&mut self, why: String) {
+        let now = Instant::now();
+        match &mut self.blocked {
+            None => {
+                error!(
+                    unrecorded = self.ended.len(),
+                    "storage blocked: {why}; job ends stay on their hosts unacknowledged and nothing starts until they are recorded"
+                );
+                self.spool.set_storage_blocked(&why);
+                self.blocked = Some(Blocked {
+                    since: now,
+                    backoff: RETRY_FIRST,
+                    retry_at: now + RETRY_FIRST,
+                });
+            }
+            Some(b) => {
+                b.backoff = (b.backoff * 2).min(RETRY_MAX);
+                b.retry_at = now + b.backoff;
+                debug!(retry_in = ?b.backoff, "still blocked: {why}");
+            }
+        }
+    }
+
+    /// Leaves the storage-blocked state: everything held is on disk and acknowledged.
+    fn unblock(&mut self) {
+        if let Some(b) = self.blocked.take() {
+            info!(
+                blocked_for = ?b.since.elapsed(),
+                "storage unblocked: job ends recorded, dispatching again"
+            );
+            self.spool.clear_storage_blocked();
+            self.pass_needed = true;
+            self.full_pass = true;
+            self.requests_needed = true;
+        }
     }
 
     /// Writes every changed record durably.
@@ -1083,9 +1249,12 @@ impl Daemon {
                     self.running_unwritten.remove(&job.id);
                 }
                 Err(e) => {
-                    error!(job = %job.id, "cannot write state: {e}");
+                    debug!(job = %job.id, "cannot write state: {e}");
                     // Whatever the file holds now, listings read it.
                     self.index.forget(job.id);
+                    // Written again by the next attempt; meanwhile nothing starts.
+                    self.state.mark_dirty(job.id);
+                    self.storage_failed(format!("cannot write job state: {e}"));
                 }
             }
         }
@@ -1110,6 +1279,14 @@ impl Daemon {
         .min();
         // Transferring is durable before anything starts.
         self.flush();
+        if self.failure.is_some() {
+            // Not durable: none of these starts, they are pending again.
+            for s in &result.starts {
+                let _ = self.state.requeue_task(s.job, s.task, None);
+            }
+            self.pass_needed = true;
+            return;
+        }
         for s in &result.starts {
             let Some(job) = self.state.job(s.job) else {
                 continue;
@@ -1239,6 +1416,7 @@ impl Daemon {
             task,
             host: result.host.clone(),
             exit: None,
+            exit_written: false,
             acknowledge: true,
         };
         // Issue 4: an aggressively preempted task is accounted and pending again.
@@ -1350,6 +1528,7 @@ impl Daemon {
                 // A forced deletion, as any deletion, is a task that never ran to SGE.
                 never_ran: true,
             }),
+            exit_written: false,
             // The task may still be running there; its directory goes when it reports.
             acknowledge: false,
         });

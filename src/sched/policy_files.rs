@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Reads `dir/name`; a missing or unreadable file is `None` (the policy starts fresh).
 pub fn load<T: DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
-    let bytes = std::fs::read(dir.join(name)).ok()?;
+    let bytes = crate::spool::open::read(&dir.join(name)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

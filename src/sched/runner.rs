@@ -9,9 +9,6 @@ use crate::launch::{Placement, TaskResult};
 use crate::model::{JobId, JobRecord, RunningTask, TaskId};
 use crate::spool::Spool;
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a runner could not act.
@@ -92,7 +89,9 @@ pub trait AccountingHook: Send {
     /// Makes the records passed to `record` since the last commit durable. The daemon
     /// records every task that ended in one wake-up, then commits once (one `fdatasync` for
     /// all of them), before it writes their exits lines. A hook that writes at once
-    /// (the default) has nothing to do.
+    /// (the default) has nothing to do. A commit that fails must keep its records, and
+    /// leave none of them half-written, for the next commit: the daemon keeps their results
+    /// unacknowledged and calls again until it succeeds.
     fn commit(&mut self) -> Result<(), String> {
         Ok(())
     }
@@ -102,7 +101,8 @@ pub trait AccountingHook: Send {
 }
 
 /// Appends a finished task's line to `jobs/<id>.exits` and syncs it: `qsub -sync y` reads it.
-/// (The one append in the spool: the file only grows, one whole line per write.)
+/// (One of two appends in the spool, with the accounting file: the file only grows, one
+/// whole line per write, cut back if the write or its sync fails.)
 pub fn append_exit(
     spool: &Spool,
     id: JobId,
@@ -111,20 +111,27 @@ pub fn append_exit(
     let path = spool.exits_file(id);
     let mut text = serde_json::to_string(line).map_err(|e| RunnerError::Other(e.to_string()))?;
     text.push('\n');
-    let mut f: File = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o644)
-        .open(&path)
-        .map_err(|e| io("open", &path, e))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| io("append", &path, e))?;
-    f.sync_data().map_err(|e| io("fsync", &path, e))
+    use crate::spool::{OpenError, open::open_append};
+    let mut f = match open_append(&path, 0o644) {
+        Ok(f) => f,
+        // A FIFO, link or directory in its place is set aside and a new log begun: never
+        // appended through (a link to /etc/passwd), never waited on (a FIFO).
+        Err(OpenError::NotRegular(kind)) => {
+            let why = format!("not a regular file ({kind})");
+            tracing::warn!(job = %id, "{}: {why}: quarantined", path.display());
+            spool
+                .quarantine(&path, &why)
+                .map_err(|e| RunnerError::Other(e.to_string()))?;
+            open_append(&path, 0o644).map_err(|e| io("open", &path, e.into()))?
+        }
+        Err(OpenError::Io(e)) => return Err(io("open", &path, e)),
+    };
+    crate::spool::durable::append_whole(&mut f, text.as_bytes()).map_err(|e| io("append", &path, e))
 }
 
 /// The tasks already recorded in a job's exits file (recovery: never record one twice).
 pub fn recorded_exits(spool: &Spool, id: JobId) -> HashSet<TaskId> {
-    fs::read_to_string(spool.exits_file(id))
+    crate::spool::open::read_to_string(&spool.exits_file(id))
         .map(|t| {
             t.lines()
                 .filter_map(|l| serde_json::from_str::<crate::model::FinishedTask>(l).ok())

@@ -38,7 +38,9 @@ fn write_temp(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<Path
         Ok(()) => Ok(tmp),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
-            Err(SpoolError::io("write", &tmp, e))
+            // Named by the file it was to become: the temporary name means nothing to a
+            // reader of the message (`qsub` on a full disk).
+            Err(SpoolError::io("write", &dir.join(name), e))
         }
     }
 }
@@ -74,6 +76,32 @@ pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resu
         return Err(SpoolError::io("rename", &target, e));
     }
     sync_dir(dir)
+}
+
+/// Whether an error is the storage refusing a write that may succeed later: no space
+/// (`ENOSPC`), a quota (`EDQUOT`), an I/O error (`EIO`).
+pub fn is_storage_failure(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::ENOSPC | nix::libc::EDQUOT | nix::libc::EIO)
+    )
+}
+
+/// Appends `bytes` to `file` (opened for appending, with one writer at a time: `sched_d`'s
+/// exits lines, the accounting file under its lock) and syncs it, or leaves the file as it
+/// was. A full disk (or a failed sync) can let part of the bytes in before the error: the
+/// file is cut back to its length before the append, so that no torn line is left for a
+/// reader to misparse and a retry after the error writes the whole line once.
+pub fn append_whole(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    let before = file.metadata()?.len();
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    if let Err(e) = written {
+        // Shrinking needs no space; if even that fails, the reader's rule (a last line
+        // without its newline is not read) still covers a cut line, and the error stands.
+        let _ = file.set_len(before).and_then(|()| file.sync_data());
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// How many threads a batch of durable writes uses. A sync waits for the device, not the

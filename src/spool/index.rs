@@ -330,12 +330,12 @@ impl IndexView {
         // A compaction between our reads of the base and the log shows as two generations:
         // read again.
         for _ in 0..3 {
-            let base = fs::read(dir.join(BASE_NAME)).ok()?;
+            let base = super::open::read(&dir.join(BASE_NAME)).ok()?;
             let (header, base_items) = decode_base(&base)?;
             let log = match header.phase {
-                Phase::Running => match fs::read(dir.join(LOG_NAME)) {
+                Phase::Running => match super::open::read(&dir.join(LOG_NAME)) {
                     Ok(l) => l,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) if e.is_not_found() => continue,
                     Err(_) => return None,
                 },
                 Phase::Stopped => Vec::new(),
@@ -513,8 +513,9 @@ fn encode_merged(
 ) -> Result<Vec<u8>, SpoolError> {
     let base_path = dir.join(BASE_NAME);
     let log_path = dir.join(LOG_NAME);
-    let base = fs::read(&base_path).map_err(|e| SpoolError::io("read", &base_path, e))?;
-    let log = fs::read(&log_path).map_err(|e| SpoolError::io("read", &log_path, e))?;
+    let base =
+        super::open::read(&base_path).map_err(|e| SpoolError::open("read", &base_path, e))?;
+    let log = super::open::read(&log_path).map_err(|e| SpoolError::open("read", &log_path, e))?;
     let damaged = |path: &Path| SpoolError::Malformed {
         path: path.to_path_buf(),
         reason: "listing index damaged".into(),
@@ -664,10 +665,8 @@ impl IndexWriter {
         log_bytes.extend_from_slice(entries);
         replace(&self.dir, LOG_NAME, &log_bytes, false)?;
         let path = self.dir.join(LOG_NAME);
-        let log = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| SpoolError::io("open", &path, e))?;
+        let log = super::open::open_append(&path, INDEX_FILE_MODE)
+            .map_err(|e| SpoolError::open("open", &path, e))?;
         Ok(Mode::Running {
             writer: header.writer,
             generation: header.generation,

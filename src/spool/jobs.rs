@@ -43,7 +43,7 @@ fn malformed(path: &Path, reason: impl Into<String>) -> SpoolError {
 
 /// Reads the header line of a job file (the script after it is not needed to list jobs).
 fn read_submission(path: &Path) -> Result<JobSubmission, SpoolError> {
-    let file = File::open(path).map_err(|e| SpoolError::io("open", path, e))?;
+    let file = super::open::open(path).map_err(|e| SpoolError::open("open", path, e))?;
     let mut header = String::new();
     BufReader::with_capacity(8192, file)
         .read_line(&mut header)
@@ -62,8 +62,9 @@ fn read_state(path: &Path) -> Result<JobRecord, SpoolError> {
 /// to size it, which `fs::read` would do) and parses it.
 fn read_state_into(path: &Path, buf: &mut Vec<u8>) -> Result<JobRecord, SpoolError> {
     buf.clear();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(buf))
+    super::open::open(path)
+        .map_err(|e| SpoolError::open("read", path, e))?
+        .read_to_end(buf)
         .map_err(|e| SpoolError::io("read", path, e))?;
     parse_state(buf, false).map_err(|reason| malformed(path, reason))
 }
@@ -187,10 +188,7 @@ impl Spool {
     /// The script stored with a job (what follows the header line).
     pub fn read_script(&self, id: JobId) -> Result<Vec<u8>, SpoolError> {
         let path = self.job_file(id);
-        let mut bytes = Vec::new();
-        File::open(&path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| SpoolError::io("read", &path, e))?;
+        let mut bytes = super::open::read(&path).map_err(|e| SpoolError::open("read", &path, e))?;
         let start = bytes.iter().position(|b| *b == b'\n').map(|i| i + 1);
         let start = start.ok_or_else(|| malformed(&path, "job file has no header line"))?;
         Ok(bytes.split_off(start))
@@ -267,15 +265,12 @@ impl Spool {
     pub fn read_job(&self, id: JobId) -> Result<Option<JobRecord>, SpoolError> {
         match read_state(&self.state_file(id)) {
             Ok(job) => return Ok(Some(job)),
-            Err(SpoolError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            }
+            Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
         match read_submission(&self.job_file(id)) {
             Ok(sub) => Ok(Some(JobRecord::from_submission(sub))),
-            Err(SpoolError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                Ok(None)
-            }
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -286,27 +281,43 @@ impl Spool {
         &self,
         id: JobId,
     ) -> Result<Option<(JobRecord, Option<ListingEntry>)>, SpoolError> {
-        let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-        let path = self.state_file(id);
-        let mut bytes = Vec::new();
-        match File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
-            Ok(_) => {
-                let job = parse_state(&bytes, false).map_err(|reason| malformed(&path, reason))?;
-                return Ok(Some((job, listing_entry(&bytes, true).ok())));
-            }
-            Err(e) if not_found(&e) => {}
-            Err(e) => return Err(SpoolError::io("read", &path, e)),
-        }
-        let path = self.job_file(id);
-        let header = match File::open(&path).and_then(|f| {
-            let mut line = Vec::new();
-            BufReader::with_capacity(8192, f).read_until(b'\n', &mut line)?;
-            Ok(line)
-        }) {
-            Ok(line) => line,
-            Err(e) if not_found(&e) => return Ok(None),
-            Err(e) => return Err(SpoolError::io("read", &path, e)),
+        Ok(self
+            .read_job_owned(id)?
+            .map(|(record, entry, _owner)| (record, entry)))
+    }
+
+    /// [`Spool::read_job_listed`], with the owner of the job file (its uid, from `fstat` of
+    /// the descriptor that was read: the file checked is the file read). `sched_d` compares
+    /// it with the uid inside (`docs/security.md`).
+    pub fn read_job_owned(
+        &self,
+        id: JobId,
+    ) -> Result<Option<(JobRecord, Option<ListingEntry>, u32)>, SpoolError> {
+        use std::os::unix::fs::MetadataExt;
+        let job_path = self.job_file(id);
+        let job_file = match super::open::open(&job_path) {
+            Ok(f) => f,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(SpoolError::open("open", &job_path, e)),
         };
+        let owner = job_file
+            .metadata()
+            .map_err(|e| SpoolError::io("stat", &job_path, e))?
+            .uid();
+        let path = self.state_file(id);
+        match super::open::read(&path) {
+            Ok(bytes) => {
+                let job = parse_state(&bytes, false).map_err(|reason| malformed(&path, reason))?;
+                return Ok(Some((job, listing_entry(&bytes, true).ok(), owner)));
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(SpoolError::open("read", &path, e)),
+        }
+        let path = job_path;
+        let mut header = Vec::new();
+        BufReader::with_capacity(8192, job_file)
+            .read_until(b'\n', &mut header)
+            .map_err(|e| SpoolError::io("read", &path, e))?;
         if header.last() != Some(&b'\n') {
             return Err(malformed(&path, "job file has no header line"));
         }
@@ -315,6 +326,7 @@ impl Spool {
         Ok(Some((
             JobRecord::from_submission(sub),
             listing_entry(&header, false).ok(),
+            owner,
         )))
     }
 
@@ -636,16 +648,8 @@ impl JobReader<'_> {
         buf: &mut ReadBuf,
         enough: impl Fn(&[u8]) -> bool,
     ) -> std::io::Result<()> {
-        use nix::fcntl::{OFlag, openat};
-        use nix::sys::stat::Mode;
-        let fd = openat(
-            self.dir,
-            name,
-            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(std::io::Error::from)?;
-        buf.read_from(&mut File::from(fd), enough)
+        let mut file = super::open::open_at(self.dir, name)?;
+        buf.read_from(&mut file, enough)
     }
 
     /// Reads the jobs of `part` into the matching places of `out` (left `None` for a job

@@ -13,12 +13,16 @@
 //! | `jobs/<id>.exits` | `sched_d`, appended | one line per finished task (for `qsub -sync`) |
 //! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
-//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]) |
+//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
 //!
-//! Names starting with a dot are temporary files of [`durable`] and are never read.
+//! Names starting with a dot are temporary files of [`durable`] and are never read. Every
+//! file under the spool is opened through [`open`]: never through a link, never blocking on
+//! a FIFO, regular files only.
 
 pub mod durable;
 pub mod index;
+pub mod open;
+pub use open::OpenError;
 mod jobs;
 mod requests;
 pub mod sequence;
@@ -44,9 +48,35 @@ pub enum SpoolError {
     Malformed { path: PathBuf, reason: String },
     #[error("no spool at {path}: run `sched_d --init` to create one")]
     Missing { path: PathBuf },
+    /// A FIFO, socket, device, directory or link where the spool expects a file
+    /// ([`open`]): set aside, never read.
+    #[error("{path}: not a regular file ({kind})")]
+    NotRegular { path: PathBuf, kind: &'static str },
 }
 
 impl SpoolError {
+    /// The error of opening `path` with [`open`].
+    pub fn open(op: &'static str, path: &Path, e: OpenError) -> Self {
+        match e {
+            OpenError::NotRegular(kind) => SpoolError::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            },
+            OpenError::Io(source) => SpoolError::io(op, path, source),
+        }
+    }
+
+    /// Whether the storage refused the write (a full disk, a quota, an I/O error): what
+    /// may pass once space returns, as opposed to a refusal that will stand.
+    pub fn is_storage_failure(&self) -> bool {
+        matches!(self, SpoolError::Io { source, .. } if durable::is_storage_failure(source))
+    }
+
+    /// Whether the file was not there (an `Io` error of kind `NotFound`).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, SpoolError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
     pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         SpoolError::Io {
             op,
@@ -68,6 +98,14 @@ pub struct Spool {
     /// counter before removing a job file above it; see [`sequence::Sync::Deferred`]).
     job_ids_durable_upto: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// The name of the marker of [`Spool::storage_blocked_path`].
+const STORAGE_BLOCKED: &str = "storage_blocked";
+
+/// What `qstat -j` shows for a pending job while the marker is up (in the manner of SGE's
+/// `All queues dropped because of overload or full`).
+pub const STORAGE_BLOCKED_REASON: &str =
+    "all jobs dropped because job ends cannot be recorded (storage blocked)";
 
 /// The subdirectories a spool must have.
 const SUBDIRS: [&str; 6] = ["common", "seq", "jobs", "requests", "quarantine", "daemon"];
@@ -188,6 +226,45 @@ impl Spool {
 
     pub fn exits_file(&self, id: crate::model::JobId) -> PathBuf {
         self.jobs_dir().join(format!("{id}.exits"))
+    }
+
+    /// `daemon/storage_blocked`: present while `sched_d` cannot make job ends durable and
+    /// so starts nothing (issue 12). Its text, when it could be written, says why.
+    pub fn storage_blocked_path(&self) -> PathBuf {
+        self.daemon_dir().join(STORAGE_BLOCKED)
+    }
+
+    /// Why dispatch is stopped, if `sched_d` says it is ([`Spool::storage_blocked_path`]);
+    /// a marker whose text could not be written (the disk was full) gives the general
+    /// reason.
+    pub fn storage_blocked(&self) -> Option<String> {
+        let text = match open::read_to_string(&self.storage_blocked_path()) {
+            Ok(t) => t,
+            Err(_) => return None,
+        };
+        Some(match text.strip_suffix('\n') {
+            Some(why) if !why.is_empty() && !why.contains('\n') => {
+                format!("{STORAGE_BLOCKED_REASON}: {why}")
+            }
+            _ => STORAGE_BLOCKED_REASON.to_string(),
+        })
+    }
+
+    /// Puts up the marker (`sched_d` only). Best effort, and not by [`durable`]: on a full
+    /// disk an empty file can still be created (it needs an inode, no data block) where a
+    /// temporary file with the text could not; the text follows if it fits.
+    pub fn set_storage_blocked(&self, why: &str) {
+        use std::io::Write;
+        let path = self.storage_blocked_path();
+        let _ = std::fs::remove_file(&path);
+        if let Ok(mut f) = open::open_append(&path, 0o644) {
+            let _ = f.write_all(format!("{}\n", why.replace('\n', " ")).as_bytes());
+        }
+    }
+
+    /// Takes the marker down (`sched_d`, when ends are durable again and at start-up).
+    pub fn clear_storage_blocked(&self) {
+        let _ = std::fs::remove_file(self.storage_blocked_path());
     }
 
     /// Sets a malformed file aside with a note saying why; used by `sched_d`, never by clients

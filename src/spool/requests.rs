@@ -52,7 +52,7 @@ impl Spool {
                 });
                 continue;
             }
-            match fs::read(&path) {
+            match super::open::read(&path) {
                 Ok(bytes) => match serde_json::from_slice::<Request>(&bytes) {
                     Ok(req) => requests.push(req),
                     Err(e) => problems.push(ScanProblem {
@@ -60,7 +60,7 @@ impl Spool {
                         reason: format!("bad request: {e}"),
                     }),
                 },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) if e.is_not_found() => {}
                 Err(e) => problems.push(ScanProblem {
                     path,
                     reason: e.to_string(),

@@ -22,9 +22,8 @@
 //! already exists.
 
 use super::SpoolError;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Width of the counter record: 20 digits (any u64) and a newline.
@@ -35,14 +34,8 @@ const RECORD_LEN: usize = 21;
 /// explicitly by whoever owns the file.
 fn open_counter(path: &Path) -> Result<File, SpoolError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(COUNTER_MODE)
-        .open(path)
-        .map_err(|e| SpoolError::io("open", path, e))?;
+    let file = super::open::open_update(path, COUNTER_MODE)
+        .map_err(|e| SpoolError::open("open", path, e))?;
     let meta = file
         .metadata()
         .map_err(|e| SpoolError::io("stat", path, e))?;
@@ -150,10 +143,10 @@ pub fn next_free(
 /// disk as issued. Takes the lock (shared), so that no half-written record is read.
 pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    let mut file = match File::open(&path) {
+    let mut file = match super::open::open(&path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(SpoolError::io("open", &path, e)),
+        Err(e) if e.is_not_found() => return Ok(0),
+        Err(e) => return Err(SpoolError::open("open", &path, e)),
     };
     file.lock_shared()
         .map_err(|e| SpoolError::io("lock", &path, e))?;
@@ -166,10 +159,10 @@ pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 /// The last number issued (0 before the first).
 pub fn current(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    match File::open(&path) {
+    match super::open::open(&path) {
         Ok(mut f) => read_value(&mut f, &path).map(|(v, _)| v),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(SpoolError::io("open", &path, e)),
+        Err(e) if e.is_not_found() => Ok(0),
+        Err(e) => Err(SpoolError::open("open", &path, e)),
     }
 }
 

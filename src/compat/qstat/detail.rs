@@ -28,8 +28,20 @@ pub fn slot_range(r: SlotRange) -> String {
     }
 }
 
-/// Why the job is not running, one line each.
+/// Why the job is not running, one line each: first, while `sched_d` starts nothing because
+/// job ends cannot be recorded, that.
 pub fn scheduling_reasons(job: &JobRecord, view: &View<'_>) -> Vec<String> {
+    let mut out = record_reasons(job, view);
+    if let Some(why) = view.storage_blocked
+        && job.tasks.pending.iter().any(|g| !g.tasks.is_empty())
+    {
+        out.insert(0, why.to_string());
+    }
+    out
+}
+
+/// Why the job is not running, from its record.
+fn record_reasons(job: &JobRecord, view: &View<'_>) -> Vec<String> {
     if !job.pending_reasons.is_empty() {
         return job.pending_reasons.clone();
     }

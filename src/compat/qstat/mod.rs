@@ -551,6 +551,9 @@ pub struct View<'a> {
     /// Every host's load values, for `-F` and `-l` (empty otherwise: gathering them costs
     /// a read of `/proc` and of each host's report).
     pub host_loads: &'a std::collections::BTreeMap<String, crate::cli::qhost::HostStatus>,
+    /// Why `sched_d` starts nothing now, when it says so (`Spool::storage_blocked`): shown
+    /// first among every pending job's reasons.
+    pub storage_blocked: Option<&'a str>,
 }
 
 impl<'a> View<'a> {
