@@ -71,6 +71,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
     let load = HostLoad::local(&host);
     let view = View {
         jobs: &jobs,
+        ended: &[],
         config: &config,
         caller: "alice",
         now: gridspool::compat::time::now(),

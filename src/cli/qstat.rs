@@ -96,6 +96,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
     let view = View {
         host_loads: &host_loads,
         jobs: &scan.jobs,
+        ended: &scan.ended,
         config: &env.config,
         caller: &env.caller.user,
         now: time::now(),

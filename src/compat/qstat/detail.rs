@@ -117,7 +117,9 @@ pub fn render(args: &QstatArgs, words: &[String], view: &View<'_>) -> Rendered {
             text(&mut r.stdout, job, view);
         }
     }
-    if !missing.is_empty() {
+    // As SGE's `qstat_show_job`: the words that named nothing are reported only when none
+    // named a job (`qstat -j 10,12` with 10 gone shows 12 and exits 0: `ended-j-with-live`).
+    if jobs.is_empty() && !missing.is_empty() {
         r.stderr = format!("Following jobs do not exist: \n{}\n", missing.join(", "));
         r.code = 1;
     }
