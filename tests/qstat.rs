@@ -1084,3 +1084,58 @@ fn qstat_f_shows_resources() {
     // Queue limits: infinity offers any amount.
     assert_eq!(run(&["-f", "-l", "h_rt=1:0:0,h_vmem=2G"]), head);
 }
+
+/// Issue 12: `JB_type` of `qstat -j -xml` has SGE's `JOB_TYPE_*` bits (a `-b y` job showed 128,
+/// SGE 64), and `job_type:` of `qstat -j` names each of them. The captures
+/// (`oracle-jb-type-*`) are of jobs submitted with the same options on the oracle.
+#[test]
+fn qstat_j_shows_sges_job_type_bits() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_shows_sges_job_type_bits", "needs sgeuser");
+    };
+    let c = cell();
+    c.write_file(&u1, "jt.sh", "#!/bin/sh\nsleep 1\n");
+    let tagged = |text: &str, tag: &str| -> String {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(tag))
+            .unwrap_or_else(|| panic!("no {tag} in:\n{text}"))
+            .to_string()
+    };
+    let submit = |args: &str| -> String {
+        let mut words = vec!["-terse", "-a", "203012312359"];
+        words.extend(args.split(' '));
+        let run = c.run(&u1, "qsub", &words);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.stdout
+            .trim()
+            .split('.')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    for (case, args) in [
+        ("script", "jt.sh"),
+        ("binary", "-b y sleep 1"),
+        ("array", "-t 1-3 jt.sh"),
+        ("binary-array", "-t 1-3 -b y sleep 1"),
+        ("shell-no", "-b y -shell no sleep 1"),
+        ("shell-no-script", "-shell no jt.sh"),
+        ("pe", "-pe smp 2 jt.sh"),
+    ] {
+        let cap = Capture::load(&format!("qstat/oracle-jb-type-{case}.txt"));
+        let id = submit(args);
+        let run = qstat(&c, &u1, &["-j", &id, "-xml"]);
+        assert_eq!(
+            tagged(&run.stdout, "<JB_type>"),
+            tagged(&cap.stdout, "<JB_type>"),
+            "{case}"
+        );
+    }
+    let cap = Capture::load("qstat/oracle-j-noshell.txt");
+    let id = submit("-b y -shell no sleep 1");
+    let run = qstat(&c, &u1, &["-j", &id]);
+    assert_eq!(
+        tagged(&run.stdout, "job_type:"),
+        tagged(&cap.stdout, "job_type:")
+    );
+}

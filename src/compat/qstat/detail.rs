@@ -219,6 +219,51 @@ fn memory(bytes: f64) -> String {
     format!("{bytes:.0}")
 }
 
+/// SGE's `JOB_TYPE_*` bits (`sge_job.h`): what `JB_type` of `-xml` shows and `job_type:`
+/// spells out. (`qsh`, `qlogin`, `qrsh` and their bits do not exist in gridspool.)
+mod job_type_bits {
+    pub const IMMEDIATE: u32 = 0x01;
+    pub const BINARY: u32 = 0x40;
+    pub const ARRAY: u32 = 0x80;
+    pub const NO_SHELL: u32 = 0x100;
+}
+
+/// The `JOB_TYPE_*` bits of a job: `-now y`, `-b y`, `-t`, `-shell no` (oracle: a script 0,
+/// `-b y` 64, an array 128, both 192, `-b y -shell no` 320, `-shell no` alone 256).
+pub fn job_type(job: &JobRecord) -> u32 {
+    use job_type_bits::*;
+    let s = &job.spec;
+    [
+        (s.now, IMMEDIATE),
+        (s.binary, BINARY),
+        (job.is_array(), ARRAY),
+        (!s.shell, NO_SHELL),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |bits, (_, bit)| bits | bit)
+}
+
+/// `job_type:` of `qstat -j`: `binary`, `noshell`, `immediate` in SGE's order, comma-joined,
+/// or `NONE` (`cull_show_job`).
+fn job_type_text(bits: u32) -> String {
+    use job_type_bits::*;
+    let words: Vec<&str> = [
+        (BINARY, "binary"),
+        (NO_SHELL, "noshell"),
+        (IMMEDIATE, "immediate"),
+    ]
+    .iter()
+    .filter(|(bit, _)| bits & bit != 0)
+    .map(|(_, w)| *w)
+    .collect();
+    if words.is_empty() {
+        "NONE".into()
+    } else {
+        words.join(",")
+    }
+}
+
 /// The text of one job.
 fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     let s = &job.spec;
@@ -376,7 +421,7 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
         line(out, "context:", ctx.join(","));
     }
     line(out, "binding:", "NONE");
-    line(out, "job_type:", if s.binary { "binary" } else { "NONE" });
+    line(out, "job_type:", job_type_text(job_type(job)));
     for (i, t) in job.tasks.running.iter().enumerate() {
         let u = t.usage.unwrap_or_default();
         let _ = writeln!(
@@ -695,9 +740,7 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if let Some(p) = &s.project {
         el(out, 6, "JB_project", p);
     }
-    // JB_TYPE flags: 0x40 array, 0x80 binary.
-    let kind = if s.binary { 0x80 } else { 0 } | if job.is_array() { 0x40 } else { 0 };
-    el(out, 6, "JB_type", kind);
+    el(out, 6, "JB_type", job_type(job));
     open(out, 6, "JB_binding");
     open(out, 8, "element");
     el(out, 10, "BN_strategy", "no_job_binding");
