@@ -1681,11 +1681,11 @@ mod tests {
         let spool = Spool::create(dir.path()).expect("spool");
         let mut records = Vec::new();
         for id in 1..=3 {
-            spool
-                .publish_job(&submission(id), b"#!/bin/sh\n")
-                .expect("publish");
-            let mut rec = JobRecord::from_submission(submission(id));
-            rec.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+            // An array with a task started: still in the system (`JobScan::jobs`).
+            let mut sub = submission(id);
+            sub.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+            spool.publish_job(&sub, b"#!/bin/sh\n").expect("publish");
+            let mut rec = JobRecord::from_submission(sub);
             rec.tasks.pending[0].tasks.pop_first();
             rec.priority = Some(PriorityInfo {
                 prio: 0.123_456_789_012_345_67,
