@@ -1139,3 +1139,54 @@ fn qstat_j_shows_sges_job_type_bits() {
         tagged(&cap.stdout, "job_type:")
     );
 }
+
+/// Issue 12: the task lists of partly held arrays are printed as SGE prints them, whose form
+/// depends on the order in which tasks joined a list (SGE's `sge_range.c`: `1,3-5:1` for task
+/// 2 released from `1-5`, but `1,3,4,5` for tasks 1, 3, 4, 5 held one by one). The same
+/// commands as on the oracle (`oracle-ranges-*`), without a daemon (the clients apply their
+/// requests when they list).
+#[test]
+fn qstat_prints_sges_task_ranges_of_partly_held_arrays() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_prints_sges_task_ranges_of_partly_held_arrays",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let run = |bin: &str, args: &str| {
+        let words: Vec<&str> = args.split(' ').collect();
+        let r = c.run(&u1, bin, &words);
+        assert!(r.code == 0, "{bin} {args}: {r:?}");
+    };
+    c.set_next_job_id(26);
+    for (name, range) in [
+        ("rngA", "1-5"),
+        ("rngB", "1-10:3"),
+        ("rngC", "1-8"),
+        ("rngD", "1-8"),
+    ] {
+        run("qsub", &format!("-N {name} -t {range} -h -b y true"));
+    }
+    run("qrls", "26.2");
+    run("qrls", "27.4");
+    run("qrls", "28.2-3");
+    run("qrls", "28.5");
+    run("qhold", "28.2");
+    run("qrls", "29.1-7:2");
+    check(&c, &u1, "oracle-ranges-hu");
+    check(&c, &u1, "oracle-ranges-hu-xml");
+    c.set_next_job_id(41);
+    for name in ["rngF", "rngG"] {
+        run(
+            "qsub",
+            &format!("-N {name} -a 203012312359 -t 1-5 -b y true"),
+        );
+    }
+    for t in [1, 3, 4, 5] {
+        run("qhold", &format!("41.{t}"));
+    }
+    run("qhold", "42.1-5:2");
+    run("qhold", "42.4");
+    check(&c, &u1, "oracle-ranges-history");
+}
