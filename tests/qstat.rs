@@ -1190,3 +1190,72 @@ fn qstat_prints_sges_task_ranges_of_partly_held_arrays() {
     run("qhold", "42.4");
     check(&c, &u1, "oracle-ranges-history");
 }
+
+/// Issue 12: every optional line of SGE's `qstat -j` (`cull_show_job`) that a submission
+/// option adds, in SGE's order and format: three jobs submitted on the oracle with most
+/// options between them (`oracle-j-options-*`; their context lines give the `qsub` commands)
+/// and here with the same commands.
+#[test]
+fn qstat_j_prints_the_optional_lines_sge_prints() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_j_prints_the_optional_lines_sge_prints",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let host = short_hostname();
+    let submit = |args: &str| {
+        let words: Vec<String> = gridspool::compat::options::split_words(args);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let r = c.run(&u1, "qsub", &words);
+        assert_eq!(r.code, 0, "qsub {args}: {r:?}");
+    };
+    c.set_next_job_id(117);
+    submit(
+        "-N optA -h -A myacct -M a@b,c@d -m bea -notify -r y -l h_rt=100,h_vmem=1G -soft -l arch=lx-amd64 -hard -q all.q -p -5 -js 10 -cwd -e /tmp/e.txt -o /tmp/o.txt -j y -S /bin/bash -v FOO=bar,BAZ -ac k1=v1 -ac k2=v2 -dc k1 -R y -t 1-10:2 -tc 3 -i /dev/null -b y sleep 1",
+    );
+    submit(
+        "-N optB -h -pe smp 1-2 -masterq all.q -a 203012312359 -shell no -w n -r n -m n -soft -q all.q -b y sleep 1",
+    );
+    c.set_next_job_id(120);
+    submit(&format!(
+        "-N optC -h -t 1-10:2 -hold_jid_ad 117 -hold_jid 118 -l h_rt=0:1:0 -m a -o {host}:/tmp/x -e /tmp/y -b y sleep 1"
+    ));
+    // The oracle's jobs ran in sgeuser's home; these in the test's working directory.
+    let workdir = c.workdir(&u1).to_string_lossy().into_owned();
+    for (case, id, reasons) in [
+        ("a", "117", &["Job is in hold state"][..]),
+        (
+            "b",
+            "118",
+            &["Job is in hold state", "execution time not reached"][..],
+        ),
+        (
+            "c",
+            "120",
+            &[
+                "Job is in hold state",
+                "job dropped because of job dependencies",
+            ][..],
+        ),
+    ] {
+        let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}.txt"));
+        let off =
+            "scheduling info:            (Collecting of scheduler job information is turned off)\n";
+        let mut ours = String::new();
+        for (i, r) in reasons.iter().enumerate() {
+            ours.push_str(if i == 0 {
+                "scheduling info:            "
+            } else {
+                "                            "
+            });
+            ours.push_str(r);
+            ours.push('\n');
+        }
+        cap.stdout = cap.stdout.replace(off, &ours);
+        let mut run = qstat(&c, &u1, &["-j", id]);
+        run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+        assert_matches(&run, &cap);
+    }
+}

@@ -6,8 +6,10 @@ use std::fmt;
 
 /// `n[-m[:s]]`: the task range of `qsub -t`, `qdel -t` and `job.task` ids.
 ///
-/// Stored normalised (first ≤ last, `last` on the step grid), as SGE stores it: `-t 5-1` is
-/// kept as `1-5:1` (see the `qsub-t-bad` capture), `-t 1-6:2` as `1-5:2`.
+/// Stored with first ≤ last, as SGE stores a submitted range: `-t 5-1` is kept as `1-5:1`
+/// (see the `qsub-t-bad` capture); `last` stays as given, off the step grid or not (`-t
+/// 1-10:2` echoes and shows in `qstat -j` as `1-10:2`, oracle), while the task lists made from
+/// it end on the grid ([`TaskIdRange::corrected`]: `qstat` lists `1-9:2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskIdRange {
     pub first: TaskId,
@@ -36,8 +38,15 @@ impl TaskIdRange {
     pub fn new(a: TaskId, b: TaskId, step: TaskId) -> Self {
         let (first, last) = if a <= b { (a, b) } else { (b, a) };
         let step = step.max(1);
-        let last = first + (last - first) / step * step;
         TaskIdRange { first, last, step }
+    }
+
+    /// The range ending on its last member (SGE's `range_correct_end`): `1-10:2` is `1-9:2`.
+    pub fn corrected(self) -> Self {
+        TaskIdRange {
+            last: self.first + (self.last - self.first) / self.step * self.step,
+            ..self
+        }
     }
 
     pub fn parse(text: &str) -> Result<Self, TaskRangeError> {
@@ -105,7 +114,9 @@ impl TaskSet {
     }
 
     pub fn from_range(r: TaskIdRange) -> Self {
-        TaskSet { ranges: vec![r] }
+        TaskSet {
+            ranges: vec![r.corrected()],
+        }
     }
 
     /// Exactly these ranges, as a set stored them (what deserialising its list does): for
@@ -337,10 +348,12 @@ mod tests {
     #[test]
     fn parse_normalises_like_sge() {
         assert_eq!(TaskIdRange::parse("5-1").expect("ok").to_string(), "1-5:1");
+        // Kept as submitted (oracle: `qsub -t 1-10:2` echoes `1-10:2`), listed corrected.
         assert_eq!(
             TaskIdRange::parse("1-6:2").expect("ok").to_string(),
-            "1-5:2"
+            "1-6:2"
         );
+        assert_eq!(set("1-6:2").to_string(), "1-5:2");
         assert_eq!(TaskIdRange::parse("7").expect("ok").to_string(), "7-7:1");
         assert!(TaskIdRange::parse("0-3").is_err());
         assert!(TaskIdRange::parse("a-3").is_err());

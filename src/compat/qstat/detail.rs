@@ -23,6 +23,10 @@ pub fn slot_range(r: SlotRange) -> String {
         r.min.to_string()
     } else if r.max >= 9_999_999 {
         format!("{}-", r.min)
+    } else if r.min + 1 == r.max {
+        // SGE's range_to_dstring: a range of two ids prints as both (oracle: `-pe smp 1-2`
+        // shows `range: 1,2`).
+        format!("{},{}", r.min, r.max)
     } else {
         format!("{}-{}", r.min, r.max)
     }
@@ -186,6 +190,15 @@ fn successors(id: JobId, view: &View<'_>) -> Vec<JobId> {
         .collect()
 }
 
+/// The jobs whose array predecessors (`-hold_jid_ad`) include `id` (`ja_ad_successor_list`).
+fn array_successors(id: JobId, view: &View<'_>) -> Vec<JobId> {
+    view.jobs
+        .iter()
+        .filter(|j| j.spec.array_predecessors.contains(&id))
+        .map(|j| j.id)
+        .collect()
+}
+
 fn ids_text(ids: &[JobId]) -> String {
     ids.iter()
         .map(ToString::to_string)
@@ -336,7 +349,7 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if s.priority != 0 {
         line(out, "priority:", s.priority);
     }
-    line(out, "jobshare:", 0);
+    line(out, "jobshare:", s.job_share);
     if !s.hard_queues.is_empty() {
         line(out, "hard_queue_list:", s.hard_queues.join(","));
     }
@@ -391,13 +404,8 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if !succ.is_empty() {
         line(out, "jid_successor_list:", ids_text(&succ));
     }
-    if !s.hold_jid_ad.is_empty() {
-        line(
-            out,
-            "ja_ad_predecessor_list (req):",
-            s.hold_jid_ad.join(","),
-        );
-    }
+    // No `ja_ad_predecessor_list (req):` line: SGE 8.1.9 has it compiled out (`#if 0` in
+    // `cull_show_job`; the oracle shows none for `-hold_jid_ad`).
     let live_ad: Vec<JobId> = s
         .array_predecessors
         .iter()
@@ -407,6 +415,10 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if !live_ad.is_empty() {
         line(out, "ja_ad_predecessor_list:", ids_text(&live_ad));
     }
+    let succ_ad = array_successors(job.id, view);
+    if !succ_ad.is_empty() {
+        line(out, "ja_ad_successor_list:", ids_text(&succ_ad));
+    }
     if job.version > 0 {
         line(out, "version:", job.version);
     }
@@ -415,6 +427,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     }
     if let Some(a) = s.array {
         line(out, "job-array tasks:", a);
+    }
+    if let Some(n) = s.task_concurrency.filter(|n| *n > 0) {
+        line(out, "maximum concurrency:", n);
     }
     if !s.context.is_empty() {
         let ctx: Vec<String> = s.context.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -636,7 +651,7 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     xml_paths(out, "JB_stdout_path_list", &s.stdout);
     xml_paths(out, "JB_stderr_path_list", &s.stderr);
     xml_paths(out, "JB_stdin_path_list", &s.stdin);
-    el(out, 6, "JB_jobshare", 0);
+    el(out, 6, "JB_jobshare", s.job_share);
     xml_resources(out, "JB_hard_resource_list", &s.hard_resources, view);
     xml_resources(out, "JB_soft_resource_list", &s.soft_resources, view);
     open(out, 6, "JB_env_list");
