@@ -1222,6 +1222,18 @@ fn qstat_j_prints_the_optional_lines_sge_prints() {
     submit(&format!(
         "-N optC -h -t 1-10:2 -hold_jid_ad 117 -hold_jid 118 -l h_rt=0:1:0 -m a -o {host}:/tmp/x -e /tmp/y -b y sleep 1"
     ));
+    c.set_next_job_id(123);
+    submit("-N optE -h -w e -b y sleep 1");
+    c.write_file(&u1, "jt.sh", "#!/bin/sh\nsleep 1\n");
+    // (A `#` would start a comment for `split_words`.)
+    let r = c.run(
+        &u1,
+        "qsub",
+        &[
+            "-N", "optD", "-h", "-C", "#%", "-w", "w", "-wd", "/tmp", "jt.sh",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
     // The oracle's jobs ran in sgeuser's home; these in the test's working directory.
     let workdir = c.workdir(&u1).to_string_lossy().into_owned();
     for (case, id, reasons) in [
@@ -1239,6 +1251,8 @@ fn qstat_j_prints_the_optional_lines_sge_prints() {
                 "job dropped because of job dependencies",
             ][..],
         ),
+        ("d", "124", &["Job is in hold state"][..]),
+        ("e", "123", &["Job is in hold state"][..]),
     ] {
         let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}.txt"));
         let off =

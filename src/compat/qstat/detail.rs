@@ -308,6 +308,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if let Some(cwd) = &s.cwd {
         line(out, "cwd:", cwd);
     }
+    if let Some(p) = &s.directive_prefix {
+        line(out, "directive_prefix:", p);
+    }
     if !s.stderr.is_empty() {
         line(out, "stderr_path_list:", path_list(&s.stderr));
     }
@@ -418,6 +421,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     let succ_ad = array_successors(job.id, view);
     if !succ_ad.is_empty() {
         line(out, "ja_ad_successor_list:", ids_text(&succ_ad));
+    }
+    if s.verify_suitable_queues > 0 {
+        line(out, "verify_suitable_queues:", s.verify_suitable_queues);
     }
     if job.version > 0 {
         line(out, "version:", job.version);
@@ -739,7 +745,12 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 6, "JB_script_size", 0);
     // SGE 8.1.9 prints the request list a second time here.
     xml_requests(out, &s.hold_jid);
-    el(out, 6, "JB_verify_suitable_queues", 0);
+    el(
+        out,
+        6,
+        "JB_verify_suitable_queues",
+        s.verify_suitable_queues,
+    );
     el(out, 6, "JB_soft_wallclock_gmt", 0);
     el(out, 6, "JB_hard_wallclock_gmt", 0);
     el(out, 6, "JB_override_tickets", 0);
