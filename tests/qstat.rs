@@ -1271,5 +1271,32 @@ fn qstat_j_prints_the_optional_lines_sge_prints() {
         let mut run = qstat(&c, &u1, &["-j", id]);
         run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
         assert_matches(&run, &cap);
+        // The same job in XML; the scheduler's messages as `-j` shows them (DIVERGENCES.md).
+        let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}-xml.txt"));
+        let mut ours = String::new();
+        for (i, r) in reasons.iter().enumerate() {
+            if i > 0 {
+                ours.push_str("\n        </element>\n        <element>\n          ");
+            }
+            ours.push_str(&format!("<MES_message_number>0</MES_message_number>\n          <MES_message>{r}</MES_message>"));
+        }
+        cap.stdout = cap.stdout.replace(
+            "<MES_message_number>83</MES_message_number>\n          <MES_message>(Collecting of scheduler job information is turned off)</MES_message>",
+            &ours,
+        );
+        let mut run = qstat(&c, &u1, &["-j", id, "-xml"]);
+        run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+        // Submission times are epoch seconds in XML: the oracle's, not ours.
+        let time_of = |text: &str| {
+            text.split_once("<JB_submission_time>")
+                .and_then(|(_, rest)| rest.split_once('<'))
+                .map(|(t, _)| t.to_string())
+                .unwrap_or_default()
+        };
+        run.stdout = run.stdout.replace(
+            &format!("<JB_submission_time>{}<", time_of(&run.stdout)),
+            &format!("<JB_submission_time>{}<", time_of(&cap.stdout)),
+        );
+        assert_matches(&run, &cap);
     }
 }

@@ -633,33 +633,41 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 6, "JB_gid", sub.gid);
     el(out, 6, "JB_account", &s.account);
     el(out, 6, "JB_merge_stderr", s.merge_stderr);
+    // SGE names the elements of a list `-M` gave `mail_list`, those of the default it makes
+    // itself (the owner at the submit host) `element` (oracle).
+    let default_mail = format!("{}@{}", sub.owner, sub.sge_o_host);
+    let (mail_tag, mails): (&str, Vec<(String, String)>) =
+        if s.mail_list.is_empty() || s.mail_list == [default_mail] {
+            ("element", vec![(sub.owner.clone(), sub.sge_o_host.clone())])
+        } else {
+            let split = s
+                .mail_list
+                .iter()
+                .map(|m| match m.split_once('@') {
+                    Some((u, h)) => (u.to_string(), h.to_string()),
+                    None => (m.clone(), String::new()),
+                })
+                .collect();
+            ("mail_list", split)
+        };
     open(out, 6, "JB_mail_list");
-    let mails: Vec<(String, String)> = if s.mail_list.is_empty() {
-        vec![(sub.owner.clone(), sub.sge_o_host.clone())]
-    } else {
-        s.mail_list
-            .iter()
-            .map(|m| match m.split_once('@') {
-                Some((u, h)) => (u.to_string(), h.to_string()),
-                None => (m.clone(), String::new()),
-            })
-            .collect()
-    };
     for (u, h) in &mails {
-        open(out, 8, "element");
+        open(out, 8, mail_tag);
         el(out, 10, "MR_user", u);
         el(out, 10, "MR_host", h);
-        close(out, 8, "element");
+        close(out, 8, mail_tag);
     }
     close(out, 6, "JB_mail_list");
     el(out, 6, "JB_notify", s.notify);
     el(out, 6, "JB_job_name", &s.name);
+    // The elements below follow SGE's job descriptor order (oracle `oracle-j-options-*-xml`).
     xml_paths(out, "JB_stdout_path_list", &s.stdout);
-    xml_paths(out, "JB_stderr_path_list", &s.stderr);
-    xml_paths(out, "JB_stdin_path_list", &s.stdin);
     el(out, 6, "JB_jobshare", s.job_share);
     xml_resources(out, "JB_hard_resource_list", &s.hard_resources, view);
     xml_resources(out, "JB_soft_resource_list", &s.soft_resources, view);
+    xml_queues(out, "JB_hard_queue_list", &s.hard_queues);
+    xml_queues(out, "JB_soft_queue_list", &s.soft_queues);
+    xml_paths(out, "JB_shell_list", &s.interpreter);
     open(out, 6, "JB_env_list");
     let env_el = |out: &mut String, name: &str, value: Option<&str>| {
         open(out, 8, "job_sublist");
@@ -669,15 +677,26 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 8, "job_sublist");
     };
+    // SGE's job_initialize_env: the submitter's variables, TERM, O_HOST and O_WORKDIR, then
+    // the `-v`/`-V` variables.
     env_el(out, "__SGE_PREFIX__O_HOME", Some(&sub.sge_o_home));
     env_el(out, "__SGE_PREFIX__O_LOGNAME", Some(&sub.sge_o_log_name));
     env_el(out, "__SGE_PREFIX__O_PATH", Some(&sub.sge_o_path));
     env_el(out, "__SGE_PREFIX__O_SHELL", Some(&sub.sge_o_shell));
-    for v in &s.env {
+    if let Some(tz) = &sub.sge_o_tz {
+        env_el(out, "__SGE_PREFIX__O_TZ", Some(tz));
+    }
+    if let Some(mail) = &sub.sge_o_mail {
+        env_el(out, "__SGE_PREFIX__O_MAIL", Some(mail));
+    }
+    for v in s.env.iter().filter(|v| v.name == "TERM") {
         env_el(out, &v.name, v.value.as_deref());
     }
     env_el(out, "__SGE_PREFIX__O_HOST", Some(&sub.sge_o_host));
     env_el(out, "__SGE_PREFIX__O_WORKDIR", Some(&sub.sge_o_workdir));
+    for v in s.env.iter().filter(|v| v.name != "TERM") {
+        env_el(out, &v.name, v.value.as_deref());
+    }
     close(out, 6, "JB_env_list");
     if !s.args.is_empty() {
         open(out, 6, "JB_job_args");
@@ -702,34 +721,71 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 6, "JB_ja_tasks");
     }
+    if !s.context.is_empty() {
+        open(out, 6, "JB_context");
+        for (k, v) in &s.context {
+            open(out, 8, "context_list");
+            el(out, 10, "VA_variable", k);
+            el(out, 10, "VA_value", v);
+            close(out, 8, "context_list");
+        }
+        close(out, 6, "JB_context");
+    }
     if let Some(cwd) = &s.cwd {
         el(out, 6, "JB_cwd", cwd);
     }
-    if let Some(pe) = &s.pe {
-        el(out, 6, "JB_pe", &pe.name);
-        open(out, 6, "JB_pe_range");
-        open(out, 8, "ranges");
-        el(out, 10, "RN_min", pe.range.min);
-        el(out, 10, "RN_max", pe.range.max);
-        el(out, 10, "RN_step", 1);
-        close(out, 8, "ranges");
-        close(out, 6, "JB_pe_range");
-    }
+    xml_paths(out, "JB_stderr_path_list", &s.stderr);
+    let live = |ids: &[JobId]| -> Vec<JobId> {
+        ids.iter()
+            .copied()
+            .filter(|p| view.job(*p).is_some())
+            .collect()
+    };
+    xml_job_numbers(
+        out,
+        "JB_jid_predecessor_list",
+        "job_predecessors",
+        &live(&s.predecessors),
+    );
+    xml_job_numbers(
+        out,
+        "JB_ja_ad_predecessor_list",
+        "job_predecessors_ad",
+        &live(&s.array_predecessors),
+    );
     xml_requests(out, &s.hold_jid);
-    let live: Vec<JobId> = s
-        .predecessors
-        .iter()
-        .copied()
-        .filter(|p| view.job(*p).is_some())
-        .collect();
-    xml_job_numbers(out, "JB_jid_predecessor_list", &live);
-    xml_job_numbers(out, "JB_jid_successor_list", &successors(job.id, view));
+    if !s.hold_jid_ad.is_empty() {
+        // SGE 8.1.9 shows each `-hold_jid_ad` request by number 0 alone (oracle).
+        open(out, 6, "JB_ja_ad_request_list");
+        for _ in &s.hold_jid_ad {
+            open(out, 8, "element");
+            el(out, 10, "JRE_job_number", 0);
+            close(out, 8, "element");
+        }
+        close(out, 6, "JB_ja_ad_request_list");
+    }
+    xml_job_numbers(
+        out,
+        "JB_jid_successor_list",
+        "ulong_sublist",
+        &successors(job.id, view),
+    );
+    xml_job_numbers(
+        out,
+        "JB_ja_ad_successor_list",
+        "ulong_sublist",
+        &array_successors(job.id, view),
+    );
     el(out, 6, "JB_deadline", s.deadline.unwrap_or(0));
     el(out, 6, "JB_execution_time", s.start_time.unwrap_or(0));
     el(out, 6, "JB_checkpoint_attr", 0);
     el(out, 6, "JB_checkpoint_interval", 0);
+    if let Some(p) = &s.directive_prefix {
+        el(out, 6, "JB_directive_prefix", p);
+    }
     el(out, 6, "JB_reserve", s.reserve);
-    el(out, 6, "JB_mail_options", 0);
+    el(out, 6, "JB_mail_options", mail_option_bits(&s.mail_options));
+    xml_paths(out, "JB_stdin_path_list", &s.stdin);
     el(out, 6, "JB_priority", 1024 + s.priority);
     el(
         out,
@@ -742,7 +798,18 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         },
     );
     el(out, 6, "JB_verify", 0);
+    xml_queues(out, "JB_master_hard_queue_list", &s.master_queues);
     el(out, 6, "JB_script_size", 0);
+    if let Some(pe) = &s.pe {
+        el(out, 6, "JB_pe", &pe.name);
+        open(out, 6, "JB_pe_range");
+        open(out, 8, "ranges");
+        el(out, 10, "RN_min", pe.range.min);
+        el(out, 10, "RN_max", pe.range.max);
+        el(out, 10, "RN_step", 1);
+        close(out, 8, "ranges");
+        close(out, 6, "JB_pe_range");
+    }
     // SGE 8.1.9 prints the request list a second time here.
     xml_requests(out, &s.hold_jid);
     el(
@@ -819,17 +886,49 @@ fn xml_requests(out: &mut String, words: &[String]) {
     close(out, 6, "JB_jid_request_list");
 }
 
-fn xml_job_numbers(out: &mut String, name: &str, ids: &[JobId]) {
+/// A list of job numbers, each in an element named `tag` (SGE names them after the list
+/// they were made from: `job_predecessors`, `job_predecessors_ad`, `ulong_sublist`).
+fn xml_job_numbers(out: &mut String, name: &str, tag: &str, ids: &[JobId]) {
     if ids.is_empty() {
         return;
     }
     open(out, 6, name);
     for p in ids {
-        open(out, 8, "ulong_sublist");
+        open(out, 8, tag);
         el(out, 10, "JRE_job_number", p);
-        close(out, 8, "ulong_sublist");
+        close(out, 8, tag);
     }
     close(out, 6, name);
+}
+
+/// A queue list (`-q`, `-masterq`): `destin_ident_list` elements of `QR_name`.
+fn xml_queues(out: &mut String, name: &str, queues: &[String]) {
+    if queues.is_empty() {
+        return;
+    }
+    open(out, 6, name);
+    for q in queues {
+        open(out, 8, "destin_ident_list");
+        el(out, 10, "QR_name", q);
+        close(out, 8, "destin_ident_list");
+    }
+    close(out, 6, name);
+}
+
+/// `-m` as SGE's `JB_mail_options` bits (`sge_mailrec.h`: `a` 0x40000, `b` 0x80000, `e`
+/// 0x100000, `n` 0x200000, `s` 0x400000; oracle: `-m bea` 1835008).
+fn mail_option_bits(options: &str) -> u32 {
+    options
+        .chars()
+        .map(|c| match c {
+            'a' => 0x4_0000,
+            'b' => 0x8_0000,
+            'e' => 0x10_0000,
+            'n' => 0x20_0000,
+            's' => 0x40_0000,
+            _ => 0,
+        })
+        .fold(0, |bits, b| bits | b)
 }
 
 /// A request's share of the job's urgency (`-r`'s figure in parentheses): the complex's
