@@ -1300,3 +1300,66 @@ fn qstat_j_prints_the_optional_lines_sge_prints() {
         assert_matches(&run, &cap);
     }
 }
+
+/// Issue 12: `project:` (`-P`) and `deadline:` (`-dl`) of `qstat -j`, and their XML elements
+/// (`oracle-j-options-f*`: the oracle had the project added and sgeuser in `deadlineusers`
+/// for the capture; gridspool allows `-dl` to managers, DIVERGENCES.md).
+#[test]
+fn qstat_j_shows_project_and_deadline() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_shows_project_and_deadline", "needs sgeuser");
+    };
+    let c = TestCell::with_config(|t| {
+        t.replace("managers: []", "managers: [sgeuser]")
+            .replace("projects: []", "projects: [{name: qoproj}]")
+    });
+    c.set_next_job_id(125);
+    let r = c.run(
+        &u1,
+        "qsub",
+        &[
+            "-N",
+            "optF",
+            "-h",
+            "-P",
+            "qoproj",
+            "-dl",
+            "203012312359",
+            "-b",
+            "y",
+            "sleep",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let workdir = c.workdir(&u1).to_string_lossy().into_owned();
+    let mut cap = Capture::load("qstat/oracle-j-options-f.txt");
+    cap.stdout = cap.stdout.replace(
+        "(Collecting of scheduler job information is turned off)",
+        "Job is in hold state",
+    );
+    let mut run = qstat(&c, &u1, &["-j", "125"]);
+    run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+    assert_matches(&run, &cap);
+    let cap = Capture::load("qstat/oracle-j-options-f-xml.txt");
+    let run = qstat(&c, &u1, &["-j", "125", "-xml"]);
+    let element = |text: &str, tag: &str| {
+        let at = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(tag))
+            .unwrap_or_else(|| panic!("no {tag} in:\n{text}"));
+        // The element and the one before it: its place.
+        text.lines()
+            .skip(at - 1)
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for tag in ["<JB_project>", "<JB_deadline>"] {
+        assert_eq!(
+            element(&run.stdout, tag),
+            element(&cap.stdout, tag),
+            "{tag}"
+        );
+    }
+}

@@ -658,6 +658,9 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         close(out, 8, mail_tag);
     }
     close(out, 6, "JB_mail_list");
+    if let Some(p) = &s.project {
+        el(out, 6, "JB_project", p);
+    }
     el(out, 6, "JB_notify", s.notify);
     el(out, 6, "JB_job_name", &s.name);
     // The elements below follow SGE's job descriptor order (oracle `oracle-j-options-*-xml`).
@@ -830,9 +833,6 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 10, "RN_step", range.step);
     close(out, 8, "task_id_range");
     close(out, 6, "JB_ja_structure");
-    if let Some(p) = &s.project {
-        el(out, 6, "JB_project", p);
-    }
     el(out, 6, "JB_type", job_type(job));
     open(out, 6, "JB_binding");
     open(out, 8, "element");
