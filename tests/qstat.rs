@@ -1138,6 +1138,23 @@ fn qstat_j_shows_sges_job_type_bits() {
         tagged(&run.stdout, "job_type:"),
         tagged(&cap.stdout, "job_type:")
     );
+    // `-now y` (a qsub that waits for dispatch: the job as sched_d writes it once running).
+    let mut now = spec("jtnow");
+    now.binary = true;
+    now.now = true;
+    put(&c, 126, &u1, T0, now, |j| start(j, T0 + 1, None));
+    for (case, args, tag) in [
+        (
+            "oracle-jb-type-now",
+            &["-j", "126", "-xml"][..],
+            "<JB_type>",
+        ),
+        ("oracle-j-now", &["-j", "126"][..], "job_type:"),
+    ] {
+        let cap = Capture::load(&format!("qstat/{case}.txt"));
+        let run = qstat(&c, &u1, args);
+        assert_eq!(tagged(&run.stdout, tag), tagged(&cap.stdout, tag), "{case}");
+    }
 }
 
 /// Issue 12: the task lists of partly held arrays are printed as SGE prints them, whose form
