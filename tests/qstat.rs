@@ -1380,3 +1380,31 @@ fn qstat_j_shows_project_and_deadline() {
         );
     }
 }
+
+/// Issue 12: a partly running array with a step (`-t 1-10:3`, tasks 1 and 4 started by the
+/// scheduler one after the other) lists its pending tasks as SGE does (`7,10`).
+#[test]
+fn qstat_prints_the_pending_range_of_a_partly_running_stepped_array() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_prints_the_pending_range_of_a_partly_running_stepped_array",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let mut s = spec("rngS");
+    s.binary = true;
+    s.script_file = "sleep".into();
+    s.args = vec!["40".into()];
+    s.array = Some(TaskIdRange::new(1, 10, 3));
+    put(&c, 127, &u1, T0, s, |j| {
+        start(j, T0 + 1, None);
+        start(j, T0 + 1, None);
+        j.priority = Some(PriorityInfo {
+            npprior: 0.0,
+            ..prio(0.555, 0.0)
+        });
+    });
+    check(&c, &u1, "oracle-ranges-running");
+    check(&c, &u1, "oracle-ranges-running-xml");
+}
