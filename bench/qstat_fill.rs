@@ -72,6 +72,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
     let view = View {
         storage_blocked: None,
         jobs: &jobs,
+        ended: &[],
         config: &config,
         caller: "alice",
         now: gridspool::compat::time::now(),

@@ -1084,3 +1084,327 @@ fn qstat_f_shows_resources() {
     // Queue limits: infinity offers any amount.
     assert_eq!(run(&["-f", "-l", "h_rt=1:0:0,h_vmem=2G"]), head);
 }
+
+/// Issue 12: `JB_type` of `qstat -j -xml` has SGE's `JOB_TYPE_*` bits (a `-b y` job showed 128,
+/// SGE 64), and `job_type:` of `qstat -j` names each of them. The captures
+/// (`oracle-jb-type-*`) are of jobs submitted with the same options on the oracle.
+#[test]
+fn qstat_j_shows_sges_job_type_bits() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_shows_sges_job_type_bits", "needs sgeuser");
+    };
+    let c = cell();
+    c.write_file(&u1, "jt.sh", "#!/bin/sh\nsleep 1\n");
+    let tagged = |text: &str, tag: &str| -> String {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(tag))
+            .unwrap_or_else(|| panic!("no {tag} in:\n{text}"))
+            .to_string()
+    };
+    let submit = |args: &str| -> String {
+        let mut words = vec!["-terse", "-a", "203012312359"];
+        words.extend(args.split(' '));
+        let run = c.run(&u1, "qsub", &words);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.stdout
+            .trim()
+            .split('.')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    for (case, args) in [
+        ("script", "jt.sh"),
+        ("binary", "-b y sleep 1"),
+        ("array", "-t 1-3 jt.sh"),
+        ("binary-array", "-t 1-3 -b y sleep 1"),
+        ("shell-no", "-b y -shell no sleep 1"),
+        ("shell-no-script", "-shell no jt.sh"),
+        ("pe", "-pe smp 2 jt.sh"),
+    ] {
+        let cap = Capture::load(&format!("qstat/oracle-jb-type-{case}.txt"));
+        let id = submit(args);
+        let run = qstat(&c, &u1, &["-j", &id, "-xml"]);
+        assert_eq!(
+            tagged(&run.stdout, "<JB_type>"),
+            tagged(&cap.stdout, "<JB_type>"),
+            "{case}"
+        );
+    }
+    let cap = Capture::load("qstat/oracle-j-noshell.txt");
+    let id = submit("-b y -shell no sleep 1");
+    let run = qstat(&c, &u1, &["-j", &id]);
+    assert_eq!(
+        tagged(&run.stdout, "job_type:"),
+        tagged(&cap.stdout, "job_type:")
+    );
+    // `-now y` (a qsub that waits for dispatch: the job as sched_d writes it once running).
+    let mut now = spec("jtnow");
+    now.binary = true;
+    now.now = true;
+    put(&c, 126, &u1, T0, now, |j| start(j, T0 + 1, None));
+    for (case, args, tag) in [
+        (
+            "oracle-jb-type-now",
+            &["-j", "126", "-xml"][..],
+            "<JB_type>",
+        ),
+        ("oracle-j-now", &["-j", "126"][..], "job_type:"),
+    ] {
+        let cap = Capture::load(&format!("qstat/{case}.txt"));
+        let run = qstat(&c, &u1, args);
+        assert_eq!(tagged(&run.stdout, tag), tagged(&cap.stdout, tag), "{case}");
+    }
+}
+
+/// Issue 12: the task lists of partly held arrays are printed as SGE prints them, whose form
+/// depends on the order in which tasks joined a list (SGE's `sge_range.c`: `1,3-5:1` for task
+/// 2 released from `1-5`, but `1,3,4,5` for tasks 1, 3, 4, 5 held one by one). The same
+/// commands as on the oracle (`oracle-ranges-*`), without a daemon (the clients apply their
+/// requests when they list).
+#[test]
+fn qstat_prints_sges_task_ranges_of_partly_held_arrays() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_prints_sges_task_ranges_of_partly_held_arrays",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let run = |bin: &str, args: &str| {
+        let words: Vec<&str> = args.split(' ').collect();
+        let r = c.run(&u1, bin, &words);
+        assert!(r.code == 0, "{bin} {args}: {r:?}");
+    };
+    c.set_next_job_id(26);
+    for (name, range) in [
+        ("rngA", "1-5"),
+        ("rngB", "1-10:3"),
+        ("rngC", "1-8"),
+        ("rngD", "1-8"),
+    ] {
+        run("qsub", &format!("-N {name} -t {range} -h -b y true"));
+    }
+    run("qrls", "26.2");
+    run("qrls", "27.4");
+    run("qrls", "28.2-3");
+    run("qrls", "28.5");
+    run("qhold", "28.2");
+    run("qrls", "29.1-7:2");
+    check(&c, &u1, "oracle-ranges-hu");
+    check(&c, &u1, "oracle-ranges-hu-xml");
+    c.set_next_job_id(41);
+    for name in ["rngF", "rngG"] {
+        run(
+            "qsub",
+            &format!("-N {name} -a 203012312359 -t 1-5 -b y true"),
+        );
+    }
+    for t in [1, 3, 4, 5] {
+        run("qhold", &format!("41.{t}"));
+    }
+    run("qhold", "42.1-5:2");
+    run("qhold", "42.4");
+    check(&c, &u1, "oracle-ranges-history");
+}
+
+/// Issue 12: every optional line of SGE's `qstat -j` (`cull_show_job`) that a submission
+/// option adds, in SGE's order and format: three jobs submitted on the oracle with most
+/// options between them (`oracle-j-options-*`; their context lines give the `qsub` commands)
+/// and here with the same commands.
+#[test]
+fn qstat_j_prints_the_optional_lines_sge_prints() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_j_prints_the_optional_lines_sge_prints",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let host = short_hostname();
+    let submit = |args: &str| {
+        let words: Vec<String> = gridspool::compat::options::split_words(args);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let r = c.run(&u1, "qsub", &words);
+        assert_eq!(r.code, 0, "qsub {args}: {r:?}");
+    };
+    c.set_next_job_id(117);
+    submit(
+        "-N optA -h -A myacct -M a@b,c@d -m bea -notify -r y -l h_rt=100,h_vmem=1G -soft -l arch=lx-amd64 -hard -q all.q -p -5 -js 10 -cwd -e /tmp/e.txt -o /tmp/o.txt -j y -S /bin/bash -v FOO=bar,BAZ -ac k1=v1 -ac k2=v2 -dc k1 -R y -t 1-10:2 -tc 3 -i /dev/null -b y sleep 1",
+    );
+    submit(
+        "-N optB -h -pe smp 1-2 -masterq all.q -a 203012312359 -shell no -w n -r n -m n -soft -q all.q -b y sleep 1",
+    );
+    c.set_next_job_id(120);
+    submit(&format!(
+        "-N optC -h -t 1-10:2 -hold_jid_ad 117 -hold_jid 118 -l h_rt=0:1:0 -m a -o {host}:/tmp/x -e /tmp/y -b y sleep 1"
+    ));
+    c.set_next_job_id(123);
+    submit("-N optE -h -w e -b y sleep 1");
+    c.write_file(&u1, "jt.sh", "#!/bin/sh\nsleep 1\n");
+    // (A `#` would start a comment for `split_words`.)
+    let r = c.run(
+        &u1,
+        "qsub",
+        &[
+            "-N", "optD", "-h", "-C", "#%", "-w", "w", "-wd", "/tmp", "jt.sh",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    // The oracle's jobs ran in sgeuser's home; these in the test's working directory.
+    let workdir = c.workdir(&u1).to_string_lossy().into_owned();
+    for (case, id, reasons) in [
+        ("a", "117", &["Job is in hold state"][..]),
+        (
+            "b",
+            "118",
+            &["Job is in hold state", "execution time not reached"][..],
+        ),
+        (
+            "c",
+            "120",
+            &[
+                "Job is in hold state",
+                "job dropped because of job dependencies",
+            ][..],
+        ),
+        ("d", "124", &["Job is in hold state"][..]),
+        ("e", "123", &["Job is in hold state"][..]),
+    ] {
+        let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}.txt"));
+        let off =
+            "scheduling info:            (Collecting of scheduler job information is turned off)\n";
+        let mut ours = String::new();
+        for (i, r) in reasons.iter().enumerate() {
+            ours.push_str(if i == 0 {
+                "scheduling info:            "
+            } else {
+                "                            "
+            });
+            ours.push_str(r);
+            ours.push('\n');
+        }
+        cap.stdout = cap.stdout.replace(off, &ours);
+        let mut run = qstat(&c, &u1, &["-j", id]);
+        run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+        assert_matches(&run, &cap);
+        // The same job in XML; the scheduler's messages as `-j` shows them (DIVERGENCES.md).
+        let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}-xml.txt"));
+        let mut ours = String::new();
+        for (i, r) in reasons.iter().enumerate() {
+            if i > 0 {
+                ours.push_str("\n        </element>\n        <element>\n          ");
+            }
+            ours.push_str(&format!("<MES_message_number>0</MES_message_number>\n          <MES_message>{r}</MES_message>"));
+        }
+        cap.stdout = cap.stdout.replace(
+            "<MES_message_number>83</MES_message_number>\n          <MES_message>(Collecting of scheduler job information is turned off)</MES_message>",
+            &ours,
+        );
+        let mut run = qstat(&c, &u1, &["-j", id, "-xml"]);
+        run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+        // Submission times are epoch seconds in XML: the oracle's, not ours.
+        let time_of = |text: &str| {
+            text.split_once("<JB_submission_time>")
+                .and_then(|(_, rest)| rest.split_once('<'))
+                .map(|(t, _)| t.to_string())
+                .unwrap_or_default()
+        };
+        run.stdout = run.stdout.replace(
+            &format!("<JB_submission_time>{}<", time_of(&run.stdout)),
+            &format!("<JB_submission_time>{}<", time_of(&cap.stdout)),
+        );
+        assert_matches(&run, &cap);
+    }
+}
+
+/// Issue 12: `project:` (`-P`) and `deadline:` (`-dl`) of `qstat -j`, and their XML elements
+/// (`oracle-j-options-f*`: the oracle had the project added and sgeuser in `deadlineusers`
+/// for the capture; gridspool allows `-dl` to managers, DIVERGENCES.md).
+#[test]
+fn qstat_j_shows_project_and_deadline() {
+    let Some((u1, _)) = users() else {
+        return skip("qstat_j_shows_project_and_deadline", "needs sgeuser");
+    };
+    let c = TestCell::with_config(|t| {
+        t.replace("managers: []", "managers: [sgeuser]")
+            .replace("projects: []", "projects: [{name: qoproj}]")
+    });
+    c.set_next_job_id(125);
+    let r = c.run(
+        &u1,
+        "qsub",
+        &[
+            "-N",
+            "optF",
+            "-h",
+            "-P",
+            "qoproj",
+            "-dl",
+            "203012312359",
+            "-b",
+            "y",
+            "sleep",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let workdir = c.workdir(&u1).to_string_lossy().into_owned();
+    let mut cap = Capture::load("qstat/oracle-j-options-f.txt");
+    cap.stdout = cap.stdout.replace(
+        "(Collecting of scheduler job information is turned off)",
+        "Job is in hold state",
+    );
+    let mut run = qstat(&c, &u1, &["-j", "125"]);
+    run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
+    assert_matches(&run, &cap);
+    let cap = Capture::load("qstat/oracle-j-options-f-xml.txt");
+    let run = qstat(&c, &u1, &["-j", "125", "-xml"]);
+    let element = |text: &str, tag: &str| {
+        let at = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(tag))
+            .unwrap_or_else(|| panic!("no {tag} in:\n{text}"));
+        // The element and the one before it: its place.
+        text.lines()
+            .skip(at - 1)
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for tag in ["<JB_project>", "<JB_deadline>"] {
+        assert_eq!(
+            element(&run.stdout, tag),
+            element(&cap.stdout, tag),
+            "{tag}"
+        );
+    }
+}
+
+/// Issue 12: a partly running array with a step (`-t 1-10:3`, tasks 1 and 4 started by the
+/// scheduler one after the other) lists its pending tasks as SGE does (`7,10`).
+#[test]
+fn qstat_prints_the_pending_range_of_a_partly_running_stepped_array() {
+    let Some((u1, _)) = users() else {
+        return skip(
+            "qstat_prints_the_pending_range_of_a_partly_running_stepped_array",
+            "needs sgeuser",
+        );
+    };
+    let c = cell();
+    let mut s = spec("rngS");
+    s.binary = true;
+    s.script_file = "sleep".into();
+    s.args = vec!["40".into()];
+    s.array = Some(TaskIdRange::new(1, 10, 3));
+    put(&c, 127, &u1, T0, s, |j| {
+        start(j, T0 + 1, None);
+        start(j, T0 + 1, None);
+        j.priority = Some(PriorityInfo {
+            npprior: 0.0,
+            ..prio(0.555, 0.0)
+        });
+    });
+    check(&c, &u1, "oracle-ranges-running");
+    check(&c, &u1, "oracle-ranges-running-xml");
+}

@@ -1822,3 +1822,100 @@ fn one_qdel_deletes_everything_it_names_before_a_freed_slot_is_used() {
         assert!(exits(&cell.spool, never).is_empty(), "{never} ran");
     }
 }
+
+/// Issue 12: a job whose tasks have all ended has left the system for every command, as in
+/// SGE (captures `qstat/ended-*`, `qdel/ended*`, `qalter/ended*`, `qhold/ended`,
+/// `qrls/ended`), although `sched_d` keeps its files for its retention time: `qstat -j` says
+/// `Following jobs do not exist` at once (toil polls it to learn that a job ended), `qdel`,
+/// `qalter`, `qhold` and `qrls` that it does not exist; only `qstat -s z` lists it. What
+/// the retention is for still works: `qacct` finds it, and `-hold_jid` names it without
+/// waiting for it.
+#[test]
+fn an_ended_job_has_left_the_system_for_every_command() {
+    let Some(user) = root() else {
+        return skip(
+            "an_ended_job_has_left_the_system_for_every_command",
+            "needs root",
+        );
+    };
+    let cell = cell(2);
+    let dir = workdir(&cell);
+    // The captures' ids: endA 10, endB 11 (an array), endC 12 (still waiting).
+    cell.set_next_job_id(10);
+    let _d = SchedD::start(&cell, &["--retention", "600"]);
+    let a = submit(&cell.spool, "true\n", |s, _| s.cwd = cwd(&dir));
+    let b = submit(&cell.spool, "true\n", |s, _| {
+        s.cwd = cwd(&dir);
+        s.array = Some(gridspool::model::TaskIdRange::new(1, 3, 1));
+    });
+    let c = submit(&cell.spool, "sleep 60\n", |s, h| {
+        s.cwd = cwd(&dir);
+        h.user = true;
+    });
+    assert_eq!((a, b, c), (JobId(10), JobId(11), JobId(12)));
+    wait_for("both jobs ended", Duration::from_secs(20), || {
+        [(a, 1), (b, 3)].iter().all(|&(id, n)| {
+            exits(&cell.spool, id).len() == n
+                && state(&cell.spool, id).is_some_and(|s| s.tasks.is_done())
+        })
+    });
+    // Retained for `qsub -sync`, yet gone for the commands.
+    assert!(cell.spool.state_file(a).exists() && cell.spool.exits_file(b).exists());
+    for case in [
+        "qstat/ended-j",
+        "qstat/ended-j-xml",
+        "qstat/ended-j-array",
+        "qdel/ended",
+        "qdel/ended-array-task",
+        "qalter/ended",
+        "qalter/ended-array",
+        "qhold/ended",
+        "qrls/ended",
+    ] {
+        let cap = Capture::load(&format!("{case}.txt"));
+        let words = gridspool::compat::options::split_words(&cap.command);
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        assert_matches(&cell.run(&user, &words[0], &args), &cap);
+    }
+    // A list naming an ended job and a live one shows the live one, exit 0.
+    let run = cell.run(&user, "qstat", &["-j", "10,12"]);
+    assert!(
+        run.stdout
+            .starts_with("==============================================================\njob_number:                 12\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!((run.stderr.as_str(), run.code), ("", 0));
+    // Listings: only `-s z` shows the ended jobs.
+    let ids = |args: &[&str]| -> Vec<String> {
+        let run = cell.run(&user, "qstat", args);
+        run.stdout
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split_whitespace().next().map(String::from))
+            .collect()
+    };
+    assert_eq!(ids(&["-u", "*"]), vec!["12"]);
+    assert_eq!(ids(&["-u", "*", "-s", "z"]), vec!["10", "11"]);
+    let xml = cell.run(&user, "qstat", &["-u", "*", "-xml"]).stdout;
+    assert!(!xml.contains("<JB_job_number>10<"), "{xml}");
+    let overview = cell.run(&user, "qstat", &["-j"]).stdout;
+    assert!(
+        !overview.contains("10") && !overview.contains("11"),
+        "{overview}"
+    );
+    // `qacct` still has the records; `-hold_jid` keeps the request, holds on nothing.
+    assert_eq!(cell.run(&user, "qacct", &["-j", "10"]).code, 0);
+    let sub = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-h", "-hold_jid", "10,11", "-b", "y", "true"],
+    );
+    assert_eq!(sub.stdout, "13\n", "{sub:?}");
+    let detail = cell.run(&user, "qstat", &["-j", "13"]).stdout;
+    assert!(
+        detail.contains("\njid_predecessor_list (req): 10,11\n")
+            && !detail.contains("\njid_predecessor_list:"),
+        "{detail}"
+    );
+}

@@ -98,6 +98,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
         storage_blocked: storage_blocked.as_deref(),
         host_loads: &host_loads,
         jobs: &scan.jobs,
+        ended: &scan.ended,
         config: &env.config,
         caller: &env.caller.user,
         now: time::now(),

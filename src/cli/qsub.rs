@@ -251,7 +251,9 @@ fn resolve_predecessors(
                 Some(s) => s.get(id).cloned(),
                 None => spool.read_job(id).map_err(spool_error)?,
             };
-            if let Some(job) = job {
+            // A job whose tasks have all ended has left the system, though `sched_d`
+            // keeps its files a while: it is no predecessor (SGE: only the request stays).
+            if let Some(job) = job.filter(|j| !j.tasks.is_done()) {
                 push(job);
             }
             continue;

@@ -38,7 +38,8 @@ pub struct Args {
     /// Re-list jobs/ and requests/ this often even without events (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub rescan: u64,
-    /// Keep a finished job's files this long so `qsub -sync` can read its exit (seconds).
+    /// Keep a finished job's files this long so `qsub -sync` can read its exit and `qstat -s z`
+    /// list it (seconds); the other commands treat it as gone at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub retention: u64,
     /// Periodic pass interval in seconds (default: the scheduler's schedule_interval).

@@ -155,6 +155,19 @@ pub enum Verify {
     Poke,
 }
 
+impl Verify {
+    /// SGE's `JB_verify_suitable_queues` value (oracle: `-w w` 1, `-w e` 2).
+    pub fn sge_number(self) -> u32 {
+        match self {
+            Verify::None => 0,
+            Verify::Warning => 1,
+            Verify::Error => 2,
+            Verify::Verify => 3,
+            Verify::Poke => 4,
+        }
+    }
+}
+
 pub fn verify_level(value: &str) -> Result<Verify, SubmitError> {
     match value {
         "e" => Ok(Verify::Error),
@@ -1044,10 +1057,14 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                 }
                 touch(&mut f.touched, Touched::Env);
             }
-            "-w" => f.verify = verify_level(v)?,
+            "-w" => {
+                f.verify = verify_level(v)?;
+                spec.verify_suitable_queues = f.verify.sge_number();
+            }
+            "-C" => spec.directive_prefix = Some(v.to_string()),
             "-u" => f.users.extend(comma_list(v)),
             // Handled before the fold: help, directive prefix, option files, task selection.
-            "-help" | "-C" | "-@" => {}
+            "-help" | "-@" => {}
             other => {
                 if opt.spec.support == Support::Unsupported {
                     return Err(SubmitError::Usage(format!(

@@ -212,6 +212,13 @@ pub struct JobSpec {
     /// (`jobshare` in `qstat -j`).
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub job_share: u32,
+    /// `-C`: the directive prefix given on the command line (`directive_prefix` of `qstat -j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directive_prefix: Option<String>,
+    /// `-w`: SGE's `JB_verify_suitable_queues` (`w` 1, `e` 2; `n` 0), which `qstat -j`
+    /// shows as `verify_suitable_queues`.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub verify_suitable_queues: u32,
 }
 
 impl Default for JobSpec {
@@ -256,6 +263,8 @@ impl Default for JobSpec {
             no_preempt: false,
             context: BTreeMap::new(),
             job_share: 0,
+            directive_prefix: None,
+            verify_suitable_queues: 0,
         }
     }
 }

@@ -6,8 +6,10 @@ use std::fmt;
 
 /// `n[-m[:s]]`: the task range of `qsub -t`, `qdel -t` and `job.task` ids.
 ///
-/// Stored normalised (first ≤ last, `last` on the step grid), as SGE stores it: `-t 5-1` is
-/// kept as `1-5:1` (see the `qsub-t-bad` capture), `-t 1-6:2` as `1-5:2`.
+/// Stored with first ≤ last, as SGE stores a submitted range: `-t 5-1` is kept as `1-5:1`
+/// (see the `qsub-t-bad` capture); `last` stays as given, off the step grid or not (`-t
+/// 1-10:2` echoes and shows in `qstat -j` as `1-10:2`, oracle), while the task lists made from
+/// it end on the grid ([`TaskIdRange::corrected`]: `qstat` lists `1-9:2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskIdRange {
     pub first: TaskId,
@@ -36,8 +38,15 @@ impl TaskIdRange {
     pub fn new(a: TaskId, b: TaskId, step: TaskId) -> Self {
         let (first, last) = if a <= b { (a, b) } else { (b, a) };
         let step = step.max(1);
-        let last = first + (last - first) / step * step;
         TaskIdRange { first, last, step }
+    }
+
+    /// The range ending on its last member (SGE's `range_correct_end`): `1-10:2` is `1-9:2`.
+    pub fn corrected(self) -> Self {
+        TaskIdRange {
+            last: self.first + (self.last - self.first) / self.step * self.step,
+            ..self
+        }
     }
 
     pub fn parse(text: &str) -> Result<Self, TaskRangeError> {
@@ -105,7 +114,9 @@ impl TaskSet {
     }
 
     pub fn from_range(r: TaskIdRange) -> Self {
-        TaskSet { ranges: vec![r] }
+        TaskSet {
+            ranges: vec![r.corrected()],
+        }
     }
 
     /// Exactly these ranges, as a set stored them (what deserialising its list does): for
@@ -138,111 +149,172 @@ impl TaskSet {
         self.ranges.iter().flat_map(|r| r.iter())
     }
 
-    /// Takes the lowest task id out of the set in O(1): how the scheduler starts array tasks.
+    /// Takes the lowest task id out of the set: how the scheduler starts array tasks (SGE's
+    /// `job_enroll`, a removal of that id). O(1) but for the settling of the first range.
     pub fn pop_first(&mut self) -> Option<TaskId> {
-        let r = self.ranges.first_mut()?;
-        let id = r.first;
-        if r.first == r.last {
-            self.ranges.remove(0);
-        } else {
-            r.first += r.step;
-        }
+        let id = self.ranges.first()?.first;
+        self.remove_at(0, id);
+        self.compress_from(0, true);
         Some(id)
     }
 
-    /// Removes one id, splitting its range as SGE does. Returns whether it was present.
+    /// Removes one id as SGE's `range_list_remove_id` does (its range shrinks or splits in
+    /// two), then compresses the list (SGE's callers always do). Returns whether it was
+    /// present.
     pub fn remove(&mut self, id: TaskId) -> bool {
         let Some(i) = self.ranges.iter().position(|r| r.contains(id)) else {
             return false;
         };
-        let r = self.ranges[i];
-        let mut pieces = Vec::with_capacity(2);
-        if id > r.first {
-            pieces.push(TaskIdRange {
-                first: r.first,
-                last: id - r.step,
-                step: r.step,
-            });
-        }
-        if id < r.last {
-            pieces.push(TaskIdRange {
-                first: id + r.step,
-                last: r.last,
-                step: r.step,
-            });
-        }
-        for p in pieces.iter_mut() {
-            if p.first == p.last {
-                p.step = 1;
-            }
-        }
-        self.ranges.splice(i..=i, pieces);
-        self.compress();
+        self.remove_at(i, id);
+        self.compress_from(0, false);
         true
     }
 
-    /// Adds one id (a requeued task), merging with its neighbours where SGE would.
-    pub fn insert(&mut self, id: TaskId) {
-        if self.contains(id) {
-            return;
+    /// `range_list_remove_id` on range `i`, which holds `id`. A range left with one id keeps
+    /// its step, as in SGE (it matters to the merge rules).
+    fn remove_at(&mut self, i: usize, id: TaskId) {
+        let r = &mut self.ranges[i];
+        let step = r.step;
+        if id == r.first && (id == r.last || id.saturating_add(step) > r.last) {
+            self.ranges.remove(i);
+        } else if id == r.first {
+            r.first += step;
+        } else if id == r.last {
+            r.last -= step;
+        } else {
+            let upper = TaskIdRange {
+                first: id + step,
+                last: r.last,
+                step,
+            };
+            r.last = id - step;
+            self.ranges.insert(i + 1, upper);
         }
-        let at = self
-            .ranges
-            .iter()
-            .position(|r| r.first > id)
-            .unwrap_or(self.ranges.len());
-        self.ranges.insert(at, TaskIdRange::single(id));
-        self.compress();
     }
 
-    /// The members of `self` that are also in `other`, as a new set.
-    pub fn intersection(&self, other: &TaskSet) -> TaskSet {
-        let mut out = TaskSet::new();
-        for id in self.iter().filter(|id| other.contains(*id)) {
-            out.push_back(id);
+    /// Adds one id (a task that joins a hold list, a requeued task) as SGE's
+    /// `range_list_insert_id` does, then compresses the list: the id extends the range
+    /// that ends one step before it or the next range that starts one step after it,
+    /// splits a range whose span it falls into off its grid, or stands alone.
+    pub fn insert(&mut self, id: TaskId) {
+        if self.ranges.windows(2).any(|w| w[0].first > w[1].first) {
+            // SGE sorts by first id before it inserts; stored sets are always sorted.
+            self.ranges.sort_by_key(|r| r.first);
         }
+        // The last range whose end is not above `id` (`before`), and the one after it.
+        let after = self.ranges.partition_point(|r| r.last <= id);
+        let before = after.checked_sub(1);
+        let next = self.ranges.get(after).copied();
+        if let Some(n) = next
+            && id > n.first
+        {
+            // Inside the span of `next` (which ends above `id`).
+            if (id - n.first).is_multiple_of(n.step) {
+                return;
+            }
+            let below = n.first + (id - n.first) / n.step * n.step;
+            let pieces = [
+                TaskIdRange {
+                    first: n.first,
+                    last: below,
+                    step: n.step,
+                },
+                TaskIdRange::single(id),
+                TaskIdRange {
+                    first: below + n.step,
+                    last: n.last,
+                    step: n.step,
+                },
+            ];
+            self.ranges.splice(after..=after, pieces);
+        } else if before.is_some_and(|b| self.ranges[b].last == id)
+            || next.is_some_and(|n| n.first == id)
+        {
+            return;
+        } else if let Some(b) = before.filter(|&b| {
+            let r = self.ranges[b];
+            r.last.checked_add(r.step) == Some(id)
+        }) {
+            self.ranges[b].last = id;
+        } else if let Some(n) = next.filter(|n| n.first.checked_sub(n.step) == Some(id)) {
+            self.ranges[after].first = n.first - n.step;
+        } else {
+            self.ranges.insert(after, TaskIdRange::single(id));
+        }
+        self.compress_from(0, false);
+    }
+
+    /// The members of `self` that are also in `other`, as SGE's
+    /// `range_list_calculate_intersection_set` builds them: one id after the other, then
+    /// compressed.
+    pub fn intersection(&self, other: &TaskSet) -> TaskSet {
+        let mut out = TaskSet {
+            ranges: self
+                .iter()
+                .filter(|id| other.contains(*id))
+                .map(TaskIdRange::single)
+                .collect(),
+        };
+        out.compress_from(0, false);
         out
     }
 
-    /// Removes every member of `other`; returns the ids actually removed.
+    /// Removes every member of `other` and returns them as a set of their own, moved one id
+    /// at a time in ascending order, as SGE moves the ids of a `qhold`/`qalter` task range
+    /// between its per-hold lists (`job_set_hold_state`), so both sets print as SGE's would.
     pub fn remove_all(&mut self, other: &TaskSet) -> TaskSet {
-        let hit = self.intersection(other);
-        for id in hit.iter() {
+        let hit: Vec<TaskId> = self.iter().filter(|id| other.contains(*id)).collect();
+        let mut moved = TaskSet::new();
+        for id in hit {
             self.remove(id);
+            moved.insert(id);
         }
-        hit
+        moved
     }
 
-    /// Appends an id larger than every member (building a set in order).
-    fn push_back(&mut self, id: TaskId) {
-        self.ranges.push(TaskIdRange::single(id));
-        self.compress();
-    }
-
-    /// SGE's merge rule: neighbouring ranges join when the gap between them equals their common
-    /// step; a single id takes the step of the range it joins, and two single ids form a range
-    /// whose step is their distance.
-    fn compress(&mut self) {
-        let mut out: Vec<TaskIdRange> = Vec::with_capacity(self.ranges.len());
-        for r in self.ranges.drain(..) {
-            if let Some(prev) = out.last_mut() {
-                let step = match (prev.is_single(), r.is_single()) {
-                    (false, _) => prev.step,
-                    (true, false) => r.step,
-                    (true, true) => r.first - prev.last,
-                };
-                let fits = r.first.checked_sub(prev.last) == Some(step)
-                    && (prev.is_single() || prev.step == step)
-                    && (r.is_single() || r.step == step);
-                if fits {
-                    prev.last = r.last;
-                    prev.step = step;
-                    continue;
+    /// SGE's `range_list_compress`, from range `i` on: a pair of neighbours joins when the
+    /// second continues the first with the same step; when a single id (step 1) sits one
+    /// step of the other before or after the other range; or when both are single ids with
+    /// step 1, which then form a range whose step is their distance (`1` and `5` make
+    /// `1-5:4`). After a join the joined range is compared with its new neighbour.
+    /// `first_only` stops at the first pair that does not join (the rest of the list was
+    /// compressed before and is unchanged).
+    fn compress_from(&mut self, mut i: usize, first_only: bool) {
+        while i + 1 < self.ranges.len() {
+            let (a, b) = (self.ranges[i], self.ranges[i + 1]);
+            let joined = if a.last.checked_add(a.step) == Some(b.first) && a.step == b.step {
+                Some(TaskIdRange { last: b.last, ..a })
+            } else if a.is_single() && a.step == 1 && b.first.checked_sub(b.step) == Some(a.last) {
+                Some(TaskIdRange {
+                    first: a.first,
+                    last: b.last,
+                    step: b.step,
+                })
+            } else if b.is_single() && b.step == 1 && a.last.checked_add(a.step) == Some(b.last) {
+                Some(TaskIdRange { last: b.last, ..a })
+            } else if a.is_single()
+                && b.is_single()
+                && a.step == 1
+                && b.step == 1
+                && b.first > a.first
+            {
+                Some(TaskIdRange {
+                    first: a.first,
+                    last: b.first,
+                    step: b.first - a.first,
+                })
+            } else {
+                None
+            };
+            match joined {
+                Some(r) => {
+                    self.ranges[i] = r;
+                    self.ranges.remove(i + 1);
                 }
+                None if first_only => return,
+                None => i += 1,
             }
-            out.push(r);
         }
-        self.ranges = out;
     }
 }
 
@@ -276,10 +348,12 @@ mod tests {
     #[test]
     fn parse_normalises_like_sge() {
         assert_eq!(TaskIdRange::parse("5-1").expect("ok").to_string(), "1-5:1");
+        // Kept as submitted (oracle: `qsub -t 1-10:2` echoes `1-10:2`), listed corrected.
         assert_eq!(
             TaskIdRange::parse("1-6:2").expect("ok").to_string(),
-            "1-5:2"
+            "1-6:2"
         );
+        assert_eq!(set("1-6:2").to_string(), "1-5:2");
         assert_eq!(TaskIdRange::parse("7").expect("ok").to_string(), "7-7:1");
         assert!(TaskIdRange::parse("0-3").is_err());
         assert!(TaskIdRange::parse("a-3").is_err());
@@ -299,6 +373,35 @@ mod tests {
         assert!(s.remove(4));
         assert_eq!(s.to_string(), "1-5:2");
         assert_eq!(s.len(), 3);
+    }
+
+    /// SGE's `sge_range.c` rules: two single ids join at any distance (`1` and `4` make
+    /// `1-4:3`), and an id inserted inside a range's span off its grid splits the range
+    /// (oracle `oracle-ranges-hu`: rngC prints `1,2,4,6-8:1`).
+    #[test]
+    fn insert_splits_a_range_around_an_id_off_its_grid() {
+        let mut s = set("1-8");
+        for id in [2, 3, 5] {
+            assert!(s.remove(id));
+        }
+        assert_eq!(
+            s.ranges(),
+            &[TaskIdRange::new(1, 4, 3), TaskIdRange::new(6, 8, 1)]
+        );
+        s.insert(2);
+        assert_eq!(s.to_string(), "1,2,4,6-8:1");
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![1, 2, 4, 6, 7, 8]);
+        // Held one by one: 1, 3, 4, 5 print as SGE's `1,3,4,5` (oracle-ranges-history).
+        let mut h = TaskSet::new();
+        for id in [1, 3, 4, 5] {
+            h.insert(id);
+        }
+        assert_eq!(h.to_string(), "1,3,4,5");
+        let mut g = TaskSet::new();
+        for id in [1, 3, 5, 4] {
+            g.insert(id);
+        }
+        assert_eq!(g.to_string(), "1,3,4,5");
     }
 
     #[test]

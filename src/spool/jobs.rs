@@ -19,18 +19,32 @@ pub struct ScanProblem {
 /// Every job the spool holds, as of one scan, with pending requests applied.
 #[derive(Debug, Default)]
 pub struct JobScan {
-    /// Sorted by job id.
+    /// The jobs in the system (a task pending or running), sorted by job id: what every
+    /// command shows and acts on.
     pub jobs: Vec<JobRecord>,
+    /// Jobs whose every task has ended, sorted by job id. `sched_d` keeps their files for
+    /// its retention time (`--retention`) so that `qsub -sync` can read their exits and
+    /// `qstat -s z` list them as zombies; to everything else they have left the system, as
+    /// in SGE (`qstat -j` says `Following jobs do not exist`, `qdel` `does not exist`).
+    pub ended: Vec<JobRecord>,
     /// Malformed or foreign files met on the way.
     pub problems: Vec<ScanProblem>,
 }
 
 impl JobScan {
+    /// The job `id` if it is in the system (not ended).
     pub fn get(&self, id: JobId) -> Option<&JobRecord> {
         self.jobs
             .binary_search_by_key(&id, |j| j.id)
             .ok()
             .map(|i| &self.jobs[i])
+    }
+
+    /// Moves the jobs whose every task has ended from `jobs` to `ended` (only those move:
+    /// the others stay in place).
+    fn set_ended_aside(&mut self) {
+        self.ended
+            .extend(self.jobs.extract_if(.., |j| j.tasks.is_done()));
     }
 }
 
@@ -378,6 +392,7 @@ impl Spool {
         let mut scan = self.scan_job_files(depth, &full_for, index.as_ref())?;
         scan.problems.append(&mut problems);
         apply_pending(&mut scan.jobs, &requests);
+        scan.set_ended_aside();
         Ok(scan)
     }
 
@@ -470,7 +485,11 @@ fn collect_jobs(slots: Vec<Option<JobRecord>>, problems: Vec<ScanProblem>) -> Jo
     // layout), where `flatten` would build a second vector of the same size.
     #[allow(clippy::filter_map_identity)]
     let jobs: Vec<JobRecord> = slots.into_iter().filter_map(|j| j).collect();
-    JobScan { jobs, problems }
+    JobScan {
+        jobs,
+        ended: Vec::new(),
+        problems,
+    }
 }
 
 impl JobReader<'_> {
@@ -1666,11 +1685,11 @@ mod tests {
         let spool = Spool::create(dir.path()).expect("spool");
         let mut records = Vec::new();
         for id in 1..=3 {
-            spool
-                .publish_job(&submission(id), b"#!/bin/sh\n")
-                .expect("publish");
-            let mut rec = JobRecord::from_submission(submission(id));
-            rec.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+            // An array with a task started: still in the system (`JobScan::jobs`).
+            let mut sub = submission(id);
+            sub.spec.array = Some(crate::model::TaskIdRange::new(1, 9, 2));
+            spool.publish_job(&sub, b"#!/bin/sh\n").expect("publish");
+            let mut rec = JobRecord::from_submission(sub);
             rec.tasks.pending[0].tasks.pop_first();
             rec.priority = Some(PriorityInfo {
                 prio: 0.123_456_789_012_345_67,

@@ -232,10 +232,13 @@ impl TestCell {
         }
     }
 
-    /// The job as the spool holds it now (pending requests applied).
+    /// The job as the spool holds it now (pending requests applied), also when all its
+    /// tasks have ended (the commands treat it as gone; its files stay for a while).
     pub fn job(&self, id: u32) -> Option<JobRecord> {
         let scan = self.spool.scan_jobs().expect("scan");
-        scan.get(JobId(id)).cloned()
+        scan.get(JobId(id))
+            .or_else(|| scan.ended.iter().find(|j| j.id == JobId(id)))
+            .cloned()
     }
 
     /// Overwrites a job's state, as `sched_d` would (to show scheduler-computed values).

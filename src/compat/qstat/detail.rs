@@ -23,6 +23,10 @@ pub fn slot_range(r: SlotRange) -> String {
         r.min.to_string()
     } else if r.max >= 9_999_999 {
         format!("{}-", r.min)
+    } else if r.min + 1 == r.max {
+        // SGE's range_to_dstring: a range of two ids prints as both (oracle: `-pe smp 1-2`
+        // shows `range: 1,2`).
+        format!("{},{}", r.min, r.max)
     } else {
         format!("{}-{}", r.min, r.max)
     }
@@ -129,7 +133,9 @@ pub fn render(args: &QstatArgs, words: &[String], view: &View<'_>) -> Rendered {
             text(&mut r.stdout, job, view);
         }
     }
-    if !missing.is_empty() {
+    // As SGE's `qstat_show_job`: the words that named nothing are reported only when none
+    // named a job (`qstat -j 10,12` with 10 gone shows 12 and exits 0: `ended-j-with-live`).
+    if jobs.is_empty() && !missing.is_empty() {
         r.stderr = format!("Following jobs do not exist: \n{}\n", missing.join(", "));
         r.code = 1;
     }
@@ -196,6 +202,15 @@ fn successors(id: JobId, view: &View<'_>) -> Vec<JobId> {
         .collect()
 }
 
+/// The jobs whose array predecessors (`-hold_jid_ad`) include `id` (`ja_ad_successor_list`).
+fn array_successors(id: JobId, view: &View<'_>) -> Vec<JobId> {
+    view.jobs
+        .iter()
+        .filter(|j| j.spec.array_predecessors.contains(&id))
+        .map(|j| j.id)
+        .collect()
+}
+
 fn ids_text(ids: &[JobId]) -> String {
     ids.iter()
         .map(ToString::to_string)
@@ -229,6 +244,51 @@ fn memory(bytes: f64) -> String {
     format!("{bytes:.0}")
 }
 
+/// SGE's `JOB_TYPE_*` bits (`sge_job.h`): what `JB_type` of `-xml` shows and `job_type:`
+/// spells out. (`qsh`, `qlogin`, `qrsh` and their bits do not exist in gridspool.)
+mod job_type_bits {
+    pub const IMMEDIATE: u32 = 0x01;
+    pub const BINARY: u32 = 0x40;
+    pub const ARRAY: u32 = 0x80;
+    pub const NO_SHELL: u32 = 0x100;
+}
+
+/// The `JOB_TYPE_*` bits of a job: `-now y`, `-b y`, `-t`, `-shell no` (oracle: a script 0,
+/// `-b y` 64, an array 128, both 192, `-b y -shell no` 320, `-shell no` alone 256).
+pub fn job_type(job: &JobRecord) -> u32 {
+    use job_type_bits::*;
+    let s = &job.spec;
+    [
+        (s.now, IMMEDIATE),
+        (s.binary, BINARY),
+        (job.is_array(), ARRAY),
+        (!s.shell, NO_SHELL),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |bits, (_, bit)| bits | bit)
+}
+
+/// `job_type:` of `qstat -j`: `binary`, `noshell`, `immediate` in SGE's order, comma-joined,
+/// or `NONE` (`cull_show_job`).
+fn job_type_text(bits: u32) -> String {
+    use job_type_bits::*;
+    let words: Vec<&str> = [
+        (BINARY, "binary"),
+        (NO_SHELL, "noshell"),
+        (IMMEDIATE, "immediate"),
+    ]
+    .iter()
+    .filter(|(bit, _)| bits & bit != 0)
+    .map(|(_, w)| *w)
+    .collect();
+    if words.is_empty() {
+        "NONE".into()
+    } else {
+        words.join(",")
+    }
+}
+
 /// The text of one job.
 fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     let s = &job.spec;
@@ -259,6 +319,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     line(out, "account:", &s.account);
     if let Some(cwd) = &s.cwd {
         line(out, "cwd:", cwd);
+    }
+    if let Some(p) = &s.directive_prefix {
+        line(out, "directive_prefix:", p);
     }
     if !s.stderr.is_empty() {
         line(out, "stderr_path_list:", path_list(&s.stderr));
@@ -301,7 +364,7 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if s.priority != 0 {
         line(out, "priority:", s.priority);
     }
-    line(out, "jobshare:", 0);
+    line(out, "jobshare:", s.job_share);
     if !s.hard_queues.is_empty() {
         line(out, "hard_queue_list:", s.hard_queues.join(","));
     }
@@ -356,13 +419,8 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if !succ.is_empty() {
         line(out, "jid_successor_list:", ids_text(&succ));
     }
-    if !s.hold_jid_ad.is_empty() {
-        line(
-            out,
-            "ja_ad_predecessor_list (req):",
-            s.hold_jid_ad.join(","),
-        );
-    }
+    // No `ja_ad_predecessor_list (req):` line: SGE 8.1.9 has it compiled out (`#if 0` in
+    // `cull_show_job`; the oracle shows none for `-hold_jid_ad`).
     let live_ad: Vec<JobId> = s
         .array_predecessors
         .iter()
@@ -371,6 +429,13 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
         .collect();
     if !live_ad.is_empty() {
         line(out, "ja_ad_predecessor_list:", ids_text(&live_ad));
+    }
+    let succ_ad = array_successors(job.id, view);
+    if !succ_ad.is_empty() {
+        line(out, "ja_ad_successor_list:", ids_text(&succ_ad));
+    }
+    if s.verify_suitable_queues > 0 {
+        line(out, "verify_suitable_queues:", s.verify_suitable_queues);
     }
     if job.version > 0 {
         line(out, "version:", job.version);
@@ -381,12 +446,15 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if let Some(a) = s.array {
         line(out, "job-array tasks:", a);
     }
+    if let Some(n) = s.task_concurrency.filter(|n| *n > 0) {
+        line(out, "maximum concurrency:", n);
+    }
     if !s.context.is_empty() {
         let ctx: Vec<String> = s.context.iter().map(|(k, v)| format!("{k}={v}")).collect();
         line(out, "context:", ctx.join(","));
     }
     line(out, "binding:", "NONE");
-    line(out, "job_type:", if s.binary { "binary" } else { "NONE" });
+    line(out, "job_type:", job_type_text(job_type(job)));
     for (i, t) in job.tasks.running.iter().enumerate() {
         let u = t.usage.unwrap_or_default();
         let _ = writeln!(
@@ -577,33 +645,44 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 6, "JB_gid", sub.gid);
     el(out, 6, "JB_account", &s.account);
     el(out, 6, "JB_merge_stderr", s.merge_stderr);
+    // SGE names the elements of a list `-M` gave `mail_list`, those of the default it makes
+    // itself (the owner at the submit host) `element` (oracle).
+    let default_mail = format!("{}@{}", sub.owner, sub.sge_o_host);
+    let (mail_tag, mails): (&str, Vec<(String, String)>) =
+        if s.mail_list.is_empty() || s.mail_list == [default_mail] {
+            ("element", vec![(sub.owner.clone(), sub.sge_o_host.clone())])
+        } else {
+            let split = s
+                .mail_list
+                .iter()
+                .map(|m| match m.split_once('@') {
+                    Some((u, h)) => (u.to_string(), h.to_string()),
+                    None => (m.clone(), String::new()),
+                })
+                .collect();
+            ("mail_list", split)
+        };
     open(out, 6, "JB_mail_list");
-    let mails: Vec<(String, String)> = if s.mail_list.is_empty() {
-        vec![(sub.owner.clone(), sub.sge_o_host.clone())]
-    } else {
-        s.mail_list
-            .iter()
-            .map(|m| match m.split_once('@') {
-                Some((u, h)) => (u.to_string(), h.to_string()),
-                None => (m.clone(), String::new()),
-            })
-            .collect()
-    };
     for (u, h) in &mails {
-        open(out, 8, "element");
+        open(out, 8, mail_tag);
         el(out, 10, "MR_user", u);
         el(out, 10, "MR_host", h);
-        close(out, 8, "element");
+        close(out, 8, mail_tag);
     }
     close(out, 6, "JB_mail_list");
+    if let Some(p) = &s.project {
+        el(out, 6, "JB_project", p);
+    }
     el(out, 6, "JB_notify", s.notify);
     el(out, 6, "JB_job_name", &s.name);
+    // The elements below follow SGE's job descriptor order (oracle `oracle-j-options-*-xml`).
     xml_paths(out, "JB_stdout_path_list", &s.stdout);
-    xml_paths(out, "JB_stderr_path_list", &s.stderr);
-    xml_paths(out, "JB_stdin_path_list", &s.stdin);
-    el(out, 6, "JB_jobshare", 0);
+    el(out, 6, "JB_jobshare", s.job_share);
     xml_resources(out, "JB_hard_resource_list", &s.hard_resources, view);
     xml_resources(out, "JB_soft_resource_list", &s.soft_resources, view);
+    xml_queues(out, "JB_hard_queue_list", &s.hard_queues);
+    xml_queues(out, "JB_soft_queue_list", &s.soft_queues);
+    xml_paths(out, "JB_shell_list", &s.interpreter);
     open(out, 6, "JB_env_list");
     let env_el = |out: &mut String, name: &str, value: Option<&str>| {
         open(out, 8, "job_sublist");
@@ -613,15 +692,26 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 8, "job_sublist");
     };
+    // SGE's job_initialize_env: the submitter's variables, TERM, O_HOST and O_WORKDIR, then
+    // the `-v`/`-V` variables.
     env_el(out, "__SGE_PREFIX__O_HOME", Some(&sub.sge_o_home));
     env_el(out, "__SGE_PREFIX__O_LOGNAME", Some(&sub.sge_o_log_name));
     env_el(out, "__SGE_PREFIX__O_PATH", Some(&sub.sge_o_path));
     env_el(out, "__SGE_PREFIX__O_SHELL", Some(&sub.sge_o_shell));
-    for v in &s.env {
+    if let Some(tz) = &sub.sge_o_tz {
+        env_el(out, "__SGE_PREFIX__O_TZ", Some(tz));
+    }
+    if let Some(mail) = &sub.sge_o_mail {
+        env_el(out, "__SGE_PREFIX__O_MAIL", Some(mail));
+    }
+    for v in s.env.iter().filter(|v| v.name == "TERM") {
         env_el(out, &v.name, v.value.as_deref());
     }
     env_el(out, "__SGE_PREFIX__O_HOST", Some(&sub.sge_o_host));
     env_el(out, "__SGE_PREFIX__O_WORKDIR", Some(&sub.sge_o_workdir));
+    for v in s.env.iter().filter(|v| v.name != "TERM") {
+        env_el(out, &v.name, v.value.as_deref());
+    }
     close(out, 6, "JB_env_list");
     if !s.args.is_empty() {
         open(out, 6, "JB_job_args");
@@ -646,34 +736,71 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         }
         close(out, 6, "JB_ja_tasks");
     }
+    if !s.context.is_empty() {
+        open(out, 6, "JB_context");
+        for (k, v) in &s.context {
+            open(out, 8, "context_list");
+            el(out, 10, "VA_variable", k);
+            el(out, 10, "VA_value", v);
+            close(out, 8, "context_list");
+        }
+        close(out, 6, "JB_context");
+    }
     if let Some(cwd) = &s.cwd {
         el(out, 6, "JB_cwd", cwd);
     }
-    if let Some(pe) = &s.pe {
-        el(out, 6, "JB_pe", &pe.name);
-        open(out, 6, "JB_pe_range");
-        open(out, 8, "ranges");
-        el(out, 10, "RN_min", pe.range.min);
-        el(out, 10, "RN_max", pe.range.max);
-        el(out, 10, "RN_step", 1);
-        close(out, 8, "ranges");
-        close(out, 6, "JB_pe_range");
-    }
+    xml_paths(out, "JB_stderr_path_list", &s.stderr);
+    let live = |ids: &[JobId]| -> Vec<JobId> {
+        ids.iter()
+            .copied()
+            .filter(|p| view.job(*p).is_some())
+            .collect()
+    };
+    xml_job_numbers(
+        out,
+        "JB_jid_predecessor_list",
+        "job_predecessors",
+        &live(&s.predecessors),
+    );
+    xml_job_numbers(
+        out,
+        "JB_ja_ad_predecessor_list",
+        "job_predecessors_ad",
+        &live(&s.array_predecessors),
+    );
     xml_requests(out, &s.hold_jid);
-    let live: Vec<JobId> = s
-        .predecessors
-        .iter()
-        .copied()
-        .filter(|p| view.job(*p).is_some())
-        .collect();
-    xml_job_numbers(out, "JB_jid_predecessor_list", &live);
-    xml_job_numbers(out, "JB_jid_successor_list", &successors(job.id, view));
+    if !s.hold_jid_ad.is_empty() {
+        // SGE 8.1.9 shows each `-hold_jid_ad` request by number 0 alone (oracle).
+        open(out, 6, "JB_ja_ad_request_list");
+        for _ in &s.hold_jid_ad {
+            open(out, 8, "element");
+            el(out, 10, "JRE_job_number", 0);
+            close(out, 8, "element");
+        }
+        close(out, 6, "JB_ja_ad_request_list");
+    }
+    xml_job_numbers(
+        out,
+        "JB_jid_successor_list",
+        "ulong_sublist",
+        &successors(job.id, view),
+    );
+    xml_job_numbers(
+        out,
+        "JB_ja_ad_successor_list",
+        "ulong_sublist",
+        &array_successors(job.id, view),
+    );
     el(out, 6, "JB_deadline", s.deadline.unwrap_or(0));
     el(out, 6, "JB_execution_time", s.start_time.unwrap_or(0));
     el(out, 6, "JB_checkpoint_attr", 0);
     el(out, 6, "JB_checkpoint_interval", 0);
+    if let Some(p) = &s.directive_prefix {
+        el(out, 6, "JB_directive_prefix", p);
+    }
     el(out, 6, "JB_reserve", s.reserve);
-    el(out, 6, "JB_mail_options", 0);
+    el(out, 6, "JB_mail_options", mail_option_bits(&s.mail_options));
+    xml_paths(out, "JB_stdin_path_list", &s.stdin);
     el(out, 6, "JB_priority", 1024 + s.priority);
     el(
         out,
@@ -686,10 +813,26 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
         },
     );
     el(out, 6, "JB_verify", 0);
+    xml_queues(out, "JB_master_hard_queue_list", &s.master_queues);
     el(out, 6, "JB_script_size", 0);
+    if let Some(pe) = &s.pe {
+        el(out, 6, "JB_pe", &pe.name);
+        open(out, 6, "JB_pe_range");
+        open(out, 8, "ranges");
+        el(out, 10, "RN_min", pe.range.min);
+        el(out, 10, "RN_max", pe.range.max);
+        el(out, 10, "RN_step", 1);
+        close(out, 8, "ranges");
+        close(out, 6, "JB_pe_range");
+    }
     // SGE 8.1.9 prints the request list a second time here.
     xml_requests(out, &s.hold_jid);
-    el(out, 6, "JB_verify_suitable_queues", 0);
+    el(
+        out,
+        6,
+        "JB_verify_suitable_queues",
+        s.verify_suitable_queues,
+    );
     el(out, 6, "JB_soft_wallclock_gmt", 0);
     el(out, 6, "JB_hard_wallclock_gmt", 0);
     el(out, 6, "JB_override_tickets", 0);
@@ -702,12 +845,7 @@ fn xml_job(out: &mut String, job: &JobRecord, view: &View<'_>) {
     el(out, 10, "RN_step", range.step);
     close(out, 8, "task_id_range");
     close(out, 6, "JB_ja_structure");
-    if let Some(p) = &s.project {
-        el(out, 6, "JB_project", p);
-    }
-    // JB_TYPE flags: 0x40 array, 0x80 binary.
-    let kind = if s.binary { 0x80 } else { 0 } | if job.is_array() { 0x40 } else { 0 };
-    el(out, 6, "JB_type", kind);
+    el(out, 6, "JB_type", job_type(job));
     open(out, 6, "JB_binding");
     open(out, 8, "element");
     el(out, 10, "BN_strategy", "no_job_binding");
@@ -760,17 +898,49 @@ fn xml_requests(out: &mut String, words: &[String]) {
     close(out, 6, "JB_jid_request_list");
 }
 
-fn xml_job_numbers(out: &mut String, name: &str, ids: &[JobId]) {
+/// A list of job numbers, each in an element named `tag` (SGE names them after the list
+/// they were made from: `job_predecessors`, `job_predecessors_ad`, `ulong_sublist`).
+fn xml_job_numbers(out: &mut String, name: &str, tag: &str, ids: &[JobId]) {
     if ids.is_empty() {
         return;
     }
     open(out, 6, name);
     for p in ids {
-        open(out, 8, "ulong_sublist");
+        open(out, 8, tag);
         el(out, 10, "JRE_job_number", p);
-        close(out, 8, "ulong_sublist");
+        close(out, 8, tag);
     }
     close(out, 6, name);
+}
+
+/// A queue list (`-q`, `-masterq`): `destin_ident_list` elements of `QR_name`.
+fn xml_queues(out: &mut String, name: &str, queues: &[String]) {
+    if queues.is_empty() {
+        return;
+    }
+    open(out, 6, name);
+    for q in queues {
+        open(out, 8, "destin_ident_list");
+        el(out, 10, "QR_name", q);
+        close(out, 8, "destin_ident_list");
+    }
+    close(out, 6, name);
+}
+
+/// `-m` as SGE's `JB_mail_options` bits (`sge_mailrec.h`: `a` 0x40000, `b` 0x80000, `e`
+/// 0x100000, `n` 0x200000, `s` 0x400000; oracle: `-m bea` 1835008).
+fn mail_option_bits(options: &str) -> u32 {
+    options
+        .chars()
+        .map(|c| match c {
+            'a' => 0x4_0000,
+            'b' => 0x8_0000,
+            'e' => 0x10_0000,
+            'n' => 0x20_0000,
+            's' => 0x40_0000,
+            _ => 0,
+        })
+        .fold(0, |bits, b| bits | b)
 }
 
 /// A request's share of the job's urgency (`-r`'s figure in parentheses): the complex's

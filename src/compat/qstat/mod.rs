@@ -539,8 +539,11 @@ fn merge_states(a: StateFilter, b: StateFilter) -> StateFilter {
 /// Everything a `qstat` output is computed from, gathered once by the CLI.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a> {
-    /// Sorted by job id (as `JobScan` keeps them).
+    /// The jobs in the system, sorted by job id (as `JobScan` keeps them).
     pub jobs: &'a [JobRecord],
+    /// Jobs whose every task has ended, still in the spool for `qsub -sync`, sorted by job
+    /// id: only `-s z` shows them (`JobScan::ended`).
+    pub ended: &'a [JobRecord],
     pub config: &'a ClusterConfig,
     /// The calling user's name (the default `-u`).
     pub caller: &'a str,
@@ -557,7 +560,7 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// The job with this id, if it is still in the spool.
+    /// The job with this id, if it is in the system (an ended job is not).
     pub fn job(&self, id: crate::model::JobId) -> Option<&'a JobRecord> {
         self.jobs
             .binary_search_by_key(&id, |j| j.id)

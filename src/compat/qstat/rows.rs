@@ -408,6 +408,18 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
             })
             .then_with(|| a.job.id.cmp(&b.job.id))
     });
+    // Jobs that have ended are zombies only (`-s z`); nothing else shows them.
+    if args.states.zombie {
+        for job in view.ended {
+            if job.tasks.finished > 0 && user_selected(args, view, &users, job) {
+                zombies.push(Row {
+                    job,
+                    kind: RowKind::Zombie,
+                });
+            }
+        }
+        zombies.sort_by_key(|r| r.job.id);
+    }
     let mut out = Vec::with_capacity(running.len() + pending.len());
     out.extend(running.into_iter().map(|(r, _, _)| r));
     out.extend(pending);
