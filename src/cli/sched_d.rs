@@ -280,6 +280,7 @@ fn one_line(event: &[u8]) -> Vec<u8> {
 /// `--daemon`: starts this program again, detached, and returns once it holds the lock
 /// (its pid is in the pid file) or says why it could not.
 fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     args.retain(|a| a != "--daemon");
@@ -288,7 +289,10 @@ fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
         args.push(dir.as_os_str().to_owned());
     }
     args.push("--detached".into());
+    // Named sched_d whatever the file is called: an installation's file is the multicall
+    // program (`cli::multicall`), which reads its command from argv[0].
     let mut child = std::process::Command::new(exe)
+        .arg0("sched_d")
         .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
