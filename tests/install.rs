@@ -306,3 +306,40 @@ fn the_debian_package_holds_the_installation() {
         "dpkg-statoverride --update --add root gridspool 2755 /usr/lib/gridspool/gridspool"
     ));
 }
+
+#[test]
+fn settings_files_set_sge_root_and_cell_as_sge_writes_them() {
+    // The oracle's settings.sh/.csh (Debian's gridengine) against those of `sched_d --init`
+    // for a cell of the same name: every line of SGE's that sets SGE_ROOT or SGE_CELL is
+    // there, in the same form (gridspool quotes the value); SGE_ARCH is a divergence.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = std::fs::canonicalize(tmp.path()).expect("canonical");
+    let run = output(
+        Command::new(env!("CARGO_BIN_EXE_sched_d"))
+            .args(["--init", "--spool"])
+            .arg(root.join("default")),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    for file in ["settings.sh", "settings.csh"] {
+        let sge = Capture::load(&format!("misc/{file}-file.txt")).stdout;
+        let ours = std::fs::read_to_string(root.join("default/common").join(file))
+            .expect("settings written")
+            .replace('\'', "");
+        let mut checked = 0;
+        for line in sge.lines().filter(|l| !l.contains("SGE_ARCH")) {
+            let expected = line.replace("/var/lib/gridengine", &root.to_string_lossy());
+            assert!(
+                ours.lines().any(|l| l == expected),
+                "{file}: no line {expected:?} in\n{ours}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 2, "{file}: SGE_ROOT and SGE_CELL");
+        let bin = Path::new(env!("CARGO_BIN_EXE_sched_d"))
+            .parent()
+            .expect("dir")
+            .to_string_lossy()
+            .into_owned();
+        assert!(ours.contains(&bin), "{file}: PATH has {bin}:\n{ours}");
+    }
+}
