@@ -2,40 +2,83 @@
 # Installs gridspool for several users, as crontab and at are installed (docs/security.md):
 # the cell belongs to a dedicated group, users are not in it, and the clients are setgid to it.
 #
-#   scripts/install-multiuser.sh [--bin-dir DIR] PREFIX CELL_DIR [GROUP]
+#   scripts/install-multiuser.sh [--bin-dir DIR] [--destdir DIR | --cell-only] PREFIX [CELL_DIR [GROUP]]
 #
-# PREFIX gets bin/ (clients, setgid GROUP) and sbin/ (sched_d, gridspool-shepherd);
-# CELL_DIR is $SGE_ROOT/$SGE_CELL, created with the default configuration if new.
-# Binaries come from target/release unless --bin-dir says otherwise. Must run as root.
+# PREFIX gets lib/gridspool/gridspool, the one program of every command (stripped), with a
+# link per command beside it (SGE's bin/<arch>: SGE_BINARY_PATH, the PATH of settings.sh), in
+# bin/ (the clients) and in sbin/ (sched_d, gridspool-shepherd). The program is setgid GROUP;
+# sched_d and the shepherd give that group up as they start (src/cli/multicall.rs).
+# CELL_DIR is $SGE_ROOT/$SGE_CELL, created with the default configuration and
+# common/settings.sh/.csh if new. --destdir DIR stages the files under DIR for a package
+# (scripts/build-deb.sh): no group, no setgid, no cell; the package's postinst does those.
+# --cell-only makes CELL_DIR for the commands already in PREFIX (the package ships this
+# script as /usr/lib/gridspool/install-multiuser.sh for that).
+# The program comes from target/release unless --bin-dir says otherwise. Else must run as root.
 set -euo pipefail
 
 bin_dir="$(cd "$(dirname "$0")/.." && pwd)/target/release"
-if [ "${1:-}" = "--bin-dir" ]; then bin_dir=$2; shift 2; fi
-if [ $# -lt 2 ]; then
-  echo "usage: $0 [--bin-dir DIR] PREFIX CELL_DIR [GROUP]" >&2
+destdir= cell_only=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bin-dir) bin_dir=$2; shift 2 ;;
+    --destdir) destdir=$2; shift 2 ;;
+    --cell-only) cell_only=1; shift ;;
+    *) break ;;
+  esac
+done
+if [ $# -lt 1 ]; then
+  echo "usage: $0 [--bin-dir DIR] [--destdir DIR | --cell-only] PREFIX [CELL_DIR [GROUP]]" >&2
   exit 2
 fi
-prefix=$1 cell=$2 group=${3:-gridspool}
-if [ "$(id -u)" != 0 ]; then
-  echo "$0: must run as root (it creates a group and setgid binaries)" >&2
+prefix=$1 cell=${2:-} group=${3:-gridspool}
+if [ -z "$destdir" ] && [ "$(id -u)" != 0 ]; then
+  echo "$0: must run as root (it creates a group and a setgid program)" >&2
   exit 1
+fi
+if [ -n "$cell_only" ] && [ -z "$cell" ]; then
+  echo "$0: --cell-only needs CELL_DIR" >&2
+  exit 2
+fi
+if [ -z "$cell_only" ] && [ ! -x "$bin_dir/gridspool" ]; then
+  echo "$0: $bin_dir/gridspool not found: build it first (cargo build --release)" >&2
+  exit 1
+fi
+clients="qsub qstat qdel qalter qhold qrls qacct qhost"
+daemons="sched_d gridspool-shepherd"
+root=$destdir$prefix
+lib=$root/lib/gridspool
+
+if [ -z "$cell_only" ]; then
+  install -d -m 0755 "$root/bin" "$root/sbin" "$lib" "$root/share/man/man1"
+  # Stripped: the line tables are most of the file (backtraces lose their line numbers).
+  tmp=$(mktemp "$lib/.gridspool.XXXXXX")
+  if command -v strip >/dev/null; then
+    strip -o "$tmp" "$bin_dir/gridspool"
+  else
+    cp "$bin_dir/gridspool" "$tmp"
+  fi
+  chmod 0755 "$tmp"
+  mv -f "$tmp" "$lib/gridspool"
+  for c in $clients $daemons; do ln -sfn gridspool "$lib/$c"; done
+  for c in $clients; do ln -sfn ../lib/gridspool/gridspool "$root/bin/$c"; done
+  for c in $daemons; do ln -sfn ../lib/gridspool/gridspool "$root/sbin/$c"; done
+  for m in "$(cd "$(dirname "$0")/.." && pwd)"/man/*.1; do
+    if [ -f "$m" ]; then install -m 0644 "$m" "$root/share/man/man1/"; fi
+  done
+  if [ -n "$destdir" ]; then
+    echo "staged under $destdir$prefix"
+    exit 0
+  fi
 fi
 
 getent group "$group" >/dev/null || groupadd --system "$group"
+if [ -z "$cell_only" ]; then
+  chown root:"$group" "$lib/gridspool"
+  chmod 2755 "$lib/gridspool"
+fi
+[ -n "$cell" ] || { echo "installed in $prefix (setgid $group); no cell"; exit 0; }
 
-install -d -m 0755 "$prefix/bin" "$prefix/sbin"
-for b in qsub qstat qdel qalter qhold qrls qacct qhost; do
-  if [ -x "$bin_dir/$b" ]; then
-    install -o root -g "$group" -m 2755 "$bin_dir/$b" "$prefix/bin/$b"
-  fi
-done
-for b in sched_d gridspool-shepherd; do
-  if [ -x "$bin_dir/$b" ]; then
-    install -o root -g root -m 0755 "$bin_dir/$b" "$prefix/sbin/$b"
-  fi
-done
-
-"$bin_dir/sched_d" --init --spool "$cell" >/dev/null
+"$prefix/sbin/sched_d" --init --spool "$cell" >/dev/null
 
 # The cell is traversable (users source common/settings.sh, qacct reads common/accounting),
 # but only the group may write where clients publish, and only root elsewhere.
@@ -51,5 +94,6 @@ chmod 0644 "$cell/config.yaml"
 chmod 0755 "$cell/common"
 [ -f "$cell/common/accounting" ] && chmod 0644 "$cell/common/accounting"
 
-echo "installed: clients in $prefix/bin (setgid $group), daemon in $prefix/sbin, cell $cell"
-echo "start the daemon as root: SGE_ROOT=$(dirname "$cell") SGE_CELL=$(basename "$cell") $prefix/sbin/sched_d"
+echo "installed: commands in $prefix/bin and $prefix/sbin (setgid $group), cell $cell"
+echo "users: . $cell/common/settings.sh (sh) or source $cell/common/settings.csh (csh)"
+echo "start the daemon as root: $prefix/sbin/sched_d --spool $cell"

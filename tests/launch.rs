@@ -1653,3 +1653,49 @@ fn the_start_server_answers_every_spec_and_exits_at_eof_leaving_its_supervisors_
     });
     assert_eq!(read(&rig.workdir().join("direct.o9631")), "direct-9631\n");
 }
+
+#[test]
+fn the_multicall_program_as_the_shepherd_execs_its_supervisor_by_name() {
+    // An installation's shepherd is a link to the one program (src/cli/multicall.rs);
+    // `gridspool-shepherd run` (how ssh hosts start a task without a start server) execs
+    // its own file, /proc/self/exe, to supervise the task. That file is `gridspool`, so the
+    // supervisor must be told its command by argv[0], not by the file's name.
+    use gridspool::launch::shepherd::RunReply;
+    use std::io::Write;
+    let rig = Rig::new();
+    let links = tempfile::tempdir().expect("tempdir");
+    let shepherd = links.path().join("gridspool-shepherd");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gridspool"), &shepherd).expect("link");
+    let id = 9651;
+    let job = rig.job(
+        id,
+        binary_job_in(&rig.workdir(), "multi", "echo out; exit 3"),
+        "",
+    );
+    let spec = serde_json::to_vec(&rig.spec(&job, 1)).expect("json");
+    let mut child = std::process::Command::new(&shepherd)
+        .arg("run")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("shepherd run");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&spec)
+        .expect("spec");
+    let out = child.wait_with_output().expect("run");
+    let reply: RunReply =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert!(
+        matches!(reply, RunReply::Started { pid } if pid > 0),
+        "{reply:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = rig.workdir().join(format!("multi.o{id}"));
+    wait_for("the job's output", 30, || {
+        std::fs::read_to_string(&stdout).is_ok_and(|s| s == "out\n")
+    });
+}

@@ -4,6 +4,7 @@ mod support;
 
 mod docs;
 mod harness;
+mod install;
 mod launch;
 mod qacct;
 mod qalter;

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::run_with_text_args("qalter", gridspool::cli::qalter::main)
+    gridspool::cli::multicall::run("qalter")
 }

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::sched_d::main()
+    gridspool::cli::multicall::run("sched_d")
 }

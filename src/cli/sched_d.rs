@@ -20,7 +20,8 @@ pub struct Args {
     #[arg(long)]
     pub spool: Option<PathBuf>,
     /// Create the spool with the default configuration (the local host as the one execution
-    /// host with as many slots as CPUs, a queue all.q), then exit. Existing files are kept.
+    /// host with as many slots as CPUs, a queue all.q) and common/settings.sh and
+    /// settings.csh for users to source, then exit. Existing files are kept.
     #[arg(long)]
     pub init: bool,
     /// Run in the foreground, logging to stderr and to daemon/sched_d.log (the default, as
@@ -281,6 +282,7 @@ fn one_line(event: &[u8]) -> Vec<u8> {
 /// `--daemon`: starts this program again, detached, and returns once it holds the lock
 /// (its pid is in the pid file) or says why it could not.
 fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     args.retain(|a| a != "--daemon");
@@ -289,7 +291,10 @@ fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
         args.push(dir.as_os_str().to_owned());
     }
     args.push("--detached".into());
+    // Named sched_d whatever the file is called: an installation's file is the multicall
+    // program (`cli::multicall`), which reads its command from argv[0].
     let mut child = std::process::Command::new(exe)
+        .arg0("sched_d")
         .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -332,6 +337,7 @@ fn init_target() -> Result<PathBuf, ClientError> {
 /// configuration was written.
 pub fn init(dir: &std::path::Path) -> Result<bool, anyhow::Error> {
     let spool = Spool::create(dir)?;
+    write_settings(&spool)?;
     if spool.config_path().exists() {
         let (text, config) = ClusterConfig::load_text(&spool.config_path())?;
         // Only a time saving for clients: a cell this user may not write keeps working.
@@ -349,9 +355,89 @@ pub fn init(dir: &std::path::Path) -> Result<bool, anyhow::Error> {
     Ok(true)
 }
 
+/// Writes `common/settings.sh` and `common/settings.csh` unless they exist (an
+/// administrator's edits are kept; remove them to have them written again). As on SGE sites,
+/// users source them to reach the cell: they set `SGE_ROOT` and `SGE_CELL` from the cell's
+/// absolute path and put the directory of this program (where an installation links every
+/// command, `/usr/lib/gridspool`) first on `PATH`.
+fn write_settings(spool: &Spool) -> Result<(), anyhow::Error> {
+    let cell = std::fs::canonicalize(spool.root())?;
+    let (Some(root), Some(name)) = (cell.parent(), cell.file_name()) else {
+        anyhow::bail!(
+            "{}: a cell directory needs a parent ($SGE_ROOT)",
+            cell.display()
+        );
+    };
+    let exe = std::env::current_exe()?;
+    let bin = exe.parent().unwrap_or(std::path::Path::new("/"));
+    let (sh, csh) = settings_text(root.as_os_str(), name, bin.as_os_str());
+    for (file, text) in [("settings.sh", sh), ("settings.csh", csh)] {
+        match durable::write_new(&spool.common_dir(), file, &text, 0o644) {
+            Ok(()) | Err(crate::spool::SpoolError::Exists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The texts of `settings.sh` and `settings.csh` (SGE's `util/create_settings.sh` writes the
+/// same variables; gridspool has no architecture directories, ports or DRMAA library).
+fn settings_text(
+    root: &std::ffi::OsStr,
+    cell: &std::ffi::OsStr,
+    bin: &std::ffi::OsStr,
+) -> (Vec<u8>, Vec<u8>) {
+    let (root, cell, bin) = (quote(root), quote(cell), quote(bin));
+    let header = b"# gridspool: source this file to use this cell (as SGE's common/settings.*)\n";
+    let mut sh = header.to_vec();
+    for line in [
+        [b"SGE_ROOT=".as_slice(), &root, b"; export SGE_ROOT\n"].concat(),
+        [b"SGE_CELL=".as_slice(), &cell, b"; export SGE_CELL\n"].concat(),
+        [b"PATH=".as_slice(), &bin, b":$PATH; export PATH\n"].concat(),
+    ] {
+        sh.extend_from_slice(&line);
+    }
+    let mut csh = header.to_vec();
+    for line in [
+        [b"setenv SGE_ROOT ".as_slice(), &root, b"\n"].concat(),
+        [b"setenv SGE_CELL ".as_slice(), &cell, b"\n"].concat(),
+        [b"set path = ( ".as_slice(), &bin, b" $path )\n"].concat(),
+    ] {
+        csh.extend_from_slice(&line);
+    }
+    (sh, csh)
+}
+
+/// A word in single quotes for both sh and csh; a quote inside is closed, written in double
+/// quotes, and reopened.
+fn quote(word: &std::ffi::OsStr) -> Vec<u8> {
+    let mut out = vec![b'\''];
+    for &b in word.as_encoded_bytes() {
+        if b == b'\'' {
+            out.extend_from_slice(b"'\"'\"'");
+        } else {
+            out.push(b);
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::one_line;
+
+    #[test]
+    fn settings_quote_every_path() {
+        let (sh, csh) =
+            super::settings_text("/srv/it's".as_ref(), "c".as_ref(), "/opt/g q".as_ref());
+        let sh = String::from_utf8(sh).expect("text");
+        assert!(sh.contains("SGE_ROOT='/srv/it'\"'\"'s'; export SGE_ROOT\n"));
+        assert!(sh.contains("PATH='/opt/g q':$PATH; export PATH\n"));
+        let csh = String::from_utf8(csh).expect("text");
+        assert!(csh.contains("setenv SGE_CELL 'c'\n"));
+        assert!(csh.contains("set path = ( '/opt/g q' $path )\n"));
+    }
 
     #[test]
     fn an_event_is_one_line_without_escapes() {

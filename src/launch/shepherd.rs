@@ -881,9 +881,12 @@ fn supervise_task(
     dir: &TaskDir,
     exe: &Path,
 ) -> Result<(u32, Option<std::process::Child>), LaunchError> {
+    use std::os::unix::process::CommandExt;
     // Its stdout and stderr are pipes to us until it announces the job (then it points both
     // at /dev/null): stdout carries the job's pid, stderr why it could not get that far.
+    // argv[0] names the shepherd: `exe` may be the multicall program (`cli::multicall`).
     let mut child = Command::new(exe)
+        .arg0(super::SHEPHERD_BINARY)
         .arg("supervise")
         .arg(&dir.path)
         .stdin(Stdio::null())
