@@ -2,5 +2,5 @@
 //! ended. Started by `sched_d` directly or over ssh; see `gridspool::launch::shepherd`.
 
 fn main() -> std::process::ExitCode {
-    gridspool::cli::multicall::run("gridspool-shepherd")
+    gridspool::cli::multicall::run(&gridspool::cli::multicall::SHEPHERD_COMMAND)
 }

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::multicall::run("qstat")
+    gridspool::cli::multicall::run(&gridspool::cli::multicall::QSTAT)
 }

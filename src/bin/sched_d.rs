@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::multicall::run("sched_d")
+    gridspool::cli::multicall::run(&gridspool::cli::multicall::SCHED_D)
 }
