@@ -2,6 +2,7 @@
 
 mod support;
 
+mod cluster;
 mod docs;
 mod harness;
 mod install;

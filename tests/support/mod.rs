@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod sshd;
 
 use gridspool::model::{JobId, JobRecord};

@@ -1,0 +1,210 @@
+//! `sched_d` driving a cluster of execution hosts, each its own network and UTS namespace with
+//! its own sshd ([`crate::support::cluster`]): jobs spread over the hosts, parallel jobs whose
+//! allocation spans several of them, `-l h=` and `-q queue@host` binding, and `qhost` showing
+//! what each host reports of itself. Jobs run as sgeuser, submitted with the real `qsub`.
+
+use crate::sched::{SchedD, wait_for};
+use crate::support::cluster::Cluster;
+use crate::support::*;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// A cell whose execution hosts are the cluster's (`slots` each), with PEs `rr`
+/// (`$round_robin`) and `fu` (`$fill_up`); `sched_d`'s own host runs nothing.
+fn cluster_cell(cluster: &Cluster, slots: u32) -> TestCell {
+    let hosts = cluster.hosts_yaml(slots);
+    let names = cluster.names_yaml();
+    TestCell::with_config(|_| {
+        format!(
+            "{hosts}hostgroups:\n  \"@allhosts\": {names}\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: {slots}, pe_list: [rr, fu]}}\n\
+             parallel_environments:\n  - {{name: rr, slots: 999, allocation_rule: $round_robin}}\n\
+             \x20 - {{name: fu, slots: 999, allocation_rule: $fill_up}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// Submits `args` as `user` with `-terse`; returns the job id.
+fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
+    let run = cell.run(user, "qsub", args);
+    assert_eq!(run.code, 0, "qsub {args:?}: {run:?}");
+    run.stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{run:?}"))
+}
+
+/// The standard output of job `id` named `name` in the user's working directory, once the job
+/// has been accounted (its output is complete then).
+fn output(cell: &TestCell, user: &TestUser, name: &str, id: u32) -> String {
+    let path = cell.workdir(user).join(format!("{name}.o{id}"));
+    wait_for(
+        &format!("job {id} accounted"),
+        Duration::from_secs(60),
+        || !crate::sched::accounting_records(cell, gridspool::model::JobId(id)).is_empty(),
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs a client as `user` on a submit host that is no execution host: a network and UTS
+/// namespace of its own (no network at all: a client only reads and writes the shared cell),
+/// named `login01`.
+fn run_on_submit_host(cell: &TestCell, user: &TestUser, bin: &str, args: &[&str]) -> Run {
+    let inner = cell.command(bin, user);
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.current_dir(inner.get_current_dir().expect("workdir"))
+        .args(["--uts", "--net", "sh", "-c"])
+        .arg(
+            "hostname login01 && uid=$1 gid=$2 && shift 2 && \
+             exec setpriv --reuid=\"$uid\" --regid=\"$gid\" --clear-groups -- \"$@\"",
+        )
+        .arg("sh")
+        .arg(user.uid.to_string())
+        .arg(user.gid.to_string())
+        .arg(inner.get_program())
+        .args(args);
+    let out = cmd.output().expect("unshare");
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+#[test]
+fn jobs_spread_over_eight_namespace_hosts_and_bind_to_a_host() {
+    const TEST: &str = "jobs_spread_over_eight_namespace_hosts_and_bind_to_a_host";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    let Some(cluster) = Cluster::start(TEST, 8) else {
+        return;
+    };
+    let cell = cluster_cell(&cluster, 2);
+    let d = SchedD::start(&cell, &[]);
+    cell.write_file(&user, "where.sh", "#!/bin/sh\nsleep 1\nhostname\n");
+
+    // 16 jobs on 16 slots: every host runs two, and each says the name it has there.
+    let ids: Vec<u32> = (0..16)
+        .map(|_| qsub(&cell, &user, &["-terse", "-cwd", "where.sh"]))
+        .collect();
+    let mut seen = BTreeSet::new();
+    for &id in &ids {
+        let host = output(&cell, &user, "where.sh", id).trim().to_string();
+        let record = &crate::sched::accounting_records(&cell, gridspool::model::JobId(id))[0];
+        assert_eq!(
+            record[1], host,
+            "job {id} ran on {host}, accounted on {}",
+            record[1]
+        );
+        seen.insert(host);
+    }
+    let all: BTreeSet<String> = cluster.hosts.iter().map(|h| h.name.clone()).collect();
+    assert_eq!(seen, all, "{}", d.log_text());
+
+    // Binding by host name and by queue instance.
+    let on5 = qsub(
+        &cell,
+        &user,
+        &["-terse", "-cwd", "-l", "h=node05", "where.sh"],
+    );
+    let on7 = qsub(
+        &cell,
+        &user,
+        &["-terse", "-cwd", "-q", "all.q@node07", "where.sh"],
+    );
+    assert_eq!(output(&cell, &user, "where.sh", on5).trim(), "node05");
+    assert_eq!(output(&cell, &user, "where.sh", on7).trim(), "node07");
+
+    // From a submit host: the job says where it was submitted, and runs on the cluster.
+    let run = run_on_submit_host(&cell, &user, "qsub", &["-terse", "-cwd", "-h", "where.sh"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let held: u32 = run.stdout.trim().parse().expect("job id");
+    let run = run_on_submit_host(&cell, &user, "qstat", &["-j", &held.to_string()]);
+    assert!(
+        run.code == 0
+            && run
+                .stdout
+                .contains("\nsge_o_host:                 login01\n"),
+        "{run:?}"
+    );
+    assert_eq!(cell.run(&user, "qrls", &[&held.to_string()]).code, 0);
+    let ran_on = output(&cell, &user, "where.sh", held);
+    assert!(all.contains(ran_on.trim()), "{ran_on}");
+
+    // qhost: every host's load as the host reported it (its own /proc), none unreachable.
+    let daemon_dir = cell.cell.join("daemon");
+    wait_for("every host's report", Duration::from_secs(30), || {
+        cluster.hosts.iter().all(|h| {
+            gridspool::acct::load::read_report(&daemon_dir, &h.name)
+                .is_some_and(|r| r.reachable && r.load.is_some())
+        })
+    });
+    let run = cell.run(&user, "qhost", &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for h in &cluster.hosts {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(h.name.as_str()))
+            .unwrap_or_else(|| panic!("{} missing:\n{}", h.name, run.stdout));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // HOSTNAME ARCH NCPU NSOC NCOR NTHR LOAD MEMTOT MEMUSE SWAPTO SWAPUS
+        assert_eq!(fields[1], "lx-amd64", "{line}");
+        assert!(
+            fields[2].parse::<u32>().is_ok_and(|n| n >= 1) && fields[6] != "-" && fields[7] != "-",
+            "{line}"
+        );
+    }
+}
+
+/// `$round_robin` and `$fill_up` allocations over several hosts: `PE_HOSTFILE` names the
+/// granted hosts (master first), `NHOSTS` counts them, and the master task runs on the first.
+#[test]
+fn parallel_jobs_span_namespace_hosts_with_a_pe_hostfile() {
+    const TEST: &str = "parallel_jobs_span_namespace_hosts_with_a_pe_hostfile";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    let Some(cluster) = Cluster::start(TEST, 4) else {
+        return;
+    };
+    let cell = cluster_cell(&cluster, 2);
+    let _d = SchedD::start(&cell, &[]);
+    cell.write_file(
+        &user,
+        "pe.sh",
+        "#!/bin/sh\necho \"$NHOSTS $NSLOTS $(hostname)\"\ncat \"$PE_HOSTFILE\"\n",
+    );
+    for (pe, slots, hosts, per_host) in [("rr", "4", 4, 1), ("fu", "4", 2, 2)] {
+        let id = qsub(&cell, &user, &["-terse", "-cwd", "-pe", pe, slots, "pe.sh"]);
+        let out = output(&cell, &user, "pe.sh", id);
+        let mut lines = out.lines();
+        let head: Vec<&str> = lines
+            .next()
+            .expect("first line")
+            .split_whitespace()
+            .collect();
+        let hostfile: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(hostfile.len(), hosts, "{pe}: {out}");
+        let names: BTreeSet<&str> = hostfile.iter().map(|l| l[0]).collect();
+        assert_eq!(names.len(), hosts, "{pe}: distinct hosts: {out}");
+        for l in &hostfile {
+            assert_eq!(l[1], per_host.to_string(), "{pe}: {out}");
+            assert_eq!(l[2], format!("all.q@{}", l[0]), "{pe}: {out}");
+        }
+        assert_eq!(head[0], hosts.to_string(), "{pe}: NHOSTS: {out}");
+        assert_eq!(head[1], slots, "{pe}: NSLOTS: {out}");
+        assert_eq!(
+            head[2], hostfile[0][0],
+            "{pe}: the master runs on the first host: {out}"
+        );
+    }
+}

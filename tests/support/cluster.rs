@@ -1,0 +1,347 @@
+//! A cluster of execution hosts on this one machine, for tests (and benchmarks) of what crosses
+//! a network: each host is its own network namespace with a veth into a bridge of the root
+//! namespace, its own address, and its own `sshd` on port 22 of that address with a host key of
+//! its own, run in a UTS namespace of its own so that `hostname` there is the host's name. The
+//! file system is the machine's, shared as NFS would share `/home` and the cell, so `sched_d`
+//! (in the root namespace) reaches each host by ssh exactly as on a real cluster and finds the
+//! shepherd at the same path there.
+//!
+//! Addresses are `10.231.K.0/24` (the root namespace's bridge is `.1`, host `i` is `.10+i`),
+//! used only on these veths: traffic stays between this machine's namespaces. Hosts resolve by
+//! the addresses in the gridspool host configuration ([`Cluster::hosts_yaml`]), not through
+//! `/etc/hosts`. `K` is the first bridge number free on the machine (`ip link add` is the
+//! atomic claim), so several clusters, of one test process or several, coexist.
+//!
+//! Everything is removed when the [`Cluster`] is dropped (also when its test panics); what a
+//! killed test process left (namespaces named `gridspool-<pid>-…` whose process is gone, and
+//! their bridge) is removed by the next [`Cluster::start`]. [`Cluster::start`] returns `None`,
+//! and the test says SKIPPED, when not root or when `ip`, `unshare` or `sshd` is missing.
+
+use super::sshd::SSHD;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One execution host of the cluster.
+pub struct ClusterHost {
+    /// Its name: the UTS name inside it and its name in the gridspool configuration.
+    pub name: String,
+    pub address: String,
+    /// Its network namespace (`ip netns exec NAME …`).
+    pub netns: String,
+}
+
+/// A running cluster; see the module documentation.
+pub struct Cluster {
+    pub hosts: Vec<ClusterHost>,
+    /// The bridge's number `K` (addresses `10.231.K.0/24`).
+    pub net: u8,
+    bridge: String,
+    dir: tempfile::TempDir,
+    client_key: PathBuf,
+    known_hosts: PathBuf,
+}
+
+const NETNS_PREFIX: &str = "gridspool-";
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    run(Command::new("ip").args(args))
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Kills every process of a network namespace and deletes it.
+fn remove_netns(netns: &str) {
+    if let Ok(out) = Command::new("ip").args(["netns", "pids", netns]).output() {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<i32>() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    let _ = ip(&["netns", "del", netns]);
+}
+
+/// Removes what killed test processes left: their namespaces (named after their pid) and the
+/// bridges those were attached to.
+fn remove_stale() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        // gridspool-<pid>-<K>-<i>
+        let Some(rest) = name.strip_prefix(NETNS_PREFIX) else {
+            continue;
+        };
+        let mut parts = rest.split('-');
+        let (Some(pid), Some(net)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        remove_netns(name);
+        let _ = ip(&["link", "del", &format!("gs{net}br")]);
+    }
+}
+
+impl Cluster {
+    /// Builds `n` hosts named `node01`, `node02`, … (at most 200).
+    pub fn start(test: &str, n: usize) -> Option<Cluster> {
+        if !super::is_root() {
+            super::skip(test, "needs root for network and UTS namespaces");
+            return None;
+        }
+        for program in ["ip", "unshare", "ssh-keygen"] {
+            if !have(program) {
+                super::skip(test, &format!("{program} is not installed"));
+                return None;
+            }
+        }
+        if !Path::new(SSHD).exists() {
+            super::skip(
+                test,
+                "sshd is not installed (apt-get install openssh-server)",
+            );
+            return None;
+        }
+        assert!(n <= 200, "at most 200 hosts");
+        remove_stale();
+        // Claim a bridge number: the first `ip link add` that succeeds.
+        let (net, bridge) = (1u8..=250)
+            .find_map(|k| {
+                let bridge = format!("gs{k}br");
+                ip(&["link", "add", &bridge, "type", "bridge"])
+                    .ok()
+                    .map(|()| (k, bridge))
+            })
+            .expect("a free bridge number");
+        let dir = tempfile::Builder::new()
+            .prefix("gridspool-cluster")
+            .tempdir()
+            .expect("tempdir");
+        super::set_mode(dir.path(), 0o755);
+        let mut cluster = Cluster {
+            hosts: Vec::new(),
+            net,
+            bridge,
+            client_key: dir.path().join("client_ed25519"),
+            known_hosts: dir.path().join("known_hosts"),
+            dir,
+        };
+        if let Err(e) = cluster.build(n) {
+            panic!("building the cluster: {e}");
+        }
+        Some(cluster)
+    }
+
+    fn build(&mut self, n: usize) -> Result<(), String> {
+        let net = self.net;
+        ip(&[
+            "addr",
+            "add",
+            &format!("10.231.{net}.1/24"),
+            "dev",
+            &self.bridge,
+        ])?;
+        ip(&["link", "set", &self.bridge, "up"])?;
+        keygen(&self.client_key)?;
+        let authorized = self.dir.path().join("authorized_keys");
+        std::fs::copy(self.client_key.with_extension("pub"), &authorized)
+            .map_err(|e| e.to_string())?;
+        super::set_mode(&authorized, 0o644);
+        // Privilege separation needs it; Debian creates it at service start only.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let mut known = String::new();
+        for i in 0..n {
+            let host = ClusterHost {
+                name: format!("node{:02}", i + 1),
+                address: format!("10.231.{net}.{}", 10 + i),
+                netns: format!("{NETNS_PREFIX}{}-{net}-{i}", std::process::id()),
+            };
+            // Registered first, so that a failure below still removes it.
+            self.hosts.push(host);
+            let host = self.hosts.last().expect("host");
+            let (outer, inner) = (format!("gs{net}v{i}"), format!("gs{net}p{i}"));
+            ip(&["netns", "add", &host.netns])?;
+            ip(&[
+                "link",
+                "add",
+                &outer,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &inner,
+                "netns",
+                &host.netns,
+            ])?;
+            ip(&["link", "set", &outer, "master", &self.bridge])?;
+            ip(&["link", "set", &outer, "up"])?;
+            let inside = |args: &[&str]| {
+                let mut all = vec!["netns", "exec", &host.netns, "ip"];
+                all.extend_from_slice(args);
+                ip(&all)
+            };
+            inside(&["link", "set", "lo", "up"])?;
+            inside(&["link", "set", &inner, "name", "eth0"])?;
+            inside(&[
+                "addr",
+                "add",
+                &format!("{}/24", host.address),
+                "dev",
+                "eth0",
+            ])?;
+            inside(&["link", "set", "eth0", "up"])?;
+            let host_key = self.dir.path().join(format!("host_{}", host.name));
+            keygen(&host_key)?;
+            let host_pub = std::fs::read_to_string(host_key.with_extension("pub"))
+                .map_err(|e| e.to_string())?;
+            known.push_str(&format!("{} {host_pub}", host.address));
+            let config = self.dir.path().join(format!("sshd_config_{}", host.name));
+            std::fs::write(
+                &config,
+                format!(
+                    "ListenAddress {addr}:22\nHostKey {hk}\nPidFile none\nAuthorizedKeysFile {ak}\n\
+                     StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                     PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM yes\n\
+                     MaxSessions 30\nMaxStartups 50\nLogLevel ERROR\n",
+                    addr = host.address,
+                    hk = host_key.display(),
+                    ak = authorized.display(),
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+            let log =
+                std::fs::File::create(self.dir.path().join(format!("sshd_{}.log", host.name)))
+                    .map_err(|e| e.to_string())?;
+            // A UTS namespace of its own, named after the host, inherited by every session.
+            Command::new("ip")
+                .args(["netns", "exec", &host.netns, "unshare", "--uts", "sh", "-c"])
+                .arg(format!(
+                    "hostname {} && exec {SSHD} -D -e -f {}",
+                    host.name,
+                    config.display()
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("sshd of {}: {e}", host.name))?;
+        }
+        std::fs::write(&self.known_hosts, known).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for host in &self.hosts {
+            let addr: std::net::SocketAddr = format!("{}:22", host.address)
+                .parse()
+                .map_err(|e| format!("{e}"))?;
+            while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "sshd of {} did not listen: {}",
+                        host.name,
+                        self.sshd_log(&host.name)
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// What a host's sshd wrote (errors only).
+    pub fn sshd_log(&self, host: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("sshd_{host}.log")))
+            .unwrap_or_default()
+    }
+
+    /// The `hosts:` entries of a gridspool configuration for these hosts (`slots` each),
+    /// launched over ssh as root (which runs each job as its owner) with this cluster's keys.
+    pub fn hosts_yaml(&self, slots: u32) -> String {
+        let options = [
+            "-F".to_string(),
+            "/dev/null".into(),
+            "-i".into(),
+            self.client_key.display().to_string(),
+            "-o".into(),
+            "IdentitiesOnly=yes".into(),
+            "-o".into(),
+            format!("UserKnownHostsFile={}", self.known_hosts.display()),
+            "-o".into(),
+            "StrictHostKeyChecking=yes".into(),
+            "-o".into(),
+            "ConnectTimeout=5".into(),
+        ]
+        .map(|o| format!("\"{o}\""))
+        .join(", ");
+        let mut out = String::from("hosts:\n");
+        for h in &self.hosts {
+            out.push_str(&format!(
+                "  - {{name: {}, slots: {slots}, launch: {{method: ssh, address: \"{}\", port: 22, user: root, options: [{options}]}}}}\n",
+                h.name, h.address
+            ));
+        }
+        out
+    }
+
+    /// The host names, as a YAML flow list.
+    pub fn names_yaml(&self) -> String {
+        let names: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();
+        format!("[{}]", names.join(", "))
+    }
+}
+
+fn keygen(path: &Path) -> Result<(), String> {
+    run(Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "gridspool-cluster",
+            "-f",
+        ])
+        .arg(path))
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            remove_netns(&h.netns);
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
