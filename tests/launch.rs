@@ -261,7 +261,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// `KEY=value` lines of a capture (or of `env | sort`) as a map.
-fn env_map(text: &str) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn env_map(text: &str) -> std::collections::BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -270,7 +270,7 @@ fn env_map(text: &str) -> std::collections::BTreeMap<String, String> {
 
 /// Compares a job's `env | sort` with a capture: the same variables; equal values except
 /// those whose value is a gridspool path or id, which must equal `ours`.
-fn assert_env_like_capture(output: &str, capture: &str, ours: &[(&str, String)]) {
+pub(crate) fn assert_env_like_capture(output: &str, capture: &str, ours: &[(&str, String)]) {
     let mut expected = env_map(&Capture::load(capture).stdout);
     for (k, v) in ours {
         assert!(expected.contains_key(*k), "{k} is not in {capture}");

@@ -324,6 +324,14 @@ fn check_with_load(c: &TestCell, user: &TestUser, case: &str, load: &str) {
 /// `scheduling info:` line replaced by what gridspool says instead.
 fn check_detail(c: &TestCell, user: &TestUser, case: &str, args: &[&str], reasons: &[&str]) {
     let mut cap = Capture::load(&format!("qstat/{case}.txt"));
+    with_our_reasons(&mut cap, reasons);
+    let run = qstat(c, user, args);
+    assert_matches(&run, &cap);
+}
+
+/// Replaces the capture's `scheduling info:` line (SGE's `schedd_job_info false`) with the
+/// reasons gridspool always gives (DIVERGENCES.md).
+fn with_our_reasons(cap: &mut Capture, reasons: &[&str]) {
     let off =
         "scheduling info:            (Collecting of scheduler job information is turned off)\n";
     let mut ours = String::new();
@@ -336,10 +344,12 @@ fn check_detail(c: &TestCell, user: &TestUser, case: &str, args: &[&str], reason
         ours.push_str(r);
         ours.push('\n');
     }
-    assert!(cap.stdout.contains(off), "{case}: no scheduling info line");
+    assert!(
+        cap.stdout.contains(off),
+        "{}: no scheduling info line",
+        cap.command
+    );
     cap.stdout = cap.stdout.replace(off, &ours);
-    let run = qstat(c, user, args);
-    assert_matches(&run, &cap);
 }
 
 macro_rules! main_case {
@@ -1272,19 +1282,7 @@ fn qstat_j_prints_the_optional_lines_sge_prints() {
         ("e", "123", &["Job is in hold state"][..]),
     ] {
         let mut cap = Capture::load(&format!("qstat/oracle-j-options-{case}.txt"));
-        let off =
-            "scheduling info:            (Collecting of scheduler job information is turned off)\n";
-        let mut ours = String::new();
-        for (i, r) in reasons.iter().enumerate() {
-            ours.push_str(if i == 0 {
-                "scheduling info:            "
-            } else {
-                "                            "
-            });
-            ours.push_str(r);
-            ours.push('\n');
-        }
-        cap.stdout = cap.stdout.replace(off, &ours);
+        with_our_reasons(&mut cap, reasons);
         let mut run = qstat(&c, &u1, &["-j", id]);
         run.stdout = run.stdout.replace(&workdir, "/home/sgeuser");
         assert_matches(&run, &cap);

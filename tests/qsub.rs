@@ -5,7 +5,6 @@
 
 use crate::support::*;
 use gridspool::model::{FinishedTask, JobId, JobRecord};
-use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -514,23 +513,6 @@ fn wait_until(mut ready: impl FnMut() -> bool) {
     while !ready() {
         assert!(start.elapsed() < Duration::from_secs(60), "timed out");
         std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn collect(mut child: std::process::Child) -> Run {
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        o.read_to_string(&mut stdout).expect("stdout");
-    }
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut stderr).expect("stderr");
-    }
-    let status = child.wait().expect("wait");
-    Run {
-        stdout,
-        stderr,
-        code: status.code().unwrap_or(-1),
     }
 }
 

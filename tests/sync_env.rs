@@ -3,11 +3,10 @@
 //! runs `qsub` as sgeuser against a real `sched_d`, which starts the job through the shepherd, and
 //! compares with a capture of SGE 8.1.9 (`tests/compat/job/`, `tests/compat/qsub/sync-y-*`).
 
+use crate::launch::{assert_env_like_capture, env_map};
 use crate::sched::{SchedD, cell};
 use crate::support::*;
 use gridspool::model::JobId;
-use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -113,54 +112,11 @@ fn host() -> String {
     gridspool::identity::short_hostname()
 }
 
-fn collect(mut child: Child) -> Run {
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    if let Some(mut o) = child.stdout.take() {
-        o.read_to_string(&mut stdout).expect("stdout");
-    }
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut stderr).expect("stderr");
-    }
-    let status = child.wait().expect("wait");
-    Run {
-        stdout,
-        stderr,
-        code: status.code().unwrap_or(-1),
-    }
-}
-
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn env_map(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// A job's `env` output against a capture's: the same variables, equal values except those
-/// in `ours` (paths and ids of this cell), which must have those values.
-fn assert_env_like_capture(output: &str, capture: &str, ours: &[(&str, String)]) {
-    let mut expected = env_map(&Capture::load(capture).stdout);
-    for (k, v) in ours {
-        assert!(expected.contains_key(*k), "{k} is not in {capture}");
-        expected.insert(k.to_string(), v.clone());
-    }
-    let actual = env_map(output);
-    let keys = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(
-        keys(&actual),
-        keys(&expected),
-        "variables differ from {capture}"
-    );
-    for (k, v) in &expected {
-        assert_eq!(&actual[k], v, "{k} differs from {capture}");
     }
 }
 

@@ -505,3 +505,22 @@ fn replace_host(text: &str, host: &str) -> String {
     }
     out
 }
+
+/// Waits for a spawned command with piped output and gathers what it printed.
+pub fn collect(mut child: std::process::Child) -> Run {
+    use std::io::Read;
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut stdout).expect("stdout");
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut stderr).expect("stderr");
+    }
+    let status = child.wait().expect("wait");
+    Run {
+        stdout,
+        stderr,
+        code: status.code().unwrap_or(-1),
+    }
+}

@@ -26,7 +26,8 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-fn keygen(path: &Path) {
+/// A new ed25519 key pair at `path` (and `path.pub`), without a passphrase.
+pub fn keygen(path: &Path) {
     let status = Command::new("ssh-keygen")
         .args([
             "-q",
