@@ -289,22 +289,13 @@ impl Cluster {
     /// The `hosts:` entries of a gridspool configuration for these hosts (`slots` each),
     /// launched over ssh as root (which runs each job as its owner) with this cluster's keys.
     pub fn hosts_yaml(&self, slots: u32) -> String {
-        let options = [
-            "-F".to_string(),
-            "/dev/null".into(),
-            "-i".into(),
-            self.client_key.display().to_string(),
-            "-o".into(),
-            "IdentitiesOnly=yes".into(),
-            "-o".into(),
-            format!("UserKnownHostsFile={}", self.known_hosts.display()),
-            "-o".into(),
-            "StrictHostKeyChecking=yes".into(),
-            "-o".into(),
-            "ConnectTimeout=5".into(),
-        ]
-        .map(|o| format!("\"{o}\""))
-        .join(", ");
+        let mut options = super::sshd::client_options(&self.client_key, &self.known_hosts);
+        options.extend(["-o".into(), "ConnectTimeout=5".into()]);
+        let options = options
+            .iter()
+            .map(|o| format!("\"{o}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut out = String::from("hosts:\n");
         for h in &self.hosts {
             out.push_str(&format!(

@@ -46,6 +46,22 @@ pub fn keygen(path: &Path) {
     assert!(status.success(), "ssh-keygen failed");
 }
 
+/// `ssh` options that use only this key and these known hosts, whatever the user's config.
+pub fn client_options(key: &Path, known_hosts: &Path) -> Vec<String> {
+    vec![
+        "-F".into(),
+        "/dev/null".into(),
+        "-i".into(),
+        key.display().to_string(),
+        "-o".into(),
+        "IdentitiesOnly=yes".into(),
+        "-o".into(),
+        format!("UserKnownHostsFile={}", known_hosts.display()),
+        "-o".into(),
+        "StrictHostKeyChecking=yes".into(),
+    ]
+}
+
 impl Sshd {
     pub fn start(test: &str) -> Option<Sshd> {
         if !Path::new(SSHD).exists() {
@@ -132,18 +148,7 @@ impl Sshd {
 
     /// The `ssh` options a host entry needs to reach this server without any user config.
     pub fn client_options(&self) -> Vec<String> {
-        vec![
-            "-F".into(),
-            "/dev/null".into(),
-            "-i".into(),
-            self.client_key.display().to_string(),
-            "-o".into(),
-            "IdentitiesOnly=yes".into(),
-            "-o".into(),
-            format!("UserKnownHostsFile={}", self.known_hosts.display()),
-            "-o".into(),
-            "StrictHostKeyChecking=yes".into(),
-        ]
+        client_options(&self.client_key, &self.known_hosts)
     }
 }
 
