@@ -147,6 +147,9 @@ impl Cluster {
                     .map(|()| (k, bridge))
             })
             .expect("a free bridge number");
+        // The bridge is the claim: veths of that number are what a dead cluster left behind
+        // (a namespace's teardown is asynchronous and may not have taken its pair along).
+        remove_links(&format!("gs{net}v"));
         let dir = tempfile::Builder::new()
             .prefix("gridspool-cluster")
             .tempdir()
@@ -318,6 +321,29 @@ impl Drop for Cluster {
         for h in &self.hosts {
             remove_netns(&h.netns);
         }
+        // Deleting one end of a veth deletes the pair at once; the namespaces' own teardown
+        // would take them along only later.
+        remove_links(&format!("gs{}v", self.net));
         let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+/// Deletes the links of the root namespace whose names start with `prefix`.
+fn remove_links(prefix: &str) {
+    let Ok(out) = Command::new("ip").args(["-o", "link", "show"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // "126: gs1v28@if2: <BROADCAST,…"
+        let Some(name) = line.split(": ").nth(1) else {
+            continue;
+        };
+        let name = name.split('@').next().unwrap_or(name);
+        if name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let _ = ip(&["link", "del", name]);
+        }
     }
 }

@@ -1,0 +1,320 @@
+//! Throughput over a cluster of namespace hosts (issue 13): 2,000 `-b y true` jobs through ssh
+//! to 16 and to 64 execution hosts, each its own network and UTS namespace with its own sshd
+//! (the test harness's `tests/support/cluster.rs`, shared, not copied). As `bench/throughput.sh`
+//! does for the local host, the jobs are submitted held with the real `qsub` and timed from one
+//! `qrls -u '*'` to the last accounting record; every job must be accounted once with exit 0.
+//!
+//! Also printed, for the limits of one `sched_d` over many hosts: its peak resident memory,
+//! its own CPU per job and the whole machine's (every sshd, shepherd and job included), and,
+//! while the jobs run, its file descriptors and the processes below it (one ssh ControlMaster
+//! per host, and the sessions over them). Needs root; prints why not otherwise.
+//!
+//!     cargo bench --bench cluster_throughput                  # 16 and 64 hosts, 2,000 jobs
+//!     CLUSTER_HOSTS=8,32 CLUSTER_JOBS=500 cargo bench --bench cluster_throughput
+//!
+//! Prints figures; asserts nothing about time.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::cluster::Cluster;
+
+/// Clock ticks of the machine's non-idle CPU time since boot (`/proc/stat`).
+fn busy_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    f.iter().take(8).sum::<u64>() - f.get(3).copied().unwrap_or(0) - f.get(4).copied().unwrap_or(0)
+}
+
+/// A process's own CPU ticks (user + system) from `/proc/PID/stat`.
+fn own_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // fields 14 and 15 of stat(5), counted from the state (field 3) at index 0
+    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+}
+
+fn status_kb(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A process's proportional share of resident memory (shared pages divided among their
+/// users), kB: summed over many ssh processes it does not count their libraries many times.
+fn pss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Processes below `pid` (children, grandchildren…): their names and proportional kB.
+fn descendants(pid: u32) -> Vec<(String, u64)> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = vec![pid];
+    let mut names = Vec::new();
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &p in &all {
+            if !found.contains(&p) && support::parent_of(p).is_some_and(|pp| found.contains(&pp)) {
+                found.push(p);
+                names.push((
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                    pss_kb(p),
+                ));
+                grew = true;
+            }
+        }
+    }
+    names
+}
+
+fn run(hosts: usize, jobs: usize) -> Result<(), String> {
+    let t = Instant::now();
+    let Some(cluster) = Cluster::start("cluster_throughput", hosts) else {
+        return Ok(());
+    };
+    let built = t.elapsed();
+    let names = cluster.names_yaml();
+    let hosts_yaml = cluster.hosts_yaml(1);
+    let cell = support::TestCell::with_config(|_| {
+        format!(
+            "{hosts_yaml}hostgroups:\n  \"@allhosts\": {names}\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 1}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    });
+    let root = support::root().ok_or("needs root")?;
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_sched_d"))
+        .arg("--spool")
+        .arg(&cell.cell)
+        .args(["--log-level", "warn", "--retention", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let pid = daemon.id();
+    let result = (|| {
+        let acct = cell.cell.join("common/accounting");
+        let records = || {
+            std::fs::read_to_string(&acct)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        // Warm-up: one job per host, so that every host has its ssh master and start server
+        // (their start is timed apart: it is a once-per-host cost, not a per-job one).
+        let t = Instant::now();
+        for h in &cluster.hosts {
+            let bind = format!("h={}", h.name);
+            let r = cell.run(
+                &root,
+                "qsub",
+                &[
+                    "-l",
+                    &bind,
+                    "-b",
+                    "y",
+                    "-o",
+                    "/dev/null",
+                    "-e",
+                    "/dev/null",
+                    "true",
+                ],
+            );
+            if r.code != 0 {
+                return Err(format!("qsub: {r:?}"));
+            }
+        }
+        while records().len() < hosts {
+            if t.elapsed() > Duration::from_secs(300) {
+                return Err(format!("warm-up: {} of {hosts} jobs ran", records().len()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let warm_up = t.elapsed();
+        let t = Instant::now();
+        for _ in 0..jobs {
+            let r = cell.run(
+                &root,
+                "qsub",
+                &[
+                    "-h",
+                    "-b",
+                    "y",
+                    "-o",
+                    "/dev/null",
+                    "-e",
+                    "/dev/null",
+                    "true",
+                ],
+            );
+            if r.code != 0 {
+                return Err(format!("qsub: {r:?}"));
+            }
+        }
+        let submitted = t.elapsed();
+        // sched_d has read every held job when each has its state file.
+        let jobs_dir = cell.cell.join("jobs");
+        let known = || {
+            std::fs::read_dir(&jobs_dir).map_or(0, |d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".state"))
+                    .count()
+            })
+        };
+        let t = Instant::now();
+        while known() < jobs {
+            if t.elapsed() > Duration::from_secs(120) {
+                return Err(format!("sched_d read {} of {jobs} jobs", known()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (busy0, own0) = (busy_ticks(), own_ticks(pid));
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let start = Instant::now();
+        let r = cell.run(&root, "qrls", &["-u", "*"]);
+        if r.code != 0 {
+            return Err(format!("qrls: {r:?}"));
+        }
+        let (mut fds, mut procs, mut masters, mut ssh_kb) = (0usize, 0usize, 0usize, 0u64);
+        let mut next_sample = Instant::now();
+        loop {
+            if Instant::now() >= next_sample {
+                fds =
+                    fds.max(std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count()));
+                let below = descendants(pid);
+                procs = procs.max(below.len());
+                let ssh: Vec<u64> = below
+                    .iter()
+                    .filter(|(n, _)| n == "ssh")
+                    .map(|(_, kb)| *kb)
+                    .collect();
+                masters = masters.max(ssh.len());
+                ssh_kb = ssh_kb.max(ssh.iter().sum());
+                next_sample = Instant::now() + Duration::from_millis(500);
+            }
+            let n = records().len() - hosts;
+            if n >= jobs {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(format!("{n} of {jobs} jobs accounted after 600 s"));
+            }
+            if daemon.try_wait().map_err(|e| e.to_string())?.is_some() {
+                return Err("sched_d died".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let elapsed = start.elapsed();
+        let (busy1, own1) = (busy_ticks(), own_ticks(pid));
+        let lines: Vec<String> = records().split_off(hosts);
+        let mut ids: Vec<&str> = lines.iter().filter_map(|l| l.split(':').nth(5)).collect();
+        let bad = lines
+            .iter()
+            .filter(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                f.get(11) != Some(&"0") || f.get(12) != Some(&"0")
+            })
+            .count();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != jobs || lines.len() != jobs || bad != 0 {
+            return Err(format!(
+                "accounting check FAILED: {} records of {} jobs, {bad} not exit 0 / failed 0",
+                lines.len(),
+                ids.len()
+            ));
+        }
+        let tick_ms = 1000.0 / 100.0; // USER_HZ
+        println!(
+            "{hosts} hosts (built in {:.1} s; the first job on every host, with its ssh master and \
+             start server, {:.1} s), {jobs} jobs of 1 slot per host: submitted at {:.0} qsub/s; \
+             executed in {:.2} s: {:.0} jobs/s from qrls to the last accounting record \
+             (load {})",
+            built.as_secs_f64(),
+            warm_up.as_secs_f64(),
+            jobs as f64 / submitted.as_secs_f64(),
+            elapsed.as_secs_f64(),
+            jobs as f64 / elapsed.as_secs_f64(),
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        println!(
+            "  sched_d: peak resident {} MB, CPU {:.2} ms per job; the machine's CPU {:.2} ms per job; \
+             while running: {fds} file descriptors, {procs} processes below it ({masters} ssh, \
+             {} MB proportional resident together)",
+            status_kb(pid, "VmHWM:") / 1024,
+            (own1 - own0) as f64 * tick_ms / jobs as f64,
+            (busy1 - busy0) as f64 * tick_ms / jobs as f64,
+            ssh_kb / 1024,
+        );
+        Ok(())
+    })();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let t = Instant::now();
+    while daemon.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    result
+}
+
+fn main() {
+    if !support::is_root() {
+        println!("cluster_throughput: needs root (network and UTS namespaces); nothing measured");
+        return;
+    }
+    let hosts: Vec<usize> = std::env::var("CLUSTER_HOSTS")
+        .unwrap_or_else(|_| "16,64".into())
+        .split(',')
+        .filter_map(|h| h.trim().parse().ok())
+        .collect();
+    let jobs: usize = std::env::var("CLUSTER_JOBS")
+        .ok()
+        .and_then(|j| j.parse().ok())
+        .unwrap_or(2000);
+    for h in hosts {
+        if let Err(e) = run(h, jobs) {
+            eprintln!("{h} hosts: {e}");
+            std::process::exit(1);
+        }
+    }
+}
