@@ -68,33 +68,13 @@ fn pss_kb(pid: u32) -> u64 {
 
 /// Processes below `pid` (children, grandchildren…): their names and proportional kB.
 fn descendants(pid: u32) -> Vec<(String, u64)> {
-    let all: Vec<u32> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
+    support::descendants_of(pid)
+        .into_iter()
+        .map(|p| {
+            let name = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            (name.trim().to_string(), pss_kb(p))
         })
-        .unwrap_or_default();
-    let mut found = vec![pid];
-    let mut names = Vec::new();
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for &p in &all {
-            if !found.contains(&p) && support::parent_of(p).is_some_and(|pp| found.contains(&pp)) {
-                found.push(p);
-                names.push((
-                    std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string(),
-                    pss_kb(p),
-                ));
-                grew = true;
-            }
-        }
-    }
-    names
+        .collect()
 }
 
 fn run(hosts: usize, jobs: usize) -> Result<(), String> {
@@ -136,26 +116,18 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         // Warm-up: one job per host, so that every host has its ssh master and start server
         // (their start is timed apart: it is a once-per-host cost, not a per-job one).
         let t = Instant::now();
-        for h in &cluster.hosts {
-            let bind = format!("h={}", h.name);
-            let r = cell.run(
-                &root,
-                "qsub",
-                &[
-                    "-l",
-                    &bind,
-                    "-b",
-                    "y",
-                    "-o",
-                    "/dev/null",
-                    "-e",
-                    "/dev/null",
-                    "true",
-                ],
-            );
-            if r.code != 0 {
-                return Err(format!("qsub: {r:?}"));
+        let qsub = |extra: &[&str]| {
+            let mut args = extra.to_vec();
+            args.extend(["-b", "y", "-o", "/dev/null", "-e", "/dev/null", "true"]);
+            let r = cell.run(&root, "qsub", &args);
+            if r.code == 0 {
+                Ok(())
+            } else {
+                Err(format!("qsub: {r:?}"))
             }
+        };
+        for h in &cluster.hosts {
+            qsub(&["-l", &format!("h={}", h.name)])?;
         }
         while records().len() < hosts {
             if t.elapsed() > Duration::from_secs(300) {
@@ -166,23 +138,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         let warm_up = t.elapsed();
         let t = Instant::now();
         for _ in 0..jobs {
-            let r = cell.run(
-                &root,
-                "qsub",
-                &[
-                    "-h",
-                    "-b",
-                    "y",
-                    "-o",
-                    "/dev/null",
-                    "-e",
-                    "/dev/null",
-                    "true",
-                ],
-            );
-            if r.code != 0 {
-                return Err(format!("qsub: {r:?}"));
-            }
+            qsub(&["-h"])?;
         }
         let submitted = t.elapsed();
         // sched_d has read every held job when each has its state file.

@@ -1612,28 +1612,6 @@ fn kill_9_of_sched_d_before_it_records_a_result_its_start_server_passed_on() {
     assert_eq!(records.len(), 1, "accounted once: {records:?}");
 }
 
-/// The processes descended from `pid`, from `/proc`.
-fn descendants_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut stack = vec![pid];
-    let all: Vec<u32> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    while let Some(p) = stack.pop() {
-        for &c in &all {
-            if parent_of(c) == Some(p) {
-                out.push(c);
-                stack.push(c);
-            }
-        }
-    }
-    out
-}
-
 /// A daemon that died after its accounting commit but before the exits line that says the
 /// task's end was recorded: the next one is told the end again (the result waits on its
 /// host), writes the exits line and state, and does not append a second accounting record

@@ -524,3 +524,25 @@ pub fn collect(mut child: std::process::Child) -> Run {
         code: status.code().unwrap_or(-1),
     }
 }
+
+/// The processes descended from `pid`, from `/proc`.
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    while let Some(p) = stack.pop() {
+        for &c in &all {
+            if parent_of(c) == Some(p) {
+                out.push(c);
+                stack.push(c);
+            }
+        }
+    }
+    out
+}
