@@ -30,7 +30,6 @@ doc="$stage/usr/share/doc/gridspool"
 install -D -m 0644 "$repo/README.md" "$doc/README.md"
 install -m 0644 "$repo/docs/security.md" "$doc/security.md"
 install -m 0644 "$repo/spool/README.md" "$doc/spool.md"
-install -m 0644 "$here/deb/gridspool-shadow.service.example" "$doc/"
 install -d -m 0755 "$stage/var/lib/gridspool" "$stage/DEBIAN"
 install -m 0755 "$here/deb/postinst" "$here/deb/postrm" "$stage/DEBIAN/"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
