@@ -28,6 +28,9 @@ trap cleanup EXIT
 ssh-keygen -q -t ed25519 -N '' -C gridspool-bench -f "$DIR/host_ed25519" >/dev/null
 ssh-keygen -q -t ed25519 -N '' -C gridspool-bench -f "$DIR/client_ed25519" >/dev/null
 cp "$DIR/client_ed25519.pub" "$DIR/authorized_keys"
+# Sessions get an empty HOME (tests/support/sshd.rs, session_home): no start-up files of the
+# logging-in user, whose shell set-up (pyenv's rehash lock) can stall every session.
+mkdir -m 755 "$DIR/session-home"
 chmod 644 "$DIR/authorized_keys"
 # A port nobody listens on now.
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -48,6 +51,7 @@ UsePAM $PAM
 MaxSessions 64
 MaxStartups 100
 LogLevel ERROR
+SetEnv HOME=$DIR/session-home
 EOF
 "$SSHD" -D -e -f "$DIR/sshd_config" 2>"$DIR/sshd.log" </dev/null &
 SSHD_PID=$!

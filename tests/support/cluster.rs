@@ -239,7 +239,8 @@ impl Cluster {
                     "ListenAddress {addr}:22\nHostKey {hk}\nPidFile none\nAuthorizedKeysFile {ak}\n\
                      StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
                      PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM yes\n\
-                     MaxSessions 30\nMaxStartups 50\nLogLevel ERROR\n",
+                     MaxSessions 30\nMaxStartups 50\nLogLevel ERROR\nSetEnv HOME={home}\n",
+                    home = super::sshd::session_home(self.dir.path()).display(),
                     addr = host.address,
                     hk = host_key.display(),
                     ak = authorized.display(),

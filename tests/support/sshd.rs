@@ -46,6 +46,19 @@ pub fn keygen(path: &Path) {
     assert!(status.success(), "ssh-keygen failed");
 }
 
+/// An empty directory that test sessions get as `HOME` (sshd's `SetEnv`), so that the remote
+/// shell reads none of the logging-in user's start-up files: root's `.bashrc` on the
+/// reference machine runs `pyenv init`, whose `rehash` takes a lock file in root's home; a
+/// session killed in the middle of it (a test stopping its hosts) left the lock behind, and
+/// every later root session then waited 60 s for it, longer than a start server may take to
+/// answer. The shepherd takes the job's `HOME` from the password database, not from here.
+pub fn session_home(dir: &Path) -> PathBuf {
+    let home = dir.join("session-home");
+    let _ = std::fs::create_dir_all(&home);
+    super::set_mode(&home, 0o755);
+    home
+}
+
 /// `ssh` options that use only this key and these known hosts, whatever the user's config.
 pub fn client_options(key: &Path, known_hosts: &Path) -> Vec<String> {
     vec![
@@ -100,7 +113,8 @@ impl Sshd {
                  AuthorizedKeysFile {ak}\nStrictModes no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
                  PermitRootLogin prohibit-password\nUsePAM {pam}\nMaxSessions 30\nMaxStartups 50\n\
-                 LogLevel ERROR\n",
+                 LogLevel ERROR\nSetEnv HOME={home}\n",
+                home = session_home(dir.path()).display(),
                 hk = host_key.display(),
                 pid = dir.path().join("sshd.pid").display(),
                 ak = authorized.display(),
