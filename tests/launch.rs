@@ -1026,6 +1026,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             attributes: vec![],
             cluster: None,
             arch: "lx-amd64".into(),
+            reschedule_unknown: None,
         });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
@@ -1046,6 +1047,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             attributes: vec![],
             cluster: None,
             arch: "lx-amd64".into(),
+            reschedule_unknown: None,
         });
     });
     let wd = rig.workdir();
@@ -1123,6 +1125,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             attributes: vec![],
             cluster: None,
             arch: "lx-amd64".into(),
+            reschedule_unknown: None,
         });
     });
     // The name the ssh master's stderr once had in the shared temporary directory: a link
@@ -1346,6 +1349,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
         attributes: vec![],
         cluster: None,
         arch: "lx-amd64".into(),
+        reschedule_unknown: None,
     });
     let (tx, rx) = channel();
     let mut opts = options(&cell);

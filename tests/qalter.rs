@@ -32,6 +32,7 @@ fn context() -> Option<(TestCell, TestUser)> {
         )],
         finished: 0,
         finished_tasks: Default::default(),
+        rescheduled: Vec::new(),
     };
     cell.set_state(&running);
     Some((cell, user))

@@ -119,11 +119,15 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
     );
     let usage: crate::sched::SharedUsage = std::sync::Arc::new(std::sync::Mutex::new(usage));
     let runner_config = config.clone();
+    // What sched_d hears from each host: the launcher's sessions feed it, the probe reads it.
+    let liveness = std::sync::Arc::new(crate::launch::HostLiveness::new());
+    let runner_liveness = liveness.clone();
     let mut daemon = Daemon::new(
         spool.clone(),
         opts,
         move |spool, events| {
-            let runner = crate::sched::LaunchRunner::new(spool, runner_config, events)?;
+            let runner =
+                crate::sched::LaunchRunner::new(spool, runner_config, events, runner_liveness)?;
             Ok(Box::new(runner) as Box<dyn crate::sched::TaskRunner>)
         },
         Box::new(crate::sched::Accounting::new(
@@ -139,6 +143,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         spool.config_path(),
         spool.daemon_dir(),
         crate::launch::LauncherOptions::defaults(&spool)?.control_dir,
+        liveness,
     )?;
     let result = daemon.run();
     drop(probe);

@@ -101,6 +101,10 @@ pub struct HostConfig {
     /// `arch` as `qstat -f`/`qhost` show it.
     #[serde(default = "default_arch")]
     pub arch: String,
+    /// This host's `reschedule_unknown` (SGE's execution host local configuration),
+    /// overriding the global one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reschedule_unknown: Option<String>,
 }
 
 fn local_launch() -> LaunchMethod {
@@ -452,6 +456,35 @@ pub struct ClusterConfig {
     /// (SGE's `load_report_time`: `h:m:s` or seconds; default `0:0:40`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_report_time: Option<String>,
+    /// After this long without a word from an ssh host, its queue instances are unknown
+    /// (`au`) and it gets no new work (SGE's `max_unheard`; default `0:0:20`, SGE's 5 min).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unheard: Option<String>,
+    /// How long after a host went unknown its tasks are rescheduled (SGE's
+    /// `reschedule_unknown`; `0:0:0` never; default `0:0:5`, SGE's is `0:0:0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reschedule_unknown: Option<String>,
+    /// SGE's `qmaster_params ENABLE_RESCHEDULE_KILL`: tasks of jobs that are not rerunnable
+    /// are ended (never ran) when their host is rescheduled, instead of staying `r` until it
+    /// returns (default `true`, SGE's `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_reschedule_kill: Option<bool>,
+    /// SGE's `qmaster_params ENABLE_RESCHEDULE_SLAVE`: a parallel job is rescheduled when a
+    /// host of its slave tasks is, not only its master task's (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_reschedule_slave: Option<bool>,
+}
+
+/// gridspool's `max_unheard` when none is configured (see [`ClusterConfig::max_unheard`]).
+pub const DEFAULT_MAX_UNHEARD: Duration = Duration::from_secs(20);
+/// gridspool's `reschedule_unknown` when none is configured.
+pub const DEFAULT_RESCHEDULE_UNKNOWN: Duration = Duration::from_secs(5);
+
+/// A configured positive time (`h:m:s` or seconds) as a duration.
+fn positive_time(text: Option<&str>) -> Option<Duration> {
+    text.and_then(crate::sched::value::parse_time)
+        .filter(|&secs| secs > 0)
+        .map(|secs| Duration::from_secs(secs as u64))
 }
 
 /// Reads `config.yaml` as every spool file is read (`spool::open`): a regular file in the
@@ -477,6 +510,33 @@ impl ClusterConfig {
             .map_or(Duration::from_secs(40), |secs| {
                 Duration::from_secs(secs as u64)
             })
+    }
+
+    /// `max_unheard`, else [`DEFAULT_MAX_UNHEARD`]. SGE's 5 minutes suit an execd that reports
+    /// every 40 s; `sched_d` hears from every ssh host every few seconds (its watcher session
+    /// sends a heartbeat), so a dead host can be known, and its work moved, much sooner.
+    pub fn max_unheard(&self) -> Duration {
+        positive_time(self.max_unheard.as_deref()).unwrap_or(DEFAULT_MAX_UNHEARD)
+    }
+
+    /// How often an ssh host's watcher session says it is alive: a quarter of `max_unheard`,
+    /// between 0.25 and 5 s, so that a few lost beats never make a host unknown.
+    pub fn heartbeat_interval(&self) -> Duration {
+        (self.max_unheard() / 4).clamp(Duration::from_millis(250), Duration::from_secs(5))
+    }
+
+    /// How long after `host` went unknown its tasks are rescheduled; `None`: never (`0:0:0`).
+    pub fn reschedule_unknown(&self, host: &str) -> Option<Duration> {
+        let text = self
+            .host(host)
+            .and_then(|h| h.reschedule_unknown.as_deref())
+            .or(self.reschedule_unknown.as_deref());
+        match text {
+            None => Some(DEFAULT_RESCHEDULE_UNKNOWN),
+            Some(t) => crate::sched::value::parse_time(t)
+                .filter(|&secs| secs > 0)
+                .map(|secs| Duration::from_secs(secs as u64)),
+        }
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -566,6 +626,27 @@ impl ClusterConfig {
             return Err(format!(
                 "load_report_time: {t:?} is not a positive time (h:m:s or seconds)"
             ));
+        }
+        let times = [("max_unheard", self.max_unheard.as_ref(), false)]
+            .into_iter()
+            .chain([("reschedule_unknown", self.reschedule_unknown.as_ref(), true)])
+            .chain(self.hosts.iter().map(|h| {
+                (
+                    "hosts: reschedule_unknown",
+                    h.reschedule_unknown.as_ref(),
+                    true,
+                )
+            }));
+        for (key, value, zero_allowed) in times {
+            if let Some(t) = value
+                && !crate::sched::value::parse_time(t)
+                    .is_some_and(|secs| (secs > 0 || zero_allowed && secs == 0) && secs < 1 << 31)
+            {
+                return Err(format!(
+                    "{key}: {t:?} is not a {}time (h:m:s or seconds)",
+                    if zero_allowed { "" } else { "positive " }
+                ));
+            }
         }
         let s = &self.scheduler;
         match (s.preemption, s.policy) {

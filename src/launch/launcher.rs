@@ -17,6 +17,7 @@
 //! tasks through its start server (a child process, see `open_start_server`), or without
 //! one at most 8 at once.
 
+use super::liveness::HostLiveness;
 use super::shepherd::{
     self, RunReply, START_SERVER_RESULTS_VERSION, ServerResult, StartReply, StartServerHello,
     TaskState, WatchMessage,
@@ -160,6 +161,12 @@ struct StartServer {
 /// Starts sent to a start server, by task, each with where its reply goes.
 type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>;
 
+/// A watcher session that lasted this long was a steady one: the next is tried at once.
+const STEADY_SESSION: Duration = Duration::from_secs(60);
+
+/// The longest wait between two attempts to reach a host.
+const MAX_WATCH_BACKOFF: Duration = Duration::from_secs(30);
+
 /// How long a start waits for the answer of the start server (the shepherd gives up on a
 /// supervisor after 120 s).
 const START_REPLY_TIMEOUT: Duration = Duration::from_secs(150);
@@ -195,6 +202,10 @@ struct Inner {
     /// Tasks whose `Ended` was sent, to drop duplicate reports (job ids are never reused in
     /// a spool).
     delivered: Mutex<Delivered>,
+    /// Runs given up on a host that went unknown and killed there when it returned
+    /// ([`Launcher::sweep`]): their results, (host, job, task), are removed, not reported.
+    discard: Mutex<HashSet<(String, JobId, TaskId)>>,
+    liveness: Arc<HostLiveness>,
     shutdown: AtomicBool,
 }
 
@@ -263,6 +274,19 @@ impl Launcher {
         events: Sender<LaunchEvent>,
         opts: LauncherOptions,
     ) -> Result<Self, LaunchError> {
+        Self::with_liveness(config, spool, events, opts, Arc::new(HostLiveness::new()))
+    }
+
+    /// A launcher that records what it hears from hosts in `liveness` (shared with the host
+    /// probe), follows every ssh host from the start (a watcher session each, so that a host
+    /// without tasks is heard too), and reports hosts that fall silent.
+    pub fn with_liveness(
+        config: &ClusterConfig,
+        spool: &Spool,
+        events: Sender<LaunchEvent>,
+        opts: LauncherOptions,
+        liveness: Arc<HostLiveness>,
+    ) -> Result<Self, LaunchError> {
         if !opts.shepherd.is_file() {
             return Err(LaunchError::NoShepherd {
                 path: opts.shepherd.clone(),
@@ -275,18 +299,48 @@ impl Launcher {
         {
             create_private_dir(&opts.control_dir)?;
         }
-        Ok(Launcher {
-            inner: Arc::new(Inner {
-                config: RwLock::new(config.clone()),
-                spool: spool.clone(),
-                events,
-                opts,
-                running: Mutex::new(HashMap::new()),
-                hosts: Mutex::new(HashMap::new()),
-                delivered: Mutex::new(Delivered::default()),
-                shutdown: AtomicBool::new(false),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            config: RwLock::new(config.clone()),
+            spool: spool.clone(),
+            events,
+            opts,
+            running: Mutex::new(HashMap::new()),
+            hosts: Mutex::new(HashMap::new()),
+            delivered: Mutex::new(Delivered::default()),
+            discard: Mutex::new(HashSet::new()),
+            liveness,
+            shutdown: AtomicBool::new(false),
+        });
+        let watching = Arc::clone(&inner);
+        std::thread::Builder::new()
+            .name("host-liveness".into())
+            .spawn(move || watching.watch_liveness())
+            .map_err(|e| LaunchError::io("spawn thread", "host-liveness", e))?;
+        inner.watch_all_hosts();
+        Ok(Launcher { inner })
+    }
+
+    /// Stops following a task that was rescheduled off its (unknown) host: it may be started
+    /// again, elsewhere. A result that its host reports later still comes, as an `Ended` from
+    /// that host, for the scheduler to decide on (see [`Launcher::sweep`]).
+    pub fn forget(&self, job: JobId, task: TaskId) {
+        lock(&self.inner.running).remove(&(job, task));
+    }
+
+    /// Settles runs given up on `host` (rescheduled while it was unknown), once the host
+    /// answers (asked again with backoff until it does): a run still going there is killed
+    /// and its result dropped, as SGE's execd is told to kill a job it reports that was
+    /// rescheduled; a run that is not there is gone. Both are reported in one
+    /// [`LaunchEvent::Swept`]. A run whose result is there is reported by the watcher as an
+    /// `Ended` from `host`: the result the shepherd kept.
+    pub fn sweep(&self, host: &str, tasks: Vec<(JobId, TaskId)>) -> Result<(), LaunchError> {
+        let state = self.inner.host(host)?;
+        let inner = Arc::clone(&self.inner);
+        std::thread::Builder::new()
+            .name(format!("sweep-{host}"))
+            .spawn(move || inner.sweep_host(&state, &tasks))
+            .map_err(|e| LaunchError::io("spawn thread", "sweep", e))?;
+        Ok(())
     }
 
     /// Starts a task; returns at once. `Started` and later `Ended` (or `Failed`) arrive as
@@ -436,6 +490,7 @@ impl Launcher {
                 self.inner.ensure_watcher(&h);
             }
         }
+        self.inner.watch_all_hosts();
     }
 }
 
@@ -845,6 +900,7 @@ impl Inner {
             .spawn(move || {
                 for line in reader.lines() {
                     let Ok(line) = line else { break };
+                    inner.heard(&h);
                     if results && line.starts_with("{\"result\"") {
                         match serde_json::from_str::<ServerResult>(&line) {
                             Ok(r) => {
@@ -937,15 +993,24 @@ impl Inner {
             result.host = host.name.clone();
         }
         let key = (result.job, result.task);
+        if lock(&self.discard).remove(&(host.name.clone(), key.0, key.1)) {
+            tracing::info!(job = %key.0, task = key.1, host = %host.name, "result of a run killed after its rescheduling: removed");
+            self.remove_task_dir(host, key.0, key.1);
+            return;
+        }
         {
             let mut running = lock(&self.running);
+            // A task running again elsewhere (rescheduled): this result is of its earlier
+            // run on this host, for the scheduler to decide on; the run elsewhere goes on.
+            let elsewhere = running.get(&key).is_some_and(|r| r.host != host.name);
             if let Some(r) = running.get_mut(&key)
                 && !r.started
+                && !elsewhere
             {
                 r.early_result = Some(result);
                 return;
             }
-            let known = running.remove(&key).is_some();
+            let known = !elsewhere && running.remove(&key).is_some();
             let mut delivered = lock(&self.delivered);
             let fresh = delivered.insert(key);
             if known && !fresh {
@@ -1054,6 +1119,7 @@ impl Inner {
             return shepherd::query(&host.exec_spool);
         };
         let out = self.remote_query(host, t)?;
+        self.heard(host);
         if !out.status.success() {
             return Err(LaunchError::Unreachable {
                 host: host.name.clone(),
@@ -1101,6 +1167,16 @@ impl Inner {
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_secs(60));
                     if self.shutdown.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    // Rescheduled meanwhile (the host stayed unknown): nothing left to ask.
+                    let followed = {
+                        let running = lock(&self.running);
+                        tasks
+                            .iter()
+                            .any(|k| running.get(k).is_some_and(|r| r.host == host.name))
+                    };
+                    if !followed {
                         return;
                     }
                     // The host may have been reconfigured meanwhile, or taken out.
@@ -1187,11 +1263,17 @@ impl Inner {
                 backoff = (backoff * 2).min(Duration::from_secs(60));
                 continue;
             }
+            let heartbeat = self
+                .config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .heartbeat_interval();
             let words = vec![
                 self.remote_shepherd(),
                 "watch".to_string(),
                 host.exec_spool.to_string_lossy().into_owned(),
                 self.opts.poll_interval.as_millis().to_string(),
+                heartbeat.as_millis().to_string(),
             ];
             let child = t
                 .command(&words)
@@ -1212,12 +1294,14 @@ impl Inner {
                 w.pid = Some(child.id());
                 w.acks = child.stdin.take();
             }
-            backoff = Duration::from_secs(1);
+            let began = std::time::Instant::now();
             if let Some(out) = child.stdout.take() {
                 for line in BufReader::new(out).lines() {
                     let Ok(line) = line else { break };
+                    self.heard(host);
                     match serde_json::from_str::<WatchMessage>(&line) {
                         Ok(WatchMessage::Ended { result }) => self.deliver(host, result),
+                        Ok(WatchMessage::Alive) => {}
                         Err(e) => {
                             tracing::warn!(host = %host.name, "bad watcher line {line:?}: {e}")
                         }
@@ -1230,10 +1314,126 @@ impl Inner {
                 w.acks = None;
             }
             let _ = child.wait();
+            // A host that keeps dropping its session (flapping) is retried ever later; one
+            // whose session lasted is retried at once.
+            if began.elapsed() >= STEADY_SESSION {
+                backoff = Duration::from_secs(1);
+            } else {
+                backoff = (backoff * 2).min(MAX_WATCH_BACKOFF);
+            }
             if self.current(host) {
-                std::thread::sleep(Duration::from_secs(1));
+                std::thread::sleep(backoff);
             }
         }
+    }
+
+    /// Something came from `host`: if it was unknown, it has returned.
+    fn heard(&self, host: &HostState) {
+        if host.target.is_some() && self.liveness.heard(&host.name) {
+            tracing::info!(host = %host.name, "host heard again: known");
+            self.liveness.want_probe();
+            self.send(LaunchEvent::HostReturned {
+                host: host.name.clone(),
+            });
+        }
+    }
+
+    /// Every configured ssh host gets its watcher session, with or without tasks: it is how
+    /// the host is heard.
+    fn watch_all_hosts(self: &Arc<Self>) {
+        let names: Vec<String> = {
+            let config = self.config.read().unwrap_or_else(|e| e.into_inner());
+            config
+                .hosts
+                .iter()
+                .filter(|h| !matches!(h.launch, crate::config::LaunchMethod::Local))
+                .map(|h| h.name.clone())
+                .collect()
+        };
+        for name in names {
+            match self.host(&name) {
+                Ok(h) => self.ensure_watcher(&h),
+                Err(e) => tracing::warn!(host = %name, "cannot follow the host: {e}"),
+            }
+        }
+    }
+
+    /// The liveness thread: every second (or a quarter of `max_unheard` when shorter), the
+    /// ssh hosts silent for `max_unheard` become unknown: published as unreachable for
+    /// `qhost` and `qstat` (`au`) and reported to the scheduler.
+    fn watch_liveness(self: &Arc<Self>) {
+        while !self.shutdown.load(Ordering::SeqCst) {
+            let (names, max_unheard) = {
+                let config = self.config.read().unwrap_or_else(|e| e.into_inner());
+                let names: Vec<String> = config
+                    .hosts
+                    .iter()
+                    .filter(|h| !matches!(h.launch, crate::config::LaunchMethod::Local))
+                    .map(|h| h.name.clone())
+                    .collect();
+                (names, config.max_unheard())
+            };
+            for host in self
+                .liveness
+                .expire(names.iter().map(String::as_str), max_unheard)
+            {
+                tracing::warn!(host = %host, ?max_unheard, "nothing heard from the host for max_unheard: unknown");
+                let report = crate::acct::load::HostReport {
+                    v: crate::acct::load::HOST_REPORT_VERSION,
+                    host: host.clone(),
+                    time: crate::compat::time::now(),
+                    reachable: false,
+                    load: None,
+                    tasks: Vec::new(),
+                };
+                if let Err(e) = crate::acct::load::write_report(&self.spool.daemon_dir(), &report) {
+                    tracing::warn!(host = %host, "cannot publish the host as unknown: {e}");
+                }
+                self.send(LaunchEvent::HostUnknown { host });
+            }
+            std::thread::sleep((max_unheard / 4).min(Duration::from_secs(1)));
+        }
+    }
+
+    /// See [`Launcher::sweep`].
+    fn sweep_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
+        let mut backoff = Duration::from_secs(1);
+        let states = loop {
+            match self.host_task_states(host) {
+                Ok(states) => break states,
+                Err(e) => {
+                    tracing::info!(host = %host.name, "rescheduled runs there cannot be settled yet, asking again in {backoff:?}: {e}");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(MAX_WATCH_BACKOFF);
+                    if !self.current(host) {
+                        return;
+                    }
+                }
+            }
+        };
+        let mut settled = Vec::new();
+        for &(job, task) in tasks {
+            match states.iter().find(|s| s.job == job && s.task == task) {
+                // Its result is there: the watcher reports it.
+                Some(s) if s.finished => {}
+                Some(s) if s.running => {
+                    lock(&self.discard).insert((host.name.clone(), job, task));
+                    tracing::info!(job = %job, task, host = %host.name, "killing a run that was rescheduled while its host was unknown");
+                    if let Err(e) = self.remote_kill(host, job, task, false) {
+                        tracing::warn!(job = %job, task, host = %host.name, "kill failed: {e}");
+                    }
+                    settled.push((job, task));
+                }
+                // A directory with neither a live supervisor nor a result: the host went
+                // down with it; nothing will come.
+                _ => settled.push((job, task)),
+            }
+        }
+        self.ensure_watcher(host);
+        self.send(LaunchEvent::Swept {
+            host: host.name.clone(),
+            tasks: settled,
+        });
     }
 }
 

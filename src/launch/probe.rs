@@ -5,13 +5,17 @@
 //! each configured host's `/proc/loadavg`, `meminfo`, `cpuinfo` and `stat` — locally, or with
 //! one `cat` over the host's ssh master connection, the same one the launcher uses — and
 //! publishes the values as `daemon/hosts/<name>.json` ([`crate::acct::load::HostReport`]).
-//! A host that does not answer is published as unreachable, which `qhost` shows as `au`.
+//! Whether a host is reachable is not the probe's to say: a host is unknown (`au` in `qhost`
+//! and `qstat -f`) when nothing was heard from it for `max_unheard` ([`HostLiveness`]). A
+//! probe that fails leaves the last report as it is; the launcher publishes the host as
+//! unreachable when it goes unknown, and asks for a round at once when it returns.
 //! The same round collects the online usage that the shepherds of the host's running tasks
 //! leave in their task directories (`launch::usage`), as SGE's execd sends it with its load.
 //!
 //! The probe re-reads the configuration each round, so hosts added with a SIGHUP reload are
 //! probed without a restart. It runs in its own thread and never blocks scheduling.
 
+use super::liveness::HostLiveness;
 use super::ssh::SshTarget;
 use super::taskdir::{active_jobs, exec_spool_dir};
 use super::usage;
@@ -47,6 +51,7 @@ impl HostProbe {
         config_path: PathBuf,
         daemon_dir: PathBuf,
         control_dir: PathBuf,
+        liveness: Arc<HostLiveness>,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -57,7 +62,7 @@ impl HostProbe {
                     let round = Instant::now();
                     let interval = match ClusterConfig::load(&config_path) {
                         Ok(config) => {
-                            probe_all(&config, &spool_root, &daemon_dir, &control_dir);
+                            probe_all(&config, &spool_root, &daemon_dir, &control_dir, &liveness);
                             config.load_report_interval()
                         }
                         Err(e) => {
@@ -66,7 +71,10 @@ impl HostProbe {
                         }
                     };
                     // Sleep in short steps so that a stop is quick.
-                    while !flag.load(Ordering::Relaxed) && round.elapsed() < interval {
+                    while !flag.load(Ordering::Relaxed)
+                        && round.elapsed() < interval
+                        && !liveness.take_probe_request()
+                    {
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
@@ -87,7 +95,13 @@ impl Drop for HostProbe {
     }
 }
 
-fn probe_all(config: &ClusterConfig, spool_root: &Path, daemon_dir: &Path, control_dir: &Path) {
+fn probe_all(
+    config: &ClusterConfig,
+    spool_root: &Path,
+    daemon_dir: &Path,
+    control_dir: &Path,
+    liveness: &HostLiveness,
+) {
     for host in &config.hosts {
         let now = crate::compat::time::now();
         let exec_spool = exec_spool_dir(spool_root, &host.name);
@@ -102,12 +116,15 @@ fn probe_all(config: &ClusterConfig, spool_root: &Path, daemon_dir: &Path, contr
                 v: HOST_REPORT_VERSION,
                 host: host.name.clone(),
                 time: now,
-                reachable: true,
+                reachable: !liveness.is_unknown(&host.name),
                 load: Some(load),
                 tasks,
             },
             Err(why) => {
                 debug!(host = %host.name, "host probe: {why}");
+                if !liveness.is_unknown(&host.name) {
+                    continue;
+                }
                 HostReport {
                     v: HOST_REPORT_VERSION,
                     host: host.name.clone(),

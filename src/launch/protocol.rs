@@ -102,4 +102,17 @@ pub enum LaunchEvent {
         error: String,
         host_unreachable: bool,
     },
+    /// Nothing was heard from an ssh host for `max_unheard` (`launch::liveness`): it is
+    /// unknown (`au`) until it is heard again.
+    HostUnknown { host: String },
+    /// An unknown host was heard again.
+    HostReturned { host: String },
+    /// What became of runs given up on `host` (rescheduled when it went unknown), as the
+    /// host answered once it could: these were still running there and have been killed, or
+    /// were not there at all. Their results will not come; the runs whose result is there
+    /// come as `Ended` from that host.
+    Swept {
+        host: String,
+        tasks: Vec<(JobId, TaskId)>,
+    },
 }

@@ -40,8 +40,10 @@
 //!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
 //!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
 //!   watcher's rescan.)
-//! - `watch <exec_spool> [interval_ms]`: prints a [`WatchMessage`] line for every finished task
-//!   and removes its directory when `ack <job>.<task>` comes back on stdin; exits on EOF.
+//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]`: prints a [`WatchMessage`] line for every
+//!   finished task and removes its directory when `ack <job>.<task>` comes back on stdin; exits
+//!   on EOF. With `heartbeat_ms`, an `alive` line whenever nothing else was printed for that
+//!   long: what tells `sched_d` that the host is there (`launch::liveness`).
 //! - `kill [--notify] <exec_spool> <job> <task>`: asks a task's supervisor to kill the job
 //!   (SIGTERM), or with `--notify` to send SIGUSR2 first and kill after the queue's notify time
 //!   (SIGUSR1 to the supervisor).
@@ -149,7 +151,11 @@ pub struct StartReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "msg")]
 pub enum WatchMessage {
-    Ended { result: TaskResult },
+    Ended {
+        result: TaskResult,
+    },
+    /// The heartbeat: the host and its shepherd are there.
+    Alive,
 }
 
 /// What `query` prints for each task directory.
@@ -183,11 +189,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
         },
         "watch" => match rest.first() {
             Some(dir) => {
-                let interval = rest
-                    .get(1)
-                    .and_then(|s| s.parse().ok())
-                    .map_or(Duration::from_millis(500), Duration::from_millis);
-                watch_stdio(Path::new(dir), interval)
+                let millis = |i: usize| rest.get(i).and_then(|s| s.parse().ok());
+                let interval = millis(1).map_or(Duration::from_millis(500), Duration::from_millis);
+                let heartbeat = millis(2).map(Duration::from_millis);
+                watch_stdio(Path::new(dir), interval, heartbeat)
             }
             None => Err(usage()),
         },
@@ -2001,7 +2006,11 @@ pub fn request_kill(
     })
 }
 
-fn watch_stdio(exec_spool: &Path, interval: Duration) -> Result<(), LaunchError> {
+fn watch_stdio(
+    exec_spool: &Path,
+    interval: Duration,
+    heartbeat: Option<Duration>,
+) -> Result<(), LaunchError> {
     /// What wakes the remote watcher: an acknowledgement from the launcher, a change in
     /// `active_jobs` (a result was written), or the end of its input.
     enum Wake {
@@ -2027,14 +2036,27 @@ fn watch_stdio(exec_spool: &Path, interval: Duration) -> Result<(), LaunchError>
         let _ = tx.send(Wake::Eof);
     });
     let mut reported = HashSet::new();
+    let mut last_line = Instant::now();
     loop {
         for result in collect_finished(exec_spool, &mut reported) {
             let msg = WatchMessage::Ended { result };
             if print_line(&msg).is_err() {
                 return Ok(());
             }
+            last_line = Instant::now();
         }
-        let deadline = Instant::now() + interval;
+        if let Some(beat) = heartbeat
+            && last_line.elapsed() >= beat
+        {
+            if print_line(&WatchMessage::Alive).is_err() {
+                return Ok(());
+            }
+            last_line = Instant::now();
+        }
+        let wait = heartbeat.map_or(interval, |beat| {
+            interval.min(beat.saturating_sub(last_line.elapsed()))
+        });
+        let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {

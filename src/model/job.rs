@@ -465,6 +465,11 @@ pub struct TaskStates {
     /// this field existed have only the count.)
     #[serde(skip_serializing_if = "TaskSet::is_empty")]
     pub finished_tasks: TaskSet,
+    /// Runs given up on a host that went unknown (SGE's `reschedule_unknown`), kept until that
+    /// host tells what became of them: a result it kept is the task's end (and cancels the
+    /// requeued copy), a run still going there is killed. Never shown by `qstat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rescheduled: Vec<RunningTask>,
 }
 
 impl TaskStates {
@@ -519,6 +524,7 @@ impl JobRecord {
                 running: Vec::new(),
                 finished: 0,
                 finished_tasks: TaskSet::new(),
+                rescheduled: Vec::new(),
             },
             spec: sub.spec,
             error: None,

@@ -51,6 +51,8 @@ pub struct HostState {
     pub down_until: Option<i64>,
     /// Consecutive failures to reach it: the retry backoff doubles with each.
     pub failures: u32,
+    /// Nothing heard from it for `max_unheard` (`au`): no new work until it is heard again.
+    pub unknown: bool,
 }
 
 /// A cluster queue on one host.
@@ -230,6 +232,7 @@ impl Cluster {
                 groups,
                 down_until: None,
                 failures: 0,
+                unknown: false,
             });
         }
         let mut qis = Vec::new();
@@ -425,9 +428,9 @@ impl Cluster {
         !self.reserved_qis.is_empty()
     }
 
-    /// Whether host `h` can be used at `now` (not marked unreachable).
+    /// Whether host `h` can be used at `now` (not marked unreachable, not unknown).
     pub fn host_up(&self, h: usize, now: i64) -> bool {
-        self.hosts[h].down_until.is_none_or(|t| now >= t)
+        !self.hosts[h].unknown && self.hosts[h].down_until.is_none_or(|t| now >= t)
     }
 
     /// Slots free at `now` on the hosts that can be used.

@@ -41,6 +41,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
+mod unknown;
+
 /// How the daemon runs (from `sched_d`'s command line).
 #[derive(Debug, Clone)]
 pub struct DaemonOptions {
@@ -268,6 +270,8 @@ pub struct Daemon {
     failure: Option<String>,
     /// A watcher event came since the last attempt: a blocked daemon retries at once.
     spool_event: bool,
+    /// Unknown hosts whose tasks are due for rescheduling (`reschedule_unknown`), and when.
+    reschedule_due: BTreeMap<String, Instant>,
 }
 
 /// The storage-blocked state: since when, and when the writes are tried again.
@@ -412,6 +416,7 @@ impl Daemon {
             blocked: None,
             failure: None,
             spool_event: false,
+            reschedule_due: BTreeMap::new(),
         })
     }
 
@@ -481,6 +486,9 @@ impl Daemon {
             if let Some(b) = &self.blocked {
                 deadline = deadline.min(b.retry_at);
             }
+            if let Some(at) = self.reschedule_due.values().min() {
+                deadline = deadline.min(*at);
+            }
             // Refreshing priorities is background work: inputs go first, and it goes on
             // once none has come for a moment, or now and then while they keep coming.
             if self.refresh_budget > 0 {
@@ -529,6 +537,7 @@ impl Daemon {
                 self.full_pass = true;
             }
             self.running_due(at);
+            self.reschedule_due_hosts(at);
         }
         self.drain();
         Ok(())
@@ -881,6 +890,7 @@ impl Daemon {
         if !running.is_empty() {
             self.reattach(id, running);
         }
+        self.sweep_rescheduled_of(id);
         // Keep waiting jobs encoded (see `sched::state::Rec`).
         self.state.cool_idle();
         self.pass_needed = true;
@@ -1365,6 +1375,9 @@ impl Daemon {
                 self.task_ended(*result);
                 self.pass_needed = true;
             }
+            LaunchEvent::HostUnknown { host } => self.host_unknown(host),
+            LaunchEvent::HostReturned { host } => self.host_returned(host),
+            LaunchEvent::Swept { host, tasks } => self.state.drop_rescheduled(&host, &tasks),
             LaunchEvent::Failed {
                 job,
                 task,
@@ -1419,6 +1432,15 @@ impl Daemon {
             exit_written: false,
             acknowledge: true,
         };
+        if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
+            self.kept_result(run, result);
+            return;
+        }
+        if self.earlier_run(&result) {
+            warn!(job = %id, task, host = %result.host, "the result of an earlier run, rescheduled off that host, is not the task's: dropped");
+            self.ended.push(ended);
+            return;
+        }
         // Issue 4: an aggressively preempted task is accounted and pending again.
         if let Some(ran) = self.state.preempted_task_ended(id, task) {
             if let Some(job) = self.state.job(id)

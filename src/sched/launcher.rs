@@ -16,13 +16,17 @@ pub struct LaunchRunner {
 }
 
 impl LaunchRunner {
+    /// A runner whose launcher records what it hears from hosts in `liveness` (shared with
+    /// the host probe).
     pub fn new(
         spool: &Spool,
         config: ClusterConfig,
         events: Sender<LaunchEvent>,
+        liveness: std::sync::Arc<crate::launch::HostLiveness>,
     ) -> Result<Self, RunnerError> {
-        let launcher =
-            Launcher::new(&config, spool, events).map_err(|e| RunnerError::Other(e.to_string()))?;
+        let opts = crate::launch::LauncherOptions::defaults(spool).map_err(other)?;
+        let launcher = Launcher::with_liveness(&config, spool, events, opts, liveness)
+            .map_err(|e| RunnerError::Other(e.to_string()))?;
         Ok(LaunchRunner {
             launcher,
             spool: spool.clone(),
@@ -94,5 +98,15 @@ impl TaskRunner for LaunchRunner {
 
     fn acknowledge(&mut self, job: JobId, task: TaskId, host: &str) {
         self.launcher.acknowledge(job, task, host);
+    }
+
+    fn forget(&mut self, job: JobId, task: TaskId) {
+        self.launcher.forget(job, task);
+    }
+
+    fn sweep(&mut self, host: &str, tasks: Vec<(JobId, TaskId)>) {
+        if let Err(e) = self.launcher.sweep(host, tasks) {
+            tracing::warn!(host, "cannot settle the runs rescheduled off the host: {e}");
+        }
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod rows;
 pub mod runner;
 pub mod sge_policy;
 pub mod state;
+mod unknown_hosts;
 pub mod value;
 
 pub use accounting::{Accounting, SharedUsage};

@@ -74,6 +74,15 @@ pub trait TaskRunner: Send {
     /// state): the runner may forget it on its host. Until then the host keeps the result, so
     /// that a daemon that crashes in between is told again.
     fn acknowledge(&mut self, _job: JobId, _task: TaskId, _host: &str) {}
+
+    /// A task was rescheduled off its unknown host: stop following that run (it may start
+    /// again elsewhere); a result its host reports later still comes as `Ended` from there.
+    fn forget(&mut self, _job: JobId, _task: TaskId) {}
+
+    /// Runs given up on `host` (rescheduled while it was unknown): once the host answers,
+    /// kill those still going there, and report them and the ones not there as
+    /// `LaunchEvent::Swept`.
+    fn sweep(&mut self, _host: &str, _tasks: Vec<(JobId, TaskId)>) {}
 }
 
 /// Receives every finished task, once, before its exit line is written (`crate::acct`

@@ -170,6 +170,9 @@ pub struct SchedState {
     cat_index: HashMap<String, CatId>,
     pub(crate) running: HashMap<(JobId, TaskId), RunningBooking>,
     pub(crate) user_running: HashMap<u32, u32>,
+    /// Jobs with runs given up on an unknown host (`unknown_hosts`), so that finding them
+    /// never walks every job.
+    pub(crate) rescheduled_jobs: BTreeSet<JobId>,
     pub(crate) policy: Box<dyn PriorityPolicy>,
     dirty: BTreeSet<JobId>,
     names: HashMap<String, u32>,
@@ -250,6 +253,7 @@ impl SchedState {
             cat_index: HashMap::new(),
             running: HashMap::new(),
             user_running: HashMap::new(),
+            rescheduled_jobs: BTreeSet::new(),
             policy,
             dirty: BTreeSet::new(),
             names: HashMap::new(),
@@ -593,6 +597,9 @@ impl SchedState {
         let cat = self.category_for(&record.spec);
         self.categories[cat].jobs += 1;
         let id = record.id;
+        if !record.tasks.rescheduled.is_empty() {
+            self.rescheduled_jobs.insert(id);
+        }
         let running: Vec<RunningTask> = record.tasks.running.clone();
         let reasons: Arc<[String]> = Arc::from(std::mem::take(&mut record.pending_reasons));
         let priority = record.priority.take();
@@ -671,6 +678,7 @@ impl SchedState {
     /// Removes a job entirely (retired or deleted); its running bookings are released.
     pub fn remove_job(&mut self, id: JobId) -> Option<JobRecord> {
         let entry = self.jobs.remove(&id)?;
+        self.rescheduled_jobs.remove(&id);
         self.rows.kill(entry.row, &Arc::from(Vec::new()));
         self.invalidate_order();
         if entry.hot.has_predecessors || entry.hot.array_deps {
@@ -850,19 +858,20 @@ impl SchedState {
     /// Applies a new configuration (SIGHUP): resources and categories are rebuilt and the
     /// running tasks booked again where their queue instances still exist.
     pub fn reload_config(&mut self, config: ClusterConfig) {
-        let down: Vec<(String, Option<i64>, u32)> = self
+        let down: Vec<(String, Option<i64>, u32, bool)> = self
             .cluster
             .hosts
             .iter()
-            .map(|h| (h.name.clone(), h.down_until, h.failures))
+            .map(|h| (h.name.clone(), h.down_until, h.failures, h.unknown))
             .collect();
         self.policy.reconfigure(&config);
         self.config = config;
         self.cluster = Cluster::from_config(&self.config);
-        for (name, until, failures) in down {
+        for (name, until, failures, unknown) in down {
             if let Some(i) = self.cluster.host_index(&name) {
                 self.cluster.hosts[i].down_until = until;
                 self.cluster.hosts[i].failures = failures;
+                self.cluster.hosts[i].unknown = unknown;
             }
         }
         self.invalidate_order();

@@ -1046,6 +1046,8 @@ mod listing {
                     finished_tasks: TaskSet::from_stored_ranges(
                         finished_tasks.into_iter().map(task_range).collect(),
                     ),
+                    // A listing's summary: what clients show, which these never are.
+                    rescheduled: Vec::new(),
                 },
                 error: error.map(Cow::into_owned),
                 priority,

@@ -1,0 +1,130 @@
+//! [`HostLiveness`]: which ssh execution hosts `sched_d` has heard from lately.
+//!
+//! SGE's qmaster declares a host unknown when its execd has not reported for `max_unheard`.
+//! gridspool has no execd; what it hears from a host is every line that comes back over the
+//! host's ssh sessions: the watcher session (which sends a heartbeat every
+//! [`crate::config::ClusterConfig::heartbeat_interval`] besides the results), the start
+//! server's replies, answered queries and load probes. A host silent for `max_unheard` is
+//! *unknown*: its queue instances show `au`, it gets no new work, and after
+//! `reschedule_unknown` its tasks are rescheduled (`sched::daemon`). The first word from it
+//! afterwards makes it known again.
+//!
+//! Silence is measured on this machine's monotonic clock only, never by comparing clocks of
+//! two hosts. Local hosts are this machine: never unknown.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Last word heard from each ssh host, shared by the launcher and the host probe.
+#[derive(Debug, Default)]
+pub struct HostLiveness {
+    hosts: Mutex<HashMap<String, Heard>>,
+    /// A host came back: the probe should publish its load now rather than at its next round.
+    probe_wanted: AtomicBool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Heard {
+    at: Instant,
+    unknown: bool,
+}
+
+impl HostLiveness {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Heard>> {
+        self.hosts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Something came from `host`. Returns `true` when the host was unknown: it has returned.
+    pub fn heard(&self, host: &str) -> bool {
+        let now = Instant::now();
+        let mut hosts = self.hosts();
+        match hosts.get_mut(host) {
+            Some(h) => {
+                h.at = now;
+                std::mem::take(&mut h.unknown)
+            }
+            None => {
+                hosts.insert(
+                    host.to_string(),
+                    Heard {
+                        at: now,
+                        unknown: false,
+                    },
+                );
+                false
+            }
+        }
+    }
+
+    /// Whether `host` is unknown now.
+    pub fn is_unknown(&self, host: &str) -> bool {
+        self.hosts().get(host).is_some_and(|h| h.unknown)
+    }
+
+    /// Marks unknown the hosts among `hosts` not heard from for `max_unheard`, and returns
+    /// those that were not unknown yet. A host seen here for the first time counts as heard
+    /// now: a host gets `max_unheard` from the moment `sched_d` starts following it.
+    pub fn expire<'a>(
+        &self,
+        hosts: impl IntoIterator<Item = &'a str>,
+        max_unheard: Duration,
+    ) -> Vec<String> {
+        let now = Instant::now();
+        let mut known = self.hosts();
+        let mut newly = Vec::new();
+        for name in hosts {
+            let h = known.entry(name.to_string()).or_insert(Heard {
+                at: now,
+                unknown: false,
+            });
+            if !h.unknown && now.duration_since(h.at) >= max_unheard {
+                h.unknown = true;
+                newly.push(name.to_string());
+            }
+        }
+        newly
+    }
+
+    /// Asks the probe for a round now (a host returned).
+    pub fn want_probe(&self) {
+        self.probe_wanted.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a round was asked for since the last call.
+    pub fn take_probe_request(&self) -> bool {
+        self.probe_wanted.swap(false, Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_silent_host_goes_unknown_once_and_returns_at_its_first_word() {
+        let l = HostLiveness::new();
+        assert!(l.expire(["a", "b"], Duration::from_secs(60)).is_empty());
+        assert!(!l.heard("a"), "a known host does not return");
+        std::thread::sleep(Duration::from_millis(20));
+        l.heard("b");
+        assert_eq!(
+            l.expire(["a", "b"], Duration::from_millis(15)),
+            vec!["a".to_string()]
+        );
+        assert!(l.is_unknown("a"));
+        assert!(!l.is_unknown("b"));
+        assert!(
+            l.expire(["a"], Duration::from_millis(15)).is_empty(),
+            "reported once"
+        );
+        assert!(l.heard("a"), "the first word after: returned");
+        assert!(!l.is_unknown("a"));
+        assert!(!l.heard("a"));
+    }
+}
