@@ -1300,7 +1300,7 @@ impl Inner {
                     let Ok(line) = line else { break };
                     self.heard(host);
                     match serde_json::from_str::<WatchMessage>(&line) {
-                        Ok(WatchMessage::Ended { result }) => self.deliver(host, result),
+                        Ok(WatchMessage::Ended { result }) => self.deliver(host, *result),
                         Ok(WatchMessage::Alive) => {}
                         Err(e) => {
                             tracing::warn!(host = %host.name, "bad watcher line {line:?}: {e}")

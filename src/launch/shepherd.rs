@@ -152,7 +152,7 @@ pub struct StartReply {
 #[serde(rename_all = "snake_case", tag = "msg")]
 pub enum WatchMessage {
     Ended {
-        result: TaskResult,
+        result: Box<TaskResult>,
     },
     /// The heartbeat: the host and its shepherd are there.
     Alive,
@@ -2039,7 +2039,9 @@ fn watch_stdio(
     let mut last_line = Instant::now();
     loop {
         for result in collect_finished(exec_spool, &mut reported) {
-            let msg = WatchMessage::Ended { result };
+            let msg = WatchMessage::Ended {
+                result: Box::new(result),
+            };
             if print_line(&msg).is_err() {
                 return Ok(());
             }
