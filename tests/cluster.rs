@@ -12,11 +12,16 @@ use std::time::Duration;
 /// A cell whose execution hosts are the cluster's (`slots` each), with PEs `rr`
 /// (`$round_robin`) and `fu` (`$fill_up`); `sched_d`'s own host runs nothing.
 fn cluster_cell(cluster: &Cluster, slots: u32) -> TestCell {
+    cluster_cell_with(cluster, slots, "")
+}
+
+/// [`cluster_cell`] with `extra` top-level configuration lines.
+pub(crate) fn cluster_cell_with(cluster: &Cluster, slots: u32, extra: &str) -> TestCell {
     let hosts = cluster.hosts_yaml(slots);
     let names = cluster.names_yaml();
     TestCell::with_config(|_| {
         format!(
-            "{hosts}hostgroups:\n  \"@allhosts\": {names}\n\
+            "{extra}{hosts}hostgroups:\n  \"@allhosts\": {names}\n\
              queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: {slots}, pe_list: [rr, fu]}}\n\
              parallel_environments:\n  - {{name: rr, slots: 999, allocation_rule: $round_robin}}\n\
              \x20 - {{name: fu, slots: 999, allocation_rule: $fill_up}}\n\
@@ -26,7 +31,7 @@ fn cluster_cell(cluster: &Cluster, slots: u32) -> TestCell {
 }
 
 /// Submits `args` as `user` with `-terse`; returns the job id.
-fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
+pub(crate) fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
     let run = cell.run(user, "qsub", args);
     assert_eq!(run.code, 0, "qsub {args:?}: {run:?}");
     run.stdout
@@ -37,7 +42,7 @@ fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
 
 /// The standard output of job `id` named `name` in the user's working directory, once the job
 /// has been accounted (its output is complete then).
-fn output(cell: &TestCell, user: &TestUser, name: &str, id: u32) -> String {
+pub(crate) fn output(cell: &TestCell, user: &TestUser, name: &str, id: u32) -> String {
     let path = cell.workdir(user).join(format!("{name}.o{id}"));
     wait_for(
         &format!("job {id} accounted"),

@@ -101,6 +101,7 @@ fn task_behind(line: &str) -> (JobRecord, Placement, TaskResult) {
         failed: f[11].parse().expect("failed"),
         error: None,
         job_error: false,
+        supervisor_lost: false,
         rusage: Rusage {
             utime: num(14),
             stime: num(15),

@@ -5,6 +5,7 @@ mod support;
 mod cluster;
 mod docs;
 mod harness;
+mod host_failure;
 mod install;
 mod launch;
 mod qacct;

@@ -69,6 +69,11 @@ pub struct TaskResult {
     /// working directory, `-S` shell or `-shell no` command): SGE puts the job in error state
     /// (`Eqw`) instead of finishing it, and `qsub -sync y` goes on waiting.
     pub job_error: bool,
+    /// Not the job's end but what was left of its run: the supervisor had died (its host
+    /// crashed or rebooted) before it could write one. Never the result a host kept for a
+    /// run rescheduled off it (`sched::daemon::unknown`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub supervisor_lost: bool,
     pub rusage: Rusage,
     /// Integral memory usage in GB·s (`mem`), bytes of I/O (`io` in GB), I/O wait (`iow`, s).
     pub mem: f64,

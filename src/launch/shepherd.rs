@@ -1892,6 +1892,7 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
         signal: Some(9),
         failed: failed::AFTER_JOB,
         error: Some("the shepherd of the task ended without a result".to_string()),
+        supervisor_lost: true,
         ..TaskResult::default()
     };
     let json = serde_json::to_vec(&result).ok()?;

@@ -72,18 +72,41 @@ fn have(program: &str) -> bool {
         .is_ok()
 }
 
+/// The processes of a network namespace.
+fn netns_pids(netns: &str) -> Vec<i32> {
+    Command::new("ip")
+        .args(["netns", "pids", netns])
+        .output()
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Kills every process of a network namespace (again, until none is left: a dying
+/// supervisor's children are reparented, not killed).
+fn kill_netns_processes(netns: &str) {
+    for _ in 0..20 {
+        let pids = netns_pids(netns);
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Kills every process of a network namespace and deletes it.
 fn remove_netns(netns: &str) {
-    if let Ok(out) = Command::new("ip").args(["netns", "pids", netns]).output() {
-        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-            if let Ok(pid) = pid.parse::<i32>() {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-    }
+    kill_netns_processes(netns);
     let _ = ip(&["netns", "del", netns]);
 }
 
@@ -247,22 +270,7 @@ impl Cluster {
                 ),
             )
             .map_err(|e| e.to_string())?;
-            let log =
-                std::fs::File::create(self.dir.path().join(format!("sshd_{}.log", host.name)))
-                    .map_err(|e| e.to_string())?;
-            // A UTS namespace of its own, named after the host, inherited by every session.
-            Command::new("ip")
-                .args(["netns", "exec", &host.netns, "unshare", "--uts", "sh", "-c"])
-                .arg(format!(
-                    "hostname {} && exec {SSHD} -D -e -f {}",
-                    host.name,
-                    config.display()
-                ))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("sshd of {}: {e}", host.name))?;
+            self.spawn_sshd(i)?;
         }
         std::fs::write(&self.known_hosts, known).map_err(|e| e.to_string())?;
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -282,6 +290,82 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// Starts host `i`'s sshd (again) in its namespaces: a UTS namespace of its own, named
+    /// after the host, inherited by every session.
+    fn spawn_sshd(&self, i: usize) -> Result<(), String> {
+        let host = &self.hosts[i];
+        let config = self.dir.path().join(format!("sshd_config_{}", host.name));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("sshd_{}.log", host.name)))
+            .map_err(|e| e.to_string())?;
+        Command::new("ip")
+            .args(["netns", "exec", &host.netns, "unshare", "--uts", "sh", "-c"])
+            .arg(format!(
+                "hostname {} && exec {SSHD} -D -e -f {}",
+                host.name,
+                config.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("sshd of {}: {e}", host.name))?;
+        Ok(())
+    }
+
+    /// Host `i` crashes: every process in its namespace (its sshd, the sessions, the
+    /// shepherds and their jobs) is killed at once; its address stays, and answers with
+    /// refused connections, as a rebooting host's would.
+    pub fn crash(&self, i: usize) {
+        kill_netns_processes(&self.hosts[i].netns);
+    }
+
+    /// Host `i` is back after a crash: its sshd runs again (waits until it listens).
+    pub fn reboot(&self, i: usize) {
+        self.spawn_sshd(i).expect("sshd");
+        let addr: std::net::SocketAddr = format!("{}:22", self.hosts[i].address)
+            .parse()
+            .expect("address");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "sshd of {} did not listen",
+                self.hosts[i].name
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Host `i`'s link goes down (`false`) or up again (`true`): everything on it runs on,
+    /// unreachable, as behind a cut cable.
+    pub fn set_link(&self, i: usize, up: bool) {
+        ip(&[
+            "netns",
+            "exec",
+            &self.hosts[i].netns,
+            "ip",
+            "link",
+            "set",
+            "eth0",
+            if up { "up" } else { "down" },
+        ])
+        .expect("ip link set");
+    }
+
+    /// Whether a process of host `i`'s namespace has `needle` in its command line.
+    pub fn runs(&self, i: usize, needle: &str) -> bool {
+        netns_pids(&self.hosts[i].netns).into_iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+        })
     }
 
     /// What a host's sshd wrote (errors only).

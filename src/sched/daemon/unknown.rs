@@ -161,7 +161,7 @@ impl Daemon {
     }
 
     /// The result a host kept for a run given up there (`run`): the task's end, recorded
-    /// once. The requeued copy is cancelled; a task that has ended otherwise since (its rerun
+    /// once (unless it only says that the run died with its host). The requeued copy is cancelled; a task that has ended otherwise since (its rerun
     /// finished, or it was reaped or deleted) keeps that end, and this result is dropped.
     pub(super) fn kept_result(&mut self, run: RunningTask, result: TaskResult) {
         let (id, task) = (result.job, result.task);
@@ -173,6 +173,11 @@ impl Daemon {
             exit_written: false,
             acknowledge: true,
         };
+        if result.supervisor_lost {
+            info!(job = %id, task, host = %result.host, "the run rescheduled off the host did not survive there: its rerun stands");
+            self.ended.push(ended);
+            return;
+        }
         let copy_running = self
             .state
             .job(id)
