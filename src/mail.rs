@@ -313,6 +313,7 @@ mod tests {
             failed,
             error: None,
             job_error: false,
+            supervisor_lost: false,
             rusage: Rusage::default(),
             mem: 0.0,
             io: 0.0,
