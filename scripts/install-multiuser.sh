@@ -49,7 +49,7 @@ root=$destdir$prefix
 lib=$root/lib/gridspool
 
 if [ -z "$cell_only" ]; then
-  install -d -m 0755 "$root/bin" "$root/sbin" "$lib" "$root/share/man/man1"
+  install -d -m 0755 "$root/bin" "$root/sbin" "$lib" "$root/share/man/man1" "$root/share/man/man8"
   # Stripped: the line tables are most of the file (backtraces lose their line numbers).
   tmp=$(mktemp "$lib/.gridspool.XXXXXX")
   if command -v strip >/dev/null; then
@@ -64,6 +64,9 @@ if [ -z "$cell_only" ]; then
   for c in $daemons; do ln -sfn ../lib/gridspool/gridspool "$root/sbin/$c"; done
   for m in "$(cd "$(dirname "$0")/.." && pwd)"/man/*.1; do
     if [ -f "$m" ]; then install -m 0644 "$m" "$root/share/man/man1/"; fi
+  done
+  for m in "$(cd "$(dirname "$0")/.." && pwd)"/man/*.8; do
+    if [ -f "$m" ]; then install -m 0644 "$m" "$root/share/man/man8/"; fi
   done
   if [ -n "$destdir" ]; then
     echo "staged under $destdir$prefix"

@@ -9,6 +9,8 @@
 use super::options::{Arity, OptionSpec, Support, help_lines};
 use std::fmt::Write as _;
 
+mod sched_d;
+
 /// The version line SGE prints first in `-help`.
 pub const SGE_VERSION_LINE: &str = "SGE 8.1.9";
 
@@ -107,6 +109,7 @@ pub fn generated_files() -> Vec<(String, String)> {
             fish_completion(&doc),
         ));
     }
+    files.push(("man/sched_d.8".to_string(), sched_d::man_page()));
     files
 }
 

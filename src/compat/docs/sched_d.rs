@@ -1,0 +1,156 @@
+//! `man/sched_d.8`: the daemon's manual page. Its options come from `sched_d`'s own command
+//! line definition (`cli::sched_d::Args`), so the page cannot list a flag the program lacks
+//! or miss one it has; the rest says what an administrator needs of the daemon: what it
+//! does, its files, signals, and how hosts that die are handled.
+
+use super::roff;
+use clap::CommandFactory;
+use std::fmt::Write;
+
+const DESCRIPTION: &[&str] = &[
+    "sched_d is gridspool's scheduler and the only daemon of a cell: it takes the place of SGE's sge_qmaster, sge_schedd and, with the shepherd, sge_execd. The commands (qsub, qstat, qdel, qalter, qhold, qrls, qacct, qhost) write and read files in the cell; sched_d watches it (inotify, or polling with \\-\\-poll), keeps the state in memory, computes priorities with the configured policy, and starts each task on its host: directly on a host configured as local, through OpenSSH (one ControlMaster per host, a start server and a watcher session over it) on the others. Its shepherd runs each job as its owner and reports its exit and usage, which become SGE-format accounting records in common/accounting.",
+    "One sched_d runs per cell: it holds the lock daemon/sched_d.lock and writes its pid to daemon/sched_d.pid; a second one exits with a message naming the first. After a crash or a restart it recovers from the spool alone: every task the spool records as running is followed again on its host, a result a host kept is recorded once, and nothing is started twice.",
+    "The cell is created with sched_d \\-\\-init: the configuration config.yaml (the local host as the one execution host with as many slots as processors, a queue all.q), and common/settings.sh and settings.csh for users to source. config.yaml is documented key by key in the repository's spool/README.md; names follow sge_conf(5), sched_conf(5), queue_conf(5), host_conf(5), sge_pe(5) and complex(5).",
+];
+
+const HOSTS: &str = "Every ssh host is followed by a watcher session that sends a heartbeat (every quarter of max_unheard, between 0.25 and 5 s). A host nothing was heard from for max_unheard (default 20 s) is unknown: its queue instances show au in qstat \\-f and qhost, and it gets no new work until it is heard again. After reschedule_unknown (default 5 s; 0:0:0 never; per host too) its tasks are rescheduled as SGE does: a rerunnable one (qsub \\-r y, or the queue's rerun) is pending again, with a failed 25 (rescheduling) accounting record for the run given up, and runs again with RESTARTED=1; one that is not ends as never run when enable_reschedule_kill is true (the default), else stays r until the host returns. When the host returns, a result it kept for a rescheduled run is the task's end, recorded once, and the requeued copy is cancelled; a run still going there is killed. A host that keeps dropping its connection is retried ever later (up to 30 s apart). SGE's defaults (max_unheard 5 min, reschedule_unknown 0:0:0, ENABLE_RESCHEDULE_KILL off) can be set in config.yaml.";
+
+const SIGNALS: &[(&str, &str)] = &[
+    (
+        "SIGHUP",
+        "Reload config.yaml; hosts, queues and policies change at once, running tasks carry on. A configuration that does not parse is refused and the old one kept.",
+    ),
+    (
+        "SIGTERM, SIGINT",
+        "Stop: nothing more is dispatched, every state is written, and sched_d exits. Running tasks carry on; the next sched_d follows them again.",
+    ),
+];
+
+const FILES: &[(&str, &str)] = &[
+    ("config.yaml", "the cluster configuration"),
+    (
+        "daemon/sched_d.lock, daemon/sched_d.pid",
+        "the lock that makes one sched_d per cell, and its pid",
+    ),
+    ("daemon/sched_d.log", "the log, one event per line"),
+    (
+        "daemon/hosts/HOST.json",
+        "each host's load and the usage of its running tasks (every load_report_time), for qhost and qstat; unreachable while the host is unknown",
+    ),
+    (
+        "execd/HOST/active_jobs/",
+        "the execution spool of a host: a directory per running task, where the shepherd keeps the task's result until sched_d has recorded it",
+    ),
+    (
+        "jobs/, requests/",
+        "job files and the requests of qdel, qalter, qhold and qrls",
+    ),
+    (
+        "common/accounting",
+        "SGE's accounting file (sge_accounting(5)), read by qacct",
+    ),
+    (
+        "common/settings.sh, common/settings.csh",
+        "what users source: SGE_ROOT, SGE_CELL and the PATH of the commands",
+    ),
+];
+
+const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "Stopped by a signal after writing everything, or \\-\\-init done.",
+    ),
+    (
+        "1",
+        "The cell cannot be opened or locked (another sched_d holds it), its configuration is not valid, or the daemon failed; the reason is printed and logged.",
+    ),
+    ("2", "The command line is wrong."),
+];
+
+/// The roff page (section 8).
+pub fn man_page() -> String {
+    let mut m = String::new();
+    m.push_str(
+        ".\\\" Generated by gridspool from sched_d's command line definition; do not edit.\n",
+    );
+    let _ = writeln!(
+        m,
+        ".TH SCHED_D 8 \"\" \"gridspool {}\" \"gridspool manual\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    m.push_str(".SH NAME\nsched_d \\- the gridspool scheduler daemon\n");
+    m.push_str(".SH SYNOPSIS\n.B sched_d\n[options]\n");
+    m.push_str(".SH DESCRIPTION\n");
+    for (i, p) in DESCRIPTION.iter().enumerate() {
+        if i > 0 {
+            m.push_str(".PP\n");
+        }
+        let _ = writeln!(m, "{p}");
+    }
+    m.push_str(".SH OPTIONS\n");
+    let command = crate::cli::sched_d::Args::command();
+    for arg in command.get_arguments() {
+        if arg.is_hide_set() {
+            continue;
+        }
+        let Some(long) = arg.get_long() else { continue };
+        let mut usage = format!("\\-\\-{}", roff(long));
+        if arg.get_action().takes_values()
+            && let Some(names) = arg.get_value_names()
+        {
+            for n in names {
+                let _ = write!(usage, " {}", roff(n));
+            }
+        }
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let mut help = roff(&help.split_whitespace().collect::<Vec<_>>().join(" "));
+        if !help.is_empty() && !help.ends_with('.') {
+            help.push('.');
+        }
+        let defaults = arg.get_default_values();
+        if !defaults.is_empty() && arg.get_action().takes_values() {
+            let list: Vec<String> = defaults
+                .iter()
+                .map(|d| roff(&d.to_string_lossy()))
+                .collect();
+            let _ = write!(help, " Default: {}.", list.join(", "));
+        }
+        let _ = writeln!(m, ".TP\n.B {usage}\n{help}");
+    }
+    m.push_str(".TP\n.B \\-\\-help, \\-\\-version\nPrint the options, or the version, and exit.\n");
+    let _ = writeln!(m, ".SH HOSTS THAT DIE\n{HOSTS}");
+    m.push_str(".SH SIGNALS\n");
+    for (sig, what) in SIGNALS {
+        let _ = writeln!(m, ".TP\n.B {sig}\n{what}");
+    }
+    m.push_str(".SH FILES\nRelative to the cell, $SGE_ROOT/$SGE_CELL:\n");
+    for (file, what) in FILES {
+        let _ = writeln!(m, ".TP\n.I {}\n{}", roff(file), roff(what));
+    }
+    m.push_str(".SH EXIT STATUS\n");
+    for (code, what) in EXIT_STATUS {
+        let _ = writeln!(m, ".TP\n.B {code}\n{what}");
+    }
+    m.push_str(".SH ENVIRONMENT\n.TP\n.B SGE_ROOT, SGE_CELL\nThe cell is $SGE_ROOT/$SGE_CELL (SGE_CELL default: default) unless \\-\\-spool names it.\n.TP\n.B GRIDSPOOL_SHEPHERD\nThe shepherd program (default: gridspool\\-shepherd beside sched_d); on ssh hosts the same path.\n");
+    m.push_str(".SH SEE ALSO\n.BR qsub (1),\n.BR qstat (1),\n.BR qhost (1),\n.BR qacct (1),\n.BR sge_conf (5),\n.BR sched_conf (5),\n.BR sge_accounting (5)\n");
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_visible_flag_of_sched_d_is_in_its_page() {
+        use clap::CommandFactory;
+        let page = super::man_page();
+        for arg in crate::cli::sched_d::Args::command().get_arguments() {
+            if let (Some(long), false) = (arg.get_long(), arg.is_hide_set()) {
+                let flag = format!(".B \\-\\-{}", long.replace('-', "\\-"));
+                assert!(page.contains(&flag), "{flag} missing");
+            }
+        }
+    }
+}
