@@ -103,6 +103,11 @@ fn probe_all(
     liveness: &HostLiveness,
 ) {
     for host in &config.hosts {
+        // An unknown host is published as such already; asking it would only make the round
+        // wait for its ssh timeouts. It is probed again once it is heard from.
+        if liveness.is_unknown(&host.name) {
+            continue;
+        }
         let now = crate::compat::time::now();
         let exec_spool = exec_spool_dir(spool_root, &host.name);
         let load = match SshTarget::from_config(&host.name, &host.launch, control_dir) {
