@@ -93,19 +93,48 @@ fn fill_other_hosts(cell: &TestCell, user: &TestUser) -> [Vec<u32>; 2] {
     blockers
 }
 
+/// Three hosts of two slots with the tuned times, `sched_d` running, and `node02` and
+/// `node03` full ([`fill_other_hosts`]); `None` (the test skipped) when not root.
+struct Setup {
+    user: TestUser,
+    cluster: Cluster,
+    cell: TestCell,
+    d: SchedD,
+    on2: Vec<u32>,
+}
+
+fn setup(test: &str) -> Option<Setup> {
+    let Some(user) = user1() else {
+        skip(test, "needs root");
+        return None;
+    };
+    let cluster = Cluster::start(test, 3)?;
+    let cell = cluster_cell_with(&cluster, 2, TUNED);
+    let d = SchedD::start(&cell, &[]);
+    let [on2, _on3] = fill_other_hosts(&cell, &user);
+    Some(Setup {
+        user,
+        cluster,
+        cell,
+        d,
+        on2,
+    })
+}
+
 #[test]
 fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_back() {
     const TEST: &str =
         "a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_back";
-    let Some(user) = user1() else {
-        return skip(TEST, "needs root");
-    };
-    let Some(cluster) = Cluster::start(TEST, 3) else {
+    let Some(Setup {
+        user,
+        cluster,
+        cell,
+        d,
+        on2,
+    }) = setup(TEST)
+    else {
         return;
     };
-    let cell = cluster_cell_with(&cluster, 2, TUNED);
-    let d = SchedD::start(&cell, &[]);
-    let [on2, _on3] = fill_other_hosts(&cell, &user);
     cell.write_file(
         &user,
         "mark.sh",
@@ -185,15 +214,16 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
 fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it_returns() {
     const TEST: &str =
         "a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it_returns";
-    let Some(user) = user1() else {
-        return skip(TEST, "needs root");
-    };
-    let Some(cluster) = Cluster::start(TEST, 3) else {
+    let Some(Setup {
+        user,
+        cluster,
+        cell,
+        d,
+        on2,
+    }) = setup(TEST)
+    else {
         return;
     };
-    let cell = cluster_cell_with(&cluster, 2, TUNED);
-    let d = SchedD::start(&cell, &[]);
-    let [on2, _on3] = fill_other_hosts(&cell, &user);
     cell.write_file(
         &user,
         "short.sh",

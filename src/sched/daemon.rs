@@ -303,6 +303,37 @@ struct EndedTask {
     acknowledge: bool,
 }
 
+impl EndedTask {
+    /// An end the host reported: nothing recorded yet, the host to be told when it is.
+    fn reported(job: JobId, task: crate::model::TaskId, host: &str) -> Self {
+        EndedTask {
+            job,
+            task,
+            host: host.to_string(),
+            exit: None,
+            exit_written: false,
+            acknowledge: true,
+        }
+    }
+
+    /// An end decided here (no report from the host to acknowledge), with its exits line.
+    fn decided(
+        job: JobId,
+        task: crate::model::TaskId,
+        host: &str,
+        exit: Option<FinishedTask>,
+    ) -> Self {
+        EndedTask {
+            job,
+            task,
+            host: host.to_string(),
+            exit,
+            exit_written: false,
+            acknowledge: false,
+        }
+    }
+}
+
 /// How long a task that started may still show `t` in its state file (the default of
 /// `--running-state-delay`). `t` → `r` is the one change that need not be durable at once (a
 /// restarted `sched_d` asks the host whether a transferring task started, see
@@ -904,14 +935,7 @@ impl Daemon {
                 // acknowledgement to the host) was lost.
                 let _ = self.state.task_ended(id, r.task);
                 info!(job = %id, task = r.task, "task had ended before the restart");
-                self.ended.push(EndedTask {
-                    job: id,
-                    task: r.task,
-                    host: r.host.clone(),
-                    exit: None,
-                    exit_written: false,
-                    acknowledge: true,
-                });
+                self.ended.push(EndedTask::reported(id, r.task, &r.host));
                 continue;
             }
             let Some(job) = self.state.job(id) else {
@@ -1424,14 +1448,7 @@ impl Daemon {
     /// is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
-        let mut ended = EndedTask {
-            job: id,
-            task,
-            host: result.host.clone(),
-            exit: None,
-            exit_written: false,
-            acknowledge: true,
-        };
+        let mut ended = EndedTask::reported(id, task, &result.host);
         if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
             self.kept_result(run, result);
             return;
@@ -1537,11 +1554,12 @@ impl Daemon {
             error!(job = %id, task = ran.task, "accounting: {e}");
         }
         info!(job = %id, task = ran.task, host = %ran.host, "task accounted as deleted by force");
-        self.ended.push(EndedTask {
-            job: id,
-            task: ran.task,
-            host: ran.host.clone(),
-            exit: Some(FinishedTask {
+        // The task may still be running there; its directory goes when it reports.
+        self.ended.push(EndedTask::decided(
+            id,
+            ran.task,
+            &ran.host,
+            Some(FinishedTask {
                 task: ran.task,
                 exit_status: result.exit_status,
                 failed: result.failed,
@@ -1550,10 +1568,7 @@ impl Daemon {
                 // A forced deletion, as any deletion, is a task that never ran to SGE.
                 never_ran: true,
             }),
-            exit_written: false,
-            // The task may still be running there; its directory goes when it reports.
-            acknowledge: false,
-        });
+        ));
     }
 
     fn retire_due(&mut self) {

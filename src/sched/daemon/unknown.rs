@@ -119,14 +119,8 @@ impl Daemon {
                 }
                 self.runner.forget(id, task);
                 info!(job = %id, task, host, "task rescheduled: pending again");
-                self.ended.push(EndedTask {
-                    job: id,
-                    task,
-                    host: run.host.clone(),
-                    exit: None,
-                    exit_written: false,
-                    acknowledge: false,
-                });
+                self.ended
+                    .push(EndedTask::decided(id, task, &run.host, None));
             } else if reap || run.deleting {
                 // SGE's "Reaping not restartable job": finished as one that never ran, with
                 // no accounting record (a task being deleted ends so too: its deletion was
@@ -137,21 +131,16 @@ impl Daemon {
                 }
                 self.runner.forget(id, task);
                 info!(job = %id, task, host, "task not restartable: ended as never run");
-                self.ended.push(EndedTask {
-                    job: id,
+                let exit = FinishedTask {
                     task,
-                    host: run.host.clone(),
-                    exit: Some(FinishedTask {
-                        task,
-                        exit_status: 0,
-                        failed: FAILED_RESCHEDULED,
-                        end_time: now(),
-                        signal: None,
-                        never_ran: true,
-                    }),
-                    exit_written: false,
-                    acknowledge: false,
-                });
+                    exit_status: 0,
+                    failed: FAILED_RESCHEDULED,
+                    end_time: now(),
+                    signal: None,
+                    never_ran: true,
+                };
+                self.ended
+                    .push(EndedTask::decided(id, task, &run.host, Some(exit)));
                 self.retire_if_done(id);
             } else {
                 info!(job = %id, task, host, "task not restartable (enable_reschedule_kill is off): it stays until its host returns");
@@ -165,14 +154,7 @@ impl Daemon {
     /// finished, or it was reaped or deleted) keeps that end, and this result is dropped.
     pub(super) fn kept_result(&mut self, run: RunningTask, result: TaskResult) {
         let (id, task) = (result.job, result.task);
-        let mut ended = EndedTask {
-            job: id,
-            task,
-            host: result.host.clone(),
-            exit: None,
-            exit_written: false,
-            acknowledge: true,
-        };
+        let mut ended = EndedTask::reported(id, task, &result.host);
         if result.supervisor_lost {
             info!(job = %id, task, host = %result.host, "the run rescheduled off the host did not survive there: its rerun stands");
             self.ended.push(ended);
