@@ -303,6 +303,18 @@ struct EndedTask {
     acknowledge: bool,
 }
 
+/// The exits line of a task that ended with `result`.
+fn exits_line(result: &crate::launch::TaskResult, never_ran: bool) -> FinishedTask {
+    FinishedTask {
+        task: result.task,
+        exit_status: result.exit_status,
+        failed: result.failed,
+        end_time: result.end_time as i64,
+        signal: result.signal,
+        never_ran,
+    }
+}
+
 impl EndedTask {
     /// An end the host reported: nothing recorded yet, the host to be told when it is.
     fn reported(job: JobId, task: crate::model::TaskId, host: &str) -> Self {
@@ -1513,14 +1525,7 @@ impl Daemon {
             self.mailer
                 .send(&mail::recipients(&job), &mail::end(&job, &ran, &result));
         }
-        ended.exit = Some(FinishedTask {
-            task,
-            exit_status: result.exit_status,
-            failed: result.failed,
-            end_time: result.end_time as i64,
-            signal: result.signal,
-            never_ran: ran.deleting,
-        });
+        ended.exit = Some(exits_line(&result, ran.deleting));
         self.ended.push(ended);
         info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended");
         if job.tasks.is_done() {

@@ -185,14 +185,7 @@ impl Daemon {
             if let Err(e) = self.acct.record(&job, &run, &result) {
                 error!(job = %id, task, "accounting: {e}");
             }
-            ended.exit = Some(FinishedTask {
-                task,
-                exit_status: result.exit_status,
-                failed: result.failed,
-                end_time: result.end_time as i64,
-                signal: result.signal,
-                never_ran: false,
-            });
+            ended.exit = Some(super::exits_line(&result, false));
         }
         info!(job = %id, task, exit_status = result.exit_status, failed = result.failed, "task ended (kept result)");
         self.ended.push(ended);
