@@ -32,7 +32,7 @@ cd "$HERE"
 cargo build --release --quiet --bin sched_d --bin qsub --bin qrls --bin gridspool-shepherd
 BIN="$HERE/target/release"
 # A short name: with ssh launching, the ControlMaster socket lives at
-# $ROOT/default/daemon/ssh/cm-<40 hex>.<16 chars while ssh creates it>, and a Unix socket
+# $ROOT/default/daemon/ssh/<host>/cm-<40 hex>.<16 chars while ssh creates it>, and a Unix socket
 # address holds 108 bytes ("/tmp/gridspool-throughput.XXXXXX" made it 112: ssh refused it).
 ROOT=${BENCH_ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/gs-tp.XXXXXX")}
 "$BIN/sched_d" --init --spool "$ROOT/default" >/dev/null

@@ -32,6 +32,27 @@ pub(crate) struct SchedD {
 
 impl SchedD {
     pub(crate) fn start(cell: &TestCell, extra: &[&str]) -> SchedD {
+        let d = Self::spawn(cell, extra);
+        let pid_file = cell.cell.join("daemon/sched_d.pid");
+        let pid = d.pid();
+        wait_for("sched_d pid file", Duration::from_secs(10), || {
+            std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                == Some(pid)
+        });
+        d
+    }
+
+    /// Starts `sched_d` without waiting for it to hold the cell (a shadow holds nothing
+    /// until it takes over).
+    pub(crate) fn spawn(cell: &TestCell, extra: &[&str]) -> SchedD {
+        Self::spawn_with(cell, extra, &[])
+    }
+
+    /// [`SchedD::spawn`] through `prefix`, a command that runs the program and arguments
+    /// after it (to run `sched_d` in a namespace).
+    pub(crate) fn spawn_with(cell: &TestCell, extra: &[&str], prefix: &[String]) -> SchedD {
         let log = cell
             .root
             .join(format!("sched_d.{}.stderr", std::process::id()));
@@ -45,30 +66,27 @@ impl SchedD {
         } else {
             &["--retention", "3"]
         };
-        let child = Command::new(bin_path("sched_d"))
-            .arg("--spool")
+        let mut cmd = match prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin_path("sched_d"));
+                c
+            }
+            None => Command::new(bin_path("sched_d")),
+        };
+        cmd.arg("--spool")
             .arg(&cell.cell)
             .args(retention)
             .args(["--log-level", "debug"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("spawn sched_d");
-        let d = SchedD {
+            .stderr(err);
+        let child = cmd.spawn().expect("spawn sched_d");
+        SchedD {
             child: Some(child),
             log,
-        };
-        let pid_file = cell.cell.join("daemon/sched_d.pid");
-        let pid = d.pid();
-        wait_for("sched_d pid file", Duration::from_secs(10), || {
-            std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                == Some(pid)
-        });
-        d
+        }
     }
 
     pub(crate) fn pid(&self) -> u32 {

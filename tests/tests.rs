@@ -17,6 +17,7 @@ mod qstat;
 mod qsub;
 mod sched;
 mod security;
+mod shadow;
 mod spool_faults;
 mod sync_env;
 mod workflow;

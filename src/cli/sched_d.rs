@@ -51,6 +51,20 @@ pub struct Args {
     /// that still says `t`.
     #[arg(long, value_name = "MS", default_value_t = 1000, hide = true)]
     pub running_state_delay: u64,
+    /// Run as the shadow of the cell's master, as SGE's sge_shadowd, on another host sharing
+    /// the cell: watch the master's heartbeat (daemon/heartbeat) and, when it has not changed
+    /// for --takeover-after, take the cell over: name this daemon in daemon/act_master, take
+    /// the lock, recover from the spool as a restart does and carry on as the master.
+    #[arg(long)]
+    pub shadow: bool,
+    /// With --shadow: take over when the master's heartbeat has not changed for this long
+    /// (seconds, fractions allowed).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub takeover_after: f64,
+    /// How often the master rewrites daemon/heartbeat for a shadow to watch (seconds,
+    /// fractions allowed).
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub heartbeat_interval: f64,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -85,8 +99,16 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         return Ok(ExitCode::SUCCESS);
     }
     let dir = locate_spool(args.spool.clone())?;
+    let seconds = |flag: &str, v: f64| {
+        Duration::try_from_secs_f64(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| anyhow::anyhow!("--{flag} {v}: not a positive number of seconds"))
+    };
+    let takeover_after = seconds("takeover-after", args.takeover_after)?;
+    let heartbeat_interval = seconds("heartbeat-interval", args.heartbeat_interval)?;
     if args.daemon {
-        return detach(&dir);
+        return detach(&dir, args.shadow);
     }
     if args.detached {
         // A new session without a controlling terminal (we are not a group leader: the
@@ -94,9 +116,19 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         nix::unistd::setsid().map_err(|e| anyhow::anyhow!("setsid: {e}"))?;
     }
     let spool = Spool::open(&dir)?;
-    let lock = crate::sched::daemon::SpoolLock::acquire(&spool)?;
-    init_logging(&spool, !args.detached, &args.log_level)?;
+    use crate::sched::mastership;
+    let lock = if args.shadow {
+        init_logging(&spool, !args.detached, &args.log_level)?;
+        mastership::watch_as_shadow(&spool, &mastership::ShadowOptions { takeover_after })?
+    } else {
+        let lock = crate::sched::daemon::SpoolLock::acquire(&spool)?;
+        init_logging(&spool, !args.detached, &args.log_level)?;
+        lock
+    };
+    let master = mastership::Mastership::claim(&spool, heartbeat_interval)?;
+    let heartbeat = mastership::Heartbeat::start(master.clone())?;
     let opts = DaemonOptions {
+        mastership: Some(master),
         poll: args.poll.map(Duration::from_millis),
         rescan: Duration::from_secs(args.rescan.max(1)),
         retention: Duration::from_secs(args.retention),
@@ -147,6 +179,10 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
     )?;
     let result = daemon.run();
     drop(probe);
+    // Stopped on purpose: the last heartbeat says so, and no shadow takes over.
+    if result.is_ok() {
+        heartbeat.stop();
+    }
     drop(lock);
     if let Err(e) = &result {
         tracing::error!("sched_d stopped: {e}");
@@ -286,7 +322,7 @@ fn one_line(event: &[u8]) -> Vec<u8> {
 
 /// `--daemon`: starts this program again, detached, and returns once it holds the lock
 /// (its pid is in the pid file) or says why it could not.
-fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
+fn detach(dir: &std::path::Path, shadow: bool) -> Result<ExitCode, anyhow::Error> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -315,6 +351,11 @@ fn detach(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
                 let _ = e.read_to_string(&mut msg);
             }
             anyhow::bail!("daemon exited at start ({status}): {}", msg.trim());
+        }
+        // A shadow holds no lock until it takes over: running a moment is its start.
+        if shadow && std::time::Instant::now() + Duration::from_secs(9) > deadline {
+            println!("sched_d shadow running as pid {}", child.id());
+            return Ok(ExitCode::SUCCESS);
         }
         let running = crate::spool::open::read_to_string(&pid_file)
             .ok()

@@ -61,8 +61,9 @@ pub struct LauncherOptions {
 impl LauncherOptions {
     /// The shepherd is `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to the current
     /// executable (or one directory up, where cargo puts binaries for test executables in
-    /// `deps/`). Control sockets go to `<spool>/daemon/ssh`, or to a short private directory in
-    /// `/tmp` when that path is too long for a socket address.
+    /// `deps/`). Control sockets go to `<spool>/daemon/ssh/<this host>` (a socket serves one
+    /// host: a shadow that takes over must not find the old master's), or to a short private
+    /// directory in `/tmp` when that path is too long for a socket address.
     pub fn defaults(spool: &Spool) -> Result<Self, LaunchError> {
         let shepherd = match std::env::var_os("GRIDSPOOL_SHEPHERD") {
             Some(p) => PathBuf::from(p),
@@ -81,7 +82,12 @@ impl LauncherOptions {
         Ok(LauncherOptions {
             shepherd,
             remote_shepherd: None,
-            control_dir: control_dir_for(spool.daemon_dir().join("ssh")),
+            control_dir: control_dir_for(
+                spool
+                    .daemon_dir()
+                    .join("ssh")
+                    .join(crate::identity::short_hostname()),
+            ),
             poll_interval: Duration::from_millis(500),
             local_start_server: true,
         })
@@ -206,6 +212,10 @@ struct Inner {
     /// ([`Launcher::sweep`]): their results, (host, job, task), are removed, not reported.
     discard: Mutex<HashSet<(String, JobId, TaskId)>>,
     liveness: Arc<HostLiveness>,
+    /// This `sched_d`, `host:pid`, as its sessions name it on the hosts: a start server
+    /// left by another (a master replaced by its shadow) is ended there
+    /// (`shepherd::displace_start_server`).
+    master_id: String,
     shutdown: AtomicBool,
 }
 
@@ -309,6 +319,11 @@ impl Launcher {
             delivered: Mutex::new(Delivered::default()),
             discard: Mutex::new(HashSet::new()),
             liveness,
+            master_id: format!(
+                "{}:{}",
+                crate::identity::short_hostname(),
+                std::process::id()
+            ),
             shutdown: AtomicBool::new(false),
         });
         let watching = Arc::clone(&inner);
@@ -830,6 +845,10 @@ impl Inner {
                     self.remote_shepherd(),
                     "start-server".to_string(),
                     "--results".to_string(),
+                    "--master".to_string(),
+                    self.master_id.clone(),
+                    "--spool".to_string(),
+                    host.exec_spool.to_string_lossy().into_owned(),
                 ])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -1274,6 +1293,8 @@ impl Inner {
                 host.exec_spool.to_string_lossy().into_owned(),
                 self.opts.poll_interval.as_millis().to_string(),
                 heartbeat.as_millis().to_string(),
+                "--master".to_string(),
+                self.master_id.clone(),
             ];
             let child = t
                 .command(&words)

@@ -182,7 +182,14 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let rest = &args[args.len().min(2)..];
     let outcome = match mode {
         "run" => run_mode(),
-        "start-server" => start_server_mode(rest.iter().any(|a| a == "--results")),
+        "start-server" => {
+            if let (Some(master), Some(spool)) =
+                (flag_value(rest, "--master"), flag_value(rest, "--spool"))
+            {
+                record_start_server(Path::new(spool), master);
+            }
+            start_server_mode(rest.iter().any(|a| a == "--results"))
+        }
         "supervise" => match rest.first() {
             Some(dir) => supervise_mode(Path::new(dir)),
             None => Err(usage()),
@@ -192,6 +199,9 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 let millis = |i: usize| rest.get(i).and_then(|s| s.parse().ok());
                 let interval = millis(1).map_or(Duration::from_millis(500), Duration::from_millis);
                 let heartbeat = millis(2).map(Duration::from_millis);
+                if let Some(master) = flag_value(rest, "--master") {
+                    displace_start_server(Path::new(dir), master);
+                }
                 watch_stdio(Path::new(dir), interval, heartbeat)
             }
             None => Err(usage()),
@@ -217,6 +227,63 @@ fn usage() -> LaunchError {
         "usage: gridspool-shepherd run | start-server | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | query <exec_spool>"
             .to_string(),
     )
+}
+
+/// The word after `flag` among `args`.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// The start server serving a `sched_d` in an execution spool, `PID STARTTIME MASTER`:
+/// written by a start server given `--master` and `--spool`.
+const START_SERVER_RECORD: &str = "start-server";
+
+/// Ends the start server that another `sched_d` (`master` names this one) left serving
+/// `exec_spool`. A master that died closes its sessions, and its start servers end; one that
+/// is frozen, or cut off, does not, and its start server would hold the results of the
+/// tasks it started, waiting for acknowledgements that never come. Ended, it lets them go:
+/// each supervisor writes `result.json`, which the new master's watcher collects. Run by
+/// the new master's watcher and start server as they begin.
+pub fn displace_start_server(exec_spool: &Path, master: &str) {
+    let Ok(text) = std::fs::read_to_string(exec_spool.join(START_SERVER_RECORD)) else {
+        return;
+    };
+    let mut words = text.split_whitespace();
+    let (Some(pid), Some(start), Some(owner)) = (
+        words.next().and_then(|p| p.parse::<u32>().ok()),
+        words.next().and_then(|s| s.parse::<u64>().ok()),
+        words.next(),
+    ) else {
+        return;
+    };
+    if owner == master || pid == std::process::id() || proc_start_time(pid) != Some(start) {
+        return;
+    }
+    eprintln!(
+        "gridspool-shepherd: ending the start server of {owner} (pid {pid}): {master} serves this host now"
+    );
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+}
+
+/// Records this process as the start server of `master` in `exec_spool`, after ending
+/// another master's ([`displace_start_server`]).
+fn record_start_server(exec_spool: &Path, master: &str) {
+    displace_start_server(exec_spool, master);
+    let me = std::process::id();
+    if std::fs::create_dir_all(exec_spool).is_err() {
+        return;
+    }
+    if let Some(start) = proc_start_time(me) {
+        let _ = crate::spool::durable::write_replace(
+            exec_spool,
+            START_SERVER_RECORD,
+            format!("{me} {start} {master}\n").as_bytes(),
+            0o644,
+        );
+    }
 }
 
 fn print_line<T: Serialize>(value: &T) -> std::io::Result<()> {

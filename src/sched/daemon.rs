@@ -48,6 +48,10 @@ mod unknown;
 pub struct DaemonOptions {
     /// Poll the spool at this interval instead of inotify (spools on NFS).
     pub poll: Option<Duration>,
+    /// This daemon as the cell's master (heartbeat, `act_master`): checked at every
+    /// wake-up and before every start, so that a master another has replaced writes and
+    /// starts nothing more. `None` in tests that build a daemon without one.
+    pub mastership: Option<std::sync::Arc<super::mastership::Mastership>>,
     /// Re-list `jobs/` and `requests/` at this interval even without events.
     pub rescan: Duration,
     /// Keep a finished job's files this long so `qsub -sync` can read its exits.
@@ -62,6 +66,7 @@ impl Default for DaemonOptions {
     fn default() -> Self {
         DaemonOptions {
             poll: None,
+            mastership: None,
             rescan: Duration::from_secs(30),
             retention: Duration::from_secs(60),
             periodic: None,
@@ -77,8 +82,13 @@ pub enum DaemonError {
     Spool(#[from] SpoolError),
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("another sched_d{} is running on spool {spool}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
-    AlreadyRunning { spool: PathBuf, pid: Option<u32> },
+    #[error("another sched_d{} is running on spool {spool}{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), master.as_ref().map(|m| format!(": the master is {m}")).unwrap_or_default())]
+    AlreadyRunning {
+        spool: PathBuf,
+        pid: Option<u32>,
+        /// Who `daemon/act_master` names (it may run on another host).
+        master: Option<String>,
+    },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -137,10 +147,44 @@ impl SpoolLock {
                 return Err(DaemonError::AlreadyRunning {
                     spool: spool.root().to_path_buf(),
                     pid,
+                    master: super::mastership::act_master(&dir).map(|m| m.to_string()),
                 });
             }
             Err(fs::TryLockError::Error(e)) => return Err(io("lock", &path, e)),
         }
+        crate::spool::durable::write_replace(
+            &dir,
+            "sched_d.pid",
+            format!("{}\n", std::process::id()).as_bytes(),
+            0o644,
+        )?;
+        Ok(SpoolLock {
+            _file: file,
+            pid_path,
+        })
+    }
+
+    /// For a shadow taking over from a master that still holds the lock (frozen, or behind
+    /// an NFS lease): writes the pid file now and takes the lock in the background as soon
+    /// as it is released (the old master exits the moment it runs again, see
+    /// `sched::mastership`). Until then a second start on this cell is refused by nothing
+    /// but `act_master`.
+    pub fn acquire_when_released(spool: &Spool) -> Result<Self, DaemonError> {
+        let dir = spool.daemon_dir();
+        let path = dir.join("sched_d.lock");
+        let file = crate::spool::open::open_update(&path, 0o644)
+            .map_err(|e| io("open", &path, e.into()))?;
+        let waiter = file.try_clone().map_err(|e| io("dup", &path, e))?;
+        std::thread::Builder::new()
+            .name("lock-waiter".into())
+            .spawn(move || match waiter.lock() {
+                // The lock belongs to the open file, which `SpoolLock` keeps: it lasts as
+                // long as this process.
+                Ok(()) => info!("the spool lock is ours now"),
+                Err(e) => warn!("cannot take the spool lock: {e}"),
+            })
+            .map_err(|e| io("spawn thread", &path, e))?;
+        let pid_path = dir.join("sched_d.pid");
         crate::spool::durable::write_replace(
             &dir,
             "sched_d.pid",
@@ -595,6 +639,7 @@ impl Daemon {
     /// way ([`Self::storage_failed`]) stops what would build on it: no requests applied,
     /// no jobs retired, no pass (nothing starts), requests not removed.
     fn act(&mut self) {
+        self.still_master();
         if let Some(b) = &self.blocked {
             let due = self.terminate
                 || std::mem::take(&mut self.spool_event)
@@ -1308,7 +1353,17 @@ impl Daemon {
         self.index.commit();
     }
 
+    /// Exits at once if another daemon has taken this cell over (`sched::mastership`).
+    fn still_master(&self) {
+        if let Some(m) = &self.opts.mastership
+            && let Err(replaced) = m.check()
+        {
+            super::mastership::exit_replaced(&replaced);
+        }
+    }
+
     fn run_pass(&mut self) {
+        self.still_master();
         let started = Instant::now();
         let t = now();
         let result = if std::mem::take(&mut self.full_pass) {
@@ -1333,6 +1388,7 @@ impl Daemon {
             self.pass_needed = true;
             return;
         }
+        self.still_master();
         for s in &result.starts {
             let Some(job) = self.state.job(s.job) else {
                 continue;

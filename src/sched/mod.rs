@@ -34,6 +34,7 @@ pub mod daemon;
 pub mod fbsng;
 pub mod fit;
 pub mod launcher;
+pub mod mastership;
 pub mod pass;
 pub mod policy_files;
 pub mod priority;

@@ -394,6 +394,37 @@ impl Cluster {
         out
     }
 
+    /// [`Cluster::hosts_yaml`] for the hosts `which` only.
+    pub fn hosts_yaml_of(&self, which: &[usize], slots: u32) -> String {
+        let names: Vec<&str> = which.iter().map(|&i| self.hosts[i].name.as_str()).collect();
+        self.hosts_yaml(slots)
+            .lines()
+            .filter(|l| {
+                !l.starts_with("  - ") || names.iter().any(|n| l.contains(&format!("{{name: {n},")))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// A command prefix that runs a program on host `i`: in its network namespace and in a
+    /// UTS namespace of its own named after it (as a master host's daemon would run there).
+    pub fn on_host(&self, i: usize) -> Vec<String> {
+        let h = &self.hosts[i];
+        [
+            "ip",
+            "netns",
+            "exec",
+            &h.netns,
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            &format!("hostname {} && exec \"$0\" \"$@\"", h.name),
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     /// The host names, as a YAML flow list.
     pub fn names_yaml(&self) -> String {
         let names: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();
