@@ -6,7 +6,8 @@ use crate::support::sshd::{Sshd, free_port};
 use crate::support::*;
 use gridspool::config::{ClusterConfig, HostConfig, LaunchMethod};
 use gridspool::launch::{
-    LaunchEvent, LaunchSpec, Launcher, LauncherOptions, Placement, TaskResult, exec_spool_dir,
+    LaunchEvent, LaunchSpec, Launcher, LauncherOptions, Placement, Reattach, TaskResult,
+    exec_spool_dir,
 };
 use gridspool::model::{
     EnvVar, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, PathSpec,
@@ -892,7 +893,10 @@ fn launch_reattach_after_the_launcher_is_recreated() {
     drop(rig.launcher.take());
     rig.new_launcher();
     rig.launcher()
-        .reattach(&[(JobId(9059), 1, host()), (JobId(9999), 1, host())])
+        .reattach(&[
+            Reattach::running(JobId(9059), 1, host()),
+            Reattach::running(JobId(9999), 1, host()),
+        ])
         .expect("reattach");
     let mut results = [rig.ended(30), rig.ended(30)];
     results.sort_by_key(|r| r.job);
@@ -932,7 +936,7 @@ fn launch_reattach_waits_for_a_host_that_cannot_list_its_tasks() {
     std::fs::write(&active, "not a directory").expect("write");
     rig.new_launcher();
     rig.launcher()
-        .reattach(&[(JobId(9061), 1, host())])
+        .reattach(&[Reattach::running(JobId(9061), 1, host())])
         .expect("reattach");
     let early = rig.events.recv_timeout(Duration::from_millis(2500));
     assert!(early.is_err(), "concluded without asking again: {early:?}");
@@ -989,7 +993,7 @@ fn launch_result_stays_until_the_scheduler_acknowledges_it() {
     });
     rig.new_launcher();
     rig.launcher()
-        .reattach(&[(JobId(9077), 1, host())])
+        .reattach(&[Reattach::running(JobId(9077), 1, host())])
         .expect("reattach");
     let again = rig.ended(30);
     assert_eq!(
@@ -1250,7 +1254,7 @@ fn launch_shepherd_survives_the_crash_of_its_starter() {
     let _ = starter.wait();
     // A new launcher picks the task up and collects its result.
     rig.launcher()
-        .reattach(&[(JobId(9073), 1, host())])
+        .reattach(&[Reattach::running(JobId(9073), 1, host())])
         .expect("reattach");
     let r = rig.ended(30);
     assert_eq!((r.job, r.exit_status, r.failed), (JobId(9073), 0, 0));

@@ -257,6 +257,28 @@ impl Delivered {
     }
 }
 
+/// A task to follow again after a restart ([`Launcher::reattach`]).
+#[derive(Debug, Clone)]
+pub struct Reattach {
+    pub job: JobId,
+    pub task: TaskId,
+    pub host: String,
+    /// It was being handed to its host (`t`), not known to run.
+    pub transferring: bool,
+}
+
+impl Reattach {
+    /// A task known to run on `host`.
+    pub fn running(job: JobId, task: TaskId, host: String) -> Self {
+        Reattach {
+            job,
+            task,
+            host,
+            transferring: false,
+        }
+    }
+}
+
 /// Starts tasks on their hosts and reports what becomes of them. Dropping it stops the
 /// watchers and closes ssh master connections; running jobs carry on (see
 /// [`Launcher::reattach`]).
@@ -433,15 +455,27 @@ impl Launcher {
         }
     }
 
-    /// After a `sched_d` restart: takes over the tasks the spool says are running. Their
-    /// results are collected as usual; a task whose host has no trace of it ends with
-    /// `failed 100` and an error saying it was lost. A host that cannot be reached is retried
-    /// by its watcher; its tasks stay registered (they may well still be running).
-    pub fn reattach(&self, running: &[(JobId, TaskId, String)]) -> Result<(), LaunchError> {
+    /// After a `sched_d` restart: takes over the tasks the spool says are running (or, with
+    /// `transferring`, were being handed to their host). Their results are collected as
+    /// usual; a task whose host has no trace of it ends with `failed 100` and an error saying
+    /// it was lost — unless it was only being handed to an ssh host's start server: the
+    /// query that finds it missing ends the previous master's start server first, so it
+    /// never started and never will, and it is reported [`LaunchEvent::NeverStarted`]. A
+    /// host that cannot be reached is retried by its watcher; its tasks stay registered
+    /// (they may well still be running).
+    pub fn reattach(&self, running: &[Reattach]) -> Result<(), LaunchError> {
         let mut by_host: HashMap<String, Vec<(JobId, TaskId)>> = HashMap::new();
+        let transferring: HashSet<(JobId, TaskId)> = running
+            .iter()
+            .filter(|r| r.transferring)
+            .map(|r| (r.job, r.task))
+            .collect();
         {
             let mut map = lock(&self.inner.running);
-            for (job, task, host) in running {
+            for Reattach {
+                job, task, host, ..
+            } in running
+            {
                 map.entry((*job, *task)).or_insert(Running {
                     host: host.clone(),
                     started: true,
@@ -462,9 +496,14 @@ impl Launcher {
                 }
             };
             let inner = Arc::clone(&self.inner);
+            let handed: HashSet<(JobId, TaskId)> = tasks
+                .iter()
+                .filter(|k| transferring.contains(*k))
+                .copied()
+                .collect();
             std::thread::Builder::new()
                 .name(format!("reattach-{name}"))
-                .spawn(move || inner.reattach_host(&host, &tasks))
+                .spawn(move || inner.reattach_host(&host, &tasks, &handed))
                 .map_err(|e| LaunchError::io("spawn thread", "reattach", e))?;
         }
         Ok(())
@@ -823,6 +862,8 @@ impl Inner {
             self.remote_shepherd(),
             "query".to_string(),
             host.exec_spool.to_string_lossy().into_owned(),
+            "--master".to_string(),
+            self.master_id.clone(),
         ];
         t.run(&words, b"")
     }
@@ -1157,7 +1198,12 @@ impl Inner {
     /// concluded: its tasks stay registered, their results come through the watcher, and the
     /// question is asked again with backoff until the host answers — a task is never
     /// declared lost (and run again) because its host could not be asked.
-    fn reattach_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
+    fn reattach_host(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        tasks: &[(JobId, TaskId)],
+        transferring: &HashSet<(JobId, TaskId)>,
+    ) {
         let mut backoff = Duration::from_secs(1);
         let mut host = Arc::clone(host);
         loop {
@@ -1165,8 +1211,24 @@ impl Inner {
                 Ok(states) => {
                     let present: HashSet<(JobId, TaskId)> =
                         states.iter().map(|s| (s.job, s.task)).collect();
+                    // Only a start server's starts are over once it is gone; a start through
+                    // a session of its own may still be on its way.
+                    let served = host.target.as_ref().is_some_and(|t| t.max_sessions >= 3);
                     for &(job, task) in tasks {
-                        if !present.contains(&(job, task)) {
+                        if present.contains(&(job, task)) {
+                            continue;
+                        }
+                        if served
+                            && transferring.contains(&(job, task))
+                            && lock(&self.running).remove(&(job, task)).is_some()
+                        {
+                            tracing::info!(job = %job, task, host = %host.name, "task never reached its host: pending again");
+                            self.send(LaunchEvent::NeverStarted {
+                                job,
+                                task,
+                                host: host.name.clone(),
+                            });
+                        } else {
                             self.lost(
                                 job,
                                 task,

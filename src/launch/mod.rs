@@ -108,7 +108,7 @@ mod wake;
 
 pub use env::job_environment;
 pub use error::LaunchError;
-pub use launcher::{Launcher, LauncherOptions};
+pub use launcher::{Launcher, LauncherOptions, Reattach};
 pub use limits::{Limits, RLimit, parse_memory, parse_time};
 pub use liveness::HostLiveness;
 pub use paths::{OutputPaths, expand_pseudo_variables, resolve_output_paths};

@@ -107,6 +107,14 @@ pub enum LaunchEvent {
         error: String,
         host_unreachable: bool,
     },
+    /// After a restart or a takeover: a task that was being handed to its host (`t`) never
+    /// reached it, and no longer can (the start server it was sent to is gone): it goes
+    /// back to pending.
+    NeverStarted {
+        job: JobId,
+        task: TaskId,
+        host: String,
+    },
     /// Nothing was heard from an ssh host for `max_unheard` (`launch::liveness`): it is
     /// unknown (`au`) until it is heard again.
     HostUnknown { host: String },

@@ -208,7 +208,15 @@ pub fn main(args: Vec<String>) -> ExitCode {
         },
         "kill" => kill_mode(rest),
         "query" => match rest.first() {
-            Some(dir) => query_stdio(Path::new(dir)),
+            Some(dir) => {
+                // What a master that takes over asks first: after the old master's start
+                // server is gone, a task it was handed either has its directory or never
+                // will.
+                if let Some(master) = flag_value(rest, "--master") {
+                    displace_start_server(Path::new(dir), master);
+                }
+                query_stdio(Path::new(dir))
+            }
             None => Err(usage()),
         },
         _ => Err(usage()),
@@ -242,7 +250,7 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 const START_SERVER_RECORD: &str = "start-server";
 
 /// Ends the start server that another `sched_d` (`master` names this one) left serving
-/// `exec_spool`. A master that died closes its sessions, and its start servers end; one that
+/// `exec_spool`, and waits until it is gone. A master that died closes its sessions, and its start servers end; one that
 /// is frozen, or cut off, does not, and its start server would hold the results of the
 /// tasks it started, waiting for acknowledgements that never come. Ended, it lets them go:
 /// each supervisor writes `result.json`, which the new master's watcher collects. Run by
@@ -266,6 +274,11 @@ pub fn displace_start_server(exec_spool: &Path, master: &str) {
         "gridspool-shepherd: ending the start server of {owner} (pid {pid}): {master} serves this host now"
     );
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    // Gone before this returns: a start it had read but not begun is then never begun.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proc_start_time(pid) == Some(start) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Records this process as the start server of `master` in `exec_spool`, after ending

@@ -1467,6 +1467,11 @@ impl Daemon {
                 self.task_ended(*result);
                 self.pass_needed = true;
             }
+            LaunchEvent::NeverStarted { job, task, host } => {
+                info!(job = %job, task, host = %host, "task never reached its host: pending again");
+                let _ = self.state.requeue_task(job, task, None);
+                self.pass_needed = true;
+            }
             LaunchEvent::HostUnknown { host } => self.host_unknown(host),
             LaunchEvent::HostReturned { host } => self.host_returned(host),
             LaunchEvent::Swept { host, tasks } => self.state.drop_rescheduled(&host, &tasks),

@@ -79,10 +79,12 @@ impl TaskRunner for LaunchRunner {
         if task.state == RunState::Transferring && self.never_reached_local_host(job.id, task) {
             return Reattached::NeverStarted;
         }
-        match self
-            .launcher
-            .reattach(&[(job.id, task.task, task.host.clone())])
-        {
+        match self.launcher.reattach(&[crate::launch::Reattach {
+            job: job.id,
+            task: task.task,
+            host: task.host.clone(),
+            transferring: task.state == RunState::Transferring,
+        }]) {
             Ok(()) => Reattached::Attached,
             Err(e) => {
                 tracing::warn!(job = %job.id, task = task.task, "cannot re-attach: {e}");
