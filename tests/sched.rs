@@ -268,7 +268,8 @@ fn a_second_sched_d_on_the_same_spool_refuses() {
         .arg(&cell.cell)
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(1));
+    // 3: a service manager does not start it again (sched::mastership::EXIT_CELL_TAKEN).
+    assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("another sched_d"), "{err}");
 }

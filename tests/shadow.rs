@@ -84,7 +84,7 @@ fn a_shadow_takes_over_a_killed_master_and_runs_nothing_twice() {
 
     // The old master, started again, finds the cell taken and says by whom.
     let mut again = SchedD::spawn(&cell, &[]);
-    assert_eq!(again.wait(), Some(1));
+    assert_eq!(again.wait(), Some(3));
     let text = again.log_text();
     assert!(
         text.contains("another sched_d") && text.contains(&format!("(pid {})", shadow.pid())),
@@ -176,7 +176,7 @@ fn a_shadow_on_another_host_takes_over_a_master_cut_off_and_frozen() {
     let more: u32 = more.stdout.trim().parse().expect("job id");
     let mut master = master;
     master.signal(nix::sys::signal::Signal::SIGCONT);
-    assert_eq!(master.wait(), Some(1), "{}", master.log_text());
+    assert_eq!(master.wait(), Some(3), "{}", master.log_text());
     assert!(
         master.log_text().contains("took over this cell"),
         "{}",

@@ -79,7 +79,15 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sched_d: {e}");
-            ExitCode::from(1)
+            let taken = matches!(
+                e.downcast_ref::<crate::sched::daemon::DaemonError>(),
+                Some(crate::sched::daemon::DaemonError::AlreadyRunning { .. })
+            );
+            ExitCode::from(if taken {
+                crate::sched::mastership::EXIT_CELL_TAKEN
+            } else {
+                1
+            })
         }
     }
 }

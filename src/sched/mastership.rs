@@ -34,6 +34,11 @@ pub const HEARTBEAT: &str = "heartbeat";
 /// The file naming the master in `daemon/`.
 pub const ACT_MASTER: &str = "act_master";
 
+/// `sched_d`'s exit code when another daemon holds the cell, or has taken it over from this
+/// one: a service manager should not start it again (`RestartPreventExitStatus=3`), as it
+/// would only find the cell taken again.
+pub const EXIT_CELL_TAKEN: u8 = 3;
+
 /// The master's heartbeat interval unless configured (`sched_d --heartbeat-interval`).
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a shadow waits for a heartbeat that stopped (`sched_d --takeover-after`).
@@ -200,7 +205,7 @@ impl Mastership {
 pub fn exit_replaced(why: &Replaced) -> ! {
     error!("{why}");
     eprintln!("sched_d: {why}");
-    std::process::exit(1)
+    std::process::exit(i32::from(EXIT_CELL_TAKEN))
 }
 
 /// The master's heartbeat thread; [`Heartbeat::stop`] writes the last beat of a stop on
@@ -281,56 +286,87 @@ pub fn watch_as_shadow(spool: &Spool, opts: &ShadowOptions) -> Result<SpoolLock,
     })?;
     let step = (opts.takeover_after / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     info!(?opts.takeover_after, "shadow: watching the master's heartbeat");
-    let mut last = read_heartbeat(&daemon_dir);
-    let mut changed_at = Instant::now();
+    let me = DaemonId::me();
+    let mut watch = Watch::new(&daemon_dir);
     loop {
-        std::thread::sleep(step);
-        let now = read_heartbeat(&daemon_dir);
-        if now != last {
-            if let Some(b) = &now {
-                if b.stopped {
-                    info!(master = %b.master, "shadow: the master stopped on purpose; waiting for the next");
-                } else if last.as_ref().is_none_or(|l| l.master != b.master) {
-                    info!(master = %b.master, "shadow: following the master's heartbeat");
-                }
-            }
-            last = now;
-            changed_at = Instant::now();
-            continue;
+        while !watch.silent_for(opts.takeover_after) {
+            std::thread::sleep(step);
+            watch.look();
         }
-        let stopped = last.as_ref().is_some_and(|b| b.stopped);
-        if !stopped && changed_at.elapsed() >= opts.takeover_after {
-            break;
+        warn!(
+            master = ?watch.last.as_ref().map(|b| b.master.to_string()),
+            "shadow: the master's heartbeat stopped; taking over"
+        );
+        crate::spool::durable::write_replace(
+            &daemon_dir,
+            ACT_MASTER,
+            format!("{} {}\n", me.host, me.pid).as_bytes(),
+            0o644,
+        )?;
+        // The lock, while the heartbeat stays silent: one that beats again is another
+        // daemon's (a second shadow was faster, or the master came back), and this one
+        // goes back to watching.
+        let asked = Instant::now();
+        loop {
+            match SpoolLock::acquire(spool) {
+                Ok(lock) => return Ok(lock),
+                Err(DaemonError::AlreadyRunning { pid, .. }) => {
+                    std::thread::sleep(step);
+                    if watch.look() {
+                        info!("shadow: another master beats: watching again");
+                        break;
+                    }
+                    if asked.elapsed() >= opts.takeover_after {
+                        warn!(
+                            holder = ?pid,
+                            "shadow: the lock is still held (a frozen master, or an NFS lease not yet expired): going on, fenced by act_master; the lock is taken once released"
+                        );
+                        return SpoolLock::acquire_when_released(spool);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
-    let me = DaemonId::me();
-    warn!(
-        silent_for = ?changed_at.elapsed(),
-        master = ?last.as_ref().map(|b| b.master.to_string()),
-        "shadow: the master's heartbeat stopped; taking over"
-    );
-    crate::spool::durable::write_replace(
-        &daemon_dir,
-        ACT_MASTER,
-        format!("{} {}\n", me.host, me.pid).as_bytes(),
-        0o644,
-    )?;
-    let deadline = Instant::now() + opts.takeover_after;
-    loop {
-        match SpoolLock::acquire(spool) {
-            Ok(lock) => return Ok(lock),
-            Err(DaemonError::AlreadyRunning { .. }) if Instant::now() < deadline => {
-                std::thread::sleep(step);
-            }
-            Err(DaemonError::AlreadyRunning { pid, .. }) => {
-                warn!(
-                    holder = ?pid,
-                    "shadow: the lock is still held (a frozen master, or an NFS lease not yet expired): going on, fenced by act_master; the lock is taken once released"
-                );
-                return SpoolLock::acquire_when_released(spool);
-            }
-            Err(e) => return Err(e),
+}
+
+/// What a shadow has seen of the heartbeat.
+struct Watch<'a> {
+    daemon_dir: &'a Path,
+    last: Option<Beat>,
+    changed_at: Instant,
+}
+
+impl<'a> Watch<'a> {
+    fn new(daemon_dir: &'a Path) -> Self {
+        Watch {
+            daemon_dir,
+            last: read_heartbeat(daemon_dir),
+            changed_at: Instant::now(),
         }
+    }
+
+    /// Reads the heartbeat; `true` when it changed, to a master's beat.
+    fn look(&mut self) -> bool {
+        let now = read_heartbeat(self.daemon_dir);
+        if now == self.last {
+            return false;
+        }
+        if let Some(b) = &now {
+            if b.stopped {
+                info!(master = %b.master, "shadow: the master stopped on purpose; waiting for the next");
+            } else if self.last.as_ref().is_none_or(|l| l.master != b.master) {
+                info!(master = %b.master, "shadow: following the master's heartbeat");
+            }
+        }
+        self.last = now;
+        self.changed_at = Instant::now();
+        self.last.as_ref().is_some_and(|b| !b.stopped)
+    }
+
+    /// The heartbeat has not changed for `long`, and its master did not stop on purpose.
+    fn silent_for(&self, long: Duration) -> bool {
+        !self.last.as_ref().is_some_and(|b| b.stopped) && self.changed_at.elapsed() >= long
     }
 }
 

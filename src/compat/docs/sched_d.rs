@@ -15,6 +15,8 @@ const DESCRIPTION: &[&str] = &[
 
 const HOSTS: &str = "Every ssh host is followed by a watcher session that sends a heartbeat (every quarter of max_unheard, between 0.25 and 5 s). A host nothing was heard from for max_unheard (default 20 s) is unknown: its queue instances show au in qstat \\-f and qhost, and it gets no new work until it is heard again. After reschedule_unknown (default 5 s; 0:0:0 never; per host too) its tasks are rescheduled as SGE does: a rerunnable one (qsub \\-r y, or the queue's rerun) is pending again, with a failed 25 (rescheduling) accounting record for the run given up, and runs again with RESTARTED=1; one that is not ends as never run when enable_reschedule_kill is true (the default), else stays r until the host returns. When the host returns, a result it kept for a rescheduled run is the task's end, recorded once, and the requeued copy is cancelled; a run still going there is killed. A host that keeps dropping its connection is retried ever later (up to 30 s apart). SGE's defaults (max_unheard 5 min, reschedule_unknown 0:0:0, ENABLE_RESCHEDULE_KILL off) can be set in config.yaml.";
 
+const SHADOW: &str = "A second sched_d started with \\-\\-shadow on another host that shares the cell (SGE's sge_shadowd) replaces the master when it dies. The master rewrites daemon/heartbeat every \\-\\-heartbeat\\-interval (2 s) from a thread of its own; the shadow reads it (its content, never its time: NFS attribute caches) and, when it has not changed for \\-\\-takeover\\-after (10 s), names itself in daemon/act_master, takes the lock and recovers from the spool as a restart does: every running task is followed again, the start servers the old master left on the hosts are ended (their tasks' results go to result.json for the new master), a task the old master was only handing over goes back to pending, nothing runs twice. A master that is frozen (stopped, or hung on a hard NFS mount) keeps its lock: the shadow waits for it another \\-\\-takeover\\-after, then goes on without it, and the old master, the moment it runs again, reads daemon/act_master and exits (status 3) before it writes or starts anything. A master stopped on purpose (SIGTERM) writes a last heartbeat that says so, and is not replaced. With the defaults a takeover completes within about 12 s; \\-\\-heartbeat\\-interval 0.5 \\-\\-takeover\\-after 2 make it about 3 s. On NFS the server must provide locks (NFSv4, or NFSv3 with lockd; never the nolock mount option): a dead client's lock is released when its lease expires (90 s by default on NFSv4), which the shadow does not wait for beyond \\-\\-takeover\\-after; run both daemons with \\-\\-poll, as inotify does not see other hosts' writes.";
+
 const SIGNALS: &[(&str, &str)] = &[
     (
         "SIGHUP",
@@ -33,6 +35,10 @@ const FILES: &[(&str, &str)] = &[
         "the lock that makes one sched_d per cell, and its pid",
     ),
     ("daemon/sched_d.log", "the log, one event per line"),
+    (
+        "daemon/heartbeat, daemon/act_master",
+        "the master's heartbeat (COUNTER HOST PID, and stopped after a stop on purpose) and who the master is (HOST PID), for a shadow",
+    ),
     (
         "daemon/hosts/HOST.json",
         "each host's load and the usage of its running tasks (every load_report_time), for qhost and qstat; unreachable while the host is unknown",
@@ -62,7 +68,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "1",
-        "The cell cannot be opened or locked (another sched_d holds it), its configuration is not valid, or the daemon failed; the reason is printed and logged.",
+        "The cell cannot be opened, its configuration is not valid, or the daemon failed; the reason is printed and logged.",
+    ),
+    (
+        "3",
+        "Another sched_d holds the cell, or a shadow took it over from this one: starting it again would only find the cell taken (systemd: RestartPreventExitStatus=3).",
     ),
     ("2", "The command line is wrong."),
 ];
@@ -123,6 +133,7 @@ pub fn man_page() -> String {
     }
     m.push_str(".TP\n.B \\-\\-help, \\-\\-version\nPrint the options, or the version, and exit.\n");
     let _ = writeln!(m, ".SH HOSTS THAT DIE\n{HOSTS}");
+    let _ = writeln!(m, ".SH SHADOW\n{SHADOW}");
     m.push_str(".SH SIGNALS\n");
     for (sig, what) in SIGNALS {
         let _ = writeln!(m, ".TP\n.B {sig}\n{what}");
