@@ -6,7 +6,8 @@
 #
 # Takes the multicall program from target/release (cargo build --release --bin gridspool)
 # unless --bin-dir says otherwise; the files are those of scripts/install-multiuser.sh under
-# /usr, plus the systemd unit, logrotate and the maintainer scripts of scripts/deb/.
+# /usr, plus the systemd units (sched_d and its shadow), logrotate and the maintainer
+# scripts of scripts/deb/.
 # Needs dpkg-deb only (not root).
 set -euo pipefail
 
@@ -25,6 +26,7 @@ chmod 0755 "$stage"
 "$here/install-multiuser.sh" --bin-dir "$bin_dir" --destdir "$stage" /usr >/dev/null
 install -D -m 0755 "$here/install-multiuser.sh" "$stage/usr/lib/gridspool/install-multiuser.sh"
 install -D -m 0644 "$here/deb/gridspool.service" "$stage/lib/systemd/system/gridspool.service"
+install -D -m 0644 "$here/deb/gridspool-shadow.service" "$stage/lib/systemd/system/gridspool-shadow.service"
 install -D -m 0644 "$here/deb/logrotate" "$stage/etc/logrotate.d/gridspool"
 doc="$stage/usr/share/doc/gridspool"
 install -D -m 0644 "$repo/README.md" "$doc/README.md"

@@ -290,6 +290,14 @@ fn the_debian_package_holds_the_installation() {
         .expect("systemd unit");
     assert!(unit.contains("ExecStart=/usr/sbin/sched_d --foreground $SCHED_D_ARGS"));
     assert!(unit.contains("KillMode=process"), "jobs survive a restart");
+    assert!(
+        unit.contains("RestartPreventExitStatus=3"),
+        "not restarted once replaced"
+    );
+    let shadow = std::fs::read_to_string(root.join("lib/systemd/system/gridspool-shadow.service"))
+        .expect("shadow unit");
+    assert!(shadow.contains("ExecStart=/usr/sbin/sched_d --foreground --shadow"));
+    assert!(usr.join("share/man/man8/sched_d.8").is_file(), "sched_d(8)");
     let rotate =
         std::fs::read_to_string(root.join("etc/logrotate.d/gridspool")).expect("logrotate");
     assert!(rotate.contains("/var/lib/gridspool/*/daemon/sched_d.log"));
