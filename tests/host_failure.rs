@@ -93,6 +93,19 @@ fn fill_other_hosts(cell: &TestCell, user: &TestUser) -> [Vec<u32>; 2] {
     blockers
 }
 
+/// [`wait_for`], with `sched_d`'s log in the message when it times out.
+fn wait_logged(d: &SchedD, what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; sched_d's log:\n{}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Three hosts of two slots with the tuned times, `sched_d` running, and `node02` and
 /// `node03` full ([`fill_other_hosts`]); `None` (the test skipped) when not root.
 struct Setup {
@@ -142,7 +155,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     );
     let rerun = qsub(&cell, &user, &["-terse", "-cwd", "-r", "y", "mark.sh"]);
     let once = qsub(&cell, &user, &["-terse", "-cwd", "-r", "n", "mark.sh"]);
-    wait_for("both run", Duration::from_secs(30), || {
+    wait_logged(&d, "both run", Duration::from_secs(30), || {
         log_lines(&cell, &user).len() == 2
     });
     let lines = log_lines(&cell, &user);
@@ -150,7 +163,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     assert!(lines.contains(&format!("{once} node01 0")), "{lines:?}");
 
     cluster.crash(0);
-    wait_for("all.q@node01 unknown", Duration::from_secs(30), || {
+    wait_logged(&d, "all.q@node01 unknown", Duration::from_secs(30), || {
         qi_states(&cell, &user, "all.q@node01") == "au"
     });
     let qhost = cell.run(&user, "qhost", &["-h", "node01"]);
@@ -164,7 +177,8 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
 
     // reschedule_unknown: `-r y` is pending again, with SGE's record of the run given up;
     // `-r n` ends as never run, with no record (SGE's "reaping").
-    wait_for(
+    wait_logged(
+        &d,
         "the rerunnable job's rescheduling record",
         Duration::from_secs(30),
         || !records(&cell, rerun).is_empty(),
@@ -173,7 +187,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
         records(&cell, rerun),
         vec![("node01".to_string(), "25".to_string())]
     );
-    wait_for("the other job ended", Duration::from_secs(30), || {
+    wait_logged(&d, "the other job ended", Duration::from_secs(30), || {
         !listed(&cell, &user, once)
     });
     assert!(
@@ -187,15 +201,18 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     for id in &on2 {
         assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);
     }
-    wait_for("the rerun on node02", Duration::from_secs(30), || {
+    wait_logged(&d, "the rerun on node02", Duration::from_secs(30), || {
         log_lines(&cell, &user).contains(&format!("{rerun} node02 1"))
     });
 
     // The host returns: known again, it takes work.
     cluster.reboot(0);
-    wait_for("all.q@node01 known again", Duration::from_secs(60), || {
-        qi_states(&cell, &user, "all.q@node01").is_empty()
-    });
+    wait_logged(
+        &d,
+        "all.q@node01 known again",
+        Duration::from_secs(60),
+        || qi_states(&cell, &user, "all.q@node01").is_empty(),
+    );
     cell.write_file(&user, "where.sh", "#!/bin/sh\nhostname\n");
     let bound = qsub(
         &cell,
@@ -249,28 +266,30 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
         ],
     );
     let moved = qsub(&cell, &user, &["-terse", "-cwd", "-r", "y", "long.sh"]);
-    wait_for("both run", Duration::from_secs(30), || {
+    wait_logged(&d, "both run", Duration::from_secs(30), || {
         log_lines(&cell, &user).len() == 2
     });
     assert!(log_lines(&cell, &user).contains(&format!("{moved} node01 0")));
 
     cluster.set_link(0, false);
-    wait_for("all.q@node01 unknown", Duration::from_secs(30), || {
+    wait_logged(&d, "all.q@node01 unknown", Duration::from_secs(30), || {
         qi_states(&cell, &user, "all.q@node01") == "au"
     });
-    wait_for("both rescheduled", Duration::from_secs(30), || {
+    wait_logged(&d, "both rescheduled", Duration::from_secs(30), || {
         records(&cell, kept).len() == 1 && records(&cell, moved).len() == 1
     });
     for id in &on2 {
         assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);
     }
-    wait_for(
+    wait_logged(
+        &d,
         "the moved job's rerun on node02",
         Duration::from_secs(30),
         || log_lines(&cell, &user).contains(&format!("{moved} node02 1")),
     );
     // Behind the cut, node01 runs on: the bound job finishes there, its copy waits.
-    wait_for(
+    wait_logged(
+        &d,
         "the bound job done on node01",
         Duration::from_secs(30),
         || log_lines(&cell, &user).contains(&format!("done {kept}")),
@@ -278,13 +297,19 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
     assert!(listed(&cell, &user, kept));
 
     cluster.set_link(0, true);
-    wait_for("all.q@node01 known again", Duration::from_secs(60), || {
-        qi_states(&cell, &user, "all.q@node01").is_empty()
-    });
+    wait_logged(
+        &d,
+        "all.q@node01 known again",
+        Duration::from_secs(60),
+        || qi_states(&cell, &user, "all.q@node01").is_empty(),
+    );
     // The result node01 kept is the bound job's end: recorded once, the copy cancelled.
-    wait_for("the kept result recorded", Duration::from_secs(30), || {
-        records(&cell, kept).len() == 2
-    });
+    wait_logged(
+        &d,
+        "the kept result recorded",
+        Duration::from_secs(30),
+        || records(&cell, kept).len() == 2,
+    );
     assert_eq!(
         records(&cell, kept),
         vec![
@@ -292,11 +317,11 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
             ("node01".to_string(), "0".to_string())
         ]
     );
-    wait_for("the bound job gone", Duration::from_secs(30), || {
+    wait_logged(&d, "the bound job gone", Duration::from_secs(30), || {
         !listed(&cell, &user, kept)
     });
     // The moved job's first run, still going on node01, is killed; its rerun goes on.
-    wait_for("the stray run killed", Duration::from_secs(30), || {
+    wait_logged(&d, "the stray run killed", Duration::from_secs(30), || {
         !cluster.runs(0, "sleep 617")
     });
     assert!(cluster.runs(1, "sleep 617"), "the rerun on node02 goes on");

@@ -17,7 +17,7 @@
 //! tasks through its start server (a child process, see `open_start_server`), or without
 //! one at most 8 at once.
 
-use super::liveness::HostLiveness;
+use super::liveness::{Connection, HostLiveness};
 use super::shepherd::{
     self, RunReply, START_SERVER_RESULTS_VERSION, ServerResult, StartReply, StartServerHello,
     TaskState, WatchMessage,
@@ -1338,7 +1338,17 @@ impl Inner {
         };
         let mut backoff = Duration::from_secs(1);
         while self.current(host) {
-            if let Err(e) = self.ensure_master(host) {
+            self.liveness.connection(&host.name, Connection::Connecting);
+            let connected = self.ensure_master(host);
+            self.liveness.connection(
+                &host.name,
+                if connected.is_ok() {
+                    Connection::Made
+                } else {
+                    Connection::Failed
+                },
+            );
+            if let Err(e) = connected {
                 tracing::warn!(host = %host.name, "watcher cannot connect: {e}");
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(60));

@@ -17,6 +17,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Where a connection to a host stands ([`HostLiveness::connection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connection {
+    Connecting,
+    Made,
+    Failed,
+}
+
 /// Last word heard from each ssh host, shared by the launcher and the host probe.
 #[derive(Debug, Default)]
 pub struct HostLiveness {
@@ -29,6 +37,10 @@ pub struct HostLiveness {
 struct Heard {
     at: Instant,
     unknown: bool,
+    /// A connection to it is being made (bounded by ssh's `ConnectTimeout`): silence while
+    /// it is is not the host's. After a restart, a master with many hosts may take minutes
+    /// to connect to them all; none of them is declared unknown for waiting its turn.
+    connecting: bool,
 }
 
 impl HostLiveness {
@@ -47,6 +59,7 @@ impl HostLiveness {
         match hosts.get_mut(host) {
             Some(h) => {
                 h.at = now;
+                h.connecting = false;
                 std::mem::take(&mut h.unknown)
             }
             None => {
@@ -55,6 +68,7 @@ impl HostLiveness {
                     Heard {
                         at: now,
                         unknown: false,
+                        connecting: false,
                     },
                 );
                 false
@@ -82,13 +96,31 @@ impl HostLiveness {
             let h = known.entry(name.to_string()).or_insert(Heard {
                 at: now,
                 unknown: false,
+                connecting: false,
             });
-            if !h.unknown && now.duration_since(h.at) >= max_unheard {
+            if !h.unknown && !h.connecting && now.duration_since(h.at) >= max_unheard {
                 h.unknown = true;
                 newly.push(name.to_string());
             }
         }
         newly
+    }
+
+    /// A connection to `host` is being made (`Connecting`), was made, or failed: see
+    /// `Heard::connecting`. One made restarts the count of `max_unheard` (the host's first
+    /// words are on their way) without making an unknown host known: only words do.
+    pub fn connection(&self, host: &str, state: Connection) {
+        let now = Instant::now();
+        let mut hosts = self.hosts();
+        let h = hosts.entry(host.to_string()).or_insert(Heard {
+            at: now,
+            unknown: false,
+            connecting: false,
+        });
+        h.connecting = state == Connection::Connecting;
+        if state == Connection::Made {
+            h.at = now;
+        }
     }
 
     /// Asks the probe for a round now (a host returned).
@@ -126,5 +158,23 @@ mod tests {
         assert!(l.heard("a"), "the first word after: returned");
         assert!(!l.is_unknown("a"));
         assert!(!l.heard("a"));
+    }
+
+    #[test]
+    fn a_host_being_connected_to_is_not_unknown_until_the_attempt_fails() {
+        let l = HostLiveness::new();
+        l.connection("a", Connection::Connecting);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(l.expire(["a"], Duration::from_millis(10)).is_empty());
+        l.connection("a", Connection::Failed);
+        assert_eq!(
+            l.expire(["a"], Duration::from_millis(10)),
+            vec!["a".to_string()]
+        );
+        l.connection("a", Connection::Made);
+        assert!(
+            l.is_unknown("a"),
+            "a connection is not a word from the host"
+        );
     }
 }
