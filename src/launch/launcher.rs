@@ -1311,6 +1311,11 @@ impl Inner {
     }
 
     fn watch_local(self: &Arc<Self>, host: &Arc<HostState>) {
+        // A thread that starts late, after its launcher was dropped, must not create the
+        // directory it would watch (`wake::watch_dir` makes it).
+        if !self.current(host) {
+            return;
+        }
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let _watch =
             super::wake::watch_dir(&super::taskdir::active_jobs(&host.exec_spool), move || {
