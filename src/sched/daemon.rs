@@ -152,15 +152,20 @@ impl SpoolLock {
             }
             Err(fs::TryLockError::Error(e)) => return Err(io("lock", &path, e)),
         }
+        Self::holding(file, &dir)
+    }
+
+    /// The lock file held (or to be held), and this process's pid written.
+    fn holding(file: File, dir: &Path) -> Result<Self, DaemonError> {
         crate::spool::durable::write_replace(
-            &dir,
+            dir,
             "sched_d.pid",
             format!("{}\n", std::process::id()).as_bytes(),
             0o644,
         )?;
         Ok(SpoolLock {
             _file: file,
-            pid_path,
+            pid_path: dir.join("sched_d.pid"),
         })
     }
 
@@ -184,17 +189,7 @@ impl SpoolLock {
                 Err(e) => warn!("cannot take the spool lock: {e}"),
             })
             .map_err(|e| io("spawn thread", &path, e))?;
-        let pid_path = dir.join("sched_d.pid");
-        crate::spool::durable::write_replace(
-            &dir,
-            "sched_d.pid",
-            format!("{}\n", std::process::id()).as_bytes(),
-            0o644,
-        )?;
-        Ok(SpoolLock {
-            _file: file,
-            pid_path,
-        })
+        Self::holding(file, &dir)
     }
 }
 

@@ -60,6 +60,17 @@ impl DaemonId {
         }
     }
 
+    /// Writes this daemon into `daemon/act_master`.
+    fn name_as_master(&self, daemon_dir: &Path) -> Result<(), DaemonError> {
+        crate::spool::durable::write_replace(
+            daemon_dir,
+            ACT_MASTER,
+            format!("{} {}\n", self.host, self.pid).as_bytes(),
+            0o644,
+        )?;
+        Ok(())
+    }
+
     fn parse(line: &str) -> Option<Self> {
         let mut words = line.split_whitespace();
         Some(DaemonId {
@@ -131,12 +142,7 @@ impl Mastership {
     pub fn claim(spool: &Spool, interval: Duration) -> Result<Arc<Self>, DaemonError> {
         let daemon_dir = spool.daemon_dir();
         let me = DaemonId::me();
-        crate::spool::durable::write_replace(
-            &daemon_dir,
-            ACT_MASTER,
-            format!("{} {}\n", me.host, me.pid).as_bytes(),
-            0o644,
-        )?;
+        me.name_as_master(&daemon_dir)?;
         let counter = read_heartbeat(&daemon_dir).map_or(0, |b| b.counter);
         let m = Arc::new(Mastership {
             daemon_dir,
@@ -297,12 +303,7 @@ pub fn watch_as_shadow(spool: &Spool, opts: &ShadowOptions) -> Result<SpoolLock,
             master = ?watch.last.as_ref().map(|b| b.master.to_string()),
             "shadow: the master's heartbeat stopped; taking over"
         );
-        crate::spool::durable::write_replace(
-            &daemon_dir,
-            ACT_MASTER,
-            format!("{} {}\n", me.host, me.pid).as_bytes(),
-            0o644,
-        )?;
+        me.name_as_master(&daemon_dir)?;
         // The lock, while the heartbeat stays silent: one that beats again is another
         // daemon's (a second shadow was faster, or the master came back), and this one
         // goes back to watching.
