@@ -10,6 +10,7 @@ mod install;
 mod launch;
 mod qacct;
 mod qalter;
+mod qconf;
 mod qdel;
 mod qhold;
 mod qhost;

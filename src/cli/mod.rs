@@ -12,6 +12,7 @@ pub mod demo;
 pub mod multicall;
 pub mod qacct;
 pub mod qalter;
+pub mod qconf;
 pub mod qdel;
 pub mod qhold;
 pub mod qhost;

@@ -41,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
     QRLS,
     QACCT,
     QHOST,
+    QCONF,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -72,6 +73,9 @@ pub const QACCT: Command = client("qacct", || {
 });
 pub const QHOST: Command = client("qhost", || {
     super::run_with_text_args("qhost", super::qhost::main)
+});
+pub const QCONF: Command = client("qconf", || {
+    super::run_with_text_args("qconf", super::qconf::main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

@@ -75,6 +75,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qhold::QRLS_DOC,
         crate::cli::qacct::DOC,
         crate::cli::qhost::DOC,
+        crate::cli::qconf::DOC,
     ]
 }
 

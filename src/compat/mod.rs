@@ -8,6 +8,7 @@ pub mod job_list;
 pub mod messages;
 pub mod options;
 pub mod pattern;
+pub mod qconf;
 pub mod qstat;
 pub mod qsub_options;
 pub mod submit;

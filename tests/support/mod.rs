@@ -360,6 +360,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "sched_d" => env!("CARGO_BIN_EXE_sched_d"),
         "qacct" => env!("CARGO_BIN_EXE_qacct"),
         "qhost" => env!("CARGO_BIN_EXE_qhost"),
+        "qconf" => env!("CARGO_BIN_EXE_qconf"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

@@ -1,0 +1,271 @@
+//! `qconf`: the cluster configuration shown in SGE 8.1.9's formats (`compat::qconf`), with its
+//! messages and exit codes. Options are taken in order, as SGE's qconf takes them; the first
+//! error ends the command. The changing forms are listed in `-help` and refused for now.
+
+use super::Output;
+use crate::compat::docs::{self, CommandDoc, ValueHint};
+use crate::compat::qconf;
+use crate::config::ClusterConfig;
+
+pub const DOC: CommandDoc = CommandDoc {
+    name: "qconf",
+    summary: "show the gridspool cluster configuration in Grid Engine's formats",
+    synopsis: "[options]",
+    options: qconf::OPTIONS,
+    operand: None,
+    operand_hint: ValueHint::Text,
+    syntax: qconf::SYNTAX,
+    description: &[
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "The options that change the configuration are listed as SGE lists them and refused with a message: config.yaml is edited by hand and reloaded with SIGHUP to sched_d.",
+    ],
+    option_details: &[],
+    value_hints: &[],
+    exit_status: &[
+        ("0", "Shown (also -suser of an unknown user, as SGE does)."),
+        (
+            "1",
+            "An unknown or unsupported option, a missing argument, an object that does not exist or an empty list, or a configuration that cannot be read.",
+        ),
+    ],
+    compatibility: &[
+        "The options that change the configuration (-a*, -d*, -m*, -M*, -r*) and the show forms of objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists, global and host configurations) are refused with a message.",
+    ],
+    see_also: &["qstat", "qhost", "sched_d"],
+};
+
+/// The `qconf` binary.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    if args.is_empty() || args.iter().any(|a| a == "-help") {
+        return run(&args, None).finish();
+    }
+    match super::load_env(spool) {
+        Ok(env) => run(&args, Some(&env.config)).finish(),
+        Err(o) => o.finish(),
+    }
+}
+
+/// Runs `qconf args` over `config` (`None` only for `-help` and an empty command line).
+pub fn run(args: &[String], config: Option<&ClusterConfig>) -> Output {
+    let mut o = Output::default();
+    let help = docs::help_text(&DOC);
+    if args.is_empty() {
+        o.stderr.push_str(&help);
+        o.err("ERROR! no option argument");
+        o.code = 1;
+        return o;
+    }
+    if args.iter().any(|a| a == "-help") {
+        o.stdout.push_str(&help);
+        return o;
+    }
+    let Some(config) = config else {
+        o.code = 1;
+        return o;
+    };
+    let mut words = args.iter().peekable();
+    while let Some(word) = words.next() {
+        let Some(spec) = qconf::OPTIONS.iter().find(|s| s.name == word.as_str()) else {
+            o.err(format!("error: invalid option argument \"{word}\""));
+            o.err("Usage: qconf -help");
+            o.code = 1;
+            return o;
+        };
+        if spec.support == crate::compat::options::Support::Unsupported {
+            o.err(format!(
+                "qconf: the {word} option is not supported by gridspool yet: edit config.yaml in the cell and send SIGHUP to sched_d"
+            ));
+            o.code = 1;
+            return o;
+        }
+        let value = match spec.arity {
+            crate::compat::options::Arity::One => match words.next() {
+                Some(v) => Some(v.as_str()),
+                None => {
+                    o.err(format!("error: no option argument provided to \"{word}\""));
+                    o.stderr.push_str(&help);
+                    o.code = 1;
+                    return o;
+                }
+            },
+            crate::compat::options::Arity::Optional => {
+                words.next_if(|w| !w.starts_with('-')).map(String::as_str)
+            }
+            _ => None,
+        };
+        if let Err(message) = show(word, value, config, &mut o) {
+            o.err(message);
+            o.code = 1;
+            return o;
+        }
+    }
+    o
+}
+
+/// Prints one show form; `Err` is SGE's message for what does not exist.
+fn show(
+    option: &str,
+    value: Option<&str>,
+    config: &ClusterConfig,
+    o: &mut Output,
+) -> Result<(), String> {
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let list = |o: &mut Output, names: Vec<String>, empty: &str| {
+        if names.is_empty() {
+            return Err(empty.to_string());
+        }
+        for n in sorted(names) {
+            o.out(n);
+        }
+        Ok(())
+    };
+    let value = value.unwrap_or_default();
+    match option {
+        "-sel" => list(
+            o,
+            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            "no execution host defined",
+        ),
+        "-sql" => list(
+            o,
+            config.queues.iter().map(|q| q.name.clone()).collect(),
+            "no cqueue list defined",
+        ),
+        "-spl" => list(
+            o,
+            config
+                .parallel_environments
+                .iter()
+                .map(|p| p.name.clone())
+                .collect(),
+            "no parallel environment defined",
+        ),
+        "-shgrpl" => list(
+            o,
+            config.hostgroups.keys().cloned().collect(),
+            "no host group list defined",
+        ),
+        "-sm" => {
+            let mut managers = vec!["root".to_string()];
+            managers.extend(config.managers.iter().filter(|m| *m != "root").cloned());
+            list(o, managers, "no manager defined")
+        }
+        "-so" => list(o, config.operators.clone(), "no operator defined"),
+        "-suserl" => list(
+            o,
+            config.users.iter().map(|u| u.name.clone()).collect(),
+            "no user list defined",
+        ),
+        "-sprjl" => list(
+            o,
+            config.projects.iter().map(|p| p.name.clone()).collect(),
+            "no project list defined",
+        ),
+        "-sp" => {
+            let p = config
+                .parallel_environments
+                .iter()
+                .find(|p| p.name == value)
+                .ok_or_else(|| format!("{value} is not a parallel environment"))?;
+            o.stdout.push_str(&qconf::pe(p));
+            Ok(())
+        }
+        "-shgrp" => {
+            let members = config
+                .hostgroups
+                .get(value)
+                .ok_or_else(|| format!("Host group \"{value}\" does not exist"))?;
+            o.stdout.push_str(&qconf::hostgroup(value, members));
+            Ok(())
+        }
+        "-suser" => {
+            for name in value.split(',') {
+                match config.users.iter().find(|u| u.name == name) {
+                    Some(u) => o.stdout.push_str(&qconf::user(
+                        &u.name,
+                        u.oticket,
+                        u.fshare,
+                        u.default_project.as_deref(),
+                    )),
+                    // SGE says so and exits 0.
+                    None => o.err(format!("{name} is not known as a user")),
+                }
+            }
+            Ok(())
+        }
+        "-sprj" => {
+            let p = config
+                .projects
+                .iter()
+                .find(|p| p.name == value)
+                .ok_or_else(|| format!("{value} is not known as a project"))?;
+            o.stdout
+                .push_str(&qconf::project(&p.name, p.oticket, p.fshare));
+            Ok(())
+        }
+        "-sq" => show_queues(value, config, o),
+        "-ssconf" => {
+            o.stdout.push_str(&qconf::sched_conf(config));
+            Ok(())
+        }
+        "-sstree" => {
+            let tree = config
+                .share_tree
+                .as_ref()
+                .ok_or_else(|| "no sharetree element".to_string())?;
+            o.stdout.push_str(&qconf::share_tree(tree));
+            Ok(())
+        }
+        other => Err(format!("qconf: {other} is not implemented")),
+    }
+}
+
+/// `-sq [wc_queue_list]`: every cluster queue, or the named ones (`queue`, `queue@host`).
+fn show_queues(list: &str, config: &ClusterConfig, o: &mut Output) -> Result<(), String> {
+    let names: Vec<&str> = if list.is_empty() {
+        config.queues.iter().map(|q| q.name.as_str()).collect()
+    } else {
+        list.split(',').collect()
+    };
+    for (i, phrase) in names.iter().enumerate() {
+        let (queue, host) = match phrase.split_once('@') {
+            Some((q, h)) => (q, Some(h)),
+            None => (*phrase, None),
+        };
+        let no_match =
+            || format!("No cluster queue or queue instance matches the phrase \"{phrase}\"");
+        let q = config
+            .queues
+            .iter()
+            .find(|q| q.name == queue)
+            .ok_or_else(no_match)?;
+        if i > 0 {
+            o.out("");
+        }
+        let text = qconf::queue(q);
+        match host {
+            None => o.stdout.push_str(&text),
+            Some(h) => {
+                if !config.queue_hosts(q).iter().any(|c| c.name == h) {
+                    return Err(no_match());
+                }
+                // A queue instance: its host instead of the host list (and SGE 8.1.9 ends
+                // an instance's qtype with a space).
+                for line in text.lines() {
+                    if line.starts_with("hostlist ") {
+                        o.out(format!("{:<22}{h}", "hostname"));
+                    } else if line.starts_with("qtype ") {
+                        o.out(format!("{line} "));
+                    } else {
+                        o.out(line);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1080 @@
+//! `qconf`'s show forms: the cluster configuration (`config.yaml`) in SGE 8.1.9's own text
+//! formats (queue_conf(5), sge_pe(5), hostgroup(5), user(5), project(5), sched_conf(5),
+//! share_tree(5)), as scripts parse them, and qconf's option table.
+//!
+//! Attributes SGE has and gridspool does not (calendars, checkpointing, suspend thresholds,
+//! access lists…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
+//! them sees what it would see on an SGE cell with the same configuration.
+
+use crate::compat::docs::SyntaxItem;
+use crate::compat::options::{Arity, OptionSpec};
+use crate::config::{ClusterConfig, PeConfig, QueueConfig, ShareTreeNode};
+use std::fmt::Write as _;
+
+/// qconf's options, in SGE 8.1.9's `-help` order; those gridspool does not implement yet are
+/// listed (so that `-help` matches SGE) and refused with a message.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-aattr",
+        Arity::One,
+        "[-aattr obj_nm attr_nm val obj_id_list]",
+        "add to a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Aattr",
+        Arity::One,
+        "[-Aattr obj_nm fname obj_id_list]",
+        "add to a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-acal",
+        Arity::One,
+        "[-acal calendar_name]",
+        "add a new calendar",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Acal",
+        Arity::One,
+        "[-Acal fname]",
+        "add a new calendar from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Ackpt",
+        Arity::One,
+        "[-Ackpt fname]",
+        "add a checkpointing interface definition from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-aconf",
+        Arity::One,
+        "[-aconf host_list]",
+        "add configurations",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Aconf",
+        Arity::One,
+        "[-Aconf file_list]",
+        "add configurations from file_list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ae",
+        Arity::Optional,
+        "[-ae [exec_server_template]]",
+        "add an exec host using a template",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Ae",
+        Arity::One,
+        "[-Ae fname]",
+        "add an exec host from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ah",
+        Arity::One,
+        "[-ah hostname_list]",
+        "add an administrative host",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ahgrp",
+        Arity::One,
+        "[-ahgrp group]",
+        "add new host group entry",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Ahgrp",
+        Arity::One,
+        "[-Ahgrp file]",
+        "add new host group entry from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-arqs",
+        Arity::Optional,
+        "[-arqs [rqs_list]]",
+        "add resource quota set(s)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Arqs",
+        Arity::One,
+        "[-Arqs fname]",
+        "add resource quota set(s) from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-am",
+        Arity::One,
+        "[-am user_list]",
+        "add user to manager list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ao",
+        Arity::One,
+        "[-ao user_list]",
+        "add user to operator list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ap",
+        Arity::One,
+        "[-ap pe-name]",
+        "add a new parallel environment",
+    )
+    .unsupported(),
+    OptionSpec::new("-aprj", Arity::Flag, "[-aprj]", "add project").unsupported(),
+    OptionSpec::new(
+        "-Aprj",
+        Arity::One,
+        "[-Aprj fname]",
+        "add project from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-aq",
+        Arity::Optional,
+        "[-aq [queue_name]]",
+        "add a new cluster queue",
+    )
+    .unsupported(),
+    OptionSpec::new("-Aq", Arity::One, "[-Aq fname]", "add a queue from file").unsupported(),
+    OptionSpec::new(
+        "-ar",
+        Arity::One,
+        "[-ar ar_id]",
+        "bind job to advance reservation",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-as",
+        Arity::One,
+        "[-as hostname_list]",
+        "add a submit host",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-astree",
+        Arity::Flag,
+        "[-astree]",
+        "create/modify the sharetree",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Astree",
+        Arity::One,
+        "[-Astree fname]",
+        "create/modify the sharetree from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-au",
+        Arity::One,
+        "[-au user_list listname_list]",
+        "add user(s) to userset list(s)",
+    )
+    .unsupported(),
+    OptionSpec::new("-Au", Arity::One, "[-Au fname]", "add userset from file").unsupported(),
+    OptionSpec::new("-auser", Arity::Flag, "[-auser]", "add user").unsupported(),
+    OptionSpec::new("-Auser", Arity::One, "[-Auser fname]", "add user from file").unsupported(),
+    OptionSpec::new(
+        "-ckpt",
+        Arity::One,
+        "[-ckpt ckpt-name]",
+        "request checkpoint method",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-clear",
+        Arity::Flag,
+        "[-clear]",
+        "skip previous definitions for job",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-clearusage",
+        Arity::Optional,
+        "[-clearusage [user_list]]",
+        "clear sharetree usage for user_list or all users/projects",
+    )
+    .unsupported(),
+    OptionSpec::new("-cq", Arity::One, "[-cq wc_queue_list]", "clean queue").unsupported(),
+    OptionSpec::new(
+        "-dattr",
+        Arity::One,
+        "[-dattr obj_nm attr_nm val obj_id_list]",
+        "delete from a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Dattr",
+        Arity::One,
+        "[-Dattr obj_nm fname obj_id_list]",
+        "delete from a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dcal",
+        Arity::One,
+        "[-dcal calendar_name]",
+        "delete calendar",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dckpt",
+        Arity::One,
+        "[-dckpt ckpt_name]",
+        "delete checkpointing interface definition",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dconf",
+        Arity::One,
+        "[-dconf host_list]",
+        "delete local configurations",
+    )
+    .unsupported(),
+    OptionSpec::new("-de", Arity::One, "[-de host_list]", "delete exec host").unsupported(),
+    OptionSpec::new(
+        "-display",
+        Arity::One,
+        "[-display display]",
+        "set DISPLAY variable inside interactive job (not available for qrsh without command)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dh",
+        Arity::One,
+        "[-dh host_list]",
+        "delete administrative host",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dhgrp",
+        Arity::One,
+        "[-dhgrp group]",
+        "delete host group entry",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dl",
+        Arity::One,
+        "[-dl date_time]",
+        "request a deadline initiation time",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-drqs",
+        Arity::One,
+        "[-drqs rqs_list]",
+        "delete resource quota set(s)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dm",
+        Arity::One,
+        "[-dm user_list]",
+        "delete user from manager list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-do",
+        Arity::One,
+        "[-do user_list]",
+        "delete user from operator list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dp",
+        Arity::One,
+        "[-dp pe-name]",
+        "delete parallel environment",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-dprj",
+        Arity::One,
+        "[-dprj project_list]",
+        "delete project",
+    )
+    .unsupported(),
+    OptionSpec::new("-dq", Arity::One, "[-dq wc_queue_list]", "delete queue").unsupported(),
+    OptionSpec::new("-ds", Arity::One, "[-ds host_list]", "delete submit host").unsupported(),
+    OptionSpec::new(
+        "-dstnode",
+        Arity::One,
+        "[-dstnode node_list]",
+        "delete sharetree node(s)",
+    )
+    .unsupported(),
+    OptionSpec::new("-dstree", Arity::Flag, "[-dstree]", "delete the sharetree").unsupported(),
+    OptionSpec::new(
+        "-du",
+        Arity::One,
+        "[-du user_list listname_list]",
+        "delete user(s) from userset list(s)",
+    )
+    .unsupported(),
+    OptionSpec::new("-duser", Arity::One, "[-duser user_list]", "delete user(s)").unsupported(),
+    OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
+    OptionSpec::new(
+        "-ke",
+        Arity::One,
+        "[-ke[j] host_list",
+        "shutdown execution daemon(s)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-km",
+        Arity::Flag,
+        "[-k{m|s}]",
+        "shutdown master|scheduling thread",
+    )
+    .unsupported(),
+    OptionSpec::new("-kec", Arity::One, "[-kec evid_list]", "kill event client").unsupported(),
+    OptionSpec::new(
+        "-kt",
+        Arity::One,
+        "[-kt thread_name]",
+        "kill qmaster thread",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mattr",
+        Arity::One,
+        "[-Mattr obj_nm fname obj_id_list]",
+        "modify an attribute (or element in a sublist) of an object",
+    )
+    .unsupported(),
+    OptionSpec::new("-mc", Arity::Flag, "[-mc ]", "modify complex attributes").unsupported(),
+    OptionSpec::new(
+        "-Mc",
+        Arity::One,
+        "[-Mc fname]",
+        "modify complex attributes from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mcal",
+        Arity::One,
+        "[-mcal calendar_name]",
+        "modify calendar",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mcal",
+        Arity::One,
+        "[-Mcal fname]",
+        "modify calendar from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mckpt",
+        Arity::One,
+        "[-mckpt ckpt_name]",
+        "modify a checkpointing interface definition",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mckpt",
+        Arity::One,
+        "[-Mckpt fname]",
+        "modify a checkpointing interface definition from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mconf",
+        Arity::Optional,
+        "[-mconf [host_list|global]]",
+        "modify configurations",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mconf",
+        Arity::One,
+        "[-Mconf file_list]",
+        "modify configurations from file_list",
+    )
+    .unsupported(),
+    OptionSpec::new("-me", Arity::One, "[-me server]", "modify exec server").unsupported(),
+    OptionSpec::new(
+        "-Me",
+        Arity::One,
+        "[-Me fname]",
+        "modify exec server from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mhgrp",
+        Arity::One,
+        "[-mhgrp group]",
+        "modify host group entry",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mhgrp",
+        Arity::One,
+        "[-Mhgrp file]",
+        "modify host group entry from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mrqs",
+        Arity::Optional,
+        "[-mrqs [rqs_list]]",
+        "modify resource quota set(s)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mrqs",
+        Arity::Optional,
+        "[-Mrqs fname [rqs_list]]",
+        "modify resource quota set(s) from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mp",
+        Arity::One,
+        "[-mp pe-name]",
+        "modify a parallel environment",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mp",
+        Arity::One,
+        "[-Mp fname]",
+        "modify a parallel environment from file",
+    )
+    .unsupported(),
+    OptionSpec::new("-mprj", Arity::One, "[-mprj project]", "modify a project").unsupported(),
+    OptionSpec::new(
+        "-Mprj",
+        Arity::One,
+        "[-Mprj fname]",
+        "modify project from file",
+    )
+    .unsupported(),
+    OptionSpec::new("-mq", Arity::One, "[-mq queue]", "modify a queue").unsupported(),
+    OptionSpec::new("-Mq", Arity::One, "[-Mq fname]", "modify a queue from file").unsupported(),
+    OptionSpec::new(
+        "-msconf",
+        Arity::Flag,
+        "[-msconf]",
+        "modify scheduler configuration",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Msconf",
+        Arity::One,
+        "[-Msconf fname]",
+        "modify scheduler configuration from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mstnode",
+        Arity::One,
+        "[-mstnode node_shares_list]",
+        "modify sharetree node(s)",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mstree",
+        Arity::Flag,
+        "[-mstree]",
+        "modify/create the sharetree",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Mstree",
+        Arity::One,
+        "[-Mstree fname]",
+        "modify/create the sharetree from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-mu",
+        Arity::One,
+        "[-mu listname_list]",
+        "modify the given userset list",
+    )
+    .unsupported(),
+    OptionSpec::new("-Mu", Arity::One, "[-Mu fname]", "modify userset from file").unsupported(),
+    OptionSpec::new("-muser", Arity::One, "[-muser user]", "modify a user").unsupported(),
+    OptionSpec::new(
+        "-Muser",
+        Arity::One,
+        "[-Muser fname]",
+        "modify a user from file",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-purge",
+        Arity::One,
+        "[-purge obj_nm3 attr_nm objectname]",
+        "deletes attribute from object_instance",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-R",
+        Arity::Optional,
+        "[-R y[es]|n[o]]",
+        "reservation desired",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-rattr",
+        Arity::One,
+        "[-rattr obj_nm attr_nm val obj_id_list]",
+        "replace a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-Rattr",
+        Arity::One,
+        "[-Rattr obj_nm fname obj_id_list]",
+        "replace a list attribute of an object",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-rsstnode",
+        Arity::One,
+        "[-rsstnode node_list]",
+        "show sharetree node(s) and its children",
+    )
+    .unsupported(),
+    OptionSpec::new("-sc", Arity::Flag, "[-sc]", "show complex attributes").unsupported(),
+    OptionSpec::new(
+        "-scal",
+        Arity::One,
+        "[-scal calendar_name]",
+        "show given calendar",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-scall",
+        Arity::Flag,
+        "[-scall]",
+        "show a list of all calendar names",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sckpt",
+        Arity::One,
+        "[-sckpt ckpt_name]",
+        "show checkpointing interface definition",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sckptl",
+        Arity::Flag,
+        "[-sckptl]",
+        "show all checkpointing interface definitions",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sconf",
+        Arity::Optional,
+        "[-sconf [host_list|global]]",
+        "show configurations",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sconfl",
+        Arity::Flag,
+        "[-sconfl]",
+        "show a list of all local configurations",
+    )
+    .unsupported(),
+    OptionSpec::new("-sds", Arity::Flag, "[-sds]", "show detached settings").unsupported(),
+    OptionSpec::new("-se", Arity::One, "[-se server]", "show given exec server").unsupported(),
+    OptionSpec::new("-secl", Arity::Flag, "[-secl]", "show event client list").unsupported(),
+    OptionSpec::new(
+        "-sel",
+        Arity::Flag,
+        "[-sel]",
+        "show a list of all exec servers",
+    ),
+    OptionSpec::new(
+        "-sh",
+        Arity::Flag,
+        "[-sh]",
+        "show a list of all administrative hosts",
+    )
+    .unsupported(),
+    OptionSpec::new("-shgrp", Arity::One, "[-shgrp group]", "show host group"),
+    OptionSpec::new(
+        "-shgrp_tree",
+        Arity::One,
+        "[-shgrp_tree group]",
+        "show host group and used hostgroups as tree",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-shgrp_resolved",
+        Arity::One,
+        "[-shgrp_resolved group]",
+        "show host group with resolved hostlist",
+    )
+    .unsupported(),
+    OptionSpec::new("-shgrpl", Arity::Flag, "[-shgrpl]", "show host group list"),
+    OptionSpec::new("-sm", Arity::Flag, "[-sm]", "show a list of all managers"),
+    OptionSpec::new("-so", Arity::Flag, "[-so]", "show a list of all operators"),
+    OptionSpec::new(
+        "-sobjl",
+        Arity::One,
+        "[-sobjl obj_nm2 attr_nm val]",
+        "show objects which match the given value",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sp",
+        Arity::One,
+        "[-sp pe-name]",
+        "show a parallel environment",
+    ),
+    OptionSpec::new(
+        "-spl",
+        Arity::Flag,
+        "[-spl]",
+        "show all parallel environments",
+    ),
+    OptionSpec::new("-sprj", Arity::One, "[-sprj project]", "show a project"),
+    OptionSpec::new(
+        "-sprjl",
+        Arity::Flag,
+        "[-sprjl]",
+        "show a list of all projects",
+    ),
+    OptionSpec::new(
+        "-sq",
+        Arity::Optional,
+        "[-sq [wc_queue_list]]",
+        "show the given queue",
+    ),
+    OptionSpec::new("-sql", Arity::Flag, "[-sql]", "show a list of all queues"),
+    OptionSpec::new(
+        "-srqsl",
+        Arity::Flag,
+        "[-srqsl]",
+        "show resource quota set list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ss",
+        Arity::Flag,
+        "[-ss]",
+        "show a list of all submit hosts",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-ssconf",
+        Arity::Flag,
+        "[-ssconf]",
+        "show scheduler configuration",
+    ),
+    OptionSpec::new(
+        "-sstnode",
+        Arity::One,
+        "[-sstnode node_list]",
+        "show sharetree node(s)",
+    )
+    .unsupported(),
+    OptionSpec::new("-sst", Arity::Flag, "[-sst]", "show a formatted sharetree").unsupported(),
+    OptionSpec::new("-sstree", Arity::Flag, "[-sstree]", "show the sharetree"),
+    OptionSpec::new(
+        "-su",
+        Arity::One,
+        "[-su listname_list]",
+        "show the given userset list",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-sul",
+        Arity::Flag,
+        "[-sul]",
+        "show a list of all userset lists",
+    )
+    .unsupported(),
+    OptionSpec::new("-suser", Arity::One, "[-suser user_list]", "show user(s)"),
+    OptionSpec::new(
+        "-suserl",
+        Arity::Flag,
+        "[-suserl]",
+        "show a list of all users",
+    ),
+    OptionSpec::new(
+        "-tc",
+        Arity::One,
+        "[-tc max_running_tasks]",
+        "throttle the number of concurrent tasks",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-tsm",
+        Arity::Flag,
+        "[-tsm]",
+        "trigger scheduler monitoring",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-verbose",
+        Arity::Flag,
+        "[-verbose]",
+        "verbose information output",
+    )
+    .unsupported(),
+    OptionSpec::new(
+        "-w",
+        Arity::One,
+        "[-w e|w|n|v|p]",
+        "verify mode (error|warning|none|just verify|poke) for jobs",
+    )
+    .unsupported(),
+];
+
+/// The legend under qconf's `-help`.
+pub static SYNTAX: &[SyntaxItem] = &[
+    SyntaxItem {
+        name: "complex_list",
+        definition: "complex[,complex,...]",
+    },
+    SyntaxItem {
+        name: "date_time",
+        definition: "[[CC]YY]MMDDhhmm[.SS]",
+    },
+    SyntaxItem {
+        name: "wc_queue_list",
+        definition: "wc_queue[,wc_queue,...]",
+    },
+    SyntaxItem {
+        name: "hostname_list",
+        definition: "hostname[,hostname,...]",
+    },
+    SyntaxItem {
+        name: "listname_list",
+        definition: "listname[,listname,...]",
+    },
+    SyntaxItem {
+        name: "rqs_list",
+        definition: "rqs_name[,rqs_name,...]",
+    },
+    SyntaxItem {
+        name: "node_list",
+        definition: "node_path[,node_path,...]",
+    },
+    SyntaxItem {
+        name: "node_path",
+        definition: "[/]node_name[[/.]node_name...]",
+    },
+    SyntaxItem {
+        name: "node_shares_list",
+        definition: "node_path=shares[,node_path=shares,...]",
+    },
+    SyntaxItem {
+        name: "user_list",
+        definition: "user[,user,...]",
+    },
+    SyntaxItem {
+        name: "obj_nm",
+        definition: "\"queue\"|\"exechost\"|\"pe\"|\"ckpt\"|\"hostgroup\"|\"resource_quota\"",
+    },
+    SyntaxItem {
+        name: "attr_nm",
+        definition: "(see man pages)",
+    },
+    SyntaxItem {
+        name: "obj_id_list",
+        definition: "objectname [ objectname ...]",
+    },
+    SyntaxItem {
+        name: "project_list",
+        definition: "project[,project,...]",
+    },
+    SyntaxItem {
+        name: "evid_list",
+        definition: "all | evid[,evid,...]",
+    },
+    SyntaxItem {
+        name: "host_list",
+        definition: "all | hostname[,hostname,...]",
+    },
+    SyntaxItem {
+        name: "obj_nm2",
+        definition: "\"queue\"|\"queue_domain\"|\"queue_instance\"|\"exechost\"",
+    },
+    SyntaxItem {
+        name: "obj_nm3",
+        definition: "\"queue\"",
+    },
+    SyntaxItem {
+        name: "ar_id",
+        definition: "advance reservation id",
+    },
+    SyntaxItem {
+        name: "thread_name",
+        definition: "\"scheduler\"|\"jvm\"",
+    },
+    SyntaxItem {
+        name: "max_running_tasks",
+        definition: "maximum number of simultaneously running tasks",
+    },
+];
+
+/// `qconf -sq QUEUE`: a cluster queue as queue_conf(5) shows it.
+pub fn queue(q: &QueueConfig) -> String {
+    let mut rows: Vec<(&str, String)> = vec![
+        ("qname", q.name.clone()),
+        ("hostlist", words_or_none(&q.hostlist)),
+        ("seq_no", q.seq_no.to_string()),
+        ("load_thresholds", "NONE".into()),
+        ("suspend_thresholds", "NONE".into()),
+        ("nsuspend", "1".into()),
+        ("suspend_interval", "00:05:00".into()),
+        ("priority", "0".into()),
+        ("min_cpu_interval", "00:05:00".into()),
+        ("processors", "UNDEFINED".into()),
+        ("qtype", q.qtype.to_ascii_uppercase()),
+        ("ckpt_list", "NONE".into()),
+        ("pe_list", words_or_none(&q.pe_list)),
+        ("rerun", if q.rerun { "TRUE" } else { "FALSE" }.into()),
+        ("slots", q.slots.to_string()),
+        ("tmpdir", q.tmpdir.clone()),
+        ("shell", q.shell.clone()),
+        ("prolog", "NONE".into()),
+        ("epilog", "NONE".into()),
+        ("shell_start_mode", q.shell_start_mode.clone()),
+        ("starter_method", "NONE".into()),
+        ("suspend_method", "NONE".into()),
+        ("resume_method", "NONE".into()),
+        ("terminate_method", "NONE".into()),
+        ("notify", q.notify.clone()),
+        ("owner_list", "NONE".into()),
+        ("user_lists", "NONE".into()),
+        ("xuser_lists", "NONE".into()),
+        ("subordinate_list", "NONE".into()),
+        ("complex_values", pairs_or_none(&q.complex_values)),
+        ("projects", "NONE".into()),
+        ("xprojects", "NONE".into()),
+        ("calendar", "NONE".into()),
+        (
+            "initial_state",
+            if q.disabled { "disabled" } else { "default" }.into(),
+        ),
+    ];
+    for limit in LIMITS {
+        let value = q
+            .limits
+            .get(*limit)
+            .cloned()
+            .unwrap_or_else(|| "INFINITY".to_string());
+        rows.push((limit, value));
+    }
+    columns(&rows, 22)
+}
+
+/// The resource limits of queue_conf(5), in its order.
+const LIMITS: &[&str] = &[
+    "s_rt", "h_rt", "s_cpu", "h_cpu", "s_fsize", "h_fsize", "s_data", "h_data", "s_stack",
+    "h_stack", "s_core", "h_core", "s_rss", "h_rss", "s_vmem", "h_vmem",
+];
+
+/// `qconf -sp PE`: a parallel environment as sge_pe(5) shows it.
+pub fn pe(p: &PeConfig) -> String {
+    let rows: Vec<(&str, String)> = vec![
+        ("pe_name", p.name.clone()),
+        ("slots", p.slots.to_string()),
+        ("user_lists", "NONE".into()),
+        ("xuser_lists", "NONE".into()),
+        ("start_proc_args", "NONE".into()),
+        ("stop_proc_args", "NONE".into()),
+        ("allocation_rule", p.allocation_rule.clone()),
+        ("control_slaves", bool_word(p.control_slaves).into()),
+        ("job_is_first_task", bool_word(p.job_is_first_task).into()),
+        ("urgency_slots", p.urgency_slots.clone()),
+        ("accounting_summary", "FALSE".into()),
+        ("qsort_args", "NONE".into()),
+    ];
+    columns(&rows, 19)
+}
+
+/// `qconf -shgrp @GROUP`.
+pub fn hostgroup(name: &str, members: &[String]) -> String {
+    format!("group_name {name}\nhostlist {}\n", words_or_none(members))
+}
+
+/// `qconf -suser USER`: a user as user(5) shows it. gridspool keeps no deletion time: SGE's
+/// `delete_time` of a user entered by hand is 0.
+pub fn user(name: &str, oticket: u32, fshare: u32, default_project: Option<&str>) -> String {
+    format!(
+        "name {name}\noticket {oticket}\nfshare {fshare}\ndelete_time 0\ndefault_project {}\n",
+        default_project.unwrap_or("NONE")
+    )
+}
+
+/// `qconf -sprj PROJECT`: a project as project(5) shows it.
+pub fn project(name: &str, oticket: u32, fshare: u32) -> String {
+    format!("name {name}\noticket {oticket}\nfshare {fshare}\nacl NONE\nxacl NONE\n")
+}
+
+/// `qconf -sstree`: the share tree as share_tree(5) shows it, nodes numbered breadth first
+/// from the root (0), as SGE numbers them.
+pub fn share_tree(root: &ShareTreeNode) -> String {
+    let mut order: Vec<&ShareTreeNode> = vec![root];
+    let mut i = 0;
+    while i < order.len() {
+        let node = order[i];
+        order.extend(node.children.iter());
+        i += 1;
+    }
+    let mut out = String::new();
+    let mut next_child = 1;
+    for (id, node) in order.iter().enumerate() {
+        let children: Vec<String> = (next_child..next_child + node.children.len())
+            .map(|c| c.to_string())
+            .collect();
+        next_child += node.children.len();
+        let _ = write!(
+            out,
+            "id={id}\nname={}\ntype=0\nshares={}\nchildnodes={}\n",
+            node.name,
+            node.shares,
+            if children.is_empty() {
+                "NONE".to_string()
+            } else {
+                children.join(",")
+            }
+        );
+    }
+    out
+}
+
+/// `qconf -ssconf`: the scheduler configuration as sched_conf(5) shows it. gridspool's own
+/// policies (`policy`, `preemption`, `armada`, …) are not SGE's and not shown; parameters
+/// gridspool does not have show SGE's defaults.
+pub fn sched_conf(config: &ClusterConfig) -> String {
+    let s = &config.scheduler;
+    let usage = ["cpu", "mem", "io"]
+        .iter()
+        .map(|k| {
+            format!(
+                "{k}={:.6}",
+                s.usage_weight_list.get(*k).copied().unwrap_or(0.0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows: Vec<(&str, String)> = vec![
+        ("algorithm", "default".into()),
+        ("schedule_interval", s.schedule_interval.clone()),
+        ("maxujobs", s.maxujobs.to_string()),
+        ("queue_sort_method", "load".into()),
+        ("job_load_adjustments", "np_load_avg=0.50".into()),
+        ("load_adjustment_decay_time", "0:7:30".into()),
+        ("load_formula", "np_load_avg".into()),
+        ("schedd_job_info", s.schedd_job_info.to_string()),
+        ("flush_submit_sec", "0".into()),
+        ("flush_finish_sec", "0".into()),
+        ("params", "none".into()),
+        ("reprioritize_interval", "0:0:0".into()),
+        ("halftime", number(s.halftime)),
+        ("usage_weight_list", usage),
+        (
+            "compensation_factor",
+            format!("{:.6}", s.compensation_factor),
+        ),
+        ("weight_user", format!("{:.6}", s.weight_user)),
+        ("weight_project", format!("{:.6}", s.weight_project)),
+        ("weight_department", format!("{:.6}", s.weight_department)),
+        ("weight_job", format!("{:.6}", s.weight_job)),
+        (
+            "weight_tickets_functional",
+            number(s.weight_tickets_functional),
+        ),
+        ("weight_tickets_share", number(s.weight_tickets_share)),
+        (
+            "share_override_tickets",
+            bool_word(s.share_override_tickets).into(),
+        ),
+        (
+            "share_functional_shares",
+            bool_word(s.share_functional_shares).into(),
+        ),
+        (
+            "max_functional_jobs_to_schedule",
+            s.max_functional_jobs_to_schedule.to_string(),
+        ),
+        (
+            "report_pjob_tickets",
+            bool_word(s.report_pjob_tickets).into(),
+        ),
+        (
+            "max_pending_tasks_per_job",
+            s.max_pending_tasks_per_job.to_string(),
+        ),
+        ("halflife_decay_list", "none".into()),
+        ("policy_hierarchy", s.policy_hierarchy.clone()),
+        ("weight_ticket", format!("{:.6}", s.weight_ticket)),
+        (
+            "weight_waiting_time",
+            format!("{:.6}", s.weight_waiting_time),
+        ),
+        ("weight_deadline", format!("{:.6}", s.weight_deadline)),
+        ("weight_urgency", format!("{:.6}", s.weight_urgency)),
+        ("weight_priority", format!("{:.6}", s.weight_priority)),
+        ("max_reservation", s.max_reservation.to_string()),
+        ("default_duration", s.default_duration.clone()),
+    ];
+    columns(&rows, 34)
+}
+
+/// `NAME VALUE` lines, the value in column `width`.
+fn columns(rows: &[(&str, String)], width: usize) -> String {
+    let mut out = String::new();
+    for (name, value) in rows {
+        let _ = writeln!(out, "{name:<width$}{value}");
+    }
+    out
+}
+
+fn bool_word(b: bool) -> &'static str {
+    if b { "TRUE" } else { "FALSE" }
+}
+
+/// A whole number as an integer (`168`), else with SGE's six decimals.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+fn words_or_none(words: &[String]) -> String {
+    if words.is_empty() {
+        "NONE".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+fn pairs_or_none(pairs: &std::collections::BTreeMap<String, String>) -> String {
+    if pairs.is_empty() {
+        "NONE".into()
+    } else {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
