@@ -9,7 +9,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-help -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-help -sc -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

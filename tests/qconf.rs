@@ -72,6 +72,7 @@ fn qconf_objects_match_sge() {
     for case in [
         "sq-all.q",
         "sq-instance",
+        "sc",
         "sp-smp",
         "shgrp-allhosts",
         "suser-added",

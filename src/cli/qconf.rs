@@ -16,7 +16,7 @@ pub const DOC: CommandDoc = CommandDoc {
     operand_hint: ValueHint::Text,
     syntax: qconf::SYNTAX,
     description: &[
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
         "The options that change the configuration are listed as SGE lists them and refused with a message: config.yaml is edited by hand and reloaded with SIGHUP to sched_d.",
     ],
     option_details: &[],
@@ -208,6 +208,10 @@ fn show(
             Ok(())
         }
         "-sq" => show_queues(value, config, o),
+        "-sc" => {
+            o.stdout.push_str(&qconf::complexes(config));
+            Ok(())
+        }
         "-ssconf" => {
             o.stdout.push_str(&qconf::sched_conf(config));
             Ok(())

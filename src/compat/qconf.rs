@@ -552,7 +552,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "show sharetree node(s) and its children",
     )
     .unsupported(),
-    OptionSpec::new("-sc", Arity::Flag, "[-sc]", "show complex attributes").unsupported(),
+    OptionSpec::new("-sc", Arity::Flag, "[-sc]", "show complex attributes"),
     OptionSpec::new(
         "-scal",
         Arity::One,
@@ -1035,6 +1035,41 @@ pub fn sched_conf(config: &ClusterConfig) -> String {
         ("default_duration", s.default_duration.clone()),
     ];
     columns(&rows, 34)
+}
+
+/// `qconf -sc`: every complex (SGE's built-in table with the configuration's entries), as
+/// complex(5) shows them.
+pub fn complexes(config: &ClusterConfig) -> String {
+    let mut out = String::from(
+        "#name               shortcut   type      relop requestable consumable default  urgency \n",
+    );
+    out.push_str(&format!("#{}\n", "-".repeat(86)));
+    for c in config.complexes() {
+        let requestable = match c.requestable {
+            crate::config::Requestable::Yes => "YES",
+            crate::config::Requestable::No => "NO",
+            crate::config::Requestable::Forced => "FORCED",
+        };
+        let consumable = match c.consumable {
+            crate::config::Consumable::Yes => "YES",
+            crate::config::Consumable::No => "NO",
+            crate::config::Consumable::Job => "JOB",
+        };
+        let _ = writeln!(
+            out,
+            "{:<20}{:<11}{:<10}{:<6}{:<12}{:<11}{:<9}{}",
+            c.name,
+            c.shortcut,
+            c.kind.name(),
+            c.relop,
+            requestable,
+            consumable,
+            c.default,
+            number(c.urgency)
+        );
+    }
+    out.push_str("# >#< starts a comment but comments are not saved across edits --------\n");
+    out
 }
 
 /// `NAME VALUE` lines, the value in column `width`.
