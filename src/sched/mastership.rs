@@ -229,9 +229,20 @@ impl Heartbeat {
         let thread = std::thread::Builder::new()
             .name("heartbeat".into())
             .spawn(move || {
+                // One line when beats start failing (a full disk would repeat it every beat),
+                // one when they pass again.
+                let mut failing = false;
                 while !flag.load(Ordering::SeqCst) {
-                    if let Err(e) = m.beat(false) {
-                        warn!("heartbeat not written: {e}");
+                    match m.beat(false) {
+                        Err(e) if !failing => {
+                            warn!("heartbeat not written (a shadow may take over): {e}");
+                            failing = true;
+                        }
+                        Ok(()) if failing => {
+                            info!("heartbeat written again");
+                            failing = false;
+                        }
+                        _ => {}
                     }
                     if let Err(replaced) = m.check() {
                         exit_replaced(&replaced);
