@@ -78,6 +78,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
         now: gridspool::compat::time::now(),
         load: &load,
         host_loads: &Default::default(),
+        disabled_instances: &Default::default(),
     };
     for extra in [&[][..], &["-xml".to_string()][..]] {
         let mut words = vec!["-u".to_string(), "*".to_string()];

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CLIENTS: [&str; 9] = [
-    "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf",
+const CLIENTS: [&str; 10] = [
+    "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf", "qmod",
 ];
 const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
 /// The ceiling for the installed set.

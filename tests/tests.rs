@@ -14,6 +14,7 @@ mod qconf;
 mod qdel;
 mod qhold;
 mod qhost;
+mod qmod;
 mod qstat;
 mod qsub;
 mod sched;

@@ -16,6 +16,7 @@ pub mod qconf;
 pub mod qdel;
 pub mod qhold;
 pub mod qhost;
+pub mod qmod;
 pub mod qrls;
 pub mod qstat;
 pub mod qsub;

@@ -42,6 +42,7 @@ pub const COMMANDS: &[Command] = &[
     QACCT,
     QHOST,
     QCONF,
+    QMOD,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -76,6 +77,9 @@ pub const QHOST: Command = client("qhost", || {
 });
 pub const QCONF: Command = client("qconf", || {
     super::run_with_text_args("qconf", super::qconf::main)
+});
+pub const QMOD: Command = client("qmod", || {
+    super::run_with_text_args("qmod", super::qmod::main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

@@ -44,6 +44,8 @@ pub const DOC: CommandDoc = CommandDoc {
     name: "qdel",
     summary: "delete Grid Engine jobs and array tasks",
     synopsis: "[options] job_task_list",
+    help_width: 41,
+    syntax_width: 24,
     options: OPTIONS,
     operand: Some(("job_task_list", "delete all jobs given in list")),
     operand_hint: ValueHint::Jobs,

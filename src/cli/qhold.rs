@@ -87,6 +87,8 @@ pub const QHOLD_DOC: CommandDoc = CommandDoc {
     name: "qhold",
     summary: "hold Grid Engine jobs and array tasks",
     synopsis: "[options] job_task_list",
+    help_width: 41,
+    syntax_width: 24,
     options: OPTIONS,
     operand: Some((
         "job_task_list",

@@ -67,6 +67,8 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     name: "qhost",
     summary: "show the status of gridspool execution hosts",
     synopsis: "[options]",
+    help_width: 41,
+    syntax_width: 24,
     options: OPTIONS,
     operand: None,
     operand_hint: crate::compat::docs::ValueHint::Text,

@@ -44,6 +44,10 @@ pub struct CommandDoc {
     pub summary: &'static str,
     /// After the name in `usage:` (`[options] job_task_list`).
     pub synopsis: &'static str,
+    /// The column of the options' help in `-help` (41 for most of SGE's commands, 24 for
+    /// `qmod`), and of the syntax legend's definitions (24; 27 for `qmod`).
+    pub help_width: usize,
+    pub syntax_width: usize,
     /// The command's option table, in SGE's `-help` order.
     pub options: &'static [OptionSpec],
     /// The operand's row at the end of the option list of `-help` (usage, help), if any.
@@ -76,6 +80,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qacct::DOC,
         crate::cli::qhost::DOC,
         crate::cli::qconf::DOC,
+        crate::cli::qmod::DOC,
     ]
 }
 
@@ -87,10 +92,16 @@ pub fn help_text(doc: &CommandDoc) -> String {
         rows.push(OptionSpec::new("", Arity::Flag, usage, help));
     }
     let mut out = format!("{SGE_VERSION_LINE}\nusage: {} {}\n", doc.name, doc.synopsis);
-    out.push_str(&help_lines(&rows, "   ", 41));
+    out.push_str(&help_lines(&rows, "   ", doc.help_width));
     out.push('\n');
     for item in doc.syntax {
-        let _ = writeln!(out, "{:<24}{}", item.name, item.definition);
+        let _ = writeln!(
+            out,
+            "{:<width$}{}",
+            item.name,
+            item.definition,
+            width = doc.syntax_width
+        );
     }
     out
 }

@@ -30,6 +30,7 @@ pub fn denied(d: &Denied) -> String {
             format!("denied: \"{user}\" must be manager to force the deletion of job {job}")
         }
         Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
+        Denied::NotForJobs => "denied: not an action on a job".to_string(),
     }
 }
 

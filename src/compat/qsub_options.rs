@@ -627,6 +627,8 @@ pub const QSUB_DOC: CommandDoc = CommandDoc {
     name: "qsub",
     summary: "submit a batch job to gridspool",
     synopsis: "[options]",
+    help_width: 41,
+    syntax_width: 24,
     options: QSUB_OPTIONS,
     operand: Some(("[{command|-} [command_args]]", "")),
     operand_hint: ValueHint::Files,
@@ -713,6 +715,8 @@ pub const QALTER_DOC: CommandDoc = CommandDoc {
     name: "qalter",
     summary: "change the attributes of pending and running gridspool jobs",
     synopsis: "[options] job_task_list",
+    help_width: 41,
+    syntax_width: 24,
     options: QALTER_OPTIONS,
     operand: Some((
         "job_task_list",

@@ -128,6 +128,13 @@ pub enum RequestAction {
     },
     /// Re-evaluate the job now (Qube!'s "shove").
     Shove { job: JobId },
+    /// `qmod -d` (`disabled`) or `qmod -e` of queue instances (`all.q@node1`): a disabled
+    /// instance takes no new work. No job's: sched_d keeps the states in
+    /// `daemon/qinstances.json` (`spool::qinstances`).
+    QueueState {
+        instances: Vec<String>,
+        disabled: bool,
+    },
 }
 
 /// A hold type as stored in a request (`"u"`, `"o"`, `"s"`).
@@ -162,13 +169,15 @@ impl From<HoldType> for HoldTypeName {
 }
 
 impl RequestAction {
-    pub fn job(&self) -> JobId {
+    /// The job the action is for; `None` for one on queue instances.
+    pub fn job(&self) -> Option<JobId> {
         match self {
             RequestAction::Delete { job, .. }
             | RequestAction::Hold { job, .. }
             | RequestAction::Release { job, .. }
             | RequestAction::Alter { job, .. }
-            | RequestAction::Shove { job } => *job,
+            | RequestAction::Shove { job } => Some(*job),
+            RequestAction::QueueState { .. } => None,
         }
     }
 }
@@ -262,6 +271,9 @@ pub enum Denied {
     SystemHold { user: String, release: bool },
     #[error("{user} must be operator to shove a job")]
     Shove { user: String },
+    /// A `qmod` of queue instances given for a job: such actions are not a job's.
+    #[error("not an action on a job")]
+    NotForJobs,
 }
 
 impl Request {
@@ -272,6 +284,7 @@ impl Request {
         job: &mut JobRecord,
     ) -> Result<Outcome, Denied> {
         match action {
+            RequestAction::QueueState { .. } => Err(Denied::NotForJobs),
             RequestAction::Delete { tasks, force, .. } => {
                 // sge_gdi_del_job refuses a forced deletion before looking at any job.
                 if *force && !who.manager {

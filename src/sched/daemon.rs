@@ -29,7 +29,8 @@ use crate::config::{ClusterConfig, ConfigError};
 use crate::launch::LaunchEvent;
 use crate::mail::{self, MailEvent, Mailer};
 use crate::model::{
-    ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request, RunningDeletion, TaskId,
+    ErrorInfo, FinishedTask, JobId, JobRecord, Outcome, Request, RequestAction, RunningDeletion,
+    TaskId,
 };
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
@@ -862,6 +863,9 @@ impl Daemon {
     /// finished jobs awaiting retirement, leftover temporary files.
     fn recover(&mut self) {
         self.sweep_temp_files();
+        for name in self.spool.queue_instance_states().disabled {
+            self.state.set_instance_disabled(&name, true);
+        }
         let ids = self.list_job_ids();
         for id in ids {
             self.load_job(id);
@@ -1107,6 +1111,29 @@ impl Daemon {
         }
     }
 
+    /// `qmod -d`/`-e`: operators and managers only (the client refused the others already);
+    /// the states are durable in `daemon/qinstances.json` before the request goes.
+    fn queue_state(&mut self, who: &crate::model::Requester, instances: &[String], disabled: bool) {
+        if !(who.manager || who.operator) {
+            warn!(user = %who.user, "qmod by a user who is neither operator nor manager: ignored");
+            return;
+        }
+        for name in instances {
+            if self.state.set_instance_disabled(name, disabled) {
+                info!(instance = %name, disabled, user = %who.user, "queue instance state changed");
+            }
+        }
+        let states = crate::spool::QueueInstanceStates {
+            v: 1,
+            disabled: self.state.disabled_instances.clone(),
+        };
+        if let Err(e) = self.spool.write_queue_instance_states(&states) {
+            error!("cannot write the queue instance states: {e}");
+        }
+        self.pass_needed = true;
+        self.full_pass = true;
+    }
+
     fn quarantine_file(&self, path: &Path, reason: &str) {
         warn!("{}: {reason}: quarantined", path.display());
         if let Err(e) = self.spool.quarantine(path, reason) {
@@ -1129,7 +1156,16 @@ impl Daemon {
         // after a restart, skips them all).
         let mut absorbing: HashSet<JobId> = HashSet::new();
         for action in &req.actions {
-            let id = action.job();
+            let Some(id) = action.job() else {
+                if let RequestAction::QueueState {
+                    instances,
+                    disabled,
+                } = action
+                {
+                    self.queue_state(&req.requester, instances, *disabled);
+                }
+                continue;
+            };
             let Some(job) = self.state.job_mut(id) else {
                 debug!(job = %id, seq = req.seq, "request for a job that is gone");
                 continue;

@@ -173,6 +173,8 @@ pub struct SchedState {
     /// Jobs with runs given up on an unknown host (`unknown_hosts`), so that finding them
     /// never walks every job.
     pub(crate) rescheduled_jobs: BTreeSet<JobId>,
+    /// Queue instances `qmod -d` disabled (`all.q@node1`), kept over configuration reloads.
+    pub disabled_instances: BTreeSet<String>,
     pub(crate) policy: Box<dyn PriorityPolicy>,
     dirty: BTreeSet<JobId>,
     names: HashMap<String, u32>,
@@ -254,6 +256,7 @@ impl SchedState {
             running: HashMap::new(),
             user_running: HashMap::new(),
             rescheduled_jobs: BTreeSet::new(),
+            disabled_instances: BTreeSet::new(),
             policy,
             dirty: BTreeSet::new(),
             names: HashMap::new(),
@@ -846,6 +849,29 @@ impl SchedState {
         }
     }
 
+    /// `qmod -d`/`-e` of a queue instance (`all.q@node1`): whether it changed. An instance
+    /// the configuration does not have is remembered all the same (it may come with a
+    /// reload).
+    pub fn set_instance_disabled(&mut self, name: &str, disabled: bool) -> bool {
+        let changed = if disabled {
+            self.disabled_instances.insert(name.to_string())
+        } else {
+            self.disabled_instances.remove(name)
+        };
+        self.apply_instance_states();
+        changed
+    }
+
+    /// The cluster's queue instances disabled as the configuration and `qmod` say.
+    fn apply_instance_states(&mut self) {
+        for qi in &mut self.cluster.qis {
+            let name = format!("{}@{}", qi.queue, self.cluster.hosts[qi.host].name);
+            let configured = self.config.queue(&qi.queue).is_some_and(|q| q.disabled);
+            qi.disabled = configured || self.disabled_instances.contains(&name);
+        }
+        self.invalidate_order();
+    }
+
     /// Hosts marked unreachable, with the time they will be retried.
     pub fn hosts_down(&self) -> Vec<(String, i64)> {
         self.cluster
@@ -874,6 +900,7 @@ impl SchedState {
                 self.cluster.hosts[i].unknown = unknown;
             }
         }
+        self.apply_instance_states();
         self.invalidate_order();
         self.categories.clear();
         self.cat_index.clear();

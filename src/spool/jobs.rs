@@ -380,7 +380,7 @@ impl Spool {
         let (requests, mut problems) = self.scan_requests()?;
         let mut full_for: Vec<JobId> = requests
             .iter()
-            .flat_map(|r| r.actions.iter().map(|a| a.job()))
+            .flat_map(|r| r.actions.iter().filter_map(|a| a.job()))
             .collect();
         full_for.sort_unstable();
         full_for.dedup();
@@ -1601,7 +1601,8 @@ pub(crate) fn apply_pending(jobs: &mut Vec<JobRecord>, requests: &[Request]) {
     }
     for req in requests {
         for action in &req.actions {
-            let Ok(i) = jobs.binary_search_by_key(&action.job(), |j| j.id) else {
+            let Some(id) = action.job() else { continue };
+            let Ok(i) = jobs.binary_search_by_key(&id, |j| j.id) else {
                 continue;
             };
             let job = &mut jobs[i];

@@ -24,11 +24,13 @@ pub mod index;
 pub mod open;
 pub use open::OpenError;
 mod jobs;
+mod qinstances;
 mod requests;
 pub mod sequence;
 
 pub use index::{IndexWriter, ListingEntry};
 pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
+pub use qinstances::QueueInstanceStates;
 
 use std::path::{Path, PathBuf};
 

@@ -361,6 +361,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qacct" => env!("CARGO_BIN_EXE_qacct"),
         "qhost" => env!("CARGO_BIN_EXE_qhost"),
         "qconf" => env!("CARGO_BIN_EXE_qconf"),
+        "qmod" => env!("CARGO_BIN_EXE_qmod"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

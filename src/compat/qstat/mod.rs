@@ -156,6 +156,8 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     name: "qstat",
     summary: "show the status of gridspool jobs and queues",
     synopsis: "[options]",
+    help_width: 41,
+    syntax_width: 24,
     options: QSTAT_OPTIONS,
     operand: None,
     operand_hint: super::docs::ValueHint::Text,
@@ -557,6 +559,9 @@ pub struct View<'a> {
     /// Why `sched_d` starts nothing now, when it says so (`Spool::storage_blocked`): shown
     /// first among every pending job's reasons.
     pub storage_blocked: Option<&'a str>,
+    /// Queue instances `qmod -d` disabled (`daemon/qinstances.json`; empty unless queues are
+    /// listed).
+    pub disabled_instances: &'a std::collections::BTreeSet<String>,
 }
 
 impl<'a> View<'a> {

@@ -64,6 +64,8 @@ pub struct QueueInstance<'a> {
     /// The host's state is known: it is the host `qstat` runs on, or `sched_d` reported it
     /// reachable recently.
     pub known: bool,
+    /// Disabled: the queue in the configuration, or this instance by `qmod -d`.
+    pub disabled: bool,
 }
 
 impl QueueInstance<'_> {
@@ -91,7 +93,7 @@ impl QueueInstance<'_> {
     /// host did not answer — as SGE marks the queues of an execd that stopped reporting.
     /// gridspool has no suspend-threshold, calendar or error states for queues.
     pub fn states(&self) -> &'static str {
-        match (self.known, self.queue.disabled) {
+        match (self.known, self.disabled) {
             (true, false) => "",
             (true, true) => "d",
             (false, false) => "au",
@@ -107,7 +109,7 @@ impl QueueInstance<'_> {
 
 /// Whether a queue instance matches one `wc_queue` of `-q` (`all.q`, `all.q@host`,
 /// `*@host`, `all.q@@group`).
-fn matches_wc_queue(config: &ClusterConfig, wc: &str, queue: &str, host: &str) -> bool {
+pub(crate) fn matches_wc_queue(config: &ClusterConfig, wc: &str, queue: &str, host: &str) -> bool {
     let (qpat, hpat) = match wc.split_once('@') {
         Some((q, h)) => (q, Some(h)),
         None => (wc, None),
@@ -169,6 +171,10 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 },
                 arch: h.arch.clone(),
                 known: local || report.is_some_and(|r| r.known),
+                disabled: q.disabled
+                    || view
+                        .disabled_instances
+                        .contains(&format!("{}@{}", q.name, h.name)),
             };
             if let Some(states) = &args.queue_states
                 && !states.chars().any(|c| inst.states().contains(c))

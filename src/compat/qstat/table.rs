@@ -598,7 +598,7 @@ pub(crate) fn summaries(args: &QstatArgs, view: &View<'_>) -> Vec<ClusterQueueSu
         for i in instances.iter().filter(|i| i.queue.name == name) {
             s.used += i.slots_used;
             s.total += i.slots_total;
-            if i.queue.disabled {
+            if i.disabled {
                 s.disabled += 1;
             } else {
                 s.available += i.slots_total.saturating_sub(i.slots_used);

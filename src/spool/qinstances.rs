@@ -1,0 +1,43 @@
+//! `daemon/qinstances.json`: the states of queue instances that `qmod` sets (SGE keeps them in
+//! its qmaster's spool, not in the configuration): for now the instances `qmod -d` disabled.
+//! Written by `sched_d` as it applies a `qmod` request, read by it at start and by `qstat`
+//! and `qmod` to show and decide.
+
+use super::{Spool, SpoolError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+const FILE: &str = "qinstances.json";
+
+/// What `qmod` has set on queue instances (`all.q@node1`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInstanceStates {
+    pub v: u32,
+    /// Disabled by `qmod -d`: no new work (a queue's own `disabled` in the configuration is
+    /// apart from these).
+    #[serde(default)]
+    pub disabled: BTreeSet<String>,
+}
+
+impl Spool {
+    /// The states; none when the file is missing or unreadable (a malformed file is logged by
+    /// nobody here: `sched_d` rewrites it at its next `qmod`).
+    pub fn queue_instance_states(&self) -> QueueInstanceStates {
+        super::open::read(&self.daemon_dir().join(FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the states durably (`sched_d`).
+    pub fn write_queue_instance_states(
+        &self,
+        states: &QueueInstanceStates,
+    ) -> Result<(), SpoolError> {
+        let json = serde_json::to_vec(states).map_err(|e| SpoolError::Malformed {
+            path: self.daemon_dir().join(FILE),
+            reason: e.to_string(),
+        })?;
+        super::durable::write_replace(&self.daemon_dir(), FILE, &json, 0o644)
+    }
+}
