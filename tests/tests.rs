@@ -15,6 +15,7 @@ mod qdel;
 mod qhold;
 mod qhost;
 mod qmod;
+mod qselect;
 mod qstat;
 mod qsub;
 mod sched;

@@ -18,6 +18,7 @@ pub mod qhold;
 pub mod qhost;
 pub mod qmod;
 pub mod qrls;
+pub mod qselect;
 pub mod qstat;
 pub mod qsub;
 pub mod sched_d;

@@ -43,6 +43,7 @@ pub const COMMANDS: &[Command] = &[
     QHOST,
     QCONF,
     QMOD,
+    QSELECT,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -80,6 +81,9 @@ pub const QCONF: Command = client("qconf", || {
 });
 pub const QMOD: Command = client("qmod", || {
     super::run_with_text_args("qmod", super::qmod::main)
+});
+pub const QSELECT: Command = client("qselect", || {
+    super::run_with_text_args("qselect", super::qselect::main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

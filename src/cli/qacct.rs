@@ -125,6 +125,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     name: "qacct",
     summary: "report and account for gridspool usage",
     synopsis: "[options]",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: OPTIONS,

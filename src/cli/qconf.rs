@@ -11,6 +11,7 @@ pub const DOC: CommandDoc = CommandDoc {
     name: "qconf",
     summary: "show the gridspool cluster configuration in Grid Engine's formats",
     synopsis: "[options]",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: qconf::OPTIONS,

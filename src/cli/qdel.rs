@@ -44,6 +44,7 @@ pub const DOC: CommandDoc = CommandDoc {
     name: "qdel",
     summary: "delete Grid Engine jobs and array tasks",
     synopsis: "[options] job_task_list",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: OPTIONS,

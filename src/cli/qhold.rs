@@ -87,6 +87,7 @@ pub const QHOLD_DOC: CommandDoc = CommandDoc {
     name: "qhold",
     summary: "hold Grid Engine jobs and array tasks",
     synopsis: "[options] job_task_list",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: OPTIONS,

@@ -67,6 +67,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     name: "qhost",
     summary: "show the status of gridspool execution hosts",
     synopsis: "[options]",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: OPTIONS,

@@ -112,6 +112,7 @@ pub const DOC: CommandDoc = CommandDoc {
     name: "qmod",
     summary: "disable and enable gridspool queue instances",
     synopsis: "[options]",
+    help_indent: "   ",
     help_width: 24,
     syntax_width: 27,
     options: OPTIONS,

@@ -44,6 +44,8 @@ pub struct CommandDoc {
     pub summary: &'static str,
     /// After the name in `usage:` (`[options] job_task_list`).
     pub synopsis: &'static str,
+    /// What `-help` puts before each option (three spaces; eight for `qselect`).
+    pub help_indent: &'static str,
     /// The column of the options' help in `-help` (41 for most of SGE's commands, 24 for
     /// `qmod`), and of the syntax legend's definitions (24; 27 for `qmod`).
     pub help_width: usize,
@@ -81,6 +83,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qhost::DOC,
         crate::cli::qconf::DOC,
         crate::cli::qmod::DOC,
+        crate::cli::qselect::DOC,
     ]
 }
 
@@ -92,7 +95,7 @@ pub fn help_text(doc: &CommandDoc) -> String {
         rows.push(OptionSpec::new("", Arity::Flag, usage, help));
     }
     let mut out = format!("{SGE_VERSION_LINE}\nusage: {} {}\n", doc.name, doc.synopsis);
-    out.push_str(&help_lines(&rows, "   ", doc.help_width));
+    out.push_str(&help_lines(&rows, doc.help_indent, doc.help_width));
     out.push('\n');
     for item in doc.syntax {
         let _ = writeln!(

@@ -362,6 +362,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qhost" => env!("CARGO_BIN_EXE_qhost"),
         "qconf" => env!("CARGO_BIN_EXE_qconf"),
         "qmod" => env!("CARGO_BIN_EXE_qmod"),
+        "qselect" => env!("CARGO_BIN_EXE_qselect"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

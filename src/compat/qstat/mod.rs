@@ -156,6 +156,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     name: "qstat",
     summary: "show the status of gridspool jobs and queues",
     synopsis: "[options]",
+    help_indent: "   ",
     help_width: 41,
     syntax_width: 24,
     options: QSTAT_OPTIONS,
