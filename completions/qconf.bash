@@ -2,6 +2,7 @@
 _gridspool_qconf() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
+        -sconf) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
@@ -9,7 +10,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-help -sc -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-help -sc -sconf -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

@@ -85,6 +85,33 @@ fn qconf_objects_match_sge() {
     compare(&oracle_cell(TREE), "sstree");
 }
 
+/// `-sconf`: the global configuration with the oracle's values where gridspool has them
+/// (`min_uid`, `min_gid` 1000, SGE's `max_unheard` and `reschedule_unknown`, no
+/// `qmaster_params`); the execution spool is the cell's own.
+#[test]
+fn qconf_sconf_matches_sge() {
+    let Some(root) = root() else {
+        return skip("qconf_sconf_matches_sge", "needs root");
+    };
+    let cell = TestCell::with_config(|c| {
+        format!(
+            "{}\nmax_unheard: \"0:5:0\"\nreschedule_unknown: \"0:0:0\"\nenable_reschedule_kill: false\n",
+            c.replace("min_uid: 0", "min_uid: 1000")
+                .replace("min_gid: 0", "min_gid: 1000")
+        )
+    });
+    let mut cap = Capture::load("qconf/sconf.txt");
+    cap.stdout = cap.stdout.replace(
+        "/var/spool/gridengine/execd",
+        &cell.cell.join("execd").display().to_string(),
+    );
+    let run = cell.run(&root, "qconf", &["-sconf"]);
+    assert_matches(&run, &cap);
+    let run = cell.run(&root, "qconf", &["-sconf", "global"]);
+    assert_matches(&run, &cap);
+    compare(&cell, "sconf-host");
+}
+
 #[test]
 fn qconf_says_what_does_not_exist_as_sge_does() {
     let cell = oracle_cell(NO_TREE);

@@ -19,7 +19,7 @@ pub const DOC: CommandDoc = CommandDoc {
     operand_hint: ValueHint::Text,
     syntax: qconf::SYNTAX,
     description: &[
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
         "The options that change the configuration are listed as SGE lists them and refused with a message: config.yaml is edited by hand and reloaded with SIGHUP to sched_d.",
     ],
     option_details: &[],
@@ -32,7 +32,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "The options that change the configuration (-a*, -d*, -m*, -M*, -r*) and the show forms of objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists, global and host configurations) are refused with a message.",
+        "The options that change the configuration (-a*, -d*, -m*, -M*, -r*) and the show forms of objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists) are refused with a message.",
     ],
     see_also: &["qstat", "qhost", "sched_d"],
 };
@@ -44,13 +44,14 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
         return run(&args, None).finish();
     }
     match super::load_env(spool) {
-        Ok(env) => run(&args, Some(&env.config)).finish(),
+        Ok(env) => run(&args, Some(&env)).finish(),
         Err(o) => o.finish(),
     }
 }
 
-/// Runs `qconf args` over `config` (`None` only for `-help` and an empty command line).
-pub fn run(args: &[String], config: Option<&ClusterConfig>) -> Output {
+/// Runs `qconf args` over the cell of `env` (`None` only for `-help` and an empty command
+/// line).
+pub fn run(args: &[String], env: Option<&super::ClientEnv>) -> Output {
     let mut o = Output::default();
     let help = docs::help_text(&DOC);
     if args.is_empty() {
@@ -63,7 +64,7 @@ pub fn run(args: &[String], config: Option<&ClusterConfig>) -> Output {
         o.stdout.push_str(&help);
         return o;
     }
-    let Some(config) = config else {
+    let Some(env) = env else {
         o.code = 1;
         return o;
     };
@@ -97,7 +98,7 @@ pub fn run(args: &[String], config: Option<&ClusterConfig>) -> Output {
             }
             _ => None,
         };
-        if let Err(message) = show(word, value, config, &mut o) {
+        if let Err(message) = show(word, value, env, &mut o) {
             o.err(message);
             o.code = 1;
             return o;
@@ -110,9 +111,10 @@ pub fn run(args: &[String], config: Option<&ClusterConfig>) -> Output {
 fn show(
     option: &str,
     value: Option<&str>,
-    config: &ClusterConfig,
+    env: &super::ClientEnv,
     o: &mut Output,
 ) -> Result<(), String> {
+    let config = &env.config;
     let sorted = |mut names: Vec<String>| {
         names.sort();
         names
@@ -211,6 +213,29 @@ fn show(
             Ok(())
         }
         "-sq" => show_queues(value, config, o),
+        "-sconf" => {
+            for name in value.split(',') {
+                match name {
+                    "" | "global" => {
+                        // The execution hosts' task directories: `execd` in the cell.
+                        let exec = env.spool.root().join("execd");
+                        o.stdout
+                            .push_str(&qconf::global_conf(config, &exec.display().to_string()));
+                    }
+                    host => match config
+                        .host(host)
+                        .and_then(|h| h.reschedule_unknown.as_ref())
+                    {
+                        // A host's own configuration: what it overrides.
+                        Some(t) => o
+                            .stdout
+                            .push_str(&format!("#{host}:\n{:<29}{t}\n", "reschedule_unknown")),
+                        None => return Err(format!("configuration {host} not defined")),
+                    },
+                }
+            }
+            Ok(())
+        }
         "-sc" => {
             o.stdout.push_str(&qconf::complexes(config));
             Ok(())

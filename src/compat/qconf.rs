@@ -586,8 +586,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-sconf [host_list|global]]",
         "show configurations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-sconfl",
         Arity::Flag,
@@ -1070,6 +1069,94 @@ pub fn complexes(config: &ClusterConfig) -> String {
     }
     out.push_str("# >#< starts a comment but comments are not saved across edits --------\n");
     out
+}
+
+/// `qconf -sconf [global]`: the global configuration as sge_conf(5) shows it, with
+/// gridspool's values where it has them (`mailer`, `min_uid`, `min_gid`,
+/// `load_report_time`, `max_unheard`, `reschedule_unknown`, `qmaster_params`, the execution
+/// spool under the cell) and a fresh SGE 8.1.9's elsewhere.
+pub fn global_conf(config: &ClusterConfig, exec_spool_dir: &str) -> String {
+    let hms = |d: std::time::Duration| {
+        let s = d.as_secs();
+        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    };
+    let reschedule_unknown = config
+        .reschedule_unknown
+        .as_deref()
+        .map_or(Some(crate::config::DEFAULT_RESCHEDULE_UNKNOWN), |t| {
+            crate::sched::value::parse_time(t)
+                .filter(|&s| s > 0)
+                .map(|s| std::time::Duration::from_secs(s as u64))
+        })
+        .map_or("00:00:00".to_string(), hms);
+    let mut params = Vec::new();
+    if config.enable_reschedule_kill.unwrap_or(true) {
+        params.push("ENABLE_RESCHEDULE_KILL=1");
+    }
+    if config.enable_reschedule_slave.unwrap_or(false) {
+        params.push("ENABLE_RESCHEDULE_SLAVE=1");
+    }
+    let rows: Vec<(&str, String)> = vec![
+        ("execd_spool_dir", exec_spool_dir.to_string()),
+        ("mailer", config.mailer().display().to_string()),
+        ("xterm", "/usr/bin/xterm".into()),
+        ("load_sensor", "none".into()),
+        ("prolog", "none".into()),
+        ("epilog", "none".into()),
+        ("shell_start_mode", "posix_compliant".into()),
+        ("login_shells", crate::launch::LOGIN_SHELLS.join(",")),
+        ("min_uid", config.min_uid.to_string()),
+        ("min_gid", config.min_gid.to_string()),
+        ("user_lists", "none".into()),
+        ("xuser_lists", "none".into()),
+        ("projects", "none".into()),
+        ("xprojects", "none".into()),
+        ("enforce_project", "false".into()),
+        ("enforce_user", "auto".into()),
+        ("load_report_time", hms(config.load_report_interval())),
+        ("max_unheard", hms(config.max_unheard())),
+        ("reschedule_unknown", reschedule_unknown),
+        ("loglevel", "log_warning".into()),
+        ("administrator_mail", "root".into()),
+        ("set_token_cmd", "none".into()),
+        ("pag_cmd", "none".into()),
+        ("token_extend_time", "none".into()),
+        ("shepherd_cmd", "none".into()),
+        (
+            "qmaster_params",
+            if params.is_empty() {
+                "none".to_string()
+            } else {
+                params.join(",")
+            },
+        ),
+        ("execd_params", "none".into()),
+        (
+            "reporting_params",
+            "accounting=true reporting=false \\\n                             flush_time=00:00:15 joblog=false sharelog=00:00:00".into(),
+        ),
+        ("finished_jobs", "100".into()),
+        ("gid_range", "65400-65500".into()),
+        ("qlogin_command", "builtin".into()),
+        ("qlogin_daemon", "builtin".into()),
+        ("rlogin_command", "builtin".into()),
+        ("rlogin_daemon", "builtin".into()),
+        ("rsh_command", "builtin".into()),
+        ("rsh_daemon", "builtin".into()),
+        ("max_aj_instances", "2000".into()),
+        ("max_aj_tasks", "75000".into()),
+        ("max_u_jobs", "0".into()),
+        ("max_jobs", "0".into()),
+        ("auto_user_oticket", "0".into()),
+        ("auto_user_fshare", "0".into()),
+        ("auto_user_default_project", "none".into()),
+        ("auto_user_delete_time", "86400".into()),
+        ("delegated_file_staging", "false".into()),
+        ("reprioritize", "0".into()),
+        ("jsv_url", "none".into()),
+        ("jsv_allowed_mod", "ac,h,i,e,o,j,M,N,p,w".into()),
+    ];
+    format!("#global:\n{}\n", columns(&rows, 29))
 }
 
 /// `NAME VALUE` lines, the value in column `width`.

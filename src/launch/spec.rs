@@ -19,7 +19,7 @@ pub const SHEPHERD_BINARY: &str = "gridspool-shepherd";
 
 /// SGE's default `login_shells` (global configuration): shells started as login shells
 /// (`argv[0]` = `-sh`), which is why a job's `PATH` is the one `/etc/profile` sets.
-pub const LOGIN_SHELLS: [&str; 5] = ["sh", "bash", "ksh", "csh", "tcsh"];
+pub const LOGIN_SHELLS: [&str; 5] = ["bash", "sh", "ksh", "csh", "tcsh"];
 
 /// What the job runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
