@@ -395,10 +395,13 @@ fn sched_d_killed_while_hosts_die_and_return_loses_nothing_and_runs_nothing_twic
             1,
             "job {id}: {lines:?}"
         );
-        assert_eq!(
-            count(&lines, &format!("start {id}")),
-            1 + rescheduled,
-            "job {id}: a start per run: {lines:?}"
+        // A run given up may have died before its first command (its host crashed while
+        // it was being started): at most one start per run.
+        let starts = count(&lines, &format!("start {id}"));
+        assert!(
+            (1..=1 + rescheduled).contains(&starts),
+            "job {id}: {starts} starts for {} runs: {lines:?}",
+            1 + rescheduled
         );
     }
 }
