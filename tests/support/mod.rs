@@ -220,7 +220,7 @@ impl TestCell {
         } else {
             Stdio::null()
         });
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
+        let mut child = spawn_retrying(&mut cmd).unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
         if let Some(text) = stdin {
             let mut pipe = child.stdin.take().expect("stdin");
             pipe.write_all(text.as_bytes()).expect("write stdin");
@@ -292,6 +292,23 @@ fn share_like_an_installation(cell: &Path, gid: u32) {
     }
 }
 
+/// Spawns `cmd`, again while the kernel says `ETXTBSY`: a client copied in by
+/// [`client_path`] is briefly still open for writing in the child of another thread's fork,
+/// until that child's `exec` closes it (the classic race of writing and running a program in
+/// one multi-threaded process; Go's `os/exec` retries the same way).
+pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The binary to run for a client: as root, a copy installed setgid to the test group, so
 /// that tests exercise exactly what a shared installation runs; otherwise the built binary.
 /// The daemon and shepherd run as root and are used as built.
@@ -315,7 +332,15 @@ pub fn client_path(bin: &str) -> PathBuf {
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !target.exists() {
         let tmp = dir.join(format!(".{bin}.tmp"));
-        std::fs::copy(bin_path(bin), &tmp).expect("copy client");
+        // Copied by `cp`, not by this process: a file this process held open for writing
+        // would be inherited by the children that other threads fork meanwhile, and their
+        // `exec` of it would fail with ETXTBSY (see `spawn_retrying`).
+        let copied = Command::new("cp")
+            .arg(bin_path(bin))
+            .arg(&tmp)
+            .status()
+            .expect("cp");
+        assert!(copied.success(), "copy client {bin}");
         std::os::unix::fs::chown(&tmp, Some(0), Some(gid)).expect("chown client");
         set_mode(&tmp, 0o2755);
         std::fs::rename(&tmp, &target).expect("install client");
