@@ -213,6 +213,32 @@ impl Output {
     }
 }
 
+/// `main` of an SGE administration command (`qconf`, `qmod`): `-help` prints the help; an
+/// empty command line prints it to stderr with `ERROR! no option argument` (exit 1), as SGE
+/// 8.1.9 does; otherwise `run` over the cell.
+pub fn admin_main(
+    mut args: Vec<String>,
+    doc: &crate::compat::docs::CommandDoc,
+    run: impl FnOnce(&[String], &ClientEnv) -> Output,
+) -> std::process::ExitCode {
+    let spool = take_spool_arg(&mut args);
+    let mut o = Output::default();
+    if args.is_empty() {
+        o.stderr.push_str(&crate::compat::docs::help_text(doc));
+        o.err("ERROR! no option argument");
+        o.code = 1;
+        return o.finish();
+    }
+    if args.iter().any(|a| a == "-help") {
+        o.stdout.push_str(&crate::compat::docs::help_text(doc));
+        return o.finish();
+    }
+    match load_env(spool) {
+        Ok(env) => run(&args, &env).finish(),
+        Err(o) => o.finish(),
+    }
+}
+
 /// `ClientEnv::load` or an `Output` carrying the failure (exit 1, message on stderr).
 pub fn load_env(explicit_spool: Option<PathBuf>) -> Result<ClientEnv, Output> {
     ClientEnv::load(explicit_spool).map_err(|e| {

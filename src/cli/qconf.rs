@@ -38,36 +38,14 @@ pub const DOC: CommandDoc = CommandDoc {
 };
 
 /// The `qconf` binary.
-pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
-    let spool = super::take_spool_arg(&mut args);
-    if args.is_empty() || args.iter().any(|a| a == "-help") {
-        return run(&args, None).finish();
-    }
-    match super::load_env(spool) {
-        Ok(env) => run(&args, Some(&env)).finish(),
-        Err(o) => o.finish(),
-    }
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    super::admin_main(args, &DOC, run)
 }
 
-/// Runs `qconf args` over the cell of `env` (`None` only for `-help` and an empty command
-/// line).
-pub fn run(args: &[String], env: Option<&super::ClientEnv>) -> Output {
+/// Runs `qconf args` over the cell of `env` (`-help` and an empty command line are
+/// [`super::admin_main`]'s).
+pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
     let mut o = Output::default();
-    let help = docs::help_text(&DOC);
-    if args.is_empty() {
-        o.stderr.push_str(&help);
-        o.err("ERROR! no option argument");
-        o.code = 1;
-        return o;
-    }
-    if args.iter().any(|a| a == "-help") {
-        o.stdout.push_str(&help);
-        return o;
-    }
-    let Some(env) = env else {
-        o.code = 1;
-        return o;
-    };
     let mut words = args.iter().peekable();
     while let Some(word) = words.next() {
         let Some(spec) = qconf::OPTIONS.iter().find(|s| s.name == word.as_str()) else {
@@ -88,7 +66,7 @@ pub fn run(args: &[String], env: Option<&super::ClientEnv>) -> Output {
                 Some(v) => Some(v.as_str()),
                 None => {
                     o.err(format!("error: no option argument provided to \"{word}\""));
-                    o.stderr.push_str(&help);
+                    o.stderr.push_str(&docs::help_text(&DOC));
                     o.code = 1;
                     return o;
                 }

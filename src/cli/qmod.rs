@@ -5,7 +5,7 @@
 //! (`daemon/qinstances.json`) and publishes one request, which `sched_d` applies.
 
 use super::Output;
-use crate::compat::docs::{self, CommandDoc, SyntaxItem, ValueHint};
+use crate::compat::docs::{CommandDoc, SyntaxItem, ValueHint};
 use crate::compat::options::{Arity, OptionSpec, Support};
 use crate::model::RequestAction;
 
@@ -145,35 +145,14 @@ pub const DOC: CommandDoc = CommandDoc {
 };
 
 /// The `qmod` binary.
-pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
-    let spool = super::take_spool_arg(&mut args);
-    if args.is_empty() || args.iter().any(|a| a == "-help") {
-        return run(&args, None).finish();
-    }
-    match super::load_env(spool) {
-        Ok(env) => run(&args, Some(&env)).finish(),
-        Err(o) => o.finish(),
-    }
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    super::admin_main(args, &DOC, run)
 }
 
-/// Runs `qmod args` as the caller of `env` (`None` only for `-help` and an empty command).
-pub fn run(args: &[String], env: Option<&super::ClientEnv>) -> Output {
+/// Runs `qmod args` as the caller of `env` (`-help` and an empty command line are
+/// [`super::admin_main`]'s).
+pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
     let mut o = Output::default();
-    let help = docs::help_text(&DOC);
-    if args.is_empty() {
-        o.stderr.push_str(&help);
-        o.err("ERROR! no option argument");
-        o.code = 1;
-        return o;
-    }
-    if args.iter().any(|a| a == "-help") {
-        o.stdout.push_str(&help);
-        return o;
-    }
-    let Some(env) = env else {
-        o.code = 1;
-        return o;
-    };
     // (wc_queue_list, disable) in the order given.
     let mut changes: Vec<(&str, bool)> = Vec::new();
     let mut words = args.iter();
