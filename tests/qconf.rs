@@ -112,6 +112,23 @@ fn qconf_sconf_matches_sge() {
     compare(&cell, "sconf-host");
 }
 
+/// Showing needs no privilege.
+#[test]
+fn qconf_shows_to_any_user() {
+    let Some(user) = user1() else {
+        return skip("qconf_shows_to_any_user", "needs sgeuser (run as root)");
+    };
+    let cell = oracle_cell(NO_TREE);
+    for case in ["sm-by-user", "sq-by-user"] {
+        let cap = Capture::load(&format!("qconf/{case}.txt"));
+        let args = gridspool::compat::options::split_words(
+            cap.command.strip_prefix("qconf").unwrap_or(&cap.command),
+        );
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_matches(&cell.run(&user, "qconf", &refs), &cap);
+    }
+}
+
 #[test]
 fn qconf_says_what_does_not_exist_as_sge_does() {
     let cell = oracle_cell(NO_TREE);
