@@ -310,10 +310,9 @@ pub enum RunState {
     Transferring,
     /// `r`
     Running,
-    /// `s`: suspended by `qmod -sj` or a signal.
+    /// `s`: suspended by `qmod -sj` (its processes stopped). A task whose queue instance is
+    /// suspended is apart: [`RunningTask::queue_suspended`].
     Suspended,
-    /// `S`: its queue is suspended.
-    QueueSuspended,
 }
 
 /// One running task (a whole job when not an array).
@@ -337,6 +336,10 @@ pub struct RunningTask {
     /// The task ran before and was requeued (`Rr`, `RESTARTED=1`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub restarted: bool,
+    /// Its queue instance is suspended (`qmod -sq`): stopped as by `qmod -sj`, shown `S`
+    /// (`Ss` when the job itself is suspended too), as SGE's `JSUSPENDED_ON_SUBORDINATE`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub queue_suspended: bool,
     /// Holds set while it runs (`qhold` of a running job, shown as `hr`): they matter again if
     /// the task is requeued, and `qrls` reports releasing them, as SGE does.
     #[serde(default, skip_serializing_if = "Holds::is_none")]
@@ -368,9 +371,15 @@ impl RunningTask {
             granted: Vec::new(),
             deleting: false,
             restarted: false,
+            queue_suspended: false,
             holds: Holds::NONE,
             usage: None,
         }
+    }
+
+    /// Its processes are stopped: the job or its queue instance is suspended.
+    pub fn stopped(&self) -> bool {
+        self.state == RunState::Suspended || self.queue_suspended
     }
 }
 
@@ -470,6 +479,10 @@ pub struct TaskStates {
     /// requeued copy), a run still going there is killed. Never shown by `qstat`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rescheduled: Vec<RunningTask>,
+    /// Pending tasks that ran before and were requeued (`qmod -r`, a host lost, preemption):
+    /// shown `Rq`, and their next run is a restart (`RESTARTED=1`).
+    #[serde(default, skip_serializing_if = "TaskSet::is_empty")]
+    pub restarted: TaskSet,
 }
 
 impl TaskStates {
@@ -525,6 +538,7 @@ impl JobRecord {
                 finished: 0,
                 finished_tasks: TaskSet::new(),
                 rescheduled: Vec::new(),
+                restarted: TaskSet::new(),
             },
             spec: sub.spec,
             error: None,

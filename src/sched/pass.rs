@@ -807,8 +807,8 @@ impl SchedState {
                     if demand.pe.is_none() {
                         verdict.cursor = f.cursor;
                     }
-                    let restarted = self.qube.restarted.contains(&(id, task));
-                    self.start_task(id, task, now, f.booking, f.placement.clone(), end);
+                    let restarted =
+                        self.start_task(id, task, now, f.booking, f.placement.clone(), end);
                     started += 1;
                     result.starts.push(Start {
                         job: id,
@@ -872,16 +872,16 @@ impl SchedState {
         booking: super::cluster::Booking,
         placement: Placement,
         end: i64,
-    ) {
+    ) -> bool {
         self.cluster.book(&booking);
-        let restarted = !self.qube.restarted.is_empty() && self.qube.restarted.remove(&(id, task));
         let Some(e) = self.jobs.get_mut(&id) else {
-            return;
+            return false;
         };
         let uid = e.hot.uid;
         let Some(record) = e.record.warm() else {
-            return;
+            return false;
         };
+        let restarted = record.tasks.restarted.remove(task);
         for g in record.tasks.pending.iter_mut() {
             if !g.holds.any() && g.tasks.remove(task) {
                 break;
@@ -903,6 +903,7 @@ impl SchedState {
             granted,
             deleting: false,
             restarted,
+            queue_suspended: false,
             holds: crate::model::Holds::NONE,
             usage: None,
         });
@@ -918,6 +919,7 @@ impl SchedState {
         self.refresh_hot(id);
         self.started_in_pass.insert(id);
         self.mark_dirty(id);
+        restarted
     }
 
     /// Finds the earliest time the job's next task fits if running tasks end when expected,

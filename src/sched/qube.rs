@@ -375,8 +375,6 @@ pub struct QubeState {
     pub passive_excluded: HashMap<(JobId, usize), JobId>,
     /// Aggressive victims being killed: their end requeues them.
     pub preempted: HashSet<(JobId, TaskId)>,
-    /// Tasks requeued by preemption: their next start is a restart (`RESTARTED=1`).
-    pub restarted: HashSet<(JobId, TaskId)>,
 }
 
 /// One preemption decision for the daemon.
@@ -438,8 +436,7 @@ impl SchedState {
             .iter()
             .find(|r| r.task == task)
             .cloned()?;
-        self.requeue_task(id, task, None).ok()?;
-        self.qube.restarted.insert((id, task));
+        self.requeue_restarted(id, task).ok()?;
         Some(ran)
     }
 

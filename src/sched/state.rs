@@ -803,7 +803,10 @@ impl SchedState {
             .iter()
             .position(|r| r.task == task)
             .ok_or(StateError::NotRunning(id, task))?;
-        job.tasks.running.remove(pos);
+        // A restart that did not get going is still a restart.
+        if job.tasks.running.remove(pos).restarted {
+            job.tasks.restarted.insert(task);
+        }
         if let Some(g) = job
             .tasks
             .pending
@@ -827,6 +830,16 @@ impl SchedState {
         // The task is pending again: its job may not be among the cached candidates.
         self.invalidate_order();
         self.dirty.insert(id);
+        Ok(())
+    }
+
+    /// A task that ran is pending again and its next run a restart (`Rq`, then `Rr` with
+    /// `RESTARTED=1`): preempted, given up on a lost host, or rescheduled by `qmod -r`.
+    pub fn requeue_restarted(&mut self, id: JobId, task: TaskId) -> Result<(), StateError> {
+        self.requeue_task(id, task, None)?;
+        if let Some(job) = self.job_mut(id) {
+            job.tasks.restarted.insert(task);
+        }
         Ok(())
     }
 

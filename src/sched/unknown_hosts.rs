@@ -51,8 +51,7 @@ impl SchedState {
     /// run given up kept in `rescheduled`. Returns that run.
     pub fn reschedule_task(&mut self, id: JobId, task: TaskId) -> Result<RunningTask, StateError> {
         let ran = self.running_task(id, task)?;
-        self.requeue_task(id, task, None)?;
-        self.qube.restarted.insert((id, task));
+        self.requeue_restarted(id, task)?;
         self.keep_rescheduled(id, ran.clone());
         Ok(ran)
     }
@@ -160,7 +159,7 @@ impl SchedState {
         job.tasks.pending.retain(|g| !g.tasks.is_empty());
         job.tasks.finished += 1;
         job.tasks.finished_tasks.insert(task);
-        self.qube.restarted.remove(&(id, task));
+        job.tasks.restarted.remove(task);
         self.refresh_hot(id);
         self.invalidate_order();
         self.mark_dirty(id);

@@ -832,7 +832,7 @@ mod listing {
     /// How a summary line of the current layout starts (`split_state`); a line with another
     /// tag is skipped and the record read instead, so that a later layout can be introduced
     /// without older clients misreading it.
-    pub(super) const SUMMARY_TAG: &[u8] = b"[\"L2\",";
+    pub(super) const SUMMARY_TAG: &[u8] = b"[\"L3\",";
 
     /// A task range as `[first, last, step]`.
     type Range = (TaskId, TaskId, TaskId);
@@ -870,7 +870,8 @@ mod listing {
     /// Fields, in order: tag, `v`, `id`, owner, uid, gid, submission time, name, priority,
     /// project, start time, deadline, predecessors, array predecessors, array range, `pe`,
     /// pending groups (`[[ranges], holds]`), running tasks, finished count, error,
-    /// priorities, `version`, `applied_request`, finished tasks (`[ranges]`, since `L2`).
+    /// priorities, `version`, `applied_request`, finished tasks (`[ranges]`, since `L2`),
+    /// restarted pending tasks (`[ranges]`, since `L3`).
     #[derive(Serialize, Deserialize)]
     pub(super) struct Summary<'a>(
         Tag,
@@ -897,6 +898,7 @@ mod listing {
         u32,
         u64,
         Vec<Range>,
+        Vec<Range>,
     );
 
     /// The tag written first (read back as ignored: `SUMMARY_TAG` was checked on the bytes).
@@ -904,7 +906,7 @@ mod listing {
 
     impl Serialize for Tag {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_str("L2")
+            s.serialize_str("L3")
         }
     }
 
@@ -963,6 +965,7 @@ mod listing {
                 j.version,
                 j.applied_request,
                 j.tasks.finished_tasks.ranges().iter().map(range).collect(),
+                j.tasks.restarted.ranges().iter().map(range).collect(),
             )
         }
 
@@ -992,6 +995,7 @@ mod listing {
                 version,
                 applied_request,
                 finished_tasks,
+                restarted,
             ) = self;
             let submitter = ListingSubmitter {
                 owner: owner.into_owned(),
@@ -1048,6 +1052,9 @@ mod listing {
                     ),
                     // A listing's summary: what clients show, which these never are.
                     rescheduled: Vec::new(),
+                    restarted: TaskSet::from_stored_ranges(
+                        restarted.into_iter().map(task_range).collect(),
+                    ),
                 },
                 error: error.map(Cow::into_owned),
                 priority,
@@ -1162,7 +1169,6 @@ mod listing {
                     RunState::Transferring => 0,
                     RunState::Running => 1,
                     RunState::Suspended => 2,
-                    RunState::QueueSuspended => 3,
                 });
                 i64_(out, r.start_time);
                 str_(out, &r.queue);
@@ -1174,7 +1180,11 @@ mod listing {
                     str_(out, queue);
                     u32_(out, *slots);
                 }
-                out.push(u8::from(r.deleting) | u8::from(r.restarted) << 1);
+                out.push(
+                    u8::from(r.deleting)
+                        | u8::from(r.restarted) << 1
+                        | u8::from(r.queue_suspended) << 2,
+                );
                 holds(out, r.holds);
                 match &r.usage {
                     Some(u) => {
@@ -1214,6 +1224,7 @@ mod listing {
             u32_(out, s.21);
             u64_(out, s.22);
             ranges(out, &s.23);
+            ranges(out, &s.24);
         }
 
         /// Reads what [`encode`] wrote, checking every length.
@@ -1311,7 +1322,6 @@ mod listing {
                     0 => RunState::Transferring,
                     1 => RunState::Running,
                     2 => RunState::Suspended,
-                    3 => RunState::QueueSuspended,
                     _ => return Err("bad run state"),
                 };
                 let start_time = self.i64()?;
@@ -1323,7 +1333,7 @@ mod listing {
                     .map(|_| Ok((self.string()?, self.string()?, self.u32()?)))
                     .collect::<R<Vec<_>>>()?;
                 let flags = self.u8()?;
-                if flags > 3 {
+                if flags > 7 {
                     return Err("bad task flags");
                 }
                 let holds = self.holds()?;
@@ -1348,6 +1358,7 @@ mod listing {
                     granted,
                     deleting: flags & 1 != 0,
                     restarted: flags & 2 != 0,
+                    queue_suspended: flags & 4 != 0,
                     holds,
                     usage,
                 })
@@ -1443,6 +1454,7 @@ mod listing {
             let version = c.u32()?;
             let applied_request = c.u64()?;
             let finished_tasks = c.ranges()?;
+            let restarted = c.ranges()?;
             if !c.b.is_empty() {
                 return Err("bytes after the entry");
             }
@@ -1471,6 +1483,7 @@ mod listing {
                 version,
                 applied_request,
                 finished_tasks,
+                restarted,
             ))
         }
     }

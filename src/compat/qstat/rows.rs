@@ -18,6 +18,9 @@ pub struct PendingState {
     pub array_dependency: bool,
     /// `E`: the job is in error state.
     pub error: bool,
+    /// `R`: the tasks ran before and were requeued (SGE's `JAT_job_restarted`, which also
+    /// drops the `w`: `Rq`).
+    pub restarted: bool,
 }
 
 impl PendingState {
@@ -26,13 +29,18 @@ impl PendingState {
         self.holds.any() || self.start_time || self.dependency || self.array_dependency
     }
 
-    /// SGE's state string: `qw`, `hqw`, `Eqw`, `hEqw`.
+    /// SGE's state string, its letters in `job_get_state_string`'s order (E, h, R, q, w):
+    /// `qw`, `hqw`, `Eqw`, `Ehqw`, and `Rq`, `hRq`, `ERq`, `EhRq` for restarted tasks.
     pub fn code(&self) -> &'static str {
-        match (self.held(), self.error) {
-            (false, false) => "qw",
-            (true, false) => "hqw",
-            (false, true) => "Eqw",
-            (true, true) => "hEqw",
+        match (self.error, self.held(), self.restarted) {
+            (false, false, false) => "qw",
+            (false, true, false) => "hqw",
+            (true, false, false) => "Eqw",
+            (true, true, false) => "Ehqw",
+            (false, false, true) => "Rq",
+            (false, true, true) => "hRq",
+            (true, false, true) => "ERq",
+            (true, true, true) => "EhRq",
         }
     }
 }
@@ -63,24 +71,32 @@ pub fn pending_state(job: &JobRecord, holds: Holds, derived: DerivedHolds) -> Pe
         dependency: derived.dependency,
         array_dependency: derived.array_dependency,
         error: job.error.is_some(),
+        restarted: false,
     }
 }
 
-/// The state string of a running task: `[d][R]r|t|s|S`.
+/// The state string of a running task: `[d][S][h][R]r|t|s`.
 pub fn running_code(t: &RunningTask) -> StateCode {
-    // SGE's letter order: deletion, hold, restarted, then the run state.
+    // SGE's letter order (job_get_state_string): deletion, suspension of the queue, hold,
+    // restarted, then the run state; a task of a suspended queue is not shown `r` (qstat
+    // clears JRUNNING for it): `S`, or `Ss` when the job is suspended too.
     let mut code = StateCode::default();
-    for (on, letter) in [(t.deleting, "d"), (t.holds.any(), "h"), (t.restarted, "R")] {
+    for (on, letter) in [
+        (t.deleting, "d"),
+        (t.queue_suspended, "S"),
+        (t.holds.any(), "h"),
+        (t.restarted, "R"),
+    ] {
         if on {
             code.push(letter);
         }
     }
-    code.push(match t.state {
-        RunState::Running => "r",
-        RunState::Transferring => "t",
-        RunState::Suspended => "s",
-        RunState::QueueSuspended => "S",
-    });
+    match t.state {
+        RunState::Running if t.queue_suspended => {}
+        RunState::Running => code.push("r"),
+        RunState::Transferring => code.push("t"),
+        RunState::Suspended => code.push("s"),
+    }
     code
 }
 
@@ -201,11 +217,11 @@ impl<'a> Row<'a> {
                 let _ = write!(buf, "{t}");
             }
             RowKind::Pending {
-                group, task: None, ..
+                group,
+                task: None,
+                state,
             } => {
-                if let Some(g) = self.job.tasks.pending.get(group) {
-                    let _ = write!(buf, "{}", g.tasks);
-                }
+                let _ = write!(buf, "{}", pending_tasks(self.job, group, state.restarted));
             }
             // The finished tasks; a record from before they were listed has only their
             // count: the job's whole range then.
@@ -223,6 +239,29 @@ impl<'a> Row<'a> {
             }
         }
         true
+    }
+}
+
+/// The tasks of pending group `group` a line shows: those restarted, or the others.
+fn pending_tasks(
+    job: &JobRecord,
+    group: usize,
+    restarted: bool,
+) -> std::borrow::Cow<'_, crate::model::TaskSet> {
+    use std::borrow::Cow;
+    let Some(g) = job.tasks.pending.get(group) else {
+        return Cow::Owned(crate::model::TaskSet::new());
+    };
+    let again = &job.tasks.restarted;
+    if again.is_empty() {
+        return Cow::Borrowed(&g.tasks);
+    }
+    if restarted {
+        Cow::Owned(g.tasks.intersection(again))
+    } else {
+        let mut rest = g.tasks.clone();
+        rest.remove_all(again);
+        Cow::Owned(rest)
     }
 }
 
@@ -288,8 +327,9 @@ fn pending_selected(args: &QstatArgs, s: &PendingState) -> bool {
 
 fn running_selected(args: &QstatArgs, t: &RunningTask) -> bool {
     match t.state {
+        _ if t.stopped() => args.states.suspended,
         RunState::Running | RunState::Transferring => args.states.running,
-        RunState::Suspended | RunState::QueueSuspended => args.states.suspended,
+        RunState::Suspended => args.states.suspended,
     }
 }
 
@@ -350,19 +390,37 @@ pub fn select<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<Row<'a>> {
             continue;
         }
         let derived = derived_holds(job, view);
-        let mut groups: Vec<(usize, PendingState)> = job
-            .tasks
-            .pending
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| !g.tasks.is_empty())
-            .map(|(i, g)| (i, pending_state(job, g.holds, derived)))
-            .filter(|(_, s)| pending_selected(args, s))
-            .collect();
+        let restarted = &job.tasks.restarted;
+        let mut groups: Vec<(usize, PendingState)> = Vec::new();
+        for (i, g) in job.tasks.pending.iter().enumerate() {
+            if g.tasks.is_empty() {
+                continue;
+            }
+            let state = pending_state(job, g.holds, derived);
+            // Restarted tasks (`Rq`) on a line of their own, before the others of the group,
+            // as SGE lists enrolled tasks before those not yet enrolled.
+            if !restarted.is_empty() {
+                let again = g.tasks.intersection(restarted);
+                if !again.is_empty() {
+                    groups.push((
+                        i,
+                        PendingState {
+                            restarted: true,
+                            ..state
+                        },
+                    ));
+                }
+                if again.len() == g.tasks.len() {
+                    continue;
+                }
+            }
+            groups.push((i, state));
+        }
+        groups.retain(|(_, s)| pending_selected(args, s));
         groups.sort_by_key(|(_, s)| s.held());
         for (group, state) in groups {
             if args.group.each_task && job.is_array() {
-                for t in job.tasks.pending[group].tasks.iter() {
+                for t in pending_tasks(job, group, state.restarted).iter() {
                     pending.push(Row {
                         job,
                         kind: RowKind::Pending {
@@ -443,6 +501,7 @@ mod tests {
             granted: Vec::new(),
             deleting,
             restarted,
+            queue_suspended: false,
             holds: crate::model::Holds::NONE,
             usage: None,
         }
@@ -455,7 +514,12 @@ mod tests {
         assert_eq!(code(&task(RunState::Transferring, true, false)), "dt");
         assert_eq!(code(&task(RunState::Running, true, false)), "dr");
         assert_eq!(code(&task(RunState::Running, false, true)), "Rr");
-        assert_eq!(code(&task(RunState::QueueSuspended, false, false)), "S");
+        let mut in_suspended_queue = task(RunState::Running, false, false);
+        in_suspended_queue.queue_suspended = true;
+        assert_eq!(code(&in_suspended_queue), "S");
+        in_suspended_queue.state = RunState::Suspended;
+        assert_eq!(code(&in_suspended_queue), "Ss");
+        assert_eq!(code(&task(RunState::Suspended, false, false)), "s");
         let mut held = task(RunState::Running, true, true);
         held.holds.set(HoldType::User, true);
         assert_eq!(code(&held), "dhRr");
@@ -466,6 +530,12 @@ mod tests {
         s.error = false;
         s.holds.set(HoldType::Operator, true);
         assert_eq!(s.code(), "hqw");
+        s.error = true;
+        assert_eq!(s.code(), "Ehqw");
+        s.restarted = true;
+        s.error = false;
+        s.holds = crate::model::Holds::NONE;
+        assert_eq!(s.code(), "Rq");
         let s = PendingState {
             start_time: true,
             ..PendingState::default()
