@@ -14,8 +14,8 @@
 
 use anyhow::Context;
 use gridspool::model::{
-    EnvVar, Holds, JobId, JobRecord, JobSpec, JobSubmission, PriorityInfo, RunState, RunningTask,
-    Submitter, TaskIdRange,
+    EnvVar, Holds, JobId, JobRecord, JobSpec, JobSubmission, PriorityInfo, RunningTask, Submitter,
+    TaskIdRange,
 };
 use gridspool::spool::Spool;
 
@@ -78,7 +78,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
         now: gridspool::compat::time::now(),
         load: &load,
         host_loads: &Default::default(),
-        disabled_instances: &Default::default(),
+        instance_states: &Default::default(),
     };
     for extra in [&[][..], &["-xml".to_string()][..]] {
         let mut words = vec!["-u".to_string(), "*".to_string()];
@@ -150,19 +150,9 @@ fn jobs(n: u32) -> Vec<JobRecord> {
         if i <= 2 {
             let task = job.tasks.pending[0].tasks.pop_first().unwrap_or(1);
             job.tasks.pending.clear();
-            job.tasks.running.push(RunningTask {
-                task,
-                state: RunState::Running,
-                start_time: t0 + 60,
-                queue: "all.q".into(),
-                host: host.clone(),
-                slots: 1,
-                granted: Vec::new(),
-                deleting: false,
-                restarted: false,
-                holds: gridspool::model::Holds::NONE,
-                usage: None,
-            });
+            job.tasks
+                .running
+                .push(RunningTask::running(task, "all.q", &host, 1, t0 + 60));
         }
         job.priority = Some(PriorityInfo {
             prio: 0.5 + f64::from(i % 997) / 10_000.0,

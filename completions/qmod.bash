@@ -2,11 +2,23 @@
 _gridspool_qmod() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
+        -c) COMPREPLY=(); return ;;
+        -cj) COMPREPLY=(); return ;;
+        -cq) COMPREPLY=(); return ;;
         -d) COMPREPLY=(); return ;;
         -e) COMPREPLY=(); return ;;
+        -r) COMPREPLY=(); return ;;
+        -rj) COMPREPLY=(); return ;;
+        -rq) COMPREPLY=(); return ;;
+        -s) COMPREPLY=(); return ;;
+        -sj) COMPREPLY=(); return ;;
+        -sq) COMPREPLY=(); return ;;
+        -us) COMPREPLY=(); return ;;
+        -usj) COMPREPLY=(); return ;;
+        -usq) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-d -e -f -help" -- "$cur"))
+        COMPREPLY=($(compgen -W "-c -cj -cq -d -e -f -help -r -rj -rq -s -sj -sq -us -usj -usq" -- "$cur"))
     fi
 }
 complete -F _gridspool_qmod qmod

@@ -33,6 +33,7 @@ fn context() -> Option<(TestCell, TestUser)> {
         finished: 0,
         finished_tasks: Default::default(),
         rescheduled: Vec::new(),
+        restarted: Default::default(),
     };
     cell.set_state(&running);
     Some((cell, user))

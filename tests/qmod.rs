@@ -107,3 +107,284 @@ fn a_disabled_instance_takes_no_new_work_and_its_running_jobs_go_on() {
         !crate::sched::accounting_records(&cell, waiting).is_empty()
     });
 }
+
+/// A cell of 6 slots whose non-rerunnable jobs are left alone by `qmod -r`, as on the oracle
+/// (SGE's `ENABLE_RESCHEDULE_KILL` off).
+fn six_slots() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 6}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6}}\nscheduler: {{policy: sge}}\nenable_reschedule_kill: false\n"
+        )
+    })
+}
+
+/// The processes of jobs of `cell` (their environment's `SGE_ROOT`), with their `JOB_ID`,
+/// command name and state (`R`, `S`, `T`…).
+fn job_processes(cell: &TestCell) -> Vec<(u32, String, char, i32)> {
+    let root = format!("SGE_ROOT={}", cell.root.display());
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let p = e.path();
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(p.join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        if !vars.contains(&root.as_bytes()) {
+            continue;
+        }
+        let Some(id) = vars
+            .iter()
+            .find_map(|v| v.strip_prefix(b"JOB_ID="))
+            .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        if let Ok(stat) = std::fs::read_to_string(p.join("stat"))
+            && let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..])
+            && let Some(state) = after.chars().next()
+        {
+            out.push((id, comm.trim().to_string(), state, pid));
+        }
+    }
+    out
+}
+
+/// Kills what the jobs of a cell left running when the test ends, passed or not.
+struct Reaper<'a>(&'a TestCell);
+
+impl Drop for Reaper<'_> {
+    fn drop(&mut self) {
+        for (_, _, _, pid) in job_processes(self.0) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+fn running_jobs(cell: &TestCell, ids: &[u32]) -> bool {
+    ids.iter().all(|id| {
+        state(&cell.spool, gridspool::model::JobId(*id)).is_some_and(|s| {
+            !s.tasks.running.is_empty()
+                && s.tasks
+                    .running
+                    .iter()
+                    .all(|r| r.state != gridspool::model::RunState::Transferring)
+                && s.tasks.pending.is_empty()
+        })
+    })
+}
+
+fn wait_stopped(cell: &TestCell, id: u32, stopped: bool) {
+    wait_for(
+        &format!(
+            "job {id}'s processes {}",
+            if stopped { "stopped" } else { "running" }
+        ),
+        Duration::from_secs(10),
+        || {
+            let procs: Vec<char> = job_processes(cell)
+                .into_iter()
+                .filter(|(j, comm, _, _)| *j == id && comm == "sleep")
+                .map(|(_, _, s, _)| s)
+                .collect();
+            !procs.is_empty() && procs.iter().all(|s| (*s == 'T') == stopped)
+        },
+    );
+}
+
+#[test]
+fn qmod_suspends_resumes_and_reschedules_jobs_and_queues_as_sge_says() {
+    let (Some(root), Some(user), Some(other)) = (root(), user1(), user2()) else {
+        return skip(
+            "qmod_suspends_resumes_and_reschedules_jobs_and_queues_as_sge_says",
+            "needs root",
+        );
+    };
+    let cell = six_slots();
+    let _reaper = Reaper(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    for args in [
+        &["-b", "y", "sleep", "600"][..],
+        &["-b", "y", "-t", "1-3", "sleep", "600"],
+        &["-b", "y", "-r", "y", "sleep", "600"],
+        &["-b", "y", "-h", "sleep", "600"],
+        &["-b", "y", "-r", "n", "sleep", "600"],
+    ] {
+        let run = cell.run(&user, "qsub", args);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    wait_for("jobs 1, 2, 3 and 5 run", Duration::from_secs(20), || {
+        running_jobs(&cell, &[1, 2, 3, 5])
+    });
+    wait_stopped(&cell, 1, false);
+    qmod(&cell, &user, "sj");
+    // The job's processes stop; SGE's `s`.
+    wait_stopped(&cell, 1, true);
+    qmod(&cell, &user, "sj-again");
+    qmod(&cell, &other, "sj-other");
+    qmod(&cell, &other, "usj-other");
+    qmod(&cell, &user, "usj");
+    wait_stopped(&cell, 1, false);
+    qmod(&cell, &user, "usj-again");
+    qmod(&cell, &user, "s-job");
+    qmod(&cell, &user, "us-job");
+    qmod(&cell, &user, "sj-task");
+    qmod(&cell, &user, "sj-array");
+    wait_stopped(&cell, 2, true);
+    qmod(&cell, &user, "usj-array-range");
+    qmod(&cell, &user, "usj-array");
+    wait_stopped(&cell, 2, false);
+    for case in ["sj-nosuch", "usj-nosuch"] {
+        qmod(&cell, &root, case);
+    }
+    qmod(&cell, &user, "sj-pending");
+    qmod(&cell, &root, "sj-root");
+    qmod(&cell, &root, "usj-root");
+    qmod(&cell, &user, "sj-two");
+    qmod(&cell, &user, "usj-two");
+    qmod(&cell, &user, "sj-f");
+    qmod(&cell, &user, "usj-f");
+    // Jobs 1 and 3 stay suspended by sj-two... but usj-f resumed job 1.
+    wait_stopped(&cell, 3, true);
+    wait_stopped(&cell, 1, false);
+    qmod(&cell, &root, "sq");
+    let suspended = |cell: &TestCell| !cell.spool.queue_instance_states().suspended.is_empty();
+    wait_for("all.q suspended", Duration::from_secs(10), || {
+        suspended(&cell)
+    });
+    qmod(&cell, &root, "sq-again");
+    for id in [1, 2, 3, 5] {
+        wait_stopped(&cell, id, true);
+    }
+    let qstat = cell.run(&user, "qstat", &[]);
+    let states: Vec<&str> = qstat
+        .stdout
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .collect();
+    assert_eq!(states, ["S", "S", "S", "S", "Ss", "S", "hqw"], "{qstat:?}");
+    qmod(&cell, &user, "sq-by-user");
+    qmod(&cell, &user, "sj-in-sq");
+    qmod(&cell, &root, "usq");
+    wait_for("all.q unsuspended", Duration::from_secs(10), || {
+        !suspended(&cell)
+    });
+    // Job 1 and 3 were suspended themselves: they stay stopped.
+    wait_stopped(&cell, 2, false);
+    wait_stopped(&cell, 5, false);
+    wait_stopped(&cell, 1, true);
+    wait_stopped(&cell, 3, true);
+    qmod(&cell, &user, "usj-after-usq");
+    wait_stopped(&cell, 1, false);
+    qmod(&cell, &root, "usq-again");
+    for (on, off) in [("s-queue", "us-queue"), ("sq-instance", "usq-instance")] {
+        qmod(&cell, &root, on);
+        wait_for("all.q suspended", Duration::from_secs(10), || {
+            suspended(&cell)
+        });
+        qmod(&cell, &root, off);
+        wait_for("all.q unsuspended", Duration::from_secs(10), || {
+            !suspended(&cell)
+        });
+    }
+    for case in ["s-nosuch", "sq-nosuch"] {
+        qmod(&cell, &root, case);
+    }
+    wait_stopped(&cell, 2, false);
+    // Rescheduling: job 3 (-r y, suspended) is killed and runs again, restarted.
+    qmod(&cell, &user, "rj-by-owner");
+    qmod(&cell, &other, "rj-by-other");
+    qmod(&cell, &root, "rj-not-rerunnable");
+    qmod(&cell, &root, "rj-default");
+    wait_for(
+        "job 3 rescheduled and running again",
+        Duration::from_secs(20),
+        || {
+            state(&cell.spool, gridspool::model::JobId(3)).is_some_and(|s| {
+                s.tasks
+                    .running
+                    .iter()
+                    .any(|r| r.restarted && !r.rescheduling)
+            })
+        },
+    );
+    wait_stopped(&cell, 3, false);
+    let failed: Vec<String> = crate::sched::accounting_records(&cell, gridspool::model::JobId(3))
+        .iter()
+        .map(|r| r[11].clone())
+        .collect();
+    assert_eq!(
+        failed,
+        ["25"],
+        "the rescheduled run is accounted with failed 25"
+    );
+    wait_for("qstat shows job 3 Rr", Duration::from_secs(20), || {
+        let qstat = cell.run(&user, "qstat", &[]);
+        qstat.stdout.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.first() == Some(&"3") && w.get(4) == Some(&"Rr")
+        })
+    });
+    qmod(&cell, &root, "rj-f-not-rerunnable");
+    qmod(&cell, &root, "r-task");
+    qmod(&cell, &root, "rj-nosuch");
+    qmod(&cell, &root, "rj-pending");
+    qmod(&cell, &user, "rq-by-user");
+    wait_for(
+        "job 5 rescheduled and running again",
+        Duration::from_secs(20),
+        || {
+            state(&cell.spool, gridspool::model::JobId(5))
+                .is_some_and(|s| s.tasks.running.iter().any(|r| r.restarted))
+        },
+    );
+}
+
+#[test]
+fn qmod_clears_error_states_as_sge_says() {
+    let (Some(root), Some(user), Some(other)) = (root(), user1(), user2()) else {
+        return skip("qmod_clears_error_states_as_sge_says", "needs root");
+    };
+    let cell = six_slots();
+    let _d = SchedD::start(&cell, &[]);
+    // Jobs 1 to 5 as in the captures' session, then the two in error.
+    for _ in 0..5 {
+        let run = cell.run(&user, "qsub", &["-b", "y", "-h", "true"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    for args in [
+        &["-b", "y", "-wd", "/nonexistent/dir", "true"][..],
+        &["-b", "y", "-t", "1-2", "-wd", "/nonexistent/dir", "true"],
+    ] {
+        let run = cell.run(&user, "qsub", args);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let in_error = |id: u32| {
+        state(&cell.spool, gridspool::model::JobId(id)).is_some_and(|s| s.error.is_some())
+    };
+    wait_for("jobs 6 and 7 in error", Duration::from_secs(20), || {
+        in_error(6) && in_error(7)
+    });
+    qmod(&cell, &other, "cj-other");
+    qmod(&cell, &user, "cj");
+    qmod(&cell, &root, "c-task");
+    for case in ["cj-nosuch", "cq-not-in-error"] {
+        qmod(&cell, &root, case);
+    }
+    qmod(&cell, &user, "cq-by-user");
+    // Cleared, the jobs are tried again, and fail again: a second accounting record each
+    // (tasks 1 and 2 of job 7 both tried twice).
+    let records =
+        |id: u32| crate::sched::accounting_records(&cell, gridspool::model::JobId(id)).len();
+    wait_for("jobs 6 and 7 tried again", Duration::from_secs(20), || {
+        records(6) == 2 && records(7) == 4 && in_error(6) && in_error(7)
+    });
+}

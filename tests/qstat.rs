@@ -128,9 +128,8 @@ pub(crate) fn start(job: &mut JobRecord, at: i64, usage: Option<TaskUsage>) {
         slots: 1,
         granted: Vec::new(),
         deleting: false,
-        restarted: false,
         usage,
-        holds: gridspool::model::Holds::NONE,
+        ..RunningTask::running(task, "all.q", &short_hostname(), 1, at)
     });
 }
 

@@ -213,7 +213,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         return o;
     }
     let load = crate::compat::qstat::HostLoad::local(&env.host);
-    let disabled_instances = env.spool.queue_instance_states().disabled;
+    let instance_states = env.spool.queue_instance_states();
     let view = View {
         jobs: &[],
         ended: &[],
@@ -223,7 +223,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         load: &load,
         host_loads: &host_loads,
         storage_blocked: None,
-        disabled_instances: &disabled_instances,
+        instance_states: &instance_states,
     };
     let selected = queues::instances(&parsed, &view);
     if selected.is_empty() {

@@ -94,13 +94,13 @@ fn run(args: &mut Vec<String>) -> super::Output {
         Default::default()
     };
     let storage_blocked = env.spool.storage_blocked();
-    let disabled_instances = if queue_listing {
-        env.spool.queue_instance_states().disabled
+    let instance_states = if queue_listing {
+        env.spool.queue_instance_states()
     } else {
         Default::default()
     };
     let view = View {
-        disabled_instances: &disabled_instances,
+        instance_states: &instance_states,
         storage_blocked: storage_blocked.as_deref(),
         host_loads: &host_loads,
         jobs: &scan.jobs,

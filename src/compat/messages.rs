@@ -31,6 +31,7 @@ pub fn denied(d: &Denied) -> String {
         }
         Denied::Shove { user } => format!("denied: \"{user}\" must be operator to shove a job"),
         Denied::NotForJobs => "denied: not an action on a job".to_string(),
+        Denied::Qmod { .. } => d.to_string(),
     }
 }
 

@@ -525,6 +525,12 @@ impl ClusterConfig {
         (self.max_unheard() / 4).clamp(Duration::from_millis(250), Duration::from_secs(5))
     }
 
+    /// `enable_reschedule_kill` (default `true`): a task that may not be rerun is killed
+    /// when it is rescheduled (its host lost, `qmod -r`) instead of staying.
+    pub fn enable_reschedule_kill(&self) -> bool {
+        self.enable_reschedule_kill.unwrap_or(true)
+    }
+
     /// How long after `host` went unknown its tasks are rescheduled; `None`: never (`0:0:0`).
     pub fn reschedule_unknown(&self, host: &str) -> Option<Duration> {
         let text = self

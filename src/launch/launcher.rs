@@ -131,6 +131,8 @@ struct Running {
     early_result: Option<TaskResult>,
     /// A kill that arrived before the shepherd had started the job.
     pending_kill: Option<bool>,
+    /// A suspension (stop or continue, and its sequence number) that arrived before.
+    pending_suspend: Option<(bool, u64)>,
 }
 
 /// The ssh watcher session of a host.
@@ -400,6 +402,7 @@ impl Launcher {
                     started: false,
                     early_result: None,
                     pending_kill: None,
+                    pending_suspend: None,
                 },
             );
         }
@@ -443,6 +446,39 @@ impl Launcher {
         Ok(())
     }
 
+    /// Stops (`stop`, `qmod -s`) or continues (`qmod -us`) a task's whole process tree on
+    /// its host. Requests carry a sequence number, so that a stop and a continue sent in
+    /// quick succession over two ssh sessions are applied in the order they were made.
+    pub fn suspend(&self, job: JobId, task: TaskId, stop: bool) -> Result<(), LaunchError> {
+        let seq = super::suspend::next_sequence();
+        let host_name = {
+            let mut running = lock(&self.inner.running);
+            let entry = running
+                .get_mut(&(job, task))
+                .ok_or(LaunchError::NotRunning { job, task })?;
+            if !entry.started {
+                entry.pending_suspend = Some((stop, seq));
+                return Ok(());
+            }
+            entry.host.clone()
+        };
+        let host = self.inner.host(&host_name)?;
+        tracing::info!(job = %job, task, host = %host_name, stop, "suspension");
+        if host.target.is_none() {
+            return super::suspend::request_suspend(&host.exec_spool, job, task, stop, seq);
+        }
+        let inner = Arc::clone(&self.inner);
+        std::thread::Builder::new()
+            .name(format!("suspend-{job}.{task}"))
+            .spawn(move || {
+                if let Err(e) = inner.remote_suspend(&host, job, task, stop, seq) {
+                    tracing::warn!(job = %job, task, "suspension failed: {e}");
+                }
+            })
+            .map_err(|e| LaunchError::io("spawn thread", "suspend", e))?;
+        Ok(())
+    }
+
     /// The scheduler has made the result of a task durable (accounting record, exits line):
     /// its directory on `host` may go. Until then a result survives a `sched_d` crash on
     /// the host, and the next launcher reports it again. Acknowledging a task that is not
@@ -481,6 +517,7 @@ impl Launcher {
                     started: true,
                     early_result: None,
                     pending_kill: None,
+                    pending_suspend: None,
                 });
                 by_host.entry(host.clone()).or_default().push((*job, *task));
             }
@@ -718,14 +755,18 @@ impl Inner {
                     host: host.name.clone(),
                     pid,
                 });
-                let (early, kill) = {
+                let (early, kill, suspension) = {
                     let mut running = lock(&self.running);
                     match running.get_mut(&(job, task)) {
                         Some(r) => {
                             r.started = true;
-                            (r.early_result.take(), r.pending_kill.take())
+                            (
+                                r.early_result.take(),
+                                r.pending_kill.take(),
+                                r.pending_suspend.take(),
+                            )
                         }
-                        None => (None, None),
+                        None => (None, None, None),
                     }
                 };
                 self.ensure_watcher(host);
@@ -739,6 +780,10 @@ impl Inner {
                     if let Err(e) = outcome {
                         tracing::warn!(job = %job, task, "kill failed: {e}");
                     }
+                } else if let Some((stop, seq)) = suspension
+                    && let Err(e) = self.remote_suspend(host, job, task, stop, seq)
+                {
+                    tracing::warn!(job = %job, task, "suspension failed: {e}");
                 }
             }
             Ok(RunReply::Failed { error, host_fault }) => {
@@ -1011,6 +1056,39 @@ impl Inner {
             lock(&host.supervisors).push(child);
         }
         Ok(reply)
+    }
+
+    /// Runs the shepherd's `suspend`/`resume` for a task on `host` (locally for a local
+    /// host).
+    fn remote_suspend(
+        &self,
+        host: &HostState,
+        job: JobId,
+        task: TaskId,
+        stop: bool,
+        seq: u64,
+    ) -> Result<(), LaunchError> {
+        let Some(t) = &host.target else {
+            return super::suspend::request_suspend(&host.exec_spool, job, task, stop, seq);
+        };
+        self.ensure_master(host)?;
+        let words = vec![
+            self.remote_shepherd(),
+            if stop { "suspend" } else { "resume" }.to_string(),
+            host.exec_spool.to_string_lossy().into_owned(),
+            job.to_string(),
+            task.to_string(),
+            seq.to_string(),
+        ];
+        let _permit = host.sessions.acquire();
+        let out = t.run(&words, b"")?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(LaunchError::Refused(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ))
+        }
     }
 
     fn remote_kill(

@@ -102,6 +102,7 @@ pub mod shepherd;
 mod spawn;
 mod spec;
 mod ssh;
+mod suspend;
 mod taskdir;
 pub mod usage;
 mod wake;

@@ -48,6 +48,8 @@
 //!   (SIGTERM), or with `--notify` to send SIGUSR2 first and kill after the queue's notify time
 //!   (SIGUSR1 to the supervisor).
 //! - `query <exec_spool>`: one [`TaskState`] line per task directory.
+//! - `suspend|resume <exec_spool> <job> <task> <seq>`: stops or continues the job's process
+//!   tree (`qmod -s`/`-us`, see [`super::suspend`]).
 //!
 //! Killing takes the whole process tree: the job's process group, and every process
 //! descended from the supervisor (found by a `/proc` scan; as a child subreaper the supervisor
@@ -207,6 +209,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
             None => Err(usage()),
         },
         "kill" => kill_mode(rest),
+        "suspend" => super::suspend::suspend_mode(true, rest),
+        "resume" => super::suspend::suspend_mode(false, rest),
         "query" => match rest.first() {
             Some(dir) => {
                 // What a master that takes over asks first: after the old master's start
@@ -232,7 +236,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
 
 fn usage() -> LaunchError {
     LaunchError::Protocol(
-        "usage: gridspool-shepherd run | start-server | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | query <exec_spool>"
+        "usage: gridspool-shepherd run | start-server | watch <exec_spool> [ms] | kill [--notify] <exec_spool> <job> <task> | suspend|resume <exec_spool> <job> <task> <seq> | query <exec_spool>"
             .to_string(),
     )
 }
@@ -1043,14 +1047,14 @@ fn announce_started(pid: u32) {
 // process bookkeeping from /proc
 
 /// Field 22 of `/proc/<pid>/stat`: the start time, which tells a pid's reuse apart.
-fn proc_start_time(pid: u32) -> Option<u64> {
+pub(super) fn proc_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
     // after ")": state(3) ppid(4) … starttime(22) → index 19 from state.
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn proc_ppid_and_state(pid: u32) -> Option<(u32, char)> {
+pub(super) fn proc_ppid_and_state(pid: u32) -> Option<(u32, char)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
     let mut it = after.split_whitespace();
@@ -1060,7 +1064,7 @@ fn proc_ppid_and_state(pid: u32) -> Option<(u32, char)> {
 }
 
 /// Every process descended from `root` (not `root` itself), zombies included.
-fn descendants(root: u32) -> Vec<u32> {
+pub(super) fn descendants(root: u32) -> Vec<u32> {
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for e in entries.flatten() {
@@ -1105,7 +1109,7 @@ fn reaped_children_cpu() -> f64 {
     })
 }
 
-fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
+pub(super) fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
     let text = crate::spool::open::read_to_string(&dir.pid_file()).ok()?;
     let mut it = text.split_whitespace();
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))

@@ -340,6 +340,9 @@ pub struct RunningTask {
     /// (`Ss` when the job itself is suspended too), as SGE's `JSUSPENDED_ON_SUBORDINATE`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub queue_suspended: bool,
+    /// `qmod -r` rescheduled it: `sched_d` kills it, and its end requeues it (`failed 25`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rescheduling: bool,
     /// Holds set while it runs (`qhold` of a running job, shown as `hr`): they matter again if
     /// the task is requeued, and `qrls` reports releasing them, as SGE does.
     #[serde(default, skip_serializing_if = "Holds::is_none")]
@@ -372,6 +375,7 @@ impl RunningTask {
             deleting: false,
             restarted: false,
             queue_suspended: false,
+            rescheduling: false,
             holds: Holds::NONE,
             usage: None,
         }

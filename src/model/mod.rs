@@ -18,7 +18,7 @@ pub use job::{
     SlotRange, Submitter, TaskStates, TaskUsage, UsageReport,
 };
 pub use request::{
-    DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, Request, RequestAction,
-    Requester, RunningDeletion, SpecChange, TaskSelector,
+    DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, QmodEvent, Request,
+    RequestAction, Requester, RescheduleRules, RunningDeletion, SpecChange, TaskSelector,
 };
 pub use tasks::{TaskIdRange, TaskRangeError, TaskSet};

@@ -135,6 +135,33 @@ pub enum RequestAction {
         instances: Vec<String>,
         disabled: bool,
     },
+    /// `qmod -sq`/`-usq` of queue instances: their running tasks stop (`S`), and they take
+    /// no new work. Kept with the other states in `daemon/qinstances.json`.
+    QueueSuspend {
+        instances: Vec<String>,
+        suspended: bool,
+    },
+    /// `qmod -cq`: clears the error state (`E`) of queue instances.
+    QueueClearError { instances: Vec<String> },
+    /// `qmod -sj`/`-usj` (and `-s`/`-us` of a job): stops (`suspend`) or continues the
+    /// job's running tasks. `force` sends the signal again to tasks already so (SGE's `-f`).
+    Suspend {
+        job: JobId,
+        tasks: TaskSelector,
+        suspend: bool,
+        #[serde(default)]
+        force: bool,
+    },
+    /// `qmod -cj`: clears the job's error state (`Eqw`).
+    ClearError { job: JobId, tasks: TaskSelector },
+    /// `qmod -rj`: the job's running tasks are killed and requeued, to run again
+    /// (`RESTARTED=1`); `force` reschedules those that are not rerunnable too.
+    Reschedule {
+        job: JobId,
+        tasks: TaskSelector,
+        #[serde(default)]
+        force: bool,
+    },
 }
 
 /// A hold type as stored in a request (`"u"`, `"o"`, `"s"`).
@@ -176,8 +203,13 @@ impl RequestAction {
             | RequestAction::Hold { job, .. }
             | RequestAction::Release { job, .. }
             | RequestAction::Alter { job, .. }
-            | RequestAction::Shove { job } => Some(*job),
-            RequestAction::QueueState { .. } => None,
+            | RequestAction::Shove { job }
+            | RequestAction::Suspend { job, .. }
+            | RequestAction::ClearError { job, .. }
+            | RequestAction::Reschedule { job, .. } => Some(*job),
+            RequestAction::QueueState { .. }
+            | RequestAction::QueueSuspend { .. }
+            | RequestAction::QueueClearError { .. } => None,
         }
     }
 }
@@ -201,6 +233,61 @@ pub enum Outcome {
     Hold(HoldOutcome),
     Altered,
     Shoved,
+    /// `qmod` of a job: what happened to each task, in SGE's order.
+    Qmod(Vec<QmodEvent>),
+}
+
+/// What `qmod` did to one task of a job (`sge_qmod_qmaster.c`, `reschedule.c`); `compat`
+/// words each as SGE does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QmodEvent {
+    /// Stopped now (`forced`: with `-f`, SGE's "forced suspension").
+    Suspended {
+        task: TaskId,
+        forced: bool,
+    },
+    /// Stopped already; `forced`: the signal was sent again.
+    AlreadySuspended {
+        task: TaskId,
+        forced: bool,
+    },
+    Unsuspended {
+        task: TaskId,
+        forced: bool,
+    },
+    /// Not suspended; `forced`: SIGCONT was sent again ("forced enabling").
+    AlreadyUnsuspended {
+        task: TaskId,
+        forced: bool,
+    },
+    /// A pending task: nothing to suspend, clear or reschedule (`None`: no task of the array
+    /// job has started, SGE's one message for the whole job).
+    NotEnrolled(Option<TaskId>),
+    ErrorCleared(TaskId),
+    NotInError(TaskId),
+    /// Killed, to run again; `forced` with `-f`.
+    Rescheduled {
+        task: TaskId,
+        forced: bool,
+    },
+    /// `-r n`: "is not restartable".
+    NotRestartable(TaskId),
+    /// Neither `-r y` nor its queue's `rerun`: "is running in queue none where jobs are not
+    /// rerunable" (SGE 8.1.9 prints `none` there for the queue).
+    QueueNotRerunnable(TaskId),
+    /// Not rerunnable, and `enable_reschedule_kill` is on: killed, as `qdel` would
+    /// ("Reaping not restartable job").
+    Reaped(TaskId),
+    /// Being deleted: "already in deleted state. No rescheduling!".
+    BeingDeleted(TaskId),
+}
+
+/// What decides whether a running task may be rescheduled, from the configuration.
+pub struct RescheduleRules<'a> {
+    /// The `rerun` of a cluster queue.
+    pub queue_rerun: &'a dyn Fn(&str) -> bool,
+    /// `enable_reschedule_kill`: a task that may not be rerun is killed instead.
+    pub reap: bool,
 }
 
 /// What `qdel` did to one job: SGE words one message per running task and one for the pending
@@ -274,6 +361,9 @@ pub enum Denied {
     /// A `qmod` of queue instances given for a job: such actions are not a job's.
     #[error("not an action on a job")]
     NotForJobs,
+    /// `qmod` of another user's job by someone who is not an operator.
+    #[error("{user} - you have no permission to modify job \"{job}\"")]
+    Qmod { user: String, job: JobId },
 }
 
 impl Request {
@@ -284,7 +374,23 @@ impl Request {
         job: &mut JobRecord,
     ) -> Result<Outcome, Denied> {
         match action {
-            RequestAction::QueueState { .. } => Err(Denied::NotForJobs),
+            RequestAction::QueueState { .. }
+            | RequestAction::QueueSuspend { .. }
+            | RequestAction::QueueClearError { .. }
+            | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
+            RequestAction::Suspend {
+                tasks,
+                suspend,
+                force,
+                ..
+            } => {
+                qmod_allowed(who, job)?;
+                Ok(Outcome::Qmod(suspend_tasks(job, tasks, *suspend, *force)))
+            }
+            RequestAction::ClearError { tasks, .. } => {
+                qmod_allowed(who, job)?;
+                Ok(Outcome::Qmod(clear_error(job, tasks)))
+            }
             RequestAction::Delete { tasks, force, .. } => {
                 // sge_gdi_del_job refuses a forced deletion before looking at any job.
                 if *force && !who.manager {
@@ -347,6 +453,212 @@ impl Request {
             }
         }
     }
+}
+
+impl Request {
+    /// `qmod -rj` of `job` as `who`: which running tasks are rescheduled, as SGE's
+    /// `reschedule_job` decides. Those are marked `rescheduling` (tasks reaped `deleting`);
+    /// `sched_d` kills them, and requeues the rescheduled ones when they have ended.
+    pub fn reschedule(
+        job: &mut JobRecord,
+        who: &Requester,
+        tasks: &TaskSelector,
+        force: bool,
+        rules: &RescheduleRules<'_>,
+    ) -> Result<Vec<QmodEvent>, Denied> {
+        qmod_allowed(who, job)?;
+        let sel = tasks.set();
+        let mut events = Vec::new();
+        let mut running: Vec<usize> = (0..job.tasks.running.len())
+            .filter(|&i| sel.is_none_or(|s| s.contains(job.tasks.running[i].task)))
+            .collect();
+        running.sort_by_key(|&i| job.tasks.running[i].task);
+        let restartable = job.spec.restartable;
+        for i in running.iter().copied() {
+            let r = &mut job.tasks.running[i];
+            let rerun = restartable.unwrap_or_else(|| (rules.queue_rerun)(&r.queue));
+            let event = if r.rescheduling {
+                // Rescheduled already: SGE finds it in its list and says nothing.
+                continue;
+            } else if force {
+                r.rescheduling = true;
+                QmodEvent::Rescheduled {
+                    task: r.task,
+                    forced: true,
+                }
+            } else if !rerun && rules.reap {
+                r.deleting = true;
+                QmodEvent::Reaped(r.task)
+            } else if restartable == Some(false) {
+                QmodEvent::NotRestartable(r.task)
+            } else if r.deleting {
+                QmodEvent::BeingDeleted(r.task)
+            } else if !rerun {
+                QmodEvent::QueueNotRerunnable(r.task)
+            } else {
+                r.rescheduling = true;
+                QmodEvent::Rescheduled {
+                    task: r.task,
+                    forced: false,
+                }
+            };
+            events.push(event);
+        }
+        // A restarted task pending again is enrolled in SGE, which passes it over silently.
+        let mut pending = Vec::new();
+        not_enrolled(job, tasks, !running.is_empty(), &mut pending);
+        events.extend(pending.into_iter().filter(|e| match e {
+            QmodEvent::NotEnrolled(Some(t)) => !job.tasks.restarted.contains(*t),
+            _ => true,
+        }));
+        Ok(events)
+    }
+}
+
+/// SGE's rule for `qmod` of a job: its owner, operators and managers.
+fn qmod_allowed(who: &Requester, job: &JobRecord) -> Result<(), Denied> {
+    if who.may_change(job) {
+        Ok(())
+    } else {
+        Err(Denied::Qmod {
+            user: who.user.clone(),
+            job: job.id,
+        })
+    }
+}
+
+/// The pending tasks a `qmod` of a job selected, which it cannot change: one event for
+/// each, or, for a whole array job none of whose tasks had started, one for the job.
+fn not_enrolled(
+    job: &JobRecord,
+    tasks: &TaskSelector,
+    any_enrolled: bool,
+    events: &mut Vec<QmodEvent>,
+) {
+    match tasks.set() {
+        None if job.is_array() => {
+            if !any_enrolled {
+                events.push(QmodEvent::NotEnrolled(None));
+            }
+        }
+        sel => {
+            let mut pending: Vec<TaskId> = job
+                .tasks
+                .pending
+                .iter()
+                .flat_map(|g| g.tasks.iter())
+                .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+                .collect();
+            pending.sort_unstable();
+            events.extend(pending.into_iter().map(|t| QmodEvent::NotEnrolled(Some(t))));
+        }
+    }
+}
+
+/// `qmod -sj`/`-usj`: the selected running tasks' run state, as `qmod_job_suspend` and
+/// `qmod_job_unsuspend` set it (a task of a suspended queue is apart: its own state only).
+fn suspend_tasks(
+    job: &mut JobRecord,
+    tasks: &TaskSelector,
+    suspend: bool,
+    force: bool,
+) -> Vec<QmodEvent> {
+    use super::RunState;
+    let sel = tasks.set();
+    let mut running: Vec<usize> = (0..job.tasks.running.len())
+        .filter(|&i| sel.is_none_or(|s| s.contains(job.tasks.running[i].task)))
+        .collect();
+    running.sort_by_key(|&i| job.tasks.running[i].task);
+    let mut events = Vec::new();
+    for i in running.iter().copied() {
+        let r = &mut job.tasks.running[i];
+        let task = r.task;
+        let suspended = r.state == RunState::Suspended;
+        events.push(match (suspend, suspended) {
+            (true, true) => QmodEvent::AlreadySuspended {
+                task,
+                forced: force,
+            },
+            (true, false) => {
+                r.state = RunState::Suspended;
+                QmodEvent::Suspended {
+                    task,
+                    forced: force,
+                }
+            }
+            (false, true) => {
+                r.state = RunState::Running;
+                QmodEvent::Unsuspended {
+                    task,
+                    forced: force,
+                }
+            }
+            (false, false) => QmodEvent::AlreadyUnsuspended {
+                task,
+                forced: force,
+            },
+        });
+    }
+    not_enrolled(job, tasks, !running.is_empty(), &mut events);
+    events
+}
+
+/// `qmod -cj`. gridspool keeps one error state per job (`Eqw` of its pending tasks), where
+/// SGE keeps one per task: clearing any of its tasks clears the job's.
+fn clear_error(job: &mut JobRecord, tasks: &TaskSelector) -> Vec<QmodEvent> {
+    let sel = tasks.set();
+    let mut events = Vec::new();
+    let mut running: Vec<TaskId> = job
+        .tasks
+        .running
+        .iter()
+        .map(|r| r.task)
+        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+        .collect();
+    running.sort_unstable();
+    if job.error.is_none() {
+        let mut enrolled: Vec<TaskId> = running;
+        enrolled.extend(
+            job.tasks
+                .restarted
+                .iter()
+                .filter(|t| sel.is_none_or(|s| s.contains(*t))),
+        );
+        enrolled.sort_unstable();
+        events.extend(enrolled.iter().map(|t| QmodEvent::NotInError(*t)));
+        let mut rest = Vec::new();
+        not_enrolled(job, tasks, !enrolled.is_empty(), &mut rest);
+        events.extend(rest.into_iter().filter(|e| match e {
+            QmodEvent::NotEnrolled(Some(t)) => !job.tasks.restarted.contains(*t),
+            _ => true,
+        }));
+        return events;
+    }
+    let mut pending: Vec<TaskId> = job
+        .tasks
+        .pending
+        .iter()
+        .flat_map(|g| g.tasks.iter())
+        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+        .collect();
+    pending.sort_unstable();
+    let mut all: Vec<(TaskId, bool)> = running.into_iter().map(|t| (t, false)).collect();
+    all.extend(pending.into_iter().map(|t| (t, true)));
+    all.sort_unstable();
+    if all.iter().any(|(_, in_error)| *in_error) {
+        job.error = None;
+    }
+    events.extend(all.into_iter().map(|(t, in_error)| {
+        if in_error {
+            QmodEvent::ErrorCleared(t)
+        } else {
+            QmodEvent::NotInError(t)
+        }
+    }));
+    if events.is_empty() && job.is_array() && sel.is_none() {
+        events.push(QmodEvent::NotEnrolled(None));
+    }
+    events
 }
 
 /// Removes the selected pending tasks and marks (or, forced, removes) the selected running

@@ -64,6 +64,7 @@ pub struct QueueInstance {
     pub slots_used: u32,
     pub seq_no: u32,
     pub urgency: f64,
+    /// Takes no new work: disabled (the configuration, `qmod -d`), suspended or in error.
     pub disabled: bool,
     pub pe_list: Vec<String>,
     /// Bit `i` set when the `i`-th parallel environment ([`Cluster::pes`]) is in

@@ -34,6 +34,7 @@ use crate::model::{
 };
 use crate::spool::{Spool, SpoolError};
 use notify::Watcher;
+use qmod::InstanceChange;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;
@@ -42,6 +43,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
+mod qmod;
 mod unknown;
 
 /// How the daemon runs (from `sched_d`'s command line).
@@ -863,8 +865,15 @@ impl Daemon {
     /// finished jobs awaiting retirement, leftover temporary files.
     fn recover(&mut self) {
         self.sweep_temp_files();
-        for name in self.spool.queue_instance_states().disabled {
-            self.state.set_instance_disabled(&name, true);
+        let states = self.spool.queue_instance_states();
+        for name in &states.disabled {
+            self.state.set_instance_disabled(name, true);
+        }
+        for name in &states.suspended {
+            self.state.set_instance_suspended(name, true);
+        }
+        for (name, why) in states.errors {
+            self.state.set_instance_error(&name, Some(why));
         }
         let ids = self.list_job_ids();
         for id in ids {
@@ -1111,29 +1120,6 @@ impl Daemon {
         }
     }
 
-    /// `qmod -d`/`-e`: operators and managers only (the client refused the others already);
-    /// the states are durable in `daemon/qinstances.json` before the request goes.
-    fn queue_state(&mut self, who: &crate::model::Requester, instances: &[String], disabled: bool) {
-        if !(who.manager || who.operator) {
-            warn!(user = %who.user, "qmod by a user who is neither operator nor manager: ignored");
-            return;
-        }
-        for name in instances {
-            if self.state.set_instance_disabled(name, disabled) {
-                info!(instance = %name, disabled, user = %who.user, "queue instance state changed");
-            }
-        }
-        let states = crate::spool::QueueInstanceStates {
-            v: 1,
-            disabled: self.state.disabled_instances.clone(),
-        };
-        if let Err(e) = self.spool.write_queue_instance_states(&states) {
-            error!("cannot write the queue instance states: {e}");
-        }
-        self.pass_needed = true;
-        self.full_pass = true;
-    }
-
     fn quarantine_file(&self, path: &Path, reason: &str) {
         warn!("{}: {reason}: quarantined", path.display());
         if let Err(e) = self.spool.quarantine(path, reason) {
@@ -1157,13 +1143,21 @@ impl Daemon {
         let mut absorbing: HashSet<JobId> = HashSet::new();
         for action in &req.actions {
             let Some(id) = action.job() else {
-                if let RequestAction::QueueState {
-                    instances,
-                    disabled,
-                } = action
-                {
-                    self.queue_state(&req.requester, instances, *disabled);
-                }
+                let (instances, change) = match action {
+                    RequestAction::QueueState {
+                        instances,
+                        disabled,
+                    } => (instances, InstanceChange::Disable(*disabled)),
+                    RequestAction::QueueSuspend {
+                        instances,
+                        suspended,
+                    } => (instances, InstanceChange::Suspend(*suspended)),
+                    RequestAction::QueueClearError { instances } => {
+                        (instances, InstanceChange::ClearError)
+                    }
+                    _ => continue,
+                };
+                self.change_instances(&req.requester, instances, change);
                 continue;
             };
             let Some(job) = self.state.job_mut(id) else {
@@ -1174,6 +1168,11 @@ impl Daemon {
                 continue;
             }
             absorbing.insert(id);
+            if let RequestAction::Reschedule { tasks, force, .. } = action {
+                job.applied_request = req.seq;
+                self.reschedule(&req.requester, id, tasks, *force);
+                continue;
+            }
             // `qdel -f` takes running tasks out of the record: what they were is needed for
             // their accounting records.
             let running_before = job.tasks.running.clone();
@@ -1237,6 +1236,12 @@ impl Daemon {
                             warn!(job = %id, task = t, "kill: {e}");
                         }
                     }
+                }
+                Ok(Outcome::Qmod(events)) => {
+                    info!(job = %id, user = %req.requester.user, "qmod applied: {events:?}");
+                    // A cleared error makes the job a candidate again.
+                    self.state.job_changed(id);
+                    self.suspended(id, &events);
                 }
                 Ok(o) => {
                     info!(job = %id, user = %req.requester.user, "request applied: {o:?}");
@@ -1552,7 +1557,7 @@ impl Daemon {
     /// is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
-        let mut ended = EndedTask::reported(id, task, &result.host);
+        let ended = EndedTask::reported(id, task, &result.host);
         if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
             self.kept_result(run, result);
             return;
@@ -1562,6 +1567,10 @@ impl Daemon {
             self.ended.push(ended);
             return;
         }
+        let mut ended = match self.rescheduled_task_ended(id, task, &result, ended) {
+            Ok(()) => return,
+            Err(ended) => ended,
+        };
         // Issue 4: an aggressively preempted task is accounted and pending again.
         if let Some(ran) = self.state.preempted_task_ended(id, task) {
             if let Some(job) = self.state.job(id)

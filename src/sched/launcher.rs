@@ -72,6 +72,10 @@ impl TaskRunner for LaunchRunner {
         self.launcher.kill(job, task, notify).map_err(other)
     }
 
+    fn suspend(&mut self, job: JobId, task: TaskId, stop: bool) -> Result<(), RunnerError> {
+        self.launcher.suspend(job, task, stop).map_err(other)
+    }
+
     /// A task that was only being handed over (`t`) and left no trace on its local host never
     /// started: it goes back to pending. Everything else is followed again; the launcher
     /// reports a task its host has no trace of as ended with `failed 100`, never runs it twice.

@@ -904,6 +904,7 @@ impl SchedState {
             deleting: false,
             restarted,
             queue_suspended: false,
+            rescheduling: false,
             holds: crate::model::Holds::NONE,
             usage: None,
         });

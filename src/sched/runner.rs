@@ -63,6 +63,8 @@ pub trait TaskRunner: Send {
     /// Kills a task's whole process tree (`qdel`). With `notify`, SGE's `-notify`: warn
     /// with SIGUSR2 first and kill after the queue's notify time.
     fn kill(&mut self, job: JobId, task: TaskId, notify: bool) -> Result<(), RunnerError>;
+    /// Stops (`stop`) or continues a running task's processes (`qmod -s`/`-us`).
+    fn suspend(&mut self, job: JobId, task: TaskId, stop: bool) -> Result<(), RunnerError>;
 
     /// After a daemon restart, for every task the spool records as running or transferring.
     fn reattach(&mut self, job: &JobRecord, task: &RunningTask) -> Reattached;

@@ -173,8 +173,9 @@ pub struct SchedState {
     /// Jobs with runs given up on an unknown host (`unknown_hosts`), so that finding them
     /// never walks every job.
     pub(crate) rescheduled_jobs: BTreeSet<JobId>,
-    /// Queue instances `qmod -d` disabled (`all.q@node1`), kept over configuration reloads.
-    pub disabled_instances: BTreeSet<String>,
+    /// What `qmod` and errors set on queue instances (`all.q@node1`): disabled, suspended,
+    /// in error; kept over configuration reloads, durable in `daemon/qinstances.json`.
+    pub instance_states: crate::spool::QueueInstanceStates,
     pub(crate) policy: Box<dyn PriorityPolicy>,
     dirty: BTreeSet<JobId>,
     names: HashMap<String, u32>,
@@ -256,7 +257,7 @@ impl SchedState {
             running: HashMap::new(),
             user_running: HashMap::new(),
             rescheduled_jobs: BTreeSet::new(),
-            disabled_instances: BTreeSet::new(),
+            instance_states: Default::default(),
             policy,
             dirty: BTreeSet::new(),
             names: HashMap::new(),
@@ -866,21 +867,67 @@ impl SchedState {
     /// the configuration does not have is remembered all the same (it may come with a
     /// reload).
     pub fn set_instance_disabled(&mut self, name: &str, disabled: bool) -> bool {
+        let set = &mut self.instance_states.disabled;
         let changed = if disabled {
-            self.disabled_instances.insert(name.to_string())
+            set.insert(name.to_string())
         } else {
-            self.disabled_instances.remove(name)
+            set.remove(name)
         };
         self.apply_instance_states();
         changed
     }
 
-    /// The cluster's queue instances disabled as the configuration and `qmod` say.
+    /// `qmod -sq`/`-usq` of a queue instance: whether it changed. The daemon stops or
+    /// continues its tasks ([`SchedState::tasks_in_instance`]).
+    pub fn set_instance_suspended(&mut self, name: &str, suspended: bool) -> bool {
+        let set = &mut self.instance_states.suspended;
+        let changed = if suspended {
+            set.insert(name.to_string())
+        } else {
+            set.remove(name)
+        };
+        self.apply_instance_states();
+        changed
+    }
+
+    /// Puts a queue instance in error state (`E`, with why) or, with `None`, clears it
+    /// (`qmod -cq`): whether it changed.
+    pub fn set_instance_error(&mut self, name: &str, why: Option<String>) -> bool {
+        let errors = &mut self.instance_states.errors;
+        let changed = match why {
+            Some(w) => errors.insert(name.to_string(), w).is_none(),
+            None => errors.remove(name).is_some(),
+        };
+        self.apply_instance_states();
+        changed
+    }
+
+    /// The running tasks that hold slots of queue instance `name` (`all.q@node1`), as their
+    /// master or as a slave of a parallel job.
+    pub fn tasks_in_instance(&self, name: &str) -> Vec<(JobId, TaskId)> {
+        let Some((queue, host)) = name.split_once('@') else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (id, task, _) in self.running_tasks() {
+            let Some(job) = self.job(id) else { continue };
+            if let Some(r) = job.tasks.running.iter().find(|r| r.task == task)
+                && ((r.queue == queue && r.host == host)
+                    || r.granted.iter().any(|(h, q, _)| h == host && q == queue))
+            {
+                out.push((id, task));
+            }
+        }
+        out
+    }
+
+    /// The cluster's queue instances that take no new work, as the configuration and
+    /// `qmod` say (disabled, suspended, in error).
     fn apply_instance_states(&mut self) {
         for qi in &mut self.cluster.qis {
             let name = format!("{}@{}", qi.queue, self.cluster.hosts[qi.host].name);
             let configured = self.config.queue(&qi.queue).is_some_and(|q| q.disabled);
-            qi.disabled = configured || self.disabled_instances.contains(&name);
+            qi.disabled = configured || self.instance_states.closed(&name);
         }
         self.invalidate_order();
     }

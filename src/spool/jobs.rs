@@ -1183,7 +1183,8 @@ mod listing {
                 out.push(
                     u8::from(r.deleting)
                         | u8::from(r.restarted) << 1
-                        | u8::from(r.queue_suspended) << 2,
+                        | u8::from(r.queue_suspended) << 2
+                        | u8::from(r.rescheduling) << 3,
                 );
                 holds(out, r.holds);
                 match &r.usage {
@@ -1333,7 +1334,7 @@ mod listing {
                     .map(|_| Ok((self.string()?, self.string()?, self.u32()?)))
                     .collect::<R<Vec<_>>>()?;
                 let flags = self.u8()?;
-                if flags > 7 {
+                if flags > 15 {
                     return Err("bad task flags");
                 }
                 let holds = self.holds()?;
@@ -1359,6 +1360,7 @@ mod listing {
                     deleting: flags & 1 != 0,
                     restarted: flags & 2 != 0,
                     queue_suspended: flags & 4 != 0,
+                    rescheduling: flags & 8 != 0,
                     holds,
                     usage,
                 })

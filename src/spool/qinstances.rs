@@ -1,11 +1,12 @@
-//! `daemon/qinstances.json`: the states of queue instances that `qmod` sets (SGE keeps them in
-//! its qmaster's spool, not in the configuration): for now the instances `qmod -d` disabled.
+//! `daemon/qinstances.json`: the states of queue instances that `qmod` and `sched_d` set (SGE
+//! keeps them in its qmaster's spool, not in the configuration): disabled (`qmod -d`),
+//! suspended (`qmod -sq`), and in error (`E`, set by `sched_d`, cleared by `qmod -cq`).
 //! Written by `sched_d` as it applies a `qmod` request, read by it at start and by `qstat`
 //! and `qmod` to show and decide.
 
 use super::{Spool, SpoolError};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const FILE: &str = "qinstances.json";
 
@@ -17,6 +18,22 @@ pub struct QueueInstanceStates {
     /// apart from these).
     #[serde(default)]
     pub disabled: BTreeSet<String>,
+    /// Suspended by `qmod -sq`: their tasks are stopped (`S`), they take no new work.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub suspended: BTreeSet<String>,
+    /// In error state (`E`), with why (`qstat -explain E`): no new work until `qmod -cq`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
+}
+
+impl QueueInstanceStates {
+    /// The instance takes no new work: disabled, suspended or in error (a queue disabled in
+    /// the configuration is apart).
+    pub fn closed(&self, instance: &str) -> bool {
+        self.disabled.contains(instance)
+            || self.suspended.contains(instance)
+            || self.errors.contains_key(instance)
+    }
 }
 
 impl Spool {

@@ -562,7 +562,7 @@ pub struct View<'a> {
     pub storage_blocked: Option<&'a str>,
     /// Queue instances `qmod -d` disabled (`daemon/qinstances.json`; empty unless queues are
     /// listed).
-    pub disabled_instances: &'a std::collections::BTreeSet<String>,
+    pub instance_states: &'a crate::spool::QueueInstanceStates,
 }
 
 impl<'a> View<'a> {

@@ -66,6 +66,10 @@ pub struct QueueInstance<'a> {
     pub known: bool,
     /// Disabled: the queue in the configuration, or this instance by `qmod -d`.
     pub disabled: bool,
+    /// Suspended by `qmod -sq`.
+    pub suspended: bool,
+    /// In error state, with why (`-explain E`).
+    pub error: Option<&'a str>,
 }
 
 impl QueueInstance<'_> {
@@ -88,17 +92,30 @@ impl QueueInstance<'_> {
         t
     }
 
-    /// State letters: `d` for a disabled queue; `a` and `u` (SGE's load alarm and unknown)
-    /// when nothing recent is known of the host — no fresh report from `sched_d`, or the
-    /// host did not answer — as SGE marks the queues of an execd that stopped reporting.
-    /// gridspool has no suspend-threshold, calendar or error states for queues.
-    pub fn states(&self) -> &'static str {
-        match (self.known, self.disabled) {
-            (true, false) => "",
-            (true, true) => "d",
-            (false, false) => "au",
-            (false, true) => "adu",
+    /// State letters in SGE's order (`a A C D d u E S s c o`): `a` and `u` (SGE's load alarm
+    /// and unknown) when nothing recent is known of the host — no fresh report from
+    /// `sched_d`, or the host did not answer — as SGE marks the queues of an execd that
+    /// stopped reporting; `d` disabled, `E` in error, `s` suspended. gridspool has no
+    /// suspend-threshold, calendar, subordinate or configuration states for queues.
+    pub fn states(&self) -> String {
+        let mut out = String::new();
+        for (on, letter) in [
+            (!self.known, 'a'),
+            (self.disabled, 'd'),
+            (!self.known, 'u'),
+            (self.error.is_some(), 'E'),
+            (self.suspended, 's'),
+        ] {
+            if on {
+                out.push(letter);
+            }
         }
+        out
+    }
+
+    /// It takes no new work (`qstat -g c` counts it apart from the available slots).
+    pub fn closed(&self) -> bool {
+        self.disabled || self.suspended || self.error.is_some()
     }
 
     /// `np_load_avg`: the load divided by the processors.
@@ -153,10 +170,10 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
             let local = view.load.host == h.name;
             let report = view.host_loads.get(&h.name);
             let reported = report.and_then(|r| r.load.as_ref());
+            let name = format!("{}@{}", q.name, h.name);
             let inst = QueueInstance {
                 queue: q,
                 host: h.name.clone(),
-                name: format!("{}@{}", q.name, h.name),
                 slots_total: q.slots,
                 slots_used: 0,
                 load_avg: if local {
@@ -171,10 +188,10 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 },
                 arch: h.arch.clone(),
                 known: local || report.is_some_and(|r| r.known),
-                disabled: q.disabled
-                    || view
-                        .disabled_instances
-                        .contains(&format!("{}@{}", q.name, h.name)),
+                disabled: q.disabled || view.instance_states.disabled.contains(&name),
+                suspended: view.instance_states.suspended.contains(&name),
+                error: view.instance_states.errors.get(&name).map(String::as_str),
+                name,
             };
             if let Some(states) = &args.queue_states
                 && !states.chars().any(|c| inst.states().contains(c))

@@ -502,6 +502,7 @@ mod tests {
             deleting,
             restarted,
             queue_suspended: false,
+            rescheduling: false,
             holds: crate::model::Holds::NONE,
             usage: None,
         }

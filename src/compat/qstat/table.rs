@@ -490,7 +490,7 @@ fn queue_line(out: &mut String, q: &QueueInstance<'_>, qw: usize) {
     out.push(' ');
     pad(out, &q.arch, 13);
     out.push(' ');
-    out.push_str(q.states());
+    out.push_str(&q.states());
     out.push('\n');
 }
 
@@ -524,6 +524,11 @@ pub fn full(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
         }
         out.push('\n');
         queue_line(out, q, qw);
+        if args.explain == Some('E')
+            && let Some(why) = q.error
+        {
+            let _ = writeln!(out, "\t{why}");
+        }
         if let Some(names) = &args.resources {
             resource_lines(out, view, q, names);
         }
@@ -598,7 +603,7 @@ pub(crate) fn summaries(args: &QstatArgs, view: &View<'_>) -> Vec<ClusterQueueSu
         for i in instances.iter().filter(|i| i.queue.name == name) {
             s.used += i.slots_used;
             s.total += i.slots_total;
-            if i.disabled {
+            if i.closed() {
                 s.disabled += 1;
             } else {
                 s.available += i.slots_total.saturating_sub(i.slots_used);

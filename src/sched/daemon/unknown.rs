@@ -16,11 +16,7 @@ use crate::model::{FinishedTask, JobId, RunningTask};
 use std::time::Instant;
 use tracing::{error, info, warn};
 
-/// SGE's `failed` code of a run ended by rescheduling (`SSTATE_AGAIN`).
-const FAILED_RESCHEDULED: u32 = 25;
-
-/// The error text of SGE's pseudo job report for a rescheduled run (`MSG_RU_JR_ERRSTR`).
-const RESCHEDULED_ERROR: &str = "manual/auto rescheduling";
+use super::qmod::{FAILED_RESCHEDULED, RESCHEDULED_ERROR};
 
 impl Daemon {
     pub(super) fn host_unknown(&mut self, host: String) {
@@ -82,7 +78,7 @@ impl Daemon {
             return;
         }
         let config = &self.state.config;
-        let reap = config.enable_reschedule_kill.unwrap_or(true);
+        let reap = config.enable_reschedule_kill();
         let slaves = config.enable_reschedule_slave.unwrap_or(false);
         let tasks = self.state.running_on_host(host, slaves);
         warn!(

@@ -1,0 +1,215 @@
+//! The daemon's side of `qmod`: queue instance states (`-d/-e`, `-sq/-usq`, `-cq`), and the
+//! jobs' suspension (`-sj/-usj`) and rescheduling (`-rj`, `-rq`). The client words SGE's
+//! messages from the same decisions ([`crate::model::Request::apply`],
+//! [`crate::model::Request::reschedule`]); here they are carried out: signals to the tasks'
+//! hosts, kills, requeues, the states made durable in `daemon/qinstances.json`.
+
+use super::{Daemon, EndedTask, now};
+use crate::launch::TaskResult;
+use crate::model::{JobId, QmodEvent, Request, Requester, RescheduleRules, TaskId, TaskSelector};
+use tracing::{error, info, warn};
+
+/// SGE's `failed` code of a run ended by rescheduling (`SSTATE_AGAIN`).
+pub(super) const FAILED_RESCHEDULED: u32 = 25;
+
+/// The error text of SGE's pseudo job report for a rescheduled run (`MSG_RU_JR_ERRSTR`).
+pub(super) const RESCHEDULED_ERROR: &str = "manual/auto rescheduling";
+
+/// A change of queue instance states by `qmod`.
+pub(super) enum InstanceChange {
+    Disable(bool),
+    Suspend(bool),
+    ClearError,
+}
+
+impl Daemon {
+    /// `qmod -d/-e/-sq/-usq/-cq` of queue instances: operators and managers only (the
+    /// client refused the others already); durable in `daemon/qinstances.json`. A
+    /// suspension stops or continues the tasks running in the instance.
+    pub(super) fn change_instances(
+        &mut self,
+        who: &Requester,
+        instances: &[String],
+        change: InstanceChange,
+    ) {
+        if !(who.manager || who.operator) {
+            warn!(user = %who.user, "qmod by a user who is neither operator nor manager: ignored");
+            return;
+        }
+        for name in instances {
+            let changed = match change {
+                InstanceChange::Disable(d) => self.state.set_instance_disabled(name, d),
+                InstanceChange::Suspend(s) => self.state.set_instance_suspended(name, s),
+                InstanceChange::ClearError => self.state.set_instance_error(name, None),
+            };
+            if !changed {
+                continue;
+            }
+            info!(instance = %name, user = %who.user, "queue instance state changed");
+            if let InstanceChange::Suspend(suspended) = change {
+                for (id, task) in self.state.tasks_in_instance(name) {
+                    self.set_stopped(id, task, false, |r| r.queue_suspended = suspended);
+                }
+            }
+        }
+        self.write_instance_states();
+        self.pass_needed = true;
+        self.full_pass = true;
+    }
+
+    pub(super) fn write_instance_states(&mut self) {
+        let mut states = self.state.instance_states.clone();
+        states.v = 1;
+        if let Err(e) = self.spool.write_queue_instance_states(&states) {
+            error!("cannot write the queue instance states: {e}");
+        }
+    }
+
+    /// Changes a running task with `change` and, if that stops or continues it (or `force`),
+    /// signals its processes.
+    fn set_stopped(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        force: bool,
+        change: impl FnOnce(&mut crate::model::RunningTask),
+    ) {
+        let Some(job) = self.state.job_mut(id) else {
+            return;
+        };
+        let Some(r) = job.tasks.running.iter_mut().find(|r| r.task == task) else {
+            return;
+        };
+        let before = r.stopped();
+        change(r);
+        let after = r.stopped();
+        self.state.mark_dirty(id);
+        if before != after || force {
+            self.signal_task(id, task, after);
+        }
+    }
+
+    fn signal_task(&mut self, id: JobId, task: TaskId, stop: bool) {
+        info!(job = %id, task, stop, "suspension");
+        if let Err(e) = self.runner.suspend(id, task, stop) {
+            warn!(job = %id, task, stop, "cannot signal the task: {e}");
+        }
+    }
+
+    /// The running tasks a `qmod -sj/-usj` applied to [`Request::apply`] changed (or, with
+    /// `-f`, asked to signal again): their processes are stopped or continued.
+    pub(super) fn suspended(&mut self, id: JobId, events: &[QmodEvent]) {
+        for e in events {
+            let (task, forced) = match *e {
+                QmodEvent::Suspended { task, forced } | QmodEvent::Unsuspended { task, forced } => {
+                    (task, forced)
+                }
+                QmodEvent::AlreadySuspended { task, forced: true }
+                | QmodEvent::AlreadyUnsuspended { task, forced: true } => (task, true),
+                _ => continue,
+            };
+            let stopped = self
+                .state
+                .job(id)
+                .and_then(|j| j.tasks.running.iter().find(|r| r.task == task).cloned())
+                .map(|r| r.stopped());
+            match stopped {
+                Some(stop)
+                    if forced
+                        || matches!(
+                            e,
+                            QmodEvent::Suspended { .. } | QmodEvent::Unsuspended { .. }
+                        ) =>
+                {
+                    self.signal_task(id, task, stop)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `qmod -rj` of one job, decided as the client decided it: rescheduled tasks are killed
+    /// (their end requeues them, [`Self::rescheduled_task_ended`]), reaped ones killed as by
+    /// `qdel`.
+    pub(super) fn reschedule(
+        &mut self,
+        who: &Requester,
+        id: JobId,
+        tasks: &TaskSelector,
+        force: bool,
+    ) {
+        let config = &self.state.config;
+        let queue_rerun = |q: &str| config.queue(q).is_some_and(|q| q.rerun);
+        let rules = RescheduleRules {
+            queue_rerun: &queue_rerun,
+            reap: config.enable_reschedule_kill(),
+        };
+        let Some(mut job) = self.state.job(id).map(std::borrow::Cow::into_owned) else {
+            return;
+        };
+        let events = match Request::reschedule(&mut job, who, tasks, force, &rules) {
+            Ok(events) => events,
+            Err(denied) => {
+                info!(job = %id, user = %who.user, "request denied: {denied}");
+                return;
+            }
+        };
+        let notify = job.spec.notify;
+        if let Some(record) = self.state.job_mut(id) {
+            record.tasks.running = job.tasks.running;
+        }
+        self.state.mark_dirty(id);
+        for e in events {
+            let task = match e {
+                QmodEvent::Rescheduled { task, .. } => {
+                    info!(job = %id, task, user = %who.user, "rescheduling");
+                    task
+                }
+                QmodEvent::Reaped(task) => {
+                    info!(job = %id, task, user = %who.user, "not restartable: killed (enable_reschedule_kill)");
+                    task
+                }
+                _ => continue,
+            };
+            if let Err(e) = self.runner.kill(id, task, notify) {
+                warn!(job = %id, task, "kill: {e}");
+            }
+        }
+    }
+
+    /// The end of a task `qmod -r` rescheduled: accounted with SGE's `failed 25` and pending
+    /// again, its next run a restart. `false`: it was not one.
+    pub(super) fn rescheduled_task_ended(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        result: &TaskResult,
+        ended: EndedTask,
+    ) -> Result<(), EndedTask> {
+        let Some(job) = self.state.job(id) else {
+            return Err(ended);
+        };
+        let Some(ran) = job
+            .tasks
+            .running
+            .iter()
+            .find(|r| r.task == task && r.rescheduling)
+            .cloned()
+        else {
+            return Err(ended);
+        };
+        let mut accounted = result.clone();
+        accounted.failed = FAILED_RESCHEDULED;
+        accounted.error = Some(RESCHEDULED_ERROR.to_string());
+        if let Err(e) = self.acct.record(&job, &ran, &accounted) {
+            error!(job = %id, task, "accounting: {e}");
+        }
+        if let Err(e) = self.state.requeue_restarted(id, task) {
+            warn!(job = %id, task, "requeue: {e}");
+        }
+        info!(job = %id, task, at = now(), "rescheduled task requeued");
+        self.ended.push(ended);
+        self.pass_needed = true;
+        Ok(())
+    }
+}
