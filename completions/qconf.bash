@@ -2,6 +2,21 @@
 _gridspool_qconf() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
+        -aattr) COMPREPLY=(); return ;;
+        -am) COMPREPLY=(); return ;;
+        -ao) COMPREPLY=(); return ;;
+        -Aq) COMPREPLY=(); return ;;
+        -dattr) COMPREPLY=(); return ;;
+        -dm) COMPREPLY=(); return ;;
+        -do) COMPREPLY=(); return ;;
+        -dp) COMPREPLY=(); return ;;
+        -dq) COMPREPLY=(); return ;;
+        -mattr) COMPREPLY=(); return ;;
+        -mp) COMPREPLY=(); return ;;
+        -Mp) COMPREPLY=(); return ;;
+        -mq) COMPREPLY=(); return ;;
+        -Mq) COMPREPLY=(); return ;;
+        -rattr) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
         -sp) COMPREPLY=(); return ;;
@@ -10,7 +25,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-help -sc -sconf -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -rattr -sc -sconf -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

@@ -158,15 +158,227 @@ fn qconf_refuses_what_it_cannot_do_yet_and_changes_nothing() {
     };
     let cell = oracle_cell(NO_TREE);
     let before = std::fs::read(cell.cell.join("config.yaml")).expect("config");
-    let run = cell.run(&root, "qconf", &["-am", "alice"]);
+    let run = cell.run(&root, "qconf", &["-acal", "night"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr
-            .contains("the -am option is not supported by gridspool"),
+            .contains("the -acal option is not supported by gridspool"),
         "{run:?}"
     );
     assert_eq!(
         std::fs::read(cell.cell.join("config.yaml")).expect("config"),
         before
     );
+}
+
+/// The oracle's cell of the changing forms' captures: `all.q` with 6 slots.
+fn six_slot_oracle() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "# the oracle's cell\nmanagers: [sgeadmin]\n\
+             hosts:\n  - {{name: \"{host}\", slots: 6}}  # this machine\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n  # the default queue\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6, pe_list: [make, smp, mpi]}}\n\
+             parallel_environments:\n\
+             \x20 - {{name: make, slots: 999, allocation_rule: $round_robin}}\n\
+             \x20 - {{name: mpi, slots: 999, allocation_rule: $fill_up}}\n\
+             \x20 - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// Runs a changing form's capture as `user`, its files under `files` instead of the
+/// oracle's `/tmp/cap/`, and its `NAME=value` words before `qconf` in the environment.
+fn change(cell: &TestCell, user: &TestUser, case: &str, files: &std::path::Path) {
+    let mut cap = Capture::load(&format!("qconf/{case}.txt"));
+    let dir = format!("{}/", files.display());
+    for text in [&mut cap.command, &mut cap.stdout, &mut cap.stderr] {
+        *text = text.replace("/tmp/cap/", &dir);
+    }
+    let words = gridspool::compat::options::split_words(&cap.command);
+    let at = words.iter().position(|w| w == "qconf").expect("qconf");
+    let mut cmd = cell.command("qconf", user);
+    for w in &words[..at] {
+        if let Some((k, v)) = w.split_once('=') {
+            cmd.env(k, v);
+        }
+    }
+    let out = cmd
+        .args(&words[at + 1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("qconf");
+    let run = Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    };
+    assert_matches(&run, &cap);
+}
+
+#[test]
+fn qconf_changes_the_configuration_as_sge_says() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "qconf_changes_the_configuration_as_sge_says",
+            "needs root (a manager) and the test users",
+        );
+    };
+    let cell = six_slot_oracle();
+    let files = tempfile::tempdir().expect("tempdir");
+    for case in [
+        "mattr-slots",
+        "mattr-same",
+        "mattr-nosuch-queue",
+        "mattr-bad-object",
+        "mattr-missing",
+        "mattr-two",
+        "dattr-pe",
+        "dattr-pe-again",
+        "aattr-pe",
+        "aattr-pe-again",
+        "rattr-pe",
+        "mattr-exechost",
+        "aattr-exechost",
+        "dattr-exechost",
+        "rattr-exechost",
+        "mattr-exechost-nosuch",
+        "mattr-pe-slots",
+        "mattr-pe-nosuch",
+        "mattr-hostgroup",
+        "aattr-hostgroup-nosuch-host",
+        "am",
+        "am-again",
+        "dm",
+        "dm-again",
+        "ao",
+        "do",
+        "Mq-nofile",
+        "dq-nosuch",
+        "mq-nosuch",
+        "mq-editor-fails",
+        "mq-editor-true",
+    ] {
+        change(&cell, &root, case, files.path());
+    }
+    for case in ["mattr-by-user", "ao-by-user"] {
+        change(&cell, &user, case, files.path());
+    }
+    // The file forms, over this cell's own `qconf -sq all.q` (as the oracle's script made
+    // its files from the oracle's).
+    let shown = cell.run(&root, "qconf", &["-sq", "all.q"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let write =
+        |name: &str, text: String| std::fs::write(files.path().join(name), text).expect("write");
+    let with = |key: &str, value: &str| {
+        shown
+            .stdout
+            .lines()
+            .map(|l| {
+                if l.split_whitespace().next() == Some(key) {
+                    format!("{key:<22}{value}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect::<String>()
+    };
+    write("allq.txt", shown.stdout.clone());
+    write("allq5.txt", with("slots", "5"));
+    write("allq-bad.txt", with("slots", "lots"));
+    write(
+        "allq-noslots.txt",
+        shown
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with("slots"))
+            .map(|l| format!("{l}\n"))
+            .collect(),
+    );
+    write(
+        "allq-extra.txt",
+        format!("{}nosuch_attr  1\n", shown.stdout),
+    );
+    write("testq.txt", with("qname", "test.q"));
+    let before = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
+    change(&cell, &root, "Mq-same", files.path());
+    assert_eq!(
+        std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config"),
+        before,
+        "-Mq of -sq's output changes nothing"
+    );
+    for case in [
+        "Mq-slots",
+        "Mq-bad-value",
+        "Mq-missing-attr",
+        "Mq-unknown-attr",
+        "Mq-nosuch",
+        "Aq",
+        "Aq-again",
+        "sql-after-Aq",
+        "dq",
+    ] {
+        change(&cell, &root, case, files.path());
+    }
+    change(&cell, &user, "Mq-by-user", files.path());
+    // Back to 6 slots and rerun FALSE: the oracle's queue at the end of its session.
+    for args in [
+        &["-mattr", "queue", "slots", "6", "all.q"][..],
+        &["-mattr", "queue", "rerun", "FALSE", "all.q"],
+    ] {
+        let run = cell.run(&root, "qconf", args);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    change(&cell, &root, "sq-restored", files.path());
+    let text = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
+    for kept in [
+        "# the oracle's cell",
+        "# this machine",
+        "# the default queue",
+    ] {
+        assert!(text.contains(kept), "comment {kept:?} lost:\n{text}");
+    }
+}
+
+#[test]
+fn sched_d_applies_a_qconf_change_at_once() {
+    let Some(root) = root() else {
+        return skip(
+            "sched_d_applies_a_qconf_change_at_once",
+            "qconf changes need a manager (root)",
+        );
+    };
+    use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
+    use std::time::Duration;
+    let cell = crate::sched::cell(2);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let run = cell.run(&root, "qconf", &["-mattr", "queue", "slots", "1", "all.q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("sched_d reloads", Duration::from_secs(10), || {
+        std::fs::read_to_string(
+            cell.root
+                .join(format!("sched_d.{}.stderr", std::process::id())),
+        )
+        .is_ok_and(|log| log.contains("reloading"))
+    });
+    let first = submit(&cell.spool, "sleep 30\n", |s, _| s.cwd = cwd(&dir));
+    let second = submit(&cell.spool, "sleep 30\n", |s, _| s.cwd = cwd(&dir));
+    let running = |id| state(&cell.spool, id).is_some_and(|s| !s.tasks.running.is_empty());
+    wait_for("the first job runs", Duration::from_secs(10), || {
+        running(first)
+    });
+    wait_for("the second job's verdict", Duration::from_secs(10), || {
+        state(&cell.spool, second).is_some_and(|s| !s.pending_reasons.is_empty())
+    });
+    assert!(!running(second), "one slot only");
+    let run = cell.run(&root, "qconf", &["-mattr", "queue", "slots", "2", "all.q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("the second job runs", Duration::from_secs(10), || {
+        running(second)
+    });
+    let run = cell.run(&root, "qdel", &["-u", "*"]);
+    assert_eq!(run.code, 0, "{run:?}");
 }

@@ -61,6 +61,46 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             o.code = 1;
             return o;
         }
+        if super::qconf_change::handles(word) {
+            let Some(first) = words.next() else {
+                o.err(format!("error: no option argument provided to \"{word}\""));
+                o.stderr.push_str(&docs::help_text(&DOC));
+                o.code = 1;
+                return o;
+            };
+            let mut more: Vec<String> = Vec::new();
+            if word.ends_with("attr") {
+                // attr_nm val obj_id_list: two words, then names up to the next option.
+                let mut last = first;
+                for _ in 0..3 {
+                    match words.next() {
+                        Some(w) => {
+                            more.push(w.clone());
+                            last = w;
+                        }
+                        None => {
+                            o.err(format!("error: no option argument provided to \"{last}\""));
+                            o.stderr.push_str(&docs::help_text(&DOC));
+                            o.code = 1;
+                            return o;
+                        }
+                    }
+                }
+                while let Some(w) = words.next_if(|w| !w.starts_with('-')) {
+                    more.push(w.clone());
+                }
+            }
+            if let Err(super::qconf_change::Stop(lines)) =
+                super::qconf_change::change(word, first, &more, env, &mut o)
+            {
+                for l in lines {
+                    o.err(l);
+                }
+                o.code = 1;
+                return o;
+            }
+            continue;
+        }
         let value = match spec.arity {
             crate::compat::options::Arity::One => match words.next() {
                 Some(v) => Some(v.as_str()),

@@ -9,6 +9,7 @@ pub mod messages;
 pub mod options;
 pub mod pattern;
 pub mod qconf;
+pub mod qconf_attrs;
 pub mod qstat;
 pub mod qsub_options;
 pub mod submit;

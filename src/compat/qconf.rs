@@ -19,8 +19,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-aattr obj_nm attr_nm val obj_id_list]",
         "add to a list attribute of an object",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Aattr",
         Arity::One,
@@ -117,15 +116,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-am user_list]",
         "add user to manager list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-ao",
         Arity::One,
         "[-ao user_list]",
         "add user to operator list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-ap",
         Arity::One,
@@ -148,7 +145,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "add a new cluster queue",
     )
     .unsupported(),
-    OptionSpec::new("-Aq", Arity::One, "[-Aq fname]", "add a queue from file").unsupported(),
+    OptionSpec::new("-Aq", Arity::One, "[-Aq fname]", "add a queue from file"),
     OptionSpec::new(
         "-ar",
         Arity::One,
@@ -214,8 +211,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dattr obj_nm attr_nm val obj_id_list]",
         "delete from a list attribute of an object",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Dattr",
         Arity::One,
@@ -285,22 +281,19 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dm user_list]",
         "delete user from manager list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-do",
         Arity::One,
         "[-do user_list]",
         "delete user from operator list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dp",
         Arity::One,
         "[-dp pe-name]",
         "delete parallel environment",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dprj",
         Arity::One,
@@ -308,7 +301,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "delete project",
     )
     .unsupported(),
-    OptionSpec::new("-dq", Arity::One, "[-dq wc_queue_list]", "delete queue").unsupported(),
+    OptionSpec::new("-dq", Arity::One, "[-dq wc_queue_list]", "delete queue"),
     OptionSpec::new("-ds", Arity::One, "[-ds host_list]", "delete submit host").unsupported(),
     OptionSpec::new(
         "-dstnode",
@@ -356,6 +349,14 @@ pub static OPTIONS: &[OptionSpec] = &[
         "modify an attribute (or element in a sublist) of an object",
     )
     .unsupported(),
+    // SGE 8.1.9's -help leaves -mattr out; its man page has it.
+    OptionSpec::new(
+        "-mattr",
+        Arity::One,
+        "[-mattr obj_nm attr_nm val obj_id_list]",
+        "modify an attribute (or element in a sublist) of an object",
+    )
+    .unlisted(),
     OptionSpec::new("-mc", Arity::Flag, "[-mc ]", "modify complex attributes").unsupported(),
     OptionSpec::new(
         "-Mc",
@@ -447,15 +448,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-mp pe-name]",
         "modify a parallel environment",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mp",
         Arity::One,
         "[-Mp fname]",
         "modify a parallel environment from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-mprj", Arity::One, "[-mprj project]", "modify a project").unsupported(),
     OptionSpec::new(
         "-Mprj",
@@ -464,8 +463,8 @@ pub static OPTIONS: &[OptionSpec] = &[
         "modify project from file",
     )
     .unsupported(),
-    OptionSpec::new("-mq", Arity::One, "[-mq queue]", "modify a queue").unsupported(),
-    OptionSpec::new("-Mq", Arity::One, "[-Mq fname]", "modify a queue from file").unsupported(),
+    OptionSpec::new("-mq", Arity::One, "[-mq queue]", "modify a queue"),
+    OptionSpec::new("-Mq", Arity::One, "[-Mq fname]", "modify a queue from file"),
     OptionSpec::new(
         "-msconf",
         Arity::Flag,
@@ -536,8 +535,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-rattr obj_nm attr_nm val obj_id_list]",
         "replace a list attribute of an object",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Rattr",
         Arity::One,
@@ -881,6 +879,11 @@ pub fn queue(q: &QueueConfig) -> String {
     columns(&rows, 22)
 }
 
+/// Whether `name` is one of queue_conf(5)'s resource limits.
+pub fn is_limit(name: &str) -> bool {
+    LIMITS.contains(&name)
+}
+
 /// The resource limits of queue_conf(5), in its order.
 const LIMITS: &[&str] = &[
     "s_rt", "h_rt", "s_cpu", "h_cpu", "s_fsize", "h_fsize", "s_data", "h_data", "s_stack",
@@ -1181,7 +1184,8 @@ fn number(v: f64) -> String {
     }
 }
 
-fn words_or_none(words: &[String]) -> String {
+/// Words joined by blanks, or `NONE`.
+pub fn words_or_none(words: &[String]) -> String {
     if words.is_empty() {
         "NONE".into()
     } else {
@@ -1189,7 +1193,8 @@ fn words_or_none(words: &[String]) -> String {
     }
 }
 
-fn pairs_or_none(pairs: &std::collections::BTreeMap<String, String>) -> String {
+/// `name=value,...`, or `NONE`.
+pub fn pairs_or_none(pairs: &std::collections::BTreeMap<String, String>) -> String {
     if pairs.is_empty() {
         "NONE".into()
     } else {

@@ -8,6 +8,7 @@
 //! the local host's name and CPU count.
 
 mod complexes;
+pub mod edit;
 pub mod snapshot;
 
 pub use complexes::{Complex, ComplexType, Consumable, Requestable, builtin as builtin_complexes};

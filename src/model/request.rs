@@ -143,6 +143,8 @@ pub enum RequestAction {
     },
     /// `qmod -cq`: clears the error state (`E`) of queue instances.
     QueueClearError { instances: Vec<String> },
+    /// `qconf` changed `config.yaml`: `sched_d` reloads it (managers only).
+    ReloadConfig,
     /// `qmod -sj`/`-usj` (and `-s`/`-us` of a job): stops (`suspend`) or continues the
     /// job's running tasks. `force` sends the signal again to tasks already so (SGE's `-f`).
     Suspend {
@@ -209,7 +211,8 @@ impl RequestAction {
             | RequestAction::Reschedule { job, .. } => Some(*job),
             RequestAction::QueueState { .. }
             | RequestAction::QueueSuspend { .. }
-            | RequestAction::QueueClearError { .. } => None,
+            | RequestAction::QueueClearError { .. }
+            | RequestAction::ReloadConfig => None,
         }
     }
 }
@@ -377,6 +380,7 @@ impl Request {
             RequestAction::QueueState { .. }
             | RequestAction::QueueSuspend { .. }
             | RequestAction::QueueClearError { .. }
+            | RequestAction::ReloadConfig
             | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
             RequestAction::Suspend {
                 tasks,

@@ -1155,6 +1155,15 @@ impl Daemon {
                     RequestAction::QueueClearError { instances } => {
                         (instances, InstanceChange::ClearError)
                     }
+                    RequestAction::ReloadConfig => {
+                        if req.requester.manager {
+                            info!(user = %req.requester.user, "qconf changed the configuration: reloading it");
+                            self.reload_needed = true;
+                        } else {
+                            warn!(user = %req.requester.user, "reload asked by a user who is not a manager: ignored");
+                        }
+                        continue;
+                    }
                     _ => continue,
                 };
                 self.change_instances(&req.requester, instances, change);

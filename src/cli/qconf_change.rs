@@ -1,0 +1,638 @@
+//! `qconf`'s changing forms, by managers: the attribute forms (`-mattr -aattr -dattr
+//! -rattr` of queues, execution hosts, host groups and parallel environments), the file and
+//! editor forms of queues and parallel environments (`-Mq -Aq -mq -dq`, `-Mp -Ap -mp -dp`)
+//! and the manager and operator lists (`-am -dm -ao -do`), with SGE 8.1.9's messages.
+//!
+//! Every change is made on `config.yaml` through [`ConfigEditor`] (only the keys that
+//! change are rewritten; nothing is written unless the result parses, by `sched_d`'s own
+//! rules, to exactly the configuration meant), then `sched_d` is asked to reload it (a
+//! request in the spool, as every client asks it for anything).
+
+use super::{ClientEnv, Output};
+use crate::compat::qconf;
+use crate::compat::qconf_attrs::{self as attrs, AttrError, Shape};
+use crate::config::edit::{ConfigEditor, EditError};
+use crate::config::{ClusterConfig, PeConfig, QueueConfig};
+use crate::model::RequestAction;
+
+/// The options this module carries out.
+pub fn handles(option: &str) -> bool {
+    matches!(
+        option,
+        "-mattr"
+            | "-aattr"
+            | "-dattr"
+            | "-rattr"
+            | "-Mq"
+            | "-Aq"
+            | "-mq"
+            | "-dq"
+            | "-Mp"
+            | "-Ap"
+            | "-mp"
+            | "-dp"
+            | "-am"
+            | "-dm"
+            | "-ao"
+            | "-do"
+    )
+}
+
+/// A change that stopped the command: SGE's lines, on stderr, exit 1.
+pub struct Stop(pub Vec<String>);
+
+impl From<EditError> for Stop {
+    fn from(e: EditError) -> Self {
+        Stop(vec![format!("error: {e}")])
+    }
+}
+
+/// Carries out `option` with its words (`value` the first, `more` the rest of an attribute
+/// form's).
+pub fn change(
+    option: &str,
+    value: &str,
+    more: &[String],
+    env: &ClientEnv,
+    o: &mut Output,
+) -> Result<(), Stop> {
+    let who = env.requester();
+    if !who.manager {
+        return Err(Stop(vec![format!(
+            "denied: \"{}\" must be manager for this operation",
+            who.user
+        )]));
+    }
+    let me = format!("{}@{}", who.user, env.host);
+    let path = env.spool.config_path();
+    let changed = match option {
+        "-mattr" | "-aattr" | "-dattr" | "-rattr" => attribute(option, value, more, &me, &path, o)?,
+        "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, &path, o)?,
+        "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, &path, o)?,
+        "-dq" | "-dp" => delete(option, value, &me, &path, o)?,
+        _ => manop(option, value, &me, &path, o)?,
+    };
+    if changed
+        && let Err(e) = env
+            .spool
+            .publish_request(who, vec![RequestAction::ReloadConfig])
+    {
+        // Written: sched_d takes it at its next reload.
+        o.err(format!(
+            "warning: sched_d was not told to reload config.yaml: {e}"
+        ));
+    }
+    Ok(())
+}
+
+/// The lines of an [`AttrError`] as `-M*` prints them.
+fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
+    let reading = e.lines.iter().any(|l| !l.starts_with("required attribute"));
+    let mut lines: Vec<String> = e.lines.into_iter().map(|l| format!("error: {l}")).collect();
+    if reading {
+        lines.push(format!("error: error reading file: \"{file}\""));
+    }
+    lines.push(format!("{what} file \"{file}\" is not correct"));
+    Stop(lines)
+}
+
+fn read_file(file: &str, what: &str) -> Result<String, Stop> {
+    std::fs::read_to_string(file).map_err(|e| {
+        let reason = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
+        let reason = reason.to_string();
+        let reason = reason
+            .split(" (os error")
+            .next()
+            .unwrap_or(&reason)
+            .to_string();
+        Stop(vec![
+            format!("error: error opening file \"{file}\" for reading: {reason}"),
+            format!("{what} file \"{file}\" is not correct"),
+        ])
+    })
+}
+
+/// A queue from its queue_conf(5) text; `base` gives what the text does not (nothing, as
+/// every attribute is required).
+fn queue_from_text(text: &str, base: QueueConfig) -> Result<QueueConfig, AttrError> {
+    let mut q = base;
+    for (name, value) in attrs::read_object(text, attrs::QUEUE_ATTRS)? {
+        attrs::set_queue_attr(&mut q, &name, &value)?;
+    }
+    Ok(q)
+}
+
+fn pe_from_text(text: &str, base: PeConfig) -> Result<PeConfig, AttrError> {
+    let mut p = base;
+    for (name, value) in attrs::read_object(text, attrs::PE_ATTRS)? {
+        attrs::set_pe_attr(&mut p, &name, &value)?;
+    }
+    Ok(p)
+}
+
+/// A new object named `name` with the configuration's defaults, for `-Aq`/`-Ap` to fill.
+fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Stop> {
+    serde_json::from_value(value).map_err(|e| Stop(vec![format!("error: {e}")]))
+}
+
+/// Writes `config` (changed by `edit` in the file) and says `message` on `stream`.
+fn commit(editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+    editor.commit(config).map_err(|e| match e {
+        EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
+            Stop(vec![format!("error: {reason}")])
+        }
+        other => other.into(),
+    })
+}
+
+/// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
+fn edit_text(text: &str) -> Result<String, Stop> {
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!(
+        "qconf-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let io = |e: std::io::Error| Stop(vec![format!("error: cannot write {}: {e}", path.display())]);
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+    }
+    let editor = std::env::var("EDITOR").unwrap_or_else(|_| "vi".to_string());
+    let status = std::process::Command::new(&editor).arg(&path).status();
+    let result = match status {
+        Err(_) => Err(Stop(vec![
+            format!("error: can't start editor {editor}"),
+            "error: editor exited with error 1".to_string(),
+            "edit failed".to_string(),
+        ])),
+        Ok(s) if !s.success() => Err(Stop(vec![
+            format!("error: editor exited with error {}", s.code().unwrap_or(1)),
+            "edit failed".to_string(),
+        ])),
+        Ok(_) => std::fs::read_to_string(&path)
+            .map_err(|e| Stop(vec![format!("error: cannot read {}: {e}", path.display())])),
+    };
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn queue_file(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let (text, file) = if option == "-mq" {
+        let Some(q) = config.queue(value) else {
+            return Err(Stop(vec![format!(
+                "Cluster queue entry \"{value}\" does not exist"
+            )]));
+        };
+        let text = edit_text(&qconf::queue(q))?;
+        (text, "<editor>".to_string())
+    } else {
+        (read_file(value, "Cluster queue")?, value.to_string())
+    };
+    let name = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("qname"))
+        .map(|n| n.trim().to_string())
+        .unwrap_or_default();
+    let existing = config.queue(&name).cloned();
+    let base = match (option, &existing) {
+        ("-Aq", Some(_)) => {
+            return Err(Stop(vec![format!(
+                "cluster queue \"{name}\" already exists"
+            )]));
+        }
+        ("-Aq", None) => blank(serde_json::json!({"name": name, "hostlist": [], "slots": 0}))?,
+        (_, Some(q)) => q.clone(),
+        (_, None) => {
+            return Err(Stop(vec![format!(
+                "denied: cluster queue \"{name}\" does not exist"
+            )]));
+        }
+    };
+    let new = queue_from_text(&text, base).map_err(|e| file_error(e, &file, "Cluster queue"))?;
+    match existing {
+        Some(old) => {
+            if let Some(q) = config.queues.iter_mut().find(|q| q.name == name) {
+                *q = new.clone();
+            }
+            editor.update_item("queues", &name, &old, &new)?;
+            commit(editor, &config)?;
+            o.err(format!("{me} modified \"{name}\" in cluster queue list"));
+        }
+        None => {
+            config.queues.push(new.clone());
+            editor.add_item("queues", &new)?;
+            commit(editor, &config)?;
+            o.err(format!("{me} added \"{name}\" to cluster queue list"));
+        }
+    }
+    Ok(true)
+}
+
+fn pe_file(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let (text, file) = if option == "-mp" {
+        let Some(p) = config.pe(value) else {
+            return Err(Stop(vec![format!(
+                "parallel environment \"{value}\" does not exist"
+            )]));
+        };
+        (edit_text(&qconf::pe(p))?, "<editor>".to_string())
+    } else {
+        (read_file(value, "parallel environment")?, value.to_string())
+    };
+    let name = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pe_name"))
+        .map(|n| n.trim().to_string())
+        .unwrap_or_default();
+    let existing = config.pe(&name).cloned();
+    let base = match (option, &existing) {
+        ("-Ap", Some(_)) => {
+            return Err(Stop(vec![format!(
+                "parallel environment \"{name}\" already exists"
+            )]));
+        }
+        ("-Ap", None) => {
+            blank(serde_json::json!({"name": name, "slots": 0, "allocation_rule": "$pe_slots"}))?
+        }
+        (_, Some(p)) => p.clone(),
+        (_, None) => {
+            return Err(Stop(vec![format!(
+                "denied: parallel environment \"{name}\" does not exist"
+            )]));
+        }
+    };
+    let new =
+        pe_from_text(&text, base).map_err(|e| file_error(e, &file, "parallel environment"))?;
+    match existing {
+        Some(old) => {
+            if let Some(p) = config
+                .parallel_environments
+                .iter_mut()
+                .find(|p| p.name == name)
+            {
+                *p = new.clone();
+            }
+            editor.update_item("parallel_environments", &name, &old, &new)?;
+            commit(editor, &config)?;
+            o.err(format!(
+                "{me} modified \"{name}\" in parallel environment list"
+            ));
+        }
+        None => {
+            config.parallel_environments.push(new.clone());
+            editor.add_item("parallel_environments", &new)?;
+            commit(editor, &config)?;
+            o.err(format!(
+                "{me} added \"{name}\" to parallel environment list"
+            ));
+        }
+    }
+    Ok(true)
+}
+
+/// `-dq wc_queue_list`, `-dp pe`.
+fn delete(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let (list, what, names): (&str, &str, Vec<&str>) = if option == "-dq" {
+        (
+            "queues",
+            "cluster queue",
+            value.split(',').filter(|n| !n.is_empty()).collect(),
+        )
+    } else {
+        ("parallel_environments", "parallel environment", vec![value])
+    };
+    let mut lines = Vec::new();
+    for name in names {
+        let there = if option == "-dq" {
+            config.queue(name).is_some()
+        } else {
+            config.pe(name).is_some()
+        };
+        if !there {
+            return Err(Stop(vec![format!(
+                "denied: {what} \"{name}\" does not exist"
+            )]));
+        }
+        if option == "-dq" {
+            config.queues.retain(|q| q.name != name);
+        } else {
+            config.parallel_environments.retain(|p| p.name != name);
+        }
+        editor.remove_item(list, name)?;
+        lines.push(format!("{me} removed \"{name}\" from {what} list"));
+    }
+    commit(editor, &config)?;
+    for l in lines {
+        o.err(l);
+    }
+    Ok(true)
+}
+
+/// `-am/-dm/-ao/-do user_list`.
+fn manop(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let (key, what) = if option.ends_with('m') {
+        ("managers", "manager")
+    } else {
+        ("operators", "operator")
+    };
+    let add = option.starts_with("-a");
+    let old = if option.ends_with('m') {
+        config.managers.clone()
+    } else {
+        config.operators.clone()
+    };
+    let list = if option.ends_with('m') {
+        &mut config.managers
+    } else {
+        &mut config.operators
+    };
+    let mut lines = Vec::new();
+    for user in value.split(',').filter(|u| !u.is_empty()) {
+        let there = list.iter().any(|u| u == user) || (what == "manager" && user == "root");
+        match (add, there) {
+            (true, true) => return Err(Stop(vec![format!("{what} \"{user}\" already exists")])),
+            (false, false) => {
+                return Err(Stop(vec![format!(
+                    "denied: {what} \"{user}\" does not exist"
+                )]));
+            }
+            (true, false) => {
+                list.push(user.to_string());
+                lines.push(format!("{me} added \"{user}\" to {what} list"));
+            }
+            (false, true) => {
+                list.retain(|u| u != user);
+                lines.push(format!("{me} removed \"{user}\" from {what} list"));
+            }
+        }
+    }
+    let new = list.clone();
+    editor.set_top(key, &old, &new)?;
+    commit(editor, &config)?;
+    for l in lines {
+        o.err(l);
+    }
+    Ok(true)
+}
+
+/// The current text of an attribute, as the object's show form prints it.
+fn shown(rows: &str, attr: &str) -> String {
+    rows.lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(' ')?;
+            (n == attr).then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "NONE".to_string())
+}
+
+/// The text of `attr` after `option` with `value`, from `current`; the notes SGE prints
+/// on the way (stdout) for `obj`.
+fn new_text(
+    option: &str,
+    shape: Shape,
+    attr: &str,
+    current: &str,
+    value: &str,
+    obj: &str,
+    notes: &mut Vec<String>,
+) -> Result<String, AttrError> {
+    let join_words = qconf::words_or_none;
+    let join_pairs = qconf::pairs_or_none;
+    Ok(match (option, shape) {
+        ("-rattr", _) | (_, Shape::Scalar) => value.to_string(),
+        ("-mattr", Shape::Words) => value.to_string(),
+        ("-mattr", Shape::Pairs) => {
+            let mut now = attrs::pairs(current)?;
+            if now.is_empty() {
+                notes.push(format!(
+                    "\"{attr}\" of \"{obj}\" is empty - Adding new element(s)."
+                ));
+            }
+            now.extend(attrs::pairs(value)?);
+            join_pairs(&now)
+        }
+        ("-aattr", Shape::Words) => {
+            let mut now = attrs::words(current);
+            for w in attrs::words(value) {
+                if now.contains(&w) {
+                    notes.push(format!(
+                        "No modification because \"{w}\" already exists in \"{attr}\" of \"{obj}\""
+                    ));
+                } else {
+                    now.push(w);
+                }
+            }
+            join_words(&now)
+        }
+        ("-aattr", Shape::Pairs) => {
+            let mut now = attrs::pairs(current)?;
+            for (k, v) in attrs::pairs(value)? {
+                match now.entry(k) {
+                    std::collections::btree_map::Entry::Occupied(e) => notes.push(format!(
+                        "No modification because \"{}\" already exists in \"{attr}\" of \"{obj}\"",
+                        e.key()
+                    )),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(v);
+                    }
+                }
+            }
+            join_pairs(&now)
+        }
+        (_, Shape::Words) => {
+            let mut now = attrs::words(current);
+            for w in attrs::words(value) {
+                if now.contains(&w) {
+                    now.retain(|x| *x != w);
+                } else {
+                    notes.push(format!("\"{w}\" does not exist in \"{attr}\" of \"{obj}\""));
+                }
+            }
+            join_words(&now)
+        }
+        (_, Shape::Pairs) => {
+            let mut now = attrs::pairs(current)?;
+            for w in attrs::words(value) {
+                let k = w.split_once('=').map_or(w.as_str(), |(k, _)| k).to_string();
+                if now.remove(&k).is_none() {
+                    notes.push(format!("\"{k}\" does not exist in \"{attr}\" of \"{obj}\""));
+                }
+            }
+            join_pairs(&now)
+        }
+    })
+}
+
+/// `-mattr|-aattr|-dattr|-rattr obj_nm attr_nm val obj_id_list`.
+fn attribute(
+    option: &str,
+    object: &str,
+    more: &[String],
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let [attr, value, ids @ ..] = more else {
+        return Err(Stop(vec!["error: missing arguments".into()]));
+    };
+    let table = match object {
+        "queue" => attrs::QUEUE_ATTRS,
+        "exechost" => attrs::EXECHOST_ATTRS,
+        "pe" => attrs::PE_ATTRS,
+        "hostgroup" => &[("hostlist", Shape::Words, None)][..],
+        _ => {
+            return Err(Stop(vec![format!(
+                "Modification of object \"{object}\" not supported"
+            )]));
+        }
+    };
+    let Some(shape) = attrs::shape(table, attr) else {
+        return Err(Stop(vec![format!(
+            "The attribute name (\"{attr}\") and/or value (\"{value}\") is invalid"
+        )]));
+    };
+    let mut changed = false;
+    for id in ids {
+        let editor = ConfigEditor::open(path)?;
+        let mut config = editor.config.clone();
+        let mut notes = Vec::new();
+        let bad = |e: AttrError| Stop(e.lines);
+        let message = match object {
+            "queue" => {
+                if let Some((q, h)) = id.split_once('@') {
+                    return Err(Stop(vec![format!(
+                        "gridspool has no per-host values of queue attributes: \"{q}@{h}\""
+                    )]));
+                }
+                let Some(old) = config.queue(id).cloned() else {
+                    return Err(Stop(vec![format!(
+                        "denied: cluster queue \"{id}\" does not exist"
+                    )]));
+                };
+                let current = shown(&qconf::queue(&old), attr);
+                let text =
+                    new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
+                let mut new = old.clone();
+                attrs::set_queue_attr(&mut new, attr, &text).map_err(bad)?;
+                if let Some(q) = config.queues.iter_mut().find(|q| q.name == *id) {
+                    *q = new.clone();
+                }
+                editor.update_item("queues", id, &old, &new)?;
+                format!("{me} modified \"{id}\" in cluster queue list")
+            }
+            "pe" => {
+                let Some(old) = config.pe(id).cloned() else {
+                    return Err(Stop(vec![format!(
+                        "denied: parallel environment \"{id}\" does not exist"
+                    )]));
+                };
+                let current = shown(&qconf::pe(&old), attr);
+                let text =
+                    new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
+                let mut new = old.clone();
+                attrs::set_pe_attr(&mut new, attr, &text).map_err(bad)?;
+                if let Some(p) = config
+                    .parallel_environments
+                    .iter_mut()
+                    .find(|p| p.name == *id)
+                {
+                    *p = new.clone();
+                }
+                editor.update_item("parallel_environments", id, &old, &new)?;
+                format!("{me} modified \"{id}\" in parallel environment list")
+            }
+            "exechost" => {
+                let Some(old) = config.host(id).cloned() else {
+                    return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
+                };
+                let current = if attr == "complex_values" {
+                    qconf::pairs_or_none(&old.complex_values)
+                } else {
+                    "NONE".to_string()
+                };
+                let text = new_text(option, shape, attr, &current, value, "exechost", &mut notes)
+                    .map_err(bad)?;
+                let mut new = old.clone();
+                if attr == "complex_values" {
+                    new.complex_values = attrs::pairs(&text).map_err(bad)?;
+                } else if !text.eq_ignore_ascii_case("NONE") {
+                    return Err(Stop(vec![format!(
+                        "gridspool has no {attr} of execution hosts: its only value is NONE"
+                    )]));
+                }
+                if let Some(h) = config.hosts.iter_mut().find(|h| h.name == *id) {
+                    *h = new.clone();
+                }
+                editor.update_item("hosts", id, &old, &new)?;
+                format!("{me} modified \"{id}\" in exechost list")
+            }
+            _ => {
+                let Some(old) = config.hostgroups.get(id.as_str()).cloned() else {
+                    return Err(Stop(vec![format!(
+                        "denied: host group \"{id}\" does not exist"
+                    )]));
+                };
+                let current = qconf::words_or_none(&old);
+                let text =
+                    new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
+                let members = attrs::words(&text);
+                for m in &members {
+                    if !m.starts_with('@') && config.host(m).is_none() {
+                        return Err(Stop(vec![format!("unable to resolve host \"{m}\"")]));
+                    }
+                }
+                let old_groups = config.hostgroups.clone();
+                config.hostgroups.insert(id.clone(), members);
+                editor.set_top("hostgroups", &old_groups, &config.hostgroups)?;
+                format!("{me} modified \"{id}\" in host group list")
+            }
+        };
+        commit(editor, &config)?;
+        for n in notes {
+            o.out(n);
+        }
+        o.out(message);
+        changed = true;
+    }
+    Ok(changed)
+}

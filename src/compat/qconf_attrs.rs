@@ -1,0 +1,454 @@
+//! `qconf`'s changing forms: SGE 8.1.9's text forms and attribute values read back into the
+//! configuration's objects (the inverse of the show forms in [`super::qconf`]), with SGE's
+//! messages for what does not parse.
+//!
+//! Each object is a table of its attributes, in queue_conf(5) or sge_pe(5) order. An
+//! attribute gridspool keeps is parsed into its field; one it does not have (calendars,
+//! suspend thresholds, access lists…) takes only the value `qconf -s*` shows for it, so that
+//! a file that `qconf -s*` printed reads back unchanged and anything else is refused, never
+//! silently dropped.
+
+use crate::config::{PeConfig, QueueConfig};
+use std::collections::BTreeMap;
+
+/// Why a value or a file was not taken; `lines` are SGE's words, one per line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttrError {
+    pub lines: Vec<String>,
+}
+
+impl AttrError {
+    fn new(lines: impl IntoIterator<Item = String>) -> Self {
+        AttrError {
+            lines: lines.into_iter().collect(),
+        }
+    }
+
+    /// The value of `attr` does not parse (SGE: its parser's line, then "Error during
+    /// parsing of attribute value").
+    fn value(first: String, value: &str) -> Self {
+        AttrError::new([
+            first,
+            format!("Error during parsing of attribute value \"{value}\""),
+        ])
+    }
+
+    fn unsupported(attr: &str, shown: &str) -> Self {
+        AttrError::new([format!(
+            "gridspool has no {attr}: its only value is {shown}"
+        )])
+    }
+}
+
+/// What kind of value an attribute holds, for `-aattr`/`-dattr` (lists and `name=value`
+/// lists take elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Scalar,
+    /// Words: `hostlist`, `pe_list`, `qtype`.
+    Words,
+    /// `name=value,...`: `complex_values`.
+    Pairs,
+}
+
+/// The attributes of a cluster queue, in queue_conf(5) order, with their shape; `None`:
+/// gridspool does not have it (fixed to the value shown).
+pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("qname", Shape::Scalar, None),
+    ("hostlist", Shape::Words, None),
+    ("seq_no", Shape::Scalar, None),
+    ("load_thresholds", Shape::Pairs, Some("NONE")),
+    ("suspend_thresholds", Shape::Pairs, Some("NONE")),
+    ("nsuspend", Shape::Scalar, Some("1")),
+    ("suspend_interval", Shape::Scalar, Some("00:05:00")),
+    ("priority", Shape::Scalar, Some("0")),
+    ("min_cpu_interval", Shape::Scalar, Some("00:05:00")),
+    ("processors", Shape::Scalar, Some("UNDEFINED")),
+    ("qtype", Shape::Words, None),
+    ("ckpt_list", Shape::Words, Some("NONE")),
+    ("pe_list", Shape::Words, None),
+    ("rerun", Shape::Scalar, None),
+    ("slots", Shape::Scalar, None),
+    ("tmpdir", Shape::Scalar, None),
+    ("shell", Shape::Scalar, None),
+    ("prolog", Shape::Scalar, Some("NONE")),
+    ("epilog", Shape::Scalar, Some("NONE")),
+    ("shell_start_mode", Shape::Scalar, None),
+    ("starter_method", Shape::Scalar, Some("NONE")),
+    ("suspend_method", Shape::Scalar, Some("NONE")),
+    ("resume_method", Shape::Scalar, Some("NONE")),
+    ("terminate_method", Shape::Scalar, Some("NONE")),
+    ("notify", Shape::Scalar, None),
+    ("owner_list", Shape::Words, Some("NONE")),
+    ("user_lists", Shape::Words, Some("NONE")),
+    ("xuser_lists", Shape::Words, Some("NONE")),
+    ("subordinate_list", Shape::Words, Some("NONE")),
+    ("complex_values", Shape::Pairs, None),
+    ("projects", Shape::Words, Some("NONE")),
+    ("xprojects", Shape::Words, Some("NONE")),
+    ("calendar", Shape::Scalar, Some("NONE")),
+    ("initial_state", Shape::Scalar, None),
+    ("s_rt", Shape::Scalar, None),
+    ("h_rt", Shape::Scalar, None),
+    ("s_cpu", Shape::Scalar, None),
+    ("h_cpu", Shape::Scalar, None),
+    ("s_fsize", Shape::Scalar, None),
+    ("h_fsize", Shape::Scalar, None),
+    ("s_data", Shape::Scalar, None),
+    ("h_data", Shape::Scalar, None),
+    ("s_stack", Shape::Scalar, None),
+    ("h_stack", Shape::Scalar, None),
+    ("s_core", Shape::Scalar, None),
+    ("h_core", Shape::Scalar, None),
+    ("s_rss", Shape::Scalar, None),
+    ("h_rss", Shape::Scalar, None),
+    ("s_vmem", Shape::Scalar, None),
+    ("h_vmem", Shape::Scalar, None),
+];
+
+/// The attributes of a parallel environment, in sge_pe(5) order.
+pub const PE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("pe_name", Shape::Scalar, None),
+    ("slots", Shape::Scalar, None),
+    ("user_lists", Shape::Words, Some("NONE")),
+    ("xuser_lists", Shape::Words, Some("NONE")),
+    ("start_proc_args", Shape::Scalar, Some("NONE")),
+    ("stop_proc_args", Shape::Scalar, Some("NONE")),
+    ("allocation_rule", Shape::Scalar, None),
+    ("control_slaves", Shape::Scalar, None),
+    ("job_is_first_task", Shape::Scalar, None),
+    ("urgency_slots", Shape::Scalar, None),
+    ("accounting_summary", Shape::Scalar, Some("FALSE")),
+    ("qsort_args", Shape::Scalar, Some("NONE")),
+];
+
+/// The attributes of an execution host that `-mattr exechost` may change.
+pub const EXECHOST_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("complex_values", Shape::Pairs, None),
+    ("load_scaling", Shape::Pairs, Some("NONE")),
+    ("user_lists", Shape::Words, Some("NONE")),
+    ("xuser_lists", Shape::Words, Some("NONE")),
+    ("projects", Shape::Words, Some("NONE")),
+    ("xprojects", Shape::Words, Some("NONE")),
+    ("usage_scaling", Shape::Pairs, Some("NONE")),
+    ("report_variables", Shape::Words, Some("NONE")),
+];
+
+/// The shape of `attr` in `table`, if the object has it.
+pub fn shape(table: &[(&str, Shape, Option<&str>)], attr: &str) -> Option<Shape> {
+    table
+        .iter()
+        .find(|(n, _, _)| *n == attr)
+        .map(|(_, s, _)| *s)
+}
+
+fn fixed(
+    table: &[(&str, Shape, Option<&str>)],
+    attr: &str,
+    value: &str,
+) -> Option<Result<(), AttrError>> {
+    let (_, _, shown) = table.iter().find(|(n, _, _)| *n == attr)?;
+    let shown = (*shown)?;
+    Some(if value.trim().eq_ignore_ascii_case(shown) {
+        Ok(())
+    } else {
+        Err(AttrError::unsupported(attr, shown))
+    })
+}
+
+fn u32_value(value: &str) -> Result<u32, AttrError> {
+    value.trim().parse().map_err(|_| {
+        AttrError::value(
+            format!("error parsing unsigned long value from string \"{value}\""),
+            value,
+        )
+    })
+}
+
+fn bool_value(value: &str) -> Result<bool, AttrError> {
+    match value.trim().to_ascii_uppercase().as_str() {
+        "TRUE" | "T" | "1" | "YES" | "Y" => Ok(true),
+        "FALSE" | "F" | "0" | "NO" | "N" => Ok(false),
+        _ => Err(AttrError::value(
+            format!("error parsing boolean value from string \"{value}\""),
+            value,
+        )),
+    }
+}
+
+/// Words separated by blanks or commas; `NONE` is none.
+pub fn words(value: &str) -> Vec<String> {
+    let w: Vec<String> = value
+        .split([' ', ',', '\t'])
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    if w.len() == 1 && w[0].eq_ignore_ascii_case("NONE") {
+        Vec::new()
+    } else {
+        w
+    }
+}
+
+/// `name=value,...` (or `NONE`).
+pub fn pairs(value: &str) -> Result<BTreeMap<String, String>, AttrError> {
+    let mut out = BTreeMap::new();
+    for w in words(value) {
+        match w.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => {
+                out.insert(k.to_string(), v.to_string());
+            }
+            _ => {
+                return Err(AttrError::value(
+                    format!("error parsing attribute value \"{w}\": expected name=value"),
+                    value,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn time_value(attr: &str, value: &str) -> Result<String, AttrError> {
+    let v = value.trim();
+    if crate::sched::value::parse_time(v).is_some() {
+        Ok(v.to_string())
+    } else {
+        Err(AttrError::value(
+            format!("error parsing time value from string \"{v}\" for \"{attr}\""),
+            value,
+        ))
+    }
+}
+
+/// Sets attribute `attr` of queue `q` from its SGE text.
+pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<(), AttrError> {
+    if let Some(r) = fixed(QUEUE_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    match attr {
+        "qname" => q.name = v.to_string(),
+        "hostlist" => q.hostlist = words(v),
+        "seq_no" => q.seq_no = u32_value(v)?,
+        "qtype" => {
+            let w = words(v);
+            for t in &w {
+                if !["BATCH", "INTERACTIVE"].contains(&t.to_ascii_uppercase().as_str()) {
+                    return Err(AttrError::value(
+                        format!("unknown queue type \"{t}\""),
+                        value,
+                    ));
+                }
+            }
+            q.qtype = if w.is_empty() {
+                "NONE".into()
+            } else {
+                w.join(" ").to_ascii_uppercase()
+            };
+        }
+        "pe_list" => q.pe_list = words(v),
+        "rerun" => q.rerun = bool_value(v)?,
+        "slots" => {
+            if v.contains('[') {
+                return Err(AttrError::new([format!(
+                    "gridspool has no per-host values of queue attributes: slots \"{v}\""
+                )]));
+            }
+            q.slots = u32_value(v)?;
+        }
+        "tmpdir" => q.tmpdir = v.to_string(),
+        "shell" => q.shell = v.to_string(),
+        "shell_start_mode" => {
+            if !["posix_compliant", "unix_behavior", "script_from_stdin"].contains(&v) {
+                return Err(AttrError::value(
+                    format!("unknown shell_start_mode \"{v}\""),
+                    value,
+                ));
+            }
+            q.shell_start_mode = v.to_string();
+        }
+        "notify" => q.notify = time_value(attr, v)?,
+        "complex_values" => q.complex_values = pairs(v)?,
+        "initial_state" => {
+            q.disabled = match v {
+                "default" | "enabled" => false,
+                "disabled" => true,
+                _ => {
+                    return Err(AttrError::value(
+                        format!("unknown initial_state \"{v}\""),
+                        value,
+                    ));
+                }
+            }
+        }
+        limit if crate::compat::qconf::is_limit(limit) => {
+            if v.eq_ignore_ascii_case("INFINITY") {
+                q.limits.remove(limit);
+            } else {
+                let ok = if limit.ends_with("_rt") || limit.ends_with("_cpu") {
+                    crate::sched::value::parse_time(v).is_some()
+                } else {
+                    crate::compat::submit::is_memory_value(v)
+                };
+                if !ok {
+                    return Err(AttrError::value(
+                        format!("error parsing value \"{v}\" of \"{limit}\""),
+                        value,
+                    ));
+                }
+                q.limits.insert(limit.to_string(), v.to_string());
+            }
+        }
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+fn unknown(attr: &str) -> AttrError {
+    AttrError::new([format!("unknown attribute name \"{attr}\"")])
+}
+
+/// Sets attribute `attr` of parallel environment `p` from its SGE text.
+pub fn set_pe_attr(p: &mut PeConfig, attr: &str, value: &str) -> Result<(), AttrError> {
+    if let Some(r) = fixed(PE_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    match attr {
+        "pe_name" => p.name = v.to_string(),
+        "slots" => p.slots = u32_value(v)?,
+        "allocation_rule" => {
+            let ok = matches!(v, "$pe_slots" | "$fill_up" | "$round_robin")
+                || v.parse::<u32>().is_ok_and(|n| n > 0);
+            if !ok {
+                return Err(AttrError::value(
+                    format!(
+                        "parameter allocation_rule of pe \"{}\": unknown allocation rule \"{v}\"",
+                        p.name
+                    ),
+                    value,
+                ));
+            }
+            p.allocation_rule = v.to_string();
+        }
+        "control_slaves" => p.control_slaves = bool_value(v)?,
+        "job_is_first_task" => p.job_is_first_task = bool_value(v)?,
+        "urgency_slots" => {
+            let ok = matches!(v, "min" | "max" | "avg") || v.parse::<u32>().is_ok();
+            if !ok {
+                return Err(AttrError::value(
+                    format!("unknown urgency_slots \"{v}\""),
+                    value,
+                ));
+            }
+            p.urgency_slots = v.to_string();
+        }
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+/// An object's `NAME VALUE` lines (a `qconf -s*` output, or a file for `-M*`/`-A*`):
+/// continuation lines (`\` at the end) joined, comments and blank lines left out. `Err`:
+/// an attribute `table` does not have, or one it has missing (SGE's words).
+pub fn read_object(
+    text: &str,
+    table: &[(&str, Shape, Option<&str>)],
+) -> Result<Vec<(String, String)>, AttrError> {
+    let mut joined = String::new();
+    let mut lines = Vec::new();
+    for raw in text.lines() {
+        if let Some(head) = raw.strip_suffix('\\') {
+            joined.push_str(head);
+            continue;
+        }
+        joined.push_str(raw);
+        let line = std::mem::take(&mut joined);
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let (name, value) = match t.split_once([' ', '\t']) {
+            Some((n, v)) => (n, v.trim()),
+            None => (t, ""),
+        };
+        if shape(table, name).is_none() {
+            return Err(unknown(name));
+        }
+        lines.push((name.to_string(), value.to_string()));
+    }
+    for (name, _, _) in table {
+        if !lines.iter().any(|(n, _)| n == name) {
+            return Err(AttrError::new([format!(
+                "required attribute \"{name}\" is missing"
+            )]));
+        }
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> QueueConfig {
+        let config = crate::config::ClusterConfig::parse(
+            "hosts:\n  - {name: vm, slots: 2}\nqueues:\n  - {name: all.q, hostlist: [vm], slots: 2}\n",
+        )
+        .expect("config");
+        config.queues[0].clone()
+    }
+
+    #[test]
+    fn a_shown_queue_reads_back_as_the_same_queue() {
+        let mut q = queue();
+        q.limits.insert("h_rt".into(), "0:10:0".into());
+        q.complex_values.insert("gpu".into(), "2".into());
+        let text = crate::compat::qconf::queue(&q);
+        let mut back = queue();
+        for (name, value) in read_object(&text, QUEUE_ATTRS).expect("read") {
+            set_queue_attr(&mut back, &name, &value).expect("set");
+        }
+        assert_eq!(back, q);
+    }
+
+    #[test]
+    fn values_gridspool_lacks_are_refused() {
+        let mut q = queue();
+        assert!(set_queue_attr(&mut q, "calendar", "NONE").is_ok());
+        assert!(set_queue_attr(&mut q, "calendar", "night").is_err());
+        assert_eq!(
+            set_queue_attr(&mut q, "slots", "abc")
+                .expect_err("abc")
+                .lines,
+            [
+                "error parsing unsigned long value from string \"abc\"",
+                "Error during parsing of attribute value \"abc\""
+            ]
+        );
+        assert!(set_queue_attr(&mut q, "slots", "4,[vm=3]").is_err());
+    }
+
+    #[test]
+    fn a_file_missing_an_attribute_or_with_an_unknown_one_is_refused() {
+        let text = crate::compat::qconf::queue(&queue());
+        let without: String = text
+            .lines()
+            .filter(|l| !l.starts_with("slots"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            read_object(&without, QUEUE_ATTRS)
+                .expect_err("missing")
+                .lines,
+            ["required attribute \"slots\" is missing"]
+        );
+        assert_eq!(
+            read_object(&format!("{text}nosuch 1\n"), QUEUE_ATTRS)
+                .expect_err("unknown")
+                .lines,
+            ["unknown attribute name \"nosuch\""]
+        );
+    }
+}
