@@ -18,6 +18,7 @@ _gridspool_qconf() {
         -Mq) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
+        -se) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
@@ -25,7 +26,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -rattr -sc -sconf -sel -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ssconf -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

@@ -138,9 +138,63 @@ fn qconf_says_what_does_not_exist_as_sge_does() {
         "shgrp-nosuch",
         "suser-nosuch",
         "sprj-nosuch",
+        "se-nosuch",
+        "sst-none",
     ] {
         compare(&cell, case);
     }
+}
+
+#[test]
+fn qconf_shows_hosts_and_the_formatted_share_tree_as_sge_does() {
+    let Some(root) = root() else {
+        return skip("qconf_shows_hosts", "the captures are root's");
+    };
+    let cell = oracle_cell(TREE);
+    for case in ["sh", "ss"] {
+        compare(&cell, case);
+    }
+    // SGE's show_sharetree: name=shares, three blanks a level.
+    let run = cell.run(&root, "qconf", &["-sst"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        ("Root=1\n   sgeuser=75\n   sgeuser2=25\n", 0)
+    );
+    // -se: the capture's lines, but for the load values, which are this machine's now: the
+    // same names in the same order, wrapped within 80 columns as SGE wraps them.
+    let host = gridspool::identity::short_hostname();
+    let cap = Capture::load("qconf/se-host.txt");
+    let run = cell.run(&root, "qconf", &["-se", &host]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let split = |text: &str| {
+        let mut rest = Vec::new();
+        let mut names = Vec::new();
+        let mut in_values = false;
+        for line in text.lines() {
+            if line.starts_with("load_values") {
+                in_values = true;
+            } else if in_values && !line.starts_with(' ') {
+                in_values = false;
+            }
+            if in_values {
+                assert!(line.len() <= 80, "{line}");
+                let values = line.get(22..).unwrap_or("").trim_end_matches(" \\");
+                names.extend(
+                    values
+                        .split(',')
+                        .filter(|v| !v.is_empty())
+                        .map(|v| v.split('=').next().unwrap_or("").to_string()),
+                );
+            } else {
+                rest.push(line.replace("vm", "HOST"));
+            }
+        }
+        (rest, names)
+    };
+    let (rest, names) = split(&run.stdout.replace(&host, "vm"));
+    let (cap_rest, cap_names) = split(&cap.stdout);
+    assert_eq!(rest, cap_rest);
+    assert_eq!(names, cap_names);
 }
 
 #[test]

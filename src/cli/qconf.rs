@@ -1,6 +1,6 @@
-//! `qconf`: the cluster configuration shown in SGE 8.1.9's formats (`compat::qconf`), with its
-//! messages and exit codes. Options are taken in order, as SGE's qconf takes them; the first
-//! error ends the command. The changing forms are listed in `-help` and refused for now.
+//! `qconf`: the cluster configuration shown in SGE 8.1.9's formats (`compat::qconf`) and
+//! changed by managers (`qconf_change`), with its messages and exit codes. Options are taken
+//! in order, as SGE's qconf takes them; the first error ends the command.
 
 use super::Output;
 use crate::compat::docs::{self, CommandDoc, ValueHint};
@@ -9,7 +9,7 @@ use crate::config::ClusterConfig;
 
 pub const DOC: CommandDoc = CommandDoc {
     name: "qconf",
-    summary: "show the gridspool cluster configuration in Grid Engine's formats",
+    summary: "show and change the gridspool cluster configuration in Grid Engine's formats",
     synopsis: "[options]",
     help_indent: "   ",
     help_width: 41,
@@ -19,8 +19,9 @@ pub const DOC: CommandDoc = CommandDoc {
     operand_hint: ValueHint::Text,
     syntax: qconf::SYNTAX,
     description: &[
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators. Attributes gridspool does not have show the value of a fresh SGE cell.",
-        "The options that change the configuration are listed as SGE lists them and refused with a message: config.yaml is edited by hand and reloaded with SIGHUP to sched_d.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, and -am, -dm, -ao and -do for the manager and operator lists. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
+        "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). qconf needs write access to config.yaml: root, or the administrator who owns it.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -32,7 +33,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "The options that change the configuration (-a*, -d*, -m*, -M*, -r*) and the show forms of objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists) are refused with a message.",
+        "The options for objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists, administrative and submit hosts) and those not carried out yet (-msconf, -Msconf, -mstree, -Mstree, -mc, -Mc, -ae, -Ae, -de, -me, -Me, -Mu, -Mprj) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
     ],
     see_also: &["qstat", "qhost", "sched_d"],
 };
@@ -256,6 +257,41 @@ fn show(
         }
         "-sc" => {
             o.stdout.push_str(&qconf::complexes(config));
+            Ok(())
+        }
+        "-se" => {
+            let host = config
+                .host(value)
+                .ok_or_else(|| format!("can't resolve hostname \"{value}\""))?;
+            let loads = super::qhost::host_loads(
+                env,
+                std::path::Path::new("/proc"),
+                crate::compat::time::now(),
+            )?;
+            let load = loads
+                .get(&host.name)
+                .filter(|s| s.known)
+                .and_then(|s| s.load.as_ref());
+            o.stdout.push_str(&qconf::exechost(host, load));
+            Ok(())
+        }
+        // gridspool keeps no host lists of its own: any host that shares the cell may
+        // administer it and submit to it; these are the configured hosts.
+        "-sh" | "-ss" => list(
+            o,
+            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            if option == "-sh" {
+                "no administrative host defined"
+            } else {
+                "no submit host defined"
+            },
+        ),
+        "-sst" => {
+            match &config.share_tree {
+                Some(tree) => o.stdout.push_str(&qconf::share_tree_formatted(tree)),
+                // SGE says so on stderr and goes on, exit 0.
+                None => o.err("No sharetree"),
+            }
             Ok(())
         }
         "-ssconf" => {

@@ -593,7 +593,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .unsupported(),
     OptionSpec::new("-sds", Arity::Flag, "[-sds]", "show detached settings").unsupported(),
-    OptionSpec::new("-se", Arity::One, "[-se server]", "show given exec server").unsupported(),
+    OptionSpec::new("-se", Arity::One, "[-se server]", "show given exec server"),
     OptionSpec::new("-secl", Arity::Flag, "[-secl]", "show event client list").unsupported(),
     OptionSpec::new(
         "-sel",
@@ -606,8 +606,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-sh]",
         "show a list of all administrative hosts",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-shgrp", Arity::One, "[-shgrp group]", "show host group"),
     OptionSpec::new(
         "-shgrp_tree",
@@ -671,8 +670,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-ss]",
         "show a list of all submit hosts",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-ssconf",
         Arity::Flag,
@@ -686,7 +684,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "show sharetree node(s)",
     )
     .unsupported(),
-    OptionSpec::new("-sst", Arity::Flag, "[-sst]", "show a formatted sharetree").unsupported(),
+    OptionSpec::new("-sst", Arity::Flag, "[-sst]", "show a formatted sharetree"),
     OptionSpec::new("-sstree", Arity::Flag, "[-sstree]", "show the sharetree"),
     OptionSpec::new(
         "-su",
@@ -907,6 +905,104 @@ pub fn pe(p: &PeConfig) -> String {
         ("qsort_args", "NONE".into()),
     ];
     columns(&rows, 19)
+}
+
+/// `qconf -se HOST`: an execution host as host_conf(5) shows it, with the load values of
+/// its last report (`None`: none known, SGE's `NONE`), wrapped as SGE wraps them.
+pub fn exechost(
+    host: &crate::config::HostConfig,
+    load: Option<&crate::acct::load::HostLoad>,
+) -> String {
+    let mut rows: Vec<(&str, String)> = vec![
+        ("hostname", host.name.clone()),
+        ("load_scaling", "NONE".into()),
+        ("complex_values", pairs_or_none(&host.complex_values)),
+    ];
+    let (values, processors) = match load {
+        Some(l) => {
+            let mb = |bytes: f64| format!("{:.6}M", bytes / 1_048_576.0);
+            let per = |v: f64| format!("{:.6}", v / f64::from(l.num_proc.max(1)));
+            let items = [
+                format!("load_avg={:.6}", l.load_medium),
+                format!("load_short={:.6}", l.load_short),
+                format!("load_medium={:.6}", l.load_medium),
+                format!("load_long={:.6}", l.load_long),
+                format!("arch={}", l.arch),
+                format!("num_proc={}", l.num_proc),
+                format!("mem_free={}", mb(l.mem_free)),
+                format!("swap_free={}", mb(l.swap_free)),
+                format!("virtual_free={}", mb(l.mem_free + l.swap_free)),
+                format!("mem_total={}", mb(l.mem_total)),
+                format!("swap_total={}", mb(l.swap_total)),
+                format!("virtual_total={}", mb(l.mem_total + l.swap_total)),
+                format!("mem_used={}", mb(l.mem_used())),
+                format!("swap_used={}", mb(l.swap_used())),
+                format!("virtual_used={}", mb(l.mem_used() + l.swap_used())),
+                format!("cpu={:.6}", l.cpu),
+                format!("m_topology={}", l.m_topology),
+                format!("m_topology_inuse={}", l.m_topology),
+                format!("m_socket={}", l.m_socket),
+                format!("m_core={}", l.m_core),
+                format!("m_thread={}", l.m_thread),
+                format!("np_load_avg={}", per(l.load_medium)),
+                format!("np_load_short={}", per(l.load_short)),
+                format!("np_load_medium={}", per(l.load_medium)),
+                format!("np_load_long={}", per(l.load_long)),
+            ];
+            (wrapped(&items, 22), l.num_proc.to_string())
+        }
+        None => ("NONE".to_string(), "0".to_string()),
+    };
+    rows.push(("load_values", values));
+    rows.push(("processors", processors));
+    for name in [
+        "user_lists",
+        "xuser_lists",
+        "projects",
+        "xprojects",
+        "usage_scaling",
+        "report_variables",
+    ] {
+        rows.push((name, "NONE".into()));
+    }
+    columns(&rows, 22)
+}
+
+/// Comma-separated `items` on lines of at most 80 columns (the first starting at `indent`),
+/// each but the last ending in ` \` and the next indented to `indent`, as SGE's flat files
+/// wrap long lists.
+fn wrapped(items: &[String], indent: usize) -> String {
+    let mut out = String::new();
+    let mut col = indent;
+    for (i, item) in items.iter().enumerate() {
+        let last = i + 1 == items.len();
+        let width = item.len() + usize::from(!last);
+        if col > indent && col + width > 78 {
+            out.push_str(" \\\n");
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+        }
+        out.push_str(item);
+        if !last {
+            out.push(',');
+        }
+        col += width;
+    }
+    out
+}
+
+/// `qconf -sst`: the share tree as SGE's `show_sharetree` prints it, `name=shares`, each
+/// level indented three more blanks.
+pub fn share_tree_formatted(root: &ShareTreeNode) -> String {
+    fn walk(n: &ShareTreeNode, level: usize, out: &mut String) {
+        let _ = writeln!(out, "{}{}={}", "   ".repeat(level), n.name, n.shares);
+        for c in &n.children {
+            walk(c, level + 1, out);
+        }
+    }
+    let mut out = String::new();
+    walk(root, 0, &mut out);
+    out
 }
 
 /// `qconf -shgrp @GROUP`.
