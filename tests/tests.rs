@@ -8,6 +8,7 @@ mod harness;
 mod host_failure;
 mod install;
 mod launch;
+mod prolog;
 mod qacct;
 mod qalter;
 mod qconf;

@@ -833,6 +833,8 @@ fn empty_input() -> QhostInput {
             users: Vec::new(),
             share_tree: None,
             scheduler: Default::default(),
+            prolog: None,
+            epilog: None,
             mailer: None,
             load_report_time: None,
             max_unheard: None,

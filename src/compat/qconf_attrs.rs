@@ -71,8 +71,8 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("slots", Shape::Scalar, None),
     ("tmpdir", Shape::Scalar, None),
     ("shell", Shape::Scalar, None),
-    ("prolog", Shape::Scalar, Some("NONE")),
-    ("epilog", Shape::Scalar, Some("NONE")),
+    ("prolog", Shape::Scalar, None),
+    ("epilog", Shape::Scalar, None),
     ("shell_start_mode", Shape::Scalar, None),
     ("starter_method", Shape::Scalar, Some("NONE")),
     ("suspend_method", Shape::Scalar, Some("NONE")),
@@ -258,6 +258,14 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             q.slots = u32_value(v)?;
         }
         "tmpdir" => q.tmpdir = v.to_string(),
+        "prolog" | "epilog" => {
+            let value = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string());
+            if attr == "prolog" {
+                q.prolog = value;
+            } else {
+                q.epilog = value;
+            }
+        }
         "shell" => q.shell = v.to_string(),
         "shell_start_mode" => {
             if !["posix_compliant", "unix_behavior", "script_from_stdin"].contains(&v) {

@@ -152,6 +152,13 @@ pub struct QueueConfig {
     /// Queue disabled by an administrator (`qmod -d`), shown as `d`.
     #[serde(default)]
     pub disabled: bool,
+    /// `[user@]path [args]` run before each job of the queue, as queue_conf(5)'s `prolog`
+    /// (the global `prolog` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog: Option<String>,
+    /// `[user@]path [args]` run after each job, as queue_conf(5)'s `epilog`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilog: Option<String>,
     /// FBSNG dynamic priority parameters (`fbsng` policy; gridspool extension). Jobs belong
     /// to the queue they are bound to (`-q`, else the first queue that can take them).
     #[serde(default)]
@@ -449,6 +456,12 @@ pub struct ClusterConfig {
     pub share_tree: Option<ShareTreeNode>,
     #[serde(default)]
     pub scheduler: SchedulerConfig,
+    /// sge_conf(5)'s `prolog` and `epilog`: run before and after every job whose queue has
+    /// none of its own (`[user@]path [args]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilog: Option<String>,
     /// The program that sends job mail (`-m`, `-M`), run as `mailer -s SUBJECT RECIPIENT`
     /// with the body on standard input (SGE's `mailer`; default `/usr/bin/mail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

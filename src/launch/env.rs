@@ -235,6 +235,8 @@ mod tests {
             sge_root: "/r".into(),
             sge_cell: "default".into(),
             exec_spool: "/r/default/execd/h".into(),
+            prolog: None,
+            epilog: None,
         }
     }
 

@@ -78,10 +78,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-/// SGE's `failed` codes (`sge_status.h`, qacct's texts).
+/// SGE's `failed` codes (`execution_states.h`, qacct's texts).
 pub mod failed {
     /// `assumedly before job`: the shepherd could not prepare the job.
     pub const BEFORE_JOB: u32 = 1;
+    /// `before prolog`: the prolog could not be started.
+    pub const BEFORE_PROLOG: u32 = 7;
+    /// `in prolog`: it failed; the queue goes to error state and the job is requeued.
+    pub const PROLOG_FAILED: u32 = 8;
+    /// `before epilog`: the epilog could not be started.
+    pub const BEFORE_EPILOG: u32 = 14;
+    /// `in epilog`: it failed; the queue goes to error state.
+    pub const EPILOG_FAILED: u32 = 15;
+    /// `rescheduling`: a prolog or epilog exited 99, the job is to run again.
+    pub const AGAIN: u32 = 25;
+    /// `application error`: a prolog or epilog exited 100, the job goes to error state.
+    pub const APPERROR: u32 = 30;
     /// `opening input/output file`.
     pub const OPEN_OUTPUT: u32 = 26;
     /// `searching requested shell` (also a `-b y -shell n` command that does not exist).
@@ -93,13 +105,28 @@ pub mod failed {
     /// `assumedly after job`: killed by qdel (or after an s_rt warning).
     pub const AFTER_JOB: u32 = 100;
 
+    /// Whether a failure is the queue's (a prolog or epilog that failed or could not start):
+    /// SGE puts the queue instance in error state (`GFSTATE_QUEUE`).
+    pub fn queue_fault(failed: u32) -> bool {
+        matches!(
+            failed,
+            BEFORE_PROLOG | PROLOG_FAILED | BEFORE_EPILOG | EPILOG_FAILED
+        )
+    }
+
+    /// Whether the task is pending again after such a result: its prolog failed, or a
+    /// prolog or epilog asked for a rerun (exit 99).
+    pub fn requeued(failed: u32) -> bool {
+        matches!(failed, BEFORE_PROLOG | PROLOG_FAILED | AGAIN)
+    }
+
     /// Whether a failure to start is the job's own fault, which sends the job to error state
     /// (`reaper_execd.c`'s `GFSTATE_JOB`): its output file or working directory, and a shell
     /// it named — `-S`, the command of `-b y -shell no`, or any shell under `unix_behavior`.
     /// A missing queue shell is the queue's fault (SGE sets the queue in error instead).
     pub fn caused_by_job(failed: u32, spec: &super::LaunchSpec) -> bool {
         match failed {
-            OPEN_OUTPUT | NO_CWD => true,
+            OPEN_OUTPUT | NO_CWD | APPERROR => true,
             NO_SHELL => {
                 spec.interpreter.is_some()
                     || matches!(spec.command, super::JobCommand::Binary { shell: false, .. })
@@ -1333,7 +1360,25 @@ impl Supervisor {
     }
 
     fn run(&mut self) -> TaskResult {
-        let job_pid = match self.spawn_job() {
+        let prepared = match self.prepare_job() {
+            Ok(p) => p,
+            Err(f) => {
+                announce_started(0);
+                return self.setup_failure(f.failed, f.error);
+            }
+        };
+        // sge_shepherd: the prolog first; when it fails the job does not start, but the
+        // epilog still runs, for cleanup (its own failure is not reported then).
+        if let Some(command) = self.spec.prolog.clone()
+            && let Err(f) = self.procedure(Procedure::Prolog, &command, &prepared)
+        {
+            announce_started(0);
+            if let Some(epilog) = self.spec.epilog.clone() {
+                let _ = self.procedure(Procedure::Epilog, &epilog, &prepared);
+            }
+            return self.setup_failure(f.failed, f.error);
+        }
+        let job_pid = match self.spawn_job(&prepared.start) {
             Ok(pid) => pid,
             Err(f) => {
                 announce_started(0);
@@ -1344,12 +1389,114 @@ impl Supervisor {
         // Setup failures were read before the job was announced (see spawn_job).
         announce_started(job_pid.as_raw() as u32);
         self.wait_loop();
-        self.finish()
+        let mut result = self.finish();
+        if let Some(command) = self.spec.epilog.clone()
+            && let Err(f) = self.procedure(Procedure::Epilog, &command, &prepared)
+            && result.failed == 0
+        {
+            eprintln!("job {}: {}", self.spec.task_name(), f.error);
+            result.failed = f.failed;
+            result.error = Some(f.error);
+        }
+        result
     }
 
-    /// Prepares the job's files and forks the job's process ([`spawn`]); returns its pid once
-    /// it has `exec`ed the job, or the failure it reported.
-    fn spawn_job(&mut self) -> Result<Pid, SetupFailure> {
+    /// Runs the prolog or epilog `command` (`[user@]path [args]`, with queue_conf(5)'s
+    /// `$host`, `$job_owner`, `$job_id`, `$job_name`, `$processors`, `$queue`, `$sge_root`
+    /// and `$sge_cell`) as the job's owner, or as `user`, with the job's environment, working
+    /// directory and output files, and waits for it. Its exit status decides as in
+    /// sge_shepherd: 0 goes on; 99 asks for the job to be rescheduled (`failed` 25), 100
+    /// puts it in error (30); any other is the procedure's failure (8 for a prolog, 15 for
+    /// an epilog: the queue goes to error state); one that cannot be started is 7 or 14.
+    fn procedure(
+        &mut self,
+        which: Procedure,
+        command: &str,
+        prepared: &Prepared,
+    ) -> Result<(), SetupFailure> {
+        let (name, before, failed_code) = match which {
+            Procedure::Prolog => ("prolog", failed::BEFORE_PROLOG, failed::PROLOG_FAILED),
+            Procedure::Epilog => ("epilog", failed::BEFORE_EPILOG, failed::EPILOG_FAILED),
+        };
+        let spec = &self.spec;
+        let command = command.trim();
+        let (who, rest) = match command.split_once('@') {
+            Some((u, r)) if !u.is_empty() && !u.contains('/') && !u.contains(' ') => (Some(u), r),
+            _ => (None, command),
+        };
+        let words: Vec<String> = rest
+            .split_whitespace()
+            .map(|w| {
+                w.replace("$host", &spec.host)
+                    .replace("$job_owner", &spec.submitter.owner)
+                    .replace("$job_id", &spec.job.to_string())
+                    .replace("$job_name", &spec.name)
+                    .replace("$processors", "UNDEFINED")
+                    .replace("$queue", spec.queue_name())
+                    .replace("$sge_root", &spec.sge_root)
+                    .replace("$sge_cell", &spec.sge_cell)
+            })
+            .collect();
+        let Some((program, args)) = words.split_first() else {
+            return Ok(());
+        };
+        let user = match who {
+            None => prepared.user.clone(),
+            Some(u) => match User::from_name(u) {
+                Ok(Some(user)) => user,
+                _ => return Err(fail(before, format!("unknown user \"{u}\" of {name}"))),
+            },
+        };
+        let mut paths = prepared.paths.clone();
+        paths.stdin = "/dev/null".to_string();
+        let start = JobStart::prepare(
+            &user,
+            prepared.workdir.clone(),
+            paths,
+            &[],
+            JobProgram {
+                program: program.clone(),
+                argv0: program.clone(),
+                args: args.to_vec(),
+                stdin_override: None,
+                search: false,
+            },
+            &prepared.env,
+        )
+        .map_err(|f| fail(before, f.error))?;
+        let pid = match spawn::spawn(&start.exec) {
+            Err(e) => {
+                return Err(fail(
+                    before,
+                    format!("can't start {name}: {}", std::io::Error::from(e)),
+                ));
+            }
+            Ok(Err((pid, failure))) => {
+                let _ = waitpid(pid, None);
+                return Err(fail(before, start.failure(failure).error));
+            }
+            Ok(Ok(pid)) => pid,
+        };
+        let status = loop {
+            match waitpid(pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => break code,
+                Ok(WaitStatus::Signaled(_, sig, _)) => break 128 + sig as i32,
+                Ok(_) => continue,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(fail(before, format!("waiting for the {name}: {e}"))),
+            }
+        };
+        let error = format!("exit_status of {name} = {status}");
+        match status {
+            0 => Ok(()),
+            99 => Err(fail(failed::AGAIN, error)),
+            100 => Err(fail(failed::APPERROR, error)),
+            _ => Err(fail(failed_code, error)),
+        }
+    }
+
+    /// Prepares the job's files and what it runs with (its prolog and epilog too).
+    fn prepare_job(&mut self) -> Result<Prepared, SetupFailure> {
         let before = |error: String| SetupFailure {
             failed: failed::BEFORE_JOB,
             error,
@@ -1487,8 +1634,8 @@ impl Supervisor {
         let env = job_environment(&spec, &ctx);
         let start = JobStart::prepare(
             &user,
-            workdir,
-            paths,
+            workdir.clone(),
+            paths.clone(),
             &spec.limits.rlimits,
             JobProgram {
                 program,
@@ -1499,6 +1646,22 @@ impl Supervisor {
             },
             &env,
         )?;
+        Ok(Prepared {
+            start,
+            user,
+            workdir,
+            paths,
+            env,
+        })
+    }
+
+    /// Forks the job's process ([`spawn`]); returns its pid once it has `exec`ed the job,
+    /// or the failure it reported.
+    fn spawn_job(&self, start: &JobStart) -> Result<Pid, SetupFailure> {
+        let before = |error: String| SetupFailure {
+            failed: failed::BEFORE_JOB,
+            error,
+        };
         match spawn::spawn(&start.exec) {
             Err(e) => Err(before(format!(
                 "can't start the job: {}",
@@ -1726,6 +1889,22 @@ struct JobProgram {
     stdin_override: Option<String>,
     /// `-b y -shell n`: the program is searched in `PATH`, and missing is failure 27.
     search: bool,
+}
+
+/// A prolog or an epilog.
+#[derive(Debug, Clone, Copy)]
+enum Procedure {
+    Prolog,
+    Epilog,
+}
+
+/// What the job runs with, prepared once for it and for its prolog and epilog.
+struct Prepared {
+    start: JobStart,
+    user: User,
+    workdir: String,
+    paths: OutputPaths,
+    env: Vec<(String, String)>,
 }
 
 /// The job's start, prepared in the supervisor before the fork ([`spawn`]), with what its

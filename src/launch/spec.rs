@@ -84,6 +84,21 @@ pub struct LaunchSpec {
     pub sge_cell: String,
     /// The host's execution spool on the host itself.
     pub exec_spool: String,
+    /// The queue's (else the global) `prolog` and `epilog`, `[user@]path [args]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilog: Option<String>,
+}
+
+/// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
+fn procedure(queue: &Option<String>, global: &Option<String>) -> Option<String> {
+    let set = |p: &&String| !p.trim().is_empty() && !p.trim().eq_ignore_ascii_case("NONE");
+    queue
+        .as_ref()
+        .filter(set)
+        .or(global.as_ref().filter(set))
+        .cloned()
 }
 
 fn spec_error(job: JobId, reason: impl Into<String>) -> LaunchError {
@@ -188,6 +203,8 @@ impl LaunchSpec {
             exec_spool: exec_spool_dir(root, &host.name)
                 .to_string_lossy()
                 .into_owned(),
+            prolog: procedure(&queue.prolog, &config.prolog),
+            epilog: procedure(&queue.epilog, &config.epilog),
         })
     }
 

@@ -1576,7 +1576,15 @@ impl Daemon {
             self.ended.push(ended);
             return;
         }
-        let mut ended = match self.rescheduled_task_ended(id, task, &result, ended) {
+        let ended = match self.rescheduled_task_ended(id, task, &result, ended) {
+            Ok(()) => return,
+            Err(ended) => ended,
+        };
+        // Issue 14: a failed prolog or epilog puts its queue instance in error state.
+        if crate::launch::shepherd::failed::queue_fault(result.failed) {
+            self.queue_fault(id, task, &result);
+        }
+        let mut ended = match self.requeued_task_ended(id, task, &result, ended) {
             Ok(()) => return,
             Err(ended) => ended,
         };

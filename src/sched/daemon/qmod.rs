@@ -177,6 +177,68 @@ impl Daemon {
         }
     }
 
+    /// A task whose prolog or epilog failed (`failed` 7, 8, 14, 15): its queue instance goes to
+    /// error state (`E`, with SGE's reason for `qstat -explain E`) and takes no new work
+    /// until `qmod -cq`.
+    pub(super) fn queue_fault(&mut self, id: JobId, task: TaskId, result: &TaskResult) {
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        let Some(ran) = job.tasks.running.iter().find(|r| r.task == task) else {
+            return;
+        };
+        let instance = format!("{}@{}", ran.queue, ran.host);
+        let why = format!(
+            "queue {} marked QERROR as result of job {id}'s failure at host {}",
+            ran.queue, ran.host
+        );
+        warn!(job = %id, task, instance = %instance, failed = result.failed, "queue instance in error state: {}", result.error.as_deref().unwrap_or(""));
+        if self.state.set_instance_error(&instance, Some(why)) {
+            self.write_instance_states();
+        }
+    }
+
+    /// A task its prolog sent back (`failed` 7 or 8), or whose prolog or epilog asked for a
+    /// rerun (25): accounted as SGE accounts it, and pending again. `Err`: not one.
+    pub(super) fn requeued_task_ended(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        result: &TaskResult,
+        ended: EndedTask,
+    ) -> Result<(), EndedTask> {
+        if !crate::launch::shepherd::failed::requeued(result.failed) {
+            return Err(ended);
+        }
+        let Some(job) = self.state.job(id) else {
+            return Err(ended);
+        };
+        let Some(ran) = job
+            .tasks
+            .running
+            .iter()
+            .find(|r| r.task == task && !r.deleting)
+            .cloned()
+        else {
+            return Err(ended);
+        };
+        if let Err(e) = self.acct.record(&job, &ran, result) {
+            error!(job = %id, task, "accounting: {e}");
+        }
+        let requeued = if result.failed == FAILED_RESCHEDULED {
+            self.state.requeue_restarted(id, task)
+        } else {
+            self.state.requeue_task(id, task, None)
+        };
+        if let Err(e) = requeued {
+            warn!(job = %id, task, "requeue: {e}");
+        }
+        info!(job = %id, task, failed = result.failed, "task pending again: {}", result.error.as_deref().unwrap_or(""));
+        self.ended.push(ended);
+        self.pass_needed = true;
+        Ok(())
+    }
+
     /// The end of a task `qmod -r` rescheduled: accounted with SGE's `failed 25` and pending
     /// again, its next run a restart. `false`: it was not one.
     pub(super) fn rescheduled_task_ended(

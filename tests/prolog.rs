@@ -1,0 +1,256 @@
+//! The queue and global `prolog` and `epilog` (queue_conf(5), sge_conf(5)), set with
+//! `qconf`, run by the shepherd around the job as sge_shepherd runs them: as the job's owner
+//! (or `user@`), with the job's environment and output files; a failing prolog puts the
+//! queue instance in error state (`E`, as the captures `qmod/qstat-f-prolog-failed` and
+//! `qmod/qstat-explain-E` show it) and sends the job back to pending, exit 100 puts the job
+//! in error, a failing epilog is accounted with `failed` 15.
+
+use crate::sched::{SchedD, accounting_records, state, wait_for};
+use crate::support::*;
+use gridspool::model::JobId;
+use std::time::Duration;
+
+fn cell() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\nscheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// A script for everyone to run, in the cell's root.
+fn script(cell: &TestCell, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = cell.root.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.to_string_lossy().into_owned()
+}
+
+fn qconf(cell: &TestCell, root: &TestUser, args: &[&str]) {
+    let run = cell.run(root, "qconf", args);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+fn submit(cell: &TestCell, user: &TestUser, args: &[&str]) -> JobId {
+    let mut all = vec!["-terse"];
+    all.extend_from_slice(args);
+    let run = cell.run(user, "qsub", &all);
+    assert_eq!(run.code, 0, "{run:?}");
+    JobId(run.stdout.trim().parse().expect("job id"))
+}
+
+fn failed_codes(cell: &TestCell, id: JobId) -> Vec<String> {
+    accounting_records(cell, id)
+        .iter()
+        .map(|r| r[11].clone())
+        .collect()
+}
+
+#[test]
+fn prolog_and_epilog_run_around_the_job_as_its_owner() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "prolog_and_epilog_run_around_the_job_as_its_owner",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let log = cell.workdir(&user).join("steps");
+    let prolog = script(
+        &cell,
+        "prolog.sh",
+        "echo \"prolog $1 $2 $(id -un) JOB_ID=$JOB_ID\" >> \"$SGE_O_WORKDIR/steps\"\n",
+    );
+    let epilog = script(
+        &cell,
+        "epilog.sh",
+        "echo \"epilog $(id -un)\" >> \"$SGE_O_WORKDIR/steps\"\n",
+    );
+    // The queue's prolog (with pseudo variables), the global epilog through the file form of
+    // the global configuration being absent: set in config.yaml by hand.
+    qconf(
+        &cell,
+        &root,
+        &[
+            "-mattr",
+            "queue",
+            "prolog",
+            &format!("{prolog} $job_id $queue"),
+            "all.q",
+        ],
+    );
+    let config = cell.cell.join("config.yaml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, format!("epilog: \"root@{epilog}\"\n{text}")).expect("config");
+    let run = cell.run(&root, "qconf", &["-sq", "all.q"]);
+    assert!(
+        run.stdout
+            .contains(&format!("prolog                {prolog} $job_id $queue\n")),
+        "{run:?}"
+    );
+    let d2 = {
+        // The hand edit needs a reload: SIGHUP, as for any hand edit.
+        drop(_d);
+        SchedD::start(&cell, &[])
+    };
+    let id = submit(
+        &cell,
+        &user,
+        &[
+            "-cwd",
+            "-b",
+            "y",
+            "-o",
+            "/dev/null",
+            "-j",
+            "y",
+            "sh",
+            "-c",
+            "'echo job >> steps'",
+        ],
+    );
+    wait_for("the job's end", Duration::from_secs(20), || {
+        !accounting_records(&cell, id).is_empty()
+    });
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("steps"),
+        format!(
+            "prolog {id} all.q {} JOB_ID={id}\njob\nepilog root\n",
+            user.name
+        )
+    );
+    assert_eq!(failed_codes(&cell, id), ["0"]);
+    drop(d2);
+}
+
+#[test]
+fn a_failing_prolog_puts_the_queue_in_error_and_the_job_back_to_pending() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "a_failing_prolog_puts_the_queue_in_error_and_the_job_back_to_pending",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let host = gridspool::identity::short_hostname();
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "prolog", "/bin/false", "all.q"],
+    );
+    let id = submit(
+        &cell,
+        &user,
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "true"],
+    );
+    let errors = || cell.spool.queue_instance_states().errors;
+    wait_for("all.q in error", Duration::from_secs(20), || {
+        !errors().is_empty()
+    });
+    // Accounted with failed 8 ("in prolog"), pending again, as on the oracle.
+    wait_for("the job pending again", Duration::from_secs(10), || {
+        state(&cell.spool, id)
+            .is_some_and(|s| s.tasks.running.is_empty() && !s.tasks.pending.is_empty())
+    });
+    assert_eq!(failed_codes(&cell, id), ["8"]);
+    let qstat = cell.run(&root, "qstat", &["-f", "-explain", "E"]);
+    let cap = Capture::load("qmod/qstat-explain-E.txt");
+    let line = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("all.q@") || l.starts_with('\t'))
+            .map(|l| {
+                if l.starts_with('\t') {
+                    l.replace(" 8's ", " JOB's ").replace(&host, "vm")
+                } else {
+                    // The queue line's state column, after the load and arch.
+                    l.split_whitespace().last().unwrap_or("").to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        line(&qstat.stdout.replace(&format!(" {id}'s "), " JOB's ")),
+        line(&cap.stdout.replace(" 8's ", " JOB's "))
+    );
+    // The job waits while the instance is in error; cleared and without the prolog, it runs.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        failed_codes(&cell, id),
+        ["8"],
+        "no new start on an instance in error"
+    );
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "prolog", "NONE", "all.q"],
+    );
+    for case in ["cq", "cq-again"] {
+        let cap = Capture::load(&format!("qmod/{case}.txt"));
+        let run = cell.run(&root, "qmod", &["-cq", "all.q"]);
+        assert_matches(&run, &cap);
+        if case == "cq" {
+            wait_for("all.q out of error", Duration::from_secs(10), || {
+                errors().is_empty()
+            });
+        }
+    }
+    wait_for("the job ran", Duration::from_secs(20), || {
+        failed_codes(&cell, id) == ["8", "0"]
+    });
+}
+
+#[test]
+fn prolog_exit_100_puts_the_job_in_error_and_a_failing_epilog_is_accounted() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "prolog_exit_100_puts_the_job_in_error_and_a_failing_epilog_is_accounted",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let apperror = script(&cell, "apperror.sh", "exit 100\n");
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "prolog", &apperror, "all.q"],
+    );
+    let id = submit(
+        &cell,
+        &user,
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "true"],
+    );
+    wait_for("the job in error", Duration::from_secs(20), || {
+        state(&cell.spool, id).is_some_and(|s| s.error.is_some())
+    });
+    assert_eq!(failed_codes(&cell, id), ["30"]);
+    assert!(cell.spool.queue_instance_states().errors.is_empty());
+    let run = cell.run(&user, "qstat", &[]);
+    assert!(run.stdout.contains(" Eqw "), "{run:?}");
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "prolog", "NONE", "all.q"],
+    );
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "epilog", "/bin/false", "all.q"],
+    );
+    let ran = submit(
+        &cell,
+        &user,
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "true"],
+    );
+    wait_for("the job's end", Duration::from_secs(20), || {
+        !accounting_records(&cell, ran).is_empty()
+    });
+    assert_eq!(failed_codes(&cell, ran), ["15"]);
+    wait_for("all.q in error", Duration::from_secs(10), || {
+        !cell.spool.queue_instance_states().errors.is_empty()
+    });
+}
