@@ -16,6 +16,7 @@ _gridspool_qconf() {
         -Mp) COMPREPLY=(); return ;;
         -mq) COMPREPLY=(); return ;;
         -Mq) COMPREPLY=(); return ;;
+        -Msconf) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
@@ -26,7 +27,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -msconf -Msconf -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

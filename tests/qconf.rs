@@ -386,6 +386,29 @@ fn qconf_changes_the_configuration_as_sge_says() {
         assert_eq!(run.code, 0, "{run:?}");
     }
     change(&cell, &root, "sq-restored", files.path());
+    // The scheduler configuration, over this cell's own `qconf -ssconf`.
+    let sconf = cell.run(&root, "qconf", &["-ssconf"]);
+    let set = |key: &str, value: &str| {
+        sconf
+            .stdout
+            .lines()
+            .map(|l| {
+                if l.split_whitespace().next() == Some(key) {
+                    format!("{key:<34}{value}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect::<String>()
+    };
+    write("sconf.txt", sconf.stdout.clone());
+    write("sconf2.txt", set("weight_urgency", "0.200000"));
+    write("sconf-bad.txt", set("weight_urgency", "abc"));
+    for case in ["Msconf-same", "Msconf", "Msconf-bad", "msconf-editor-true"] {
+        change(&cell, &root, case, files.path());
+    }
+    let after = cell.run(&root, "qconf", &["-ssconf"]);
+    assert_eq!(after.stdout, set("weight_urgency", "0.200000"), "{after:?}");
     let text = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
     for kept in [
         "# the oracle's cell",

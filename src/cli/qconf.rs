@@ -20,7 +20,7 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: qconf::SYNTAX,
     description: &[
         "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
-        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, and -am, -dm, -ao and -do for the manager and operator lists. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
+        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)). Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). qconf needs write access to config.yaml: root, or the administrator who owns it.",
     ],
     option_details: &[],
@@ -33,7 +33,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "The options for objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists, administrative and submit hosts) and those not carried out yet (-msconf, -Msconf, -mstree, -Mstree, -mc, -Mc, -ae, -Ae, -de, -me, -Me, -Mu, -Mprj) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
+        "The options for objects gridspool does not have (calendars, checkpointing interfaces, resource quotas, access lists, administrative and submit hosts) and those not carried out yet (-mstree, -Mstree, -mc, -Mc, -ae, -Ae, -de, -me, -Me, -Mu, -Mprj) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
     ],
     see_also: &["qstat", "qhost", "sched_d"],
 };
@@ -63,36 +63,37 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             return o;
         }
         if super::qconf_change::handles(word) {
-            let Some(first) = words.next() else {
-                o.err(format!("error: no option argument provided to \"{word}\""));
-                o.stderr.push_str(&docs::help_text(&DOC));
-                o.code = 1;
-                return o;
+            // The option's words: none (-msconf), one, or for the attribute forms
+            // obj_nm attr_nm val and the names up to the next option.
+            let wanted = match spec.arity {
+                crate::compat::options::Arity::Flag => 0,
+                _ if word.ends_with("attr") => 4,
+                _ => 1,
             };
-            let mut more: Vec<String> = Vec::new();
-            if word.ends_with("attr") {
-                // attr_nm val obj_id_list: two words, then names up to the next option.
-                let mut last = first;
-                for _ in 0..3 {
-                    match words.next() {
-                        Some(w) => {
-                            more.push(w.clone());
-                            last = w;
-                        }
-                        None => {
-                            o.err(format!("error: no option argument provided to \"{last}\""));
-                            o.stderr.push_str(&docs::help_text(&DOC));
-                            o.code = 1;
-                            return o;
-                        }
+            let mut taken: Vec<String> = Vec::new();
+            while taken.len() < wanted {
+                match words.next() {
+                    Some(w) => taken.push(w.clone()),
+                    None => {
+                        let last = taken.last().map_or(word.as_str(), String::as_str);
+                        o.err(format!("error: no option argument provided to \"{last}\""));
+                        o.stderr.push_str(&docs::help_text(&DOC));
+                        o.code = 1;
+                        return o;
                     }
                 }
+            }
+            if wanted == 4 {
                 while let Some(w) = words.next_if(|w| !w.starts_with('-')) {
-                    more.push(w.clone());
+                    taken.push(w.clone());
                 }
             }
+            let (first, more) = match taken.split_first() {
+                Some((f, m)) => (f.as_str(), m),
+                None => ("", &[][..]),
+            };
             if let Err(super::qconf_change::Stop(lines)) =
-                super::qconf_change::change(word, first, &more, env, &mut o)
+                super::qconf_change::change(word, first, more, env, &mut o)
             {
                 for l in lines {
                     o.err(l);

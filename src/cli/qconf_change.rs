@@ -35,6 +35,8 @@ pub fn handles(option: &str) -> bool {
             | "-dm"
             | "-ao"
             | "-do"
+            | "-Msconf"
+            | "-msconf"
     )
 }
 
@@ -70,6 +72,7 @@ pub fn change(
         "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, &path, o)?,
         "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, &path, o)?,
         "-dq" | "-dp" => delete(option, value, &me, &path, o)?,
+        "-Msconf" | "-msconf" => sched_conf(option, value, &path, o)?,
         _ => manop(option, value, &me, &path, o)?,
     };
     if changed
@@ -96,17 +99,19 @@ fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
     Stop(lines)
 }
 
+/// An I/O error as C's `strerror` words it ("No such file or directory").
+fn os_error_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_string()
+}
+
 fn read_file(file: &str, what: &str) -> Result<String, Stop> {
     std::fs::read_to_string(file).map_err(|e| {
-        let reason = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
-        let reason = reason.to_string();
-        let reason = reason
-            .split(" (os error")
-            .next()
-            .unwrap_or(&reason)
-            .to_string();
         Stop(vec![
-            format!("error: error opening file \"{file}\" for reading: {reason}"),
+            format!(
+                "error: error opening file \"{file}\" for reading: {}",
+                os_error_text(&e)
+            ),
             format!("{what} file \"{file}\" is not correct"),
         ])
     })
@@ -116,7 +121,7 @@ fn read_file(file: &str, what: &str) -> Result<String, Stop> {
 /// every attribute is required).
 fn queue_from_text(text: &str, base: QueueConfig) -> Result<QueueConfig, AttrError> {
     let mut q = base;
-    for (name, value) in attrs::read_object(text, attrs::QUEUE_ATTRS)? {
+    for (name, value) in attrs::read_object(text, attrs::QUEUE_ATTRS, true)? {
         attrs::set_queue_attr(&mut q, &name, &value)?;
     }
     Ok(q)
@@ -124,7 +129,7 @@ fn queue_from_text(text: &str, base: QueueConfig) -> Result<QueueConfig, AttrErr
 
 fn pe_from_text(text: &str, base: PeConfig) -> Result<PeConfig, AttrError> {
     let mut p = base;
-    for (name, value) in attrs::read_object(text, attrs::PE_ATTRS)? {
+    for (name, value) in attrs::read_object(text, attrs::PE_ATTRS, true)? {
         attrs::set_pe_attr(&mut p, &name, &value)?;
     }
     Ok(p)
@@ -311,6 +316,51 @@ fn pe_file(
             ));
         }
     }
+    Ok(true)
+}
+
+/// `-Msconf file`, `-msconf`: the scheduler configuration from sched_conf(5)'s text.
+fn sched_conf(
+    option: &str,
+    value: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let shown = qconf::sched_conf(&config);
+    let (text, file) = if option == "-msconf" {
+        let text = edit_text(&shown)?;
+        if text == shown {
+            return Err(Stop(vec!["file unchanged".to_string()]));
+        }
+        (text, "<editor>".to_string())
+    } else {
+        let text = std::fs::read_to_string(value).map_err(|e| {
+            Stop(vec![
+                format!(
+                    "error: error opening file \"{value}\" for reading: {}",
+                    os_error_text(&e)
+                ),
+                "error reading in file".to_string(),
+            ])
+        })?;
+        (text, value.to_string())
+    };
+    let bad = |e: AttrError| {
+        let mut lines: Vec<String> = e.lines.into_iter().map(|l| format!("error: {l}")).collect();
+        lines.push(format!("error: error reading file: \"{file}\""));
+        lines.push("error reading in file".to_string());
+        Stop(lines)
+    };
+    let mut new = config.scheduler.clone();
+    for (name, v) in attrs::read_object(&text, attrs::SCHED_ATTRS, false).map_err(bad)? {
+        attrs::set_sched_attr(&mut new, &name, &v).map_err(bad)?;
+    }
+    let old = std::mem::replace(&mut config.scheduler, new);
+    editor.set_top("scheduler", &old, &config.scheduler)?;
+    commit(editor, &config)?;
+    o.err("changed scheduler configuration");
     Ok(true)
 }
 

@@ -470,15 +470,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-msconf]",
         "modify scheduler configuration",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Msconf",
         Arity::One,
         "[-Msconf fname]",
         "modify scheduler configuration from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mstnode",
         Arity::One,

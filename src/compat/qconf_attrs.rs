@@ -363,6 +363,7 @@ pub fn set_pe_attr(p: &mut PeConfig, attr: &str, value: &str) -> Result<(), Attr
 pub fn read_object(
     text: &str,
     table: &[(&str, Shape, Option<&str>)],
+    required: bool,
 ) -> Result<Vec<(String, String)>, AttrError> {
     let mut joined = String::new();
     let mut lines = Vec::new();
@@ -386,7 +387,7 @@ pub fn read_object(
         }
         lines.push((name.to_string(), value.to_string()));
     }
-    for (name, _, _) in table {
+    for (name, _, _) in table.iter().filter(|_| required) {
         if !lines.iter().any(|(n, _)| n == name) {
             return Err(AttrError::new([format!(
                 "required attribute \"{name}\" is missing"
@@ -394,6 +395,135 @@ pub fn read_object(
         }
     }
     Ok(lines)
+}
+
+/// The scheduler configuration's attributes, in sched_conf(5) order; `Some`: gridspool
+/// does not have it (fixed to the value shown).
+pub const SCHED_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("algorithm", Shape::Scalar, Some("default")),
+    ("schedule_interval", Shape::Scalar, None),
+    ("maxujobs", Shape::Scalar, None),
+    ("queue_sort_method", Shape::Scalar, Some("load")),
+    (
+        "job_load_adjustments",
+        Shape::Pairs,
+        Some("np_load_avg=0.50"),
+    ),
+    ("load_adjustment_decay_time", Shape::Scalar, Some("0:7:30")),
+    ("load_formula", Shape::Scalar, Some("np_load_avg")),
+    ("schedd_job_info", Shape::Scalar, None),
+    ("flush_submit_sec", Shape::Scalar, Some("0")),
+    ("flush_finish_sec", Shape::Scalar, Some("0")),
+    ("params", Shape::Scalar, Some("none")),
+    ("reprioritize_interval", Shape::Scalar, Some("0:0:0")),
+    ("halftime", Shape::Scalar, None),
+    ("usage_weight_list", Shape::Pairs, None),
+    ("compensation_factor", Shape::Scalar, None),
+    ("weight_user", Shape::Scalar, None),
+    ("weight_project", Shape::Scalar, None),
+    ("weight_department", Shape::Scalar, None),
+    ("weight_job", Shape::Scalar, None),
+    ("weight_tickets_functional", Shape::Scalar, None),
+    ("weight_tickets_share", Shape::Scalar, None),
+    ("share_override_tickets", Shape::Scalar, None),
+    ("share_functional_shares", Shape::Scalar, None),
+    ("max_functional_jobs_to_schedule", Shape::Scalar, None),
+    ("report_pjob_tickets", Shape::Scalar, None),
+    ("max_pending_tasks_per_job", Shape::Scalar, None),
+    ("halflife_decay_list", Shape::Scalar, Some("none")),
+    ("policy_hierarchy", Shape::Scalar, None),
+    ("weight_ticket", Shape::Scalar, None),
+    ("weight_waiting_time", Shape::Scalar, None),
+    ("weight_deadline", Shape::Scalar, None),
+    ("weight_urgency", Shape::Scalar, None),
+    ("weight_priority", Shape::Scalar, None),
+    ("max_reservation", Shape::Scalar, None),
+    ("default_duration", Shape::Scalar, None),
+];
+
+fn f64_value(value: &str) -> Result<f64, AttrError> {
+    value
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| {
+            AttrError::new([format!(
+                "error parsing double value from string \"{value}\""
+            )])
+        })
+}
+
+/// Sets attribute `attr` of the scheduler configuration from its sched_conf(5) text.
+pub fn set_sched_attr(
+    s: &mut crate::config::SchedulerConfig,
+    attr: &str,
+    value: &str,
+) -> Result<(), AttrError> {
+    if let Some(r) = fixed(SCHED_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    let one_line = |e: AttrError| AttrError::new(e.lines.into_iter().take(1));
+    match attr {
+        "schedule_interval" => s.schedule_interval = time_value(attr, v).map_err(one_line)?,
+        "maxujobs" => s.maxujobs = u32_value(v).map_err(one_line)?,
+        "schedd_job_info" => s.schedd_job_info = bool_value(v).map_err(one_line)?,
+        "halftime" => s.halftime = f64_value(v)?,
+        "usage_weight_list" => {
+            let mut weights = BTreeMap::new();
+            for (k, w) in pairs(v).map_err(one_line)? {
+                if !["cpu", "mem", "io"].contains(&k.as_str()) {
+                    return Err(AttrError::new([format!(
+                        "unknown usage_weight_list entry \"{k}\""
+                    )]));
+                }
+                weights.insert(k, f64_value(&w)?);
+            }
+            s.usage_weight_list = weights;
+        }
+        "compensation_factor" => s.compensation_factor = f64_value(v)?,
+        "weight_user" => s.weight_user = f64_value(v)?,
+        "weight_project" => s.weight_project = f64_value(v)?,
+        "weight_department" => s.weight_department = f64_value(v)?,
+        "weight_job" => s.weight_job = f64_value(v)?,
+        "weight_tickets_functional" => s.weight_tickets_functional = f64_value(v)?,
+        "weight_tickets_share" => s.weight_tickets_share = f64_value(v)?,
+        "share_override_tickets" => s.share_override_tickets = bool_value(v).map_err(one_line)?,
+        "share_functional_shares" => s.share_functional_shares = bool_value(v).map_err(one_line)?,
+        "max_functional_jobs_to_schedule" => {
+            s.max_functional_jobs_to_schedule = u32_value(v).map_err(one_line)?
+        }
+        "report_pjob_tickets" => s.report_pjob_tickets = bool_value(v).map_err(one_line)?,
+        "max_pending_tasks_per_job" => {
+            s.max_pending_tasks_per_job = u32_value(v).map_err(one_line)?
+        }
+        "policy_hierarchy" => {
+            let ok = v.eq_ignore_ascii_case("NONE")
+                || (v.len() <= 4 && v.chars().all(|c| "OFSD".contains(c)));
+            if !ok {
+                return Err(AttrError::new([format!(
+                    "invalid policy_hierarchy \"{v}\""
+                )]));
+            }
+            s.policy_hierarchy = v.to_string();
+        }
+        "weight_ticket" => s.weight_ticket = f64_value(v)?,
+        "weight_waiting_time" => s.weight_waiting_time = f64_value(v)?,
+        "weight_deadline" => s.weight_deadline = f64_value(v)?,
+        "weight_urgency" => s.weight_urgency = f64_value(v)?,
+        "weight_priority" => s.weight_priority = f64_value(v)?,
+        "max_reservation" => s.max_reservation = u32_value(v).map_err(one_line)?,
+        "default_duration" => {
+            s.default_duration = if v.eq_ignore_ascii_case("INFINITY") {
+                "INFINITY".to_string()
+            } else {
+                time_value(attr, v).map_err(one_line)?
+            }
+        }
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -415,10 +545,30 @@ mod tests {
         q.complex_values.insert("gpu".into(), "2".into());
         let text = crate::compat::qconf::queue(&q);
         let mut back = queue();
-        for (name, value) in read_object(&text, QUEUE_ATTRS).expect("read") {
+        for (name, value) in read_object(&text, QUEUE_ATTRS, true).expect("read") {
             set_queue_attr(&mut back, &name, &value).expect("set");
         }
         assert_eq!(back, q);
+    }
+
+    #[test]
+    fn the_shown_scheduler_configuration_reads_back_unchanged() {
+        let config =
+            crate::config::ClusterConfig::parse("scheduler: {weight_urgency: 0.2, halftime: 72}")
+                .expect("config");
+        let text = crate::compat::qconf::sched_conf(&config);
+        let mut s = crate::config::SchedulerConfig::default();
+        for line in text.lines() {
+            let (name, value) = line.split_once(' ').expect("line");
+            set_sched_attr(&mut s, name, value.trim()).expect("set");
+        }
+        assert_eq!(s, config.scheduler);
+        assert_eq!(
+            set_sched_attr(&mut s, "weight_urgency", "abc")
+                .expect_err("abc")
+                .lines,
+            ["error parsing double value from string \"abc\""]
+        );
     }
 
     #[test]
@@ -447,13 +597,13 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         assert_eq!(
-            read_object(&without, QUEUE_ATTRS)
+            read_object(&without, QUEUE_ATTRS, true)
                 .expect_err("missing")
                 .lines,
             ["required attribute \"slots\" is missing"]
         );
         assert_eq!(
-            read_object(&format!("{text}nosuch 1\n"), QUEUE_ATTRS)
+            read_object(&format!("{text}nosuch 1\n"), QUEUE_ATTRS, true)
                 .expect_err("unknown")
                 .lines,
             ["unknown attribute name \"nosuch\""]
