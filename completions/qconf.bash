@@ -3,20 +3,35 @@ _gridspool_qconf() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
         -aattr) COMPREPLY=(); return ;;
+        -ae) COMPREPLY=(); return ;;
+        -Ae) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
+        -Aprj) COMPREPLY=(); return ;;
         -Aq) COMPREPLY=(); return ;;
+        -Astree) COMPREPLY=(); return ;;
+        -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
+        -de) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
         -dp) COMPREPLY=(); return ;;
+        -dprj) COMPREPLY=(); return ;;
         -dq) COMPREPLY=(); return ;;
+        -duser) COMPREPLY=(); return ;;
         -mattr) COMPREPLY=(); return ;;
+        -me) COMPREPLY=(); return ;;
+        -Me) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
         -Mp) COMPREPLY=(); return ;;
+        -mprj) COMPREPLY=(); return ;;
+        -Mprj) COMPREPLY=(); return ;;
         -mq) COMPREPLY=(); return ;;
         -Mq) COMPREPLY=(); return ;;
         -Msconf) COMPREPLY=(); return ;;
+        -Mstree) COMPREPLY=(); return ;;
+        -muser) COMPREPLY=(); return ;;
+        -Muser) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
@@ -27,7 +42,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -am -ao -Aq -dattr -dm -do -dp -dq -help -mattr -mp -Mp -mq -Mq -msconf -Msconf -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

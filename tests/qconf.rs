@@ -407,6 +407,137 @@ fn qconf_changes_the_configuration_as_sge_says() {
     for case in ["Msconf-same", "Msconf", "Msconf-bad", "msconf-editor-true"] {
         change(&cell, &root, case, files.path());
     }
+    // Execution hosts: -Me and -Ae of -se's output are refused for its load_values, as by
+    // SGE; without them a host is changed or added.
+    let host = gridspool::identity::short_hostname();
+    let se = cell.run(&root, "qconf", &["-se", &host]);
+    write("exech.txt", se.stdout.clone());
+    write(
+        "exech-lh.txt",
+        se.stdout.replace(
+            &format!("hostname              {host}"),
+            "hostname              localhost",
+        ),
+    );
+    for case in ["Me-same", "Ae", "de-nosuch", "de"] {
+        change(&cell, &root, case, files.path());
+    }
+    let plain: String = se
+        .stdout
+        .lines()
+        .filter(|l| {
+            !l.starts_with(' ') && !l.starts_with("load_values") && !l.starts_with("processors")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let node = plain
+        .replace(
+            &format!("hostname              {host}"),
+            "hostname              node02",
+        )
+        .replace(
+            "complex_values        NONE",
+            "complex_values        slots=4,h_vmem=8G",
+        );
+    write("node02.txt", node);
+    let me = format!("root@{}", gridspool::identity::short_hostname());
+    for (args, stderr) in [
+        (
+            vec!["-Ae", "node02.txt"],
+            format!("{me} added \"node02\" to exechost list\n"),
+        ),
+        (
+            vec!["-Ae", "node02.txt"],
+            "exechost \"node02\" already exists\n".to_string(),
+        ),
+        (
+            vec!["-de", "node02"],
+            format!("{me} removed \"node02\" from exechost list\n"),
+        ),
+    ] {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.ends_with(".txt") {
+                    files.path().join(a).display().to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = cell.run(&root, "qconf", &refs);
+        assert_eq!(run.stderr, stderr, "{run:?}");
+    }
+    // The share tree from share_tree(5)'s text.
+    write(
+        "stree.txt",
+        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\nid=1\nname=sgeuser\ntype=0\nshares=75\nchildnodes=NONE\nid=2\nname=sgeuser2\ntype=0\nshares=25\nchildnodes=NONE\n".into(),
+    );
+    let mut cap = Capture::load("qconf/Astree.txt");
+    cap.command = cap.command.replace(
+        "/tmp/sge-stree.txt",
+        &files.path().join("stree.txt").display().to_string(),
+    );
+    let words = gridspool::compat::options::split_words(&cap.command);
+    let refs: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    assert_matches(&cell.run(&root, "qconf", &refs), &cap);
+    let sst = cell.run(&root, "qconf", &["-sst"]);
+    assert_eq!(sst.stdout, "Root=1\n   sgeuser=75\n   sgeuser2=25\n");
+    // Users and projects in user(5) and project(5)'s text, SGE's list messages.
+    write(
+        "user.txt",
+        "name alice\noticket 0\nfshare 7\ndelete_time 0\ndefault_project NONE\n".into(),
+    );
+    write(
+        "prj.txt",
+        "name proj9\noticket 3\nfshare 5\nacl NONE\nxacl NONE\n".into(),
+    );
+    let file = |n: &str| files.path().join(n).display().to_string();
+    for (args, stderr) in [
+        (
+            vec!["-Auser".to_string(), file("user.txt")],
+            format!("{me} added \"alice\" to user list\n"),
+        ),
+        (
+            vec!["-Aprj".to_string(), file("prj.txt")],
+            format!("{me} added \"proj9\" to project list\n"),
+        ),
+        (
+            vec!["-Mprj".to_string(), file("prj.txt")],
+            format!("{me} modified \"proj9\" in project list\n"),
+        ),
+    ] {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = cell.run(&root, "qconf", &refs);
+        assert_eq!(
+            (run.stderr.as_str(), run.code),
+            (stderr.as_str(), 0),
+            "{run:?}"
+        );
+    }
+    let run = cell.run(&root, "qconf", &["-suser", "alice"]);
+    assert_eq!(
+        run.stdout,
+        "name alice\noticket 0\nfshare 7\ndelete_time 0\ndefault_project NONE\n"
+    );
+    for (args, stderr) in [
+        (
+            ["-duser", "alice"],
+            format!("{me} removed \"alice\" from user list\n"),
+        ),
+        (
+            ["-dprj", "proj9"],
+            format!("{me} removed \"proj9\" from project list\n"),
+        ),
+        (
+            ["-dprj", "proj9"],
+            "denied: project \"proj9\" does not exist\n".to_string(),
+        ),
+    ] {
+        let run = cell.run(&root, "qconf", &args);
+        assert_eq!(run.stderr, stderr, "{run:?}");
+    }
     let after = cell.run(&root, "qconf", &["-ssconf"]);
     assert_eq!(after.stdout, set("weight_urgency", "0.200000"), "{after:?}");
     let text = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");

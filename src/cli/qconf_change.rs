@@ -37,6 +37,25 @@ pub fn handles(option: &str) -> bool {
             | "-do"
             | "-Msconf"
             | "-msconf"
+            | "-Auser"
+            | "-Muser"
+            | "-auser"
+            | "-muser"
+            | "-duser"
+            | "-Aprj"
+            | "-Mprj"
+            | "-aprj"
+            | "-mprj"
+            | "-dprj"
+            | "-Ae"
+            | "-Me"
+            | "-ae"
+            | "-me"
+            | "-de"
+            | "-Astree"
+            | "-Mstree"
+            | "-astree"
+            | "-mstree"
     )
 }
 
@@ -73,6 +92,10 @@ pub fn change(
         "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, &path, o)?,
         "-dq" | "-dp" => delete(option, value, &me, &path, o)?,
         "-Msconf" | "-msconf" => sched_conf(option, value, &path, o)?,
+        "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, &path, o)?,
+        "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, &path, o)?,
+        "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
+        | "-Ae" | "-Me" | "-ae" | "-me" => named_file(option, value, &me, &path, env, o)?,
         _ => manop(option, value, &me, &path, o)?,
     };
     if changed
@@ -361,6 +384,329 @@ fn sched_conf(
     editor.set_top("scheduler", &old, &config.scheduler)?;
     commit(editor, &config)?;
     o.err("changed scheduler configuration");
+    Ok(true)
+}
+
+/// The objects kept as one named list each in `config.yaml`, with a `name value` text form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    User,
+    Project,
+    ExecHost,
+}
+
+impl Named {
+    fn of(option: &str) -> Named {
+        if option.ends_with("user") {
+            Named::User
+        } else if option.ends_with("prj") {
+            Named::Project
+        } else {
+            Named::ExecHost
+        }
+    }
+
+    /// The list's key in `config.yaml`.
+    fn list(self) -> &'static str {
+        match self {
+            Named::User => "users",
+            Named::Project => "projects",
+            Named::ExecHost => "hosts",
+        }
+    }
+
+    /// SGE's word for it in messages.
+    fn word(self) -> &'static str {
+        match self {
+            Named::User => "user",
+            Named::Project => "project",
+            Named::ExecHost => "exechost",
+        }
+    }
+
+    fn name_attr(self) -> &'static str {
+        match self {
+            Named::ExecHost => "hostname",
+            _ => "name",
+        }
+    }
+}
+
+/// `-A*`/`-M*` (a file), `-a*`/`-m*` (an editor on a template or on the object) of users,
+/// projects and execution hosts.
+fn named_file(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    env: &ClientEnv,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let kind = Named::of(option);
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let shown =
+        |config: &ClusterConfig, name: &str| -> Option<String> {
+            match kind {
+                Named::User => config.users.iter().find(|u| u.name == name).map(|u| {
+                    qconf::user(&u.name, u.oticket, u.fshare, u.default_project.as_deref())
+                }),
+                Named::Project => config
+                    .projects
+                    .iter()
+                    .find(|p| p.name == name)
+                    .map(|p| qconf::project(&p.name, p.oticket, p.fshare)),
+                Named::ExecHost => config.host(name).map(qconf::exechost_conf),
+            }
+        };
+    let adding = option.starts_with("-A") || option.starts_with("-a");
+    let (text, file) = match option {
+        "-auser" | "-aprj" => (
+            edit_text(&match kind {
+                Named::User => qconf::user("template", 0, 0, None),
+                _ => qconf::project("template", 0, 0),
+            })?,
+            "<editor>".to_string(),
+        ),
+        "-ae" => {
+            let template = if value.is_empty() {
+                "hostname template\nload_scaling NONE\ncomplex_values NONE\nuser_lists NONE\nxuser_lists NONE\nprojects NONE\nxprojects NONE\nusage_scaling NONE\nreport_variables NONE\n".to_string()
+            } else {
+                shown(&config, value).ok_or_else(|| {
+                    Stop(vec![format!(
+                        "denied: {} \"{value}\" does not exist",
+                        "exechost"
+                    )])
+                })?
+            };
+            (edit_text(&template)?, "<editor>".to_string())
+        }
+        "-muser" | "-mprj" | "-me" => {
+            let text = shown(&config, value).ok_or_else(|| {
+                Stop(vec![format!(
+                    "denied: {} \"{value}\" does not exist",
+                    kind.word()
+                )])
+            })?;
+            (edit_text(&text)?, "<editor>".to_string())
+        }
+        _ => (
+            std::fs::read_to_string(value).map_err(|e| {
+                Stop(vec![format!(
+                    "error: error opening file \"{value}\" for reading: {}",
+                    os_error_text(&e)
+                )])
+            })?,
+            value.to_string(),
+        ),
+    };
+    let table = match kind {
+        Named::User => attrs::USER_ATTRS,
+        Named::Project => attrs::PROJECT_ATTRS,
+        Named::ExecHost => attrs::EXECHOST_FILE_ATTRS,
+    };
+    let bad = |e: AttrError| {
+        let mut lines: Vec<String> = e.lines.into_iter().map(|l| format!("error: {l}")).collect();
+        lines.push(format!("error: error reading file: \"{file}\""));
+        lines.push("invalid format".to_string());
+        Stop(lines)
+    };
+    let lines = attrs::read_object(&text, table, false).map_err(bad)?;
+    let name = lines
+        .iter()
+        .find(|(n, _)| n == kind.name_attr())
+        .map(|(_, v)| v.trim().to_string())
+        .ok_or_else(|| {
+            bad(AttrError {
+                lines: vec![format!(
+                    "required attribute \"{}\" is missing",
+                    kind.name_attr()
+                )],
+            })
+        })?;
+    let exists = shown(&config, &name).is_some();
+    if adding && exists {
+        return Err(Stop(vec![format!(
+            "{} \"{name}\" already exists",
+            kind.word()
+        )]));
+    }
+    if !adding && !exists {
+        return Err(Stop(vec![format!(
+            "denied: {} \"{name}\" does not exist",
+            kind.word()
+        )]));
+    }
+    macro_rules! apply {
+        ($list:expr, $blank:expr, $set:path) => {{
+            let old = $list.iter().find(|x| x.name == name).cloned();
+            let mut new = old.clone().unwrap_or($blank);
+            for (attr, v) in &lines {
+                $set(&mut new, attr, v).map_err(bad)?;
+            }
+            match old {
+                Some(old) => {
+                    if let Some(x) = $list.iter_mut().find(|x| x.name == name) {
+                        *x = new.clone();
+                    }
+                    editor.update_item(kind.list(), &name, &old, &new)?;
+                }
+                None => {
+                    $list.push(new.clone());
+                    editor.add_item(kind.list(), &new)?;
+                }
+            }
+        }};
+    }
+    match kind {
+        Named::User => apply!(
+            config.users,
+            blank(serde_json::json!({"name": name}))?,
+            attrs::set_user_attr
+        ),
+        Named::Project => apply!(
+            config.projects,
+            blank(serde_json::json!({"name": name}))?,
+            attrs::set_project_attr
+        ),
+        Named::ExecHost => {
+            // A new host: reached over ssh (locally if it is this host); its slots from a
+            // `slots=N` of its complex_values, which SGE sites give their hosts.
+            let mut fresh: crate::config::HostConfig =
+                blank(serde_json::json!({"name": name, "slots": 0}))?;
+            if !name.eq_ignore_ascii_case(&env.host) {
+                fresh.launch = crate::config::LaunchMethod::Ssh {
+                    address: None,
+                    port: None,
+                    user: None,
+                    options: Vec::new(),
+                    max_sessions: 8,
+                };
+            }
+            let old = config.host(&name).cloned();
+            let mut new = old.clone().unwrap_or(fresh);
+            for (attr, v) in &lines {
+                attrs::set_exechost_attr(&mut new, attr, v).map_err(bad)?;
+            }
+            if let Some(slots) = new.complex_values.remove("slots") {
+                new.slots = slots.parse().map_err(|_| {
+                    Stop(vec![format!(
+                        "error: slots=\"{slots}\" of \"{name}\" is not a number"
+                    )])
+                })?;
+            }
+            if new.slots == 0 {
+                return Err(Stop(vec![format!(
+                    "error: a new execution host needs its slots: add slots=N to the complex_values of \"{name}\""
+                )]));
+            }
+            match old {
+                Some(old) => {
+                    if let Some(h) = config.hosts.iter_mut().find(|h| h.name == name) {
+                        *h = new.clone();
+                    }
+                    editor.update_item(kind.list(), &name, &old, &new)?;
+                }
+                None => {
+                    config.hosts.push(new.clone());
+                    editor.add_item(kind.list(), &new)?;
+                }
+            }
+        }
+    }
+    commit(editor, &config)?;
+    o.err(format!(
+        "{me} {} \"{name}\" {} {} list",
+        if exists { "modified" } else { "added" },
+        if exists { "in" } else { "to" },
+        kind.word()
+    ));
+    Ok(true)
+}
+
+/// `-duser user_list`, `-dprj project_list`, `-de host_list`.
+fn delete_named(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let kind = Named::of(option);
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let mut lines = Vec::new();
+    for name in value.split(',').filter(|n| !n.is_empty()) {
+        let there = match kind {
+            Named::User => config.users.iter().any(|u| u.name == name),
+            Named::Project => config.projects.iter().any(|p| p.name == name),
+            Named::ExecHost => config.host(name).is_some(),
+        };
+        if !there {
+            let what = if kind == Named::ExecHost {
+                "execution host"
+            } else {
+                kind.word()
+            };
+            return Err(Stop(vec![format!(
+                "denied: {what} \"{name}\" does not exist"
+            )]));
+        }
+        match kind {
+            Named::User => config.users.retain(|u| u.name != name),
+            Named::Project => config.projects.retain(|p| p.name != name),
+            Named::ExecHost => {
+                if let Some((g, _)) = config
+                    .hostgroups
+                    .iter()
+                    .find(|(_, m)| m.iter().any(|h| h == name))
+                {
+                    return Err(Stop(vec![format!(
+                        "denied: host \"{name}\" is still referenced in host group \"{g}\""
+                    )]));
+                }
+                config.hosts.retain(|h| h.name != name);
+            }
+        }
+        editor.remove_item(kind.list(), name)?;
+        lines.push(format!("{me} removed \"{name}\" from {} list", kind.word()));
+    }
+    commit(editor, &config)?;
+    for l in lines {
+        o.err(l);
+    }
+    Ok(true)
+}
+
+/// `-Astree`/`-Mstree file`, `-astree`/`-mstree`: the share tree from share_tree(5)'s text.
+fn share_tree(
+    option: &str,
+    value: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let text = if option.starts_with("-M") || option.starts_with("-A") {
+        std::fs::read_to_string(value).map_err(|e| {
+            Stop(vec![format!(
+                "error: error opening file \"{value}\" for reading: {}",
+                os_error_text(&e)
+            )])
+        })?
+    } else {
+        let shown = config.share_tree.as_ref().map_or_else(
+            || "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=NONE\n".to_string(),
+            qconf::share_tree,
+        );
+        edit_text(&shown)?
+    };
+    let tree = attrs::share_tree_from_text(&text)
+        .map_err(|e| Stop(e.lines.into_iter().map(|l| format!("error: {l}")).collect()))?;
+    let old = config.share_tree.replace(tree);
+    editor.set_top("share_tree", &old, &config.share_tree)?;
+    commit(editor, &config)?;
+    o.err("changed sharetree");
     Ok(true)
 }
 

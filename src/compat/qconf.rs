@@ -67,15 +67,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-ae [exec_server_template]]",
         "add an exec host using a template",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Ae",
         Arity::One,
         "[-Ae fname]",
         "add an exec host from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-ah",
         Arity::One,
@@ -130,14 +128,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         "add a new parallel environment",
     )
     .unsupported(),
-    OptionSpec::new("-aprj", Arity::Flag, "[-aprj]", "add project").unsupported(),
+    OptionSpec::new("-aprj", Arity::Flag, "[-aprj]", "add project"),
     OptionSpec::new(
         "-Aprj",
         Arity::One,
         "[-Aprj fname]",
         "add project from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-aq",
         Arity::Optional,
@@ -165,15 +162,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-astree]",
         "create/modify the sharetree",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Astree",
         Arity::One,
         "[-Astree fname]",
         "create/modify the sharetree from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-au",
         Arity::One,
@@ -182,8 +177,8 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .unsupported(),
     OptionSpec::new("-Au", Arity::One, "[-Au fname]", "add userset from file").unsupported(),
-    OptionSpec::new("-auser", Arity::Flag, "[-auser]", "add user").unsupported(),
-    OptionSpec::new("-Auser", Arity::One, "[-Auser fname]", "add user from file").unsupported(),
+    OptionSpec::new("-auser", Arity::Flag, "[-auser]", "add user"),
+    OptionSpec::new("-Auser", Arity::One, "[-Auser fname]", "add user from file"),
     OptionSpec::new(
         "-ckpt",
         Arity::One,
@@ -240,7 +235,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "delete local configurations",
     )
     .unsupported(),
-    OptionSpec::new("-de", Arity::One, "[-de host_list]", "delete exec host").unsupported(),
+    OptionSpec::new("-de", Arity::One, "[-de host_list]", "delete exec host"),
     OptionSpec::new(
         "-display",
         Arity::One,
@@ -299,8 +294,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dprj project_list]",
         "delete project",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-dq", Arity::One, "[-dq wc_queue_list]", "delete queue"),
     OptionSpec::new("-ds", Arity::One, "[-ds host_list]", "delete submit host").unsupported(),
     OptionSpec::new(
@@ -318,7 +312,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "delete user(s) from userset list(s)",
     )
     .unsupported(),
-    OptionSpec::new("-duser", Arity::One, "[-duser user_list]", "delete user(s)").unsupported(),
+    OptionSpec::new("-duser", Arity::One, "[-duser user_list]", "delete user(s)"),
     OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
     OptionSpec::new(
         "-ke",
@@ -407,14 +401,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         "modify configurations from file_list",
     )
     .unsupported(),
-    OptionSpec::new("-me", Arity::One, "[-me server]", "modify exec server").unsupported(),
+    OptionSpec::new("-me", Arity::One, "[-me server]", "modify exec server"),
     OptionSpec::new(
         "-Me",
         Arity::One,
         "[-Me fname]",
         "modify exec server from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mhgrp",
         Arity::One,
@@ -455,14 +448,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         "[-Mp fname]",
         "modify a parallel environment from file",
     ),
-    OptionSpec::new("-mprj", Arity::One, "[-mprj project]", "modify a project").unsupported(),
+    OptionSpec::new("-mprj", Arity::One, "[-mprj project]", "modify a project"),
     OptionSpec::new(
         "-Mprj",
         Arity::One,
         "[-Mprj fname]",
         "modify project from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-mq", Arity::One, "[-mq queue]", "modify a queue"),
     OptionSpec::new("-Mq", Arity::One, "[-Mq fname]", "modify a queue from file"),
     OptionSpec::new(
@@ -489,15 +481,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-mstree]",
         "modify/create the sharetree",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mstree",
         Arity::One,
         "[-Mstree fname]",
         "modify/create the sharetree from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mu",
         Arity::One,
@@ -506,14 +496,13 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .unsupported(),
     OptionSpec::new("-Mu", Arity::One, "[-Mu fname]", "modify userset from file").unsupported(),
-    OptionSpec::new("-muser", Arity::One, "[-muser user]", "modify a user").unsupported(),
+    OptionSpec::new("-muser", Arity::One, "[-muser user]", "modify a user"),
     OptionSpec::new(
         "-Muser",
         Arity::One,
         "[-Muser fname]",
         "modify a user from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-purge",
         Arity::One,
@@ -964,6 +953,16 @@ pub fn exechost(
         rows.push((name, "NONE".into()));
     }
     columns(&rows, 22)
+}
+
+/// An execution host's configuration as `-Me` reads it: `-se` without the host's reports
+/// (`load_values`, `processors`).
+pub fn exechost_conf(host: &crate::config::HostConfig) -> String {
+    exechost(host, None)
+        .lines()
+        .filter(|l| !l.starts_with("load_values") && !l.starts_with("processors"))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// Comma-separated `items` on lines of at most 80 columns (the first starting at `indent`),

@@ -526,6 +526,171 @@ pub fn set_sched_attr(
     Ok(())
 }
 
+/// user(5)'s attributes.
+pub const USER_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("name", Shape::Scalar, None),
+    ("oticket", Shape::Scalar, None),
+    ("fshare", Shape::Scalar, None),
+    ("delete_time", Shape::Scalar, Some("0")),
+    ("default_project", Shape::Scalar, None),
+];
+
+/// project(5)'s attributes.
+pub const PROJECT_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("name", Shape::Scalar, None),
+    ("oticket", Shape::Scalar, None),
+    ("fshare", Shape::Scalar, None),
+    ("acl", Shape::Words, Some("NONE")),
+    ("xacl", Shape::Words, Some("NONE")),
+];
+
+/// host_conf(5)'s attributes that a file may give (`load_values` and `processors` are the
+/// host's reports, which `-Me` refuses, as SGE does).
+pub const EXECHOST_FILE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
+    ("hostname", Shape::Scalar, None),
+    ("load_scaling", Shape::Pairs, Some("NONE")),
+    ("complex_values", Shape::Pairs, None),
+    ("user_lists", Shape::Words, Some("NONE")),
+    ("xuser_lists", Shape::Words, Some("NONE")),
+    ("projects", Shape::Words, Some("NONE")),
+    ("xprojects", Shape::Words, Some("NONE")),
+    ("usage_scaling", Shape::Pairs, Some("NONE")),
+    ("report_variables", Shape::Words, Some("NONE")),
+];
+
+/// Sets attribute `attr` of a user entry.
+pub fn set_user_attr(
+    u: &mut crate::config::UserConfig,
+    attr: &str,
+    value: &str,
+) -> Result<(), AttrError> {
+    if let Some(r) = fixed(USER_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    match attr {
+        "name" => u.name = v.to_string(),
+        "oticket" => u.oticket = u32_value(v)?,
+        "fshare" => u.fshare = u32_value(v)?,
+        "default_project" => {
+            u.default_project = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string())
+        }
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+/// Sets attribute `attr` of a project.
+pub fn set_project_attr(
+    p: &mut crate::config::ProjectConfig,
+    attr: &str,
+    value: &str,
+) -> Result<(), AttrError> {
+    if let Some(r) = fixed(PROJECT_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    match attr {
+        "name" => p.name = v.to_string(),
+        "oticket" => p.oticket = u32_value(v)?,
+        "fshare" => p.fshare = u32_value(v)?,
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+/// Sets attribute `attr` of an execution host (`hostname` names it; `complex_values`).
+pub fn set_exechost_attr(
+    h: &mut crate::config::HostConfig,
+    attr: &str,
+    value: &str,
+) -> Result<(), AttrError> {
+    if let Some(r) = fixed(EXECHOST_FILE_ATTRS, attr, value) {
+        return r;
+    }
+    let v = value.trim();
+    match attr {
+        "hostname" => h.name = v.to_string(),
+        "complex_values" => h.complex_values = pairs(v)?,
+        _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+/// share_tree(5)'s text (`id=`, `name=`, `type=`, `shares=`, `childnodes=` per node) as a
+/// tree rooted at node 0.
+pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, AttrError> {
+    use crate::config::ShareTreeNode;
+    let bad = |what: String| AttrError::new([what]);
+    // id -> (name, shares, children)
+    let mut nodes: BTreeMap<u32, (String, u32, Vec<u32>)> = BTreeMap::new();
+    let mut current: Option<u32> = None;
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| bad(format!("invalid line \"{line}\"")))?;
+        let number = |v: &str| {
+            v.trim().parse::<u32>().map_err(|_| {
+                bad(format!(
+                    "error parsing unsigned long value from string \"{v}\""
+                ))
+            })
+        };
+        if key == "id" {
+            let id = number(value)?;
+            nodes.insert(id, (String::new(), 0, Vec::new()));
+            current = Some(id);
+            continue;
+        }
+        let node = current
+            .and_then(|id| nodes.get_mut(&id))
+            .ok_or_else(|| bad(format!("\"{key}\" before any id")))?;
+        match key {
+            "name" => node.0 = value.trim().to_string(),
+            "type" => {}
+            "shares" => node.1 = number(value)?,
+            "childnodes" => {
+                node.2 = words(value)
+                    .iter()
+                    .map(|w| number(w))
+                    .collect::<Result<_, _>>()?
+            }
+            _ => return Err(unknown(key)),
+        }
+    }
+    fn build(
+        id: u32,
+        nodes: &BTreeMap<u32, (String, u32, Vec<u32>)>,
+        seen: &mut Vec<u32>,
+    ) -> Result<ShareTreeNode, AttrError> {
+        if seen.contains(&id) {
+            return Err(AttrError::new([format!("node {id} is in the tree twice")]));
+        }
+        seen.push(id);
+        let (name, shares, children) = nodes
+            .get(&id)
+            .ok_or_else(|| AttrError::new([format!("node {id} is missing")]))?;
+        Ok(ShareTreeNode {
+            name: name.clone(),
+            shares: *shares,
+            children: children
+                .iter()
+                .map(|c| build(*c, nodes, seen))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+    let mut seen = Vec::new();
+    let tree = build(0, &nodes, &mut seen)?;
+    if seen.len() != nodes.len() {
+        return Err(bad("nodes that are not in the tree".to_string()));
+    }
+    Ok(tree)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,6 +734,18 @@ mod tests {
                 .lines,
             ["error parsing double value from string \"abc\""]
         );
+    }
+
+    #[test]
+    fn a_shown_share_tree_reads_back_as_the_same_tree() {
+        let config = crate::config::ClusterConfig::parse(
+            "share_tree: {name: Root, shares: 1, children: [{name: a, shares: 75, children: [{name: c, shares: 1}]}, {name: b, shares: 25}]}\n",
+        )
+        .expect("config");
+        let tree = config.share_tree.expect("tree");
+        let text = crate::compat::qconf::share_tree(&tree);
+        assert_eq!(share_tree_from_text(&text).expect("parse"), tree);
+        assert!(share_tree_from_text("id=0\nname=Root\nshares=1\nchildnodes=1\n").is_err());
     }
 
     #[test]
