@@ -718,9 +718,10 @@ mod tests {
 
     #[test]
     fn the_shown_scheduler_configuration_reads_back_unchanged() {
-        let config =
-            crate::config::ClusterConfig::parse("scheduler: {weight_urgency: 0.2, halftime: 72}")
-                .expect("config");
+        let config = crate::config::ClusterConfig::parse(
+            "hosts: []\nqueues: []\nscheduler: {weight_urgency: 0.2, halftime: 72}",
+        )
+        .expect("config");
         let text = crate::compat::qconf::sched_conf(&config);
         let mut s = crate::config::SchedulerConfig::default();
         for line in text.lines() {
@@ -739,7 +740,7 @@ mod tests {
     #[test]
     fn a_shown_share_tree_reads_back_as_the_same_tree() {
         let config = crate::config::ClusterConfig::parse(
-            "share_tree: {name: Root, shares: 1, children: [{name: a, shares: 75, children: [{name: c, shares: 1}]}, {name: b, shares: 25}]}\n",
+            "hosts: []\nqueues: []\nshare_tree: {name: Root, shares: 1, children: [{name: a, shares: 75, children: [{name: c, shares: 1}]}, {name: b, shares: 25}]}\n",
         )
         .expect("config");
         let tree = config.share_tree.expect("tree");
