@@ -20,6 +20,7 @@ _gridspool_qconf() {
         -dq) COMPREPLY=(); return ;;
         -duser) COMPREPLY=(); return ;;
         -mattr) COMPREPLY=(); return ;;
+        -Mc) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
@@ -42,7 +43,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

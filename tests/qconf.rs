@@ -484,6 +484,30 @@ fn qconf_changes_the_configuration_as_sge_says() {
     assert_matches(&cell.run(&root, "qconf", &refs), &cap);
     let sst = cell.run(&root, "qconf", &["-sst"]);
     assert_eq!(sst.stdout, "Root=1\n   sgeuser=75\n   sgeuser2=25\n");
+    // The complexes: the table -sc shows reads back unchanged; a new line adds a complex.
+    let sc = cell.run(&root, "qconf", &["-sc"]);
+    write("complex.txt", sc.stdout.clone());
+    change(&cell, &root, "Mc-same", files.path());
+    let with_gpu = sc.stdout.replacen(
+        "h_core",
+        "gpu                 gpu        INT       <=    YES         YES        0        0\nh_core",
+        1,
+    );
+    write("complex-gpu.txt", with_gpu.clone());
+    let run = cell.run(
+        &root,
+        "qconf",
+        &[
+            "-Mc",
+            &files.path().join("complex-gpu.txt").display().to_string(),
+        ],
+    );
+    assert_eq!(
+        run.stderr,
+        format!("{me} added \"gpu\" to complex entry list\n"),
+        "{run:?}"
+    );
+    assert_eq!(cell.run(&root, "qconf", &["-sc"]).stdout, with_gpu);
     // Users and projects in user(5) and project(5)'s text, SGE's list messages.
     write(
         "user.txt",

@@ -56,6 +56,8 @@ pub fn handles(option: &str) -> bool {
             | "-Mstree"
             | "-astree"
             | "-mstree"
+            | "-Mc"
+            | "-mc"
     )
 }
 
@@ -92,6 +94,7 @@ pub fn change(
         "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, &path, o)?,
         "-dq" | "-dp" => delete(option, value, &me, &path, o)?,
         "-Msconf" | "-msconf" => sched_conf(option, value, &path, o)?,
+        "-Mc" | "-mc" => complexes(option, value, &me, &path, o)?,
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, &path, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, &path, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
@@ -707,6 +710,74 @@ fn share_tree(
     editor.set_top("share_tree", &old, &config.share_tree)?;
     commit(editor, &config)?;
     o.err("changed sharetree");
+    Ok(true)
+}
+
+/// `-Mc file`, `-mc`: the complex table. What differs from SGE's built-in table is kept in
+/// `complexes` (additions and overrides); SGE's built-in complexes cannot be removed.
+fn complexes(
+    option: &str,
+    value: &str,
+    me: &str,
+    path: &std::path::Path,
+    o: &mut Output,
+) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(path)?;
+    let mut config = editor.config.clone();
+    let shown = qconf::complexes(&config);
+    let text = if option == "-mc" {
+        edit_text(&shown)?
+    } else {
+        std::fs::read_to_string(value).map_err(|e| {
+            Stop(vec![format!(
+                "error: error opening file \"{value}\" for reading: {}",
+                os_error_text(&e)
+            )])
+        })?
+    };
+    let table = attrs::complexes_from_text(&text)
+        .map_err(|e| Stop(e.lines.into_iter().map(|l| format!("error: {l}")).collect()))?;
+    let now = config.complexes();
+    let builtin = crate::config::builtin_complexes();
+    if let Some(b) = builtin
+        .iter()
+        .find(|b| !table.iter().any(|c| c.name == b.name))
+    {
+        return Err(Stop(vec![format!(
+            "denied: complex attribute \"{}\" is one of SGE's built-in complexes and cannot be removed",
+            b.name
+        )]));
+    }
+    let mut lines = Vec::new();
+    for c in &table {
+        match now.iter().find(|n| n.name == c.name) {
+            None => lines.push(format!("{me} added \"{}\" to complex entry list", c.name)),
+            Some(n) if n != c => lines.push(format!(
+                "{me} modified \"{}\" in complex entry list",
+                c.name
+            )),
+            Some(_) => {}
+        }
+    }
+    for n in &now {
+        if !table.iter().any(|c| c.name == n.name) {
+            lines.push(format!(
+                "{me} removed \"{}\" from complex entry list",
+                n.name
+            ));
+        }
+    }
+    if lines.is_empty() {
+        o.err("Complex attribute configuration has not been changed");
+        return Ok(false);
+    }
+    let old = config.complexes.clone();
+    config.complexes = table.into_iter().filter(|c| !builtin.contains(c)).collect();
+    editor.set_top("complexes", &old, &config.complexes)?;
+    commit(editor, &config)?;
+    for l in lines {
+        o.err(l);
+    }
     Ok(true)
 }
 

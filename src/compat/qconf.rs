@@ -351,14 +351,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         "modify an attribute (or element in a sublist) of an object",
     )
     .unlisted(),
-    OptionSpec::new("-mc", Arity::Flag, "[-mc ]", "modify complex attributes").unsupported(),
+    OptionSpec::new("-mc", Arity::Flag, "[-mc ]", "modify complex attributes"),
     OptionSpec::new(
         "-Mc",
         Arity::One,
         "[-Mc fname]",
         "modify complex attributes from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mcal",
         Arity::One,

@@ -691,6 +691,80 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
     Ok(tree)
 }
 
+/// complex(5)'s table (`qconf -sc`'s text): one complex per line, `#` comments.
+pub fn complexes_from_text(text: &str) -> Result<Vec<crate::config::Complex>, AttrError> {
+    use crate::config::{Complex, ComplexType, Consumable, Requestable};
+    let mut out: Vec<Complex> = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let bad =
+            |what: &str| AttrError::new([format!("invalid {what} in complex line \"{line}\"")]);
+        let [
+            name,
+            shortcut,
+            kind,
+            relop,
+            requestable,
+            consumable,
+            default,
+            urgency,
+        ] = f[..]
+        else {
+            return Err(bad("number of fields"));
+        };
+        let kind = [
+            ComplexType::Int,
+            ComplexType::Double,
+            ComplexType::Memory,
+            ComplexType::Time,
+            ComplexType::String,
+            ComplexType::Cstring,
+            ComplexType::Restring,
+            ComplexType::Host,
+            ComplexType::Bool,
+        ]
+        .into_iter()
+        .find(|k| k.name().eq_ignore_ascii_case(kind))
+        .ok_or_else(|| bad("type"))?;
+        if !["==", "<", "<=", ">", ">=", "!=", "EXCL"].contains(&relop) {
+            return Err(bad("relop"));
+        }
+        let requestable = match requestable.to_ascii_uppercase().as_str() {
+            "YES" | "Y" => Requestable::Yes,
+            "NO" | "N" => Requestable::No,
+            "FORCED" | "F" => Requestable::Forced,
+            _ => return Err(bad("requestable")),
+        };
+        let consumable = match consumable.to_ascii_uppercase().as_str() {
+            "YES" | "Y" => Consumable::Yes,
+            "NO" | "N" => Consumable::No,
+            "JOB" | "J" => Consumable::Job,
+            _ => return Err(bad("consumable")),
+        };
+        let urgency = urgency.parse::<f64>().map_err(|_| bad("urgency"))?;
+        if out.iter().any(|c| c.name == name || c.shortcut == shortcut) {
+            return Err(AttrError::new([format!(
+                "complex attribute \"{name}\" or its shortcut \"{shortcut}\" is there twice"
+            )]));
+        }
+        out.push(Complex {
+            name: name.to_string(),
+            shortcut: shortcut.to_string(),
+            kind,
+            relop: relop.to_string(),
+            requestable,
+            consumable,
+            default: default.to_string(),
+            urgency,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -747,6 +821,18 @@ mod tests {
         let text = crate::compat::qconf::share_tree(&tree);
         assert_eq!(share_tree_from_text(&text).expect("parse"), tree);
         assert!(share_tree_from_text("id=0\nname=Root\nshares=1\nchildnodes=1\n").is_err());
+    }
+
+    #[test]
+    fn the_shown_complexes_read_back_as_the_same_table() {
+        let config =
+            crate::config::ClusterConfig::parse("hosts: []\nqueues: []\n").expect("config");
+        let text = crate::compat::qconf::complexes(&config);
+        assert_eq!(
+            complexes_from_text(&text).expect("parse"),
+            config.complexes()
+        );
+        assert!(complexes_from_text("gpu gpu INT <= YES\n").is_err());
     }
 
     #[test]
