@@ -614,3 +614,57 @@ fn sched_d_applies_a_qconf_change_at_once() {
     let run = cell.run(&root, "qdel", &["-u", "*"]);
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+#[test]
+fn a_manager_who_may_not_write_config_yaml_changes_it_through_sched_d() {
+    let (Some(_root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "a_manager_who_may_not_write_config_yaml_changes_it_through_sched_d",
+            "needs root (to own config.yaml) and the test users",
+        );
+    };
+    use crate::sched::SchedD;
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "managers: [{}]\nhosts:\n  - {{name: \"{host}\", slots: 2}}  # this machine\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2}}\nscheduler: {{policy: sge}}\n",
+            user.name
+        )
+    });
+    let config = cell.cell.join("config.yaml");
+    let meta = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).expect("config");
+        (m.uid(), m.mode() & 0o7777)
+    };
+    let before = meta(&config);
+    let _d = SchedD::start(&cell, &[]);
+    let run = cell.run(&user, "qconf", &["-mattr", "queue", "slots", "1", "all.q"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.code),
+        (
+            format!(
+                "{}@{host} modified \"all.q\" in cluster queue list\n",
+                user.name
+            )
+            .as_str(),
+            0
+        ),
+        "{run:?}"
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(
+        text.contains("slots: 1}") && text.contains("# this machine"),
+        "{text}"
+    );
+    assert_eq!(meta(&config), before, "owner and mode kept");
+    // A user who is not a manager is refused before anything is asked.
+    let Some(other) = user2() else { return };
+    let run = cell.run(&other, "qconf", &["-mattr", "queue", "slots", "2", "all.q"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        std::fs::read_to_string(&config)
+            .expect("config")
+            .contains("slots: 1}")
+    );
+}

@@ -87,21 +87,26 @@ pub fn change(
         )]));
     }
     let me = format!("{}@{}", who.user, env.host);
-    let path = env.spool.config_path();
+    let cx = &Cx {
+        env,
+        path: env.spool.config_path(),
+        reload: std::cell::Cell::new(false),
+    };
     let changed = match option {
-        "-mattr" | "-aattr" | "-dattr" | "-rattr" => attribute(option, value, more, &me, &path, o)?,
-        "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, &path, o)?,
-        "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, &path, o)?,
-        "-dq" | "-dp" => delete(option, value, &me, &path, o)?,
-        "-Msconf" | "-msconf" => sched_conf(option, value, &path, o)?,
-        "-Mc" | "-mc" => complexes(option, value, &me, &path, o)?,
-        "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, &path, o)?,
-        "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, &path, o)?,
+        "-mattr" | "-aattr" | "-dattr" | "-rattr" => attribute(option, value, more, &me, cx, o)?,
+        "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, cx, o)?,
+        "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, cx, o)?,
+        "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
+        "-Msconf" | "-msconf" => sched_conf(option, value, cx, o)?,
+        "-Mc" | "-mc" => complexes(option, value, &me, cx, o)?,
+        "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
+        "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
-        | "-Ae" | "-Me" | "-ae" | "-me" => named_file(option, value, &me, &path, env, o)?,
-        _ => manop(option, value, &me, &path, o)?,
+        | "-Ae" | "-Me" | "-ae" | "-me" => named_file(option, value, &me, cx, env, o)?,
+        _ => manop(option, value, &me, cx, o)?,
     };
     if changed
+        && cx.reload.get()
         && let Err(e) = env
             .spool
             .publish_request(who, vec![RequestAction::ReloadConfig])
@@ -166,14 +171,65 @@ fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
     serde_json::from_value(value).map_err(|e| Stop(vec![format!("error: {e}")]))
 }
 
-/// Writes `config` (changed by `edit` in the file) and says `message` on `stream`.
-fn commit(editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
-    editor.commit(config).map_err(|e| match e {
+/// What a change needs besides its words: the cell and whether `sched_d` is to be asked to
+/// reload (after a direct write).
+pub struct Cx<'a> {
+    env: &'a ClientEnv,
+    path: std::path::PathBuf,
+    reload: std::cell::Cell<bool>,
+}
+
+/// How long `qconf` waits for `sched_d` to carry out a change it cannot write itself; the
+/// request expires earlier, so that one answered late is never carried out after `qconf`
+/// said it was not.
+const SCHED_D_ANSWER: std::time::Duration = std::time::Duration::from_secs(15);
+const REQUEST_LIFETIME_SECS: i64 = 10;
+
+/// Writes `config` (changed in `editor`'s file): directly when the caller may write
+/// `config.yaml` (root, or the administrator who owns it), else through `sched_d`, which
+/// writes it for a manager (its requests say who asks) if the file has not changed since.
+fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+    let invalid = |e: EditError| match e {
         EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
             Stop(vec![format!("error: {reason}")])
         }
         other => other.into(),
-    })
+    };
+    if editor.writable() {
+        editor.commit(config).map_err(invalid)?;
+        cx.reload.set(true);
+        return Ok(());
+    }
+    let (base, text) = editor.texts(config).map_err(invalid)?;
+    let request = cx
+        .env
+        .spool
+        .publish_request(
+            cx.env.requester(),
+            vec![RequestAction::ConfigEdit {
+                base,
+                text,
+                expires: crate::compat::time::now() + REQUEST_LIFETIME_SECS,
+            }],
+        )
+        .map_err(|e| Stop(vec![format!("error: {e}")]))?;
+    let deadline = std::time::Instant::now() + SCHED_D_ANSWER;
+    loop {
+        if let Some(reply) = cx.env.spool.read_reply(request.seq) {
+            return if reply.ok {
+                Ok(())
+            } else {
+                Err(Stop(vec![reply.message]))
+            };
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Stop(vec![format!(
+                "error: sched_d did not answer within {} s: config.yaml is unchanged (only sched_d may write it for a manager who cannot)",
+                SCHED_D_ANSWER.as_secs()
+            )]));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
@@ -215,14 +271,8 @@ fn edit_text(text: &str) -> Result<String, Stop> {
     result
 }
 
-fn queue_file(
-    option: &str,
-    value: &str,
-    me: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let (text, file) = if option == "-mq" {
         let Some(q) = config.queue(value) else {
@@ -262,27 +312,21 @@ fn queue_file(
                 *q = new.clone();
             }
             editor.update_item("queues", &name, &old, &new)?;
-            commit(editor, &config)?;
+            commit(cx, editor, &config)?;
             o.err(format!("{me} modified \"{name}\" in cluster queue list"));
         }
         None => {
             config.queues.push(new.clone());
             editor.add_item("queues", &new)?;
-            commit(editor, &config)?;
+            commit(cx, editor, &config)?;
             o.err(format!("{me} added \"{name}\" to cluster queue list"));
         }
     }
     Ok(true)
 }
 
-fn pe_file(
-    option: &str,
-    value: &str,
-    me: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn pe_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let (text, file) = if option == "-mp" {
         let Some(p) = config.pe(value) else {
@@ -328,7 +372,7 @@ fn pe_file(
                 *p = new.clone();
             }
             editor.update_item("parallel_environments", &name, &old, &new)?;
-            commit(editor, &config)?;
+            commit(cx, editor, &config)?;
             o.err(format!(
                 "{me} modified \"{name}\" in parallel environment list"
             ));
@@ -336,7 +380,7 @@ fn pe_file(
         None => {
             config.parallel_environments.push(new.clone());
             editor.add_item("parallel_environments", &new)?;
-            commit(editor, &config)?;
+            commit(cx, editor, &config)?;
             o.err(format!(
                 "{me} added \"{name}\" to parallel environment list"
             ));
@@ -346,13 +390,8 @@ fn pe_file(
 }
 
 /// `-Msconf file`, `-msconf`: the scheduler configuration from sched_conf(5)'s text.
-fn sched_conf(
-    option: &str,
-    value: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn sched_conf(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let shown = qconf::sched_conf(&config);
     let (text, file) = if option == "-msconf" {
@@ -385,7 +424,7 @@ fn sched_conf(
     }
     let old = std::mem::replace(&mut config.scheduler, new);
     editor.set_top("scheduler", &old, &config.scheduler)?;
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     o.err("changed scheduler configuration");
     Ok(true)
 }
@@ -441,12 +480,12 @@ fn named_file(
     option: &str,
     value: &str,
     me: &str,
-    path: &std::path::Path,
+    cx: &Cx,
     env: &ClientEnv,
     o: &mut Output,
 ) -> Result<bool, Stop> {
     let kind = Named::of(option);
-    let editor = ConfigEditor::open(path)?;
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let shown =
         |config: &ClusterConfig, name: &str| -> Option<String> {
@@ -617,7 +656,7 @@ fn named_file(
             }
         }
     }
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     o.err(format!(
         "{me} {} \"{name}\" {} {} list",
         if exists { "modified" } else { "added" },
@@ -632,11 +671,11 @@ fn delete_named(
     option: &str,
     value: &str,
     me: &str,
-    path: &std::path::Path,
+    cx: &Cx,
     o: &mut Output,
 ) -> Result<bool, Stop> {
     let kind = Named::of(option);
-    let editor = ConfigEditor::open(path)?;
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let mut lines = Vec::new();
     for name in value.split(',').filter(|n| !n.is_empty()) {
@@ -674,7 +713,7 @@ fn delete_named(
         editor.remove_item(kind.list(), name)?;
         lines.push(format!("{me} removed \"{name}\" from {} list", kind.word()));
     }
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     for l in lines {
         o.err(l);
     }
@@ -682,13 +721,8 @@ fn delete_named(
 }
 
 /// `-Astree`/`-Mstree file`, `-astree`/`-mstree`: the share tree from share_tree(5)'s text.
-fn share_tree(
-    option: &str,
-    value: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn share_tree(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let text = if option.starts_with("-M") || option.starts_with("-A") {
         std::fs::read_to_string(value).map_err(|e| {
@@ -708,21 +742,15 @@ fn share_tree(
         .map_err(|e| Stop(e.lines.into_iter().map(|l| format!("error: {l}")).collect()))?;
     let old = config.share_tree.replace(tree);
     editor.set_top("share_tree", &old, &config.share_tree)?;
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     o.err("changed sharetree");
     Ok(true)
 }
 
 /// `-Mc file`, `-mc`: the complex table. What differs from SGE's built-in table is kept in
 /// `complexes` (additions and overrides); SGE's built-in complexes cannot be removed.
-fn complexes(
-    option: &str,
-    value: &str,
-    me: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn complexes(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let shown = qconf::complexes(&config);
     let text = if option == "-mc" {
@@ -774,7 +802,7 @@ fn complexes(
     let old = config.complexes.clone();
     config.complexes = table.into_iter().filter(|c| !builtin.contains(c)).collect();
     editor.set_top("complexes", &old, &config.complexes)?;
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     for l in lines {
         o.err(l);
     }
@@ -782,14 +810,8 @@ fn complexes(
 }
 
 /// `-dq wc_queue_list`, `-dp pe`.
-fn delete(
-    option: &str,
-    value: &str,
-    me: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn delete(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let (list, what, names): (&str, &str, Vec<&str>) = if option == "-dq" {
         (
@@ -820,7 +842,7 @@ fn delete(
         editor.remove_item(list, name)?;
         lines.push(format!("{me} removed \"{name}\" from {what} list"));
     }
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     for l in lines {
         o.err(l);
     }
@@ -828,14 +850,8 @@ fn delete(
 }
 
 /// `-am/-dm/-ao/-do user_list`.
-fn manop(
-    option: &str,
-    value: &str,
-    me: &str,
-    path: &std::path::Path,
-    o: &mut Output,
-) -> Result<bool, Stop> {
-    let editor = ConfigEditor::open(path)?;
+fn manop(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let (key, what) = if option.ends_with('m') {
         ("managers", "manager")
@@ -875,7 +891,7 @@ fn manop(
     }
     let new = list.clone();
     editor.set_top(key, &old, &new)?;
-    commit(editor, &config)?;
+    commit(cx, editor, &config)?;
     for l in lines {
         o.err(l);
     }
@@ -976,7 +992,7 @@ fn attribute(
     object: &str,
     more: &[String],
     me: &str,
-    path: &std::path::Path,
+    cx: &Cx,
     o: &mut Output,
 ) -> Result<bool, Stop> {
     let [attr, value, ids @ ..] = more else {
@@ -1000,7 +1016,7 @@ fn attribute(
     };
     let mut changed = false;
     for id in ids {
-        let editor = ConfigEditor::open(path)?;
+        let editor = ConfigEditor::open(&cx.path)?;
         let mut config = editor.config.clone();
         let mut notes = Vec::new();
         let bad = |e: AttrError| Stop(e.lines);
@@ -1094,7 +1110,7 @@ fn attribute(
                 format!("{me} modified \"{id}\" in host group list")
             }
         };
-        commit(editor, &config)?;
+        commit(cx, editor, &config)?;
         for n in notes {
             o.out(n);
         }

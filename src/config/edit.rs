@@ -41,8 +41,11 @@ pub struct ConfigEditor {
     doc: Document,
     /// The configuration as the file is now.
     pub config: ClusterConfig,
-    /// Held until the change is written (or dropped).
-    _lock: std::fs::File,
+    /// Held until the change is written (or dropped); `None` for a caller who may not write
+    /// the cell's directory (its change goes through `sched_d`).
+    _lock: Option<std::fs::File>,
+    /// The file's text as read.
+    original: String,
 }
 
 impl ConfigEditor {
@@ -54,13 +57,19 @@ impl ConfigEditor {
             path: lock_path.clone(),
             source,
         };
-        let lock = std::fs::OpenOptions::new()
+        let lock = match std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| io("open", e))?;
-        lock.lock().map_err(|e| io("lock", e))?;
+        {
+            Ok(lock) => {
+                lock.lock().map_err(|e| io("lock", e))?;
+                Some(lock)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => None,
+            Err(e) => return Err(io("open", e)),
+        };
         let (text, config) = ClusterConfig::load_text(path)?;
         let doc = Document::from_str(&text).map_err(|e| EditError::Layout {
             path: path.to_path_buf(),
@@ -71,6 +80,7 @@ impl ConfigEditor {
             doc,
             config,
             _lock: lock,
+            original: text,
         })
     }
 
@@ -193,8 +203,15 @@ impl ConfigEditor {
         Ok(())
     }
 
-    /// Writes the changed file if it parses to `expected`; else changes nothing.
-    pub fn commit(self, expected: &ClusterConfig) -> Result<(), EditError> {
+    /// Whether the caller (its real uid and gid) may write the file itself: the lock was
+    /// taken, and `config.yaml` is writable.
+    pub fn writable(&self) -> bool {
+        self._lock.is_some()
+            && nix::unistd::access(&self.path, nix::unistd::AccessFlags::W_OK).is_ok()
+    }
+
+    /// The file's text as read and as changed, if the change parses to `expected`.
+    pub fn texts(&self, expected: &ClusterConfig) -> Result<(String, String), EditError> {
         let text = self.doc.to_string();
         let parsed = ClusterConfig::parse(&text).map_err(|reason| ConfigError::Invalid {
             path: self.path.clone(),
@@ -205,26 +222,36 @@ impl ConfigEditor {
                 "the edited file would not say what the change means (nothing was written)",
             ));
         }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let name = self
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("config.yaml");
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(&self.path)
-                .map(|m| m.permissions().mode() & 0o7777)
-                .unwrap_or(0o644)
-        };
-        crate::spool::durable::write_replace(dir, name, text.as_bytes(), mode).map_err(|e| {
-            EditError::Io {
-                op: "write",
-                path: self.path.clone(),
-                source: std::io::Error::other(e.to_string()),
-            }
-        })
+        Ok((self.original.clone(), text))
     }
+
+    /// Writes the changed file if it parses to `expected`; else changes nothing.
+    pub fn commit(self, expected: &ClusterConfig) -> Result<(), EditError> {
+        let (_, text) = self.texts(expected)?;
+        write_config(&self.path, &text)
+    }
+}
+
+/// Replaces `config.yaml` at `path` with `text` atomically and durably, keeping its mode.
+pub fn write_config(path: &Path, text: &str) -> Result<(), EditError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("config.yaml");
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o644)
+    };
+    crate::spool::durable::write_replace(dir, name, text.as_bytes(), mode).map_err(|e| {
+        EditError::Io {
+            op: "write",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        }
+    })
 }
 
 fn json<T: Serialize>(v: &T) -> Value {

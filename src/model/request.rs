@@ -145,6 +145,15 @@ pub enum RequestAction {
     QueueClearError { instances: Vec<String> },
     /// `qconf` changed `config.yaml`: `sched_d` reloads it (managers only).
     ReloadConfig,
+    /// `qconf` by a manager who may not write `config.yaml`: `sched_d` replaces the file's
+    /// text `base` (unchanged since `qconf` read it) with `text` if it is valid, and answers
+    /// in `daemon/replies/<seq>.json`. Not carried out after `expires` (seconds since the
+    /// epoch), when `qconf` has stopped waiting.
+    ConfigEdit {
+        base: String,
+        text: String,
+        expires: i64,
+    },
     /// `qmod -sj`/`-usj` (and `-s`/`-us` of a job): stops (`suspend`) or continues the
     /// job's running tasks. `force` sends the signal again to tasks already so (SGE's `-f`).
     Suspend {
@@ -212,7 +221,8 @@ impl RequestAction {
             RequestAction::QueueState { .. }
             | RequestAction::QueueSuspend { .. }
             | RequestAction::QueueClearError { .. }
-            | RequestAction::ReloadConfig => None,
+            | RequestAction::ReloadConfig
+            | RequestAction::ConfigEdit { .. } => None,
         }
     }
 }
@@ -381,6 +391,7 @@ impl Request {
             | RequestAction::QueueSuspend { .. }
             | RequestAction::QueueClearError { .. }
             | RequestAction::ReloadConfig
+            | RequestAction::ConfigEdit { .. }
             | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
             RequestAction::Suspend {
                 tasks,

@@ -1155,6 +1155,14 @@ impl Daemon {
                     RequestAction::QueueClearError { instances } => {
                         (instances, InstanceChange::ClearError)
                     }
+                    RequestAction::ConfigEdit {
+                        base,
+                        text,
+                        expires,
+                    } => {
+                        self.config_edit(&req, base, text, *expires);
+                        continue;
+                    }
                     RequestAction::ReloadConfig => {
                         if req.requester.manager {
                             info!(user = %req.requester.user, "qconf changed the configuration: reloading it");

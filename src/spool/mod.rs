@@ -30,7 +30,7 @@ pub mod sequence;
 
 pub use index::{IndexWriter, ListingEntry};
 pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
-pub use qinstances::QueueInstanceStates;
+pub use qinstances::{QueueInstanceStates, Reply};
 
 use std::path::{Path, PathBuf};
 

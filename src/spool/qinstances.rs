@@ -10,6 +10,20 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const FILE: &str = "qinstances.json";
 
+/// `daemon/replies/`: `sched_d`'s answers to requests that wait for one (`qconf` by a
+/// manager who may not write `config.yaml`), `<seq>.json` each.
+const REPLIES: &str = "replies";
+
+/// `sched_d`'s answer to one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    pub v: u32,
+    pub ok: bool,
+    /// What the requester prints when `ok` is false (SGE's words).
+    #[serde(default)]
+    pub message: String,
+}
+
 /// What `qmod` has set on queue instances (`all.q@node1`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueInstanceStates {
@@ -37,6 +51,38 @@ impl QueueInstanceStates {
 }
 
 impl Spool {
+    /// The answer to request `seq`, once `sched_d` has written it.
+    pub fn read_reply(&self, seq: u64) -> Option<Reply> {
+        let path = self.daemon_dir().join(REPLIES).join(format!("{seq}.json"));
+        super::open::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+
+    /// Writes the answer to request `seq` (`sched_d`); answers older than a day go.
+    pub fn write_reply(&self, seq: u64, reply: &Reply) -> Result<(), SpoolError> {
+        let dir = self.daemon_dir().join(REPLIES);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir).map_err(|e| SpoolError::io("mkdir", &dir, e))?;
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            let day = std::time::Duration::from_secs(86_400);
+            for e in entries.flatten() {
+                if e.metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > day))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let json = serde_json::to_vec(reply).map_err(|e| SpoolError::Malformed {
+            path: dir.join(format!("{seq}.json")),
+            reason: e.to_string(),
+        })?;
+        super::durable::write_replace(&dir, &format!("{seq}.json"), &json, 0o644)
+    }
+
     /// The states; none when the file is missing or unreadable (a malformed file is logged by
     /// nobody here: `sched_d` rewrites it at its next `qmod`).
     pub fn queue_instance_states(&self) -> QueueInstanceStates {

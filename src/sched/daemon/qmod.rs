@@ -57,6 +57,57 @@ impl Daemon {
         self.full_pass = true;
     }
 
+    /// `qconf` by a manager who may not write `config.yaml`: the new text replaces the
+    /// file if it is still the text `qconf` edited and parses by the same rules as a reload;
+    /// the answer goes to `daemon/replies/<seq>.json` for `qconf` to print.
+    pub(super) fn config_edit(
+        &mut self,
+        req: &crate::model::Request,
+        base: &str,
+        text: &str,
+        expires: i64,
+    ) {
+        if now() > expires {
+            info!(seq = req.seq, user = %req.requester.user, "configuration change expired: qconf stopped waiting");
+            return;
+        }
+        let path = self.spool.config_path();
+        let outcome = if !req.requester.manager {
+            Err(format!(
+                "denied: \"{}\" must be manager for this operation",
+                req.requester.user
+            ))
+        } else {
+            match crate::spool::open::read(&path) {
+                Err(e) => Err(format!("error: cannot read {}: {e}", path.display())),
+                Ok(now) if now != base.as_bytes() => Err(
+                    "error: config.yaml changed while qconf edited it: nothing was written, try again"
+                        .to_string(),
+                ),
+                Ok(_) => match crate::config::ClusterConfig::parse(text) {
+                    Err(reason) => Err(format!("error: {reason}")),
+                    Ok(_) => crate::config::edit::write_config(&path, text)
+                        .map_err(|e| format!("error: {e}")),
+                },
+            }
+        };
+        let reply = crate::spool::Reply {
+            v: 1,
+            ok: outcome.is_ok(),
+            message: outcome.clone().err().unwrap_or_default(),
+        };
+        match &outcome {
+            Ok(()) => {
+                info!(user = %req.requester.user, "qconf changed the configuration: reloading it");
+                self.reload_needed = true;
+            }
+            Err(e) => warn!(user = %req.requester.user, "configuration change refused: {e}"),
+        }
+        if let Err(e) = self.spool.write_reply(req.seq, &reply) {
+            error!(seq = req.seq, "cannot answer qconf: {e}");
+        }
+    }
+
     pub(super) fn write_instance_states(&mut self) {
         let mut states = self.state.instance_states.clone();
         states.v = 1;
