@@ -3,7 +3,8 @@
 //! (or `user@`), with the job's environment and output files; a failing prolog puts the
 //! queue instance in error state (`E`, as the captures `qmod/qstat-f-prolog-failed` and
 //! `qmod/qstat-explain-E` show it) and sends the job back to pending, exit 100 puts the job
-//! in error, a failing epilog is accounted with `failed` 15.
+//! in error, a failing epilog is accounted with `failed` 15. And the queue's
+//! `starter_method`, which starts the job instead of its shell.
 
 use crate::sched::{SchedD, accounting_records, state, wait_for};
 use crate::support::*;
@@ -253,4 +254,44 @@ fn prolog_exit_100_puts_the_job_in_error_and_a_failing_epilog_is_accounted() {
     wait_for("all.q in error", Duration::from_secs(10), || {
         !cell.spool.queue_instance_states().errors.is_empty()
     });
+}
+
+#[test]
+fn a_starter_method_starts_the_job_with_its_command_and_is_told_the_shell() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "a_starter_method_starts_the_job_with_its_command_and_is_told_the_shell",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let starter = script(
+        &cell,
+        "starter.sh",
+        "echo \"starter $SGE_STARTER_SHELL_PATH $SGE_STARTER_SHELL_START_MODE $SGE_STARTER_USE_LOGIN_SHELL: $*\" >> \"$SGE_O_WORKDIR/steps\"\nexec \"$@\"\n",
+    );
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "starter_method", &starter, "all.q"],
+    );
+    let id = submit(
+        &cell,
+        &user,
+        &["-cwd", "-b", "y", "-o", "out", "-j", "y", "echo", "hello"],
+    );
+    wait_for("the job's end", Duration::from_secs(20), || {
+        !accounting_records(&cell, id).is_empty()
+    });
+    let dir = cell.workdir(&user);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("steps")).expect("steps"),
+        "starter /bin/sh posix_compliant true: echo hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out")).expect("out"),
+        "hello\n"
+    );
+    assert_eq!(failed_codes(&cell, id), ["0"]);
 }

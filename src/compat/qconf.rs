@@ -834,7 +834,10 @@ pub fn queue(q: &QueueConfig) -> String {
         ("prolog", q.prolog.clone().unwrap_or_else(|| "NONE".into())),
         ("epilog", q.epilog.clone().unwrap_or_else(|| "NONE".into())),
         ("shell_start_mode", q.shell_start_mode.clone()),
-        ("starter_method", "NONE".into()),
+        (
+            "starter_method",
+            q.starter_method.clone().unwrap_or_else(|| "NONE".into()),
+        ),
         ("suspend_method", "NONE".into()),
         ("resume_method", "NONE".into()),
         ("terminate_method", "NONE".into()),

@@ -74,7 +74,7 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("prolog", Shape::Scalar, None),
     ("epilog", Shape::Scalar, None),
     ("shell_start_mode", Shape::Scalar, None),
-    ("starter_method", Shape::Scalar, Some("NONE")),
+    ("starter_method", Shape::Scalar, None),
     ("suspend_method", Shape::Scalar, Some("NONE")),
     ("resume_method", Shape::Scalar, Some("NONE")),
     ("terminate_method", Shape::Scalar, Some("NONE")),
@@ -258,12 +258,12 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             q.slots = u32_value(v)?;
         }
         "tmpdir" => q.tmpdir = v.to_string(),
-        "prolog" | "epilog" => {
+        "prolog" | "epilog" | "starter_method" => {
             let value = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string());
-            if attr == "prolog" {
-                q.prolog = value;
-            } else {
-                q.epilog = value;
+            match attr {
+                "prolog" => q.prolog = value,
+                "epilog" => q.epilog = value,
+                _ => q.starter_method = value,
             }
         }
         "shell" => q.shell = v.to_string(),

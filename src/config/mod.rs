@@ -159,6 +159,10 @@ pub struct QueueConfig {
     /// `[user@]path [args]` run after each job, as queue_conf(5)'s `epilog`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epilog: Option<String>,
+    /// queue_conf(5)'s `starter_method`: a program that starts each job instead of its
+    /// shell, with the job's command and arguments as its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starter_method: Option<String>,
     /// FBSNG dynamic priority parameters (`fbsng` policy; gridspool extension). Jobs belong
     /// to the queue they are bound to (`-q`, else the first queue that can take them).
     #[serde(default)]

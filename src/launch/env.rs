@@ -236,6 +236,7 @@ mod tests {
             sge_cell: "default".into(),
             exec_spool: "/r/default/execd/h".into(),
             prolog: None,
+            starter_method: None,
             epilog: None,
         }
     }

@@ -1631,7 +1631,35 @@ impl Supervisor {
             binary_path: &binary_path(),
             shell: &shell,
         };
-        let env = job_environment(&spec, &ctx);
+        let mut env = job_environment(&spec, &ctx);
+        // queue_conf(5)'s starter_method starts the job instead of its shell, with the job's
+        // command and arguments, and is told the shell it replaces.
+        let (program, argv0, args, search_path) = match &spec.starter_method {
+            None => (program, argv0, args, search_path),
+            Some(starter) => {
+                env.push(("SGE_STARTER_SHELL_PATH".into(), shell.clone()));
+                env.push((
+                    "SGE_STARTER_SHELL_START_MODE".into(),
+                    spec.shell_start_mode.clone(),
+                ));
+                env.push((
+                    "SGE_STARTER_USE_LOGIN_SHELL".into(),
+                    shell_argv0.starts_with('-').to_string(),
+                ));
+                let mut job_args = Vec::new();
+                match &spec.command {
+                    JobCommand::Script { args, .. } => {
+                        job_args.push(script_path.clone());
+                        job_args.extend(args.iter().cloned());
+                    }
+                    JobCommand::Binary { command, args, .. } => {
+                        job_args.push(command.clone());
+                        job_args.extend(args.iter().cloned());
+                    }
+                }
+                (starter.clone(), starter.clone(), job_args, false)
+            }
+        };
         let start = JobStart::prepare(
             &user,
             workdir.clone(),

@@ -89,6 +89,9 @@ pub struct LaunchSpec {
     pub prolog: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epilog: Option<String>,
+    /// The queue's `starter_method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starter_method: Option<String>,
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -205,6 +208,7 @@ impl LaunchSpec {
                 .into_owned(),
             prolog: procedure(&queue.prolog, &config.prolog),
             epilog: procedure(&queue.epilog, &config.epilog),
+            starter_method: procedure(&queue.starter_method, &None),
         })
     }
 
