@@ -390,10 +390,13 @@ fn sched_d_killed_while_hosts_die_and_return_loses_nothing_and_runs_nothing_twic
         let rescheduled = records.iter().filter(|(_, f)| f == "25").count();
         assert_eq!(ended, 1, "job {id}: {records:?}\n{}", d.log_text());
         assert_eq!(records.len(), ended + rescheduled, "job {id}: {records:?}");
-        assert_eq!(
-            count(&lines, &format!("done {id}")),
-            1,
-            "job {id}: {lines:?}"
+        // Done once per run that ended; a run given up on the crashed host may also have
+        // finished its commands just before the crash took its result (seen once: job 10's
+        // first run printed `done` and died unreported, so its rerun is right).
+        let done = count(&lines, &format!("done {id}"));
+        assert!(
+            done >= 1 && done <= 1 + rescheduled,
+            "job {id}: {records:?} {lines:?}"
         );
         // A run given up may have died before its first command (its host crashed while
         // it was being started): at most one start per run.

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CLIENTS: [&str; 11] = [
+const CLIENTS: [&str; 12] = [
     "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf", "qmod",
-    "qselect",
+    "qselect", "qrsh",
 ];
 const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
 /// The ceiling for the installed set.

@@ -16,6 +16,7 @@ mod qdel;
 mod qhold;
 mod qhost;
 mod qmod;
+mod qrsh;
 mod qselect;
 mod qstat;
 mod qsub;

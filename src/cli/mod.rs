@@ -19,6 +19,7 @@ pub mod qhold;
 pub mod qhost;
 pub mod qmod;
 pub mod qrls;
+pub mod qrsh;
 pub mod qselect;
 pub mod qstat;
 pub mod qsub;

@@ -44,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
     QCONF,
     QMOD,
     QSELECT,
+    QRSH,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -84,6 +85,9 @@ pub const QMOD: Command = client("qmod", || {
 });
 pub const QSELECT: Command = client("qselect", || {
     super::run_with_text_args("qselect", super::qselect::main)
+});
+pub const QRSH: Command = client("qrsh", || {
+    super::run_with_text_args("qrsh", super::qrsh::main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

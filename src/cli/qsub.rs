@@ -46,7 +46,7 @@ pub fn main(mut args: Vec<String>) -> ExitCode {
     }
 }
 
-fn fail(e: &SubmitError) -> Output {
+pub(crate) fn fail(e: &SubmitError) -> Output {
     Output {
         stdout: String::new(),
         stderr: e.render(PROG),
@@ -285,6 +285,31 @@ fn spool_error(e: SpoolError) -> SubmitError {
 }
 
 fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitError> {
+    match submit(args, spool_dir, None)? {
+        Submitted::Done(o) => Ok(o),
+        // Only a qrsh submission is interactive.
+        Submitted::Interactive { .. } => Ok(Output::default()),
+    }
+}
+
+/// What a submission left to do: nothing (`qsub`'s output), or, for `qrsh`, serving the
+/// interactive job `id` of `env`'s cell.
+pub(crate) enum Submitted {
+    Done(Output),
+    Interactive {
+        env: Box<ClientEnv>,
+        id: JobId,
+        now: bool,
+    },
+}
+
+/// `qsub args`, or with `interactive` the job of a `qrsh` (named `QRSH` unless `-N` says
+/// otherwise), which is published and handed back to `qrsh` to serve.
+pub(crate) fn submit(
+    args: Vec<String>,
+    spool_dir: Option<PathBuf>,
+    interactive: Option<crate::model::InteractiveSession>,
+) -> Result<Submitted, SubmitError> {
     // 1. The command line, with `-@` files spliced in where they appear.
     let mut read_option_file = |file: &str| -> Result<String, SubmitError> {
         let bytes = with_real_gid(|| std::fs::read(file))?.map_err(|e| {
@@ -304,10 +329,10 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     )
     .map_err(|e| SubmitError::Usage(e.to_string()))?;
     if cmdline.options.iter().any(|o| o.spec.name == "-help") {
-        return Ok(Output {
+        return Ok(Submitted::Done(Output {
             stdout: qsub_help(),
             ..Output::default()
-        });
+        }));
     }
     for opt in &cmdline.options {
         check_option(opt, PROG)?;
@@ -316,7 +341,7 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     // 2. The cell, its configuration, the caller.
     let env = match super::load_env(spool_dir) {
         Ok(env) => env,
-        Err(out) => return Ok(out),
+        Err(out) => return Ok(Submitted::Done(out)),
     };
     let (environ, environ_not_utf8) = environ();
     // The directory as text (SGE_O_WORKDIR, -cwd), and whether it was; `.sge_request` is read
@@ -404,6 +429,12 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
     let mut spec = folded.spec;
     let named = folded.touched.contains(&Touched::Name);
     finish_spec(&mut spec, &script, binary, named, &env);
+    if let Some(session) = interactive {
+        spec.interactive = Some(session);
+        if !named {
+            spec.name = "QRSH".to_string();
+        }
+    }
     let requester = env.requester();
     let rights = SubmitterRights {
         uid: env.caller.uid,
@@ -448,10 +479,10 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
             let id = env.spool.allocate_job_id().map_err(spool_error)?;
             let v = verify_against_config(&spec, &env.config, id.0);
             if v.suitable {
-                return Ok(Output {
+                return Ok(Submitted::Done(Output {
                     stdout: "verification: found suitable queue(s)\n".into(),
                     ..Output::default()
-                });
+                }));
             }
             let mut lines = v.reasons;
             lines.push("verification: no suitable queues".into());
@@ -485,13 +516,20 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
         .publish_job(&sub, &script.bytes)
         .map_err(spool_error)?;
 
+    if sub.spec.interactive.is_some() {
+        return Ok(Submitted::Interactive {
+            env: Box::new(env),
+            id,
+            now: sub.spec.now,
+        });
+    }
     let line = submitted_line(&sub, folded.terse);
     let immediate = sub.spec.now;
     if !folded.sync && !immediate {
-        return Ok(Output {
+        return Ok(Submitted::Done(Output {
             stdout: format!("{line}\n"),
             ..Output::default()
-        });
+        }));
     }
     // -sync y / -now y: the submission line goes out now, then qsub waits.
     let mut out = std::io::stdout().lock();
@@ -515,26 +553,26 @@ fn run(args: Vec<String>, spool_dir: Option<PathBuf>) -> Result<Output, SubmitEr
                     ..Output::default()
                 };
                 o.err("\nYour qsub request could not be scheduled; try again later.");
-                return Ok(o);
+                return Ok(Submitted::Done(o));
             }
-            Dispatch::Interrupted => return Ok(interrupted_output(&env, id)),
+            Dispatch::Interrupted => return Ok(Submitted::Done(interrupted_output(&env, id))),
         }
         if !folded.sync {
-            return Ok(Output::default());
+            return Ok(Submitted::Done(Output::default()));
         }
     }
-    Ok(wait_for_job(
+    Ok(Submitted::Done(wait_for_job(
         &env,
         interrupts,
         id,
         sub.spec.array.is_some(),
         &sub.spec.task_range().iter().collect::<Vec<_>>(),
         folded.terse,
-    ))
+    )))
 }
 
 /// How an immediate (`-now y`) job fared.
-enum Dispatch {
+pub(crate) enum Dispatch {
     Scheduled,
     Refused,
     Interrupted,
@@ -542,7 +580,11 @@ enum Dispatch {
 
 /// `-now y`: waits until `sched_d` has started the job (a running or finished task, or an exit
 /// line) or has removed it because it could not start it at once.
-fn wait_for_dispatch(env: &ClientEnv, interrupts: Option<&Receiver<()>>, id: JobId) -> Dispatch {
+pub(crate) fn wait_for_dispatch(
+    env: &ClientEnv,
+    interrupts: Option<&Receiver<()>>,
+    id: JobId,
+) -> Dispatch {
     let mut delay = Duration::from_millis(10);
     loop {
         match env.spool.read_job(id) {
@@ -655,14 +697,14 @@ fn interrupted_output(env: &ClientEnv, id: JobId) -> Output {
 /// since the last one, a task's first line only. A line still being written has no newline
 /// yet and is left for the next call. Reading from where it stopped keeps a wait on a large
 /// array linear in its size.
-struct ExitLog {
+pub(crate) struct ExitLog {
     path: PathBuf,
     offset: u64,
     seen: BTreeSet<TaskId>,
 }
 
 impl ExitLog {
-    fn new(path: PathBuf) -> Self {
+    pub(crate) fn new(path: PathBuf) -> Self {
         ExitLog {
             path,
             offset: 0,
@@ -670,7 +712,7 @@ impl ExitLog {
         }
     }
 
-    fn read_new(&mut self) -> Vec<FinishedTask> {
+    pub(crate) fn read_new(&mut self) -> Vec<FinishedTask> {
         use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
         // The spool's open: a FIFO or link planted as the exits file never blocks or is followed.

@@ -84,6 +84,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qconf::DOC,
         crate::cli::qmod::DOC,
         crate::cli::qselect::DOC,
+        crate::cli::qrsh::DOC,
     ]
 }
 

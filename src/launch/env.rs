@@ -237,6 +237,7 @@ mod tests {
             exec_spool: "/r/default/execd/h".into(),
             prolog: None,
             starter_method: None,
+            interactive: None,
             epilog: None,
         }
     }

@@ -98,6 +98,7 @@ mod liveness;
 mod paths;
 mod probe;
 pub mod protocol;
+mod relay;
 pub mod shepherd;
 mod spawn;
 mod spec;

@@ -237,6 +237,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         },
         "kill" => kill_mode(rest),
         "suspend" => super::suspend::suspend_mode(true, rest),
+        "relay" => super::relay::relay_mode(rest),
         "resume" => super::suspend::suspend_mode(false, rest),
         "query" => match rest.first() {
             Some(dir) => {
@@ -1547,7 +1548,7 @@ impl Supervisor {
             hostname: &spec.host,
             workdir: &workdir,
         };
-        let paths = resolve_output_paths(
+        let mut paths = resolve_output_paths(
             &path_ctx,
             &spec.stdout,
             &spec.stderr,
@@ -1555,6 +1556,15 @@ impl Supervisor {
             spec.merge_stderr,
             |p| Path::new(p).is_dir(),
         );
+        if spec.interactive.is_some() {
+            // A qrsh job's input and output are its client's, through `relay`.
+            paths = super::paths::OutputPaths {
+                stdin: "/dev/null".into(),
+                stdout: "/dev/null".into(),
+                stderr: "/dev/null".into(),
+                merged: false,
+            };
+        }
         // What runs, per shell_start_mode (queue_conf(5)) and -b/-shell.
         let shell = spec
             .interpreter
@@ -1658,6 +1668,26 @@ impl Supervisor {
                     }
                 }
                 (starter.clone(), starter.clone(), job_args, false)
+            }
+        };
+        // A qrsh job: the shepherd's `relay` connects to the client, then becomes the command.
+        let (program, argv0, args, search_path) = match &spec.interactive {
+            None => (program, argv0, args, search_path),
+            Some(session) => {
+                let me = std::env::current_exe()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .map_err(|e| before(format!("can't find the shepherd: {e}")))?;
+                let mut relay = vec![
+                    "relay".to_string(),
+                    session.host.clone(),
+                    session.port.to_string(),
+                    session.cookie.clone(),
+                    if search_path { "--search" } else { "--" }.to_string(),
+                    program,
+                    argv0,
+                ];
+                relay.extend(args);
+                (me, super::SHEPHERD_BINARY.to_string(), relay, false)
             }
         };
         let start = JobStart::prepare(

@@ -92,6 +92,9 @@ pub struct LaunchSpec {
     /// The queue's `starter_method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starter_method: Option<String>,
+    /// A `qrsh` job: where its client waits for the command's input and output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interactive: Option<crate::model::InteractiveSession>,
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -209,6 +212,7 @@ impl LaunchSpec {
             prolog: procedure(&queue.prolog, &config.prolog),
             epilog: procedure(&queue.epilog, &config.epilog),
             starter_method: procedure(&queue.starter_method, &None),
+            interactive: spec.interactive.clone(),
         })
     }
 

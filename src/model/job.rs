@@ -195,6 +195,9 @@ pub struct JobSpec {
     /// `-now y`: start immediately or not at all.
     #[serde(skip_serializing_if = "is_false")]
     pub now: bool,
+    /// An interactive job (`qrsh`): where its client waits for the job's input and output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interactive: Option<InteractiveSession>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     /// `-A`; SGE's default is `sge`.
@@ -219,6 +222,17 @@ pub struct JobSpec {
     /// shows as `verify_suitable_queues`.
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub verify_suitable_queues: u32,
+}
+
+/// Where a `qrsh` client waits: the job's command runs with its standard input and output
+/// on one TCP connection to `host:port` and its standard error on a second, each opened
+/// with `cookie` (a secret only the client and the job's files hold: job files are not
+/// readable by other users, nor is the task's spec on its host).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InteractiveSession {
+    pub host: String,
+    pub port: u16,
+    pub cookie: String,
 }
 
 impl Default for JobSpec {
@@ -257,6 +271,7 @@ impl Default for JobSpec {
             mail_list: Vec::new(),
             notify: false,
             now: false,
+            interactive: None,
             project: None,
             account: "sge".to_string(),
             cluster: None,

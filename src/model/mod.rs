@@ -13,9 +13,9 @@ mod tasks;
 pub use holds::{HoldType, Holds};
 pub use ids::{JobId, TaskId};
 pub use job::{
-    EnvVar, ErrorInfo, FinishedTask, JOB_SCHEMA_VERSION, JobRecord, JobSpec, JobSubmission,
-    PathSpec, PeRequest, PendingGroup, PriorityInfo, ResourceRequest, RunState, RunningTask,
-    SlotRange, Submitter, TaskStates, TaskUsage, UsageReport,
+    EnvVar, ErrorInfo, FinishedTask, InteractiveSession, JOB_SCHEMA_VERSION, JobRecord, JobSpec,
+    JobSubmission, PathSpec, PeRequest, PendingGroup, PriorityInfo, ResourceRequest, RunState,
+    RunningTask, SlotRange, Submitter, TaskStates, TaskUsage, UsageReport,
 };
 pub use request::{
     DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, QmodEvent, Request,

@@ -262,6 +262,9 @@ pub struct Daemon {
     launch_tx: Sender<LaunchEvent>,
     /// Finished jobs and when their files go.
     retire_at: BTreeMap<JobId, i64>,
+    /// `-now y` jobs (`qsub -now y`, `qrsh`) not yet through a pass: one the pass after
+    /// their arrival cannot start is removed, as SGE's scheduler drops them.
+    immediate: BTreeSet<JobId>,
     wakeup: Option<i64>,
     pass_needed: bool,
     requests_needed: bool,
@@ -478,6 +481,7 @@ impl Daemon {
             rx,
             launch_tx,
             retire_at: BTreeMap::new(),
+            immediate: BTreeSet::new(),
             wakeup: None,
             pass_needed: true,
             requests_needed: true,
@@ -974,8 +978,12 @@ impl Daemon {
         }
         let running = record.tasks.running.clone();
         let fresh = record.priority.is_none() && running.is_empty() && record.tasks.finished == 0;
+        let immediate = fresh && record.spec.now;
         if !self.state.add_job(record) {
             return;
+        }
+        if immediate {
+            self.immediate.insert(id);
         }
         self.index.put(id, entry);
         if fresh {
@@ -1477,6 +1485,7 @@ impl Daemon {
             error!("cannot write the FBSNG priorities: {e}");
         }
         self.save_armada(false);
+        self.drop_immediate_not_started();
         self.flush();
         self.state.cool_idle();
         debug!(
@@ -1487,6 +1496,26 @@ impl Daemon {
             ms = started.elapsed().as_secs_f64() * 1e3,
             "scheduling pass"
         );
+    }
+
+    /// After a pass: the `-now y` jobs it could not start are removed (no accounting record,
+    /// as SGE drops them); their `qsub -now y` or `qrsh` sees the job gone and says so.
+    fn drop_immediate_not_started(&mut self) {
+        for id in std::mem::take(&mut self.immediate) {
+            let Some(job) = self.state.job(id) else {
+                continue;
+            };
+            if !job.tasks.running.is_empty() || job.tasks.finished > 0 {
+                continue;
+            }
+            info!(job = %id, "immediate job could not be scheduled: removed");
+            self.state.remove_job(id);
+            self.retire_at.remove(&id);
+            if let Err(e) = self.spool.remove_job(id) {
+                error!(job = %id, "cannot remove job files: {e}");
+            }
+            self.index.forget(id);
+        }
     }
 
     fn launch_event(&mut self, ev: LaunchEvent) {

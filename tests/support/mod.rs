@@ -388,6 +388,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qconf" => env!("CARGO_BIN_EXE_qconf"),
         "qmod" => env!("CARGO_BIN_EXE_qmod"),
         "qselect" => env!("CARGO_BIN_EXE_qselect"),
+        "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

@@ -1,0 +1,331 @@
+//! `qrsh [options] command [args]`: a job whose command runs on the host the scheduler
+//! grants, with its standard input, output and error connected to `qrsh`'s and its exit
+//! status returned as `qrsh`'s, as SGE's `qrsh` does.
+//!
+//! `qrsh` listens on a TCP port, submits the job through `qsub`'s code (`-b y`, `-now y`
+//! unless told otherwise, named `QRSH`) with the port and a secret cookie, and waits. On the
+//! execution host the shepherd starts the job as any other, but its first process is the
+//! shepherd's `relay`, which connects back, puts the connections on its standard streams and
+//! becomes the command (`launch::relay`). `qrsh` copies its input to the job and the job's
+//! output to its own, then takes the exit status from the job's exits line.
+
+use super::Output;
+use super::qsub::{Dispatch, ExitLog, Submitted};
+use crate::compat::docs::{CommandDoc, ValueHint};
+use crate::compat::options::{Arity, OptionSpec};
+use crate::model::{InteractiveSession, JobId};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// qrsh's own options; every `qsub` option is taken too.
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-now",
+        Arity::One,
+        "[-now y[es]|n[o]]",
+        "start the job immediately or not at all (default: y)",
+    ),
+    OptionSpec::new(
+        "-nostdin",
+        Arity::Flag,
+        "[-nostdin]",
+        "do not pass standard input to the command",
+    ),
+    OptionSpec::new(
+        "-noshell",
+        Arity::Flag,
+        "[-noshell]",
+        "start the command without a shell",
+    ),
+    OptionSpec::new(
+        "-pty",
+        Arity::One,
+        "[-pty y[es]|n[o]]",
+        "start the command in a pseudo terminal (only n)",
+    ),
+];
+
+pub const DOC: CommandDoc = CommandDoc {
+    name: "qrsh",
+    summary: "run a command on a gridspool execution host, interactively",
+    synopsis: "[options] command [args]",
+    help_indent: "   ",
+    help_width: 34,
+    syntax_width: 20,
+    options: OPTIONS,
+    operand: Some(("command [args]", "the command and its arguments")),
+    operand_hint: ValueHint::Files,
+    syntax: &[],
+    description: &[
+        "qrsh submits an interactive job that runs command with its arguments on the execution host the scheduler grants, with qrsh's standard input, output and error connected to it, and exits with the command's exit status. qrsh takes every qsub option (-l, -q, -pe, -cwd, -V, -v, -N…); the job is named QRSH unless -N names it, and shows in qstat as any job, its accounting record written when it ends.",
+        "With -now y (the default) the job must start at once: when no queue instance can take it, qrsh says so and exits 1, the job removed. With -now n it waits in the queue.",
+        "The execution host connects back to qrsh's host on a TCP port qrsh listens on, with a secret only the job's files hold (they are not readable by other users).",
+    ],
+    option_details: &[],
+    value_hints: &[],
+    exit_status: &[
+        (
+            "0..255",
+            "The command's exit status (128 + the signal that ended it).",
+        ),
+        (
+            "1",
+            "The job could not be submitted, scheduled at once (-now y) or started, or qrsh's options are wrong.",
+        ),
+    ],
+    compatibility: &[
+        "There is no pseudo terminal yet: -pty y and qrsh without a command (an interactive login) are refused, as are -inherit (tight integration of parallel jobs) and -verbose. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+    ],
+    see_also: &["qsub", "qstat", "qdel"],
+};
+
+/// The `qrsh` binary.
+pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    run(args, spool).finish()
+}
+
+fn refuse(text: impl Into<String>) -> Output {
+    let mut o = Output {
+        code: 1,
+        ..Output::default()
+    };
+    o.err(text.into());
+    o
+}
+
+/// A secret for the job's connections: 16 random bytes, in hex.
+fn cookie() -> Result<String, std::io::Error> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
+    if args.iter().any(|a| a == "-help") {
+        return Output {
+            stdout: crate::compat::docs::help_text(&DOC),
+            ..Output::default()
+        };
+    }
+    // qrsh's own options, up to the command (the first word that is neither an option nor
+    // one of its values); the rest goes to qsub's parser.
+    let mut qsub_args = vec![
+        "-b".to_string(),
+        "y".to_string(),
+        "-now".to_string(),
+        "y".to_string(),
+    ];
+    let mut stdin = true;
+    let mut words = args.into_iter().peekable();
+    let mut command = Vec::new();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "-nostdin" => stdin = false,
+            "-noshell" => qsub_args.extend(["-shell".to_string(), "no".to_string()]),
+            "-pty" => match words.next().as_deref() {
+                Some(v) if v.starts_with('n') => {}
+                _ => return refuse("qrsh: -pty y is not supported by gridspool yet"),
+            },
+            "-inherit" | "-verbose" => {
+                return refuse(format!(
+                    "qrsh: the {w} option is not supported by gridspool yet"
+                ));
+            }
+            _ if w.starts_with('-') => {
+                let arity = crate::compat::qsub_options::QSUB_OPTIONS
+                    .iter()
+                    .find(|o| o.name == w)
+                    .map(|o| o.arity);
+                qsub_args.push(w);
+                let values = match arity {
+                    Some(Arity::One) => 1,
+                    Some(Arity::Two) => 2,
+                    Some(Arity::Optional) => {
+                        usize::from(words.peek().is_some_and(|v| !v.starts_with('-')))
+                    }
+                    _ => 0,
+                };
+                for _ in 0..values {
+                    if let Some(v) = words.next() {
+                        qsub_args.push(v);
+                    }
+                }
+            }
+            _ => {
+                command.push(w);
+                command.extend(words.by_ref());
+            }
+        }
+    }
+    if command.is_empty() {
+        return refuse(
+            "qrsh: an interactive login (qrsh without a command) needs a pseudo terminal, which gridspool does not give yet",
+        );
+    }
+    let listener = match TcpListener::bind(("0.0.0.0", 0)) {
+        Ok(l) => l,
+        Err(e) => return refuse(format!("error: qrsh cannot listen for the job: {e}")),
+    };
+    let port = match listener.local_addr() {
+        Ok(a) => a.port(),
+        Err(e) => return refuse(format!("error: {e}")),
+    };
+    let secret = match cookie() {
+        Ok(c) => c,
+        Err(e) => return refuse(format!("error: /dev/urandom: {e}")),
+    };
+    let session = InteractiveSession {
+        host: crate::identity::short_hostname(),
+        port,
+        cookie: secret.clone(),
+    };
+    qsub_args.extend(command);
+    let (env, id, now) = match super::qsub::submit(qsub_args, spool, Some(session)) {
+        Ok(Submitted::Interactive { env, id, now }) => (env, id, now),
+        Ok(Submitted::Done(o)) => return o,
+        Err(e) => return super::qsub::fail(&e),
+    };
+    if now {
+        match super::qsub::wait_for_dispatch(&env, None, id) {
+            Dispatch::Scheduled => {}
+            Dispatch::Refused | Dispatch::Interrupted => {
+                return refuse("Your \"qrsh\" request could not be scheduled, try again later.");
+            }
+        }
+    }
+    match serve(&env, id, &listener, &secret, stdin) {
+        Ok(code) => Output {
+            code,
+            ..Output::default()
+        },
+        Err(message) => refuse(message),
+    }
+}
+
+/// Takes the job's two connections, relays, and returns the command's exit status.
+fn serve(
+    env: &super::ClientEnv,
+    id: JobId,
+    listener: &TcpListener,
+    secret: &str,
+    stdin: bool,
+) -> Result<u8, String> {
+    let mut log = ExitLog::new(env.spool.exits_file(id));
+    let (stdio, stderr) = accept_both(env, id, listener, secret, &mut log)?;
+    if stdin {
+        let mut to_job = stdio.try_clone().map_err(|e| e.to_string())?;
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to_job);
+            let _ = to_job.shutdown(Shutdown::Write);
+        });
+    } else {
+        let _ = stdio.shutdown(Shutdown::Write);
+    }
+    let errors = std::thread::spawn(move || {
+        let mut from = stderr;
+        let _ = std::io::copy(&mut from, &mut std::io::stderr().lock());
+    });
+    let mut from = stdio;
+    let mut out = std::io::stdout().lock();
+    let mut buf = [0u8; 8192];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if out.write_all(&buf[..n]).and_then(|()| out.flush()).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    drop(out);
+    let _ = errors.join();
+    // The exit status, from the job's exits line once sched_d has recorded its end.
+    let mut delay = Duration::from_millis(5);
+    loop {
+        if let Some(end) = log.read_new().into_iter().next() {
+            return Ok((end.exit_status & 0xff) as u8);
+        }
+        if !env.spool.job_file(id).exists() && !env.spool.state_file(id).exists() {
+            return Err(format!("error: job {id} ended without an exit status"));
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(200));
+    }
+}
+
+/// The job's `stdio` and `stderr` connections, each opened with the secret; gives up when
+/// the job ended or went into error before connecting.
+fn accept_both(
+    env: &super::ClientEnv,
+    id: JobId,
+    listener: &TcpListener,
+    secret: &str,
+    log: &mut ExitLog,
+) -> Result<(TcpStream, TcpStream), String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let (mut stdio, mut stderr) = (None, None);
+    let mut checked = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((mut conn, _)) => {
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut line = Vec::new();
+                let mut byte = [0u8; 1];
+                while line.len() < 128 {
+                    match conn.read(&mut byte) {
+                        Ok(1) if byte[0] != b'\n' => line.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                let _ = conn.set_read_timeout(None);
+                let line = String::from_utf8_lossy(&line).into_owned();
+                match line.split_once(' ') {
+                    Some((c, "stdio")) if c == secret => stdio = Some(conn),
+                    Some((c, "stderr")) if c == secret => stderr = Some(conn),
+                    // Anything else is not the job: dropped.
+                    _ => {}
+                }
+                if let (Some(a), Some(b)) = (&stdio, &stderr) {
+                    let a = a.try_clone().map_err(|e| e.to_string())?;
+                    let b = b.try_clone().map_err(|e| e.to_string())?;
+                    return Ok((a, b));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("error: {e}")),
+        }
+        if checked.elapsed() > Duration::from_millis(200) {
+            checked = Instant::now();
+            if let Some(end) = log.read_new().into_iter().next() {
+                return Err(format!(
+                    "error: job {id} ended before it connected (exit status {}, failed {})",
+                    end.exit_status, end.failed
+                ));
+            }
+            match env.spool.read_job(id) {
+                Ok(Some(job)) if job.error.is_some() => {
+                    let why = job.error.map(|e| e.message).unwrap_or_default();
+                    let _ = env.spool.publish_request(
+                        env.requester(),
+                        vec![crate::model::RequestAction::Delete {
+                            job: id,
+                            tasks: crate::model::TaskSelector::All,
+                            force: false,
+                        }],
+                    );
+                    return Err(format!("error: job {id} could not start: {why}"));
+                }
+                Ok(None) => return Err(format!("error: job {id} is gone")),
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The job side of `qrsh`: the shepherd's `relay` mode runs as the job's first process (after
+//! the supervisor's fork dropped to the owner), connects to the waiting client, puts the
+//! connections on its standard input, output and error, and `exec`s the command. The
+//! supervisor sees an ordinary job: its limits, usage, accounting and `qdel` apply.
+//!
+//! Two TCP connections to `host:port`, each opened with a line `<cookie> stdio` or
+//! `<cookie> stderr`: the first carries the command's standard input and output, the second
+//! its standard error. The command's exit status reaches the client through the job's exits
+//! line, as for `qsub -sync y`.
+
+use super::LaunchError;
+use std::io::Write;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::process::CommandExt;
+use std::time::Duration;
+
+/// How long the job tries to reach its client.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn connect(host: &str, port: u16, cookie: &str, stream: &str) -> Result<TcpStream, LaunchError> {
+    let refused =
+        |e: String| LaunchError::Refused(format!("cannot reach qrsh at {host}:{port}: {e}"));
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| refused(e.to_string()))?
+        .collect();
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(mut s) => {
+                s.write_all(format!("{cookie} {stream}\n").as_bytes())
+                    .map_err(|e| refused(e.to_string()))?;
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(refused(last))
+}
+
+/// `relay <host> <port> <cookie> --|--search <program> <argv0> [args...]`.
+pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
+    let usage = || {
+        LaunchError::Protocol(
+            "usage: gridspool-shepherd relay <host> <port> <cookie> --|--search <program> <argv0> [args...]"
+                .into(),
+        )
+    };
+    let [host, port, cookie, mode, program, argv0, args @ ..] = rest else {
+        return Err(usage());
+    };
+    let port: u16 = port.parse().map_err(|_| usage())?;
+    // An installed shepherd may be the setgid multicall program: the command must not keep
+    // its group (nor any effective id the job's owner does not have).
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    nix::unistd::setresgid(gid, gid, gid)
+        .and_then(|()| nix::unistd::setresuid(uid, uid, uid))
+        .map_err(|e| LaunchError::Protocol(format!("cannot drop privileges: {e}")))?;
+    let stdio = connect(host, port, cookie, "stdio")?;
+    let stderr = connect(host, port, cookie, "stderr")?;
+    let dup = |e: nix::Error| LaunchError::Protocol(format!("dup2: {e}"));
+    nix::unistd::dup2_stdin(&stdio).map_err(dup)?;
+    nix::unistd::dup2_stdout(&stdio).map_err(dup)?;
+    nix::unistd::dup2_stderr(&stderr).map_err(dup)?;
+    drop((stdio, stderr));
+    // `--search`: a `-shell no` command, found in PATH as a shell would; otherwise a path.
+    let _ = mode;
+    let mut command = std::process::Command::new(program);
+    command.arg0(argv0).args(args);
+    let e = command.exec();
+    // Told on the connection the user sees, as a shell says it.
+    eprintln!("{argv0}: {e}");
+    std::process::exit(if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    });
+}

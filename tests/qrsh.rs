@@ -1,0 +1,90 @@
+//! `qrsh command`: the command runs on the granted host with qrsh's standard streams, as the
+//! submitting user, and qrsh exits with its status; `-now y` on a full cell is refused with
+//! SGE's words.
+
+use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
+use crate::support::*;
+use std::time::Duration;
+
+fn cell(slots: u32) -> TestCell {
+    crate::sched::cell(slots)
+}
+
+#[test]
+fn qrsh_runs_a_command_with_its_streams_and_exit_status() {
+    let Some(user) = user1() else {
+        return skip(
+            "qrsh_runs_a_command_with_its_streams_and_exit_status",
+            "needs the test users",
+        );
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let host = gridspool::identity::short_hostname();
+    let run = cell.run(&user, "qrsh", &["hostname"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        (format!("{host}\n").as_str(), "", 0)
+    );
+    let run = cell.run(&user, "qrsh", &["id", "-un"]);
+    assert_eq!(run.stdout, format!("{}\n", user.name), "{run:?}");
+    let run = cell.run_with_stdin(&user, "qrsh", &["tr", "a-z", "A-Z"], Some("hello\n"));
+    assert_eq!((run.stdout.as_str(), run.code), ("HELLO\n", 0), "{run:?}");
+    let run = cell.run(&user, "qrsh", &["echo out; echo err >&2; exit 3"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        ("out\n", "err\n", 3),
+        "{run:?}"
+    );
+    // Each ran as a job: named QRSH, accounted.
+    let qacct = cell.run(&user, "qacct", &["-j", "QRSH"]);
+    assert_eq!(
+        qacct
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("jobname"))
+            .count(),
+        4,
+        "{qacct:?}"
+    );
+}
+
+#[test]
+fn qrsh_now_y_on_a_full_cell_is_refused_as_sge_refuses_it() {
+    let Some(user) = user1() else {
+        return skip(
+            "qrsh_now_y_on_a_full_cell_is_refused_as_sge_refuses_it",
+            "needs the test users",
+        );
+    };
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let busy = submit(&cell.spool, "sleep 30\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("the slot taken", Duration::from_secs(10), || {
+        state(&cell.spool, busy).is_some_and(|s| !s.tasks.running.is_empty())
+    });
+    let run = cell.run(&user, "qrsh", &["true"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        (
+            "",
+            "Your \"qrsh\" request could not be scheduled, try again later.\n",
+            1
+        )
+    );
+    // qsub -now y the same: sched_d removes the job its pass could not start.
+    let run = cell.run(&user, "qsub", &["-now", "y", "-b", "y", "true"]);
+    assert_eq!(
+        (run.stderr.as_str(), run.code),
+        (
+            "Waiting for immediate job to be scheduled.\n\nYour qsub request could not be scheduled; try again later.\n",
+            1
+        ),
+        "{run:?}"
+    );
+    let root = root();
+    if let Some(root) = root {
+        let _ = cell.run(&root, "qdel", &["-u", "*"]);
+    }
+}
