@@ -2,5 +2,5 @@
 complete -c qrsh -o now -x -d 'start the job immediately or not at all (default: y)'
 complete -c qrsh -o nostdin -d 'do not pass standard input to the command'
 complete -c qrsh -o noshell -d 'start the command without a shell'
-complete -c qrsh -o pty -x -d 'start the command in a pseudo terminal (only n)'
+complete -c qrsh -o pty -x -d 'start the command in a pseudo terminal'
 complete -c qrsh -F

@@ -88,3 +88,77 @@ fn qrsh_now_y_on_a_full_cell_is_refused_as_sge_refuses_it() {
         let _ = cell.run(&root, "qdel", &["-u", "*"]);
     }
 }
+
+/// Runs `qrsh args` under a pseudo terminal (`script`), as `user`, with `input` typed.
+fn on_terminal(cell: &TestCell, user: &TestUser, args: &str, input: &str) -> Run {
+    use std::os::unix::process::CommandExt;
+    let line = format!("{} {args}", client_path("qrsh").display());
+    let mut cmd = std::process::Command::new("script");
+    cmd.env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &user.home)
+        .env("USER", &user.name)
+        .env("LOGNAME", &user.name)
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "xterm")
+        .env("SGE_ROOT", &cell.root)
+        .env("SGE_CELL", "default")
+        .current_dir(cell.workdir(user));
+    if nix::unistd::geteuid().is_root() && user.uid != 0 {
+        cmd.uid(user.uid).gid(user.gid);
+    }
+    let child = cmd
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("script: {e}"),
+    };
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        // Typed after the session is up: the shell reads it from its terminal.
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = stdin.write_all(input.as_bytes());
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let out = child.wait_with_output().expect("script");
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+#[test]
+fn qrsh_gives_a_terminal_with_pty_y_and_a_login_shell_without_a_command() {
+    let Some(user) = user1() else {
+        return skip(
+            "qrsh_gives_a_terminal_with_pty_y_and_a_login_shell_without_a_command",
+            "needs the test users",
+        );
+    };
+    if which("script").is_none() {
+        return skip("qrsh_gives_a_terminal", "needs script (util-linux)");
+    }
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let run = on_terminal(&cell, &user, "-pty y tty", "");
+    assert!(run.stdout.contains("/dev/pts/"), "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
+    // Without a command: the user's login shell, which reads what is typed.
+    let run = on_terminal(&cell, &user, "", "echo sum=$((40+2))\nexit 7\n");
+    assert!(run.stdout.contains("sum=42"), "{run:?}");
+    assert_eq!(run.code, 7, "{run:?}");
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.is_file())
+}

@@ -42,7 +42,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "-pty",
         Arity::One,
         "[-pty y[es]|n[o]]",
-        "start the command in a pseudo terminal (only n)",
+        "start the command in a pseudo terminal",
     ),
 ];
 
@@ -59,6 +59,7 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: &[],
     description: &[
         "qrsh submits an interactive job that runs command with its arguments on the execution host the scheduler grants, with qrsh's standard input, output and error connected to it, and exits with the command's exit status. qrsh takes every qsub option (-l, -q, -pe, -cwd, -V, -v, -N…); the job is named QRSH unless -N names it, and shows in qstat as any job, its accounting record written when it ends.",
+        "With -pty y, or without a command (an interactive login: the user's login shell), the command runs on a pseudo terminal of the size of qrsh's terminal, which qrsh puts in raw mode meanwhile: keys such as Ctrl-C reach the command.",
         "With -now y (the default) the job must start at once: when no queue instance can take it, qrsh says so and exits 1, the job removed. With -now n it waits in the queue.",
         "The execution host connects back to qrsh's host on a TCP port qrsh listens on, with a secret only the job's files hold (they are not readable by other users).",
     ],
@@ -75,7 +76,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "There is no pseudo terminal yet: -pty y and qrsh without a command (an interactive login) are refused, as are -inherit (tight integration of parallel jobs) and -verbose. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+        "-inherit (tight integration of parallel jobs) and -verbose are refused. Without a pseudo terminal, Ctrl-C ends qrsh, not the command. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
@@ -118,15 +119,17 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         "y".to_string(),
     ];
     let mut stdin = true;
+    let mut pty = None;
     let mut words = args.into_iter().peekable();
-    let mut command = Vec::new();
+    let mut command: Vec<String> = Vec::new();
     while let Some(w) = words.next() {
         match w.as_str() {
             "-nostdin" => stdin = false,
             "-noshell" => qsub_args.extend(["-shell".to_string(), "no".to_string()]),
             "-pty" => match words.next().as_deref() {
-                Some(v) if v.starts_with('n') => {}
-                _ => return refuse("qrsh: -pty y is not supported by gridspool yet"),
+                Some(v) if v.starts_with('n') => pty = Some(false),
+                Some(v) if v.starts_with('y') => pty = Some(true),
+                _ => return refuse("qrsh: -pty needs y or n"),
             },
             "-inherit" | "-verbose" => {
                 return refuse(format!(
@@ -159,11 +162,25 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
             }
         }
     }
-    if command.is_empty() {
-        return refuse(
-            "qrsh: an interactive login (qrsh without a command) needs a pseudo terminal, which gridspool does not give yet",
-        );
+    let login = command.is_empty();
+    if login {
+        // An interactive login: the user's login shell, on a terminal.
+        let shell = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .map(|u| u.shell.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".to_string());
+        qsub_args.extend([
+            "-shell".to_string(),
+            "no".to_string(),
+            "-N".to_string(),
+            "QRLOGIN".to_string(),
+        ]);
+        command = vec![shell, "-l".to_string()];
+        pty.get_or_insert(true);
     }
+    let pty = (pty == Some(true)).then(terminal_size);
     let listener = match TcpListener::bind(("0.0.0.0", 0)) {
         Ok(l) => l,
         Err(e) => return refuse(format!("error: qrsh cannot listen for the job: {e}")),
@@ -180,6 +197,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         host: crate::identity::short_hostname(),
         port,
         cookie: secret.clone(),
+        pty,
     };
     qsub_args.extend(command);
     let (env, id, now) = match super::qsub::submit(qsub_args, spool, Some(session)) {
@@ -195,12 +213,60 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
             }
         }
     }
+    // Raw mode while the command runs on its terminal; restored however qrsh ends.
+    let _raw = pty.and_then(|_| RawMode::enter());
     match serve(&env, id, &listener, &secret, stdin) {
         Ok(code) => Output {
             code,
             ..Output::default()
         },
         Err(message) => refuse(message),
+    }
+}
+
+/// The size of qrsh's terminal (rows, columns), as `stty size` reads it from standard
+/// input, else 24x80.
+fn terminal_size() -> (u16, u16) {
+    std::process::Command::new("stty")
+        .arg("size")
+        .stdin(std::process::Stdio::inherit())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8(o.stdout).ok()?;
+            let mut w = text.split_whitespace();
+            let rows: u16 = w.next()?.parse().ok()?;
+            let cols: u16 = w.next()?.parse().ok()?;
+            (rows > 0 && cols > 0).then_some((rows, cols))
+        })
+        .unwrap_or((24, 80))
+}
+
+/// qrsh's terminal in raw mode (keys go to the command as typed), restored on drop.
+struct RawMode {
+    saved: nix::sys::termios::Termios,
+}
+
+impl RawMode {
+    fn enter() -> Option<RawMode> {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let saved = tcgetattr(&stdin).ok()?;
+        let mut raw = saved.clone();
+        cfmakeraw(&mut raw);
+        tcsetattr(&stdin, SetArg::TCSANOW, &raw).ok()?;
+        Some(RawMode { saved })
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            &self.saved,
+        );
     }
 }
 

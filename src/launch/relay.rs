@@ -39,7 +39,7 @@ fn connect(host: &str, port: u16, cookie: &str, stream: &str) -> Result<TcpStrea
     Err(refused(last))
 }
 
-/// `relay <host> <port> <cookie> --|--search <program> <argv0> [args...]`.
+/// `relay <host> <port> <cookie> [--pty ROWSxCOLS] --|--search <program> <argv0> [args...]`.
 pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
     let usage = || {
         LaunchError::Protocol(
@@ -47,7 +47,20 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
                 .into(),
         )
     };
-    let [host, port, cookie, mode, program, argv0, args @ ..] = rest else {
+    let (pty, rest): (Option<(u16, u16)>, Vec<String>) = match rest {
+        [h, p, c, flag, size, more @ ..] if flag == "--pty" => {
+            let (rows, cols) = size.split_once('x').ok_or_else(usage)?;
+            let size = (
+                rows.parse().map_err(|_| usage())?,
+                cols.parse().map_err(|_| usage())?,
+            );
+            let mut v = vec![h.clone(), p.clone(), c.clone()];
+            v.extend(more.iter().cloned());
+            (Some(size), v)
+        }
+        _ => (None, rest.to_vec()),
+    };
+    let [host, port, cookie, mode, program, argv0, args @ ..] = &rest[..] else {
         return Err(usage());
     };
     let port: u16 = port.parse().map_err(|_| usage())?;
@@ -59,6 +72,9 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::Protocol(format!("cannot drop privileges: {e}")))?;
     let stdio = connect(host, port, cookie, "stdio")?;
     let stderr = connect(host, port, cookie, "stderr")?;
+    if let Some(size) = pty {
+        return with_pty(stdio, stderr, size, program, argv0, args);
+    }
     let dup = |e: nix::Error| LaunchError::Protocol(format!("dup2: {e}"));
     nix::unistd::dup2_stdin(&stdio).map_err(dup)?;
     nix::unistd::dup2_stdout(&stdio).map_err(dup)?;
@@ -76,4 +92,73 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
     } else {
         126
     });
+}
+
+/// The command on a new pseudo terminal of `size`: started by util-linux's `setsid --ctty`
+/// (a new session whose controlling terminal is the one on its standard input: this keeps
+/// the shepherd free of `unsafe`), its standard streams the terminal's slave side; this
+/// process copies between the master side and the connection until the command has ended,
+/// then ends as it did.
+fn with_pty(
+    stdio: TcpStream,
+    stderr: TcpStream,
+    (rows, cols): (u16, u16),
+    program: &str,
+    argv0: &str,
+    args: &[String],
+) -> Result<(), LaunchError> {
+    use nix::pty::{Winsize, openpty};
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    drop(stderr);
+    let size = Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty =
+        openpty(Some(&size), None).map_err(|e| LaunchError::Protocol(format!("openpty: {e}")))?;
+    let slave = std::fs::File::from(pty.slave);
+    let io = |what: &'static str, e: std::io::Error| LaunchError::io(what, "pty", e);
+    let _ = argv0;
+    let mut child = std::process::Command::new("setsid")
+        .arg("--ctty")
+        .arg(program)
+        .args(args)
+        .stdin(slave.try_clone().map_err(|e| io("dup", e))?)
+        .stdout(slave.try_clone().map_err(|e| io("dup", e))?)
+        .stderr(slave)
+        .spawn()
+        .map_err(|e| io("start setsid", e))?;
+    let master = std::fs::File::from(pty.master);
+    let mut to_terminal = master.try_clone().map_err(|e| io("dup", e))?;
+    let mut from_client = stdio.try_clone().map_err(|e| io("dup", e))?;
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_client, &mut to_terminal);
+    });
+    let mut from_terminal = master;
+    let mut to_client = stdio;
+    let mut buf = [0u8; 8192];
+    // Ends with EIO once the command and its descendants closed the terminal.
+    loop {
+        match from_terminal.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to_client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to_client.shutdown(std::net::Shutdown::Both);
+    let status = child.wait().map_err(|e| io("wait", e))?;
+    std::process::exit(
+        status
+            .code()
+            .or_else(|| status.signal().map(|s| 128 + s))
+            .unwrap_or(1),
+    );
 }

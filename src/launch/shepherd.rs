@@ -1682,10 +1682,15 @@ impl Supervisor {
                     session.host.clone(),
                     session.port.to_string(),
                     session.cookie.clone(),
+                ];
+                if let Some((rows, cols)) = session.pty {
+                    relay.extend(["--pty".to_string(), format!("{rows}x{cols}")]);
+                }
+                relay.extend([
                     if search_path { "--search" } else { "--" }.to_string(),
                     program,
                     argv0,
-                ];
+                ]);
                 relay.extend(args);
                 (me, super::SHEPHERD_BINARY.to_string(), relay, false)
             }

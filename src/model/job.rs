@@ -233,6 +233,10 @@ pub struct InteractiveSession {
     pub host: String,
     pub port: u16,
     pub cookie: String,
+    /// A pseudo terminal of this many rows and columns for the command (`qrsh -pty y`, an
+    /// interactive login).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<(u16, u16)>,
 }
 
 impl Default for JobSpec {
