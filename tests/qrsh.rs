@@ -91,8 +91,12 @@ fn qrsh_now_y_on_a_full_cell_is_refused_as_sge_refuses_it() {
 
 /// Runs `qrsh args` under a pseudo terminal (`script`), as `user`, with `input` typed.
 fn on_terminal(cell: &TestCell, user: &TestUser, args: &str, input: &str) -> Run {
+    on_terminal_as(cell, user, "qrsh", args, input)
+}
+
+fn on_terminal_as(cell: &TestCell, user: &TestUser, bin: &str, args: &str, input: &str) -> Run {
     use std::os::unix::process::CommandExt;
-    let line = format!("{} {args}", client_path("qrsh").display());
+    let line = format!("{} {args}", client_path(bin).display());
     let mut cmd = std::process::Command::new("script");
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -153,6 +157,15 @@ fn qrsh_gives_a_terminal_with_pty_y_and_a_login_shell_without_a_command() {
     let run = on_terminal(&cell, &user, "", "echo sum=$((40+2))\nexit 7\n");
     assert!(run.stdout.contains("sum=42"), "{run:?}");
     assert_eq!(run.code, 7, "{run:?}");
+    // qlogin: the same login, named QLOGIN.
+    let run = on_terminal_as(&cell, &user, "qlogin", "", "echo who=$(id -un)\nexit\n");
+    assert!(
+        run.stdout.contains(&format!("who={}", user.name)),
+        "{run:?}"
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let qacct = cell.run(&user, "qacct", &["-j", "QLOGIN"]);
+    assert!(qacct.stdout.contains("jobname      QLOGIN"), "{qacct:?}");
 }
 
 fn which(program: &str) -> Option<std::path::PathBuf> {

@@ -45,6 +45,7 @@ pub const COMMANDS: &[Command] = &[
     QMOD,
     QSELECT,
     QRSH,
+    QLOGIN,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -88,6 +89,9 @@ pub const QSELECT: Command = client("qselect", || {
 });
 pub const QRSH: Command = client("qrsh", || {
     super::run_with_text_args("qrsh", super::qrsh::main)
+});
+pub const QLOGIN: Command = client("qlogin", || {
+    super::run_with_text_args("qlogin", super::qrsh::qlogin_main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

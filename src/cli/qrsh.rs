@@ -81,10 +81,33 @@ pub const DOC: CommandDoc = CommandDoc {
     see_also: &["qsub", "qstat", "qdel"],
 };
 
+/// `qlogin [options]`: an interactive login on the granted host, as `qrsh` without a
+/// command (the job named `QLOGIN`).
+pub const QLOGIN_DOC: CommandDoc = CommandDoc {
+    name: "qlogin",
+    summary: "log in to a gridspool execution host, interactively",
+    synopsis: "[options]",
+    operand: None,
+    description: &[
+        "qlogin submits an interactive job that runs the user's login shell on the execution host the scheduler grants, on a pseudo terminal of the size of qlogin's terminal, which it puts in raw mode meanwhile. It takes qsub's options (-l, -q, -pe, -now…) and qrsh's; the job is named QLOGIN. qlogin exits with the shell's exit status.",
+    ],
+    compatibility: &[
+        "The session goes over a TCP connection from the execution host back to qlogin, not over rlogin or ssh. A terminal resized during the session keeps its first size.",
+    ],
+    see_also: &["qrsh", "qsub", "qstat"],
+    ..DOC
+};
+
 /// The `qrsh` binary.
 pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
     let spool = super::take_spool_arg(&mut args);
-    run(args, spool).finish()
+    run(args, spool, false).finish()
+}
+
+/// The `qlogin` binary.
+pub fn qlogin_main(mut args: Vec<String>) -> std::process::ExitCode {
+    let spool = super::take_spool_arg(&mut args);
+    run(args, spool, true).finish()
 }
 
 fn refuse(text: impl Into<String>) -> Output {
@@ -103,10 +126,10 @@ fn cookie() -> Result<String, std::io::Error> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
+fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Output {
     if args.iter().any(|a| a == "-help") {
         return Output {
-            stdout: crate::compat::docs::help_text(&DOC),
+            stdout: crate::compat::docs::help_text(if qlogin { &QLOGIN_DOC } else { &DOC }),
             ..Output::default()
         };
     }
@@ -156,6 +179,9 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
                     }
                 }
             }
+            _ if qlogin => {
+                return refuse(format!("qlogin: {w}: qlogin takes no command; use qrsh"));
+            }
             _ => {
                 command.push(w);
                 command.extend(words.by_ref());
@@ -175,7 +201,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
             "-shell".to_string(),
             "no".to_string(),
             "-N".to_string(),
-            "QRLOGIN".to_string(),
+            if qlogin { "QLOGIN" } else { "QRLOGIN" }.to_string(),
         ]);
         command = vec![shell, "-l".to_string()];
         pty.get_or_insert(true);

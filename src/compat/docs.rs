@@ -85,6 +85,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qmod::DOC,
         crate::cli::qselect::DOC,
         crate::cli::qrsh::DOC,
+        crate::cli::qrsh::QLOGIN_DOC,
     ]
 }
 

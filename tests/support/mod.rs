@@ -389,6 +389,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qmod" => env!("CARGO_BIN_EXE_qmod"),
         "qselect" => env!("CARGO_BIN_EXE_qselect"),
         "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
+        "qlogin" => env!("CARGO_BIN_EXE_qlogin"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)
