@@ -213,3 +213,24 @@ fn parallel_jobs_span_namespace_hosts_with_a_pe_hostfile() {
         );
     }
 }
+
+#[test]
+fn qrsh_runs_on_a_granted_namespace_host_and_connects_back() {
+    const TEST: &str = "qrsh_runs_on_a_granted_namespace_host_and_connects_back";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    let Some(cluster) = Cluster::start(TEST, 2) else {
+        return;
+    };
+    let cell = cluster_cell(&cluster, 2);
+    let _d = SchedD::start(&cell, &[]);
+    // The command runs on node02 and its output, from that namespace, comes back to qrsh
+    // here over the cluster's bridge (node02 does not resolve this host's name).
+    let run = cell.run(&user, "qrsh", &["-l", "h=node02", "hostname; exit 4"]);
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        ("node02\n", "", 4),
+        "{run:?}"
+    );
+}

@@ -220,7 +220,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
         Err(e) => return refuse(format!("error: /dev/urandom: {e}")),
     };
     let session = InteractiveSession {
-        host: crate::identity::short_hostname(),
+        host: reachable_as(),
         port,
         cookie: secret.clone(),
         pty,
@@ -248,6 +248,33 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
         },
         Err(message) => refuse(message),
     }
+}
+
+/// How the job's host may reach this one: its addresses that are not loopback (an
+/// execution host need not resolve this host's name, and a name that resolves to a loopback
+/// address there would lead the job to its own host), then the host name.
+fn reachable_as() -> String {
+    let mut out: Vec<String> = Vec::new();
+    if let Ok(addrs) = nix::ifaddrs::getifaddrs() {
+        for a in addrs {
+            let Some(addr) = a.address else { continue };
+            let ip: Option<std::net::IpAddr> = if let Some(v4) = addr.as_sockaddr_in() {
+                Some(std::net::IpAddr::V4(v4.ip()))
+            } else {
+                addr.as_sockaddr_in6()
+                    .filter(|v6| v6.scope_id() == 0)
+                    .map(|v6| std::net::IpAddr::V6(v6.ip()))
+            };
+            if let Some(ip) = ip
+                && !ip.is_loopback()
+                && !out.contains(&ip.to_string())
+            {
+                out.push(ip.to_string());
+            }
+        }
+    }
+    out.push(crate::identity::short_hostname());
+    out.join(",")
 }
 
 /// The size of qrsh's terminal (rows, columns), as `stty size` reads it from standard

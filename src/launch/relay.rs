@@ -14,16 +14,19 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-/// How long the job tries to reach its client.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the job tries each address of its client.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn connect(host: &str, port: u16, cookie: &str, stream: &str) -> Result<TcpStream, LaunchError> {
+/// Connects to the first of `hosts` (comma-separated addresses and names) that answers.
+fn connect(hosts: &str, port: u16, cookie: &str, stream: &str) -> Result<TcpStream, LaunchError> {
     let refused =
-        |e: String| LaunchError::Refused(format!("cannot reach qrsh at {host}:{port}: {e}"));
-    let addrs: Vec<_> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| refused(e.to_string()))?
-        .collect();
+        |e: String| LaunchError::Refused(format!("cannot reach qrsh at {hosts} port {port}: {e}"));
+    let mut addrs = Vec::new();
+    for host in hosts.split(',').filter(|h| !h.is_empty()) {
+        if let Ok(found) = (host, port).to_socket_addrs() {
+            addrs.extend(found);
+        }
+    }
     let mut last = String::from("no address");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {

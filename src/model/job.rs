@@ -230,6 +230,8 @@ pub struct JobSpec {
 /// readable by other users, nor is the task's spec on its host).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InteractiveSession {
+    /// Where to connect: the client's addresses that other hosts may reach (not loopback)
+    /// and its host name, comma-separated, tried in this order.
     pub host: String,
     pub port: u16,
     pub cookie: String,
