@@ -97,17 +97,17 @@ fn on_terminal(cell: &TestCell, user: &TestUser, args: &str, input: &str) -> Run
 fn on_terminal_as(cell: &TestCell, user: &TestUser, bin: &str, args: &str, input: &str) -> Run {
     use std::os::unix::process::CommandExt;
     let line = format!("{} {args}", client_path(bin).display());
+    // `script` with the environment, directory and identity the harness gives clients.
+    let inner = cell.command(bin, user);
     let mut cmd = std::process::Command::new("script");
-    cmd.env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &user.home)
-        .env("USER", &user.name)
-        .env("LOGNAME", &user.name)
-        .env("SHELL", "/bin/sh")
-        .env("TERM", "xterm")
-        .env("SGE_ROOT", &cell.root)
-        .env("SGE_CELL", "default")
-        .current_dir(cell.workdir(user));
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("TERM", "xterm")
+        .current_dir(inner.get_current_dir().expect("workdir"));
     if nix::unistd::geteuid().is_root() && user.uid != 0 {
         cmd.uid(user.uid).gid(user.gid);
     }

@@ -1071,17 +1071,31 @@ impl Inner {
         let Some(t) = &host.target else {
             return super::suspend::request_suspend(&host.exec_spool, job, task, stop, seq);
         };
+        self.run_remote(
+            host,
+            t,
+            vec![
+                self.remote_shepherd(),
+                if stop { "suspend" } else { "resume" }.to_string(),
+                host.exec_spool.to_string_lossy().into_owned(),
+                job.to_string(),
+                task.to_string(),
+                seq.to_string(),
+            ],
+        )
+    }
+
+    /// Runs a short shepherd command on an ssh host, in one of its sessions; its standard
+    /// error is the refusal when it fails.
+    fn run_remote(
+        &self,
+        host: &HostState,
+        target: &super::ssh::SshTarget,
+        words: Vec<String>,
+    ) -> Result<(), LaunchError> {
         self.ensure_master(host)?;
-        let words = vec![
-            self.remote_shepherd(),
-            if stop { "suspend" } else { "resume" }.to_string(),
-            host.exec_spool.to_string_lossy().into_owned(),
-            job.to_string(),
-            task.to_string(),
-            seq.to_string(),
-        ];
         let _permit = host.sessions.acquire();
-        let out = t.run(&words, b"")?;
+        let out = target.run(&words, b"")?;
         if out.status.success() {
             Ok(())
         } else {
@@ -1101,7 +1115,6 @@ impl Inner {
         let Some(t) = &host.target else {
             return shepherd::request_kill(&host.exec_spool, job, task, notify);
         };
-        self.ensure_master(host)?;
         let mut words = vec![self.remote_shepherd(), "kill".to_string()];
         if notify {
             words.push("--notify".to_string());
@@ -1111,15 +1124,7 @@ impl Inner {
             job.to_string(),
             task.to_string(),
         ]);
-        let _permit = host.sessions.acquire();
-        let out = t.run(&words, b"")?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(LaunchError::Refused(
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ))
-        }
+        self.run_remote(host, t, words)
     }
 
     /// Hands a result to the scheduler (once `Started` was sent) and acknowledges it to the

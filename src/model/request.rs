@@ -556,18 +556,25 @@ fn not_enrolled(
                 events.push(QmodEvent::NotEnrolled(None));
             }
         }
-        sel => {
-            let mut pending: Vec<TaskId> = job
-                .tasks
-                .pending
-                .iter()
-                .flat_map(|g| g.tasks.iter())
-                .filter(|t| sel.is_none_or(|s| s.contains(*t)))
-                .collect();
-            pending.sort_unstable();
-            events.extend(pending.into_iter().map(|t| QmodEvent::NotEnrolled(Some(t))));
-        }
+        sel => events.extend(
+            pending_selected(job, sel)
+                .into_iter()
+                .map(|t| QmodEvent::NotEnrolled(Some(t))),
+        ),
     }
+}
+
+/// The pending tasks `sel` selects (all without one), ascending.
+fn pending_selected(job: &JobRecord, sel: Option<&TaskSet>) -> Vec<TaskId> {
+    let mut pending: Vec<TaskId> = job
+        .tasks
+        .pending
+        .iter()
+        .flat_map(|g| g.tasks.iter())
+        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+        .collect();
+    pending.sort_unstable();
+    pending
 }
 
 /// `qmod -sj`/`-usj`: the selected running tasks' run state, as `qmod_job_suspend` and
@@ -649,14 +656,7 @@ fn clear_error(job: &mut JobRecord, tasks: &TaskSelector) -> Vec<QmodEvent> {
         }));
         return events;
     }
-    let mut pending: Vec<TaskId> = job
-        .tasks
-        .pending
-        .iter()
-        .flat_map(|g| g.tasks.iter())
-        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
-        .collect();
-    pending.sort_unstable();
+    let pending = pending_selected(job, sel);
     let mut all: Vec<(TaskId, bool)> = running.into_iter().map(|t| (t, false)).collect();
     all.extend(pending.into_iter().map(|t| (t, true)));
     all.sort_unstable();

@@ -151,30 +151,22 @@ impl Daemon {
     /// `-f`, asked to signal again): their processes are stopped or continued.
     pub(super) fn suspended(&mut self, id: JobId, events: &[QmodEvent]) {
         for e in events {
-            let (task, forced) = match *e {
-                QmodEvent::Suspended { task, forced } | QmodEvent::Unsuspended { task, forced } => {
-                    (task, forced)
-                }
-                QmodEvent::AlreadySuspended { task, forced: true }
-                | QmodEvent::AlreadyUnsuspended { task, forced: true } => (task, true),
+            let task = match *e {
+                QmodEvent::Suspended { task, .. }
+                | QmodEvent::Unsuspended { task, .. }
+                | QmodEvent::AlreadySuspended { task, forced: true }
+                | QmodEvent::AlreadyUnsuspended { task, forced: true } => task,
                 _ => continue,
             };
+            // The task's processes as its two states say (a task of a suspended queue stays
+            // stopped when the job is resumed).
             let stopped = self
                 .state
                 .job(id)
                 .and_then(|j| j.tasks.running.iter().find(|r| r.task == task).cloned())
                 .map(|r| r.stopped());
-            match stopped {
-                Some(stop)
-                    if forced
-                        || matches!(
-                            e,
-                            QmodEvent::Suspended { .. } | QmodEvent::Unsuspended { .. }
-                        ) =>
-                {
-                    self.signal_task(id, task, stop)
-                }
-                _ => {}
+            if let Some(stop) = stopped {
+                self.signal_task(id, task, stop);
             }
         }
     }
