@@ -1031,6 +1031,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             cluster: None,
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
+            devices: Default::default(),
         });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
@@ -1052,6 +1053,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             cluster: None,
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
+            devices: Default::default(),
         });
     });
     let wd = rig.workdir();
@@ -1130,6 +1132,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             cluster: None,
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
+            devices: Default::default(),
         });
     });
     // The name the ssh master's stderr once had in the shared temporary directory: a link
@@ -1354,6 +1357,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
         cluster: None,
         arch: "lx-amd64".into(),
         reschedule_unknown: None,
+        devices: Default::default(),
     });
     let (tx, rx) = channel();
     let mut opts = options(&cell);

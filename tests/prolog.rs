@@ -15,23 +15,54 @@ fn cell() -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\nscheduler: {{policy: sge}}\n"
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
         )
     })
 }
 
 /// A script for everyone to run, in the cell's root.
+/// Written by a `sh` of its own: a file this multi-threaded test process opened for writing
+/// could still be open in a child another test thread forked and has not yet `exec`ed, and
+/// running it would then fail with "Text file busy" (seen: a starter_method test's job
+/// ended with `failed 1`).
 fn script(cell: &TestCell, name: &str, body: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
     let path = cell.root.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut sh = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
+    sh.stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("#!/bin/sh\n{body}").as_bytes())
+        .expect("script");
+    assert!(sh.wait().expect("sh").success());
     path.to_string_lossy().into_owned()
 }
 
+/// A `qconf` change, once `sched_d` has reloaded it (a job submitted in the same instant
+/// could otherwise meet the configuration before it).
 fn qconf(cell: &TestCell, root: &TestUser, args: &[&str]) {
+    let log = cell
+        .root
+        .join(format!("sched_d.{}.stderr", std::process::id()));
+    let reloads = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("configuration reloaded")
+            .count()
+    };
+    let before = reloads();
     let run = cell.run(root, "qconf", args);
     assert_eq!(run.code, 0, "{run:?}");
+    wait_for(
+        "sched_d reloads the configuration",
+        Duration::from_secs(10),
+        || reloads() > before,
+    );
 }
 
 fn submit(cell: &TestCell, user: &TestUser, args: &[&str]) -> JobId {

@@ -114,7 +114,7 @@ fn six_slots() -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 6}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6}}\nscheduler: {{policy: sge}}\nenable_reschedule_kill: false\n"
+            "hosts:\n  - {{name: \"{host}\", slots: 6}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\nenable_reschedule_kill: false\n"
         )
     })
 }

@@ -6,8 +6,14 @@ use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
 use crate::support::*;
 use std::time::Duration;
 
+/// A cell of this host with `slots` slots and a TMPDIR of its own (see `{{tmpdir}}`).
 fn cell(slots: u32) -> TestCell {
-    crate::sched::cell(slots)
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: {slots}}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: {slots}, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
+        )
+    })
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod support;
 
 mod cluster;
+mod devices;
 mod docs;
 mod harness;
 mod host_failure;

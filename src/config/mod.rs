@@ -106,6 +106,13 @@ pub struct HostConfig {
     /// overriding the global one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reschedule_unknown: Option<String>,
+    /// Devices the host gives jobs for their own, by consumable complex (`gpu: ["0", "1"]`):
+    /// a task that requests `-l gpu=N` is granted N of these ids per slot (once per job for a
+    /// `JOB` consumable), which no other running task holds, in `CUDA_VISIBLE_DEVICES` and
+    /// `SGE_HGR_<name>`. The host's capacity of the complex is their number unless its
+    /// `complex_values` say otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<String>>,
 }
 
 fn local_launch() -> LaunchMethod {
@@ -631,7 +638,14 @@ impl ClusterConfig {
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
-        let config: ClusterConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        let mut config: ClusterConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        for h in &mut config.hosts {
+            for (kind, ids) in &h.devices {
+                h.complex_values
+                    .entry(kind.clone())
+                    .or_insert_with(|| ids.len().to_string());
+            }
+        }
         config.validate()?;
         Ok(config)
     }
@@ -688,6 +702,23 @@ impl ClusterConfig {
                     "scheduler: preemption needs policy cluster or sge, not {}",
                     format!("{other:?}").to_lowercase()
                 ));
+            }
+        }
+        for h in &self.hosts {
+            for (kind, ids) in &h.devices {
+                let consumable = self
+                    .complex(kind)
+                    .is_some_and(|c| c.consumable != Consumable::No);
+                if !consumable {
+                    return Err(format!(
+                        "host {}: devices {kind}: there is no consumable complex {kind} (add it to complexes)",
+                        h.name
+                    ));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(dup) = ids.iter().find(|id| !seen.insert(*id)) {
+                    return Err(format!("host {}: devices {kind}: id {dup} twice", h.name));
+                }
             }
         }
         for q in &self.queues {

@@ -144,6 +144,13 @@ pub fn job_environment(spec: &LaunchSpec, ctx: &ExecContext<'_>) -> Vec<(String,
         env.insert("PE".into(), pe.clone());
         env.insert("PE_HOSTFILE".into(), ctx.pe_hostfile.into());
     }
+    // Granted devices: SGE's resource map variable, and CUDA's for GPUs.
+    for (kind, ids) in &spec.devices {
+        env.insert(format!("SGE_HGR_{kind}"), ids.join(" "));
+        if kind == "gpu" {
+            env.insert("CUDA_VISIBLE_DEVICES".into(), ids.join(","));
+        }
+    }
     env.into_iter().collect()
 }
 
@@ -238,6 +245,7 @@ mod tests {
             prolog: None,
             starter_method: None,
             interactive: None,
+            devices: Vec::new(),
             epilog: None,
         }
     }

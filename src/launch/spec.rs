@@ -95,6 +95,9 @@ pub struct LaunchSpec {
     /// A `qrsh` job: where its client waits for the command's input and output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive: Option<crate::model::InteractiveSession>,
+    /// The devices granted to the task, by complex (`gpu` → `["0", "1"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<(String, Vec<String>)>,
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -213,6 +216,13 @@ impl LaunchSpec {
             epilog: procedure(&queue.epilog, &config.epilog),
             starter_method: procedure(&queue.starter_method, &None),
             interactive: spec.interactive.clone(),
+            devices: job
+                .tasks
+                .running
+                .iter()
+                .find(|r| r.task == task)
+                .map(|r| r.devices.clone())
+                .unwrap_or_default(),
         })
     }
 

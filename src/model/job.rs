@@ -364,6 +364,9 @@ pub struct RunningTask {
     /// `qmod -r` rescheduled it: `sched_d` kills it, and its end requeues it (`failed 25`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub rescheduling: bool,
+    /// The devices granted to it on its host, by complex (`gpu` → `["0", "1"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<(String, Vec<String>)>,
     /// Holds set while it runs (`qhold` of a running job, shown as `hr`): they matter again if
     /// the task is requeued, and `qrls` reports releasing them, as SGE does.
     #[serde(default, skip_serializing_if = "Holds::is_none")]
@@ -397,6 +400,7 @@ impl RunningTask {
             restarted: false,
             queue_suspended: false,
             rescheduling: false,
+            devices: Vec::new(),
             holds: Holds::NONE,
             usage: None,
         }

@@ -679,20 +679,6 @@ impl Daemon {
         if self.terminate {
             return;
         }
-        if self.reload_needed {
-            self.reload_needed = false;
-            match load_config(&self.spool) {
-                Ok(c) => {
-                    self.runner.reconfigure(&c);
-                    self.acct.reconfigure(&c);
-                    self.mailer = Mailer::new(c.mailer());
-                    self.state.reload_config(c);
-                    info!("configuration reloaded");
-                    self.pass_needed = true;
-                }
-                Err(e) => error!("configuration not reloaded, keeping the old one: {e}"),
-            }
-        }
         if self.rescan_needed {
             self.rescan_needed = false;
             self.scan_jobs_dir();
@@ -710,6 +696,22 @@ impl Daemon {
             // `qdel -f` accounts the tasks it takes out of their records: recorded before
             // those records are written.
             self.record_ends();
+        }
+        // After the requests: a `qconf` change they carry (a reload or a configuration
+        // edit) holds for the pass that follows, so a job submitted just after it runs under it.
+        if self.reload_needed {
+            self.reload_needed = false;
+            match load_config(&self.spool) {
+                Ok(c) => {
+                    self.runner.reconfigure(&c);
+                    self.acct.reconfigure(&c);
+                    self.mailer = Mailer::new(c.mailer());
+                    self.state.reload_config(c);
+                    info!("configuration reloaded");
+                    self.pass_needed = true;
+                }
+                Err(e) => error!("configuration not reloaded, keeping the old one: {e}"),
+            }
         }
         if self.failure.is_none() {
             self.retire_due();

@@ -874,6 +874,8 @@ impl SchedState {
         end: i64,
     ) -> bool {
         self.cluster.book(&booking);
+        let devices = self.grant_devices(id, &placement);
+        let held = self.hold_devices(&placement.host, &devices);
         let Some(e) = self.jobs.get_mut(&id) else {
             return false;
         };
@@ -905,6 +907,7 @@ impl SchedState {
             restarted,
             queue_suspended: false,
             rescheduling: false,
+            devices,
             holds: crate::model::Holds::NONE,
             usage: None,
         });
@@ -915,6 +918,7 @@ impl SchedState {
                 booking,
                 uid,
                 expected_end: end,
+                devices: held,
             },
         );
         self.refresh_hot(id);

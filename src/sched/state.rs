@@ -159,6 +159,15 @@ pub struct RunningBooking {
     pub uid: u32,
     /// start + h_rt (or default_duration); `i64::MAX` when unknown.
     pub expected_end: i64,
+    /// The devices it holds, given back when it ends.
+    pub devices: Option<Box<HeldDevices>>,
+}
+
+/// Devices a running task holds: its host, and the ids granted by complex.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldDevices {
+    pub host: String,
+    pub grants: Vec<(String, Vec<String>)>,
 }
 
 /// The whole in-memory state of `sched_d`.
@@ -173,6 +182,8 @@ pub struct SchedState {
     /// Jobs with runs given up on an unknown host (`unknown_hosts`), so that finding them
     /// never walks every job.
     pub(crate) rescheduled_jobs: BTreeSet<JobId>,
+    /// Device ids held by running tasks, by (host, complex): what a new task may not get.
+    pub(crate) devices_used: HashMap<(String, String), BTreeSet<String>>,
     /// What `qmod` and errors set on queue instances (`all.q@node1`): disabled, suspended,
     /// in error; kept over configuration reloads, durable in `daemon/qinstances.json`.
     pub instance_states: crate::spool::QueueInstanceStates,
@@ -258,6 +269,7 @@ impl SchedState {
             user_running: HashMap::new(),
             rescheduled_jobs: BTreeSet::new(),
             instance_states: Default::default(),
+            devices_used: HashMap::new(),
             policy,
             dirty: BTreeSet::new(),
             names: HashMap::new(),
@@ -668,6 +680,7 @@ impl SchedState {
             .duration(cat)
             .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
         self.cluster.book(&booking);
+        let devices = self.hold_devices(&r.host, &r.devices);
         *self.user_running.entry(uid).or_insert(0) += 1;
         self.running.insert(
             (id, r.task),
@@ -675,8 +688,83 @@ impl SchedState {
                 booking,
                 uid,
                 expected_end,
+                devices,
             },
         );
+    }
+
+    /// Marks `grants` on `host` as held; what a booking keeps to give them back.
+    pub(crate) fn hold_devices(
+        &mut self,
+        host: &str,
+        grants: &[(String, Vec<String>)],
+    ) -> Option<Box<HeldDevices>> {
+        if grants.is_empty() {
+            return None;
+        }
+        for (kind, ids) in grants {
+            self.devices_used
+                .entry((host.to_string(), kind.clone()))
+                .or_default()
+                .extend(ids.iter().cloned());
+        }
+        Some(Box::new(HeldDevices {
+            host: host.to_string(),
+            grants: grants.to_vec(),
+        }))
+    }
+
+    /// The devices a task of `id` placed on `placement` is granted: for each complex the host
+    /// has devices of and the job requests, its count per slot (per job for a `JOB`
+    /// consumable) of the lowest ids no running task holds. Not yet held (see
+    /// [`SchedState::hold_devices`]).
+    pub(crate) fn grant_devices(
+        &self,
+        id: JobId,
+        placement: &crate::launch::Placement,
+    ) -> Vec<(String, Vec<String>)> {
+        let Some(host) = self.config.host(&placement.host) else {
+            return Vec::new();
+        };
+        if host.devices.is_empty() {
+            return Vec::new();
+        }
+        let Some(requests) = self
+            .jobs
+            .get(&id)
+            .and_then(|e| e.record.get())
+            .map(|r| r.spec.hard_resources.clone())
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (kind, ids) in &host.devices {
+            let Some(c) = self.config.complex(kind) else {
+                continue;
+            };
+            let requested = requests
+                .iter()
+                .find(|r| r.name == c.name || r.name == c.shortcut)
+                .and_then(|r| r.value.parse::<f64>().ok())
+                .map_or(0, |v| v.max(0.0) as u32);
+            if requested == 0 {
+                continue;
+            }
+            let count = if c.consumable == crate::config::Consumable::Job {
+                requested
+            } else {
+                requested.saturating_mul(placement.slots)
+            };
+            let used = self.devices_used.get(&(host.name.clone(), kind.clone()));
+            let chosen: Vec<String> = ids
+                .iter()
+                .filter(|i| used.is_none_or(|u| !u.contains(*i)))
+                .take(count as usize)
+                .cloned()
+                .collect();
+            out.push((kind.clone(), chosen));
+        }
+        out
     }
 
     /// Removes a job entirely (retired or deleted); its running bookings are released.
@@ -701,6 +789,15 @@ impl SchedState {
     fn release(&mut self, id: JobId, task: TaskId) {
         if let Some(b) = self.running.remove(&(id, task)) {
             self.cluster.release(&b.booking);
+            if let Some(d) = &b.devices {
+                for (kind, ids) in &d.grants {
+                    if let Some(used) = self.devices_used.get_mut(&(d.host.clone(), kind.clone())) {
+                        for i in ids {
+                            used.remove(i);
+                        }
+                    }
+                }
+            }
             if let Some(n) = self.user_running.get_mut(&b.uid) {
                 *n = n.saturating_sub(1);
             }

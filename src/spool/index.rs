@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 pub const BASE_NAME: &str = "listing";
 pub const LOG_NAME: &str = "listing.log";
 
-const BASE_MAGIC: &[u8; 8] = b"GSLIDX2\n";
-const LOG_MAGIC: &[u8; 8] = b"GSLLOG2\n";
+const BASE_MAGIC: &[u8; 8] = b"GSLIDX3\n";
+const LOG_MAGIC: &[u8; 8] = b"GSLLOG3\n";
 const TRAILER: &[u8; 8] = b"GSLEND1\n";
 
 /// Readable by the spool group (the clients run setgid to it), like the state files.

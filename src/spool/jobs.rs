@@ -1196,6 +1196,14 @@ mod listing {
                     }
                     None => out.push(0),
                 }
+                len(out, r.devices.len());
+                for (kind, ids) in &r.devices {
+                    str_(out, kind);
+                    len(out, ids.len());
+                    for id in ids {
+                        str_(out, id);
+                    }
+                }
             }
             u64_(out, s.18);
             match &s.19 {
@@ -1349,6 +1357,15 @@ mod listing {
                 } else {
                     None
                 };
+                let n = self.count(8)?;
+                let devices = (0..n)
+                    .map(|_| {
+                        let kind = self.string()?;
+                        let m = self.count(4)?;
+                        let ids = (0..m).map(|_| self.string()).collect::<R<Vec<_>>>()?;
+                        Ok((kind, ids))
+                    })
+                    .collect::<R<Vec<_>>>()?;
                 Ok(RunningTask {
                     task,
                     state,
@@ -1361,6 +1378,7 @@ mod listing {
                     restarted: flags & 2 != 0,
                     queue_suspended: flags & 4 != 0,
                     rescheduling: flags & 8 != 0,
+                    devices,
                     holds,
                     usage,
                 })

@@ -133,7 +133,20 @@ impl TestCell {
         let cell = root.join("default");
         gridspool::cli::sched_d::init(&cell).expect("init spool");
         let config = std::fs::read_to_string(cell.join("config.yaml")).expect("config");
-        std::fs::write(cell.join("config.yaml"), edit(config)).expect("write config");
+        // `{{tmpdir}}`: a queue tmpdir of the cell's own. Tests run in parallel, each cell
+        // numbering its jobs from 1, and SGE's TMPDIR of job 1's task 1 in all.q is
+        // `<tmpdir>/1.1.all.q` in every cell: two such jobs at once in the same /tmp would
+        // take each other's (the second then fails to start, `failed 1`).
+        let config = edit(config);
+        let config = if config.contains("{{tmpdir}}") {
+            let tmp = root.join("tmp");
+            std::fs::create_dir_all(&tmp).expect("tmpdir");
+            set_mode(&tmp, 0o1777);
+            config.replace("{{tmpdir}}", &tmp.to_string_lossy())
+        } else {
+            config
+        };
+        std::fs::write(cell.join("config.yaml"), config).expect("write config");
         // As root, the cell is laid out as scripts/install-multiuser.sh lays out a shared
         // installation, and the clients run as setgid copies (see `client_path`); otherwise
         // everything runs as the one user there is.

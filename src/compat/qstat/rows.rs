@@ -503,6 +503,7 @@ mod tests {
             restarted,
             queue_suspended: false,
             rescheduling: false,
+            devices: Vec::new(),
             holds: crate::model::Holds::NONE,
             usage: None,
         }
