@@ -41,6 +41,20 @@ fn two_gpu_jobs_get_different_devices_and_a_third_waits() {
     let mut got = vec![seen(a).expect("a"), seen(b).expect("b")];
     got.sort();
     assert_eq!(got, ["0 0\n", "1 1\n"]);
+    // qstat -j shows which device the job holds.
+    let id_of_a = seen(a)
+        .expect("a")
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let run = cell.run(&user, "qstat", &["-j", &a.to_string()]);
+    assert!(
+        run.stdout.contains(&format!(
+            "\nresource_map  1:            gpu={host}=({id_of_a})\n"
+        )),
+        "{run:?}"
+    );
     // A restart: the grants are read back from the records, so the third job still waits.
     d.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(d.wait(), Some(0));

@@ -485,6 +485,28 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
             t.task
         );
     }
+    // The devices granted to each running task, as Univa's resource maps are shown (SGE
+    // 8.1.9 has none): `resource_map 1: gpu=node1=(0 1)`.
+    let mut first = true;
+    for t in job.tasks.running.iter().filter(|t| !t.devices.is_empty()) {
+        let maps: Vec<String> = t
+            .devices
+            .iter()
+            .map(|(kind, ids)| format!("{kind}={}=({})", t.host, ids.join(" ")))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{} {:2}:            {}",
+            if first {
+                "resource_map"
+            } else {
+                "            "
+            },
+            t.task,
+            maps.join(",")
+        );
+        first = false;
+    }
     if let Some(e) = &job.error {
         let task = job
             .tasks
