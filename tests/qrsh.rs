@@ -181,3 +181,49 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .map(|d| std::path::Path::new(d).join(program))
         .find(|p| p.is_file())
 }
+
+#[test]
+fn an_interrupted_qrsh_deletes_its_job() {
+    let Some(user) = user1() else {
+        return skip(
+            "an_interrupted_qrsh_deletes_its_job",
+            "needs the test users",
+        );
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let mut child = cell
+        .command("qrsh", &user)
+        .args(["sleep", "60"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("qrsh");
+    let id = gridspool::model::JobId(1);
+    wait_for("the command runs", Duration::from_secs(20), || {
+        state(&cell.spool, id).is_some_and(|s| {
+            s.tasks
+                .running
+                .iter()
+                .any(|r| r.state == gridspool::model::RunState::Running)
+        })
+    });
+    // Ctrl-C.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    wait_for("qrsh ends", Duration::from_secs(20), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    wait_for(
+        "the job accounted as killed",
+        Duration::from_secs(20),
+        || {
+            crate::sched::accounting_records(&cell, id)
+                .iter()
+                .any(|r| r[11] == "100")
+        },
+    );
+}

@@ -76,7 +76,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "-inherit (tight integration of parallel jobs) and -verbose are refused. Without a pseudo terminal, Ctrl-C ends qrsh, not the command. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+        "-inherit (tight integration of parallel jobs) and -verbose are refused. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
@@ -226,11 +226,34 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
         pty,
     };
     qsub_args.extend(command);
-    let (env, id, now) = match super::qsub::submit(qsub_args, spool, Some(session)) {
-        Ok(Submitted::Interactive { env, id, now }) => (env, id, now),
+    let (env, id, now, interrupts) = match super::qsub::submit(qsub_args, spool, Some(session)) {
+        Ok(Submitted::Interactive {
+            env,
+            id,
+            now,
+            interrupts,
+        }) => (env, id, now, interrupts),
         Ok(Submitted::Done(o)) => return o,
         Err(e) => return super::qsub::fail(&e),
     };
+    // Interrupted (Ctrl-C without a terminal, a hang-up, a kill), qrsh deletes its job: the
+    // command is killed, as SGE's qrsh passes the signal on.
+    if let Some(rx) = interrupts {
+        let spool = env.spool.clone();
+        let who = env.requester();
+        std::thread::spawn(move || {
+            if rx.recv().is_ok() {
+                let _ = spool.publish_request(
+                    who,
+                    vec![crate::model::RequestAction::Delete {
+                        job: id,
+                        tasks: crate::model::TaskSelector::All,
+                        force: false,
+                    }],
+                );
+            }
+        });
+    }
     if now {
         match super::qsub::wait_for_dispatch(&env, None, id) {
             Dispatch::Scheduled => {}

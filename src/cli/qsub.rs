@@ -300,6 +300,8 @@ pub(crate) enum Submitted {
         env: Box<ClientEnv>,
         id: JobId,
         now: bool,
+        /// Told when qrsh is interrupted (SIGINT, SIGTERM, SIGHUP).
+        interrupts: Option<Receiver<()>>,
     },
 }
 
@@ -491,7 +493,7 @@ pub(crate) fn submit(
         Verify::None | Verify::Warning => {}
     }
     // With -sync y, Ctrl-C must delete the job from the moment it exists (qsub(1)).
-    let interrupts = if folded.sync || spec.now {
+    let interrupts = if folded.sync || spec.now || spec.interactive.is_some() {
         interrupt_channel()
     } else {
         None
@@ -521,6 +523,7 @@ pub(crate) fn submit(
             env: Box::new(env),
             id,
             now: sub.spec.now,
+            interrupts,
         });
     }
     let line = submitted_line(&sub, folded.terse);
