@@ -264,12 +264,7 @@ fn change(cell: &TestCell, user: &TestUser, case: &str, files: &std::path::Path)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("qconf");
-    let run = Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    };
-    assert_matches(&run, &cap);
+    assert_matches(&Run::from(out), &cap);
 }
 
 #[test]

@@ -77,12 +77,7 @@ fn compare(cell: &TestCell, user: &TestUser, proc_dir: &Path, case: &str) {
         .stdin(Stdio::null())
         .output()
         .expect("run qhost");
-    let run = Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    };
-    assert_matches(&run, &cap);
+    assert_matches(&Run::from(out), &cap);
 }
 
 #[test]

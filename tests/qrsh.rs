@@ -135,12 +135,7 @@ fn on_terminal_as(cell: &TestCell, user: &TestUser, bin: &str, args: &str, input
         let _ = stdin.write_all(input.as_bytes());
         std::thread::sleep(Duration::from_millis(1500));
     }
-    let out = child.wait_with_output().expect("script");
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    }
+    Run::from(child.wait_with_output().expect("script"))
 }
 
 #[test]

@@ -564,6 +564,19 @@ fn not_enrolled(
     }
 }
 
+/// The running tasks `sel` selects (all without one), ascending.
+fn running_selected(job: &JobRecord, sel: Option<&TaskSet>) -> Vec<TaskId> {
+    let mut running: Vec<TaskId> = job
+        .tasks
+        .running
+        .iter()
+        .map(|r| r.task)
+        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
+        .collect();
+    running.sort_unstable();
+    running
+}
+
 /// The pending tasks `sel` selects (all without one), ascending.
 fn pending_selected(job: &JobRecord, sel: Option<&TaskSet>) -> Vec<TaskId> {
     let mut pending: Vec<TaskId> = job
@@ -630,14 +643,7 @@ fn suspend_tasks(
 fn clear_error(job: &mut JobRecord, tasks: &TaskSelector) -> Vec<QmodEvent> {
     let sel = tasks.set();
     let mut events = Vec::new();
-    let mut running: Vec<TaskId> = job
-        .tasks
-        .running
-        .iter()
-        .map(|r| r.task)
-        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
-        .collect();
-    running.sort_unstable();
+    let running = running_selected(job, sel);
     if job.error.is_none() {
         let mut enrolled: Vec<TaskId> = running;
         enrolled.extend(
@@ -695,14 +701,7 @@ fn delete_tasks(job: &mut JobRecord, sel: Option<&TaskSet>, force: bool) -> Dele
     for id in removed {
         pending.insert(id);
     }
-    let mut selected: Vec<TaskId> = job
-        .tasks
-        .running
-        .iter()
-        .map(|r| r.task)
-        .filter(|t| sel.is_none_or(|s| s.contains(*t)))
-        .collect();
-    selected.sort_unstable();
+    let selected = running_selected(job, sel);
     let mut running = Vec::with_capacity(selected.len());
     for task in selected {
         let Some(i) = job.tasks.running.iter().position(|r| r.task == task) else {

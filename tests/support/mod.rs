@@ -108,6 +108,16 @@ pub struct Run {
     pub code: i32,
 }
 
+impl From<std::process::Output> for Run {
+    fn from(out: std::process::Output) -> Self {
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(-1),
+        }
+    }
+}
+
 /// A temporary `$SGE_ROOT` with cell `default`, created by `sched_d --init`'s code.
 pub struct TestCell {
     _dir: tempfile::TempDir,
