@@ -14,9 +14,38 @@ fn default_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("var")
 }
 
+/// The programs of this build (`cargo run` builds only this one): built once, by the
+/// cargo that is running the demo, in the profile of this program's directory.
+fn build_siblings(exe: &Path) -> anyhow::Result<()> {
+    static BUILT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *BUILT.get_or_init(|| {
+        let release = exe
+            .parent()
+            .and_then(|d| d.file_name())
+            .is_some_and(|n| n == "release");
+        eprintln!("gridspool-demo: building the other programs (cargo build --bins)");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--bins", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if release {
+            cmd.arg("--release");
+        }
+        cmd.status().is_ok_and(|s| s.success())
+    });
+    if ok {
+        Ok(())
+    } else {
+        bail!("cannot build the other programs (cargo build --release --bins)")
+    }
+}
+
 fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("locating this program")?;
     let path = exe.with_file_name(name);
+    if !path.exists() {
+        build_siblings(&exe)?;
+    }
     if !path.exists() {
         bail!(
             "{} not found next to {}: build all binaries (cargo build --release)",
