@@ -130,22 +130,21 @@ fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
     Stop(lines)
 }
 
-/// An I/O error as C's `strerror` words it ("No such file or directory").
-fn os_error_text(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    text.split(" (os error").next().unwrap_or(&text).to_string()
+/// The text of a `-M*`/`-A*` file, or SGE's words for one that cannot be opened, followed
+/// by the form's own closing line (`trailer`), if it has one.
+fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
+    std::fs::read_to_string(file).map_err(|e| {
+        let mut lines = vec![format!(
+            "error: error opening file \"{file}\" for reading: {}",
+            super::qsub::strerror(&e)
+        )];
+        lines.extend(trailer);
+        Stop(lines)
+    })
 }
 
 fn read_file(file: &str, what: &str) -> Result<String, Stop> {
-    std::fs::read_to_string(file).map_err(|e| {
-        Stop(vec![
-            format!(
-                "error: error opening file \"{file}\" for reading: {}",
-                os_error_text(&e)
-            ),
-            format!("{what} file \"{file}\" is not correct"),
-        ])
-    })
+    read_input(file, Some(format!("{what} file \"{file}\" is not correct")))
 }
 
 /// A queue from its queue_conf(5) text; `base` gives what the text does not (nothing, as
@@ -401,15 +400,7 @@ fn sched_conf(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool
         }
         (text, "<editor>".to_string())
     } else {
-        let text = std::fs::read_to_string(value).map_err(|e| {
-            Stop(vec![
-                format!(
-                    "error: error opening file \"{value}\" for reading: {}",
-                    os_error_text(&e)
-                ),
-                "error reading in file".to_string(),
-            ])
-        })?;
+        let text = read_input(value, Some("error reading in file".to_string()))?;
         (text, value.to_string())
     };
     let bad = |e: AttrError| {
@@ -532,15 +523,7 @@ fn named_file(
             })?;
             (edit_text(&text)?, "<editor>".to_string())
         }
-        _ => (
-            std::fs::read_to_string(value).map_err(|e| {
-                Stop(vec![format!(
-                    "error: error opening file \"{value}\" for reading: {}",
-                    os_error_text(&e)
-                )])
-            })?,
-            value.to_string(),
-        ),
+        _ => (read_input(value, None)?, value.to_string()),
     };
     let table = match kind {
         Named::User => attrs::USER_ATTRS,
@@ -725,12 +708,7 @@ fn share_tree(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool
     let editor = ConfigEditor::open(&cx.path)?;
     let mut config = editor.config.clone();
     let text = if option.starts_with("-M") || option.starts_with("-A") {
-        std::fs::read_to_string(value).map_err(|e| {
-            Stop(vec![format!(
-                "error: error opening file \"{value}\" for reading: {}",
-                os_error_text(&e)
-            )])
-        })?
+        read_input(value, None)?
     } else {
         let shown = config.share_tree.as_ref().map_or_else(
             || "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=NONE\n".to_string(),
@@ -756,12 +734,7 @@ fn complexes(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Re
     let text = if option == "-mc" {
         edit_text(&shown)?
     } else {
-        std::fs::read_to_string(value).map_err(|e| {
-            Stop(vec![format!(
-                "error: error opening file \"{value}\" for reading: {}",
-                os_error_text(&e)
-            )])
-        })?
+        read_input(value, None)?
     };
     let table = attrs::complexes_from_text(&text)
         .map_err(|e| Stop(e.lines.into_iter().map(|l| format!("error: {l}")).collect()))?;

@@ -77,7 +77,7 @@ pub fn with_real_gid<T>(f: impl FnOnce() -> T) -> Result<T, SubmitError> {
 
 /// `strerror` text of an I/O error (SGE prints `No such file or directory`, without Rust's
 /// `(os error 2)`).
-fn strerror(e: &std::io::Error) -> String {
+pub(crate) fn strerror(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(n) => nix::errno::Errno::from_raw(n).desc().to_string(),
         None => e.to_string(),
