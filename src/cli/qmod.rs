@@ -372,10 +372,10 @@ impl Context<'_> {
             .is_some_and(|q| q.disabled);
         let (now, wanted, word) = match verb {
             Verb::Disable | Verb::Enable => {
-                let now = queue_disabled || self.states.disabled.contains(qi);
                 let wanted = verb == Verb::Disable;
-                // A queue disabled in the configuration cannot be enabled here.
-                let now = if !wanted && queue_disabled { true } else { now };
+                // A queue disabled in the configuration counts as disabled for -d; -e only
+                // undoes a qmod -d (the configuration's own stays).
+                let now = self.states.disabled.contains(qi) || (wanted && queue_disabled);
                 (now, wanted, if wanted { "disabled" } else { "enabled" })
             }
             Verb::Suspend | Verb::Unsuspend => {
@@ -392,13 +392,7 @@ impl Context<'_> {
                 return;
             }
         };
-        if now == wanted && !(verb == Verb::Enable && queue_disabled) {
-            self.lines.push(format!(
-                "Queue instance \"{qi}\" is already in the specified state: {word}"
-            ));
-            return;
-        }
-        if verb == Verb::Enable && queue_disabled && !self.states.disabled.contains(qi) {
+        if now == wanted {
             self.lines.push(format!(
                 "Queue instance \"{qi}\" is already in the specified state: {word}"
             ));

@@ -133,12 +133,10 @@ impl ConfigEditor {
         let (Value::Object(old), Value::Object(new)) = (old, new) else {
             return Err(self.layout("not a mapping"));
         };
+        // Only changed keys: an unchanged one keeps its text, or, absent from the file, its
+        // default.
         for (key, value) in new {
-            if old.get(key) != Some(value) || !m.contains_key(key.as_str()) {
-                if old.get(key) == Some(value) {
-                    // Unchanged and absent from the file: its default stands.
-                    continue;
-                }
+            if old.get(key) != Some(value) {
                 m.set(key.as_str(), node(value)?);
             }
         }
