@@ -433,10 +433,9 @@ fn accept_both(
                     // Anything else is not the job: dropped.
                     _ => {}
                 }
-                if let (Some(a), Some(b)) = (&stdio, &stderr) {
-                    let a = a.try_clone().map_err(|e| e.to_string())?;
-                    let b = b.try_clone().map_err(|e| e.to_string())?;
-                    return Ok((a, b));
+                match (stdio.take(), stderr.take()) {
+                    (Some(a), Some(b)) => return Ok((a, b)),
+                    (a, b) => (stdio, stderr) = (a, b),
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

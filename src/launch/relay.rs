@@ -42,11 +42,12 @@ fn connect(hosts: &str, port: u16, cookie: &str, stream: &str) -> Result<TcpStre
     Err(refused(last))
 }
 
-/// `relay <host> <port> <cookie> [--pty ROWSxCOLS] --|--search <program> <argv0> [args...]`.
+/// `relay <host> <port> <cookie> [--pty ROWSxCOLS] -- <program> <argv0> [args...]`: the
+/// program is found by PATH when it names no directory.
 pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
     let usage = || {
         LaunchError::Protocol(
-            "usage: gridspool-shepherd relay <host> <port> <cookie> --|--search <program> <argv0> [args...]"
+            "usage: gridspool-shepherd relay <host> <port> <cookie> [--pty ROWSxCOLS] -- <program> <argv0> [args...]"
                 .into(),
         )
     };
@@ -63,9 +64,12 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
         }
         _ => (None, rest.to_vec()),
     };
-    let [host, port, cookie, mode, program, argv0, args @ ..] = &rest[..] else {
+    let [host, port, cookie, dashes, program, argv0, args @ ..] = &rest[..] else {
         return Err(usage());
     };
+    if dashes != "--" {
+        return Err(usage());
+    }
     let port: u16 = port.parse().map_err(|_| usage())?;
     // An installed shepherd may be the setgid multicall program: the command must not keep
     // its group (nor any effective id the job's owner does not have).
@@ -76,15 +80,13 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
     let stdio = connect(host, port, cookie, "stdio")?;
     let stderr = connect(host, port, cookie, "stderr")?;
     if let Some(size) = pty {
-        return with_pty(stdio, stderr, size, program, argv0, args);
+        return with_pty(stdio, stderr, size, program, args);
     }
     let dup = |e: nix::Error| LaunchError::Protocol(format!("dup2: {e}"));
     nix::unistd::dup2_stdin(&stdio).map_err(dup)?;
     nix::unistd::dup2_stdout(&stdio).map_err(dup)?;
     nix::unistd::dup2_stderr(&stderr).map_err(dup)?;
     drop((stdio, stderr));
-    // `--search`: a `-shell no` command, found in PATH as a shell would; otherwise a path.
-    let _ = mode;
     let mut command = std::process::Command::new(program);
     command.arg0(argv0).args(args);
     let e = command.exec();
@@ -101,13 +103,12 @@ pub fn relay_mode(rest: &[String]) -> Result<(), LaunchError> {
 /// (a new session whose controlling terminal is the one on its standard input: this keeps
 /// the shepherd free of `unsafe`), its standard streams the terminal's slave side; this
 /// process copies between the master side and the connection until the command has ended,
-/// then ends as it did.
+/// then ends as it did. `setsid` sets no `argv[0]`: the command sees its path there.
 fn with_pty(
     stdio: TcpStream,
     stderr: TcpStream,
     (rows, cols): (u16, u16),
     program: &str,
-    argv0: &str,
     args: &[String],
 ) -> Result<(), LaunchError> {
     use nix::pty::{Winsize, openpty};
@@ -124,7 +125,6 @@ fn with_pty(
         openpty(Some(&size), None).map_err(|e| LaunchError::Protocol(format!("openpty: {e}")))?;
     let slave = std::fs::File::from(pty.slave);
     let io = |what: &'static str, e: std::io::Error| LaunchError::io(what, "pty", e);
-    let _ = argv0;
     let mut child = std::process::Command::new("setsid")
         .arg("--ctty")
         .arg(program)

@@ -1686,11 +1686,9 @@ impl Supervisor {
                 if let Some((rows, cols)) = session.pty {
                     relay.extend(["--pty".to_string(), format!("{rows}x{cols}")]);
                 }
-                relay.extend([
-                    if search_path { "--search" } else { "--" }.to_string(),
-                    program,
-                    argv0,
-                ]);
+                // The relay `exec`s the program as a shell would, by PATH when it names no
+                // directory: what both `search_path` and a bare queue shell mean.
+                relay.extend(["--".to_string(), program, argv0]);
                 relay.extend(args);
                 (me, super::SHEPHERD_BINARY.to_string(), relay, false)
             }
