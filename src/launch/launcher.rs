@@ -418,32 +418,14 @@ impl Launcher {
     /// Kills a task's whole process tree (`qdel`). With `notify` (a `-notify` job), the job
     /// gets SIGUSR2 first and SIGKILL after the queue's notify time.
     pub fn kill(&self, job: JobId, task: TaskId, notify: bool) -> Result<(), LaunchError> {
-        let host_name = {
-            let mut running = lock(&self.inner.running);
-            let entry = running
-                .get_mut(&(job, task))
-                .ok_or(LaunchError::NotRunning { job, task })?;
-            if !entry.started {
-                entry.pending_kill = Some(notify);
-                return Ok(());
-            }
-            entry.host.clone()
-        };
-        let host = self.inner.host(&host_name)?;
-        tracing::info!(job = %job, task, host = %host_name, notify, "killing task");
-        if host.target.is_none() {
-            return shepherd::request_kill(&host.exec_spool, job, task, notify);
-        }
-        let inner = Arc::clone(&self.inner);
-        std::thread::Builder::new()
-            .name(format!("kill-{job}.{task}"))
-            .spawn(move || {
-                if let Err(e) = inner.remote_kill(&host, job, task, notify) {
-                    tracing::warn!(job = %job, task, "kill failed: {e}");
-                }
-            })
-            .map_err(|e| LaunchError::io("spawn thread", "kill", e))?;
-        Ok(())
+        tracing::info!(job = %job, task, notify, "killing task");
+        self.to_task_host(
+            job,
+            task,
+            "kill",
+            |entry| entry.pending_kill = Some(notify),
+            move |inner, host| inner.remote_kill(host, job, task, notify),
+        )
     }
 
     /// Stops (`stop`, `qmod -s`) or continues (`qmod -us`) a task's whole process tree on
@@ -451,31 +433,51 @@ impl Launcher {
     /// quick succession over two ssh sessions are applied in the order they were made.
     pub fn suspend(&self, job: JobId, task: TaskId, stop: bool) -> Result<(), LaunchError> {
         let seq = super::suspend::next_sequence();
+        tracing::info!(job = %job, task, stop, "suspension");
+        self.to_task_host(
+            job,
+            task,
+            "suspend",
+            |entry| entry.pending_suspend = Some((stop, seq)),
+            move |inner, host| inner.remote_suspend(host, job, task, stop, seq),
+        )
+    }
+
+    /// Carries `order` out on the host of a started task: at once for a local host, on a
+    /// thread of its own for an ssh host (a remote command must not hold `sched_d` up). A
+    /// task whose start is still under way gets it when it has started: `defer` keeps it.
+    fn to_task_host(
+        &self,
+        job: JobId,
+        task: TaskId,
+        what: &'static str,
+        defer: impl FnOnce(&mut Running),
+        order: impl FnOnce(&Inner, &HostState) -> Result<(), LaunchError> + Send + 'static,
+    ) -> Result<(), LaunchError> {
         let host_name = {
             let mut running = lock(&self.inner.running);
             let entry = running
                 .get_mut(&(job, task))
                 .ok_or(LaunchError::NotRunning { job, task })?;
             if !entry.started {
-                entry.pending_suspend = Some((stop, seq));
+                defer(entry);
                 return Ok(());
             }
             entry.host.clone()
         };
         let host = self.inner.host(&host_name)?;
-        tracing::info!(job = %job, task, host = %host_name, stop, "suspension");
         if host.target.is_none() {
-            return super::suspend::request_suspend(&host.exec_spool, job, task, stop, seq);
+            return order(&self.inner, &host);
         }
         let inner = Arc::clone(&self.inner);
         std::thread::Builder::new()
-            .name(format!("suspend-{job}.{task}"))
+            .name(format!("{what}-{job}.{task}"))
             .spawn(move || {
-                if let Err(e) = inner.remote_suspend(&host, job, task, stop, seq) {
-                    tracing::warn!(job = %job, task, "suspension failed: {e}");
+                if let Err(e) = order(&inner, &host) {
+                    tracing::warn!(job = %job, task, "{what} failed: {e}");
                 }
             })
-            .map_err(|e| LaunchError::io("spawn thread", "suspend", e))?;
+            .map_err(|e| LaunchError::io("spawn thread", what, e))?;
         Ok(())
     }
 
