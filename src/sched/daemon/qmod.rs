@@ -253,42 +253,34 @@ impl Daemon {
         if !crate::launch::shepherd::failed::requeued(result.failed) {
             return Err(ended);
         }
-        let Some(job) = self.state.job(id) else {
-            return Err(ended);
-        };
-        let Some(ran) = job
-            .tasks
-            .running
-            .iter()
-            .find(|r| r.task == task && !r.deleting)
-            .cloned()
-        else {
-            return Err(ended);
-        };
-        if let Err(e) = self.acct.record(&job, &ran, result) {
-            error!(job = %id, task, "accounting: {e}");
-        }
-        let requeued = if result.failed == FAILED_RESCHEDULED {
-            self.state.requeue_restarted(id, task)
-        } else {
-            self.state.requeue_task(id, task, None)
-        };
-        if let Err(e) = requeued {
-            warn!(job = %id, task, "requeue: {e}");
-        }
-        info!(job = %id, task, failed = result.failed, "task pending again: {}", result.error.as_deref().unwrap_or(""));
-        self.ended.push(ended);
-        self.pass_needed = true;
-        Ok(())
+        let restart = result.failed == FAILED_RESCHEDULED;
+        self.requeue_ended(id, task, |r| !r.deleting, result.clone(), restart, ended)
     }
 
     /// The end of a task `qmod -r` rescheduled: accounted with SGE's `failed 25` and pending
-    /// again, its next run a restart. `false`: it was not one.
+    /// again, its next run a restart. `Err`: it was not one.
     pub(super) fn rescheduled_task_ended(
         &mut self,
         id: JobId,
         task: TaskId,
         result: &TaskResult,
+        ended: EndedTask,
+    ) -> Result<(), EndedTask> {
+        let mut accounted = result.clone();
+        accounted.failed = FAILED_RESCHEDULED;
+        accounted.error = Some(RESCHEDULED_ERROR.to_string());
+        self.requeue_ended(id, task, |r| r.rescheduling, accounted, true, ended)
+    }
+
+    /// The end of running task `id.task`, if `which` says it is one to requeue: accounted
+    /// as `accounted` says, pending again (its next run a restart with `restart`).
+    fn requeue_ended(
+        &mut self,
+        id: JobId,
+        task: TaskId,
+        which: impl Fn(&crate::model::RunningTask) -> bool,
+        accounted: TaskResult,
+        restart: bool,
         ended: EndedTask,
     ) -> Result<(), EndedTask> {
         let Some(job) = self.state.job(id) else {
@@ -298,21 +290,23 @@ impl Daemon {
             .tasks
             .running
             .iter()
-            .find(|r| r.task == task && r.rescheduling)
+            .find(|r| r.task == task && which(r))
             .cloned()
         else {
             return Err(ended);
         };
-        let mut accounted = result.clone();
-        accounted.failed = FAILED_RESCHEDULED;
-        accounted.error = Some(RESCHEDULED_ERROR.to_string());
         if let Err(e) = self.acct.record(&job, &ran, &accounted) {
             error!(job = %id, task, "accounting: {e}");
         }
-        if let Err(e) = self.state.requeue_restarted(id, task) {
+        let requeued = if restart {
+            self.state.requeue_restarted(id, task)
+        } else {
+            self.state.requeue_task(id, task, None)
+        };
+        if let Err(e) = requeued {
             warn!(job = %id, task, "requeue: {e}");
         }
-        info!(job = %id, task, at = now(), "rescheduled task requeued");
+        info!(job = %id, task, failed = accounted.failed, at = now(), "task pending again: {}", accounted.error.as_deref().unwrap_or(""));
         self.ended.push(ended);
         self.pass_needed = true;
         Ok(())
