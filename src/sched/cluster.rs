@@ -53,6 +53,8 @@ pub struct HostState {
     pub failures: u32,
     /// Nothing heard from it for `max_unheard` (`au`): no new work until it is heard again.
     pub unknown: bool,
+    /// It has devices to grant (`hosts[].devices`): a start there looks them up.
+    pub devices: bool,
 }
 
 /// A cluster queue on one host.
@@ -234,6 +236,7 @@ impl Cluster {
                 down_until: None,
                 failures: 0,
                 unknown: false,
+                devices: !h.devices.is_empty(),
             });
         }
         let mut qis = Vec::new();

@@ -874,7 +874,16 @@ impl SchedState {
         end: i64,
     ) -> bool {
         self.cluster.book(&booking);
-        let devices = self.grant_devices(id, &placement);
+        // Only a host with devices costs a lookup of its configuration.
+        let master_has_devices = booking
+            .slots
+            .first()
+            .is_some_and(|&(qi, _)| self.cluster.hosts[self.cluster.qis[qi].host].devices);
+        let devices = if master_has_devices {
+            self.grant_devices(id, &placement)
+        } else {
+            Vec::new()
+        };
         let held = self.hold_devices(&placement.host, &devices);
         let Some(e) = self.jobs.get_mut(&id) else {
             return false;
