@@ -1143,6 +1143,15 @@ pub(super) fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
+/// The pid of the task's supervisor, if it is still the process the pid file recorded (same
+/// start time: not a later process that reused the pid).
+pub(super) fn live_supervisor(dir: &TaskDir, job: JobId, task: TaskId) -> Result<u32, LaunchError> {
+    match read_pid_file(dir) {
+        Some((pid, start)) if proc_start_time(pid) == Some(start) => Ok(pid),
+        _ => Err(LaunchError::NotRunning { job, task }),
+    }
+}
+
 /// The task's supervisor is alive (its pid exists with the recorded start time).
 pub fn supervisor_alive(dir: &TaskDir) -> bool {
     read_pid_file(dir).is_some_and(|(pid, start)| {
@@ -2312,13 +2321,7 @@ pub fn request_kill(
     task: TaskId,
     notify: bool,
 ) -> Result<(), LaunchError> {
-    let dir = TaskDir::new(exec_spool, job, task);
-    let Some((pid, start)) = read_pid_file(&dir) else {
-        return Err(LaunchError::NotRunning { job, task });
-    };
-    if proc_start_time(pid) != Some(start) {
-        return Err(LaunchError::NotRunning { job, task });
-    }
+    let pid = live_supervisor(&TaskDir::new(exec_spool, job, task), job, task)?;
     let sig = if notify {
         Signal::SIGUSR1
     } else {

@@ -10,7 +10,7 @@
 //! older request arriving late changes nothing.
 
 use super::LaunchError;
-use super::shepherd::{descendants, proc_ppid_and_state, proc_start_time, read_pid_file};
+use super::shepherd::{descendants, live_supervisor, proc_ppid_and_state};
 use super::taskdir::TaskDir;
 use crate::model::{JobId, TaskId};
 use nix::sys::signal::{Signal, kill};
@@ -51,10 +51,8 @@ pub fn request_suspend(
     seq: u64,
 ) -> Result<(), LaunchError> {
     let dir = TaskDir::new(exec_spool, job, task);
-    let Some((pid, start)) = read_pid_file(&dir) else {
-        return Err(LaunchError::NotRunning { job, task });
-    };
-    if proc_start_time(pid) != Some(start) || dir.result().exists() {
+    let pid = live_supervisor(&dir, job, task)?;
+    if dir.result().exists() {
         return Err(LaunchError::NotRunning { job, task });
     }
     let path = dir.path.join(SUSPENSION);
