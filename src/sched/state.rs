@@ -729,14 +729,10 @@ impl SchedState {
         if host.devices.is_empty() {
             return Vec::new();
         }
-        let Some(requests) = self
-            .jobs
-            .get(&id)
-            .and_then(|e| e.record.get())
-            .map(|r| r.spec.hard_resources.clone())
-        else {
+        let Some(record) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
             return Vec::new();
         };
+        let requests = &record.spec.hard_resources;
         let mut out = Vec::new();
         for (kind, ids) in &host.devices {
             let Some(c) = self.config.complex(kind) else {
