@@ -966,7 +966,7 @@ impl SchedState {
         } else {
             set.remove(name)
         };
-        self.apply_instance_states();
+        self.apply_instance_state(name);
         changed
     }
 
@@ -979,7 +979,7 @@ impl SchedState {
         } else {
             set.remove(name)
         };
-        self.apply_instance_states();
+        self.apply_instance_state(name);
         changed
     }
 
@@ -991,7 +991,7 @@ impl SchedState {
             Some(w) => errors.insert(name.to_string(), w).is_none(),
             None => errors.remove(name).is_some(),
         };
-        self.apply_instance_states();
+        self.apply_instance_state(name);
         changed
     }
 
@@ -1012,6 +1012,19 @@ impl SchedState {
             }
         }
         out
+    }
+
+    /// Whether queue instance `name` takes new work after a change of its states: only its
+    /// own entry is looked at, so `qmod -sq` of every instance stays linear.
+    fn apply_instance_state(&mut self, name: &str) {
+        let Some((queue, host)) = name.split_once('@') else {
+            return;
+        };
+        if let Some(qi) = self.cluster.qi_index(queue, host) {
+            let configured = self.config.queue(queue).is_some_and(|q| q.disabled);
+            self.cluster.qis[qi].disabled = configured || self.instance_states.closed(name);
+            self.invalidate_order();
+        }
     }
 
     /// The cluster's queue instances that take no new work, as the configuration and
