@@ -319,6 +319,7 @@ mod tests {
             io: 0.0,
             iow: 0.0,
             maxvmem: 0.0,
+            pe_task: None,
         }
     }
 

@@ -125,6 +125,7 @@ fn task_behind(line: &str) -> (JobRecord, Placement, TaskResult) {
         io: num(38),
         iow: num(40),
         maxvmem: num(42),
+        pe_task: (f[41] != "NONE").then(|| f[41].to_string()),
     };
     (job, placement, result)
 }

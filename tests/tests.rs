@@ -9,6 +9,7 @@ mod harness;
 mod host_failure;
 mod install;
 mod launch;
+mod pe_tasks;
 mod prolog;
 mod qacct;
 mod qalter;

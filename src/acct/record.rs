@@ -274,9 +274,9 @@ impl AccountingRecord {
             io: result.io,
             category: category(job),
             iow: result.iow,
-            // The shepherd reports one result per task, the master's: PE slave tasks are
-            // part of it, as with SGE's loosely integrated PEs.
-            pe_taskid: NONE.to_string(),
+            // A pe task (`qrsh -inherit`) has a record of its own; the master task's
+            // includes whatever it started itself (a loosely integrated PE's slaves).
+            pe_taskid: result.pe_task.clone().unwrap_or_else(|| NONE.to_string()),
             maxvmem: result.maxvmem,
             arid: 0,
             ar_submission_time: 0,

@@ -21,6 +21,12 @@ use std::time::{Duration, Instant};
 /// qrsh's own options; every `qsub` option is taken too.
 pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
+        "-inherit",
+        Arity::Flag,
+        "[-inherit]",
+        "start command on host as a task of the running parallel job (qrsh -inherit host command)",
+    ),
+    OptionSpec::new(
         "-now",
         Arity::One,
         "[-now y[es]|n[o]]",
@@ -62,6 +68,7 @@ pub const DOC: CommandDoc = CommandDoc {
         "With -pty y, or without a command (an interactive login: the user's login shell), the command runs on a pseudo terminal of the size of qrsh's terminal, which qrsh puts in raw mode meanwhile: keys such as Ctrl-C reach the command.",
         "With -now y (the default) the job must start at once: when no queue instance can take it, qrsh says so and exits 1, the job removed. With -now n it waits in the queue.",
         "The execution host connects back to qrsh's host on a TCP port qrsh listens on, with a secret only the job's files hold (they are not readable by other users).",
+        "qrsh -inherit [-nostdin] [-noshell] [-cwd] [-V] [-v var[=value],...] host command [args], run inside a task of a parallel job (JOB_ID and SGE_TASK_ID set), starts command on host as a task of that job, as mpirun does under Grid Engine's tight integration: host must be one the job was granted, with a slot of its grant there not yet used by another such task (on the master task's host, one slot is the master task's own when the PE's job_is_first_task is TRUE), the PE must have control_slaves TRUE, and only the job's owner may. The task runs with the job's environment and the -v/-V variables, in the job's working directory (or qrsh's with -cwd), is accounted on its own (pe_taskid 1.host, 2.host...), and ends when the job does.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -76,7 +83,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "-inherit (tight integration of parallel jobs) and -verbose are refused. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+        "-verbose is refused. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
@@ -95,6 +102,8 @@ pub const QLOGIN_DOC: CommandDoc = CommandDoc {
         "The session goes over a TCP connection from the execution host back to qlogin, not over rlogin or ssh. A terminal resized during the session keeps its first size.",
     ],
     see_also: &["qrsh", "qsub", "qstat"],
+    // Without -inherit, which is qrsh's alone.
+    options: OPTIONS.split_at(1).1,
     ..DOC
 };
 
@@ -133,6 +142,9 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
             ..Output::default()
         };
     }
+    if !qlogin && args.iter().any(|a| a == "-inherit") {
+        return inherit(args, spool);
+    }
     // qrsh's own options, up to the command (the first word that is neither an option nor
     // one of its values); the rest goes to qsub's parser.
     let mut qsub_args = vec![
@@ -154,7 +166,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
                 Some(v) if v.starts_with('y') => pty = Some(true),
                 _ => return refuse("qrsh: -pty needs y or n"),
             },
-            "-inherit" | "-verbose" => {
+            "-verbose" => {
                 return refuse(format!(
                     "qrsh: the {w} option is not supported by gridspool yet"
                 ));
@@ -207,24 +219,11 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
         pty.get_or_insert(true);
     }
     let pty = (pty == Some(true)).then(terminal_size);
-    let listener = match TcpListener::bind(("0.0.0.0", 0)) {
+    let (listener, session) = match listen(pty) {
         Ok(l) => l,
-        Err(e) => return refuse(format!("error: qrsh cannot listen for the job: {e}")),
+        Err(o) => return o,
     };
-    let port = match listener.local_addr() {
-        Ok(a) => a.port(),
-        Err(e) => return refuse(format!("error: {e}")),
-    };
-    let secret = match cookie() {
-        Ok(c) => c,
-        Err(e) => return refuse(format!("error: /dev/urandom: {e}")),
-    };
-    let session = InteractiveSession {
-        host: reachable_as(),
-        port,
-        cookie: secret.clone(),
-        pty,
-    };
+    let secret = session.cookie.clone();
     qsub_args.extend(command);
     let (env, id, now, interrupts) = match super::qsub::submit(qsub_args, spool, Some(session)) {
         Ok(Submitted::Interactive {
@@ -264,12 +263,171 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
     }
     // Raw mode while the command runs on its terminal; restored however qrsh ends.
     let _raw = pty.and_then(|_| RawMode::enter());
-    match serve(&env, id, &listener, &secret, stdin) {
+    let mut outcome = JobOutcome {
+        env: &env,
+        id,
+        log: ExitLog::new(env.spool.exits_file(id)),
+    };
+    match serve(&listener, &secret, stdin, &mut outcome) {
         Ok(code) => Output {
             code,
             ..Output::default()
         },
         Err(message) => refuse(message),
+    }
+}
+
+/// A port for the command's connections, and the session that tells the command where it
+/// is and the secret to open them with.
+fn listen(pty: Option<(u16, u16)>) -> Result<(TcpListener, InteractiveSession), Output> {
+    let listener = TcpListener::bind(("0.0.0.0", 0))
+        .map_err(|e| refuse(format!("error: qrsh cannot listen for the job: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| refuse(format!("error: {e}")))?
+        .port();
+    let cookie = cookie().map_err(|e| refuse(format!("error: /dev/urandom: {e}")))?;
+    Ok((
+        listener,
+        InteractiveSession {
+            host: reachable_as(),
+            port,
+            cookie,
+            pty,
+        },
+    ))
+}
+
+/// `qrsh -inherit [-nostdin] [-noshell] [-cwd] [-V] [-v var[=value],...] host command
+/// [args]`, from inside a running task of a parallel job (`JOB_ID`, `SGE_TASK_ID`): the
+/// command runs as a pe task on `host`, one of the task's granted hosts
+/// (`sched::daemon::pe_tasks` decides), connected to this process as `qrsh`'s command is.
+fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
+    let job: JobId = match std::env::var("JOB_ID") {
+        Err(_) => {
+            return refuse(
+                "error: \"qrsh\" called with option \"-inherit\", but \"JOB_ID\" not set in environment",
+            );
+        }
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) => JobId(n),
+            Err(_) => return refuse(format!("error: invalid \"JOB_ID\" {v}")),
+        },
+    };
+    // `undefined` outside an array job.
+    let task = std::env::var("SGE_TASK_ID")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(1);
+    let (mut stdin, mut shell, mut cwd, mut env) = (true, true, None, Vec::new());
+    let mut words = args.into_iter();
+    let mut host = None;
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "-inherit" => {}
+            "-nostdin" => stdin = false,
+            "-noshell" => shell = false,
+            "-cwd" => match std::env::current_dir() {
+                Ok(d) => cwd = Some(d.to_string_lossy().into_owned()),
+                Err(e) => return refuse(format!("error: cannot read the working directory: {e}")),
+            },
+            "-V" => env.extend(std::env::vars().map(|(name, value)| crate::model::EnvVar {
+                name,
+                value: Some(value),
+            })),
+            "-v" => {
+                let Some(list) = words.next() else {
+                    return refuse("error: ERROR! -v option must have argument");
+                };
+                for item in list.split(',').filter(|i| !i.is_empty()) {
+                    let (name, value) = match item.split_once('=') {
+                        Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                        None => (item.to_string(), std::env::var(item).ok()),
+                    };
+                    env.push(crate::model::EnvVar { name, value });
+                }
+            }
+            // SGE: "qrsh -inherit only allows -cwd and setting of environment".
+            _ if w.starts_with('-') => return refuse(format!("error: Unknown option {w}")),
+            _ => {
+                host = Some(w);
+                break;
+            }
+        }
+    }
+    let command: Vec<String> = words.collect();
+    let Some(host) = host.filter(|_| !command.is_empty()) else {
+        return refuse(
+            "error: usage with \"-inherit\" option: \"qrsh -inherit ... <host> <command> [args]\"",
+        );
+    };
+    let client = match super::load_env(spool) {
+        Ok(e) => e,
+        Err(o) => return o,
+    };
+    let (listener, session) = match listen(None) {
+        Ok(l) => l,
+        Err(o) => return o,
+    };
+    let secret = session.cookie.clone();
+    let asked = crate::model::PeTaskRequest {
+        job,
+        task,
+        host,
+        command,
+        shell,
+        cwd,
+        env,
+        session,
+    };
+    let request = match client.spool.publish_request(
+        client.requester(),
+        vec![crate::model::RequestAction::StartPeTask(Box::new(asked))],
+    ) {
+        Ok(r) => r,
+        Err(e) => return refuse(format!("error: {e}")),
+    };
+    let mut outcome = PeTaskOutcome {
+        spool: &client.spool,
+        job,
+        seq: request.seq,
+    };
+    match serve(&listener, &secret, stdin, &mut outcome) {
+        Ok(code) => Output {
+            code,
+            ..Output::default()
+        },
+        Err(message) => refuse(message),
+    }
+}
+
+/// A pe task: `sched_d`'s reply to the request.
+struct PeTaskOutcome<'a> {
+    spool: &'a crate::spool::Spool,
+    job: JobId,
+    seq: u64,
+}
+
+impl Outcome for PeTaskOutcome<'_> {
+    fn never_connects(&mut self) -> Option<String> {
+        match self.exit_status()? {
+            Err(why) => Some(why),
+            Ok(status) => Some(format!(
+                "error: the task of job {} ended before it connected (exit status {status})",
+                self.job
+            )),
+        }
+    }
+
+    fn exit_status(&mut self) -> Option<Result<u8, String>> {
+        let reply = self.spool.read_reply(self.seq)?;
+        Some(match (reply.ok, reply.exit_status) {
+            (true, Some(status)) => Ok((status & 0xff) as u8),
+            _ => Err(format!(
+                "error: executing task of job {} failed: {}",
+                self.job, reply.message
+            )),
+        })
     }
 }
 
@@ -346,16 +504,67 @@ impl Drop for RawMode {
     }
 }
 
+/// How the command a session waits for ends, besides its connections: a job's exits line,
+/// or the reply `sched_d` gives to `qrsh -inherit`.
+trait Outcome {
+    /// Checked while waiting for the connections: why the command never will connect.
+    fn never_connects(&mut self) -> Option<String>;
+    /// The command's exit status, once known; an error when it never will be.
+    fn exit_status(&mut self) -> Option<Result<u8, String>>;
+}
+
+/// A `qrsh` job: its exits line, its error state, its files.
+struct JobOutcome<'a> {
+    env: &'a super::ClientEnv,
+    id: JobId,
+    log: ExitLog,
+}
+
+impl Outcome for JobOutcome<'_> {
+    fn never_connects(&mut self) -> Option<String> {
+        let (env, id) = (self.env, self.id);
+        if let Some(end) = self.log.read_new().into_iter().next() {
+            return Some(format!(
+                "error: job {id} ended before it connected (exit status {}, failed {})",
+                end.exit_status, end.failed
+            ));
+        }
+        match env.spool.read_job(id) {
+            Ok(Some(job)) if job.error.is_some() => {
+                let why = job.error.map(|e| e.message).unwrap_or_default();
+                let _ = env.spool.publish_request(
+                    env.requester(),
+                    vec![crate::model::RequestAction::Delete {
+                        job: id,
+                        tasks: crate::model::TaskSelector::All,
+                        force: false,
+                    }],
+                );
+                Some(format!("error: job {id} could not start: {why}"))
+            }
+            Ok(None) => Some(format!("error: job {id} is gone")),
+            _ => None,
+        }
+    }
+
+    fn exit_status(&mut self) -> Option<Result<u8, String>> {
+        if let Some(end) = self.log.read_new().into_iter().next() {
+            return Some(Ok((end.exit_status & 0xff) as u8));
+        }
+        let (spool, id) = (&self.env.spool, self.id);
+        (!spool.job_file(id).exists() && !spool.state_file(id).exists())
+            .then(|| Err(format!("error: job {id} ended without an exit status")))
+    }
+}
+
 /// Takes the job's two connections, relays, and returns the command's exit status.
 fn serve(
-    env: &super::ClientEnv,
-    id: JobId,
     listener: &TcpListener,
     secret: &str,
     stdin: bool,
+    outcome: &mut dyn Outcome,
 ) -> Result<u8, String> {
-    let mut log = ExitLog::new(env.spool.exits_file(id));
-    let (stdio, stderr) = accept_both(env, id, listener, secret, &mut log)?;
+    let (stdio, stderr) = accept_both(listener, secret, outcome)?;
     if stdin {
         let mut to_job = stdio.try_clone().map_err(|e| e.to_string())?;
         std::thread::spawn(move || {
@@ -386,14 +595,11 @@ fn serve(
     }
     drop(out);
     let _ = errors.join();
-    // The exit status, from the job's exits line once sched_d has recorded its end.
+    // The exit status, once sched_d has recorded the end.
     let mut delay = Duration::from_millis(5);
     loop {
-        if let Some(end) = log.read_new().into_iter().next() {
-            return Ok((end.exit_status & 0xff) as u8);
-        }
-        if !env.spool.job_file(id).exists() && !env.spool.state_file(id).exists() {
-            return Err(format!("error: job {id} ended without an exit status"));
+        if let Some(status) = outcome.exit_status() {
+            return status;
         }
         std::thread::sleep(delay);
         delay = (delay * 2).min(Duration::from_millis(200));
@@ -401,13 +607,11 @@ fn serve(
 }
 
 /// The job's `stdio` and `stderr` connections, each opened with the secret; gives up when
-/// the job ended or went into error before connecting.
+/// the command will never connect.
 fn accept_both(
-    env: &super::ClientEnv,
-    id: JobId,
     listener: &TcpListener,
     secret: &str,
-    log: &mut ExitLog,
+    outcome: &mut dyn Outcome,
 ) -> Result<(TcpStream, TcpStream), String> {
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let (mut stdio, mut stderr) = (None, None);
@@ -445,27 +649,8 @@ fn accept_both(
         }
         if checked.elapsed() > Duration::from_millis(200) {
             checked = Instant::now();
-            if let Some(end) = log.read_new().into_iter().next() {
-                return Err(format!(
-                    "error: job {id} ended before it connected (exit status {}, failed {})",
-                    end.exit_status, end.failed
-                ));
-            }
-            match env.spool.read_job(id) {
-                Ok(Some(job)) if job.error.is_some() => {
-                    let why = job.error.map(|e| e.message).unwrap_or_default();
-                    let _ = env.spool.publish_request(
-                        env.requester(),
-                        vec![crate::model::RequestAction::Delete {
-                            job: id,
-                            tasks: crate::model::TaskSelector::All,
-                            force: false,
-                        }],
-                    );
-                    return Err(format!("error: job {id} could not start: {why}"));
-                }
-                Ok(None) => return Err(format!("error: job {id} is gone")),
-                _ => {}
+            if let Some(why) = outcome.never_connects() {
+                return Err(why);
             }
         }
     }

@@ -246,6 +246,7 @@ mod tests {
             starter_method: None,
             interactive: None,
             devices: Vec::new(),
+            pe_task: None,
             epilog: None,
         }
     }

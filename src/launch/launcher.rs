@@ -219,7 +219,13 @@ struct Inner {
     /// (`shepherd::displace_start_server`).
     master_id: String,
     shutdown: AtomicBool,
+    /// The sessions of running pe tasks (`qrsh -inherit`), by the task they belong to: the
+    /// standard input of each, whose closing ends it.
+    pe_tasks: Mutex<HashMap<(JobId, TaskId), Vec<PeTaskSession>>>,
 }
+
+/// A running pe task's id and its shepherd's standard input.
+type PeTaskSession = (String, std::process::ChildStdin);
 
 /// A bounded set of recently delivered tasks, and whether the scheduler has acknowledged
 /// each (its result is durable on the scheduler's side, so the task directory may go).
@@ -349,6 +355,7 @@ impl Launcher {
                 std::process::id()
             ),
             shutdown: AtomicBool::new(false),
+            pe_tasks: Mutex::new(HashMap::new()),
         });
         let watching = Arc::clone(&inner);
         std::thread::Builder::new()
@@ -413,6 +420,38 @@ impl Launcher {
             .spawn(move || inner.start_task(&host, spec))
             .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
         Ok(())
+    }
+
+    /// Starts a pe task (`qrsh -inherit`, see [`super::pe_task`]) on `spec.host`; returns
+    /// at once. Its end comes as [`LaunchEvent::PeTaskEnded`], also when it could not start.
+    pub fn start_pe_task(&self, spec: LaunchSpec) -> Result<(), LaunchError> {
+        let host = self.inner.host(&spec.host)?;
+        let inner = Arc::clone(&self.inner);
+        std::thread::Builder::new()
+            .name(format!("pe-task-{}", spec.task_name()))
+            .spawn(move || {
+                let result = inner.run_pe_task(&host, &spec);
+                let key = (spec.job, spec.task);
+                let mut sessions = lock(&inner.pe_tasks);
+                if let Some(list) = sessions.get_mut(&key) {
+                    list.retain(|(id, _)| Some(id) != spec.pe_task.as_ref());
+                    if list.is_empty() {
+                        sessions.remove(&key);
+                    }
+                }
+                drop(sessions);
+                inner.send(LaunchEvent::PeTaskEnded(Box::new(result)));
+            })
+            .map_err(|e| LaunchError::io("spawn thread", "pe task", e))?;
+        Ok(())
+    }
+
+    /// Ends the pe tasks of a task (it has ended, as SGE ends them with their job): their
+    /// sessions' input is closed, their shepherds kill them and report their ends.
+    pub fn end_pe_tasks(&self, job: JobId, task: TaskId) {
+        if let Some(list) = lock(&self.inner.pe_tasks).remove(&(job, task)) {
+            tracing::info!(job = %job, task, count = list.len(), "ending pe tasks");
+        }
     }
 
     /// Kills a task's whole process tree (`qdel`). With `notify` (a `-notify` job), the job
@@ -1048,6 +1087,54 @@ impl Inner {
             return Err(LaunchError::io("spawn thread", "start server", e));
         }
         Ok(true)
+    }
+
+    /// Runs a pe task's shepherd session to its end: a local child, or an ssh connection of
+    /// its own (a pe task lasts as long as its job, and would hold one of the few sessions
+    /// of the host's master connection all that time).
+    fn run_pe_task(&self, host: &HostState, spec: &LaunchSpec) -> TaskResult {
+        let failed = |why: String| {
+            super::pe_task::read_result(spec, std::io::empty(), std::io::Cursor::new(why))
+        };
+        let mut command = match &host.target {
+            Some(t) => t.separate_command(&[self.remote_shepherd(), "pe-task".to_string()]),
+            None => {
+                use std::os::unix::process::CommandExt;
+                let mut c = std::process::Command::new(&self.opts.shepherd);
+                c.arg("pe-task").process_group(0);
+                c
+            }
+        };
+        let line = match serde_json::to_string(spec) {
+            Ok(l) => l,
+            Err(e) => return failed(e.to_string()),
+        };
+        let mut child = match command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => return failed(format!("cannot start the shepherd: {e}")),
+        };
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return failed("no pipes to the shepherd".to_string());
+        };
+        if writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .is_ok()
+        {
+            lock(&self.pe_tasks)
+                .entry((spec.job, spec.task))
+                .or_default()
+                .push((spec.pe_task.clone().unwrap_or_default(), stdin));
+        }
+        let result = super::pe_task::read_result(spec, stdout, stderr);
+        let _ = child.wait();
+        result
     }
 
     /// A local host: what `gridspool-shepherd run` does, done here (the supervisor is our

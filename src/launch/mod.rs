@@ -96,6 +96,7 @@ mod launcher;
 mod limits;
 mod liveness;
 mod paths;
+mod pe_task;
 mod probe;
 pub mod protocol;
 mod relay;

@@ -81,6 +81,9 @@ pub struct TaskResult {
     pub iow: f64,
     /// Bytes.
     pub maxvmem: f64,
+    /// The pe task (`qrsh -inherit`) this is the end of: not the task's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pe_task: Option<String>,
 }
 
 /// What the launcher reports back to the scheduler, over a channel, as tasks start and end.
@@ -97,6 +100,9 @@ pub enum LaunchEvent {
     /// The task ended (whatever the reason); becomes an accounting record. Boxed: a result
     /// is several times larger than the other events.
     Ended(Box<TaskResult>),
+    /// A pe task (`qrsh -inherit`) ended, or could not start (then `failed` is not 0 and
+    /// `error` says why): its own accounting record, its exit status for `qrsh`.
+    PeTaskEnded(Box<TaskResult>),
     /// The task could not be started. `host_unreachable`: the host did not answer, so the
     /// task goes back to pending and the host is marked and retried with backoff; otherwise
     /// the job goes to error state (`Eqw`) with `error` as its reason.

@@ -238,6 +238,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         "kill" => kill_mode(rest),
         "suspend" => super::suspend::suspend_mode(true, rest),
         "relay" => super::relay::relay_mode(rest),
+        "pe-task" => super::pe_task::pe_task_mode(),
         "resume" => super::suspend::suspend_mode(false, rest),
         "query" => match rest.first() {
             Some(dir) => {
@@ -948,7 +949,10 @@ fn start_task(
 /// there; the start server's forked supervisors have it in memory, and nothing else reads it
 /// (a watcher that reports a supervisor's death takes the host from `spec.json` when there
 /// is one, else the launcher names the host it watches).
-fn prepare_task_dir(spec: &LaunchSpec, write_spec: bool) -> Result<TaskDir, LaunchError> {
+pub(super) fn prepare_task_dir(
+    spec: &LaunchSpec,
+    write_spec: bool,
+) -> Result<TaskDir, LaunchError> {
     if spec.v > SPEC_VERSION {
         return Err(LaunchError::Protocol(format!(
             "launch spec version {} is newer than this shepherd's {SPEC_VERSION}",
@@ -963,7 +967,9 @@ fn prepare_task_dir(spec: &LaunchSpec, write_spec: bool) -> Result<TaskDir, Laun
     if !active.is_dir() {
         mkdir_p(&active, 0o755)?;
     }
-    let dir = TaskDir::new(spool, spec.job, spec.task);
+    let dir = TaskDir {
+        path: active.join(spec.task_name()),
+    };
     if dir.path.exists() {
         if supervisor_alive(&dir) {
             return Err(LaunchError::Refused(format!(
@@ -1164,7 +1170,7 @@ pub fn supervisor_alive(dir: &TaskDir) -> bool {
 // supervise
 
 /// Signals the supervisor takes synchronously with `sigwait`.
-fn supervisor_signals() -> SigSet {
+pub(super) fn supervisor_signals() -> SigSet {
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -1308,7 +1314,7 @@ enum KillReason {
     HardRuntime,
 }
 
-struct Supervisor {
+pub(super) struct Supervisor {
     spec: LaunchSpec,
     dir: TaskDir,
     signals: SigSet,
@@ -1328,7 +1334,7 @@ struct Supervisor {
 }
 
 impl Supervisor {
-    fn new(spec: LaunchSpec, dir: TaskDir, signals: SigSet) -> Self {
+    pub(super) fn new(spec: LaunchSpec, dir: TaskDir, signals: SigSet) -> Self {
         Supervisor {
             spec,
             dir,
@@ -1355,6 +1361,7 @@ impl Supervisor {
             host: self.spec.host.clone(),
             start_time: self.start_wall,
             end_time: now_secs(),
+            pe_task: self.spec.pe_task.clone(),
             ..TaskResult::default()
         }
     }
@@ -1369,7 +1376,7 @@ impl Supervisor {
         }
     }
 
-    fn run(&mut self) -> TaskResult {
+    pub(super) fn run(&mut self) -> TaskResult {
         let prepared = match self.prepare_job() {
             Ok(p) => p,
             Err(f) => {
@@ -1515,13 +1522,13 @@ impl Supervisor {
         let user = check_identity(&spec).map_err(|e| before(e.to_string()))?;
         let home = user.dir.to_string_lossy().into_owned();
         let workdir = spec.cwd.clone().unwrap_or_else(|| home.clone());
-        // TMPDIR: <tmpdir>/<job>.<task>.<queue>, owned by the job's owner.
-        let tmpdir = Path::new(&spec.tmpdir).join(format!(
-            "{}.{}.{}",
-            spec.job,
-            spec.task,
-            spec.queue_name()
-        ));
+        // TMPDIR: <tmpdir>/<job>.<task>.<queue>, owned by the job's owner; a pe task's has
+        // its id after that: it is removed when the pe task ends, while the task goes on.
+        let mut tmpdir_name = format!("{}.{}.{}", spec.job, spec.task, spec.queue_name());
+        if let Some(id) = &spec.pe_task {
+            tmpdir_name = format!("{tmpdir_name}.{id}");
+        }
+        let tmpdir = Path::new(&spec.tmpdir).join(tmpdir_name);
         // Also a dangling symlink someone planted under the predictable name.
         if tmpdir.symlink_metadata().is_ok() {
             let _ = std::fs::remove_dir_all(&tmpdir).or_else(|_| std::fs::remove_file(&tmpdir));
@@ -1932,7 +1939,7 @@ impl Supervisor {
         result
     }
 
-    fn cleanup(&mut self) {
+    pub(super) fn cleanup(&mut self) {
         if let Some(t) = self.tmpdir.take() {
             let _ = std::fs::remove_dir_all(t);
         }

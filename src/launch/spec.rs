@@ -98,6 +98,11 @@ pub struct LaunchSpec {
     /// The devices granted to the task, by complex (`gpu` → `["0", "1"]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<(String, Vec<String>)>,
+    /// A task that `qrsh -inherit` started inside the running task of a parallel job (SGE's
+    /// pe task, `1.node2`): no prolog or epilog, a TMPDIR and task directory of its own, a
+    /// result with this id that becomes an accounting record of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_task: Option<String>,
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -223,12 +228,17 @@ impl LaunchSpec {
                 .find(|r| r.task == task)
                 .map(|r| r.devices.clone())
                 .unwrap_or_default(),
+            pe_task: None,
         })
     }
 
-    /// `<job>.<task>`, the name of the task everywhere (logs, directories).
+    /// `<job>.<task>`, the name of the task everywhere (logs, directories); a pe task's is
+    /// `<job>.<task>-<pe task id>`.
     pub fn task_name(&self) -> String {
-        format!("{}.{}", self.job, self.task)
+        match &self.pe_task {
+            None => format!("{}.{}", self.job, self.task),
+            Some(id) => format!("{}.{}-{id}", self.job, self.task),
+        }
     }
 
     /// The cluster queue name (without `@host`).

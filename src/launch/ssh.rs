@@ -72,8 +72,14 @@ impl SshTarget {
                 "-o",
                 &format!("ControlPath={}", self.control_path.display()),
             ])
-            .args(["-o", &format!("ControlPersist={CONTROL_PERSIST_SECS}")])
-            .args(["-o", "ConnectTimeout=10"])
+            .args(["-o", &format!("ControlPersist={CONTROL_PERSIST_SECS}")]);
+        self.common_options(cmd)
+    }
+
+    /// What every connection has: timeouts, keep-alives, quiet, the port, user and the
+    /// host's own options.
+    fn common_options(&self, mut cmd: Command) -> Command {
+        cmd.args(["-o", "ConnectTimeout=10"])
             .args(["-o", "ServerAliveInterval=15"])
             .args(["-o", "LogLevel=ERROR"]);
         if let Some(p) = self.port {
@@ -164,6 +170,19 @@ impl SshTarget {
     /// `ssh … address -- words…` with the words quoted for the remote shell.
     pub fn command(&self, words: &[String]) -> Command {
         let mut cmd = self.base("auto");
+        let line: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+        cmd.arg(&self.address).arg("--").arg(line.join(" "));
+        cmd
+    }
+
+    /// `ssh … address -- words…` over a connection of its own, not the master's: for a
+    /// session that lasts (a pe task), which would hold one of the master's sessions.
+    pub fn separate_command(&self, words: &[String]) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes"])
+            .args(["-o", "ControlMaster=no"])
+            .args(["-o", "ControlPath=none"]);
+        let mut cmd = self.common_options(cmd);
         let line: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
         cmd.arg(&self.address).arg("--").arg(line.join(" "));
         cmd

@@ -18,7 +18,7 @@ pub use job::{
     RunningTask, SlotRange, Submitter, TaskStates, TaskUsage, UsageReport,
 };
 pub use request::{
-    DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, QmodEvent, Request,
-    RequestAction, Requester, RescheduleRules, RunningDeletion, SpecChange, TaskSelector,
+    DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, PeTaskRequest, QmodEvent,
+    Request, RequestAction, Requester, RescheduleRules, RunningDeletion, SpecChange, TaskSelector,
 };
 pub use tasks::{TaskIdRange, TaskRangeError, TaskSet};

@@ -173,6 +173,30 @@ pub enum RequestAction {
         #[serde(default)]
         force: bool,
     },
+    /// `qrsh -inherit host command`, from inside a running task of a parallel job: a pe task
+    /// on one of its granted hosts. `sched_d` answers in `daemon/replies/<seq>.json` with
+    /// the command's exit status when it has ended, or with why it was refused.
+    StartPeTask(Box<PeTaskRequest>),
+}
+
+/// What `qrsh -inherit` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeTaskRequest {
+    pub job: JobId,
+    pub task: TaskId,
+    /// The host named on the command line, as the caller wrote it.
+    pub host: String,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// Run through the queue's shell (`sh -c "command args"`), unless `-noshell`.
+    pub shell: bool,
+    /// `-cwd`: the caller's working directory; else the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `-v` and `-V`: variables for the pe task, over the job's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<super::EnvVar>,
+    pub session: super::InteractiveSession,
 }
 
 /// A hold type as stored in a request (`"u"`, `"o"`, `"s"`).
@@ -222,7 +246,8 @@ impl RequestAction {
             | RequestAction::QueueSuspend { .. }
             | RequestAction::QueueClearError { .. }
             | RequestAction::ReloadConfig
-            | RequestAction::ConfigEdit { .. } => None,
+            | RequestAction::ConfigEdit { .. }
+            | RequestAction::StartPeTask(_) => None,
         }
     }
 }
@@ -392,6 +417,7 @@ impl Request {
             | RequestAction::QueueClearError { .. }
             | RequestAction::ReloadConfig
             | RequestAction::ConfigEdit { .. }
+            | RequestAction::StartPeTask(_)
             | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
             RequestAction::Suspend {
                 tasks,

@@ -43,6 +43,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
+mod pe_tasks;
 mod qmod;
 mod unknown;
 
@@ -317,6 +318,8 @@ pub struct Daemon {
     spool_event: bool,
     /// Unknown hosts whose tasks are due for rescheduling (`reschedule_unknown`), and when.
     reschedule_due: BTreeMap<String, Instant>,
+    /// Pe tasks (`qrsh -inherit`) of running tasks.
+    pe_tasks: pe_tasks::PeTasks,
 }
 
 /// The storage-blocked state: since when, and when the writes are tried again.
@@ -506,6 +509,7 @@ impl Daemon {
             failure: None,
             spool_event: false,
             reschedule_due: BTreeMap::new(),
+            pe_tasks: pe_tasks::PeTasks::default(),
         })
     }
 
@@ -1173,6 +1177,10 @@ impl Daemon {
                         self.config_edit(&req, base, text, *expires);
                         continue;
                     }
+                    RequestAction::StartPeTask(asked) => {
+                        self.start_pe_task(&req, asked);
+                        continue;
+                    }
                     RequestAction::ReloadConfig => {
                         if req.requester.manager {
                             info!(user = %req.requester.user, "qconf changed the configuration: reloading it");
@@ -1551,6 +1559,7 @@ impl Daemon {
                 self.task_ended(*result);
                 self.pass_needed = true;
             }
+            LaunchEvent::PeTaskEnded(result) => self.pe_task_ended(*result),
             LaunchEvent::NeverStarted { job, task, host } => {
                 info!(job = %job, task, host = %host, "task never reached its host: pending again");
                 let _ = self.state.requeue_task(job, task, None);
@@ -1605,6 +1614,7 @@ impl Daemon {
     /// is retired later.
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
+        self.end_pe_tasks(id, task);
         let ended = EndedTask::reported(id, task, &result.host);
         if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
             self.kept_result(run, result);

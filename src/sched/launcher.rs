@@ -1,7 +1,7 @@
 //! The real launcher (`crate::launch`) behind the daemon's [`TaskRunner`] seam: local hosts
 //! run shepherds directly, ssh hosts through OpenSSH, as the configuration says.
 
-use super::runner::{Reattached, RunnerError, TaskRunner};
+use super::runner::{PeTaskStart, Reattached, RunnerError, TaskRunner};
 use crate::config::{ClusterConfig, LaunchMethod};
 use crate::launch::{LaunchEvent, LaunchSpec, Launcher, Placement, shepherd};
 use crate::model::{JobId, JobRecord, RunState, RunningTask, TaskId};
@@ -114,5 +114,68 @@ impl TaskRunner for LaunchRunner {
         if let Err(e) = self.launcher.sweep(host, tasks) {
             tracing::warn!(host, "cannot settle the runs rescheduled off the host: {e}");
         }
+    }
+
+    /// The pe task's spec is its task's, placed on its own host (the host's architecture,
+    /// execution spool, queue and share of the slots for its limits), with the command of
+    /// `qrsh -inherit`, no prolog or epilog (SGE runs them for the job, not per pe task),
+    /// the variables it passed over the job's, and the devices of the task when it runs on
+    /// the task's host.
+    fn start_pe_task(
+        &mut self,
+        job: &JobRecord,
+        task: &RunningTask,
+        start: &PeTaskStart,
+    ) -> Result<(), RunnerError> {
+        let request = &start.request;
+        let granted = if task.granted.is_empty() {
+            vec![(task.host.clone(), task.queue.clone(), task.slots)]
+        } else {
+            task.granted.clone()
+        };
+        let placement = Placement {
+            host: start.host.clone(),
+            queue: start.queue.clone(),
+            slots: task.slots,
+            granted,
+            pe: job.spec.pe.as_ref().map(|p| p.name.clone()),
+        };
+        let mut spec = LaunchSpec::build(
+            &self.spool,
+            &self.config,
+            job,
+            task.task,
+            &placement,
+            task.restarted,
+        )
+        .map_err(other)?;
+        let (command, args) = request
+            .command
+            .split_first()
+            .ok_or_else(|| other("no command"))?;
+        spec.command = crate::launch::JobCommand::Binary {
+            command: command.clone(),
+            args: args.to_vec(),
+            shell: request.shell,
+        };
+        spec.interactive = Some(request.session.clone());
+        spec.prolog = None;
+        spec.epilog = None;
+        if request.cwd.is_some() {
+            spec.cwd = request.cwd.clone();
+        }
+        for var in &request.env {
+            spec.env.retain(|v| v.name != var.name);
+            spec.env.push(var.clone());
+        }
+        if start.host != task.host {
+            spec.devices.clear();
+        }
+        spec.pe_task = Some(start.id.clone());
+        self.launcher.start_pe_task(spec).map_err(other)
+    }
+
+    fn end_pe_tasks(&mut self, job: JobId, task: TaskId) {
+        self.launcher.end_pe_tasks(job, task);
     }
 }

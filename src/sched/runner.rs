@@ -85,6 +85,31 @@ pub trait TaskRunner: Send {
     /// kill those still going there, and report them and the ones not there as
     /// `LaunchEvent::Swept`.
     fn sweep(&mut self, _host: &str, _tasks: Vec<(JobId, TaskId)>) {}
+
+    /// Starts a pe task (`qrsh -inherit`) in the running `task` of `job`; its end comes as
+    /// `LaunchEvent::PeTaskEnded`. An `Err` means nothing was started.
+    fn start_pe_task(
+        &mut self,
+        _job: &JobRecord,
+        _task: &RunningTask,
+        _start: &PeTaskStart,
+    ) -> Result<(), RunnerError> {
+        Err(RunnerError::Other("this runner starts no pe tasks".into()))
+    }
+
+    /// The task ended: its pe tasks are ended too, as SGE ends them with their job.
+    fn end_pe_tasks(&mut self, _job: JobId, _task: TaskId) {}
+}
+
+/// A pe task the daemon has accepted: its id (`1.node2`, numbered per host as SGE's execd
+/// does), where it runs, and what `qrsh -inherit` asked for.
+#[derive(Debug, Clone)]
+pub struct PeTaskStart {
+    pub id: String,
+    pub host: String,
+    /// The queue instance of the job's grant on that host (`all.q@node2`) or cluster queue.
+    pub queue: String,
+    pub request: crate::model::PeTaskRequest,
 }
 
 /// Receives every finished task, once, before its exit line is written (`crate::acct`

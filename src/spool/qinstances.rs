@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 const FILE: &str = "qinstances.json";
 
 /// `daemon/replies/`: `sched_d`'s answers to requests that wait for one (`qconf` by a
-/// manager who may not write `config.yaml`), `<seq>.json` each.
+/// manager who may not write `config.yaml`, `qrsh -inherit`), `<seq>.json` each.
 const REPLIES: &str = "replies";
 
 /// `sched_d`'s answer to one request.
@@ -22,6 +22,9 @@ pub struct Reply {
     /// What the requester prints when `ok` is false (SGE's words).
     #[serde(default)]
     pub message: String,
+    /// A pe task's (`qrsh -inherit`): the exit status of its command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
 }
 
 /// What `qmod` has set on queue instances (`all.q@node1`).

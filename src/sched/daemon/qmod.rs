@@ -95,6 +95,7 @@ impl Daemon {
             v: 1,
             ok: outcome.is_ok(),
             message: outcome.clone().err().unwrap_or_default(),
+            exit_status: None,
         };
         match &outcome {
             Ok(()) => {
