@@ -1032,6 +1032,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            cgroups: Default::default(),
         });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
@@ -1054,6 +1055,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            cgroups: Default::default(),
         });
     });
     let wd = rig.workdir();
@@ -1133,6 +1135,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            cgroups: Default::default(),
         });
     });
     // The name the ssh master's stderr once had in the shared temporary directory: a link
@@ -1358,6 +1361,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
         arch: "lx-amd64".into(),
         reschedule_unknown: None,
         devices: Default::default(),
+        cgroups: Default::default(),
     });
     let (tx, rx) = channel();
     let mut opts = options(&cell);

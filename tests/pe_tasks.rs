@@ -11,14 +11,15 @@ use crate::support::*;
 use gridspool::model::JobId;
 use std::time::Duration;
 
-/// Three hosts of one slot each; `mpi` controls its slaves, `loose` does not.
+/// Three hosts of one slot each; `mpi` controls its slaves, `loose` does not. A TMPDIR of
+/// its own: the hosts share the file system, and other cells run jobs of the same ids.
 fn cell(cluster: &Cluster) -> TestCell {
     let hosts = cluster.hosts_yaml(1);
     let names = cluster.names_yaml();
     TestCell::with_config(|_| {
         format!(
             "{hosts}hostgroups:\n  \"@allhosts\": {names}\n\
-             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 1, pe_list: [mpi, loose]}}\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 1, pe_list: [mpi, loose], tmpdir: \"{{{{tmpdir}}}}\"}}\n\
              parallel_environments:\n  - {{name: mpi, slots: 999, allocation_rule: $round_robin, control_slaves: true, job_is_first_task: true}}\n\
              \x20 - {{name: loose, slots: 999, allocation_rule: $round_robin}}\n\
              scheduler: {{policy: sge}}\n"

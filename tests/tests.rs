@@ -2,6 +2,7 @@
 
 mod support;
 
+mod cgroups;
 mod cluster;
 mod devices;
 mod docs;

@@ -113,6 +113,64 @@ pub struct HostConfig {
     /// `complex_values` say otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, Vec<String>>,
+    /// Whether the shepherd puts each task in a cgroup of its own there (`launch::cgroup`).
+    #[serde(default, skip_serializing_if = "CgroupSetting::is_default")]
+    pub cgroups: CgroupSetting,
+}
+
+/// `hosts[].cgroups`: `{mode: auto|off, parent: gridspool, cpu_quota: false}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupSetting {
+    /// `auto`: in a cgroup of its own where the host has a usable cgroup v2 hierarchy;
+    /// `off`: rlimits only.
+    #[serde(default = "cgroup_auto")]
+    pub mode: CgroupMode,
+    /// The group the tasks' groups are made in, under each hierarchy's root.
+    #[serde(default = "cgroup_parent")]
+    pub parent: String,
+    /// Limit each task to as many CPUs as it has slots on the host (`cpu.max`).
+    #[serde(default)]
+    pub cpu_quota: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupMode {
+    Auto,
+    Off,
+}
+
+fn cgroup_auto() -> CgroupMode {
+    CgroupMode::Auto
+}
+
+fn cgroup_parent() -> String {
+    "gridspool".to_string()
+}
+
+impl Default for CgroupSetting {
+    fn default() -> Self {
+        CgroupSetting {
+            mode: CgroupMode::Auto,
+            parent: cgroup_parent(),
+            cpu_quota: false,
+        }
+    }
+}
+
+impl CgroupSetting {
+    fn is_default(&self) -> bool {
+        *self == CgroupSetting::default()
+    }
+
+    /// What the shepherd is told; `None` when cgroups are off.
+    pub fn policy(&self) -> Option<crate::launch::CgroupPolicy> {
+        (self.mode == CgroupMode::Auto).then(|| crate::launch::CgroupPolicy {
+            parent: self.parent.clone(),
+            cpu_quota: self.cpu_quota,
+        })
+    }
 }
 
 fn local_launch() -> LaunchMethod {

@@ -247,6 +247,7 @@ mod tests {
             interactive: None,
             devices: Vec::new(),
             pe_task: None,
+            cgroups: None,
             epilog: None,
         }
     }

@@ -965,6 +965,14 @@ impl Inner {
         host: &Arc<HostState>,
         st: &mut StartServer,
     ) -> Result<bool, LaunchError> {
+        // Asked how the host confines tasks, which the start server says in its greeting.
+        let cgroups = self
+            .config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .host(&host.name)
+            .and_then(|h| h.cgroups.policy())
+            .map_or_else(|| "off".to_string(), |p| p.parent);
         let mut child = match &host.target {
             Some(t) => {
                 self.ensure_master(host)?;
@@ -976,6 +984,8 @@ impl Inner {
                     self.master_id.clone(),
                     "--spool".to_string(),
                     host.exec_spool.to_string_lossy().into_owned(),
+                    "--cgroups".to_string(),
+                    cgroups,
                 ])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -986,7 +996,7 @@ impl Inner {
             None => {
                 use std::os::unix::process::CommandExt;
                 std::process::Command::new(&self.opts.shepherd)
-                    .args(["start-server", "--results"])
+                    .args(["start-server", "--results", "--cgroups", &cgroups])
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
@@ -1035,6 +1045,9 @@ impl Inner {
         let pid = child.id();
         let results = hello.start_server >= START_SERVER_RESULTS_VERSION;
         tracing::info!(host = %host.name, pid, results, "start server running");
+        if let Some(how) = &hello.confinement {
+            tracing::info!(host = %host.name, "tasks there run under {how}");
+        }
         st.stdin = child.stdin.take();
         st.pid = Some(pid);
         st.results = results;

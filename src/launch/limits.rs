@@ -54,6 +54,13 @@ pub struct Limits {
     /// `s_rt`, seconds: SIGUSR1 at the limit.
     pub s_rt: Option<u64>,
     pub rlimits: Vec<RLimitValue>,
+    /// The task's memory as a whole, in bytes: the smallest of `h_vmem`, `h_rss` and a
+    /// `mem_free` request, times the slots. Enforced where the task has a cgroup
+    /// (`launch::cgroup`); the rlimits hold either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_max: Option<u64>,
+    /// The task's slots on its host (a cgroup's CPU quota).
+    pub slots: u32,
 }
 
 /// Seconds from SGE's time format: `INFINITY`, `[[h:]m:]s` with empty fields as 0, or a
@@ -145,16 +152,23 @@ impl Limits {
             add(n, v)?;
         }
         let get = |n: &str| values.get(n).copied().flatten();
+        let slots = slots.max(1);
+        let memory_max = ["h_vmem", "h_rss", "mem_free"]
+            .into_iter()
+            .fold(None, |m, n| min_opt(m, get(n)))
+            .map(|b| b.saturating_mul(u64::from(slots)));
         let mut limits = Limits {
             h_rt: get("h_rt"),
             s_rt: get("s_rt"),
             rlimits: Vec::new(),
+            memory_max,
+            slots,
         };
         for (resource, stem, memory) in RLimit::ALL {
             let scale = |v: Option<u64>| {
                 v.map(|b| {
                     if memory {
-                        b.saturating_mul(u64::from(slots.max(1)))
+                        b.saturating_mul(u64::from(slots))
                     } else {
                         b
                     }
@@ -186,7 +200,7 @@ fn limit_kind(name: &str) -> Option<LimitKind> {
     match name {
         "h_rt" | "s_rt" | "h_cpu" | "s_cpu" => Some(LimitKind::Time),
         "h_vmem" | "s_vmem" | "h_rss" | "s_rss" | "h_fsize" | "s_fsize" | "h_data" | "s_data"
-        | "h_stack" | "s_stack" | "h_core" | "s_core" => Some(LimitKind::Memory),
+        | "h_stack" | "s_stack" | "h_core" | "s_core" | "mem_free" => Some(LimitKind::Memory),
         _ => None,
     }
 }
@@ -225,6 +239,7 @@ mod tests {
         .expect("limits");
         assert_eq!(l.h_rt, Some(10));
         assert_eq!(l.s_rt, None);
+        assert_eq!((l.memory_max, l.slots), (Some(2 << 30), 2));
         assert!(l.rlimits.contains(&RLimitValue {
             resource: RLimit::As,
             soft: Some(2 << 30),

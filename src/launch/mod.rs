@@ -90,6 +90,7 @@
 //! (whose supervisor is an `exec` of `supervise`, which reads the spec there) also
 //! `spec.json`. The start server's forked supervisors have the spec in memory.
 
+mod cgroup;
 mod env;
 mod error;
 mod launcher;
@@ -109,6 +110,7 @@ mod taskdir;
 pub mod usage;
 mod wake;
 
+pub use cgroup::{CgroupPolicy, describe as describe_cgroups};
 pub use env::job_environment;
 pub use error::LaunchError;
 pub use launcher::{Launcher, LauncherOptions, Reattach};

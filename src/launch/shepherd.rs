@@ -157,6 +157,10 @@ pub enum RunReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartServerHello {
     pub start_server: u32,
+    /// How this host confines tasks (`launch::cgroup::describe`), when asked with
+    /// `--cgroups <parent>|off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 /// The version of the `start-server` protocol.
@@ -217,7 +221,14 @@ pub fn main(args: Vec<String>) -> ExitCode {
             {
                 record_start_server(Path::new(spool), master);
             }
-            start_server_mode(rest.iter().any(|a| a == "--results"))
+            let confinement = flag_value(rest, "--cgroups").map(|parent| {
+                let policy = (parent != "off").then(|| super::CgroupPolicy {
+                    parent: parent.to_string(),
+                    cpu_quota: false,
+                });
+                super::cgroup::describe(policy.as_ref())
+            });
+            start_server_mode(rest.iter().any(|a| a == "--results"), confinement)
         }
         "supervise" => match rest.first() {
             Some(dir) => supervise_mode(Path::new(dir)),
@@ -398,7 +409,7 @@ const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(120);
 /// input has ended and every start has been answered; the supervisors still running then
 /// are reparented and carry on (and, told by their parent-death signal, leave their
 /// results in their task directories as `result.json`).
-fn start_server_mode(results: bool) -> Result<(), LaunchError> {
+fn start_server_mode(results: bool, confinement: Option<String>) -> Result<(), LaunchError> {
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use std::os::fd::AsFd;
     let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
@@ -408,6 +419,7 @@ fn start_server_mode(results: bool) -> Result<(), LaunchError> {
         } else {
             START_SERVER_VERSION
         },
+        confinement,
     })
     .map_err(stdout_err)?;
     // glibc loads the NSS modules of a database (`libnss_systemd` for `group` here) at its
@@ -1331,6 +1343,8 @@ pub(super) struct Supervisor {
     last_sample: Instant,
     /// The start server's parent-death signal came while the job ran.
     server_gone: bool,
+    /// The task's cgroup, where the host has them (`launch::cgroup`).
+    cgroup: Option<super::cgroup::TaskCgroup>,
 }
 
 impl Supervisor {
@@ -1351,6 +1365,7 @@ impl Supervisor {
             mem_integral: 0.0,
             last_sample: Instant::now(),
             server_gone: false,
+            cgroup: None,
         }
     }
 
@@ -1395,6 +1410,15 @@ impl Supervisor {
             }
             return self.setup_failure(f.failed, f.error);
         }
+        self.cgroup = self.spec.cgroups.as_ref().and_then(|policy| {
+            super::cgroup::TaskCgroup::create(
+                policy,
+                &super::cgroup::cell_group(&self.spec.sge_root, &self.spec.sge_cell),
+                &self.spec.task_name(),
+                self.spec.limits.memory_max,
+                self.spec.limits.slots,
+            )
+        });
         let job_pid = match self.spawn_job(&prepared.start) {
             Ok(pid) => pid,
             Err(f) => {
@@ -1739,7 +1763,18 @@ impl Supervisor {
             failed: failed::BEFORE_JOB,
             error,
         };
-        match spawn::spawn(&start.exec) {
+        // Born in the task's cgroup: the supervisor is in it while it forks, and only then.
+        if let Some(group) = &self.cgroup
+            && let Err(e) = group.enter()
+        {
+            group.leave();
+            return Err(before(format!("can't enter the task's cgroup: {e}")));
+        }
+        let spawned = spawn::spawn(&start.exec);
+        if let Some(group) = &self.cgroup {
+            group.leave();
+        }
+        match spawned {
             Err(e) => Err(before(format!(
                 "can't start the job: {}",
                 std::io::Error::from(e)
@@ -1785,7 +1820,11 @@ impl Supervisor {
             self.reap();
         }
         nix::unistd::alarm::cancel();
-        // The job is over: take down what it left behind, as SGE kills the job's processes.
+        // The job is over: take down what it left behind, as SGE kills the job's processes,
+        // and what is left in its cgroup (also what a subreaper of the job's own took).
+        if let Some(group) = &self.cgroup {
+            group.kill_all();
+        }
         for _ in 0..100 {
             // As a child subreaper the supervisor inherits every orphaned descendant, so with
             // no child left there is no descendant either, and no /proc scan is needed.
@@ -1888,6 +1927,9 @@ impl Supervisor {
     fn kill_tree(&mut self) {
         tracing::info!(job = %self.spec.job, task = self.spec.task, "killing the job's processes");
         self.signal_job(Signal::SIGKILL);
+        if let Some(group) = &self.cgroup {
+            group.kill_all();
+        }
     }
 
     fn finish(&mut self) -> TaskResult {
@@ -1930,6 +1972,22 @@ impl Supervisor {
                 nivcsw: u.involuntary_context_switches() as u64,
             };
         }
+        if let Some(group) = &self.cgroup {
+            // The kernel's count: also processes nobody waited for.
+            if let Some((user, system)) = group.cpu_seconds() {
+                result.rusage.utime = result.rusage.utime.max(user);
+                result.rusage.stime = result.rusage.stime.max(system);
+            }
+            if let Some(peak) = group.memory_peak() {
+                self.maxvmem = self.maxvmem.max(peak);
+            }
+            // Killed at its memory limit (itself, or the command its `-b y` shell waited
+            // for): as SGE accounts a job killed for its limits.
+            if result.exit_status == 128 + Signal::SIGKILL as i32 && group.oom_killed() {
+                tracing::info!(job = %self.spec.job, task = self.spec.task, "killed at its memory limit");
+                result.failed = failed::AFTER_JOB;
+            }
+        }
         result.maxvmem = self.maxvmem as f64;
         result.mem = self.mem_integral;
         // In GB as the accounting file keeps it (`qacct` prints it as a memory size).
@@ -1942,6 +2000,9 @@ impl Supervisor {
     pub(super) fn cleanup(&mut self) {
         if let Some(t) = self.tmpdir.take() {
             let _ = std::fs::remove_dir_all(t);
+        }
+        if let Some(group) = self.cgroup.take() {
+            group.remove();
         }
     }
 }

@@ -103,6 +103,9 @@ pub struct LaunchSpec {
     /// result with this id that becomes an accounting record of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_task: Option<String>,
+    /// The host's cgroups setting (`launch::cgroup`); none: rlimits only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<super::CgroupPolicy>,
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -229,6 +232,7 @@ impl LaunchSpec {
                 .map(|r| r.devices.clone())
                 .unwrap_or_default(),
             pe_task: None,
+            cgroups: host.cgroups.policy(),
         })
     }
 

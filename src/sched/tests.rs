@@ -277,6 +277,7 @@ fn consumables_per_host_and_global() {
         arch: "lx-amd64".into(),
         reschedule_unknown: None,
         devices: Default::default(),
+        cgroups: Default::default(),
     });
     let jobs = vec![
         job(1, |s, _| s.hard_resources = vec![res("mem", "3G")]),
