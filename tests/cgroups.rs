@@ -216,7 +216,9 @@ fn cpu_quota_gives_a_task_its_slots_worth_of_cpu() {
     let id = qsub(
         &cell,
         &user,
-        &["-terse", "-cwd", "-pe", "smp", "3", "-b", "y", "python3", "quota.py"],
+        &[
+            "-terse", "-cwd", "-pe", "smp", "3", "-b", "y", "python3", "quota.py",
+        ],
     );
     record(&cell, id);
     let out = std::fs::read_to_string(cell.workdir(&user).join(format!("python3.o{id}")))

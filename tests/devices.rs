@@ -55,6 +55,24 @@ fn two_gpu_jobs_get_different_devices_and_a_third_waits() {
         )),
         "{run:?}"
     );
+    // qhost -F shows which task holds which device of the host.
+    let run = cell.run(&user, "qhost", &["-F", "gpu", "-h", &host]);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("rm:gpu="))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let mut holders = [format!("{a}.1"), format!("{b}.1")];
+    if id_of_a == "1" {
+        holders.reverse();
+    }
+    assert_eq!(
+        line,
+        format!("rm:gpu=0({}) 1({})", holders[0], holders[1]),
+        "{run:?}"
+    );
     // A restart: the grants are read back from the records, so the third job still waits.
     d.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(d.wait(), Some(0));

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CLIENTS: [&str; 13] = [
+const CLIENTS: [&str; 14] = [
     "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf", "qmod",
-    "qselect", "qrsh", "qlogin",
+    "qselect", "qrsh", "qlogin", "qsh",
 ];
 const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
 /// The ceiling for the installed set.

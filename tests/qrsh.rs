@@ -222,3 +222,21 @@ fn an_interrupted_qrsh_deletes_its_job() {
         },
     );
 }
+
+#[test]
+fn qsh_is_refused_with_what_to_use_instead() {
+    let run = Run::from(
+        std::process::Command::new(bin_path("qsh"))
+            .args(["-l", "h_rt=1:0:0"])
+            .output()
+            .expect("qsh"),
+    );
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str(), run.code),
+        (
+            "",
+            "qsh: X11 sessions (qsh) are not offered by gridspool: use qlogin or qrsh -pty y for a terminal session\n",
+            1
+        )
+    );
+}

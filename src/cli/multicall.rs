@@ -46,6 +46,7 @@ pub const COMMANDS: &[Command] = &[
     QSELECT,
     QRSH,
     QLOGIN,
+    QSH,
     SCHED_D,
     SHEPHERD_COMMAND,
 ];
@@ -92,6 +93,9 @@ pub const QRSH: Command = client("qrsh", || {
 });
 pub const QLOGIN: Command = client("qlogin", || {
     super::run_with_text_args("qlogin", super::qrsh::qlogin_main)
+});
+pub const QSH: Command = client("qsh", || {
+    super::run_with_text_args("qsh", super::qrsh::qsh_main)
 });
 pub const SCHED_D: Command = Command {
     name: "sched_d",

@@ -76,7 +76,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     syntax: &[],
     description: &[
         "qhost lists the execution hosts of the cluster configuration with their architecture, processors, load and memory, in SGE 8.1.9's columns. The host qhost runs on is measured from /proc at once; other hosts show what sched_d last reported for them, or - when nothing recent is known.",
-        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones; -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
+        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones, and, a gridspool extension, each device complex's ids with the running task that holds each (rm:gpu=0(7.1) 1); -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -299,8 +299,28 @@ fn table_line(name: &str, v: &HostValues, topology: bool) -> String {
     s
 }
 
-/// The host's resources for `-F`, in the order SGE's load report lists them.
-fn resources(host: &HostConfig, l: &HostLoad) -> Vec<(String, String)> {
+/// Who holds each device of each host, by (host, complex): `id` → `job.task`.
+type DeviceHolders = BTreeMap<(String, String), BTreeMap<String, String>>;
+
+fn device_holders(jobs: &[JobRecord]) -> DeviceHolders {
+    let mut held = DeviceHolders::new();
+    for job in jobs {
+        for task in &job.tasks.running {
+            for (name, ids) in &task.devices {
+                let of = held.entry((task.host.clone(), name.clone())).or_default();
+                for id in ids {
+                    of.insert(id.clone(), format!("{}.{}", job.id, task.task));
+                }
+            }
+        }
+    }
+    held
+}
+
+/// The host's resources for `-F`, in the order SGE's load report lists them; then, a
+/// gridspool extension, each device complex's ids (`rm:gpu=0(7.1) 1`), with the running task
+/// that holds each in parentheses.
+fn resources(host: &HostConfig, l: &HostLoad, held: &DeviceHolders) -> Vec<(String, String)> {
     let n = f64::from(l.num_proc.max(1));
     let f = |v: f64| format!("{v:.6}");
     let mut r = vec![
@@ -345,6 +365,17 @@ fn resources(host: &HostConfig, l: &HostLoad) -> Vec<(String, String)> {
     ];
     for (k, v) in &host.complex_values {
         r.push((format!("hc:{k}"), v.clone()));
+    }
+    for (name, ids) in &host.devices {
+        let holders = held.get(&(host.name.clone(), name.clone()));
+        let shown: Vec<String> = ids
+            .iter()
+            .map(|id| match holders.and_then(|h| h.get(id)) {
+                Some(task) => format!("{id}({task})"),
+                None => id.clone(),
+            })
+            .collect();
+        r.push((format!("rm:{name}"), shown.join(" ")));
     }
     r
 }
@@ -543,6 +574,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     }
     let show_global = o.requests.is_empty();
     let used = used_slots(&input.jobs);
+    let held = device_holders(&input.jobs);
     let job_lines = if o.jobs {
         jobs::by_instance(&input.jobs, &o.users)
     } else {
@@ -624,7 +656,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
             out.out(format!(" <host name='{}'>", xml_escape(&h.name)));
             host_values(&mut out, &HostValues::of(h, st.load.as_ref()));
             if let Some(l) = &st.load {
-                for (k, v) in resources(h, l) {
+                for (k, v) in resources(h, l, &held) {
                     let (dom, name) = k.split_once(':').unwrap_or(("hl", &k));
                     if selected(name) {
                         out.out(format!(
@@ -692,7 +724,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
         ));
         if let (Some(sel), Some(l)) = (&o.resources, &st.load) {
             let mut first = true;
-            for (k, v) in resources(h, l) {
+            for (k, v) in resources(h, l, &held) {
                 let name = k.split_once(':').map_or(k.as_str(), |(_, n)| n);
                 if !selected(name) {
                     continue;

@@ -107,6 +107,36 @@ pub const QLOGIN_DOC: CommandDoc = CommandDoc {
     ..DOC
 };
 
+/// `qsh`: SGE's X11 session (an `xterm` on the execution host, displayed on `-display`).
+/// Refused: compute nodes rarely have X11 libraries, nor a way back to the user's display;
+/// `qrsh -pty y` and `qlogin` give a terminal session.
+pub const QSH_DOC: CommandDoc = CommandDoc {
+    name: "qsh",
+    summary: "an X11 session on an execution host: not offered by gridspool",
+    synopsis: "[options]",
+    operand: None,
+    options: &[],
+    description: &[
+        "qsh, which in Grid Engine starts an xterm on an execution host displayed on the user's X server, is refused by gridspool with a message and exit status 1: use qlogin, or qrsh -pty y, for an interactive terminal session, and ssh -X to a host for X11 programs.",
+    ],
+    exit_status: &[("1", "Always: qsh is not offered.")],
+    compatibility: &["SGE's qsh starts an xterm; gridspool refuses it."],
+    see_also: &["qlogin", "qrsh"],
+    ..DOC
+};
+
+/// The `qsh` binary: says that X11 sessions are not offered, and what to use instead.
+pub fn qsh_main(args: Vec<String>) -> std::process::ExitCode {
+    if args.iter().any(|a| a == "-help") {
+        print!("{}", crate::compat::docs::help_text(&QSH_DOC));
+        return std::process::ExitCode::SUCCESS;
+    }
+    refuse(
+        "qsh: X11 sessions (qsh) are not offered by gridspool: use qlogin or qrsh -pty y for a terminal session",
+    )
+    .finish()
+}
+
 /// The `qrsh` binary.
 pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
     let spool = super::take_spool_arg(&mut args);

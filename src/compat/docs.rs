@@ -86,6 +86,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qselect::DOC,
         crate::cli::qrsh::DOC,
         crate::cli::qrsh::QLOGIN_DOC,
+        crate::cli::qrsh::QSH_DOC,
     ]
 }
 

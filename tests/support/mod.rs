@@ -413,6 +413,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qselect" => env!("CARGO_BIN_EXE_qselect"),
         "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
         "qlogin" => env!("CARGO_BIN_EXE_qlogin"),
+        "qsh" => env!("CARGO_BIN_EXE_qsh"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

@@ -245,9 +245,12 @@ fn memory(bytes: f64) -> String {
 }
 
 /// SGE's `JOB_TYPE_*` bits (`sge_job.h`): what `JB_type` of `-xml` shows and `job_type:`
-/// spells out. (`qsh`, `qlogin`, `qrsh` and their bits do not exist in gridspool.)
+/// spells out (not the interactive bits). Every gridspool interactive job is `QRSH`'s kind:
+/// a `qlogin` or a `qrsh` without a command (SGE's `QLOGIN`, `QRLOGIN`) is a `qrsh` of the
+/// login shell; `qsh` does not exist.
 mod job_type_bits {
     pub const IMMEDIATE: u32 = 0x01;
+    pub const QRSH: u32 = 0x08;
     pub const BINARY: u32 = 0x40;
     pub const ARRAY: u32 = 0x80;
     pub const NO_SHELL: u32 = 0x100;
@@ -260,6 +263,7 @@ pub fn job_type(job: &JobRecord) -> u32 {
     let s = &job.spec;
     [
         (s.now, IMMEDIATE),
+        (s.interactive.is_some(), QRSH),
         (s.binary, BINARY),
         (job.is_array(), ARRAY),
         (!s.shell, NO_SHELL),
