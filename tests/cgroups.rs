@@ -225,3 +225,63 @@ fn cpu_quota_gives_a_task_its_slots_worth_of_cpu() {
         .unwrap_or_default();
     assert_eq!(out, "3.0\n");
 }
+
+#[test]
+fn a_gpu_job_cannot_open_the_devices_it_was_not_granted() {
+    const TEST: &str = "a_gpu_job_cannot_open_the_devices_it_was_not_granted";
+    let Some(how) = confinement(TEST, false) else {
+        return;
+    };
+    if how.contains("devices not denied") {
+        return skip(TEST, &format!("this machine: {how}"));
+    }
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    // Two "GPUs": character devices with the numbers of /dev/zero and /dev/full.
+    let devices = tempfile::tempdir().expect("tempdir");
+    let dev = devices.path().to_path_buf();
+    set_mode(&dev, 0o755);
+    for (name, minor) in [("gpu0", 5), ("gpu1", 7)] {
+        let path = dev.join(name);
+        nix::sys::stat::mknod(
+            &path,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(1, minor),
+        )
+        .expect("mknod");
+        set_mode(&path, 0o666);
+    }
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2, devices: {{gpu: [\"0\", \"1\"]}}, device_files: {{gpu: \"{}/gpu{{id}}\"}}}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\ncomplexes:\n  - {{name: gpu, shortcut: gpu, type: INT, relop: \"<=\", requestable: YES, consumable: YES, default: \"0\", urgency: 0}}\nscheduler: {{policy: sge}}\n",
+            dev.display()
+        )
+    });
+    let _d = SchedD::start(&cell, &[]);
+    cell.write_file(
+        &user,
+        "gpu.sh",
+        &format!(
+            "#!/bin/sh\nfor g in 0 1; do\n  if head -c 1 {dev}/gpu$g >/dev/null 2>&1; then echo \"gpu$g open\"; else echo \"gpu$g denied\"; fi\ndone\necho \"granted $CUDA_VISIBLE_DEVICES\"\n",
+            dev = dev.display()
+        ),
+    );
+    let id = qsub(&cell, &user, &["-terse", "-cwd", "-l", "gpu=1", "gpu.sh"]);
+    record(&cell, id);
+    let out = std::fs::read_to_string(cell.workdir(&user).join(format!("gpu.sh.o{id}")))
+        .unwrap_or_default();
+    let granted = out
+        .lines()
+        .find_map(|l| l.strip_prefix("granted "))
+        .unwrap_or_default()
+        .to_string();
+    let other = if granted == "0" { "1" } else { "0" };
+    assert!(
+        out.contains(&format!("gpu{granted} open\n"))
+            && out.contains(&format!("gpu{other} denied\n")),
+        "{out}"
+    );
+}

@@ -1032,6 +1032,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            device_files: Default::default(),
             cgroups: Default::default(),
         });
         c.hosts.push(HostConfig {
@@ -1055,6 +1056,7 @@ fn launch_over_ssh_through_a_real_sshd() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            device_files: Default::default(),
             cgroups: Default::default(),
         });
     });
@@ -1135,6 +1137,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             arch: "lx-amd64".into(),
             reschedule_unknown: None,
             devices: Default::default(),
+            device_files: Default::default(),
             cgroups: Default::default(),
         });
     });
@@ -1361,6 +1364,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
         arch: "lx-amd64".into(),
         reschedule_unknown: None,
         devices: Default::default(),
+        device_files: Default::default(),
         cgroups: Default::default(),
     });
     let (tx, rx) = channel();

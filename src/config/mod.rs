@@ -113,6 +113,10 @@ pub struct HostConfig {
     /// `complex_values` say otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, Vec<String>>,
+    /// The device file of each id, by complex (`gpu: "/dev/nvidia{id}"`): where the task has
+    /// a cgroup with device control, the files of the ids it was not granted are denied to it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device_files: BTreeMap<String, String>,
     /// Whether the shepherd puts each task in a cgroup of its own there (`launch::cgroup`).
     #[serde(default, skip_serializing_if = "CgroupSetting::is_default")]
     pub cgroups: CgroupSetting,

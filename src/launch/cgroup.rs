@@ -20,6 +20,10 @@
 //!   space. A job the kernel's OOM killer ended inside its group is accounted as SGE
 //!   accounts a job killed for its limits: `failed 100`, `exit_status 137`, `maxvmem` at
 //!   least the group's peak.
+//! - **Devices**: the files of the host's devices the task was not granted
+//!   (`hosts[].device_files`) are denied (`devices.deny` of a v1 group of the same name, where
+//!   the host has the v1 `devices` controller; v2 has device control only as eBPF programs,
+//!   which gridspool does not load).
 //! - **CPU**: with `cpu_quota`, `cpu.max` (or v1 `cpu.cfs_quota_us`) of the task's slots on
 //!   the host, in whole CPUs.
 //! - **Kill**: `cgroup.kill`, every process of the group at once (including those that left
@@ -55,6 +59,7 @@ struct Hierarchies {
     unified: Option<PathBuf>,
     memory_v1: Option<PathBuf>,
     cpu_v1: Option<PathBuf>,
+    devices_v1: Option<PathBuf>,
 }
 
 impl Hierarchies {
@@ -80,7 +85,10 @@ impl Hierarchies {
                         found.memory_v1 = Some(point.clone());
                     }
                     if has("cpu") && found.cpu_v1.is_none() {
-                        found.cpu_v1 = Some(point);
+                        found.cpu_v1 = Some(point.clone());
+                    }
+                    if has("devices") && found.devices_v1.is_none() {
+                        found.devices_v1 = Some(point);
                     }
                 }
                 _ => {}
@@ -197,7 +205,12 @@ pub fn describe(policy: Option<&CgroupPolicy>) -> String {
     } else {
         "no memory controller"
     };
-    format!("cgroups v2 at {} ({memory})", parent.display())
+    let devices = if h.devices_v1.is_some() {
+        "devices from v1"
+    } else {
+        "devices not denied"
+    };
+    format!("cgroups v2 at {} ({memory}, {devices})", parent.display())
 }
 
 /// The group of a cell's tasks under the parent: `<cell>.<hash of $SGE_ROOT>` (`default.
@@ -225,14 +238,16 @@ pub struct TaskCgroup {
 
 impl TaskCgroup {
     /// Makes the groups of task `name` of the cell `cell` (see [`cell_group`]) with
-    /// `memory_limit` (bytes) and `cpus` (the slots, for `cpu_quota`). `None` when this host
-    /// has no cgroup v2 hierarchy that can be used: the task runs without.
+    /// `memory_limit` (bytes), `cpus` (the slots, for `cpu_quota`) and the device files it
+    /// may not open (`denied`). `None` when this host has no cgroup v2 hierarchy that can be
+    /// used: the task runs without.
     pub fn create(
         policy: &CgroupPolicy,
         cell: &str,
         name: &str,
         memory_limit: Option<u64>,
         cpus: u32,
+        denied: &[String],
     ) -> Option<TaskCgroup> {
         let h = Hierarchies::of_this_host();
         let unified = h.unified.as_ref()?;
@@ -260,6 +275,17 @@ impl TaskCgroup {
             {
                 let _ = std::fs::write(v1.join("memory.memsw.limit_in_bytes"), limit.to_string());
                 group.memory_v1 = Some(v1);
+            }
+        }
+        // Device control is v1's `devices.deny` (cgroup v2 has it only as eBPF programs,
+        // which gridspool does not load).
+        let rules: Vec<String> = denied.iter().filter_map(|f| device_rule(f)).collect();
+        if !rules.is_empty()
+            && let Some(root) = &h.devices_v1
+            && let Some(v1) = group.v1_group(root, &parent_name, name, "devices")
+        {
+            for rule in rules {
+                let _ = write(&v1.join("devices.deny"), &rule);
             }
         }
         if policy.cpu_quota {
@@ -390,6 +416,23 @@ impl TaskCgroup {
     }
 }
 
+/// `c 195:1 rwm` for a character device file (`b` for a block device); `None` for anything
+/// else (a missing file: nothing to deny).
+fn device_rule(file: &str) -> Option<String> {
+    use nix::sys::stat::{SFlag, major, minor, stat};
+    let st = stat(file).ok()?;
+    let kind = match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+        SFlag::S_IFCHR => 'c',
+        SFlag::S_IFBLK => 'b',
+        _ => return None,
+    };
+    Some(format!(
+        "{kind} {}:{} rwm",
+        major(st.st_rdev),
+        minor(st.st_rdev)
+    ))
+}
+
 fn pids(group: &Path) -> Vec<i32> {
     std::fs::read_to_string(group.join("cgroup.procs"))
         .unwrap_or_default()
@@ -425,6 +468,7 @@ mod tests {
                 unified: Some("/sys/fs/cgroup/unified".into()),
                 memory_v1: Some("/sys/fs/cgroup/memory".into()),
                 cpu_v1: Some("/sys/fs/cgroup/cpu,cpuacct".into()),
+                devices_v1: None,
             }
         );
         assert_eq!(unescape_octal("a\\040b"), "a b");

@@ -247,6 +247,7 @@ mod tests {
             interactive: None,
             devices: Vec::new(),
             pe_task: None,
+            denied_device_files: Vec::new(),
             cgroups: None,
             epilog: None,
         }

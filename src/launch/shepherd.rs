@@ -1417,6 +1417,7 @@ impl Supervisor {
                 &self.spec.task_name(),
                 self.spec.limits.memory_max,
                 self.spec.limits.slots,
+                &self.spec.denied_device_files,
             )
         });
         let job_pid = match self.spawn_job(&prepared.start) {

@@ -103,9 +103,34 @@ pub struct LaunchSpec {
     /// result with this id that becomes an accounting record of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_task: Option<String>,
+    /// The device files of the host's devices the task was not granted (`hosts[].
+    /// device_files`): denied to it where its cgroup can.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_device_files: Vec<String>,
     /// The host's cgroups setting (`launch::cgroup`); none: rlimits only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroups: Option<super::CgroupPolicy>,
+}
+
+/// The files (`hosts[].device_files`, `{id}` replaced) of the host's device ids that are not
+/// among `granted`.
+fn denied_device_files(
+    host: &crate::config::HostConfig,
+    granted: &[(String, Vec<String>)],
+) -> Vec<String> {
+    let mut denied = Vec::new();
+    for (name, pattern) in &host.device_files {
+        let mine = granted
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&[][..], |(_, ids)| ids.as_slice());
+        for id in host.devices.get(name).into_iter().flatten() {
+            if !mine.contains(id) {
+                denied.push(pattern.replace("{id}", id));
+            }
+        }
+    }
+    denied
 }
 
 /// A queue's prolog or epilog, else the global one (as execd picks them); `NONE` is none.
@@ -177,6 +202,14 @@ impl LaunchSpec {
             slots_here,
         )
         .map_err(|e| spec_error(job.id, e))?;
+        // Devices are granted on the task's host (a pe task elsewhere has none).
+        let devices = job
+            .tasks
+            .running
+            .iter()
+            .find(|r| r.task == task && r.host == placement.host)
+            .map(|r| r.devices.clone())
+            .unwrap_or_default();
         let notify_secs = parse_time(&queue.notify)
             .map_err(|e| spec_error(job.id, format!("queue {}: notify: {e}", queue.name)))?
             .unwrap_or(0);
@@ -224,13 +257,8 @@ impl LaunchSpec {
             epilog: procedure(&queue.epilog, &config.epilog),
             starter_method: procedure(&queue.starter_method, &None),
             interactive: spec.interactive.clone(),
-            devices: job
-                .tasks
-                .running
-                .iter()
-                .find(|r| r.task == task)
-                .map(|r| r.devices.clone())
-                .unwrap_or_default(),
+            denied_device_files: denied_device_files(host, &devices),
+            devices,
             pe_task: None,
             cgroups: host.cgroups.policy(),
         })

@@ -120,7 +120,7 @@ impl TaskRunner for LaunchRunner {
     /// execution spool, queue and share of the slots for its limits), with the command of
     /// `qrsh -inherit`, no prolog or epilog (SGE runs them for the job, not per pe task),
     /// the variables it passed over the job's, and the devices of the task when it runs on
-    /// the task's host.
+    /// the task's host (`LaunchSpec::build`).
     fn start_pe_task(
         &mut self,
         job: &JobRecord,
@@ -167,9 +167,6 @@ impl TaskRunner for LaunchRunner {
         for var in &request.env {
             spec.env.retain(|v| v.name != var.name);
             spec.env.push(var.clone());
-        }
-        if start.host != task.host {
-            spec.devices.clear();
         }
         spec.pe_task = Some(start.id.clone());
         self.launcher.start_pe_task(spec).map_err(other)

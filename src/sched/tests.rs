@@ -277,6 +277,7 @@ fn consumables_per_host_and_global() {
         arch: "lx-amd64".into(),
         reschedule_unknown: None,
         devices: Default::default(),
+        device_files: Default::default(),
         cgroups: Default::default(),
     });
     let jobs = vec![
