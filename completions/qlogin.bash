@@ -6,7 +6,7 @@ _gridspool_qlogin() {
         -pty) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-now -nostdin -noshell -pty" -- "$cur"))
+        COMPREPLY=($(compgen -W "-now -verbose -nostdin -noshell -pty" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

@@ -6,7 +6,7 @@ _gridspool_qrsh() {
         -pty) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-inherit -now -nostdin -noshell -pty" -- "$cur"))
+        COMPREPLY=($(compgen -W "-inherit -now -verbose -nostdin -noshell -pty" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

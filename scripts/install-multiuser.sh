@@ -83,6 +83,17 @@ fi
 
 "$prefix/sbin/sched_d" --init --spool "$cell" >/dev/null
 
+# $SGE_ROOT/bin/<arch>: where tools built for Grid Engine look for its commands (Open MPI's
+# gridengine support runs $SGE_ROOT/bin/$ARC/qrsh -inherit).
+case $(uname -m) in
+  x86_64) arch=lx-amd64 ;;
+  aarch64) arch=lx-arm64 ;;
+  *) arch=lx-$(uname -m) ;;
+esac
+arch_bin=$(dirname "$cell")/bin/$arch
+install -d -m 0755 "$arch_bin"
+for c in $clients; do ln -sfn "$prefix/bin/$c" "$arch_bin/$c"; done
+
 # The cell is traversable (users source common/settings.sh, qacct reads common/accounting),
 # but only the group may write where clients publish, and only root elsewhere.
 chown root:"$group" "$cell"

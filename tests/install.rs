@@ -142,6 +142,15 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
     lib.push("gridspool".into());
     lib.sort();
     assert_eq!(names_in(&prefix.join("lib/gridspool")), lib);
+    // $SGE_ROOT/bin/<arch>, where Open MPI looks for qrsh, as in an SGE installation.
+    if std::env::consts::ARCH == "x86_64" {
+        let arch_bin = tmp.path().join("sge/bin/lx-amd64");
+        assert_eq!(names_in(&arch_bin), sorted(&CLIENTS));
+        assert_eq!(
+            std::fs::read_link(arch_bin.join("qrsh")).expect("link"),
+            prefix.join("bin/qrsh")
+        );
+    }
     let bytes = installed_bytes(&prefix);
     assert!(
         bytes < MAX_INSTALLED_BYTES,

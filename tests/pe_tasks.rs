@@ -256,3 +256,48 @@ fn qdel_of_a_parallel_job_ends_its_pe_tasks_on_other_hosts() {
         "{records:?}"
     );
 }
+
+/// Open MPI's own gridengine support (Debian's `openmpi-bin`): `mpirun` in a job reads
+/// `PE_HOSTFILE` and starts its daemon on the other host with `qrsh -inherit -nostdin -V
+/// host orted …` (the `qrsh` of `PATH`, as `settings.sh` sets it, else
+/// `$SGE_ROOT/bin/$ARC/qrsh`); the ranks' output comes back through it.
+#[test]
+fn open_mpi_starts_its_ranks_through_qrsh_inherit() {
+    const TEST: &str = "open_mpi_starts_its_ranks_through_qrsh_inherit";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    let Some(mpirun) = ["/usr/bin/mpirun"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        return skip(TEST, "Open MPI (openmpi-bin) is not installed");
+    };
+    let Some(cluster) = Cluster::start(TEST, 2) else {
+        return;
+    };
+    let cell = cell(&cluster);
+    // Where Open MPI looks for qrsh, as an SGE installation has it.
+    let arch_bin = cell.root.join("bin/lx-amd64");
+    std::fs::create_dir_all(&arch_bin).expect("bin dir");
+    std::os::unix::fs::symlink(client_path("qrsh"), arch_bin.join("qrsh")).expect("link");
+    let _d = SchedD::start(&cell, &[]);
+    cell.write_file(
+        &user,
+        "mpi.sh",
+        &format!("#!/bin/sh\nexport PATH=$SGE_ROOT/bin/lx-amd64:$PATH\n{mpirun} -np 2 hostname > ranks.out 2>&1\necho \"status $?\"\nsort ranks.out\n"),
+    );
+    let id = qsub(
+        &cell,
+        &user,
+        &["-terse", "-cwd", "-pe", "mpi", "2", "mpi.sh"],
+    );
+    let out = master_output(&cell, &user, "mpi.sh", id);
+    assert_eq!(out, "status 0\nnode01\nnode02\n");
+    // orted ran as a pe task of the job, accounted as such.
+    let records = accounting_records(&cell, JobId(id));
+    assert!(
+        records.iter().any(|f| f[41].starts_with("1.node0")),
+        "{records:?}"
+    );
+}

@@ -33,6 +33,12 @@ pub static OPTIONS: &[OptionSpec] = &[
         "start the job immediately or not at all (default: y)",
     ),
     OptionSpec::new(
+        "-verbose",
+        Arity::Flag,
+        "[-verbose]",
+        "say on standard error how the session comes about",
+    ),
+    OptionSpec::new(
         "-nostdin",
         Arity::Flag,
         "[-nostdin]",
@@ -83,7 +89,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "-verbose is refused. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+        "-verbose says where the session goes but not the pe task id of qrsh -inherit. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
@@ -185,6 +191,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
     ];
     let mut stdin = true;
     let mut pty = None;
+    let mut verbose = false;
     let mut words = args.into_iter().peekable();
     let mut command: Vec<String> = Vec::new();
     while let Some(w) = words.next() {
@@ -196,11 +203,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
                 Some(v) if v.starts_with('y') => pty = Some(true),
                 _ => return refuse("qrsh: -pty needs y or n"),
             },
-            "-verbose" => {
-                return refuse(format!(
-                    "qrsh: the {w} option is not supported by gridspool yet"
-                ));
-            }
+            "-verbose" => verbose = true,
             _ if w.starts_with('-') => {
                 let arity = crate::compat::qsub_options::QSUB_OPTIONS
                     .iter()
@@ -283,9 +286,18 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
             }
         });
     }
+    if verbose {
+        eprintln!("waiting for interactive job to be scheduled ...");
+    }
+    let mut outcome = JobOutcome {
+        env: &env,
+        id,
+        log: ExitLog::new(env.spool.exits_file(id)),
+        verbose,
+    };
     if now {
         match super::qsub::wait_for_dispatch(&env, None, id) {
-            Dispatch::Scheduled => {}
+            Dispatch::Scheduled => outcome.scheduled(),
             Dispatch::Refused | Dispatch::Interrupted => {
                 return refuse("Your \"qrsh\" request could not be scheduled, try again later.");
             }
@@ -293,11 +305,6 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
     }
     // Raw mode while the command runs on its terminal; restored however qrsh ends.
     let _raw = pty.and_then(|_| RawMode::enter());
-    let mut outcome = JobOutcome {
-        env: &env,
-        id,
-        log: ExitLog::new(env.spool.exits_file(id)),
-    };
     match serve(&listener, &secret, stdin, &mut outcome) {
         Ok(code) => Output {
             code,
@@ -350,6 +357,7 @@ fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(1);
     let (mut stdin, mut shell, mut cwd, mut env) = (true, true, None, Vec::new());
+    let mut verbose = false;
     let mut words = args.into_iter();
     let mut host = None;
     while let Some(w) = words.next() {
@@ -357,6 +365,7 @@ fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
             "-inherit" => {}
             "-nostdin" => stdin = false,
             "-noshell" => shell = false,
+            "-verbose" => verbose = true,
             "-cwd" => match std::env::current_dir() {
                 Ok(d) => cwd = Some(d.to_string_lossy().into_owned()),
                 Err(e) => return refuse(format!("error: cannot read the working directory: {e}")),
@@ -400,6 +409,10 @@ fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         Err(o) => return o,
     };
     let secret = session.cookie.clone();
+    if verbose {
+        eprintln!("Starting server daemon at host \"{host}\"");
+    }
+    let asked_host = host.clone();
     let asked = crate::model::PeTaskRequest {
         job,
         task,
@@ -421,6 +434,7 @@ fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         spool: &client.spool,
         job,
         seq: request.seq,
+        verbose: verbose.then_some(asked_host),
     };
     match serve(&listener, &secret, stdin, &mut outcome) {
         Ok(code) => Output {
@@ -436,6 +450,8 @@ struct PeTaskOutcome<'a> {
     spool: &'a crate::spool::Spool,
     job: JobId,
     seq: u64,
+    /// `-verbose`: the host, to say the session is established.
+    verbose: Option<String>,
 }
 
 impl Outcome for PeTaskOutcome<'_> {
@@ -458,6 +474,12 @@ impl Outcome for PeTaskOutcome<'_> {
                 self.job, reply.message
             )),
         })
+    }
+
+    fn connected(&mut self) {
+        if let Some(host) = self.verbose.take() {
+            eprintln!("Establishing builtin session to host {host} ...");
+        }
     }
 }
 
@@ -541,6 +563,8 @@ trait Outcome {
     fn never_connects(&mut self) -> Option<String>;
     /// The command's exit status, once known; an error when it never will be.
     fn exit_status(&mut self) -> Option<Result<u8, String>>;
+    /// The command has connected (`-verbose` says so).
+    fn connected(&mut self) {}
 }
 
 /// A `qrsh` job: its exits line, its error state, its files.
@@ -548,6 +572,31 @@ struct JobOutcome<'a> {
     env: &'a super::ClientEnv,
     id: JobId,
     log: ExitLog,
+    /// `-verbose`: SGE's messages on the way, on standard error; cleared once said.
+    verbose: bool,
+}
+
+impl JobOutcome<'_> {
+    /// `-verbose`: the job runs, and where.
+    fn scheduled(&mut self) {
+        if !std::mem::take(&mut self.verbose) {
+            return;
+        }
+        eprintln!(
+            "Your interactive job {} has been successfully scheduled.",
+            self.id
+        );
+        let host = self
+            .env
+            .spool
+            .read_job(self.id)
+            .ok()
+            .flatten()
+            .and_then(|job| job.tasks.running.first().map(|t| t.host.clone()));
+        if let Some(host) = host {
+            eprintln!("Establishing builtin session to host {host} ...");
+        }
+    }
 }
 
 impl Outcome for JobOutcome<'_> {
@@ -585,6 +634,10 @@ impl Outcome for JobOutcome<'_> {
         (!spool.job_file(id).exists() && !spool.state_file(id).exists())
             .then(|| Err(format!("error: job {id} ended without an exit status")))
     }
+
+    fn connected(&mut self) {
+        self.scheduled();
+    }
 }
 
 /// Takes the job's two connections, relays, and returns the command's exit status.
@@ -595,6 +648,7 @@ fn serve(
     outcome: &mut dyn Outcome,
 ) -> Result<u8, String> {
     let (stdio, stderr) = accept_both(listener, secret, outcome)?;
+    outcome.connected();
     if stdin {
         let mut to_job = stdio.try_clone().map_err(|e| e.to_string())?;
         std::thread::spawn(move || {
