@@ -14,7 +14,7 @@ use super::qsub::{Dispatch, ExitLog, Submitted};
 use crate::compat::docs::{CommandDoc, ValueHint};
 use crate::compat::options::{Arity, OptionSpec};
 use crate::model::{InteractiveSession, JobId};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -652,7 +652,7 @@ fn serve(
     if stdin {
         let mut to_job = stdio.try_clone().map_err(|e| e.to_string())?;
         std::thread::spawn(move || {
-            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to_job);
+            let _ = crate::launch::pump(&mut std::io::stdin().lock(), &mut to_job);
             let _ = to_job.shutdown(Shutdown::Write);
         });
     } else {
@@ -660,24 +660,9 @@ fn serve(
     }
     let errors = std::thread::spawn(move || {
         let mut from = stderr;
-        let _ = std::io::copy(&mut from, &mut std::io::stderr().lock());
+        let _ = crate::launch::pump(&mut from, &mut std::io::stderr().lock());
     });
-    let mut from = stdio;
-    let mut out = std::io::stdout().lock();
-    let mut buf = [0u8; 8192];
-    loop {
-        match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if out.write_all(&buf[..n]).and_then(|()| out.flush()).is_err() {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    drop(out);
+    let _ = crate::launch::pump(&mut { stdio }, &mut std::io::stdout().lock());
     let _ = errors.join();
     // The exit status, once sched_d has recorded the end.
     let mut delay = Duration::from_millis(5);

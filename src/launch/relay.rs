@@ -14,6 +14,27 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
+/// Copies `from` to `to` until the end of `from` (or an error), with `read` and `write`.
+/// Not `std::io::copy`: between a socket and a pipe it uses `splice(2)`, which holds the
+/// pipe's lock while it waits for the socket — a `qrsh` whose standard error is the pipe
+/// that also takes `mpirun`'s output (`mpirun … 2>&1 | sort`) would then block `mpirun`'s
+/// writes for as long as the remote command writes nothing to its standard error.
+pub fn pump(from: &mut impl std::io::Read, to: &mut impl Write) -> std::io::Result<u64> {
+    let mut buf = [0u8; 8192];
+    let mut total = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        to.flush()?;
+        total += n as u64;
+    }
+}
+
 /// How long the job tries each address of its client.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -138,7 +159,7 @@ fn with_pty(
     let mut to_terminal = master.try_clone().map_err(|e| io("dup", e))?;
     let mut from_client = stdio.try_clone().map_err(|e| io("dup", e))?;
     std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from_client, &mut to_terminal);
+        let _ = pump(&mut from_client, &mut to_terminal);
     });
     let mut from_terminal = master;
     let mut to_client = stdio;
