@@ -86,13 +86,15 @@ fn qrsh_inherit_starts_pe_tasks_on_granted_hosts_only() {
     let (master, other) = (head[1], head[3]);
     assert_ne!(master, other, "{out}");
     let rest: Vec<&str> = lines.collect();
+    let errors = std::fs::read_to_string(cell.workdir(&user).join(format!("mpi.sh.e{id}")))
+        .unwrap_or_default();
     assert_eq!(
         rest[..2],
         [
             format!("slave: {other} {id} piped status 5").as_str(),
             "noshell: 0"
         ],
-        "{out}"
+        "{out}{errors}"
     );
     // A host the job was not granted, and the master's host whose one slot is the master
     // task's own (job_is_first_task): SGE's execd refuses both so.
