@@ -685,6 +685,7 @@ fn accept_both(
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let (mut stdio, mut stderr) = (None, None);
     let mut checked = Instant::now();
+    let mut given_up = None;
     loop {
         match listener.accept() {
             Ok((mut conn, _)) => {
@@ -711,16 +712,23 @@ fn accept_both(
                     (a, b) => (stdio, stderr) = (a, b),
                 }
             }
+            // Only with no connection waiting: a command that connected and ended at once
+            // has its end recorded while its connections may still wait to be accepted, so
+            // an end seen is final only once the queue has been found empty after it.
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Some(why) = given_up.take() {
+                    return Err(why);
+                }
+                if checked.elapsed() > Duration::from_millis(200) {
+                    checked = Instant::now();
+                    given_up = outcome.never_connects();
+                    if given_up.is_some() {
+                        continue;
+                    }
+                }
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => return Err(format!("error: {e}")),
-        }
-        if checked.elapsed() > Duration::from_millis(200) {
-            checked = Instant::now();
-            if let Some(why) = outcome.never_connects() {
-                return Err(why);
-            }
         }
     }
 }
