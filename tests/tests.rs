@@ -6,6 +6,7 @@ mod cgroups;
 mod cluster;
 mod devices;
 mod docs;
+mod drmaa;
 mod harness;
 mod host_failure;
 mod install;

@@ -1,0 +1,393 @@
+//! What the library asks of the cell. A user's process may not write the spool (only the
+//! installed clients may, setgid to the cell's group: `docs/security.md`), so jobs are
+//! submitted and controlled by running those clients — `qsub -terse`, `qdel`, `qhold`,
+//! `qrls`, `qmod` — as Grid Engine's library asks its qmaster. Their state comes from
+//! `qstat -xml`, their ends from the accounting file, which everyone may read and which is
+//! followed from where it ended when the session began.
+
+use crate::error::{DrmaaError, DrmaaResult, Errno};
+use gridspool::acct::AccountingRecord;
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `DRMAA_PS_*`.
+pub mod ps {
+    pub const UNDETERMINED: i32 = 0x00;
+    pub const QUEUED_ACTIVE: i32 = 0x10;
+    pub const SYSTEM_ON_HOLD: i32 = 0x11;
+    pub const USER_ON_HOLD: i32 = 0x12;
+    pub const USER_SYSTEM_ON_HOLD: i32 = 0x13;
+    pub const RUNNING: i32 = 0x20;
+    pub const SYSTEM_SUSPENDED: i32 = 0x21;
+    pub const USER_SUSPENDED: i32 = 0x22;
+    pub const DONE: i32 = 0x30;
+    pub const FAILED: i32 = 0x40;
+}
+
+/// A DRMAA job id: `7` for a job, `7.3` for a task of a bulk job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobRef {
+    pub job: u32,
+    pub task: Option<u32>,
+}
+
+impl JobRef {
+    pub fn parse(text: &str) -> DrmaaResult<JobRef> {
+        let bad = || DrmaaError::new(Errno::InvalidArgument, format!("invalid job id \"{text}\""));
+        let (job, task) = match text.split_once('.') {
+            Some((j, t)) => (j, Some(t.parse().map_err(|_| bad())?)),
+            None => (text, None),
+        };
+        Ok(JobRef {
+            job: job.parse().map_err(|_| bad())?,
+            task,
+        })
+    }
+
+    /// The accounting file's `(job_number, task_number)`: 0 for a job that is no array.
+    fn key(&self) -> (u32, u32) {
+        (self.job, self.task.unwrap_or(0))
+    }
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.task {
+            Some(t) => write!(f, "{}.{t}", self.job),
+            None => write!(f, "{}", self.job),
+        }
+    }
+}
+
+/// The cell of `$SGE_ROOT`/`$SGE_CELL`, and how to reach its commands.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    sge_root: PathBuf,
+    spool: PathBuf,
+    user: String,
+    pub home: String,
+}
+
+impl Cell {
+    pub fn locate() -> DrmaaResult<Cell> {
+        let spool = gridspool::cli::locate_spool(None)
+            .map_err(|e| DrmaaError::new(Errno::DrmsInitFailed, e.to_string()))?;
+        let sge_root = spool.parent().map(Path::to_path_buf).unwrap_or_default();
+        let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .ok_or_else(|| DrmaaError::new(Errno::DrmsInitFailed, "who am I? no passwd entry"))?;
+        Ok(Cell {
+            sge_root,
+            spool,
+            user: me.name,
+            home: me.dir.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// A client program: `$GRIDSPOOL_BIN` (a directory, for tests), else
+    /// `$SGE_ROOT/bin/<arch>/<name>` (as the installation links them), else the one of `PATH`.
+    fn program(&self, name: &str) -> PathBuf {
+        if let Some(dir) = std::env::var_os("GRIDSPOOL_BIN") {
+            return Path::new(&dir).join(name);
+        }
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => "lx-amd64",
+            "aarch64" => "lx-arm64",
+            other => other,
+        };
+        let installed = self.sge_root.join("bin").join(arch).join(name);
+        if installed.exists() {
+            return installed;
+        }
+        PathBuf::from(name)
+    }
+
+    /// Runs a client; its standard output, or its standard error as the error.
+    fn run(&self, name: &str, args: &[String], code: Errno) -> DrmaaResult<String> {
+        let out = Command::new(self.program(name))
+            .args(args)
+            .env("SGE_ROOT", &self.sge_root)
+            .env("SGE_CELL", self.spool.file_name().unwrap_or_default())
+            .output()
+            .map_err(|e| {
+                DrmaaError::new(
+                    Errno::DrmCommunicationFailure,
+                    format!("cannot run {name}: {e}"),
+                )
+            })?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            let mut why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if why.is_empty() {
+                why = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            }
+            Err(DrmaaError::new(code, why))
+        }
+    }
+
+    /// Submits; the ids of the job (one) or of the tasks of a bulk job.
+    pub fn submit(&self, mut args: Vec<String>) -> DrmaaResult<Vec<JobRef>> {
+        args.insert(0, "-terse".to_string());
+        let out = self.run("qsub", &args, Errno::DeniedByDrm)?;
+        let line = out.trim();
+        // `7`, or `7.1-10:2` for an array.
+        let bad = || DrmaaError::new(Errno::InternalError, format!("qsub said \"{line}\""));
+        match line.split_once('.') {
+            None => Ok(vec![JobRef {
+                job: line.parse().map_err(|_| bad())?,
+                task: None,
+            }]),
+            Some((job, range)) => {
+                let job: u32 = job.parse().map_err(|_| bad())?;
+                let (span, step) = range.split_once(':').unwrap_or((range, "1"));
+                let (first, last) = span.split_once('-').unwrap_or((span, span));
+                let (first, last, step): (u32, u32, u32) = (
+                    first.parse().map_err(|_| bad())?,
+                    last.parse().map_err(|_| bad())?,
+                    step.parse().map_err(|_| bad())?,
+                );
+                Ok((first..=last)
+                    .step_by(step.max(1) as usize)
+                    .map(|t| JobRef { job, task: Some(t) })
+                    .collect())
+            }
+        }
+    }
+
+    /// `drmaa_control`'s actions, with the client each takes.
+    pub fn control(&self, job: JobRef, action: i32) -> DrmaaResult<()> {
+        let id = job.to_string();
+        let (program, args, code): (&str, Vec<String>, Errno) = match action {
+            0 => (
+                "qmod",
+                vec!["-sj".into(), id],
+                Errno::SuspendInconsistentState,
+            ),
+            1 => (
+                "qmod",
+                vec!["-usj".into(), id],
+                Errno::ResumeInconsistentState,
+            ),
+            2 => (
+                "qhold",
+                vec!["-h".into(), "u".into(), id],
+                Errno::HoldInconsistentState,
+            ),
+            3 => (
+                "qrls",
+                vec!["-h".into(), "u".into(), id],
+                Errno::ReleaseInconsistentState,
+            ),
+            4 => ("qdel", vec![id], Errno::InternalError),
+            _ => {
+                return Err(DrmaaError::new(
+                    Errno::InvalidArgument,
+                    format!("unknown control action {action}"),
+                ));
+            }
+        };
+        match self.run(program, &args, code) {
+            Ok(out) => {
+                // qmod reports refusals on standard output with exit status 0 at times.
+                let lower = out.to_lowercase();
+                if lower.contains("does not exist") {
+                    return Err(DrmaaError::new(Errno::InvalidJob, out.trim()));
+                }
+                Ok(())
+            }
+            Err(e) if e.message.contains("does not exist") => {
+                Err(DrmaaError::new(Errno::InvalidJob, e.message))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The caller's jobs in the cell (`qstat -xml -u <user>`): job, state letters, and the
+    /// task or task range of each line.
+    pub fn active(&self) -> DrmaaResult<Vec<ActiveLine>> {
+        let xml = self.run(
+            "qstat",
+            &["-xml".into(), "-u".into(), self.user.clone()],
+            Errno::DrmCommunicationFailure,
+        )?;
+        Ok(parse_qstat_xml(&xml))
+    }
+
+    pub fn accounting_path(&self) -> PathBuf {
+        self.spool.join("common").join("accounting")
+    }
+}
+
+/// One job line of `qstat -xml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveLine {
+    pub job: u32,
+    pub state: String,
+    /// `3`, or `1-10:1` for pending tasks; `None` for a job that is no array.
+    pub tasks: Option<String>,
+}
+
+impl ActiveLine {
+    pub fn covers(&self, job: JobRef) -> bool {
+        if self.job != job.job {
+            return false;
+        }
+        match (job.task, &self.tasks) {
+            (None, _) | (_, None) => true,
+            (Some(t), Some(range)) => range.split(',').any(|part| {
+                let (span, step) = part.split_once(':').unwrap_or((part, "1"));
+                let (a, b) = span.split_once('-').unwrap_or((span, span));
+                match (a.parse::<u32>(), b.parse::<u32>(), step.parse::<u32>()) {
+                    (Ok(a), Ok(b), Ok(s)) => t >= a && t <= b && (t - a) % s.max(1) == 0,
+                    _ => false,
+                }
+            }),
+        }
+    }
+
+    /// `DRMAA_PS_*` of the state letters (`qw`, `hqw`, `r`, `s`, `S`, `Eqw`…), as Grid
+    /// Engine's library maps them: error is FAILED; a user hold is USER_ON_HOLD, other holds
+    /// SYSTEM_ON_HOLD; `qmod -s` is USER_SUSPENDED, a queue's suspension SYSTEM_SUSPENDED.
+    pub fn ps(&self) -> i32 {
+        let s = &self.state;
+        if s.contains('E') {
+            return ps::FAILED;
+        }
+        if s.contains('q') {
+            return if s.contains('h') {
+                ps::USER_ON_HOLD
+            } else {
+                ps::QUEUED_ACTIVE
+            };
+        }
+        let mut v = ps::RUNNING;
+        if s.contains('s') {
+            v |= ps::USER_SUSPENDED & 0x0f;
+        }
+        if s.contains('S') || s.contains('T') {
+            v |= ps::SYSTEM_SUSPENDED & 0x0f;
+        }
+        v
+    }
+}
+
+/// The `<job_list>` entries of `qstat -xml`: number, state and tasks of each.
+fn parse_qstat_xml(xml: &str) -> Vec<ActiveLine> {
+    let field = |block: &str, tag: &str| -> Option<String> {
+        let open = format!("<{tag}>");
+        let start = block.find(&open)? + open.len();
+        let end = block[start..].find(&format!("</{tag}>"))? + start;
+        Some(block[start..end].trim().to_string())
+    };
+    xml.split("<job_list")
+        .skip(1)
+        .filter_map(|block| {
+            let block = block.split("</job_list>").next().unwrap_or(block);
+            Some(ActiveLine {
+                job: field(block, "JB_job_number")?.parse().ok()?,
+                state: field(block, "state").unwrap_or_default(),
+                tasks: field(block, "tasks"),
+            })
+        })
+        .collect()
+}
+
+/// The ends of the caller's jobs, read from the accounting file as it grows.
+#[derive(Debug)]
+pub struct Ends {
+    path: PathBuf,
+    offset: u64,
+    owner: String,
+    records: HashMap<(u32, u32), AccountingRecord>,
+}
+
+impl Ends {
+    /// From the file's end now (the session's jobs end later).
+    pub fn from_now(cell: &Cell) -> Ends {
+        let path = cell.accounting_path();
+        let offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+        Ends {
+            path,
+            offset,
+            owner: cell.user.clone(),
+            records: HashMap::new(),
+        }
+    }
+
+    /// Reads what was appended since the last look (from the start again if the file was
+    /// cut back, as by a rotation).
+    pub fn catch_up(&mut self) {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len < self.offset {
+            self.offset = 0;
+        }
+        if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        if file.read_to_end(&mut bytes).is_err() {
+            return;
+        }
+        // Whole lines only: a record being appended is read next time.
+        let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        for line in String::from_utf8_lossy(&bytes[..end]).lines() {
+            if line.starts_with('#') {
+                continue;
+            }
+            if let Ok(r) = AccountingRecord::parse_line(line)
+                && r.owner == self.owner
+                && r.is_master_task()
+            {
+                self.records.insert((r.job_number, r.task_number), r);
+            }
+        }
+        self.offset += end as u64 + 1;
+    }
+
+    pub fn get(&self, job: JobRef) -> Option<&AccountingRecord> {
+        self.records.get(&job.key())
+    }
+
+    pub fn forget(&mut self, job: JobRef) {
+        self.records.remove(&job.key());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qstat_xml_lines_and_their_states() {
+        let xml = "<job_info><queue_info><job_list state=\"running\"><JB_job_number>7</JB_job_number><state>r</state><tasks>3</tasks></job_list></queue_info><job_info><job_list state=\"pending\"><JB_job_number>7</JB_job_number><state>hqw</state><tasks>4-10:2</tasks></job_list><job_list state=\"pending\"><JB_job_number>8</JB_job_number><state>qw</state></job_list></job_info></job_info>";
+        let lines = parse_qstat_xml(xml);
+        assert_eq!(lines.len(), 3);
+        let t = |task| JobRef {
+            job: 7,
+            task: Some(task),
+        };
+        assert!(lines[0].covers(t(3)) && !lines[0].covers(t(4)));
+        assert!(lines[1].covers(t(6)) && !lines[1].covers(t(5)));
+        assert_eq!(
+            (lines[0].ps(), lines[1].ps(), lines[2].ps()),
+            (ps::RUNNING, ps::USER_ON_HOLD, ps::QUEUED_ACTIVE)
+        );
+        let s = ActiveLine {
+            job: 1,
+            state: "s".into(),
+            tasks: None,
+        };
+        assert_eq!(s.ps(), ps::USER_SUSPENDED);
+        assert_eq!(JobRef::parse("7.3").expect("id").to_string(), "7.3");
+        assert!(JobRef::parse("x").is_err());
+    }
+}

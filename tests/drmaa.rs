@@ -1,0 +1,140 @@
+//! `libdrmaa.so.1.0` (the `gridspool-drmaa` crate) against a live cell: a C program compiled
+//! against `drmaa/include/drmaa.h` runs a small workflow (a job and its usage, a bulk job,
+//! hold and release, suspend, resume and terminate, a job that ended before the wait, a second
+//! session), as the test user, through the installed clients.
+
+use crate::sched::SchedD;
+use crate::support::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `target/<profile>/deps/libdrmaa.so`: `cargo test --workspace` builds it there with the
+/// other members (the crate's own test needs it); `cargo build` puts a copy in
+/// `target/<profile>`. The newer of the two.
+fn library() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile = exe
+        .ancestors()
+        .find(|d| d.join("deps").is_dir())?
+        .to_path_buf();
+    [
+        profile.join("deps/libdrmaa.so"),
+        profile.join("libdrmaa.so"),
+    ]
+    .into_iter()
+    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+    .max()
+    .map(|(_, p)| p)
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A cell of this host (two slots) and its daemon.
+fn cell() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// A command as `user` in the cell's environment, with the clients (the setgid copies the
+/// other tests run) first in `PATH`, as `settings.sh` puts the installed ones.
+fn as_user(cell: &TestCell, user: &TestUser, program: &std::path::Path) -> Command {
+    // The copies are made as they are first asked for.
+    for c in ["qstat", "qdel", "qhold", "qrls", "qmod"] {
+        client_path(c);
+    }
+    let clients = client_path("qsub").parent().expect("dir").to_path_buf();
+    let mut c = Command::new(program);
+    c.env_clear()
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", clients.display()),
+        )
+        .env("HOME", &user.home)
+        .env("USER", &user.name)
+        .env("SGE_ROOT", &cell.root)
+        .env("SGE_CELL", "default")
+        .current_dir(cell.workdir(user));
+    if is_root() && user.uid != 0 {
+        use std::os::unix::process::CommandExt;
+        c.uid(user.uid).gid(user.gid);
+    }
+    c
+}
+
+#[test]
+fn a_c_program_runs_a_drmaa_workflow() {
+    const TEST: &str = "a_c_program_runs_a_drmaa_workflow";
+    let Some(lib) = library() else {
+        panic!(
+            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
+        );
+    };
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return skip(TEST, "no C compiler (gcc)");
+    }
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let exe = cell.root.join("workflow");
+    let cc = Command::new("gcc")
+        .arg("-std=c99")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-D_DEFAULT_SOURCE")
+        .arg("-I")
+        .arg(repo().join("drmaa/include"))
+        .arg(repo().join("tests/drmaa/workflow.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib.parent().expect("dir"))
+        .arg("-ldrmaa")
+        .output()
+        .expect("gcc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    // The library beside the program, under its soname, as an installation has it.
+    std::fs::copy(&lib, cell.root.join("libdrmaa.so.1.0")).expect("copy");
+    set_mode(&cell.root, 0o755);
+    let run = Run::from(
+        as_user(&cell, &user, &exe)
+            .env("LD_LIBRARY_PATH", &cell.root)
+            .output()
+            .expect("run"),
+    );
+    let acct = std::fs::read_to_string(cell.cell.join("common/accounting")).unwrap_or_default();
+    eprintln!("ACCT {acct}");
+    assert_eq!(
+        run.stdout,
+        "init again: 11\n\
+         version 1.0\n\
+         drm gridspool\n\
+         job same id: exited 1 status 3\n\
+         rusage exit_status=3 of many\n\
+         bulk: 3 tasks\n\
+         bulk: exit statuses add up to 9\n\
+         nothing left: 18\n\
+         held: 1\n\
+         released and done: 1\n\
+         running: 1\n\
+         suspended: 1\n\
+         resumed: 1\n\
+         terminated: 1\n\
+         terminated: signaled 1 by SIGKILL\n\
+         ended before the wait: status 7\n\
+         exit again: 5\n\
+         old job in a new session: 18\n",
+        "{run:?}"
+    );
+}
