@@ -4,8 +4,8 @@
 #
 #   scripts/build-deb.sh [--bin-dir DIR] [OUT_DIR]
 #
-# Takes the multicall program from target/release (cargo build --release --bin gridspool)
-# unless --bin-dir says otherwise; the files are those of scripts/install-multiuser.sh under
+# Takes the multicall program and libdrmaa.so from target/release (cargo build --release
+# --bin gridspool -p gridspool-drmaa) unless --bin-dir says otherwise; the files are those of scripts/install-multiuser.sh under
 # /usr, plus the systemd units (sched_d and its shadow), logrotate and the maintainer
 # scripts of scripts/deb/.
 # Needs dpkg-deb only (not root).

@@ -62,6 +62,19 @@ if [ -z "$cell_only" ]; then
   for c in $clients $daemons; do ln -sfn gridspool "$lib/$c"; done
   for c in $clients; do ln -sfn ../lib/gridspool/gridspool "$root/bin/$c"; done
   for c in $daemons; do ln -sfn ../lib/gridspool/gridspool "$root/sbin/$c"; done
+  # DRMAA 1.0 (cargo build --release -p gridspool-drmaa), when built: the library under Grid
+  # Engine's soname and its header.
+  if [ -f "$bin_dir/libdrmaa.so" ]; then
+    if command -v strip >/dev/null; then
+      strip -o "$lib/libdrmaa.so.1.0" "$bin_dir/libdrmaa.so"
+    else
+      cp "$bin_dir/libdrmaa.so" "$lib/libdrmaa.so.1.0"
+    fi
+    chmod 0755 "$lib/libdrmaa.so.1.0"
+    ln -sfn libdrmaa.so.1.0 "$lib/libdrmaa.so"
+    install -D -m 0644 "$(cd "$(dirname "$0")/.." && pwd)/drmaa/include/drmaa.h" \
+      "$root/include/gridspool/drmaa.h"
+  fi
   for m in "$(cd "$(dirname "$0")/.." && pwd)"/man/*.1; do
     if [ -f "$m" ]; then install -m 0644 "$m" "$root/share/man/man1/"; fi
   done
@@ -93,6 +106,14 @@ esac
 arch_bin=$(dirname "$cell")/bin/$arch
 install -d -m 0755 "$arch_bin"
 for c in $clients; do ln -sfn "$prefix/bin/$c" "$arch_bin/$c"; done
+# $SGE_ROOT/lib/<arch>/libdrmaa.so and $SGE_ROOT/include/drmaa.h, where DRMAA programs look.
+if [ -f "$prefix/lib/gridspool/libdrmaa.so.1.0" ]; then
+  arch_lib=$(dirname "$cell")/lib/$arch
+  install -d -m 0755 "$arch_lib" "$(dirname "$cell")/include"
+  ln -sfn "$prefix/lib/gridspool/libdrmaa.so.1.0" "$arch_lib/libdrmaa.so.1.0"
+  ln -sfn libdrmaa.so.1.0 "$arch_lib/libdrmaa.so"
+  ln -sfn "$prefix/include/gridspool/drmaa.h" "$(dirname "$cell")/include/drmaa.h"
+fi
 
 # The cell is traversable (users source common/settings.sh, qacct reads common/accounting),
 # but only the group may write where clients publish, and only root elsewhere.

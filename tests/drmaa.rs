@@ -138,3 +138,95 @@ fn a_c_program_runs_a_drmaa_workflow() {
         "{run:?}"
     );
 }
+
+/// drmaa-python (PyPI's `drmaa`) in a directory of its own that the test users can read,
+/// installed once per machine. `Err` when the package index cannot be reached.
+fn drmaa_python() -> Result<PathBuf, String> {
+    let dir = PathBuf::from("/opt/gridspool-test/drmaa-python-0.7.9");
+    if dir.join("drmaa/session.py").exists() {
+        return Ok(dir);
+    }
+    let parent = dir.parent().expect("parent");
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    set_mode(parent, 0o755);
+    let building = parent.join(format!(".drmaa-{}", std::process::id()));
+    let pip = Command::new("/usr/bin/python3")
+        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
+        .arg(&building)
+        .arg("drmaa==0.7.9")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("pip: {e}"))?;
+    if !pip.status.success() {
+        let _ = std::fs::remove_dir_all(&building);
+        return Err(format!(
+            "pip install drmaa failed: {}",
+            String::from_utf8_lossy(&pip.stderr)
+        ));
+    }
+    Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&building)
+        .status()
+        .map_err(|e| e.to_string())?;
+    match std::fs::rename(&building, &dir) {
+        Ok(()) => Ok(dir),
+        // Another test process made it first.
+        Err(_) if dir.join("drmaa/session.py").exists() => {
+            let _ = std::fs::remove_dir_all(&building);
+            Ok(dir)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn drmaa_python_runs_a_workflow_with_our_library() {
+    const TEST: &str = "drmaa_python_runs_a_workflow_with_our_library";
+    let Some(lib) = library() else {
+        panic!(
+            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
+        );
+    };
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let package = match drmaa_python() {
+        Ok(p) => p,
+        Err(e) => return skip(TEST, &format!("drmaa-python could not be installed: {e}")),
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    // $drmaa_hd_ph$/single.out: in the user's home, appended to (as `-o` files are).
+    let _ = std::fs::remove_file(user.home.join("single.out"));
+    // What a user changes to use gridspool: DRMAA_LIBRARY_PATH.
+    let installed = cell.root.join("libdrmaa.so.1.0");
+    std::fs::copy(&lib, &installed).expect("copy");
+    set_mode(&cell.root, 0o755);
+    let run = Run::from(
+        as_user(&cell, &user, std::path::Path::new("/usr/bin/python3"))
+            .arg(repo().join("tests/drmaa/workflow.py"))
+            .env("PYTHONPATH", &package)
+            .env("DRMAA_LIBRARY_PATH", &installed)
+            .output()
+            .expect("python3"),
+    );
+    assert_eq!(
+        run.stdout,
+        "contact True\n\
+         drm gridspool\n\
+         version 1 0\n\
+         single True 4 True True 4\n\
+         bulk 3 True\n\
+         bulk states ['done']\n\
+         bulk statuses [1, 2, 3]\n\
+         running True\n\
+         suspended True\n\
+         resumed True\n\
+         terminated True SIGKILL\n\
+         nothing left\n",
+        "{run:?}"
+    );
+    let out = std::fs::read_to_string(user.home.join("single.out")).unwrap_or_default();
+    assert_eq!(out, "hello from drmaa\n");
+}

@@ -26,6 +26,24 @@ fn built_program_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// A directory with what `cargo build --release --bin gridspool -p gridspool-drmaa` leaves
+/// in `target/release`: the program, and `libdrmaa.so` (which `cargo test --workspace` builds
+/// in `deps/`).
+fn built_dir_with_drmaa(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("built");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let built = built_program_dir();
+    std::os::unix::fs::symlink(built.join("gridspool"), dir.join("gridspool")).expect("link");
+    let lib = built.join("deps/libdrmaa.so");
+    assert!(
+        lib.exists(),
+        "{} is not built: run `cargo test --workspace`",
+        lib.display()
+    );
+    std::os::unix::fs::symlink(lib, dir.join("libdrmaa.so")).expect("link");
+    dir
+}
+
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
@@ -120,7 +138,7 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
     let run = output(
         Command::new(script("install-multiuser.sh"))
             .arg("--bin-dir")
-            .arg(built_program_dir())
+            .arg(built_dir_with_drmaa(tmp.path()))
             .arg(&prefix)
             .arg(&cell)
             .arg(TEST_GROUP),
@@ -139,7 +157,7 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
     assert_links(&prefix);
     let mut lib = sorted(&CLIENTS);
     lib.extend(DAEMONS.iter().map(|s| s.to_string()));
-    lib.push("gridspool".into());
+    lib.extend(["gridspool", "libdrmaa.so", "libdrmaa.so.1.0"].map(String::from));
     lib.sort();
     assert_eq!(names_in(&prefix.join("lib/gridspool")), lib);
     // $SGE_ROOT/bin/<arch>, where Open MPI looks for qrsh, as in an SGE installation.
@@ -150,6 +168,13 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
             std::fs::read_link(arch_bin.join("qrsh")).expect("link"),
             prefix.join("bin/qrsh")
         );
+        // DRMAA where programs built for Grid Engine look for it.
+        let drmaa = tmp.path().join("sge/lib/lx-amd64/libdrmaa.so");
+        assert_eq!(
+            std::fs::canonicalize(&drmaa).expect("libdrmaa.so"),
+            prefix.join("lib/gridspool/libdrmaa.so.1.0")
+        );
+        assert!(tmp.path().join("sge/include/drmaa.h").exists());
     }
     let bytes = installed_bytes(&prefix);
     assert!(

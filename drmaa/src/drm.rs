@@ -217,6 +217,14 @@ impl Cell {
         Ok(parse_qstat_xml(&xml))
     }
 
+    /// Grid Engine's `qtask` files: the cell's, then the user's (which wins).
+    pub fn qtask_files(&self) -> Vec<PathBuf> {
+        vec![
+            self.spool.join("common").join("qtask"),
+            Path::new(&self.home).join(".qtask"),
+        ]
+    }
+
     pub fn accounting_path(&self) -> PathBuf {
         self.spool.join("common").join("accounting")
     }

@@ -154,7 +154,11 @@ impl Session {
         t: &JobTemplate,
         bulk: Option<(u32, u32, u32)>,
     ) -> DrmaaResult<Vec<JobRef>> {
-        let args = t.qsub_args(bulk, &self.cell.home)?;
+        let category = match t.get("drmaa_job_category")? {
+            Some(name) => crate::template::category_options(name, &self.cell.qtask_files())?,
+            None => Vec::new(),
+        };
+        let args = t.qsub_args(bulk, &self.cell.home, &category)?;
         let ids = self.cell.submit(args)?;
         self.jobs.extend(ids.iter().copied());
         Ok(ids)

@@ -5,7 +5,8 @@
 //! element of the vector is one argument, where Grid Engine joins them into a command line
 //! for the shell); `drmaa_native_specification` is `qsub`'s own
 //! options, placed before the ones the other attributes give (so that those win where they
-//! overlap, as in Grid Engine). Placeholders: `$drmaa_hd_ph$` is the user's home,
+//! overlap, as in Grid Engine), after those of `drmaa_job_category` (a `qtask` file's line).
+//! Placeholders: `$drmaa_hd_ph$` is the user's home,
 //! `$drmaa_wd_ph$` the job's working directory, `$drmaa_incr_ph$` the task number of a bulk
 //! job (`qsub`'s `$TASK_ID` in paths).
 
@@ -138,8 +139,14 @@ impl JobTemplate {
     }
 
     /// The `qsub` arguments of the template (without `-terse`); `bulk` is `-t start-end:incr`.
-    /// `home` replaces `$drmaa_hd_ph$`.
-    pub fn qsub_args(&self, bulk: Option<(u32, u32, u32)>, home: &str) -> DrmaaResult<Vec<String>> {
+    /// `home` replaces `$drmaa_hd_ph$`; `category` are the options of the template's
+    /// `drmaa_job_category` (see [`category_options`]).
+    pub fn qsub_args(
+        &self,
+        bulk: Option<(u32, u32, u32)>,
+        home: &str,
+        category: &[String],
+    ) -> DrmaaResult<Vec<String>> {
         let s = |n: &str| self.scalars.get(n).map(String::as_str);
         let command = s("drmaa_remote_command").ok_or_else(|| {
             invalid(
@@ -151,6 +158,7 @@ impl JobTemplate {
         // command line (which would split an argument holding a blank); a native
         // `-shell yes` can still ask for the shell.
         let mut args = vec!["-shell".to_string(), "no".to_string()];
+        args.extend(category.iter().cloned());
         if let Some(native) = s("drmaa_native_specification") {
             args.extend(split_words(native)?);
         }
@@ -241,6 +249,30 @@ impl JobTemplate {
         );
         Ok(args)
     }
+}
+
+/// The options of job category `name`, as Grid Engine's library finds them: the line of the
+/// `qtask` files (`$SGE_ROOT/$SGE_CELL/common/qtask`, then the user's `~/.qtask`, which
+/// wins) whose first word is `name`, the rest of it. A category in neither has no options.
+pub fn category_options(name: &str, files: &[std::path::PathBuf]) -> DrmaaResult<Vec<String>> {
+    let mut found = None;
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            let (first, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            // `!name` in the global file: users may not redefine it.
+            if first == name || first.strip_prefix('!') == Some(name) {
+                found = Some(rest.to_string());
+            }
+        }
+    }
+    found.map_or(Ok(Vec::new()), |rest| split_words(&rest))
 }
 
 /// Words of a native specification, split as a shell splits them (blanks; single and double
@@ -389,7 +421,7 @@ mod tests {
         t.set_vector("drmaa_v_env", vec!["X=1,2".into()])
             .expect("env");
         assert_eq!(
-            t.qsub_args(Some((1, 4, 2)), "/home/u").expect("args"),
+            t.qsub_args(Some((1, 4, 2)), "/home/u", &[]).expect("args"),
             [
                 "-shell",
                 "no",
@@ -417,7 +449,7 @@ mod tests {
         );
         // The task placeholder is for bulk jobs only.
         assert_eq!(
-            t.qsub_args(None, "/home/u").map_err(|e| e.code),
+            t.qsub_args(None, "/home/u", &[]).map_err(|e| e.code),
             Err(Errno::InvalidAttributeValue)
         );
     }
@@ -439,7 +471,7 @@ mod tests {
         );
         assert_eq!(
             JobTemplate::default()
-                .qsub_args(None, "/h")
+                .qsub_args(None, "/h", &[])
                 .map_err(|e| e.code),
             Err(Errno::ConflictingAttributeValues)
         );
@@ -454,6 +486,30 @@ mod tests {
         assert_eq!(sge_time("27/01/02 03:04").as_deref(), Some("202701020304"));
         assert!(sge_time("3:4").is_none());
         assert!(sge_time("13/40 10:00").is_none());
+    }
+
+    #[test]
+    fn job_categories_come_from_the_qtask_files() {
+        let dir = std::env::temp_dir().join(format!("qtask-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (global, own) = (dir.join("qtask"), dir.join(".qtask"));
+        std::fs::write(
+            &global,
+            "# categories\nbig -l h_vmem=8G -pe smp 4\nsmall -l h_rt=60\n",
+        )
+        .expect("write");
+        std::fs::write(&own, "small -l h_rt=120\n").expect("write");
+        let files = [global, own];
+        assert_eq!(
+            category_options("big", &files).expect("big"),
+            ["-l", "h_vmem=8G", "-pe", "smp", "4"]
+        );
+        assert_eq!(
+            category_options("small", &files).expect("small"),
+            ["-l", "h_rt=120"]
+        );
+        assert!(category_options("none", &files).expect("none").is_empty());
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
