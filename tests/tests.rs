@@ -10,6 +10,7 @@ mod drmaa;
 mod harness;
 mod host_failure;
 mod install;
+mod json;
 mod launch;
 mod pe_tasks;
 mod prolog;

@@ -26,8 +26,8 @@ pub const NONE: &str = "NONE";
 pub const DEFAULT_DEPARTMENT: &str = "defaultdepartment";
 
 /// One finished task (or, for tightly integrated parallel jobs, one PE task), in the order and
-/// with the meaning of `accounting(5)`.
-#[derive(Debug, Clone, PartialEq)]
+/// with the meaning of `accounting(5)`. Serialized (`qacct -json`) with those names and units.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AccountingRecord {
     pub qname: String,
     pub hostname: String,

@@ -145,6 +145,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         "qacct reads the accounting file $SGE_ROOT/$SGE_CELL/common/accounting, which sched_d appends one record to for every finished job or array task, in SGE 8.1.9's format (sge_accounting(5)), and prints either a summary or the records of selected jobs.",
         "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, groups whose wallclock total is zero are not printed.",
         "With -j it prints every selected record in SGE's long format, one block per job or task, separated by lines of equals signs.",
+        "-json, a gridspool extension (not listed by -help): with -j, each selected record as one line of JSON with the fields and units of accounting(5) (qname, hostname, group, owner, job_name, job_number, account, priority, submission_time, start_time and end_time in seconds since the epoch, failed, exit_status, ru_wallclock, ru_utime, ru_stime and the other ru_ fields, project, department, granted_pe, slots, task_number, cpu, mem, io, category, iow, pe_taskid, maxvmem, arid, ar_submission_time); without -j, one JSON object {\"totals\": {...}, \"groups\": [...]} with wallclock, utime, stime, cpu, mem, io and iow, and per group its grouping columns (host, queue, group, owner, project, department, pe, slots, account).",
         "The file is streamed once; records that cannot be parsed are reported on standard error by line number and skipped.",
     ],
     option_details: &[
@@ -608,7 +609,11 @@ impl Options {
 /// found); `now` anchors `-d` and years left out of `-b`/`-e`.
 pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
     let mut out = Output::default();
-    let (o, help) = match parse_args(args, now) {
+    // `-json` is gridspool's (not in SGE's `-help`): records as JSON lines, totals as one
+    // JSON object.
+    let json = args.iter().any(|a| a == "-json");
+    let args: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+    let (o, help) = match parse_args(&args, now) {
         Ok(v) => v,
         Err(e) => {
             match e {
@@ -682,7 +687,13 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             continue;
         }
         if o.job_selects(&r) {
-            out.stdout.push_str(&report::detail(&r));
+            if json {
+                out.stdout
+                    .push_str(&serde_json::to_string(&*r).unwrap_or_default());
+                out.stdout.push('\n');
+            } else {
+                out.stdout.push_str(&report::detail(&r));
+            }
             found = true;
         }
         let mut this = Totals::default();
@@ -724,8 +735,57 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         (Some(JobSelect::Number(_) | JobSelect::Name(_)), _) => return out,
         _ => {}
     }
+    if json {
+        out.stdout.push_str(&json_totals(&o, &totals, &groups));
+        return out;
+    }
     print_table(&mut out, &o, &totals, &groups, &first_host);
     out
+}
+
+/// `-json` without `-j`: `{"totals": {...}, "groups": [...]}`, each group with its shown
+/// grouping columns (`host`, `queue`, `group`, `owner`, `project`, `department`, `pe`,
+/// `slots`, `account`) and its totals: `wallclock`, `utime`, `stime`, `cpu` (seconds),
+/// `mem` (GB·s), `io` (GB), `iow` (seconds). Groups whose wallclock is zero are left out, as
+/// in the table.
+fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
+    use serde_json::{Map, Value, json};
+    let numbers = |t: &Totals| {
+        json!({
+            "wallclock": t.wallclock, "utime": t.utime, "stime": t.stime, "cpu": t.cpu,
+            "mem": t.mem, "io": t.io, "iow": t.iow,
+        })
+    };
+    let mut rows = Vec::new();
+    if o.grouped() {
+        for (k, t) in groups.iter() {
+            if t.wallclock == 0.0 {
+                continue;
+            }
+            let mut row = Map::new();
+            let columns: [(&Column, &str, Value); 9] = [
+                (&o.host, "host", json!(k.0)),
+                (&o.queue, "queue", json!(k.1)),
+                (&o.group, "group", json!(k.2)),
+                (&o.owner, "owner", json!(k.3)),
+                (&o.project, "project", json!(k.4)),
+                (&o.department, "department", json!(k.5)),
+                (&o.pe, "pe", json!(k.6)),
+                (&o.slots, "slots", json!(k.7)),
+                (&o.account, "account", json!(k.8)),
+            ];
+            for (c, name, v) in columns {
+                if c.shown {
+                    row.insert(name.into(), v);
+                }
+            }
+            row.insert("totals".into(), numbers(t));
+            rows.push(Value::Object(row));
+        }
+    }
+    let mut top = json!({"totals": numbers(totals), "groups": rows}).to_string();
+    top.push('\n');
+    top
 }
 
 /// The summary or grouped table, laid out as SGE does it: a column per grouping option (in

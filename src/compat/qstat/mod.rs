@@ -8,6 +8,7 @@
 
 pub mod detail;
 pub(crate) mod fmt;
+pub mod json;
 pub mod queues;
 pub mod resources;
 pub mod rows;
@@ -165,6 +166,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     syntax: &[],
     description: &[
         "qstat lists jobs and queues of the cell $SGE_ROOT/$SGE_CELL in Grid Engine 8.1.9's formats, column for column: by default the caller's own jobs (nothing at all when there are none), with -u the jobs of other users ('*' for all), with -f the queue instances and their jobs, with -xml the same as XML.",
+        "-json, a gridspool extension (not listed by -help), prints the job listing as one JSON object on one line: {\"jobs\": [...]} with per job job, name, owner, state, priority, submitted and started (seconds since the epoch; started null while pending), queue (null while pending), slots and task (the task id or pending range of an array job, else null); -ext adds project, cpu_seconds, mem_gbs, io_gb, tickets, override_tickets, functional_tickets, share_tickets and share; -urg adds urgency, resource_urgency, waiting_urgency, deadline_urgency and deadline; -pri adds posix_priority, normalized_posix_priority, normalized_urgency and normalized_tickets; -f adds \"queues\": [...] with name, type, slots_used, slots_total, load_avg, arch and states. It takes the same selections (-u, -s, -q, -l...) and is refused with -j, -g c and -xml.",
         "The priority columns (-pri, -urg, -ext) show what sched_d computed at its last scheduling pass; a job the scheduler has not considered yet shows zeros, as in SGE. qstat -j always explains why a pending job is not running (holds, dependencies, start time, resources, the active policy's gaps and quotas), where SGE needs schedd_job_info.",
         "When the scheduler configuration orders jobs by a policy other than SGE's (cluster, fbsng, armada), -pri and -ext end each job line with that policy's terms as name=value words (cluster_order=2, queue_priority=37, share=0.6667…), and qstat -j prints them on a policy: line. Under SGE's policy there are none and every output is SGE's.",
         "Changes requested with qdel, qalter, qhold and qrls show at once, also while sched_d is not running.",
@@ -338,6 +340,8 @@ pub struct QstatArgs {
     pub tasks: bool,
     pub group: Grouping,
     pub xml: bool,
+    /// `-json` (a gridspool extension, not in SGE's `-help`): the listing as JSON (`json`).
+    pub json: bool,
     /// `-explain a|c|A|E`: implies `-f`.
     pub explain: Option<char>,
     /// `-j [list]`: `Some(vec![])` for `-j` alone.
@@ -370,6 +374,7 @@ impl Default for QstatArgs {
             tasks: false,
             group: Grouping::default(),
             xml: false,
+            json: false,
             explain: None,
             job_detail: None,
             queues: None,
@@ -402,14 +407,21 @@ fn list(value: &str) -> Vec<String> {
 impl QstatArgs {
     /// Parses `qstat`'s arguments (after gridspool's own `--spool DIR`).
     pub fn parse(words: &[String]) -> Result<QstatArgs, QstatArgError> {
+        // `-json` is gridspool's: taken here, so that SGE's option table (and `-help`) stays
+        // SGE's.
+        let json = words.iter().any(|w| w == "-json");
+        let words: Vec<String> = words.iter().filter(|w| *w != "-json").cloned().collect();
         let parsed = options::parse(
             QSTAT_OPTIONS,
-            words,
+            &words,
             OperandMode::Interleaved,
             &Origin::CommandLine,
         )
         .map_err(|e| QstatArgError::Usage(e.to_string()))?;
-        let mut a = QstatArgs::default();
+        let mut a = QstatArgs {
+            json,
+            ..QstatArgs::default()
+        };
         let mut state_seen = false;
         for opt in &parsed.options {
             let v = opt.values.first().map(String::as_str).unwrap_or("");
@@ -590,6 +602,12 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
         r.stdout = help_text();
         return r;
     }
+    if args.json && (args.job_detail.is_some() || args.group.cluster_summary || args.xml) {
+        r.stderr = "qstat: -json is for the job and queue listings; not with -j, -g c or -xml\n"
+            .to_string();
+        r.code = 1;
+        return r;
+    }
     if let Some(ids) = &args.job_detail {
         return detail::render(args, ids, view);
     }
@@ -602,7 +620,9 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
         return r;
     }
     let rows = rows::select(args, view);
-    if args.xml {
+    if args.json {
+        json::jobs(&mut r.stdout, args, view, &rows);
+    } else if args.xml {
         xml::jobs(&mut r.stdout, args, view, &rows);
     } else if args.full {
         table::full(&mut r.stdout, args, view, &rows);

@@ -1,0 +1,198 @@
+//! `-json` (a gridspool extension): parsed, and compared with `-xml` of the same cell.
+
+use crate::sched::{SchedD, wait_for};
+use crate::support::*;
+use serde_json::Value;
+use std::time::Duration;
+
+/// One slot, so that a job runs and others wait.
+fn cell() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// The text of every `<tag>` in `xml`, in order.
+fn xml_values(xml: &str, tag: &str) -> Vec<String> {
+    let open = format!("<{tag}>");
+    xml.split(&open)
+        .skip(1)
+        .filter_map(|rest| rest.split(&format!("</{tag}>")).next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn qstat_json_holds_what_qstat_xml_shows() {
+    let Some(user) = user1() else {
+        return skip(
+            "qstat_json_holds_what_qstat_xml_shows",
+            "needs the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    for args in [
+        &["-b", "y", "-N", "runs", "sleep", "60"][..],
+        &["-b", "y", "-N", "waits", "sleep", "60"],
+        &["-b", "y", "-N", "array", "-t", "1-3", "sleep", "60"],
+    ] {
+        let run = cell.run(&user, "qsub", args);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    wait_for("a job runs", Duration::from_secs(20), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" r ")
+    });
+    for extra in [&[][..], &["-f"], &["-ext", "-urg", "-pri"]] {
+        let mut args = vec!["-u", "*"];
+        args.extend(extra);
+        let xml = cell.run(&user, "qstat", &[&args[..], &["-xml"]].concat());
+        let json = cell.run(&user, "qstat", &[&args[..], &["-json"]].concat());
+        assert_eq!(json.code, 0, "{json:?}");
+        let v: Value = serde_json::from_str(&json.stdout).expect("qstat -json is JSON");
+        let jobs = v["jobs"].as_array().expect("jobs");
+        let field = |name: &str| -> Vec<String> {
+            jobs.iter()
+                .map(|j| match &j[name] {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                })
+                .collect()
+        };
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(
+            sorted(field("job")),
+            sorted(xml_values(&xml.stdout, "JB_job_number")),
+            "{extra:?}"
+        );
+        // A job's state, not a queue instance's (`-f` has both).
+        let job_states: Vec<String> = xml
+            .stdout
+            .split("<job_list")
+            .skip(1)
+            .filter_map(|b| b.split("</job_list>").next())
+            .flat_map(|b| xml_values(b, "state"))
+            .collect();
+        assert_eq!(sorted(field("state")), sorted(job_states), "{extra:?}");
+        assert_eq!(
+            sorted(field("name")),
+            sorted(xml_values(&xml.stdout, "JB_name"))
+        );
+        assert_eq!(
+            sorted(field("owner")),
+            sorted(xml_values(&xml.stdout, "JB_owner"))
+        );
+        assert_eq!(
+            sorted(
+                field("task")
+                    .into_iter()
+                    .filter(|t| !t.is_empty())
+                    .collect()
+            ),
+            sorted(xml_values(&xml.stdout, "tasks"))
+        );
+        if extra.contains(&"-f") {
+            let queues: Vec<String> = v["queues"]
+                .as_array()
+                .expect("queues")
+                .iter()
+                .map(|q| q["name"].as_str().unwrap_or_default().to_string())
+                .collect();
+            assert_eq!(queues, xml_values(&xml.stdout, "name"));
+        }
+        if extra.contains(&"-ext") {
+            assert!(jobs.iter().all(|j| j["tickets"].is_number()), "{v}");
+        }
+    }
+    // Refused where it has no meaning.
+    let run = cell.run(&user, "qstat", &["-json", "-j", "1"]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
+#[test]
+fn qacct_json_holds_what_qacct_shows() {
+    let Some(user) = user1() else {
+        return skip("qacct_json_holds_what_qacct_shows", "needs the test users");
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    for code in ["3", "0"] {
+        let run = cell.run(
+            &user,
+            "qsub",
+            &[
+                "-b",
+                "y",
+                "-shell",
+                "no",
+                "-N",
+                "acct",
+                "sh",
+                "-c",
+                &format!("sleep 1; exit {code}"),
+            ],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    wait_for("both jobs accounted", Duration::from_secs(30), || {
+        cell.run(&user, "qacct", &["-j", "acct"])
+            .stdout
+            .matches("jobnumber")
+            .count()
+            == 2
+    });
+    let text = cell.run(&user, "qacct", &["-j", "acct"]);
+    let json = cell.run(&user, "qacct", &["-j", "acct", "-json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let records: Vec<Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(records.len(), 2, "{}", json.stdout);
+    let shown = |field: &str| -> Vec<String> {
+        text.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(field))
+            .map(|v| v.trim().to_string())
+            .collect()
+    };
+    let numbers: Vec<String> = records
+        .iter()
+        .map(|r| r["job_number"].to_string())
+        .collect();
+    assert_eq!(numbers, shown("jobnumber"));
+    let statuses: Vec<String> = records
+        .iter()
+        .map(|r| r["exit_status"].to_string())
+        .collect();
+    assert_eq!(statuses, shown("exit_status"));
+    assert!(records.iter().all(|r| r["owner"] == user.name.as_str()));
+    // Totals: the same as the table's (`qacct -o`).
+    let table = cell.run(&user, "qacct", &["-o", &user.name]);
+    let totals = cell.run(&user, "qacct", &["-o", &user.name, "-json"]);
+    let v: Value = serde_json::from_str(&totals.stdout).expect("JSON");
+    let groups = v["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 1, "{v}");
+    assert_eq!(groups[0]["owner"], user.name.as_str());
+    let wallclock = table
+        .stdout
+        .lines()
+        .last()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|w| w.parse::<f64>().ok())
+        .expect("the table's wallclock");
+    assert_eq!(
+        groups[0]["totals"]["wallclock"].as_f64(),
+        Some(wallclock),
+        "{}",
+        table.stdout
+    );
+}
