@@ -139,26 +139,32 @@ fn a_c_program_runs_a_drmaa_workflow() {
     );
 }
 
-/// drmaa-python (PyPI's `drmaa`) in a directory of its own that the test users can read,
-/// installed once per machine. `Err` when the package index cannot be reached.
+/// A virtualenv with drmaa-python (PyPI's `drmaa`) that the test users can run, made once
+/// per machine (Debian's python3 with venv, as `.ci/run` installs it). `Err` when it cannot be
+/// made (no package index).
 fn drmaa_python() -> Result<PathBuf, String> {
-    let dir = PathBuf::from("/opt/gridspool-test/drmaa-python-0.7.9");
-    if dir.join("drmaa/session.py").exists() {
-        return Ok(dir);
+    let venv = PathBuf::from("/opt/gridspool-test/drmaa-venv-0.7.9");
+    if venv.join("bin/python3").exists() && venv.join(".complete").exists() {
+        return Ok(venv);
     }
-    let parent = dir.parent().expect("parent");
+    let parent = venv.parent().expect("parent");
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     set_mode(parent, 0o755);
-    let building = parent.join(format!(".drmaa-{}", std::process::id()));
-    let pip = Command::new("/usr/bin/python3")
-        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
-        .arg(&building)
-        .arg("drmaa==0.7.9")
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("/usr/bin/python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .map_err(|e| format!("/usr/bin/python3: {e}"))?;
+    if !made.success() {
+        return Err("python3 -m venv failed (Debian package python3-venv)".into());
+    }
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "drmaa==0.7.9"])
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("pip: {e}"))?;
     if !pip.status.success() {
-        let _ = std::fs::remove_dir_all(&building);
         return Err(format!(
             "pip install drmaa failed: {}",
             String::from_utf8_lossy(&pip.stderr)
@@ -166,18 +172,11 @@ fn drmaa_python() -> Result<PathBuf, String> {
     }
     Command::new("chmod")
         .args(["-R", "a+rX"])
-        .arg(&building)
+        .arg(&venv)
         .status()
         .map_err(|e| e.to_string())?;
-    match std::fs::rename(&building, &dir) {
-        Ok(()) => Ok(dir),
-        // Another test process made it first.
-        Err(_) if dir.join("drmaa/session.py").exists() => {
-            let _ = std::fs::remove_dir_all(&building);
-            Ok(dir)
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    std::fs::write(venv.join(".complete"), "").map_err(|e| e.to_string())?;
+    Ok(venv)
 }
 
 #[test]
@@ -191,7 +190,7 @@ fn drmaa_python_runs_a_workflow_with_our_library() {
     let Some(user) = user1() else {
         return skip(TEST, "needs the test users");
     };
-    let package = match drmaa_python() {
+    let venv = match drmaa_python() {
         Ok(p) => p,
         Err(e) => return skip(TEST, &format!("drmaa-python could not be installed: {e}")),
     };
@@ -204,9 +203,8 @@ fn drmaa_python_runs_a_workflow_with_our_library() {
     std::fs::copy(&lib, &installed).expect("copy");
     set_mode(&cell.root, 0o755);
     let run = Run::from(
-        as_user(&cell, &user, std::path::Path::new("/usr/bin/python3"))
+        as_user(&cell, &user, &venv.join("bin/python3"))
             .arg(repo().join("tests/drmaa/workflow.py"))
-            .env("PYTHONPATH", &package)
             .env("DRMAA_LIBRARY_PATH", &installed)
             .output()
             .expect("python3"),
