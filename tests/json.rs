@@ -196,3 +196,54 @@ fn qacct_json_holds_what_qacct_shows() {
         table.stdout
     );
 }
+
+#[test]
+fn qhost_json_holds_what_qhost_xml_shows() {
+    let Some(user) = user1() else {
+        return skip(
+            "qhost_json_holds_what_qhost_xml_shows",
+            "needs the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let xml = cell.run(&user, "qhost", &["-q", "-F", "-xml"]);
+    let json = cell.run(&user, "qhost", &["-q", "-F", "-json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let v: Value = serde_json::from_str(&json.stdout).expect("qhost -json is JSON");
+    let hosts = v["hosts"].as_array().expect("hosts");
+    let host = gridspool::identity::short_hostname();
+    assert_eq!(hosts.len(), 1, "{v}");
+    let h = &hosts[0];
+    assert_eq!(h["name"], host.as_str());
+    // The values -xml shows, in the units -json documents.
+    let block = xml
+        .stdout
+        .split(&format!("<host name='{host}'>"))
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let xml_value = |name: &str| -> String {
+        block
+            .lines()
+            .find(|l| l.contains(&format!("<hostvalue name='{name}'>")))
+            .and_then(|l| l.split('>').nth(1))
+            .and_then(|l| l.split('<').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(h["num_proc"].to_string(), xml_value("num_proc"));
+    assert_eq!(h["arch"], xml_value("arch_string").as_str());
+    let queues = h["queues"].as_array().expect("queues");
+    assert_eq!(queues.len(), 1);
+    assert_eq!(queues[0]["name"], "all.q");
+    assert_eq!(queues[0]["slots_total"], 1);
+    let resources = h["resources"].as_object().expect("-F resources");
+    assert!(resources.contains_key("hl:load_avg"), "{v}");
+    assert_eq!(
+        resources.len(),
+        xml.stdout.matches("<resourcevalue").count(),
+        "{}",
+        xml.stdout
+    );
+}

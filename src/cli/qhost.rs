@@ -76,7 +76,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     syntax: &[],
     description: &[
         "qhost lists the execution hosts of the cluster configuration with their architecture, processors, load and memory, in SGE 8.1.9's columns. The host qhost runs on is measured from /proc at once; other hosts show what sched_d last reported for them, or - when nothing recent is known.",
-        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones, and, a gridspool extension, each device complex's ids with the running task that holds each (rm:gpu=0(7.1) 1); -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
+        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -json, a gridspool extension (not listed by -help), prints one JSON object {\"hosts\": [...]} with per host name, known, arch, num_proc, sockets, cores, threads, load_avg, mem_total, mem_used, swap_total and swap_used (bytes; null for a host not heard from), its queue instances (name, type, slots_used, slots_total, state) and with -F its resources as {\"hl:load_avg\": \"0.12\", ...}. -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones, and, a gridspool extension, each device complex's ids with the running task that holds each (rm:gpu=0(7.1) 1); -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -517,6 +517,10 @@ fn xml_escape(s: &str) -> String {
 /// Runs `qhost` on gathered input.
 pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     let mut out = Output::default();
+    // `-json` is gridspool's (not in SGE's `-help`).
+    let json = args.iter().any(|a| a == "-json");
+    let args: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+    let args = &args[..];
     let o = match parse(args) {
         Ok(o) => o,
         Err(ParseError::Help) => {
@@ -623,6 +627,50 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
             .is_some_and(|sel| sel.is_empty() || sel.iter().any(|s| s == name))
     };
 
+    if json {
+        let list: Vec<serde_json::Value> = hosts
+            .iter()
+            .map(|h| {
+                let st = status(h);
+                let l = st.load.as_ref();
+                let queues: Vec<serde_json::Value> = queue_rows(h, &st)
+                    .into_iter()
+                    .map(|(q, t, u, total, state)| {
+                        serde_json::json!({"name": q, "type": t, "slots_used": u,
+                            "slots_total": total, "state": state})
+                    })
+                    .collect();
+                let mut v = serde_json::json!({
+                    "name": h.name,
+                    "known": st.known,
+                    "arch": l.map(|l| l.arch.clone()).filter(|a| !a.is_empty()).unwrap_or_else(|| h.arch.clone()),
+                    "num_proc": l.map(|l| l.num_proc),
+                    "sockets": l.map(|l| l.m_socket),
+                    "cores": l.map(|l| l.m_core),
+                    "threads": l.map(|l| l.m_thread),
+                    "load_avg": l.map(|l| l.load_medium),
+                    "mem_total": l.map(|l| l.mem_total),
+                    "mem_used": l.map(|l| l.mem_used()),
+                    "swap_total": l.map(|l| l.swap_total),
+                    "swap_used": l.map(|l| l.swap_used()),
+                    "queues": queues,
+                });
+                if let (Some(l), Some(obj)) = (l, v.as_object_mut())
+                    && o.resources.is_some()
+                {
+                    let resources: serde_json::Map<String, serde_json::Value> = resources(h, l, &held)
+                        .into_iter()
+                        .filter(|(k, _)| selected(k.split_once(':').map_or(k.as_str(), |(_, n)| n)))
+                        .map(|(k, v)| (k, serde_json::Value::String(v)))
+                        .collect();
+                    obj.insert("resources".into(), serde_json::Value::Object(resources));
+                }
+                v
+            })
+            .collect();
+        out.out(serde_json::json!({ "hosts": list }).to_string());
+        return out;
+    }
     if o.xml {
         out.out("<?xml version='1.0'?>");
         out.out("<qhost xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qhost/qhost.xsd\">");
