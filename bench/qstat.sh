@@ -1,5 +1,5 @@
 #!/bin/sh
-# Times `qstat -u '*'` and `qstat -u '*' -xml` on cells of 10,000 and 100,000 jobs.
+# Times `qstat -u '*'`, `-xml` and `-json` on cells of 10,000 and 100,000 jobs.
 # Usage: bench/qstat.sh [N...]   (default: 10000 100000). The cell carries the listing index
 # that sched_d leaves when it stops (daemon/listing), so qstat reads it instead of every job
 # file; SCAN=1 fills the cell without it, to time the scan qstat falls back to. Release build; after one warm-up
@@ -18,7 +18,7 @@ for n in $sizes; do
     else
         target/release/examples/qstat_fill "$cell" "$n"
     fi
-    for extra in "" "-xml"; do
+    for extra in "" "-xml" "-json"; do
         target/release/qstat --spool "$cell" -u '*' $extra >/dev/null
         : > "$tmp/times"
         for _ in 1 2 3 4 5; do
