@@ -12,6 +12,7 @@ mod host_failure;
 mod install;
 mod json;
 mod launch;
+mod metrics;
 mod pe_tasks;
 mod prolog;
 mod qacct;

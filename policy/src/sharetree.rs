@@ -354,6 +354,16 @@ impl UsageStore {
     }
 
     /// A user's own record (jobs without project).
+    /// Every user's record (for reports: `sched_d --metrics`).
+    pub fn users(&self) -> impl Iterator<Item = (&str, &UsageRecord)> {
+        self.users.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Every project's record.
+    pub fn projects(&self) -> impl Iterator<Item = (&str, &UsageRecord)> {
+        self.projects.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     pub fn user(&self, user: &str) -> Option<&UsageRecord> {
         self.users.get(user)
     }

@@ -65,6 +65,10 @@ pub struct Args {
     /// fractions allowed).
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub heartbeat_interval: f64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (off unless given; without ADDR on
+    /// 127.0.0.1:9464, the loopback only). What they are: `src/sched/metrics.rs`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
+    pub metrics: Option<String>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -176,6 +180,12 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
             usage.clone(),
         )),
     )?;
+    if let Some(addr) = &args.metrics {
+        let metrics = std::sync::Arc::new(crate::sched::metrics::Metrics::new());
+        daemon.set_metrics(metrics.clone(), usage.clone());
+        crate::sched::metrics::serve(addr, metrics, daemon.sender())
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
     daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));
     // Load and usage reports for qhost and qstat, over the launcher's ssh connections.
     let probe = crate::launch::HostProbe::start(

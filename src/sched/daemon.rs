@@ -124,6 +124,8 @@ pub enum Input {
     /// Boxed: launch events are large and the channel carries many small inputs.
     Launch(Box<LaunchEvent>),
     Signal(i32),
+    /// `--metrics`: a scrape wants the cell's gauges refreshed; answered when they are.
+    Scrape(Sender<()>),
 }
 
 /// The exclusive hold on a spool: the lock file stays locked while this lives.
@@ -320,6 +322,8 @@ pub struct Daemon {
     reschedule_due: BTreeMap<String, Instant>,
     /// Pe tasks (`qrsh -inherit`) of running tasks.
     pe_tasks: pe_tasks::PeTasks,
+    /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
+    metrics: Option<(std::sync::Arc<super::metrics::Metrics>, super::SharedUsage)>,
 }
 
 /// The storage-blocked state: since when, and when the writes are tried again.
@@ -510,12 +514,109 @@ impl Daemon {
             spool_event: false,
             reschedule_due: BTreeMap::new(),
             pe_tasks: pe_tasks::PeTasks::default(),
+            metrics: None,
         })
     }
 
     /// A sender for inputs (signals, tests).
     pub fn sender(&self) -> Sender<Input> {
         self.tx.clone()
+    }
+
+    /// `--metrics`: keeps `metrics` up to date, with the share-tree usage of `usage`.
+    pub fn set_metrics(
+        &mut self,
+        metrics: std::sync::Arc<super::metrics::Metrics>,
+        usage: super::SharedUsage,
+    ) {
+        self.metrics = Some((metrics, usage));
+    }
+
+    /// A scrape: the gauges that describe the whole cell, from the state (a walk over every
+    /// job, once per scrape, not per event).
+    fn refresh_metrics(&self) {
+        use super::metrics::{JobLabels, QueueLabels, UsageLabels};
+        let Some((m, usage)) = &self.metrics else {
+            return;
+        };
+        let mut jobs: std::collections::HashMap<(&'static str, String), i64> = Default::default();
+        let mut used: std::collections::HashMap<String, i64> = Default::default();
+        for id in self.state.job_ids() {
+            let Some(job) = self.state.job(id) else {
+                continue;
+            };
+            let owner = job.submitter.owner.clone();
+            for g in &job.tasks.pending {
+                let state = if job.error.is_some() {
+                    "error"
+                } else if !g.holds.is_none() {
+                    "held"
+                } else {
+                    "pending"
+                };
+                *jobs.entry((state, owner.clone())).or_default() += g.tasks.len() as i64;
+            }
+            for t in &job.tasks.running {
+                let state = if t.state == crate::model::RunState::Suspended || t.queue_suspended {
+                    "suspended"
+                } else {
+                    "running"
+                };
+                *jobs.entry((state, owner.clone())).or_default() += 1;
+                if t.granted.is_empty() {
+                    *used.entry(format!("{}@{}", t.queue, t.host)).or_default() += t.slots as i64;
+                } else {
+                    for (host, queue, slots) in &t.granted {
+                        let q = queue.split('@').next().unwrap_or(queue);
+                        *used.entry(format!("{q}@{host}")).or_default() += *slots as i64;
+                    }
+                }
+            }
+        }
+        m.jobs.clear();
+        for ((state, user), n) in jobs {
+            m.jobs
+                .get_or_create(&JobLabels {
+                    state: state.to_string(),
+                    user,
+                })
+                .set(n);
+        }
+        m.slots_used.clear();
+        m.slots_total.clear();
+        let config = &self.state.config;
+        for q in &config.queues {
+            for h in config.queue_hosts(q) {
+                let name = format!("{}@{}", q.name, h.name);
+                let labels = QueueLabels {
+                    queue: name.clone(),
+                };
+                m.slots_total.get_or_create(&labels).set(i64::from(q.slots));
+                m.slots_used
+                    .get_or_create(&labels)
+                    .set(used.get(&name).copied().unwrap_or(0));
+            }
+        }
+        m.share_usage.clear();
+        let decay = crate::acct::decay_config(config);
+        let t = now();
+        let store = usage.lock().unwrap_or_else(|e| e.into_inner());
+        let kinds = store
+            .users()
+            .map(|(n, r)| ("user", n, r))
+            .chain(store.projects().map(|(n, r)| ("project", n, r)));
+        for (kind, name, record) in kinds {
+            let u = record.usage_at(t, &decay);
+            for (resource, value) in [("cpu", u.cpu), ("mem", u.mem), ("io", u.io)] {
+                m.share_usage
+                    .get_or_create(&UsageLabels {
+                        kind: kind.to_string(),
+                        name: name.to_string(),
+                        resource: resource.to_string(),
+                    })
+                    .set(value);
+            }
+        }
     }
 
     /// The launcher's channel (for a runner built after the daemon).
@@ -796,6 +897,11 @@ impl Daemon {
                 self.rescan_needed = true;
             }
             Input::Launch(ev) => self.launch_event(*ev),
+            Input::Scrape(answer) => {
+                self.refresh_metrics();
+                let _ = answer.send(());
+                return false;
+            }
             Input::Signal(sig) => {
                 if sig == signal_hook::consts::SIGHUP {
                     info!("SIGHUP: reloading the configuration");
@@ -994,6 +1100,9 @@ impl Daemon {
         self.index.put(id, entry);
         if fresh {
             info!(job = %id, "job submitted");
+            if let Some((m, _)) = &self.metrics {
+                m.submissions.inc();
+            }
         } else {
             info!(job = %id, running = running.len(), "job recovered");
         }
@@ -1050,6 +1159,9 @@ impl Daemon {
 
     fn quarantine_job(&mut self, id: JobId, reason: &str) {
         warn!(job = %id, "{reason}: quarantined");
+        if let Some((m, _)) = &self.metrics {
+            m.quarantined.inc();
+        }
         self.refused.insert(id);
         self.index.forget(id);
         for path in [self.spool.job_file(id), self.spool.state_file(id)] {
@@ -1136,6 +1248,9 @@ impl Daemon {
 
     fn quarantine_file(&self, path: &Path, reason: &str) {
         warn!("{}: {reason}: quarantined", path.display());
+        if let Some((m, _)) = &self.metrics {
+            m.quarantined.inc();
+        }
         if let Err(e) = self.spool.quarantine(path, reason) {
             error!("cannot quarantine {}: {e}", path.display());
         }
@@ -1358,6 +1473,9 @@ impl Daemon {
     /// stays in it with a doubled wait before the next retry.
     fn block(&mut self, why: String) {
         let now = Instant::now();
+        if let Some((m, _)) = &self.metrics {
+            m.spool_errors.inc();
+        }
         match &mut self.blocked {
             None => {
                 error!(
@@ -1449,6 +1567,15 @@ impl Daemon {
         .into_iter()
         .flatten()
         .min();
+        if let Some((m, _)) = &self.metrics {
+            m.pass_seconds.observe(started.elapsed().as_secs_f64());
+            for s in &result.starts {
+                if let Some(job) = self.state.job(s.job) {
+                    m.dispatch_latency_seconds
+                        .observe((t - job.submitter.submission_time).max(0) as f64);
+                }
+            }
+        }
         // Transferring is durable before anything starts.
         self.flush();
         if self.failure.is_some() {
@@ -1615,6 +1742,9 @@ impl Daemon {
     fn task_ended(&mut self, result: crate::launch::TaskResult) {
         let (id, task) = (result.job, result.task);
         self.end_pe_tasks(id, task);
+        if let Some((m, _)) = &self.metrics {
+            m.task_ends.inc();
+        }
         let ended = EndedTask::reported(id, task, &result.host);
         if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
             self.kept_result(run, result);

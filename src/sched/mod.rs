@@ -35,6 +35,7 @@ pub mod fbsng;
 pub mod fit;
 pub mod launcher;
 pub mod mastership;
+pub mod metrics;
 pub mod pass;
 pub mod policy_files;
 pub mod priority;

@@ -1,0 +1,180 @@
+//! `sched_d --metrics [ADDR]` (off by default; `127.0.0.1:9464` when given without an
+//! address): Prometheus metrics at `http://ADDR/metrics`, in the OpenMetrics text format of
+//! the `prometheus-client` crate, served by `tiny_http` on a thread of its own.
+//!
+//! Counters and histograms are kept as things happen (a submission, an end, a pass: an
+//! atomic add each). What describes the whole cell — jobs by state and user, slots per queue
+//! instance, share-tree usage — is computed when a scrape asks for it, by the daemon's loop
+//! (which owns the state), so that it costs nothing between scrapes: the HTTP thread sends
+//! [`Input::Scrape`](super::daemon::Input) and waits for the loop to have refreshed the gauges.
+//!
+//! | metric | labels | what |
+//! |---|---|---|
+//! | `gridspool_jobs` | `state` (pending, held, running, suspended, error), `user` | tasks |
+//! | `gridspool_slots_used`, `gridspool_slots_total` | `queue` (`all.q@host`) | slots |
+//! | `gridspool_pass_seconds` | | scheduling pass duration (histogram) |
+//! | `gridspool_dispatch_latency_seconds` | | submission to dispatch (histogram) |
+//! | `gridspool_submissions_total`, `gridspool_task_ends_total` | | jobs in, tasks out |
+//! | `gridspool_quarantined_files_total`, `gridspool_spool_errors_total` | | spool trouble |
+//! | `gridspool_share_usage` | `kind` (user, project), `name`, `resource` (cpu, mem, io) | decayed usage |
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobLabels {
+    pub state: String,
+    pub user: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UsageLabels {
+    pub kind: String,
+    pub name: String,
+    pub resource: String,
+}
+
+/// The daemon's metrics.
+pub struct Metrics {
+    registry: Registry,
+    pub jobs: Family<JobLabels, Gauge>,
+    pub slots_used: Family<QueueLabels, Gauge>,
+    pub slots_total: Family<QueueLabels, Gauge>,
+    pub share_usage: Family<UsageLabels, Gauge<f64, AtomicU64>>,
+    pub pass_seconds: Histogram,
+    pub dispatch_latency_seconds: Histogram,
+    pub submissions: Counter,
+    pub task_ends: Counter,
+    pub quarantined: Counter,
+    pub spool_errors: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("gridspool");
+        let m = Metrics {
+            registry: Registry::default(),
+            jobs: Family::default(),
+            slots_used: Family::default(),
+            slots_total: Family::default(),
+            share_usage: Family::default(),
+            // 0.1 ms to 3 s.
+            pass_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
+            // 1 ms to about 9 hours.
+            dispatch_latency_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 16)),
+            submissions: Counter::default(),
+            task_ends: Counter::default(),
+            quarantined: Counter::default(),
+            spool_errors: Counter::default(),
+        };
+        registry.register("jobs", "Tasks by state and owner", m.jobs.clone());
+        registry.register(
+            "slots_used",
+            "Slots in use per queue instance",
+            m.slots_used.clone(),
+        );
+        registry.register(
+            "slots_total",
+            "Slots offered per queue instance",
+            m.slots_total.clone(),
+        );
+        registry.register(
+            "share_usage",
+            "Decayed share-tree usage (cpu seconds, GB seconds of memory, GB of I/O)",
+            m.share_usage.clone(),
+        );
+        registry.register(
+            "pass_seconds",
+            "Duration of a scheduling pass",
+            m.pass_seconds.clone(),
+        );
+        registry.register(
+            "dispatch_latency_seconds",
+            "From a task's submission to its dispatch",
+            m.dispatch_latency_seconds.clone(),
+        );
+        registry.register("submissions", "Jobs submitted", m.submissions.clone());
+        registry.register("task_ends", "Tasks ended", m.task_ends.clone());
+        registry.register(
+            "quarantined_files",
+            "Spool files set aside as malformed or forged",
+            m.quarantined.clone(),
+        );
+        registry.register(
+            "spool_errors",
+            "Writes to the spool that failed (the daemon retries)",
+            m.spool_errors.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            text.clear();
+        }
+        text
+    }
+}
+
+/// How long a scrape waits for the daemon's loop to refresh the gauges.
+const SCRAPE_WAIT: Duration = Duration::from_secs(5);
+
+/// Serves `/metrics` on `addr` until the process ends: each request asks the daemon (over
+/// `daemon`) to refresh the cell's gauges, then answers with every metric.
+pub fn serve(
+    addr: &str,
+    metrics: std::sync::Arc<Metrics>,
+    daemon: Sender<super::daemon::Input>,
+) -> Result<(), String> {
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| format!("cannot serve metrics on {addr}: {e}"))?;
+    tracing::info!(addr, "serving metrics at /metrics");
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for request in server.incoming_requests() {
+                let path = request.url().split('?').next().unwrap_or("").to_string();
+                if path != "/metrics" {
+                    let _ = request.respond(
+                        tiny_http::Response::from_string("not found: try /metrics\n")
+                            .with_status_code(404),
+                    );
+                    continue;
+                }
+                let (tx, rx) = std::sync::mpsc::channel();
+                if daemon.send(super::daemon::Input::Scrape(tx)).is_ok() {
+                    let _ = rx.recv_timeout(SCRAPE_WAIT);
+                }
+                let mut response = tiny_http::Response::from_string(metrics.encode());
+                if let Ok(h) = tiny_http::Header::from_bytes(
+                    &b"Content-Type"[..],
+                    &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
+                ) {
+                    response = response.with_header(h);
+                }
+                let _ = request.respond(response);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}

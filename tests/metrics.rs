@@ -1,0 +1,116 @@
+//! `sched_d --metrics`: scraped over HTTP as Prometheus would, checked line by line against
+//! the text format, and its numbers against `qstat`.
+
+use crate::sched::{SchedD, wait_for};
+use crate::support::sshd::free_port;
+use crate::support::*;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+fn scrape(addr: &str, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// A metric name, optional `{labels}`, a value: the sample lines of the text format.
+fn is_sample(line: &str) -> bool {
+    let (series, value) = match line.rsplit_once(' ') {
+        Some(p) => p,
+        None => return false,
+    };
+    let name_end = series.find('{').unwrap_or(series.len());
+    let name = &series[..name_end];
+    let name_ok = !name.is_empty()
+        && name.chars().enumerate().all(|(i, c)| {
+            c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit())
+        });
+    let labels_ok = name_end == series.len()
+        || (series.ends_with('}')
+            && series[name_end + 1..series.len() - 1]
+                .split("\",")
+                .filter(|l| !l.is_empty())
+                .all(|l| l.split_once("=\"").is_some_and(|(k, _)| !k.is_empty())));
+    let value_ok = value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value);
+    name_ok && labels_ok && value_ok
+}
+
+#[test]
+fn the_metrics_endpoint_is_prometheus_text_that_agrees_with_qstat() {
+    let Some(user) = user1() else {
+        return skip(
+            "the_metrics_endpoint_is_prometheus_text_that_agrees_with_qstat",
+            "needs the test users",
+        );
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
+        )
+    });
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _d = SchedD::start(&cell, &["--metrics", &addr]);
+    for _ in 0..2 {
+        let run = cell.run(&user, "qsub", &["-b", "y", "sleep", "60"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    wait_for("a job runs", Duration::from_secs(20), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" r ")
+    });
+    let (head, body) = scrape(&addr, "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_lowercase()
+            .contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    for line in body.lines() {
+        assert!(
+            line.starts_with("# HELP ")
+                || line.starts_with("# TYPE ")
+                || line.starts_with("# UNIT ")
+                || line == "# EOF"
+                || is_sample(line),
+            "not Prometheus text: {line:?}\n{body}"
+        );
+    }
+    let has = |sample: &str| body.lines().any(|l| l == sample);
+    let who = &user.name;
+    assert!(
+        has(&format!(
+            "gridspool_jobs{{state=\"running\",user=\"{who}\"}} 1"
+        )),
+        "{body}"
+    );
+    assert!(
+        has(&format!(
+            "gridspool_jobs{{state=\"pending\",user=\"{who}\"}} 1"
+        )),
+        "{body}"
+    );
+    assert!(
+        has(&format!("gridspool_slots_used{{queue=\"all.q@{host}\"}} 1")),
+        "{body}"
+    );
+    assert!(
+        has(&format!(
+            "gridspool_slots_total{{queue=\"all.q@{host}\"}} 1"
+        )),
+        "{body}"
+    );
+    assert!(has("gridspool_submissions_total 2"), "{body}");
+    assert!(body.contains("gridspool_pass_seconds_count "), "{body}");
+    let (head, _) = scrape(&addr, "/nothing");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+}
