@@ -20,6 +20,7 @@
 # Usage: [SLOTS=8] [MODE=release|restart] bench/throughput.sh [N]
 # SLOTS sets the host's and all.q's slots (default 8: trivial jobs use no CPU to speak of, so
 # more slots than CPUs keep the pipeline full; the default cell has as many slots as CPUs).
+# SCHED_D_ARGS are added to sched_d's arguments (e.g. "--metrics 127.0.0.1:19464").
 # DAEMON_WRAP is put in front of sched_d (e.g. "perf stat -o FILE --": the shepherds are
 # sched_d's descendants, so their cost is counted too); KEEP=1 keeps the cell.
 # SSH_LAUNCH replaces the host's `launch:` entry (bench/throughput-ssh.sh sets it to ssh).
@@ -54,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 start_daemon() {
     ${DAEMON_WRAP:-} "$BIN/sched_d" --spool "$ROOT/default" --log-level "${LOG_LEVEL:-warn}" --retention 1 \
-        2>"$ROOT/sched_d.err" &
+        ${SCHED_D_ARGS:-} 2>"$ROOT/sched_d.err" &
     DAEMON=$!
 }
 jobs_known() {
