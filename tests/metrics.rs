@@ -114,3 +114,122 @@ fn the_metrics_endpoint_is_prometheus_text_that_agrees_with_qstat() {
     let (head, _) = scrape(&addr, "/nothing");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
 }
+
+/// Debian's Chromium, when installed (`.ci/run` installs it).
+fn chromium() -> Option<std::path::PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// Headless Chromium on `url` with `args` (`--dump-dom`, `--screenshot=…`); its stdout.
+fn browse(browser: &std::path::Path, url: &str, args: &[String]) -> String {
+    let profile = tempfile::tempdir().expect("profile");
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("chromium");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_status_page_shows_what_qstat_shows_in_a_browser() {
+    const TEST: &str = "the_status_page_shows_what_qstat_shows_in_a_browser";
+    let Some(browser) = chromium() else {
+        return skip(TEST, "Chromium is not installed (Debian package chromium)");
+    };
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    let who = user.name.clone();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\nshare_tree: {{name: Root, shares: 1, children: [{{name: \"{who}\", shares: 3}}, {{name: default, shares: 1}}]}}\n"
+        )
+    });
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _d = SchedD::start(&cell, &["--metrics", &addr]);
+    // One ended (for the usage chart), one running, one waiting for the slot.
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-sync", "y", "-b", "y", "-N", "ended", "true"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    for name in ["runs", "waits"] {
+        let run = cell.run(&user, "qsub", &["-b", "y", "-N", name, "sleep", "60"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    wait_for("a job runs", Duration::from_secs(20), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" r ")
+    });
+    let url = format!("http://{addr}/");
+    let dom = browse(&browser, &url, &["--dump-dom".to_string()]);
+    assert!(dom.contains("<h1>gridspool cell default</h1>"), "{dom}");
+    // Every job qstat lists is on the page, in the state qstat shows.
+    let qstat = cell.run(&user, "qstat", &["-u", "*"]);
+    let listed: Vec<(String, String)> = qstat
+        .stdout
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            Some((w.first()?.to_string(), w.get(4)?.to_string()))
+        })
+        .collect();
+    assert_eq!(listed.len(), 2, "{qstat:?}");
+    for (id, state) in &listed {
+        let row = dom
+            .split(&format!("<tr data-job=\"{id}\">"))
+            .nth(1)
+            .and_then(|r| r.split("</tr>").next())
+            .unwrap_or_else(|| panic!("job {id} is not on the page: {dom}"));
+        assert!(
+            row.contains(&format!("<td>{state}</td>")),
+            "job {id}: {row}"
+        );
+    }
+    // Why the waiting job waits (the slot is taken).
+    let waiting = &listed
+        .iter()
+        .find(|(_, s)| s == "qw")
+        .expect("a waiting job")
+        .0;
+    let row = dom
+        .split(&format!("<tr data-job=\"{waiting}\">"))
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap_or_default();
+    assert!(!row.ends_with("<td></td>"), "no reason given: {row}");
+    // The share tree's targets, and the ended job's CPU in the charts.
+    assert!(dom.contains(&format!("data-node=\"{who}\"")), "{dom}");
+    assert!(dom.contains("75.0%"), "{dom}");
+    assert!(dom.contains(&format!("data-series=\"{who}\"")), "{dom}");
+    // A screenshot, kept as the test's artefact.
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(
+        &browser,
+        &url,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1100,1400".to_string(),
+        ],
+    );
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "{} is not a PNG",
+        shot.display()
+    );
+}

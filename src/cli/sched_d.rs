@@ -65,8 +65,9 @@ pub struct Args {
     /// fractions allowed).
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub heartbeat_interval: f64,
-    /// Serve Prometheus metrics at http://ADDR/metrics (off unless given; without ADDR on
-    /// 127.0.0.1:9464, the loopback only). What they are: `src/sched/metrics.rs`.
+    /// Serve Prometheus metrics at http://ADDR/metrics and a read-only status page at
+    /// http://ADDR/ (off unless given; without ADDR on 127.0.0.1:9464, the loopback only).
+    /// What they show: `src/sched/metrics.rs`, `src/sched/status_page.rs`.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
     pub metrics: Option<String>,
     /// Log level: error, warn, info, debug, trace.
@@ -183,7 +184,14 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
     if let Some(addr) = &args.metrics {
         let metrics = std::sync::Arc::new(crate::sched::metrics::Metrics::new());
         daemon.set_metrics(metrics.clone(), usage.clone());
-        crate::sched::metrics::serve(addr, metrics, daemon.sender())
+        let page = crate::sched::metrics::PageSource {
+            cell: spool
+                .root()
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            accounting: spool.accounting_path(),
+        };
+        crate::sched::metrics::serve(addr, metrics, daemon.sender(), page)
             .map_err(|e| anyhow::anyhow!(e))?;
     }
     daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));

@@ -126,6 +126,8 @@ pub enum Input {
     Signal(i32),
     /// `--metrics`: a scrape wants the cell's gauges refreshed; answered when they are.
     Scrape(Sender<()>),
+    /// `--metrics`: the status page's part that comes from the state (`status_page`).
+    StatusPage(Sender<String>),
 }
 
 /// The exclusive hold on a spool: the lock file stays locked while this lives.
@@ -325,6 +327,9 @@ pub struct Daemon {
     /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
     metrics: Option<(std::sync::Arc<super::metrics::Metrics>, super::SharedUsage)>,
 }
+
+/// Jobs the status page lists at most (a page of 100,000 rows helps nobody).
+const STATUS_PAGE_JOBS: usize = 2000;
 
 /// The storage-blocked state: since when, and when the writes are tried again.
 #[derive(Debug)]
@@ -530,6 +535,35 @@ impl Daemon {
         usage: super::SharedUsage,
     ) {
         self.metrics = Some((metrics, usage));
+    }
+
+    /// The status page's part from the state: the first [`STATUS_PAGE_JOBS`] jobs (by id)
+    /// with why each waits, and the share tree against the usage.
+    fn status_page(&self) -> String {
+        let mut ids = self.state.job_ids();
+        ids.sort();
+        let total = ids.len();
+        let jobs: Vec<(crate::model::JobRecord, Vec<String>)> = ids
+            .into_iter()
+            .take(STATUS_PAGE_JOBS)
+            .filter_map(|id| {
+                let job = self.state.job(id)?.into_owned();
+                Some((job, self.state.pending_reasons(id).to_vec()))
+            })
+            .collect();
+        let empty = gridspool_policy::sharetree::UsageStore::new();
+        let guard = self
+            .metrics
+            .as_ref()
+            .map(|(_, u)| u.lock().unwrap_or_else(|e| e.into_inner()));
+        let usage = guard.as_deref().unwrap_or(&empty);
+        let mut page = super::status_page::render_state(&self.state.config, &jobs, usage, now());
+        if total > STATUS_PAGE_JOBS {
+            page.push_str(&format!(
+                "<p>The first {STATUS_PAGE_JOBS} of {total} jobs; qstat lists them all.</p>\n"
+            ));
+        }
+        page
     }
 
     /// A scrape: the gauges that describe the whole cell, from the state (a walk over every
@@ -900,6 +934,10 @@ impl Daemon {
             Input::Scrape(answer) => {
                 self.refresh_metrics();
                 let _ = answer.send(());
+                return false;
+            }
+            Input::StatusPage(answer) => {
+                let _ = answer.send(self.status_page());
                 return false;
             }
             Input::Signal(sig) => {

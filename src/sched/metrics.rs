@@ -1,5 +1,6 @@
 //! `sched_d --metrics [ADDR]` (off by default; `127.0.0.1:9464` when given without an
-//! address): Prometheus metrics at `http://ADDR/metrics`, in the OpenMetrics text format of
+//! address): the status page at `http://ADDR/` (`status_page`) and Prometheus metrics at
+//! `http://ADDR/metrics`, in the OpenMetrics text format of
 //! the `prometheus-client` crate, served by `tiny_http` on a thread of its own.
 //!
 //! Counters and histograms are kept as things happen (a submission, an end, a pass: an
@@ -139,12 +140,20 @@ impl Metrics {
 /// How long a scrape waits for the daemon's loop to refresh the gauges.
 const SCRAPE_WAIT: Duration = Duration::from_secs(5);
 
-/// Serves `/metrics` on `addr` until the process ends: each request asks the daemon (over
-/// `daemon`) to refresh the cell's gauges, then answers with every metric.
+/// What the status page (`/`) names and reads besides the daemon's state.
+#[derive(Debug, Clone)]
+pub struct PageSource {
+    pub cell: String,
+    pub accounting: std::path::PathBuf,
+}
+
+/// Serves `/metrics` and the status page `/` on `addr` until the process ends: each request
+/// asks the daemon (over `daemon`) for what comes from its state, then answers.
 pub fn serve(
     addr: &str,
     metrics: std::sync::Arc<Metrics>,
     daemon: Sender<super::daemon::Input>,
+    page: PageSource,
 ) -> Result<(), String> {
     let server = tiny_http::Server::http(addr)
         .map_err(|e| format!("cannot serve metrics on {addr}: {e}"))?;
@@ -154,9 +163,13 @@ pub fn serve(
         .spawn(move || {
             for request in server.incoming_requests() {
                 let path = request.url().split('?').next().unwrap_or("").to_string();
+                if path == "/" {
+                    let _ = request.respond(status_page(&daemon, &page));
+                    continue;
+                }
                 if path != "/metrics" {
                     let _ = request.respond(
-                        tiny_http::Response::from_string("not found: try /metrics\n")
+                        tiny_http::Response::from_string("not found: try / or /metrics\n")
                             .with_status_code(404),
                     );
                     continue;
@@ -177,4 +190,30 @@ pub fn serve(
         })
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The status page: its head, the daemon's part, the charts.
+fn status_page(
+    daemon: &Sender<super::daemon::Input>,
+    page: &PageSource,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let now = crate::compat::time::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
+        rx.recv_timeout(SCRAPE_WAIT)
+            .unwrap_or_else(|_| "<p>sched_d did not answer in time.</p>".to_string())
+    } else {
+        "<p>sched_d has stopped.</p>".to_string()
+    };
+    let mut html = super::status_page::head(&page.cell, now);
+    html.push_str(&state);
+    html.push_str(&super::status_page::usage_charts(&page.accounting, now));
+    html.push_str("</body></html>\n");
+    let mut response = tiny_http::Response::from_string(html);
+    if let Ok(h) =
+        tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"text/html; charset=utf-8"[..])
+    {
+        response = response.with_header(h);
+    }
+    response
 }
