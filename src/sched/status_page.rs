@@ -79,11 +79,7 @@ pub fn render_state(
         for h in config.queue_hosts(q) {
             let name = format!("{}@{}", q.name, h.name);
             let u = used.get(&name).copied().unwrap_or(0);
-            let width = if q.slots == 0 {
-                0
-            } else {
-                (u * 100 / q.slots).min(100)
-            };
+            let width = (u * 100).checked_div(q.slots).unwrap_or(0).min(100);
             let _ = writeln!(
                 out,
                 "<tr data-queue=\"{n}\"><td>{n}</td><td class=\"num\">{u}</td><td class=\"num\">{}</td><td><span class=\"bar\" style=\"width:{width}px\"></span></td></tr>",
