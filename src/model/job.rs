@@ -379,6 +379,16 @@ pub struct RunningTask {
 }
 
 impl RunningTask {
+    /// Every `(host, queue, slots)` the task holds: its grant per host for a parallel task,
+    /// else its one host.
+    pub fn grants(&self) -> Vec<(String, String, u32)> {
+        if self.granted.is_empty() {
+            vec![(self.host.clone(), self.queue.clone(), self.slots)]
+        } else {
+            self.granted.clone()
+        }
+    }
+
     /// A task running on one host (`r`), with nothing else set: not parallel, not being
     /// deleted, no restart, no holds, no usage report yet.
     pub fn running(

@@ -98,16 +98,11 @@ impl AccountingHook for Accounting {
         } else {
             job.spec.pe.as_ref().map(|p| p.name.clone())
         };
-        let granted = if task.granted.is_empty() {
-            vec![(task.host.clone(), task.queue.clone(), task.slots)]
-        } else {
-            task.granted.clone()
-        };
         let placement = Placement {
             host: task.host.clone(),
             queue: task.queue.clone(),
             slots: task.slots,
-            granted,
+            granted: task.grants(),
             pe,
         };
         let record =

@@ -574,11 +574,12 @@ impl Daemon {
             return;
         };
         let mut jobs: std::collections::HashMap<(&'static str, String), i64> = Default::default();
-        let mut used: std::collections::HashMap<String, i64> = Default::default();
+        let mut used = super::status_page::SlotsUsed::default();
         for id in self.state.job_ids() {
             let Some(job) = self.state.job(id) else {
                 continue;
             };
+            used.add(&job);
             let owner = job.submitter.owner.clone();
             for g in &job.tasks.pending {
                 let state = if job.error.is_some() {
@@ -597,14 +598,6 @@ impl Daemon {
                     "running"
                 };
                 *jobs.entry((state, owner.clone())).or_default() += 1;
-                if t.granted.is_empty() {
-                    *used.entry(format!("{}@{}", t.queue, t.host)).or_default() += t.slots as i64;
-                } else {
-                    for (host, queue, slots) in &t.granted {
-                        let q = queue.split('@').next().unwrap_or(queue);
-                        *used.entry(format!("{q}@{host}")).or_default() += *slots as i64;
-                    }
-                }
             }
         }
         m.jobs.clear();
@@ -628,7 +621,7 @@ impl Daemon {
                 m.slots_total.get_or_create(&labels).set(i64::from(q.slots));
                 m.slots_used
                     .get_or_create(&labels)
-                    .set(used.get(&name).copied().unwrap_or(0));
+                    .set(i64::from(used.of(&name)));
             }
         }
         m.share_usage.clear();

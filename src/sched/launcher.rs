@@ -128,16 +128,11 @@ impl TaskRunner for LaunchRunner {
         start: &PeTaskStart,
     ) -> Result<(), RunnerError> {
         let request = &start.request;
-        let granted = if task.granted.is_empty() {
-            vec![(task.host.clone(), task.queue.clone(), task.slots)]
-        } else {
-            task.granted.clone()
-        };
         let placement = Placement {
             host: start.host.clone(),
             queue: start.queue.clone(),
             slots: task.slots,
-            granted,
+            granted: task.grants(),
             pe: job.spec.pe.as_ref().map(|p| p.name.clone()),
         };
         let mut spec = LaunchSpec::build(

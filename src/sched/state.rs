@@ -645,11 +645,7 @@ impl SchedState {
         let Some(entry) = self.jobs.get(&id) else {
             return;
         };
-        let grant_names: Vec<(String, String, u32)> = if r.granted.is_empty() {
-            vec![(r.host.clone(), r.queue.clone(), r.slots)]
-        } else {
-            r.granted.clone()
-        };
+        let grant_names = r.grants();
         let grant: Vec<(usize, u32)> = grant_names
             .iter()
             .filter_map(|(h, q, n)| self.cluster.qi_index(q, h).map(|qi| (qi, *n)))

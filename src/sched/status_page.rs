@@ -41,6 +41,25 @@ pub fn head(cell: &str, now: i64) -> String {
     )
 }
 
+/// The slots running tasks hold, by queue instance (`all.q@node1`), counted job by job.
+#[derive(Debug, Default)]
+pub struct SlotsUsed(pub HashMap<String, u32>);
+
+impl SlotsUsed {
+    pub fn add(&mut self, job: &JobRecord) {
+        for t in &job.tasks.running {
+            for (host, queue, slots) in t.grants() {
+                let q = queue.split('@').next().unwrap_or(&queue);
+                *self.0.entry(format!("{q}@{host}")).or_default() += slots;
+            }
+        }
+    }
+
+    pub fn of(&self, instance: &str) -> u32 {
+        self.0.get(instance).copied().unwrap_or(0)
+    }
+}
+
 /// A task's state letters as `qstat` prints the common ones.
 fn letters(job: &JobRecord, held: bool) -> &'static str {
     if job.error.is_some() {
@@ -62,23 +81,15 @@ pub fn render_state(
 ) -> String {
     let mut out = String::new();
     // Queue instances.
-    let mut used: HashMap<String, u32> = HashMap::new();
+    let mut used = SlotsUsed::default();
     for (job, _) in jobs {
-        for t in &job.tasks.running {
-            if t.granted.is_empty() {
-                *used.entry(format!("{}@{}", t.queue, t.host)).or_default() += t.slots;
-            }
-            for (host, queue, slots) in &t.granted {
-                let q = queue.split('@').next().unwrap_or(queue);
-                *used.entry(format!("{q}@{host}")).or_default() += slots;
-            }
-        }
+        used.add(job);
     }
     out.push_str("<h2>Queue instances</h2>\n<table id=\"queues\"><tr><th>queue instance</th><th>slots used</th><th>slots</th><th>use</th></tr>\n");
     for q in &config.queues {
         for h in config.queue_hosts(q) {
             let name = format!("{}@{}", q.name, h.name);
-            let u = used.get(&name).copied().unwrap_or(0);
+            let u = used.of(&name);
             let width = (u * 100).checked_div(q.slots).unwrap_or(0).min(100);
             let _ = writeln!(
                 out,

@@ -87,11 +87,7 @@ impl Daemon {
                 )
             })?;
         let first_is_master = pe.job_is_first_task;
-        let granted = if running.granted.is_empty() {
-            vec![(running.host.clone(), running.queue.clone(), running.slots)]
-        } else {
-            running.granted.clone()
-        };
+        let granted = running.grants();
         let no_free_queue = || {
             format!(
                 "no free queue for job {id} of user {}@{} (localhost = {})",
