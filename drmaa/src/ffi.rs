@@ -516,7 +516,7 @@ pub unsafe extern "C" fn drmaa_wait(
                 }
                 None => Err(DrmaaError::new(
                     Errno::NoRusage,
-                    format!("job {} ended without running: no usage", end.job),
+                    "no usage information was returned for the completed job",
                 )),
             }
         })();

@@ -92,11 +92,13 @@ pub fn contact() -> String {
 }
 
 /// How a job ended, in Grid Engine's wait status bits (`sge_report.h`): exited 0x1,
-/// signaled 0x2, core dumped 0x4, never ran 0x8, the exit status at bit 4, the signal at
-/// bit 12.
+/// signaled 0x2, core dumped 0x4, never ran (aborted) 0x8, the exit status at bit 4, the
+/// signal at bit 12. As Grid Engine's library reports them (tests/compat/drmaa): a job
+/// deleted while it ran (`failed` 100, killed by `qdel`) is aborted with status 0, not
+/// signaled; one that could not start (`failed` 1–99 before running) is aborted too.
 pub fn wait_status(r: &AccountingRecord) -> i32 {
     let never_ran = r.start_time == 0 || (r.failed != 0 && r.failed < 100 && r.exit_status == 0);
-    if never_ran {
+    if never_ran || r.failed == 100 {
         return 0x8;
     }
     let code = r.exit_status & 0xff;
@@ -111,32 +113,56 @@ pub fn wait_status(r: &AccountingRecord) -> i32 {
 /// waited): it never ran.
 pub const ABORTED: i32 = 0x8;
 
-/// `drmaa_wait`'s resource usage, `name=value` each, from the job's accounting record.
+/// `drmaa_wait`'s resource usage as Grid Engine's library gives it: these names, each value
+/// with four decimals (`exit_status=4.0000`), from the job's accounting record (the
+/// `acct_` values and the others alike: the record is all there is of an ended job).
 pub fn rusage(r: &AccountingRecord) -> Vec<String> {
-    let f = |v: f64| format!("{v:.4}");
-    vec![
-        format!("submission_time={}", r.submission_time),
-        format!("start_time={}", r.start_time),
-        format!("end_time={}", r.end_time),
-        format!("exit_status={}", r.exit_status),
-        format!("failed={}", r.failed),
-        format!("ru_wallclock={}", r.ru_wallclock),
-        format!("ru_utime={}", f(r.ru_utime)),
-        format!("ru_stime={}", f(r.ru_stime)),
-        format!("ru_maxrss={}", f(r.ru_maxrss)),
-        format!("ru_minflt={}", r.ru_minflt),
-        format!("ru_majflt={}", r.ru_majflt),
-        format!("ru_inblock={}", f(r.ru_inblock)),
-        format!("ru_oublock={}", r.ru_oublock),
-        format!("ru_nvcsw={}", r.ru_nvcsw),
-        format!("ru_nivcsw={}", r.ru_nivcsw),
-        format!("cpu={}", f(r.cpu)),
-        format!("mem={}", f(r.mem)),
-        format!("io={}", f(r.io)),
-        format!("iow={}", f(r.iow)),
-        format!("maxvmem={}", f(r.maxvmem)),
-        format!("priority={}", r.priority),
-    ]
+    let signal = if r.exit_status > 128 && r.exit_status < 128 + 65 {
+        r.exit_status - 128
+    } else {
+        0
+    };
+    let values: [(&str, f64); 35] = [
+        ("acct_cpu", r.cpu),
+        ("acct_io", r.io),
+        ("acct_iow", r.iow),
+        ("acct_maxvmem", r.maxvmem),
+        ("acct_mem", r.mem),
+        ("cpu", r.cpu),
+        ("end_time", r.end_time as f64),
+        ("exit_status", f64::from(r.exit_status)),
+        ("io", r.io),
+        ("iow", r.iow),
+        ("maxvmem", r.maxvmem),
+        ("mem", r.mem),
+        ("priority", f64::from(r.priority)),
+        ("ru_idrss", r.ru_idrss as f64),
+        ("ru_inblock", r.ru_inblock),
+        ("ru_ismrss", r.ru_ismrss as f64),
+        ("ru_isrss", r.ru_isrss as f64),
+        ("ru_ixrss", r.ru_ixrss as f64),
+        ("ru_majflt", r.ru_majflt as f64),
+        ("ru_maxrss", r.ru_maxrss),
+        ("ru_minflt", r.ru_minflt as f64),
+        ("ru_msgrcv", r.ru_msgrcv as f64),
+        ("ru_msgsnd", r.ru_msgsnd as f64),
+        ("ru_nivcsw", r.ru_nivcsw as f64),
+        ("ru_nsignals", r.ru_nsignals as f64),
+        ("ru_nswap", r.ru_nswap as f64),
+        ("ru_nvcsw", r.ru_nvcsw as f64),
+        ("ru_oublock", r.ru_oublock as f64),
+        ("ru_stime", r.ru_stime),
+        ("ru_utime", r.ru_utime),
+        ("ru_wallclock", r.ru_wallclock as f64),
+        ("signal", f64::from(signal)),
+        ("start_time", r.start_time as f64),
+        ("submission_time", r.submission_time as f64),
+        ("vmem", 0.0),
+    ];
+    values
+        .iter()
+        .map(|(name, v)| format!("{name}={v:.4}"))
+        .collect()
 }
 
 /// What `drmaa_wait` returns of an ended job.
@@ -349,7 +375,9 @@ mod tests {
     #[test]
     fn wait_status_bits_are_grid_engines() {
         assert_eq!(wait_status(&record(3, 0, 5)), 0x1 | (3 << 4));
-        assert_eq!(wait_status(&record(137, 100, 5)), 0x2 | (9 << 12));
+        assert_eq!(wait_status(&record(137, 0, 5)), 0x2 | (9 << 12));
+        // Deleted while it ran: aborted, as Grid Engine's library says.
+        assert_eq!(wait_status(&record(137, 100, 5)), 0x8);
         assert_eq!(wait_status(&record(0, 26, 5)), 0x8);
         assert_eq!(wait_status(&record(0, 0, 0)), 0x8);
     }

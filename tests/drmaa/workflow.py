@@ -27,7 +27,8 @@ with drmaa.Session() as s:
     jid = s.runJob(jt)
     info = s.wait(jid, drmaa.Session.TIMEOUT_WAIT_FOREVER)
     print("single", info.hasExited, info.exitStatus, info.jobId == jid,
-          float(info.resourceUsage["cpu"]) >= 0, info.resourceUsage["exit_status"])
+          info.resourceUsage["exit_status"])
+    print("usage", " ".join(sorted(info.resourceUsage)))
 
     jt.args = ["-c", "exit $SGE_TASK_ID"]
     jt.outputPath = ":/dev/null"
@@ -46,9 +47,18 @@ with drmaa.Session() as s:
     print("resumed", reach(s, jid, drmaa.JobState.RUNNING))
     s.control(jid, drmaa.JobControlAction.TERMINATE)
     info = s.wait(jid, 60)
-    print("terminated", info.hasSignal, info.terminatedSignal)
+    print("terminated: exited", info.hasExited, "signaled", info.hasSignal,
+          "aborted", info.wasAborted, "status", info.exitStatus)
+    jt.jobSubmissionState = drmaa.JobSubmissionState.HOLD_STATE
+    jid = s.runJob(jt)
+    print("held", reach(s, jid, drmaa.JobState.USER_ON_HOLD))
+    s.control(jid, drmaa.JobControlAction.TERMINATE)
     try:
-        s.wait(drmaa.Session.JOB_IDS_SESSION_ANY, drmaa.Session.TIMEOUT_NO_WAIT)
+        s.wait(jid, 60)
+    except Exception as e:  # drmaa-python raises a plain Exception for NO_RUSAGE
+        print("deleted while held:", e)
+    try:
+        s.jobStatus("99999")
     except drmaa.errors.InvalidJobException:
-        print("nothing left")
+        print("unknown job")
     s.deleteJobTemplate(jt)
