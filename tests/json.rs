@@ -247,3 +247,32 @@ fn qhost_json_holds_what_qhost_xml_shows() {
         xml.stdout
     );
 }
+
+#[test]
+fn qconf_show_forms_as_json() {
+    let Some(user) = user1() else {
+        return skip("qconf_show_forms_as_json", "needs the test users");
+    };
+    let cell = cell();
+    let host = gridspool::identity::short_hostname();
+    let run = cell.run(&user, "qconf", &["-sql", "-json"]);
+    assert_eq!(run.stdout, "[\"all.q\"]\n", "{run:?}");
+    let run = cell.run(&user, "qconf", &["-sel", "-json"]);
+    assert_eq!(run.stdout, format!("[\"{host}\"]\n"), "{run:?}");
+    // The queue as an object of the text form's values.
+    let text = cell.run(&user, "qconf", &["-sq", "all.q"]);
+    let json = cell.run(&user, "qconf", &["-sq", "all.q", "-json"]);
+    let v: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    let q = v.as_object().expect("one object");
+    assert_eq!(q["qname"], "all.q");
+    assert_eq!(q["slots"], "1");
+    let keys = text
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.trim().is_empty())
+        .count();
+    assert_eq!(q.len(), keys, "{}", text.stdout);
+    // An error stays SGE's, on stderr.
+    let run = cell.run(&user, "qconf", &["-sq", "nosuch.q", "-json"]);
+    assert_eq!((run.stdout.as_str(), run.code), ("", 1), "{run:?}");
+}

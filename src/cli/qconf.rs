@@ -19,6 +19,7 @@ pub const DOC: CommandDoc = CommandDoc {
     operand_hint: ValueHint::Text,
     syntax: qconf::SYNTAX,
     description: &[
+        "-json, a gridspool extension (not listed by -help), prints what a show form (-s...) shows as JSON: a list of names (-sql, -sel, -spl...) as an array of strings; SGE's name value objects (-sq, -sp, -se, -sconf, -ssconf...) as an object of strings (values as the text form prints them, continuation lines joined), or an array of objects when several are shown.",
         "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
         "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, and takes its slots from a slots=N of its complex_values), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)), -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed). Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). Root, or the administrator who owns config.yaml, writes it directly; for any other manager sched_d writes it (the request says who asks, from the kernel's uid), if the file has not changed since qconf read it, and qconf waits up to 15 s for its answer.",
@@ -46,6 +47,15 @@ pub fn main(args: Vec<String>) -> std::process::ExitCode {
 /// Runs `qconf args` over the cell of `env` (`-help` and an empty command line are
 /// [`super::admin_main`]'s).
 pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
+    // `-json` is gridspool's (not in SGE's `-help`): what the show forms print, as JSON.
+    if args.iter().any(|a| a == "-json") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+        let mut o = run(&rest, env);
+        if o.code == 0 {
+            o.stdout = show_as_json(&o.stdout);
+        }
+        return o;
+    }
     let mut o = Output::default();
     let mut words = args.iter().peekable();
     while let Some(word) = words.next() {
@@ -125,6 +135,52 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         }
     }
     o
+}
+
+/// `qconf -s… -json`: a list of names (one word per line) as a JSON array of strings; SGE's
+/// `name value` objects as JSON objects of strings (values as `qconf` prints them, a `\`
+/// continuation joined), one object, or an array when several were shown (a name seen again
+/// starts the next object).
+fn show_as_json(text: &str) -> String {
+    use serde_json::{Map, Value};
+    let mut lines: Vec<String> = Vec::new();
+    for raw in text.lines() {
+        match lines.last_mut() {
+            Some(prev) if prev.ends_with('\\') => {
+                prev.pop();
+                prev.push_str(raw.trim_start());
+            }
+            _ => lines.push(raw.to_string()),
+        }
+    }
+    let lines: Vec<&String> = lines.iter().filter(|l| !l.trim().is_empty()).collect();
+    let value = if lines.iter().all(|l| l.split_whitespace().count() <= 1) {
+        Value::Array(
+            lines
+                .iter()
+                .map(|l| Value::String(l.trim().to_string()))
+                .collect(),
+        )
+    } else {
+        let mut objects: Vec<Map<String, Value>> = vec![Map::new()];
+        for l in lines {
+            let (k, v) = l
+                .trim()
+                .split_once(char::is_whitespace)
+                .unwrap_or((l.trim(), ""));
+            if objects.last().is_some_and(|o| o.contains_key(k)) {
+                objects.push(Map::new());
+            }
+            if let Some(o) = objects.last_mut() {
+                o.insert(k.to_string(), Value::String(v.trim().to_string()));
+            }
+        }
+        match objects.len() {
+            1 => Value::Object(objects.remove(0)),
+            _ => Value::Array(objects.into_iter().map(Value::Object).collect()),
+        }
+    };
+    format!("{value}\n")
 }
 
 /// Prints one show form; `Err` is SGE's message for what does not exist.
