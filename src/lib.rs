@@ -28,4 +28,5 @@ pub mod mail;
 pub mod model;
 pub mod privilege;
 pub mod sched;
+pub mod sim;
 pub mod spool;

@@ -29,6 +29,7 @@ mod qsub;
 mod sched;
 mod security;
 mod shadow;
+mod sim;
 mod spool_faults;
 mod sync_env;
 mod workflow;

@@ -24,6 +24,7 @@ pub mod qselect;
 pub mod qstat;
 pub mod qsub;
 pub mod sched_d;
+pub mod sim;
 
 /// Why a client could not even start.
 #[derive(Debug, thiserror::Error)]

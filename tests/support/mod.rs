@@ -414,6 +414,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
         "qlogin" => env!("CARGO_BIN_EXE_qlogin"),
         "qsh" => env!("CARGO_BIN_EXE_qsh"),
+        "gridspool-sim" => env!("CARGO_BIN_EXE_gridspool-sim"),
         other => panic!("unknown binary {other}"),
     };
     PathBuf::from(exe)

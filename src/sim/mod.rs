@@ -1,0 +1,8 @@
+//! `gridspool-sim`: what a scheduling policy would do to a workload, before switching to it.
+//! A trace (the Standard Workload Format, [`swf`]) is replayed through the real scheduling
+//! state and pass on a virtual clock ([`replay`]) and summed up per user, group and queue
+//! ([`report`]).
+
+pub mod replay;
+pub mod report;
+pub mod swf;

@@ -1,0 +1,169 @@
+//! What a replay did to the workload: per user, group and queue the wait (mean, median,
+//! 95th percentile), the bounded slowdown, the share of the CPU time each got; the cluster's
+//! utilisation. As text for people and as JSON for scripts.
+
+use super::replay::{JobRun, Replay};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Waits and slowdowns of one set of jobs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    pub jobs: usize,
+    pub wait_mean: f64,
+    pub wait_median: f64,
+    pub wait_p95: f64,
+    /// Bounded slowdown: (wait + run) / max(run, 10 s), averaged.
+    pub slowdown_mean: f64,
+    /// This set's part of all the CPU time (slot-seconds) delivered.
+    pub cpu_share: f64,
+}
+
+/// The whole report of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub name: String,
+    pub all: Stats,
+    pub by_user: BTreeMap<String, Stats>,
+    pub by_group: BTreeMap<String, Stats>,
+    pub by_queue: BTreeMap<String, Stats>,
+    /// Slot-seconds used over slot-seconds offered between the first submission and the
+    /// last end.
+    pub utilisation: f64,
+    pub never_started: usize,
+    pub passes: u64,
+}
+
+fn percentile(sorted: &[i64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1] as f64
+}
+
+fn cpu(r: &JobRun) -> f64 {
+    (r.end - r.start) as f64 * f64::from(r.slots)
+}
+
+fn stats(runs: &[&JobRun], total_cpu: f64) -> Stats {
+    let mut waits: Vec<i64> = runs.iter().map(|r| r.wait()).collect();
+    waits.sort_unstable();
+    let n = runs.len().max(1) as f64;
+    let median = if waits.is_empty() {
+        0.0
+    } else if waits.len() % 2 == 1 {
+        waits[waits.len() / 2] as f64
+    } else {
+        (waits[waits.len() / 2 - 1] + waits[waits.len() / 2]) as f64 / 2.0
+    };
+    Stats {
+        jobs: runs.len(),
+        wait_mean: waits.iter().sum::<i64>() as f64 / n,
+        wait_median: median,
+        wait_p95: percentile(&waits, 0.95),
+        slowdown_mean: runs
+            .iter()
+            .map(|r| {
+                let run = (r.end - r.start).max(0) as f64;
+                (r.wait() as f64 + run) / run.max(10.0)
+            })
+            .sum::<f64>()
+            / n,
+        cpu_share: if total_cpu > 0.0 {
+            runs.iter().map(|r| cpu(r)).sum::<f64>() / total_cpu
+        } else {
+            0.0
+        },
+    }
+}
+
+fn grouped(
+    runs: &[JobRun],
+    key: impl Fn(&JobRun) -> &str,
+    total_cpu: f64,
+) -> BTreeMap<String, Stats> {
+    let mut groups: BTreeMap<String, Vec<&JobRun>> = BTreeMap::new();
+    for r in runs {
+        groups.entry(key(r).to_string()).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|(k, v)| (k, stats(&v, total_cpu)))
+        .collect()
+}
+
+/// The report of `replay` under the configuration called `name`, on a cluster of
+/// `total_slots`.
+pub fn report(name: &str, replay: &Replay, total_slots: u32) -> Report {
+    let total_cpu: f64 = replay.runs.iter().map(cpu).sum();
+    let all: Vec<&JobRun> = replay.runs.iter().collect();
+    let span = (replay.span.1 - replay.span.0).max(1) as f64;
+    Report {
+        name: name.to_string(),
+        all: stats(&all, total_cpu),
+        by_user: grouped(&replay.runs, |r| &r.user, total_cpu),
+        by_group: grouped(&replay.runs, |r| &r.group, total_cpu),
+        by_queue: grouped(&replay.runs, |r| &r.queue, total_cpu),
+        utilisation: total_cpu / (span * f64::from(total_slots.max(1))),
+        never_started: replay.never_started.len(),
+        passes: replay.passes,
+    }
+}
+
+/// The reports side by side, a table per grouping.
+pub fn text(reports: &[Report]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:>8} {:>10} {:>10} {:>10} {:>9} {:>7} {:>6}",
+        "configuration", "jobs", "wait mean", "median", "p95", "slowdown", "util", "unrun"
+    );
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{:<24} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>9.2} {:>6.1}% {:>6}",
+            r.name,
+            r.all.jobs,
+            r.all.wait_mean,
+            r.all.wait_median,
+            r.all.wait_p95,
+            r.all.slowdown_mean,
+            r.utilisation * 100.0,
+            r.never_started
+        );
+    }
+    for (title, pick) in [
+        (
+            "user",
+            (|r: &Report| &r.by_user) as fn(&Report) -> &BTreeMap<String, Stats>,
+        ),
+        ("group", |r: &Report| &r.by_group),
+        ("queue", |r: &Report| &r.by_queue),
+    ] {
+        let _ = writeln!(out, "\nby {title}");
+        let _ = writeln!(
+            out,
+            "{:<24} {:<12} {:>6} {:>10} {:>10} {:>10} {:>9} {:>7}",
+            "configuration", title, "jobs", "wait mean", "median", "p95", "slowdown", "cpu"
+        );
+        for r in reports {
+            for (k, s) in pick(r) {
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:<12} {:>6} {:>10.1} {:>10.1} {:>10.1} {:>9.2} {:>6.1}%",
+                    r.name,
+                    k,
+                    s.jobs,
+                    s.wait_mean,
+                    s.wait_median,
+                    s.wait_p95,
+                    s.slowdown_mean,
+                    s.cpu_share * 100.0
+                );
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,74 @@
+//! `gridspool-sim`: a small trace replayed under two configurations, as text and JSON.
+
+use crate::support::*;
+use serde_json::Value;
+
+const TRACE: &str = "; two users, one slot\n\
+    1 0 -1 100 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+    2 10 -1 50 1 -1 -1 1 -1 -1 1 2 1 -1 1 -1 -1 -1\n\
+    3 20 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+    4 30 -1 10 4 -1 -1 4 -1 -1 1 2 1 -1 1 -1 -1 -1\n";
+
+fn cell_yaml(policy: &str) -> String {
+    format!(
+        "hosts:\n  - {{name: n1, slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [n1], slots: 1, pe_list: [smp]}}\nparallel_environments:\n  - {{name: smp, slots: 99, allocation_rule: $pe_slots}}\nscheduler: {{policy: {policy}}}\n"
+    )
+}
+
+#[test]
+fn gridspool_sim_compares_configurations_on_a_trace() {
+    let dir = tempfile::tempdir().expect("dir");
+    let trace = dir.path().join("small.swf");
+    std::fs::write(&trace, TRACE).expect("trace");
+    let (fifo, sge) = (dir.path().join("fifo.yaml"), dir.path().join("sge.yaml"));
+    std::fs::write(&fifo, cell_yaml("fifo")).expect("config");
+    std::fs::write(&sge, cell_yaml("sge")).expect("config");
+    let out = std::process::Command::new(bin_path("gridspool-sim"))
+        .arg("--workload")
+        .arg(&trace)
+        .arg("--compare")
+        .args([&fifo, &sge])
+        .args(["--json", "-"])
+        .output()
+        .expect("gridspool-sim");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let reports = v.as_array().expect("one report per configuration");
+    assert_eq!(reports.len(), 2);
+    let first = &reports[0];
+    assert_eq!(first["name"], "fifo.yaml");
+    // One after the other: waits 0, 90, 130; the 4-slot job never fits on one slot.
+    assert_eq!(first["all"]["jobs"], 3);
+    assert_eq!(first["all"]["wait_median"], 90.0);
+    assert_eq!(first["all"]["wait_p95"], 130.0);
+    assert_eq!(first["never_started"], 1);
+    assert_eq!(first["by_user"]["u1"]["jobs"], 2);
+    // The text table names both.
+    let out = std::process::Command::new(bin_path("gridspool-sim"))
+        .arg("--workload")
+        .arg(&trace)
+        .arg("--compare")
+        .args([dir.path().join("fifo.yaml"), dir.path().join("sge.yaml")])
+        .output()
+        .expect("gridspool-sim");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("fifo.yaml") && text.contains("sge.yaml"),
+        "{text}"
+    );
+    // A bad trace is named.
+    std::fs::write(&trace, "1 2 3\n").expect("trace");
+    let out = std::process::Command::new(bin_path("gridspool-sim"))
+        .arg("--workload")
+        .arg(&trace)
+        .arg("--compare")
+        .arg(&fifo)
+        .output()
+        .expect("gridspool-sim");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: 3 fields"));
+}
