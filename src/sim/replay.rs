@@ -2,8 +2,11 @@
 //! virtual clock: each job is submitted at its time, started when a pass starts it (on the
 //! configured hosts, by the configured policy), and ends its recorded run time later; its
 //! end is charged to the share-tree usage as `sched_d`'s accounting charges it. Passes come
-//! as in the daemon: an event pass after every arrival and end, a full pass every
-//! `schedule_interval` while jobs wait. No processes, no files.
+//! at events, as in the daemon: a pass after arrivals and ends, a full one (priorities
+//! recomputed) when `schedule_interval` has gone by since the last. Unlike the daemon, no
+//! pass runs on the clock alone: between events nothing frees resources, so such a pass
+//! could only start what a reservation's window let through (a month of 15-second passes
+//! over a long queue would cost hours and change nothing else). No processes, no files.
 
 use super::swf::SwfJob;
 use crate::config::ClusterConfig;
@@ -130,7 +133,9 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
     let mut t = EPOCH + first.submit;
     out.span.0 = t;
     let mut next_full = t;
+    let mut wakeup: Option<i64> = None;
     loop {
+        let mut freed = false;
         // Arrivals, then ends, at `t`.
         while next < jobs.len() && EPOCH + jobs[next].submit <= t {
             let id = next as u32 + 1;
@@ -143,6 +148,7 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
                 break;
             }
             ends.pop();
+            freed = true;
             let job = &jobs[id as usize - 1];
             if let (Ok(ran), Some(record)) = (state.task_ended(JobId(id), 1), state.job(JobId(id)))
             {
@@ -189,14 +195,27 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
             }
             state.remove_job(JobId(id));
         }
-        // A pass: a full one when due (and jobs wait), else one for the events.
-        let result = if waiting > 0 && t >= next_full {
-            next_full = t + interval;
-            state.schedule(t)
+        // A pass: a full one when due (and jobs wait), else one for the events. Arrivals on a
+        // cluster with no free slot start nothing: that pass is left out (the daemon's would
+        // find nothing either).
+        let full = waiting > 0 && t >= next_full;
+        let idle = !full
+            && !freed
+            && wakeup.is_none_or(|w| w > t)
+            && state.cluster.free_slots(t) == 0;
+        let result = if idle {
+            crate::sched::PassResult::default()
         } else {
-            state.schedule_event(t)
+            out.passes += 1;
+            let r = if full {
+                next_full = t + interval;
+                state.schedule(t)
+            } else {
+                state.schedule_event(t)
+            };
+            wakeup = r.next_wakeup;
+            r
         };
-        out.passes += 1;
         for s in &result.starts {
             if state.task_started(s.job, s.task).is_ok() {
                 let job = &jobs[s.job.0 as usize - 1];
@@ -209,8 +228,7 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
         let candidates = [
             jobs.get(next).map(|j| EPOCH + j.submit),
             ends.peek().map(|Reverse((at, _))| *at),
-            (waiting > 0 && !ends.is_empty()).then_some(next_full),
-            result.next_wakeup.filter(|w| *w > t),
+            wakeup.filter(|w| *w > t),
         ];
         // Every candidate is later than `t`, but for the end of a job that started now and
         // ran no time, which the next round takes: the clock never stands still twice.
