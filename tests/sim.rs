@@ -72,3 +72,38 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: 3 fields"));
 }
+
+#[test]
+fn gridspool_sim_replays_a_cells_accounting_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    // Two records of the accounting file's format: what ran here.
+    let accounting = dir.path().join("accounting");
+    std::fs::write(
+        &accounting,
+        "# Version: 8.1.9\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n\
+         all.q:n1:staff:alice:a:1:sge:0:1000:1000:1100:0:0:100:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:NONE:defaultdepartment:NONE:1:0:0:0:0:NONE:0:NONE:0:0:0\n\
+         all.q:n1:staff:bob:b:2:sge:0:1010:1100:1150:0:0:50:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:0:NONE:defaultdepartment:NONE:1:0:0:0:0:NONE:0:NONE:0:0:0\n",
+    )
+    .expect("accounting");
+    let config = dir.path().join("one-slot.yaml");
+    std::fs::write(&config, cell_yaml("fifo")).expect("config");
+    let out = std::process::Command::new(bin_path("gridspool-sim"))
+        .arg("--workload")
+        .arg(&accounting)
+        .arg("--compare")
+        .arg(&config)
+        .args(["--json", "-"])
+        .output()
+        .expect("gridspool-sim");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = &v[0];
+    // bob's job (submitted 10 s after alice's 100 s one) waits 90 s, as it did.
+    assert_eq!(r["by_user"]["bob"]["wait_mean"], 90.0, "{v}");
+    assert_eq!(r["by_user"]["alice"]["wait_mean"], 0.0, "{v}");
+    assert_eq!(r["by_queue"]["all.q"]["jobs"], 2, "{v}");
+}

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "gridspool-sim", version, about)]
 pub struct Args {
-    /// The workload: a trace in the Standard Workload Format (`.swf`).
+    /// The workload: a trace in the Standard Workload Format (`.swf`), or a cell's accounting
+    /// file (`common/accounting`: what ran there), told apart by its `# Version` header.
     #[arg(long, value_name = "FILE")]
     pub workload: PathBuf,
     /// Cell configurations (`config.yaml`) to compare; each one's name in the report is its
@@ -36,8 +37,13 @@ pub fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.workload)
         .map_err(|e| format!("{}: {e}", args.workload.display()))?;
-    let jobs =
-        crate::sim::swf::parse(&text).map_err(|e| format!("{}: {e}", args.workload.display()))?;
+    // An accounting file begins with its `# Version` header; a trace does not.
+    let jobs = if text.starts_with("# Version:") {
+        crate::sim::swf::from_accounting(&args.workload)
+    } else {
+        crate::sim::swf::parse(&text)
+    }
+    .map_err(|e| format!("{}: {e}", args.workload.display()))?;
     let mut reports = Vec::new();
     for path in &args.compare {
         let yaml = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

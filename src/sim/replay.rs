@@ -57,8 +57,7 @@ pub struct Replay {
 const EPOCH: i64 = 1_800_000_000;
 
 fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
-    let user = format!("u{}", j.user.max(0));
-    let group = format!("g{}", j.group.max(0));
+    let (user, group) = (j.user.clone(), j.group.clone());
     let mut spec = JobSpec {
         name: format!("swf{}", j.number),
         script_file: "true".into(),
@@ -84,18 +83,18 @@ fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
             value: t.to_string(),
         });
     }
-    let queue = format!("q{}", j.queue.max(0));
-    if config.queue(&queue).is_some() {
-        spec.hard_queues.push(queue);
+    // A queue of the trace that the configuration has too is asked for (`-q`).
+    if config.queue(&j.queue).is_some() {
+        spec.hard_queues.push(j.queue.clone());
     }
     JobRecord::from_submission(JobSubmission {
         v: 1,
         id: JobId(id),
         submitter: Submitter {
             owner: user.clone(),
-            uid: 100_000 + j.user.max(0) as u32,
+            uid: id_of(&user),
+            gid: id_of(&group),
             group,
-            gid: 100_000 + j.group.max(0) as u32,
             submission_time: EPOCH + j.submit,
             sge_o_home: "/".into(),
             sge_o_log_name: user,
@@ -109,6 +108,15 @@ fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
         spec,
         holds: Holds::NONE,
     })
+}
+
+/// A stable numeric id for a trace's user or group name (the records want one; the
+/// policies go by name).
+fn id_of(name: &str) -> u32 {
+    100_000
+        + name.bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        }) % 1_000_000
 }
 
 /// Replays `jobs` (in submission order) on `config`.
@@ -184,7 +192,7 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
                     number: job.number,
                     user: record.submitter.owner.clone(),
                     group: record.submitter.group.clone(),
-                    queue: format!("q{}", job.queue.max(0)),
+                    queue: job.queue.clone(),
                     slots: ran.slots,
                     submit: EPOCH + job.submit,
                     start,
@@ -199,10 +207,8 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
         // cluster with no free slot start nothing: that pass is left out (the daemon's would
         // find nothing either).
         let full = waiting > 0 && t >= next_full;
-        let idle = !full
-            && !freed
-            && wakeup.is_none_or(|w| w > t)
-            && state.cluster.free_slots(t) == 0;
+        let idle =
+            !full && !freed && wakeup.is_none_or(|w| w > t) && state.cluster.free_slots(t) == 0;
         let result = if idle {
             crate::sched::PassResult::default()
         } else {
@@ -265,9 +271,9 @@ mod tests {
             run_time,
             processors: 1,
             requested_time: None,
-            user,
-            group: 1,
-            queue: 1,
+            user: format!("u{user}"),
+            group: "g1".into(),
+            queue: "q1".into(),
         }
     }
 

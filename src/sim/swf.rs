@@ -17,10 +17,10 @@ pub struct SwfJob {
     pub processors: u32,
     /// Field 9: the run time it asked for (`h_rt`), if known.
     pub requested_time: Option<i64>,
-    /// Fields 12, 13, 15: user, group and queue numbers.
-    pub user: i64,
-    pub group: i64,
-    pub queue: i64,
+    /// Fields 12, 13, 15 (`u3`, `g1`, `q2`), or the names of an accounting file's record.
+    pub user: String,
+    pub group: String,
+    pub queue: String,
 }
 
 /// Why a trace cannot be read.
@@ -66,11 +66,48 @@ pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
             run_time: f[3],
             processors: processors.max(1) as u32,
             requested_time: (f[8] > 0).then_some(f[8]),
-            user: f[11],
-            group: f[12],
-            queue: f[14],
+            user: format!("u{}", f[11].max(0)),
+            group: format!("g{}", f[12].max(0)),
+            queue: format!("q{}", f[14].max(0)),
         });
     }
+    jobs.sort_by_key(|j| (j.submit, j.number));
+    Ok(jobs)
+}
+
+/// The jobs of an accounting file (`accounting(5)`: what ran in a cell), as a workload: each
+/// master task's submission (from the first one's), run time, slots, owner, group and queue.
+/// PE slave task records (`qrsh -inherit`) are part of their job, not jobs of their own.
+pub fn from_accounting(path: &std::path::Path) -> Result<Vec<SwfJob>, SwfError> {
+    let reader = crate::acct::Reader::open(path).map_err(|e| SwfError {
+        line: 0,
+        reason: e.to_string(),
+    })?;
+    let mut records = Vec::new();
+    for entry in reader {
+        if let Ok(crate::acct::Entry::Record(r)) = entry
+            && r.is_master_task()
+            && r.start_time > 0
+        {
+            records.push(r);
+        }
+    }
+    let first = records.iter().map(|r| r.submission_time).min().unwrap_or(0);
+    let mut jobs: Vec<SwfJob> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| SwfJob {
+            number: i as u64 + 1,
+            submit: r.submission_time - first,
+            wait: r.start_time - r.submission_time,
+            run_time: (r.end_time - r.start_time).max(0),
+            processors: r.slots.max(1),
+            requested_time: None,
+            user: r.owner.clone(),
+            group: r.group.clone(),
+            queue: r.qname.clone(),
+        })
+        .collect();
     jobs.sort_by_key(|j| (j.submit, j.number));
     Ok(jobs)
 }
@@ -90,6 +127,10 @@ mod tests {
         assert_eq!((jobs[0].number, jobs[0].submit), (1, 0));
         assert_eq!((jobs[1].number, jobs[1].processors), (3, 4));
         assert_eq!(jobs[0].requested_time, Some(200));
+        assert_eq!(
+            (jobs[0].user.as_str(), jobs[1].queue.as_str()),
+            ("u3", "q1")
+        );
         assert_eq!(parse("1 2 3\n").map_err(|e| e.line), Err(1));
     }
 }
