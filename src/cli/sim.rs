@@ -18,6 +18,9 @@ pub struct Args {
     /// file name.
     #[arg(long, value_name = "CONFIG", num_args = 1.., required = true)]
     pub compare: Vec<PathBuf>,
+    /// Draw charts into DIR (`waits.svg`: the distribution of waits per configuration).
+    #[arg(long, value_name = "DIR")]
+    pub charts: Option<PathBuf>,
     /// Also write the reports as JSON to FILE (`-` for standard output instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -45,6 +48,7 @@ fn run(args: &Args) -> Result<(), String> {
     }
     .map_err(|e| format!("{}: {e}", args.workload.display()))?;
     let mut reports = Vec::new();
+    let mut replays = Vec::new();
     for path in &args.compare {
         let yaml = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let config = crate::config::ClusterConfig::parse(&yaml)
@@ -56,6 +60,13 @@ fn run(args: &Args) -> Result<(), String> {
             |n| n.to_string_lossy().into_owned(),
         );
         reports.push(crate::sim::report::report(&name, &replay, slots));
+        replays.push((name, replay));
+    }
+    if let Some(dir) = &args.charts {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let named: Vec<(String, &crate::sim::replay::Replay)> =
+            replays.iter().map(|(n, r)| (n.clone(), r)).collect();
+        crate::sim::charts::waits(&dir.join("waits.svg"), &named)?;
     }
     let json = serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?;
     match &args.json {
