@@ -9,6 +9,22 @@ const TRACE: &str = "; two users, one slot\n\
     3 20 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
     4 30 -1 10 4 -1 -1 4 -1 -1 1 2 1 -1 1 -1 -1 -1\n";
 
+/// `gridspool-sim --workload TRACE --compare CONFIGS… EXTRA…`, run to its end.
+fn gridspool_sim(
+    trace: &std::path::Path,
+    configs: &[&std::path::Path],
+    extra: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    std::process::Command::new(bin_path("gridspool-sim"))
+        .arg("--workload")
+        .arg(trace)
+        .arg("--compare")
+        .args(configs)
+        .args(extra)
+        .output()
+        .expect("gridspool-sim")
+}
+
 fn cell_yaml(policy: &str) -> String {
     format!(
         "hosts:\n  - {{name: n1, slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [n1], slots: 1, pe_list: [smp]}}\nparallel_environments:\n  - {{name: smp, slots: 99, allocation_rule: $pe_slots}}\nscheduler: {{policy: {policy}}}\n"
@@ -23,14 +39,7 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
     let (fifo, sge) = (dir.path().join("fifo.yaml"), dir.path().join("sge.yaml"));
     std::fs::write(&fifo, cell_yaml("fifo")).expect("config");
     std::fs::write(&sge, cell_yaml("sge")).expect("config");
-    let out = std::process::Command::new(bin_path("gridspool-sim"))
-        .arg("--workload")
-        .arg(&trace)
-        .arg("--compare")
-        .args([&fifo, &sge])
-        .args(["--json", "-"])
-        .output()
-        .expect("gridspool-sim");
+    let out = gridspool_sim(&trace, &[&fifo, &sge], &["--json".as_ref(), "-".as_ref()]);
     assert!(
         out.status.success(),
         "{}",
@@ -62,13 +71,7 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
     );
     // A bad trace is named.
     std::fs::write(&trace, "1 2 3\n").expect("trace");
-    let out = std::process::Command::new(bin_path("gridspool-sim"))
-        .arg("--workload")
-        .arg(&trace)
-        .arg("--compare")
-        .arg(&fifo)
-        .output()
-        .expect("gridspool-sim");
+    let out = gridspool_sim(&trace, &[&fifo], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: 3 fields"));
 }
@@ -87,14 +90,7 @@ fn gridspool_sim_replays_a_cells_accounting_file() {
     .expect("accounting");
     let config = dir.path().join("one-slot.yaml");
     std::fs::write(&config, cell_yaml("fifo")).expect("config");
-    let out = std::process::Command::new(bin_path("gridspool-sim"))
-        .arg("--workload")
-        .arg(&accounting)
-        .arg("--compare")
-        .arg(&config)
-        .args(["--json", "-"])
-        .output()
-        .expect("gridspool-sim");
+    let out = gridspool_sim(&accounting, &[&config], &["--json".as_ref(), "-".as_ref()]);
     assert!(
         out.status.success(),
         "{}",
