@@ -56,18 +56,23 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
     assert_eq!(first["all"]["wait_p95"], 130.0);
     assert_eq!(first["never_started"], 1);
     assert_eq!(first["by_user"]["u1"]["jobs"], 2);
-    // The text table names both.
-    let out = std::process::Command::new(bin_path("gridspool-sim"))
-        .arg("--workload")
-        .arg(&trace)
-        .arg("--compare")
-        .args([dir.path().join("fifo.yaml"), dir.path().join("sge.yaml")])
-        .output()
-        .expect("gridspool-sim");
+    // The text table names both; the chart of the waits has a line for each.
+    let charts = dir.path().join("charts");
+    let out = gridspool_sim(
+        &trace,
+        &[&fifo, &sge],
+        &["--charts".as_ref(), charts.as_os_str()],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("fifo.yaml") && text.contains("sge.yaml"),
         "{text}"
+    );
+    let svg = std::fs::read_to_string(charts.join("waits.svg")).expect("waits.svg");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(
+        svg.contains("fifo.yaml") && svg.contains("sge.yaml"),
+        "{svg}"
     );
     // A bad trace is named.
     std::fs::write(&trace, "1 2 3\n").expect("trace");
