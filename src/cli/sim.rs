@@ -54,7 +54,19 @@ fn run(args: &Args) -> Result<(), String> {
         let config = crate::config::ClusterConfig::parse(&yaml)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let slots: u32 = config.hosts.iter().map(|h| h.slots).sum();
-        let replay = crate::sim::replay::replay(&config, &jobs);
+        // A progress bar on a terminal (indicatif draws nothing elsewhere).
+        let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {pos}/{len} jobs ended, {per_sec}, {eta} left",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message(path.display().to_string());
+        let replay = crate::sim::replay::replay_with_progress(&config, &jobs, &mut |n| {
+            bar.set_position(n as u64);
+        });
+        bar.finish_and_clear();
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),

@@ -121,6 +121,16 @@ fn id_of(name: &str) -> u32 {
 
 /// Replays `jobs` (in submission order) on `config`.
 pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
+    replay_with_progress(config, jobs, &mut |_| {})
+}
+
+/// [`replay`], telling `progress` how many jobs have ended so far (after each round of
+/// events).
+pub fn replay_with_progress(
+    config: &ClusterConfig,
+    jobs: &[SwfJob],
+    progress: &mut dyn FnMut(usize),
+) -> Replay {
     let usage: crate::sched::SharedUsage = Arc::new(Mutex::new(Default::default()));
     let policy = crate::sched::SgePriority::new(config, usage.clone());
     let mut state = SchedState::with_policy(config.clone(), Box::new(policy));
@@ -202,6 +212,9 @@ pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
                 out.span.1 = out.span.1.max(at);
             }
             state.remove_job(JobId(id));
+        }
+        if freed {
+            progress(out.runs.len());
         }
         // A pass: a full one when due (and jobs wait), else one for the events. Arrivals on a
         // cluster with no free slot start nothing: that pass is left out (the daemon's would
