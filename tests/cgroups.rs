@@ -3,21 +3,11 @@
 //! and accounted as SGE accounts a job killed for its limits; `qdel` kills what left the
 //! job's process group; the CPU time of processes nobody waited for is counted.
 
+use crate::qrsh::cell;
 use crate::sched::{SchedD, accounting_records, wait_for};
 use crate::support::*;
 use gridspool::model::JobId;
 use std::time::Duration;
-
-/// A cell of this host with cgroups as configured by default, and a TMPDIR of its own (job
-/// ids of cells running at once are the same).
-fn cell() -> TestCell {
-    let host = gridspool::identity::short_hostname();
-    TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
-        )
-    })
-}
 
 /// How this machine confines tasks; `None` (the test skipped, saying why) when not with
 /// cgroups, or without a memory controller if `memory` is needed.
@@ -62,7 +52,7 @@ fn a_job_over_its_memory_limit_is_killed_and_accounted_as_sge_does() {
     let Some(user) = user1() else {
         return skip(TEST, "needs the test users");
     };
-    let cell = cell();
+    let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
     // 256 MB written, against an h_rss of 64 MB: Linux ignores RLIMIT_RSS, the cgroup not.
     cell.write_file(
@@ -120,7 +110,7 @@ fn qdel_kills_what_left_the_process_group_and_unwaited_cpu_is_counted() {
     let Some(user) = user1() else {
         return skip(TEST, "needs the test users");
     };
-    let cell = cell();
+    let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
     // A process in a session of its own, whose parent has gone: not in the job's process
     // group, not the supervisor's descendant once reparented elsewhere.

@@ -3,6 +3,7 @@
 //! hold and release, suspend, resume and terminate, a job that ended before the wait, a second
 //! session), as the test user, through the installed clients.
 
+use crate::qrsh::cell;
 use crate::sched::SchedD;
 use crate::support::*;
 use std::path::PathBuf;
@@ -29,16 +30,6 @@ fn library() -> Option<PathBuf> {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A cell of this host (two slots) and its daemon.
-fn cell() -> TestCell {
-    let host = gridspool::identity::short_hostname();
-    TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
-        )
-    })
 }
 
 /// A command as `user` in the cell's environment, with the clients (the setgid copies the
@@ -81,7 +72,7 @@ fn a_c_program_runs_a_drmaa_workflow() {
     let Some(user) = user1() else {
         return skip(TEST, "needs the test users");
     };
-    let cell = cell();
+    let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
     let exe = cell.root.join("workflow");
     let cc = Command::new("gcc")
@@ -181,7 +172,7 @@ fn drmaa_python_runs_a_workflow_with_our_library() {
         Ok(p) => p,
         Err(e) => return skip(TEST, &format!("drmaa-python could not be installed: {e}")),
     };
-    let cell = cell();
+    let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
     // $drmaa_hd_ph$/single.out: in the user's home, appended to (as `-o` files are).
     let _ = std::fs::remove_file(user.home.join("single.out"));

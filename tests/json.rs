@@ -1,19 +1,10 @@
 //! `-json` (a gridspool extension): parsed, and compared with `-xml` of the same cell.
 
+use crate::qrsh::cell;
 use crate::sched::{SchedD, wait_for};
 use crate::support::*;
 use serde_json::Value;
 use std::time::Duration;
-
-/// One slot, so that a job runs and others wait.
-fn cell() -> TestCell {
-    let host = gridspool::identity::short_hostname();
-    TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
-        )
-    })
-}
 
 /// The text of every `<tag>` in `xml`, in order.
 fn xml_values(xml: &str, tag: &str) -> Vec<String> {
@@ -33,7 +24,7 @@ fn qstat_json_holds_what_qstat_xml_shows() {
             "needs the test users",
         );
     };
-    let cell = cell();
+    let cell = cell(1);
     let _d = SchedD::start(&cell, &[]);
     for args in [
         &["-b", "y", "-N", "runs", "sleep", "60"][..],
@@ -121,7 +112,7 @@ fn qacct_json_holds_what_qacct_shows() {
     let Some(user) = user1() else {
         return skip("qacct_json_holds_what_qacct_shows", "needs the test users");
     };
-    let cell = cell();
+    let cell = cell(1);
     let _d = SchedD::start(&cell, &[]);
     for code in ["3", "0"] {
         let run = cell.run(
@@ -205,7 +196,7 @@ fn qhost_json_holds_what_qhost_xml_shows() {
             "needs the test users",
         );
     };
-    let cell = cell();
+    let cell = cell(1);
     let _d = SchedD::start(&cell, &[]);
     let xml = cell.run(&user, "qhost", &["-q", "-F", "-xml"]);
     let json = cell.run(&user, "qhost", &["-q", "-F", "-json"]);
@@ -253,7 +244,7 @@ fn qconf_show_forms_as_json() {
     let Some(user) = user1() else {
         return skip("qconf_show_forms_as_json", "needs the test users");
     };
-    let cell = cell();
+    let cell = cell(1);
     let host = gridspool::identity::short_hostname();
     let run = cell.run(&user, "qconf", &["-sql", "-json"]);
     assert_eq!(run.stdout, "[\"all.q\"]\n", "{run:?}");

@@ -53,11 +53,7 @@ fn the_metrics_endpoint_is_prometheus_text_that_agrees_with_qstat() {
         );
     };
     let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\n"
-        )
-    });
+    let cell = crate::qrsh::cell(1);
     let addr = format!("127.0.0.1:{}", free_port());
     let _d = SchedD::start(&cell, &["--metrics", &addr]);
     for _ in 0..2 {

@@ -7,7 +7,7 @@ use crate::support::*;
 use std::time::Duration;
 
 /// A cell of this host with `slots` slots and a TMPDIR of its own (see `{{tmpdir}}`).
-fn cell(slots: u32) -> TestCell {
+pub(crate) fn cell(slots: u32) -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(

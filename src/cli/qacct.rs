@@ -611,8 +611,7 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
     let mut out = Output::default();
     // `-json` is gridspool's (not in SGE's `-help`): records as JSON lines, totals as one
     // JSON object.
-    let json = args.iter().any(|a| a == "-json");
-    let args: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+    let (json, args) = crate::compat::options::take_flag(args, "-json");
     let (o, help) = match parse_args(&args, now) {
         Ok(v) => v,
         Err(e) => {

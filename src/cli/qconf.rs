@@ -48,8 +48,7 @@ pub fn main(args: Vec<String>) -> std::process::ExitCode {
 /// [`super::admin_main`]'s).
 pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
     // `-json` is gridspool's (not in SGE's `-help`): what the show forms print, as JSON.
-    if args.iter().any(|a| a == "-json") {
-        let rest: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+    if let (true, rest) = crate::compat::options::take_flag(args, "-json") {
         let mut o = run(&rest, env);
         if o.code == 0 {
             o.stdout = show_as_json(&o.stdout);

@@ -518,8 +518,7 @@ fn xml_escape(s: &str) -> String {
 pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     let mut out = Output::default();
     // `-json` is gridspool's (not in SGE's `-help`).
-    let json = args.iter().any(|a| a == "-json");
-    let args: Vec<String> = args.iter().filter(|a| *a != "-json").cloned().collect();
+    let (json, args) = crate::compat::options::take_flag(args, "-json");
     let args = &args[..];
     let o = match parse(args) {
         Ok(o) => o,

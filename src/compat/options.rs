@@ -126,6 +126,16 @@ pub enum OperandMode {
     Interleaved,
 }
 
+/// Takes a flag of gridspool's own (`-json`) out of `words`, so that SGE's option table
+/// (and its `-help`) stays SGE's: whether it was there, and the other words.
+pub fn take_flag(words: &[String], flag: &str) -> (bool, Vec<String>) {
+    let found = words.iter().any(|w| w == flag);
+    (
+        found,
+        words.iter().filter(|w| *w != flag).cloned().collect(),
+    )
+}
+
 /// Parses `words` against `table`.
 pub fn parse(
     table: &'static [OptionSpec],

@@ -216,11 +216,14 @@ pub fn describe(policy: Option<&CgroupPolicy>) -> String {
 /// The group of a cell's tasks under the parent: `<cell>.<hash of $SGE_ROOT>` (`default.
 /// 1f3a09c2`), as job ids are a cell's own and two cells may share hosts.
 pub fn cell_group(sge_root: &str, sge_cell: &str) -> String {
-    // FNV-1a: stable across builds and machines, unlike std's hasher.
-    let hash = sge_root.bytes().fold(0x811c_9dc5u32, |h, b| {
+    format!("{sge_cell}.{:08x}", stable_hash(sge_root))
+}
+
+/// FNV-1a of `text`: stable across builds and machines, unlike std's hasher.
+pub fn stable_hash(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    });
-    format!("{sge_cell}.{hash:08x}")
+    })
 }
 
 /// A task's groups, made before its job starts and removed after it ended.

@@ -133,7 +133,6 @@ fn with_pty(
     args: &[String],
 ) -> Result<(), LaunchError> {
     use nix::pty::{Winsize, openpty};
-    use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     drop(stderr);
     let size = Winsize {
@@ -163,20 +162,8 @@ fn with_pty(
     });
     let mut from_terminal = master;
     let mut to_client = stdio;
-    let mut buf = [0u8; 8192];
     // Ends with EIO once the command and its descendants closed the terminal.
-    loop {
-        match from_terminal.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if to_client.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
+    let _ = pump(&mut from_terminal, &mut to_client);
     let _ = to_client.shutdown(std::net::Shutdown::Both);
     let status = child.wait().map_err(|e| io("wait", e))?;
     std::process::exit(

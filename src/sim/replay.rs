@@ -113,10 +113,7 @@ fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
 /// A stable numeric id for a trace's user or group name (the records want one; the
 /// policies go by name).
 fn id_of(name: &str) -> u32 {
-    100_000
-        + name.bytes().fold(0x811c_9dc5u32, |h, b| {
-            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-        }) % 1_000_000
+    100_000 + crate::launch::stable_hash(name) % 1_000_000
 }
 
 /// Replays `jobs` (in submission order) on `config`.

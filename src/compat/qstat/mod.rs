@@ -409,8 +409,7 @@ impl QstatArgs {
     pub fn parse(words: &[String]) -> Result<QstatArgs, QstatArgError> {
         // `-json` is gridspool's: taken here, so that SGE's option table (and `-help`) stays
         // SGE's.
-        let json = words.iter().any(|w| w == "-json");
-        let words: Vec<String> = words.iter().filter(|w| *w != "-json").cloned().collect();
+        let (json, words) = options::take_flag(words, "-json");
         let parsed = options::parse(
             QSTAT_OPTIONS,
             &words,
