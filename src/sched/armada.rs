@@ -20,7 +20,7 @@
 //!
 //! Cost: O(candidates + free slots × queues) on top of the sort.
 
-use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
+use super::pass::{Candidate, PassReasons, PassResult, Verdicts};
 use super::rows::NO_QUEUE;
 use super::state::SchedState;
 use crate::config::ArmadaMode;
@@ -277,7 +277,7 @@ impl SchedState {
         };
 
         // 4. Dispatch the allocations, then fill what is left in order.
-        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut verdicts = Verdicts::new(self.categories.len());
         let mut reservations_left = self.config.scheduler.max_reservation;
         for &i in &order {
             let c = &cands[i];

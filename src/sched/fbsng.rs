@@ -20,7 +20,7 @@
 //! below its queue's best blocks; both may leave slots idle on purpose, and the held jobs say
 //! so in `qstat -j`.
 
-use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId, packed_key};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, ReasonId, Verdicts, packed_key};
 use super::state::{CatId, SchedState};
 use crate::config::FbsngStartRule;
 use crate::model::JobId;
@@ -124,7 +124,7 @@ struct RealFit<'a> {
     /// Section id → (candidate index, its category): a section whose category already
     /// failed is refused without reading the candidate.
     sec_cand: &'a [(u32, u32)],
-    verdicts: Vec<CatVerdict>,
+    verdicts: Verdicts,
     reservations_left: u32,
     now: i64,
     durations: &'a [Option<i64>],
@@ -453,7 +453,7 @@ impl SchedState {
         let report = {
             let mut placement = RealFit {
                 reservations_left: self.config.scheduler.max_reservation,
-                verdicts: vec![CatVerdict::default(); self.categories.len()],
+                verdicts: Verdicts::new(self.categories.len()),
                 st: self,
                 cands,
                 sec_cand: &sec_cand,

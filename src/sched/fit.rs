@@ -182,7 +182,12 @@ fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
     // The first usable candidate from the cursor with capacity. An instance without a free
     // slot (the room bit) has none whatever its reservations and consumables say, so on a
     // full cluster the walk reads only the candidate list and the bit set.
-    for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor) {
+    let walk = if c.max_free_slots() == 0 {
+        0
+    } else {
+        usize::MAX
+    };
+    for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor).take(walk) {
         if !c.has_room(qi) || !usable(c, qi, q) {
             continue;
         }
@@ -221,6 +226,16 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
             pe: p.name.clone(),
             wanted: min,
         });
+    }
+    // Fewer free slots on any one instance (`$pe_slots`) or on all hosts together than the
+    // job's least: no grant is possible, and nothing below needs to look.
+    let bound = if p.rule == AllocationRule::PeSlots {
+        u64::from(c.max_free_slots())
+    } else {
+        c.free_slots_total()
+    };
+    if bound < u64::from(min) {
+        return Err(FitMiss::Slots { wanted: min });
     }
     let want = max.min(pe_free);
     // Capacity per candidate in this PE, hosts' shared free slots accounted below.

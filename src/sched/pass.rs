@@ -139,6 +139,60 @@ pub(super) struct CatVerdict {
     pub(super) cursor: usize,
 }
 
+/// The verdicts of one pass, per category (indexed by [`CatId`]), and with
+/// [`Verdicts::sharing_shapes`] per fit shape ([`super::state::Category::shape`]) too.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Verdicts {
+    by_cat: Vec<CatVerdict>,
+    /// Per shape (at its first category's index), the reason a fit from the first instance
+    /// failed with while no reservation was made; `None` where a dispatch narrows a
+    /// category's instances (a failure there says nothing about the category's siblings).
+    by_shape: Option<Vec<Option<ReasonId>>>,
+}
+
+impl Verdicts {
+    pub(super) fn new(categories: usize) -> Self {
+        Verdicts {
+            by_cat: vec![CatVerdict::default(); categories],
+            by_shape: None,
+        }
+    }
+
+    pub(super) fn sharing_shapes(categories: usize) -> Self {
+        Verdicts {
+            by_cat: vec![CatVerdict::default(); categories],
+            by_shape: Some(vec![None; categories]),
+        }
+    }
+}
+
+impl std::ops::Index<CatId> for Verdicts {
+    type Output = CatVerdict;
+    fn index(&self, cat: CatId) -> &CatVerdict {
+        &self.by_cat[cat]
+    }
+}
+
+impl std::ops::IndexMut<CatId> for Verdicts {
+    fn index_mut(&mut self, cat: CatId) -> &mut CatVerdict {
+        &mut self.by_cat[cat]
+    }
+}
+
+impl SchedState {
+    /// The reason a job of category `cat` cannot fit in this pass, if a job of it (or, while
+    /// no reservation is made, of its shape) already failed to.
+    pub(super) fn known_failure(&self, verdicts: &Verdicts, cat: CatId) -> Option<ReasonId> {
+        verdicts[cat].failed.or_else(|| {
+            let shapes = verdicts.by_shape.as_ref()?;
+            if self.cluster.has_reservations() {
+                return None;
+            }
+            shapes.get(self.categories[cat].shape).copied().flatten()
+        })
+    }
+}
+
 /// An eligible pending job, as the dispatch loop needs it (no map lookups on the common path).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Candidate {
@@ -530,12 +584,12 @@ impl SchedState {
             }
             _ => {}
         }
-        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut verdicts = Verdicts::sharing_shapes(self.categories.len());
         let mut reservations_left = self.config.scheduler.max_reservation;
         for c in cands {
             // Only a `-R y` job with reservations left, or one whose tasks wait task-wise,
             // needs a closer look once its category failed.
-            if let Some(r) = verdicts[c.cat].failed
+            if let Some(r) = self.known_failure(&verdicts, c.cat)
                 && !(c.reserve && reservations_left > 0)
                 && !c.array_deps
             {
@@ -718,7 +772,7 @@ impl SchedState {
         c: &Candidate,
         now: i64,
         duration: Option<i64>,
-        verdicts: &mut [CatVerdict],
+        verdicts: &mut Verdicts,
         reservations_left: &mut u32,
         result: &mut PassResult,
         max_tasks: usize,
@@ -755,8 +809,7 @@ impl SchedState {
                     break;
                 }
             };
-            let verdict = &mut verdicts[cat];
-            if let Some(why) = verdict.failed {
+            if let Some(why) = self.known_failure(verdicts, cat) {
                 // A job of this category already failed to fit in this pass; a `-R y` job
                 // still gets its reservation.
                 if reserve && running == 0 && *reservations_left > 0 {
@@ -789,7 +842,7 @@ impl SchedState {
                 ));
                 break;
             }
-            let cursor = verdict.cursor;
+            let cursor = verdicts[cat].cursor;
             let Ok(demand) = &self.categories[cat].demand else {
                 break;
             };
@@ -805,7 +858,7 @@ impl SchedState {
             match fit::fit(&self.cluster, &query) {
                 Ok(f) => {
                     if demand.pe.is_none() {
-                        verdict.cursor = f.cursor;
+                        verdicts[cat].cursor = f.cursor;
                     }
                     let restarted =
                         self.start_task(id, task, now, f.booking, f.placement.clone(), end);
@@ -843,7 +896,16 @@ impl SchedState {
                             fresh
                         }
                     };
-                    verdicts[cat].failed = Some(job_reasons.add(shared));
+                    let r = job_reasons.add(shared);
+                    verdicts[cat].failed = Some(r);
+                    // A fit from the first instance, with no reservation made: the run time
+                    // played no part, the category's siblings would fail alike.
+                    if cursor == 0 && !self.cluster.has_reservations() {
+                        let shape = self.categories[cat].shape;
+                        if let Some(s) = verdicts.by_shape.as_mut().and_then(|v| v.get_mut(shape)) {
+                            *s = Some(r);
+                        }
+                    }
                     reasons.push(why);
                     if reserve && *reservations_left > 0 {
                         *reservations_left -= 1;

@@ -17,7 +17,7 @@
 //! Parallel jobs are placed over all their candidate hosts when their turn comes on a host;
 //! `-R y` reservations are not made under this policy (a job is tried host by host).
 
-use super::pass::{Candidate, CatVerdict, PassReasons, PassResult};
+use super::pass::{Candidate, CatVerdict, PassReasons, PassResult, Verdicts};
 use super::state::{CatId, SchedState};
 use crate::config::{PolicyOrder, PreemptionSetting};
 use crate::model::{JobId, RunningTask, TaskId};
@@ -229,7 +229,7 @@ impl SchedState {
         // Per category: its candidate queue instances on each host (built on first use).
         let nhosts = self.cluster.hosts.len();
         let mut on_host: HashMap<CatId, Vec<Vec<usize>>> = HashMap::new();
-        let mut verdicts: Vec<CatVerdict> = vec![CatVerdict::default(); self.categories.len()];
+        let mut verdicts = Verdicts::new(self.categories.len());
         let mut no_reservations = 0u32;
         for h in 0..nhosts {
             let hs = &self.cluster.hosts[h];

@@ -33,6 +33,11 @@ pub struct Category {
     pub jobs: usize,
     /// The reason of the category's last failed fit, reused while the words stay the same.
     pub last_failure: Option<Arc<[String]>>,
+    /// The first category that fits exactly as this one does, but for the run time (the
+    /// same consumables, parallel environment and candidate instances): while a pass has
+    /// made no reservation, the run time changes no fit, so one of them failing tells the
+    /// others (traces where every job asks for its own `h_rt` have a category per job).
+    pub shape: CatId,
 }
 
 /// One job and what the scheduler derives from it.
@@ -177,6 +182,9 @@ pub struct SchedState {
     pub(crate) jobs: BTreeMap<JobId, JobEntry>,
     pub(crate) categories: Vec<Category>,
     cat_index: HashMap<String, CatId>,
+    /// The first category of each fit shape ([`Category::shape`]), by its consumables and
+    /// parallel environment and a hash of its candidate instances.
+    shape_index: HashMap<(String, u64), CatId>,
     pub(crate) running: HashMap<(JobId, TaskId), RunningBooking>,
     pub(crate) user_running: HashMap<u32, u32>,
     /// Jobs with runs given up on an unknown host (`unknown_hosts`), so that finding them
@@ -265,6 +273,7 @@ impl SchedState {
             jobs: BTreeMap::new(),
             categories: Vec::new(),
             cat_index: HashMap::new(),
+            shape_index: HashMap::new(),
             running: HashMap::new(),
             user_running: HashMap::new(),
             rescheduled_jobs: BTreeSet::new(),
@@ -540,9 +549,26 @@ impl SchedState {
         if let Some(&c) = self.cat_index.get(&key) {
             return c;
         }
-        let cat = self.build_category(key.clone(), spec);
+        let mut cat = self.build_category(key.clone(), spec);
+        let id = self.categories.len();
+        cat.shape = id;
+        if let Ok(d) = &cat.demand {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            cat.candidates.hash(&mut h);
+            let shape_key = (format!("{:?} {:?}", d.consumables, d.pe), h.finish());
+            match self.shape_index.get(&shape_key) {
+                // The same hash of other instances would be a collision: no sharing then.
+                Some(&first) if self.categories[first].candidates == cat.candidates => {
+                    cat.shape = first;
+                }
+                Some(_) => {}
+                None => {
+                    self.shape_index.insert(shape_key, id);
+                }
+            }
+        }
         self.categories.push(cat);
-        let id = self.categories.len() - 1;
         self.cat_index.insert(key, id);
         id
     }
@@ -589,6 +615,7 @@ impl SchedState {
             static_reason,
             jobs: 0,
             last_failure: None,
+            shape: 0,
         }
     }
 
@@ -1066,6 +1093,7 @@ impl SchedState {
         self.invalidate_order();
         self.categories.clear();
         self.cat_index.clear();
+        self.shape_index.clear();
         self.running.clear();
         self.user_running.clear();
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();

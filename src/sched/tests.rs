@@ -391,6 +391,52 @@ fn reservation_and_backfill() {
 }
 
 #[test]
+fn jobs_that_differ_only_in_run_time_share_a_failed_fit_until_a_reservation_is_made() {
+    // One host of 2 slots, one taken. Jobs 2 and 3 want both slots and differ only in
+    // h_rt (two categories, one shape): job 3 gets job 2's reason without a fit of its own.
+    let mut s = state(
+        config(1, 2, ""),
+        vec![job(1, |s, _| s.hard_resources = vec![res("h_rt", "1000")])],
+    );
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
+    let two_slots = |h_rt: &'static str, reserve: bool| {
+        move |s: &mut JobSpec, _: &mut Holds| {
+            s.pe = pe("smp", 2, 2);
+            s.reserve = reserve;
+            s.hard_resources = vec![res("h_rt", h_rt)];
+        }
+    };
+    s.add_job(job(2, two_slots("100", false)));
+    s.add_job(job(3, two_slots("200", false)));
+    let r = s.schedule(NOW);
+    assert!(r.starts.is_empty());
+    assert_eq!(r.fits, 1, "one fit for both");
+    assert_eq!(reasons(&s, 2), reasons(&s, 3));
+    assert!(
+        reasons(&s, 3).contains("offers 2 free slots"),
+        "{}",
+        reasons(&s, 3)
+    );
+    // With a reservation made (job 4, -R y), the run time decides again: of two jobs of one
+    // shape, job 5 (h_rt 5000) would overlap the reservation and waits, job 6 (h_rt 500)
+    // ends before it and backfills the free slot, though job 5 failed first.
+    s.remove_job(JobId(2));
+    s.remove_job(JobId(3));
+    s.add_job(job(4, two_slots("100", true)));
+    s.add_job(job(5, |s, _| s.hard_resources = vec![res("h_rt", "5000")]));
+    s.add_job(job(6, |s, _| s.hard_resources = vec![res("h_rt", "500")]));
+    let r = s.schedule(NOW);
+    assert_eq!(r.reservations.len(), 1);
+    let started: Vec<u32> = r.starts.iter().map(|s| s.job.0).collect();
+    assert_eq!(started, vec![6]);
+    assert!(
+        reasons(&s, 5).contains("reserved for higher-priority jobs"),
+        "{}",
+        reasons(&s, 5)
+    );
+}
+
+#[test]
 fn without_reservation_small_jobs_pass_the_big_one() {
     let mut s = state(
         config(1, 2, ""),

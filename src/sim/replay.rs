@@ -77,6 +77,8 @@ fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
             });
         }
     }
+    spec.project = j.project.clone();
+    spec.priority = j.priority;
     if let Some(t) = j.requested_time {
         spec.hard_resources.push(ResourceRequest {
             name: "h_rt".into(),
@@ -175,7 +177,9 @@ pub fn replay_with_progress(
                     pe: record.spec.pe.as_ref().map(|p| p.name.clone()),
                 };
                 let (start, host) = started.remove(&id).unwrap_or((at, ran.host.clone()));
-                let cpu = (at - start) as f64 * f64::from(ran.slots);
+                let cpu = job
+                    .cpu
+                    .unwrap_or_else(|| (at - start) as f64 * f64::from(ran.slots));
                 let result = crate::launch::TaskResult {
                     job: JobId(id),
                     task: 1,
@@ -186,6 +190,8 @@ pub fn replay_with_progress(
                         utime: cpu,
                         ..Default::default()
                     },
+                    mem: job.mem,
+                    io: job.io,
                     ..Default::default()
                 };
                 let acct =
@@ -284,6 +290,11 @@ mod tests {
             user: format!("u{user}"),
             group: "g1".into(),
             queue: "q1".into(),
+            cpu: None,
+            mem: 0.0,
+            io: 0.0,
+            project: None,
+            priority: 0,
         }
     }
 

@@ -21,6 +21,16 @@ pub struct SwfJob {
     pub user: String,
     pub group: String,
     pub queue: String,
+    /// CPU seconds it used, all processors together (field 6 times the processors; an
+    /// accounting record's `cpu`), if known: what the share tree is charged. Unknown, the
+    /// replay charges its run time on every slot.
+    pub cpu: Option<f64>,
+    /// An accounting record's integral memory (GB·s) and I/O (GB), charged with the CPU.
+    pub mem: f64,
+    pub io: f64,
+    /// An accounting record's project and POSIX priority (`-P`, `-p`).
+    pub project: Option<String>,
+    pub priority: i32,
 }
 
 /// Why a trace cannot be read.
@@ -69,6 +79,11 @@ pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
             user: format!("u{}", f[11].max(0)),
             group: format!("g{}", f[12].max(0)),
             queue: format!("q{}", f[14].max(0)),
+            cpu: (f[5] >= 0).then(|| f[5] as f64 * processors.max(1) as f64),
+            mem: 0.0,
+            io: 0.0,
+            project: None,
+            priority: 0,
         });
     }
     jobs.sort_by_key(|j| (j.submit, j.number));
@@ -106,6 +121,11 @@ pub fn from_accounting(path: &std::path::Path) -> Result<Vec<SwfJob>, SwfError> 
             user: r.owner.clone(),
             group: r.group.clone(),
             queue: r.qname.clone(),
+            cpu: Some(r.cpu),
+            mem: r.mem,
+            io: r.io,
+            project: Some(r.project.clone()).filter(|p| !p.is_empty() && p != "NONE"),
+            priority: r.priority,
         })
         .collect();
     jobs.sort_by_key(|j| (j.submit, j.number));
