@@ -30,6 +30,7 @@ mod sched;
 mod security;
 mod shadow;
 mod sim;
+mod sim_equality;
 mod spool_faults;
 mod sync_env;
 mod workflow;
