@@ -174,7 +174,7 @@ fn the_simulator_starts_jobs_in_the_order_sched_d_started_them() {
     const TEST: &str = "the_simulator_starts_jobs_in_the_order_sched_d_started_them";
     // Ended jobs retired at once: every end is followed by a full pass (priorities
     // recomputed with the end's CPU charged to the share tree), as in the simulator, which
-    // drops a job when it ends. (With ended jobs kept, see the ignored test below.)
+    // drops a job when it ends. (With ended jobs kept, see the test below.)
     let Some(o) = run("sge", BURN, BURN, &["--retention", "0"]) else {
         return skip(TEST, "needs the test users");
     };
@@ -204,9 +204,6 @@ fn the_simulator_starts_jobs_in_the_order_sched_d_started_them() {
 }
 
 #[test]
-#[ignore = "sched_d's pass after an end reuses the last full pass's order (tickets computed \
-            before the end's CPU was charged) while the ended job is retained; the simulator \
-            recomputes after every end"]
 fn the_simulator_decides_as_sched_d_while_ended_jobs_are_retained() {
     const TEST: &str = "the_simulator_decides_as_sched_d_while_ended_jobs_are_retained";
     // sgeuser burns CPU, sgeuser2 sleeps: once sgeuser's first job is charged, the share

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "gridspool-sim", version, about)]
 pub struct Args {
-    /// The workload: a trace in the Standard Workload Format (`.swf`), or a cell's accounting
-    /// file (`common/accounting`: what ran there), told apart by its `# Version` header.
+    /// The workload: a trace in the Standard Workload Format (`.swf`), a cell's accounting
+    /// file (`common/accounting`: what ran there), or `qsub` lines (`SUBMIT RUNTIME USER qsub
+    /// OPTIONS…`), told apart by their content.
     #[arg(long, value_name = "FILE")]
     pub workload: PathBuf,
     /// Cell configurations (`config.yaml`) to compare; each one's name in the report is its
@@ -38,22 +39,27 @@ pub fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.workload)
+    let jobs = crate::sim::workload::load(&args.workload)
         .map_err(|e| format!("{}: {e}", args.workload.display()))?;
-    // An accounting file begins with its `# Version` header; a trace does not.
-    let jobs = if text.starts_with("# Version:") {
-        crate::sim::swf::from_accounting(&args.workload)
-    } else {
-        crate::sim::swf::parse(&text)
-    }
-    .map_err(|e| format!("{}: {e}", args.workload.display()))?;
     let mut reports = Vec::new();
     let mut replays = Vec::new();
     for path in &args.compare {
         let yaml = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let config = crate::config::ClusterConfig::parse(&yaml)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let slots: u32 = config.hosts.iter().map(|h| h.slots).sum();
+        // A `qsub` line's options must make a job under this configuration too.
+        for j in &jobs {
+            if let Some(options) = &j.qsub {
+                crate::sim::workload::qsub_spec(options, &config).map_err(|e| {
+                    format!(
+                        "{}: job {} of {}: {e}",
+                        path.display(),
+                        j.number,
+                        args.workload.display()
+                    )
+                })?;
+            }
+        }
         // A progress bar on a terminal (indicatif draws nothing elsewhere).
         let bar = indicatif::ProgressBar::new(jobs.len() as u64);
         bar.set_style(
@@ -71,7 +77,7 @@ fn run(args: &Args) -> Result<(), String> {
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        reports.push(crate::sim::report::report(&name, &replay, slots));
+        reports.push(crate::sim::report::report(&name, &config, &replay));
         replays.push((name, replay));
     }
     if let Some(dir) = &args.charts {

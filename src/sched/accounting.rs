@@ -85,6 +85,23 @@ fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
     runs
 }
 
+/// Where a task of `job` ran, as its accounting record tells it: parallel tasks carry their
+/// grant per host, and the PE is the one the job requested.
+pub fn placement_of(job: &JobRecord, task: &RunningTask) -> Placement {
+    let pe = if task.granted.is_empty() {
+        None
+    } else {
+        job.spec.pe.as_ref().map(|p| p.name.clone())
+    };
+    Placement {
+        host: task.host.clone(),
+        queue: task.queue.clone(),
+        slots: task.slots,
+        granted: task.grants(),
+        pe,
+    }
+}
+
 impl AccountingHook for Accounting {
     fn record(
         &mut self,
@@ -92,19 +109,7 @@ impl AccountingHook for Accounting {
         task: &RunningTask,
         result: &TaskResult,
     ) -> Result<(), String> {
-        // Parallel tasks carry their grant per host; the PE is the one the job requested.
-        let pe = if task.granted.is_empty() {
-            None
-        } else {
-            job.spec.pe.as_ref().map(|p| p.name.clone())
-        };
-        let placement = Placement {
-            host: task.host.clone(),
-            queue: task.queue.clone(),
-            slots: task.slots,
-            granted: task.grants(),
-            pe,
-        };
+        let placement = placement_of(job, task);
         let record =
             crate::acct::AccountingRecord::from_task(job, &placement, result, &self.config);
         if !self.recorded_before.is_empty()

@@ -885,11 +885,22 @@ impl SchedState {
         job.tasks.finished_tasks.insert(task);
         self.release(id, task);
         self.refresh_hot(id);
-        if self.dependent_jobs > 0 {
+        // A successor may be released; and the end's usage, charged to the share tree by the
+        // accounting, moves the tickets: the next pass is a full one, as SGE's scheduler run
+        // after a job's end sees its usage (an event pass would reuse an order computed
+        // before it).
+        if self.dependent_jobs > 0 || self.ends_move_tickets() {
             self.invalidate_order();
         }
         self.dirty.insert(id);
         Ok(r)
+    }
+
+    /// Whether share-tree tickets count in the priority, so that usage charged at a task's
+    /// end changes the order of the pending jobs.
+    fn ends_move_tickets(&self) -> bool {
+        let s = &self.config.scheduler;
+        self.config.share_tree.is_some() && s.weight_tickets_share > 0.0 && s.weight_ticket > 0.0
     }
 
     /// A running task that a forced `qdel -f` took out of its record: its slots are free at

@@ -6,4 +6,6 @@
 pub mod charts;
 pub mod replay;
 pub mod report;
+pub mod shares;
 pub mod swf;
+pub mod workload;

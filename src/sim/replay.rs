@@ -8,7 +8,7 @@
 //! could only start what a reservation's window let through (a month of 15-second passes
 //! over a long queue would cost hours and change nothing else). No processes, no files.
 
-use super::swf::SwfJob;
+use super::workload::TraceJob;
 use crate::config::ClusterConfig;
 use crate::model::{
     Holds, JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, SlotRange,
@@ -25,13 +25,33 @@ pub struct JobRun {
     pub number: u64,
     pub user: String,
     pub group: String,
+    /// The trace's queue, else (a `qsub` workload without `-q`) the queue it ran in.
     pub queue: String,
+    /// `-P`, and the Qube! cluster (`-cluster`, `-ac cluster=`; `/` for none).
+    pub project: Option<String>,
+    pub cluster: String,
     pub slots: u32,
     pub submit: i64,
+    /// The start of the run that finished (a preempted run started earlier).
     pub start: i64,
     pub end: i64,
     /// The host its (master) task ran on.
     pub host: String,
+    /// Runs of it killed by preemption before this one.
+    pub preempted: u32,
+}
+
+/// A preemption the policy decided (`scheduler.preemption`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreemptionEvent {
+    pub time: i64,
+    /// The victim's and the preemptor's numbers in the workload.
+    pub job: u64,
+    pub for_job: u64,
+    pub host: String,
+    /// Killed and requeued (`aggressive`), else left to finish and not started there again
+    /// while the preemptor waits (`passive`).
+    pub kill: bool,
 }
 
 impl JobRun {
@@ -44,6 +64,9 @@ impl JobRun {
 #[derive(Debug, Clone, Default)]
 pub struct Replay {
     pub runs: Vec<JobRun>,
+    pub preemptions: Vec<PreemptionEvent>,
+    /// Runs that preemption killed (the slots they held count in the shares over time).
+    pub preempted_runs: Vec<JobRun>,
     /// Jobs that never started (asked for more than the cluster has, or no queue took them).
     pub never_started: Vec<u64>,
     /// Scheduling passes run.
@@ -56,8 +79,46 @@ pub struct Replay {
 /// need a plausible epoch.
 const EPOCH: i64 = 1_800_000_000;
 
-fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
+fn job_record(id: u32, j: &TraceJob, config: &ClusterConfig) -> Option<JobRecord> {
     let (user, group) = (j.user.clone(), j.group.clone());
+    let spec = match &j.qsub {
+        // A `qsub` line: its options, as under this configuration (checked before the replay).
+        Some(options) => {
+            let mut spec = super::workload::qsub_spec(options, config).ok()?;
+            if spec.name.is_empty() {
+                spec.name = format!("job{}", j.number);
+            }
+            spec.script_file = "true".into();
+            spec.binary = true;
+            spec
+        }
+        None => trace_spec(j, config),
+    };
+    Some(JobRecord::from_submission(JobSubmission {
+        v: 1,
+        id: JobId(id),
+        submitter: Submitter {
+            owner: user.clone(),
+            uid: id_of(&user),
+            gid: id_of(&group),
+            group,
+            submission_time: EPOCH + j.submit,
+            sge_o_home: "/".into(),
+            sge_o_log_name: user,
+            sge_o_path: "/bin".into(),
+            sge_o_shell: "/bin/sh".into(),
+            sge_o_workdir: "/".into(),
+            sge_o_host: "sim".into(),
+            sge_o_mail: None,
+            sge_o_tz: None,
+        },
+        spec,
+        holds: Holds::NONE,
+    }))
+}
+
+/// The job a trace's fields describe.
+fn trace_spec(j: &TraceJob, config: &ClusterConfig) -> JobSpec {
     let mut spec = JobSpec {
         name: format!("swf{}", j.number),
         script_file: "true".into(),
@@ -89,27 +150,7 @@ fn job_record(id: u32, j: &SwfJob, config: &ClusterConfig) -> JobRecord {
     if config.queue(&j.queue).is_some() {
         spec.hard_queues.push(j.queue.clone());
     }
-    JobRecord::from_submission(JobSubmission {
-        v: 1,
-        id: JobId(id),
-        submitter: Submitter {
-            owner: user.clone(),
-            uid: id_of(&user),
-            gid: id_of(&group),
-            group,
-            submission_time: EPOCH + j.submit,
-            sge_o_home: "/".into(),
-            sge_o_log_name: user,
-            sge_o_path: "/bin".into(),
-            sge_o_shell: "/bin/sh".into(),
-            sge_o_workdir: "/".into(),
-            sge_o_host: "sim".into(),
-            sge_o_mail: None,
-            sge_o_tz: None,
-        },
-        spec,
-        holds: Holds::NONE,
-    })
+    spec
 }
 
 /// A stable numeric id for a trace's user or group name (the records want one; the
@@ -119,153 +160,249 @@ fn id_of(name: &str) -> u32 {
 }
 
 /// Replays `jobs` (in submission order) on `config`.
-pub fn replay(config: &ClusterConfig, jobs: &[SwfJob]) -> Replay {
+pub fn replay(config: &ClusterConfig, jobs: &[TraceJob]) -> Replay {
     replay_with_progress(config, jobs, &mut |_| {})
+}
+
+/// The run of a job in progress.
+struct Run {
+    start: i64,
+    end: i64,
+    host: String,
+    /// Killed by preemption: its end requeues the job.
+    killed: bool,
+}
+
+/// The replay's state besides the scheduler's: the clock's events and what they did.
+struct Replayer<'a> {
+    config: &'a ClusterConfig,
+    jobs: &'a [TraceJob],
+    state: SchedState,
+    usage: crate::sched::SharedUsage,
+    decay: gridspool_policy::sharetree::DecayConfig,
+    ends: BinaryHeap<Reverse<(i64, u32)>>,
+    running: HashMap<u32, Run>,
+    preempted: HashMap<u32, u32>,
+    /// Jobs submitted and not started (or requeued).
+    waiting: usize,
+    out: Replay,
+}
+
+impl Replayer<'_> {
+    /// The end of job `id`'s run at `at`: charged to the share-tree usage as the daemon's
+    /// accounting charges it, and the job done, or pending again when preemption killed it.
+    fn end(&mut self, id: u32, at: i64) {
+        let Some(run) = self.running.remove(&id) else {
+            return;
+        };
+        let job = &self.jobs[id as usize - 1];
+        let ran = if run.killed {
+            self.state.preempted_task_ended(JobId(id), 1).ok_or(())
+        } else {
+            self.state.task_ended(JobId(id), 1).map_err(|_| ())
+        };
+        let (Ok(ran), Some(record)) = (ran, self.state.job(JobId(id))) else {
+            return;
+        };
+        let record = record.into_owned();
+        let wall = (at - run.start).max(0);
+        // The recorded CPU time (a killed run's part of it), else the run time on every slot.
+        let cpu = match job.cpu {
+            Some(cpu) if job.run_time > 0 => cpu * wall as f64 / job.run_time as f64,
+            Some(cpu) => cpu,
+            None => wall as f64 * f64::from(ran.slots),
+        };
+        let result = crate::launch::TaskResult {
+            job: JobId(id),
+            task: 1,
+            host: run.host.clone(),
+            start_time: run.start as f64,
+            end_time: at as f64,
+            rusage: crate::launch::Rusage {
+                utime: cpu,
+                ..Default::default()
+            },
+            mem: job.mem,
+            io: job.io,
+            ..Default::default()
+        };
+        let placement = crate::sched::accounting::placement_of(&record, &ran);
+        let acct =
+            crate::acct::AccountingRecord::from_task(&record, &placement, &result, self.config);
+        crate::acct::charge(
+            &mut self.usage.lock().unwrap_or_else(|e| e.into_inner()),
+            &acct,
+            &self.decay,
+        );
+        let cluster = record
+            .spec
+            .cluster
+            .clone()
+            .or_else(|| record.spec.context.get("cluster").cloned())
+            .unwrap_or_else(|| "/".into());
+        let done = JobRun {
+            number: job.number,
+            user: record.submitter.owner.clone(),
+            group: record.submitter.group.clone(),
+            queue: if job.queue.is_empty() {
+                ran.queue.clone()
+            } else {
+                job.queue.clone()
+            },
+            project: record.spec.project.clone(),
+            cluster,
+            slots: ran.slots,
+            submit: EPOCH + job.submit,
+            start: run.start,
+            end: at,
+            host: run.host,
+            preempted: self.preempted.get(&id).copied().unwrap_or(0),
+        };
+        self.out.span.1 = self.out.span.1.max(at);
+        if run.killed {
+            *self.preempted.entry(id).or_default() += 1;
+            self.waiting += 1;
+            self.out.preempted_runs.push(done);
+        } else {
+            self.out.runs.push(done);
+            self.state.remove_job(JobId(id));
+        }
+    }
 }
 
 /// [`replay`], telling `progress` how many jobs have ended so far (after each round of
 /// events).
 pub fn replay_with_progress(
     config: &ClusterConfig,
-    jobs: &[SwfJob],
+    jobs: &[TraceJob],
     progress: &mut dyn FnMut(usize),
 ) -> Replay {
     let usage: crate::sched::SharedUsage = Arc::new(Mutex::new(Default::default()));
     let policy = crate::sched::SgePriority::new(config, usage.clone());
-    let mut state = SchedState::with_policy(config.clone(), Box::new(policy));
-    let decay = crate::acct::decay_config(config);
+    let mut r = Replayer {
+        config,
+        jobs,
+        state: SchedState::with_policy(config.clone(), Box::new(policy)),
+        usage,
+        decay: crate::acct::decay_config(config),
+        ends: BinaryHeap::new(),
+        running: HashMap::new(),
+        preempted: HashMap::new(),
+        waiting: 0,
+        out: Replay::default(),
+    };
     let interval = crate::launch::parse_time(&config.scheduler.schedule_interval)
         .ok()
         .flatten()
         .unwrap_or(15)
         .max(1) as i64;
-    let mut out = Replay::default();
-    let mut ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
-    let mut started: HashMap<u32, (i64, String)> = HashMap::new();
     let mut next = 0usize;
-    let mut waiting = 0usize;
     let Some(first) = jobs.first() else {
-        return out;
+        return r.out;
     };
     let mut t = EPOCH + first.submit;
-    out.span.0 = t;
+    r.out.span.0 = t;
     let mut next_full = t;
     let mut wakeup: Option<i64> = None;
     loop {
-        let mut freed = false;
         // Arrivals, then ends, at `t`.
         while next < jobs.len() && EPOCH + jobs[next].submit <= t {
             let id = next as u32 + 1;
-            state.add_job(job_record(id, &jobs[next], config));
-            waiting += 1;
+            match job_record(id, &jobs[next], config) {
+                Some(record) => {
+                    r.state.add_job(record);
+                    r.waiting += 1;
+                }
+                // Options this configuration refuses (`gridspool-sim` checks them first).
+                None => r.out.never_started.push(jobs[next].number),
+            }
             next += 1;
         }
-        while let Some(Reverse((at, id))) = ends.peek().copied() {
+        let mut freed = false;
+        while let Some(Reverse((at, id))) = r.ends.peek().copied() {
             if at > t {
                 break;
             }
-            ends.pop();
-            freed = true;
-            let job = &jobs[id as usize - 1];
-            if let (Ok(ran), Some(record)) = (state.task_ended(JobId(id), 1), state.job(JobId(id)))
-            {
-                let placement = crate::launch::Placement {
-                    host: ran.host.clone(),
-                    queue: ran.queue.clone(),
-                    slots: ran.slots,
-                    granted: ran.grants(),
-                    pe: record.spec.pe.as_ref().map(|p| p.name.clone()),
-                };
-                let (start, host) = started.remove(&id).unwrap_or((at, ran.host.clone()));
-                let cpu = job
-                    .cpu
-                    .unwrap_or_else(|| (at - start) as f64 * f64::from(ran.slots));
-                let result = crate::launch::TaskResult {
-                    job: JobId(id),
-                    task: 1,
-                    host: host.clone(),
-                    start_time: start as f64,
-                    end_time: at as f64,
-                    rusage: crate::launch::Rusage {
-                        utime: cpu,
-                        ..Default::default()
-                    },
-                    mem: job.mem,
-                    io: job.io,
-                    ..Default::default()
-                };
-                let acct =
-                    crate::acct::AccountingRecord::from_task(&record, &placement, &result, config);
-                crate::acct::charge(
-                    &mut usage.lock().unwrap_or_else(|e| e.into_inner()),
-                    &acct,
-                    &decay,
-                );
-                out.runs.push(JobRun {
-                    number: job.number,
-                    user: record.submitter.owner.clone(),
-                    group: record.submitter.group.clone(),
-                    queue: job.queue.clone(),
-                    slots: ran.slots,
-                    submit: EPOCH + job.submit,
-                    start,
-                    end: at,
-                    host,
-                });
-                out.span.1 = out.span.1.max(at);
+            r.ends.pop();
+            // An end planned for a run that preemption cut short is no longer due.
+            if r.running.get(&id).is_some_and(|run| run.end == at) {
+                r.end(id, at);
+                freed = true;
             }
-            state.remove_job(JobId(id));
         }
         if freed {
-            progress(out.runs.len());
+            progress(r.out.runs.len());
         }
         // A pass: a full one when due (and jobs wait), else one for the events. Arrivals on a
         // cluster with no free slot start nothing: that pass is left out (the daemon's would
         // find nothing either).
-        let full = waiting > 0 && t >= next_full;
+        let full = r.waiting > 0 && t >= next_full;
         let idle =
-            !full && !freed && wakeup.is_none_or(|w| w > t) && state.cluster.free_slots(t) == 0;
+            !full && !freed && wakeup.is_none_or(|w| w > t) && r.state.cluster.free_slots(t) == 0;
         let result = if idle {
             crate::sched::PassResult::default()
         } else {
-            out.passes += 1;
-            let r = if full {
+            r.out.passes += 1;
+            let result = if full {
                 next_full = t + interval;
-                state.schedule(t)
+                r.state.schedule(t)
             } else {
-                state.schedule_event(t)
+                r.state.schedule_event(t)
             };
-            wakeup = r.next_wakeup;
-            r
+            wakeup = result.next_wakeup;
+            result
         };
         for s in &result.starts {
-            if state.task_started(s.job, s.task).is_ok() {
-                let job = &jobs[s.job.0 as usize - 1];
-                started.insert(s.job.0, (t, s.placement.host.clone()));
-                ends.push(Reverse((t + job.run_time.max(0), s.job.0)));
-                waiting = waiting.saturating_sub(1);
+            if r.state.task_started(s.job, s.task).is_ok() {
+                let end = t + jobs[s.job.0 as usize - 1].run_time.max(0);
+                r.running.insert(
+                    s.job.0,
+                    Run {
+                        start: t,
+                        end,
+                        host: s.placement.host.clone(),
+                        killed: false,
+                    },
+                );
+                r.ends.push(Reverse((end, s.job.0)));
+                r.waiting = r.waiting.saturating_sub(1);
+            }
+        }
+        // Preemptions: a killed run ends now (the daemon's kill, then the task's end).
+        for p in &result.preemptions {
+            r.out.preemptions.push(PreemptionEvent {
+                time: t,
+                job: jobs[p.job.0 as usize - 1].number,
+                for_job: jobs[p.for_job.0 as usize - 1].number,
+                host: p.host.clone(),
+                kill: p.kill,
+            });
+            if let Some(run) = r.running.get_mut(&p.job.0).filter(|_| p.kill) {
+                run.killed = true;
+                run.end = t;
+                r.ends.push(Reverse((t, p.job.0)));
             }
         }
         // The next moment anything happens.
         let candidates = [
             jobs.get(next).map(|j| EPOCH + j.submit),
-            ends.peek().map(|Reverse((at, _))| *at),
+            r.ends.peek().map(|Reverse((at, _))| *at),
             wakeup.filter(|w| *w > t),
         ];
         // Every candidate is later than `t`, but for the end of a job that started now and
-        // ran no time, which the next round takes: the clock never stands still twice.
+        // ran no time, or was killed now, which the next round takes.
         match candidates.into_iter().flatten().min() {
             Some(at) => t = at.max(t),
             None => break,
         }
     }
-    let ran: std::collections::HashSet<u64> = out.runs.iter().map(|r| r.number).collect();
-    out.never_started = jobs
-        .iter()
-        .map(|j| j.number)
-        .filter(|n| !ran.contains(n))
-        .collect();
-    out
+    // Jobs still in the state never finished (never started, or killed and not started
+    // again).
+    let unfinished = (1..=jobs.len() as u32)
+        .filter(|&id| r.state.job(JobId(id)).is_some())
+        .map(|id| jobs[id as usize - 1].number);
+    r.out.never_started.extend(unfinished);
+    r.out
 }
 
 #[cfg(test)]
@@ -279,8 +416,8 @@ mod tests {
         .expect("config")
     }
 
-    fn job(number: u64, submit: i64, run_time: i64, user: i64) -> SwfJob {
-        SwfJob {
+    fn job(number: u64, submit: i64, run_time: i64, user: i64) -> TraceJob {
+        TraceJob {
             number,
             submit,
             wait: -1,
@@ -290,6 +427,7 @@ mod tests {
             user: format!("u{user}"),
             group: "g1".into(),
             queue: "q1".into(),
+            qsub: None,
             cpu: None,
             mem: 0.0,
             io: 0.0,
@@ -306,7 +444,7 @@ mod tests {
         assert_eq!(waits, [(1, 0), (2, 90), (3, 130)]);
         assert!(r.never_started.is_empty());
         assert_eq!(r.span.1 - r.span.0, 160);
-        let rep = super::super::report::report("fifo", &r, 1);
+        let rep = super::super::report::report("fifo", &config("fifo"), &r);
         assert_eq!(rep.utilisation, 1.0);
         assert_eq!(rep.by_user["u1"].jobs, 2);
         assert_eq!(rep.all.wait_median, 90.0);

@@ -3,6 +3,7 @@
 //! utilisation. As text for people and as JSON for scripts.
 
 use super::replay::{JobRun, Replay};
+use crate::config::ClusterConfig;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -17,6 +18,8 @@ pub struct Stats {
     pub slowdown_mean: f64,
     /// This set's part of all the CPU time (slot-seconds) delivered.
     pub cpu_share: f64,
+    /// Runs of these jobs that preemption killed.
+    pub preempted: u32,
 }
 
 /// The whole report of one configuration.
@@ -27,6 +30,15 @@ pub struct Report {
     pub by_user: BTreeMap<String, Stats>,
     pub by_group: BTreeMap<String, Stats>,
     pub by_queue: BTreeMap<String, Stats>,
+    /// By `-P` project, and by Qube! cluster (when some job has one other than `/`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_project: BTreeMap<String, Stats>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_cluster: BTreeMap<String, Stats>,
+    /// The shares promised and achieved, over time.
+    pub shares: super::shares::Shares,
+    /// Preemptions decided (killed or passive).
+    pub preemptions: usize,
     /// Slot-seconds used over slot-seconds offered between the first submission and the
     /// last end.
     pub utilisation: f64,
@@ -75,17 +87,20 @@ fn stats(runs: &[&JobRun], total_cpu: f64) -> Stats {
         } else {
             0.0
         },
+        preempted: runs.iter().map(|r| r.preempted).sum(),
     }
 }
 
 fn grouped(
     runs: &[JobRun],
-    key: impl Fn(&JobRun) -> &str,
+    key: impl Fn(&JobRun) -> Option<&str>,
     total_cpu: f64,
 ) -> BTreeMap<String, Stats> {
     let mut groups: BTreeMap<String, Vec<&JobRun>> = BTreeMap::new();
     for r in runs {
-        groups.entry(key(r).to_string()).or_default().push(r);
+        if let Some(k) = key(r) {
+            groups.entry(k.to_string()).or_default().push(r);
+        }
     }
     groups
         .into_iter()
@@ -93,18 +108,27 @@ fn grouped(
         .collect()
 }
 
-/// The report of `replay` under the configuration called `name`, on a cluster of
-/// `total_slots`.
-pub fn report(name: &str, replay: &Replay, total_slots: u32) -> Report {
+/// The report of `replay` under the configuration called `name`.
+pub fn report(name: &str, config: &ClusterConfig, replay: &Replay) -> Report {
+    let total_slots: u32 = config.hosts.iter().map(|h| h.slots).sum();
     let total_cpu: f64 = replay.runs.iter().map(cpu).sum();
     let all: Vec<&JobRun> = replay.runs.iter().collect();
     let span = (replay.span.1 - replay.span.0).max(1) as f64;
+    let clusters = replay.runs.iter().any(|r| r.cluster != "/");
     Report {
         name: name.to_string(),
         all: stats(&all, total_cpu),
-        by_user: grouped(&replay.runs, |r| &r.user, total_cpu),
-        by_group: grouped(&replay.runs, |r| &r.group, total_cpu),
-        by_queue: grouped(&replay.runs, |r| &r.queue, total_cpu),
+        by_user: grouped(&replay.runs, |r| Some(&r.user), total_cpu),
+        by_group: grouped(&replay.runs, |r| Some(&r.group), total_cpu),
+        by_queue: grouped(&replay.runs, |r| Some(&r.queue), total_cpu),
+        by_project: grouped(&replay.runs, |r| r.project.as_deref(), total_cpu),
+        by_cluster: grouped(
+            &replay.runs,
+            |r| clusters.then_some(r.cluster.as_str()),
+            total_cpu,
+        ),
+        shares: super::shares::shares(config, replay),
+        preemptions: replay.preemptions.len(),
         utilisation: total_cpu / (span * f64::from(total_slots.max(1))),
         never_started: replay.never_started.len(),
         passes: replay.passes,
@@ -117,13 +141,21 @@ pub fn text(reports: &[Report]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<24} {:>8} {:>10} {:>10} {:>10} {:>9} {:>7} {:>6}",
-        "configuration", "jobs", "wait mean", "median", "p95", "slowdown", "util", "unrun"
+        "{:<24} {:>8} {:>10} {:>10} {:>10} {:>9} {:>7} {:>6} {:>8}",
+        "configuration",
+        "jobs",
+        "wait mean",
+        "median",
+        "p95",
+        "slowdown",
+        "util",
+        "unrun",
+        "preempt"
     );
     for r in reports {
         let _ = writeln!(
             out,
-            "{:<24} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>9.2} {:>6.1}% {:>6}",
+            "{:<24} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>9.2} {:>6.1}% {:>6} {:>8}",
             r.name,
             r.all.jobs,
             r.all.wait_mean,
@@ -131,7 +163,8 @@ pub fn text(reports: &[Report]) -> String {
             r.all.wait_p95,
             r.all.slowdown_mean,
             r.utilisation * 100.0,
-            r.never_started
+            r.never_started,
+            r.preemptions
         );
     }
     for (title, pick) in [
@@ -141,7 +174,12 @@ pub fn text(reports: &[Report]) -> String {
         ),
         ("group", |r: &Report| &r.by_group),
         ("queue", |r: &Report| &r.by_queue),
+        ("project", |r: &Report| &r.by_project),
+        ("cluster", |r: &Report| &r.by_cluster),
     ] {
+        if reports.iter().all(|r| pick(r).is_empty()) {
+            continue;
+        }
         let _ = writeln!(out, "\nby {title}");
         let _ = writeln!(
             out,
@@ -163,6 +201,34 @@ pub fn text(reports: &[Report]) -> String {
                     s.cpu_share * 100.0
                 );
             }
+        }
+    }
+    let _ = writeln!(out, "\nshares (of the slot-seconds used)");
+    let _ = writeln!(
+        out,
+        "{:<24} {:<16} {:<20} {:>10} {:>9} {:>7} {:>7}",
+        "configuration", "entity", "name", "configured", "achieved", "first", "last"
+    );
+    for r in reports {
+        let s = &r.shares;
+        for (name, e) in &s.by_entity {
+            // In the first and the last interval in which anything ran.
+            let busy = |i: &usize| s.used[*i] > 0.0;
+            let at = |i: Option<usize>| i.and_then(|i| e.over_time.get(i)).copied();
+            let first = at((0..s.used.len()).find(busy)).unwrap_or(0.0);
+            let last = at((0..s.used.len()).rev().find(busy)).unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "{:<24} {:<16} {:<20} {:>10} {:>8.1}% {:>6.1}% {:>6.1}%",
+                r.name,
+                s.entity,
+                name,
+                e.configured
+                    .map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0)),
+                e.achieved * 100.0,
+                first * 100.0,
+                last * 100.0
+            );
         }
     }
     out

@@ -1,56 +1,19 @@
 //! The Standard Workload Format of the Parallel Workloads Archive (Feitelson et al.): one job
 //! per line, 18 whitespace-separated fields, `-1` for unknown; lines starting with `;` are the
-//! header's comments.
+//! header's comments. Also a cell's accounting file, read as a trace.
 
-/// One job of a trace, the fields the simulator uses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SwfJob {
-    /// Field 1.
-    pub number: u64,
-    /// Field 2: seconds from the trace's start.
-    pub submit: i64,
-    /// Field 3: the wait the trace recorded (for comparison).
-    pub wait: i64,
-    /// Field 4: seconds it ran.
-    pub run_time: i64,
-    /// Field 8, else field 5: processors (slots).
-    pub processors: u32,
-    /// Field 9: the run time it asked for (`h_rt`), if known.
-    pub requested_time: Option<i64>,
-    /// Fields 12, 13, 15 (`u3`, `g1`, `q2`), or the names of an accounting file's record.
-    pub user: String,
-    pub group: String,
-    pub queue: String,
-    /// CPU seconds it used, all processors together (field 6 times the processors; an
-    /// accounting record's `cpu`), if known: what the share tree is charged. Unknown, the
-    /// replay charges its run time on every slot.
-    pub cpu: Option<f64>,
-    /// An accounting record's integral memory (GB·s) and I/O (GB), charged with the CPU.
-    pub mem: f64,
-    pub io: f64,
-    /// An accounting record's project and POSIX priority (`-P`, `-p`).
-    pub project: Option<String>,
-    pub priority: i32,
-}
-
-/// Why a trace cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {reason}")]
-pub struct SwfError {
-    pub line: usize,
-    pub reason: String,
-}
+use super::workload::{TraceJob, WorkloadError};
 
 /// The jobs of a trace, in the order of their submission; jobs that never ran (run time
 /// unknown or negative) are left out, as workload studies do.
-pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
+pub fn parse(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
     let mut jobs = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with(';') {
             continue;
         }
-        let bad = |reason: String| SwfError {
+        let bad = |reason: String| WorkloadError {
             line: i + 1,
             reason,
         };
@@ -69,7 +32,7 @@ pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
             continue;
         }
         let processors = if f[7] > 0 { f[7] } else { f[4] };
-        jobs.push(SwfJob {
+        jobs.push(TraceJob {
             number: f[0].max(0) as u64,
             submit: f[1],
             wait: f[2],
@@ -79,6 +42,7 @@ pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
             user: format!("u{}", f[11].max(0)),
             group: format!("g{}", f[12].max(0)),
             queue: format!("q{}", f[14].max(0)),
+            qsub: None,
             cpu: (f[5] >= 0).then(|| f[5] as f64 * processors.max(1) as f64),
             mem: 0.0,
             io: 0.0,
@@ -91,10 +55,11 @@ pub fn parse(text: &str) -> Result<Vec<SwfJob>, SwfError> {
 }
 
 /// The jobs of an accounting file (`accounting(5)`: what ran in a cell), as a workload: each
-/// master task's submission (from the first one's), run time, slots, owner, group and queue.
+/// master task's number, submission (from the first one's), run time, slots, owner, group,
+/// queue, project, priority and usage (the tasks of an array job are jobs of one number).
 /// PE slave task records (`qrsh -inherit`) are part of their job, not jobs of their own.
-pub fn from_accounting(path: &std::path::Path) -> Result<Vec<SwfJob>, SwfError> {
-    let reader = crate::acct::Reader::open(path).map_err(|e| SwfError {
+pub fn from_accounting(path: &std::path::Path) -> Result<Vec<TraceJob>, WorkloadError> {
+    let reader = crate::acct::Reader::open(path).map_err(|e| WorkloadError {
         line: 0,
         reason: e.to_string(),
     })?;
@@ -108,11 +73,10 @@ pub fn from_accounting(path: &std::path::Path) -> Result<Vec<SwfJob>, SwfError> 
         }
     }
     let first = records.iter().map(|r| r.submission_time).min().unwrap_or(0);
-    let mut jobs: Vec<SwfJob> = records
+    let mut jobs: Vec<TraceJob> = records
         .into_iter()
-        .enumerate()
-        .map(|(i, r)| SwfJob {
-            number: i as u64 + 1,
+        .map(|r| TraceJob {
+            number: u64::from(r.job_number),
             submit: r.submission_time - first,
             wait: r.start_time - r.submission_time,
             run_time: (r.end_time - r.start_time).max(0),
@@ -121,6 +85,7 @@ pub fn from_accounting(path: &std::path::Path) -> Result<Vec<SwfJob>, SwfError> 
             user: r.owner.clone(),
             group: r.group.clone(),
             queue: r.qname.clone(),
+            qsub: None,
             cpu: Some(r.cpu),
             mem: r.mem,
             io: r.io,
