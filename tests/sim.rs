@@ -74,6 +74,25 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
         svg.contains("fifo.yaml") && svg.contains("sge.yaml"),
         "{svg}"
     );
+    // The shares over time, a chart per configuration, with a line per user.
+    let svg = std::fs::read_to_string(charts.join("shares-sge.svg")).expect("shares-sge.svg");
+    assert!(svg.contains("u1") && svg.contains("u2"), "{svg}");
+    // Every run, in the order of the starts.
+    let runs = dir.path().join("runs");
+    let out = gridspool_sim(&trace, &[&fifo], &["--runs".as_ref(), runs.as_os_str()]);
+    assert!(out.status.success());
+    let csv = std::fs::read_to_string(runs.join("fifo.csv")).expect("fifo.csv");
+    assert_eq!(
+        csv,
+        "job,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n\
+         1,u1,g1,q1,,/,1,0,0,100,0,n1,0\n\
+         2,u2,g1,q1,,/,1,10,100,150,90,n1,0\n\
+         3,u1,g1,q1,,/,1,20,150,160,130,n1,0\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(runs.join("fifo.preemptions.csv")).expect("preemptions"),
+        "time,job,for_job,host,kill\n"
+    );
     // A bad trace is named.
     std::fs::write(&trace, "1 2 3\n").expect("trace");
     let out = gridspool_sim(&trace, &[&fifo], &[]);

@@ -19,9 +19,16 @@ pub struct Args {
     /// file name.
     #[arg(long, value_name = "CONFIG", num_args = 1.., required = true)]
     pub compare: Vec<PathBuf>,
-    /// Draw charts into DIR (`waits.svg`: the distribution of waits per configuration).
+    /// Draw charts into DIR: `waits.svg` (the distribution of waits per configuration) and
+    /// `shares-<configuration>.svg` (each entity's share over time against its promise).
     #[arg(long, value_name = "DIR")]
     pub charts: Option<PathBuf>,
+    /// Write every job's run under each configuration to DIR/<configuration>.csv (job,
+    /// user, group, queue, project, cluster, slots, submit, start, end, wait, host, preempted;
+    /// times in seconds from the workload's start), and the preemptions to
+    /// DIR/<configuration>.preemptions.csv.
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<PathBuf>,
     /// Also write the reports as JSON to FILE (`-` for standard output instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -80,11 +87,34 @@ fn run(args: &Args) -> Result<(), String> {
         reports.push(crate::sim::report::report(&name, &config, &replay));
         replays.push((name, replay));
     }
+    if let Some(dir) = &args.runs {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (name, replay) in &replays {
+            let base = name.strip_suffix(".yaml").unwrap_or(name);
+            let write = |file: String, text: String| {
+                let path = dir.join(file);
+                std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+            };
+            write(format!("{base}.csv"), crate::sim::report::runs_csv(replay))?;
+            write(
+                format!("{base}.preemptions.csv"),
+                crate::sim::report::preemptions_csv(replay),
+            )?;
+        }
+    }
     if let Some(dir) = &args.charts {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let named: Vec<(String, &crate::sim::replay::Replay)> =
             replays.iter().map(|(n, r)| (n.clone(), r)).collect();
         crate::sim::charts::waits(&dir.join("waits.svg"), &named)?;
+        for report in &reports {
+            let base = report.name.strip_suffix(".yaml").unwrap_or(&report.name);
+            crate::sim::charts::shares(
+                &dir.join(format!("shares-{base}.svg")),
+                &report.name,
+                &report.shares,
+            )?;
+        }
     }
     let json = serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?;
     match &args.json {

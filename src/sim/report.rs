@@ -233,3 +233,54 @@ pub fn text(reports: &[Report]) -> String {
     }
     out
 }
+
+/// Every finished run of a replay, in the order of their starts, as CSV (times in seconds
+/// from the replay's first submission).
+pub fn runs_csv(replay: &Replay) -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "job,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n",
+    );
+    let mut runs: Vec<&JobRun> = replay.runs.iter().collect();
+    runs.sort_by_key(|r| (r.start, r.submit, r.number));
+    let t0 = replay.span.0;
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.number,
+            r.user,
+            r.group,
+            r.queue,
+            r.project.as_deref().unwrap_or(""),
+            r.cluster,
+            r.slots,
+            r.submit - t0,
+            r.start - t0,
+            r.end - t0,
+            r.wait(),
+            r.host,
+            r.preempted
+        );
+    }
+    out
+}
+
+/// The preemptions of a replay as CSV: when, the victim, the job it was preempted for, the
+/// host, and whether it was killed (`aggressive`) or left to finish (`passive`).
+pub fn preemptions_csv(replay: &Replay) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("time,job,for_job,host,kill\n");
+    for p in &replay.preemptions {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{}",
+            p.time - replay.span.0,
+            p.job,
+            p.for_job,
+            p.host,
+            if p.kill { "yes" } else { "no" }
+        );
+    }
+    out
+}
