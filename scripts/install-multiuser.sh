@@ -45,6 +45,8 @@ if [ -z "$cell_only" ] && [ ! -x "$bin_dir/gridspool" ]; then
 fi
 clients="qsub qstat qdel qalter qhold qrls qacct qhost qconf qmod qselect qrsh qlogin qsh"
 daemons="sched_d gridspool-shepherd"
+# Tools users run on their own files (the program gives up the setgid group for them).
+tools="gridspool-sim"
 root=$destdir$prefix
 lib=$root/lib/gridspool
 
@@ -59,8 +61,8 @@ if [ -z "$cell_only" ]; then
   fi
   chmod 0755 "$tmp"
   mv -f "$tmp" "$lib/gridspool"
-  for c in $clients $daemons; do ln -sfn gridspool "$lib/$c"; done
-  for c in $clients; do ln -sfn ../lib/gridspool/gridspool "$root/bin/$c"; done
+  for c in $clients $daemons $tools; do ln -sfn gridspool "$lib/$c"; done
+  for c in $clients $tools; do ln -sfn ../lib/gridspool/gridspool "$root/bin/$c"; done
   for c in $daemons; do ln -sfn ../lib/gridspool/gridspool "$root/sbin/$c"; done
   # DRMAA 1.0 (cargo build --release -p gridspool-drmaa), when built: the library under Grid
   # Engine's soname and its header.

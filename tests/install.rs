@@ -16,6 +16,8 @@ const CLIENTS: [&str; 14] = [
     "qselect", "qrsh", "qlogin", "qsh",
 ];
 const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
+/// Tools users run on their own files, in `bin` beside the clients.
+const TOOLS: [&str; 1] = ["gridspool-sim"];
 /// The ceiling for the installed set.
 const MAX_INSTALLED_BYTES: u64 = 30 * 1024 * 1024;
 
@@ -102,9 +104,16 @@ fn sorted(names: &[&str]) -> Vec<String> {
 
 /// Every command of `prefix` is a link to the one program.
 fn assert_links(prefix: &Path) {
-    assert_eq!(names_in(&prefix.join("bin")), sorted(&CLIENTS));
+    let mut bin = sorted(&CLIENTS);
+    bin.extend(TOOLS.iter().map(|s| s.to_string()));
+    bin.sort();
+    assert_eq!(names_in(&prefix.join("bin")), bin);
     assert_eq!(names_in(&prefix.join("sbin")), sorted(&DAEMONS));
-    for (dir, names) in [("bin", &CLIENTS[..]), ("sbin", &DAEMONS[..])] {
+    for (dir, names) in [
+        ("bin", &CLIENTS[..]),
+        ("bin", &TOOLS[..]),
+        ("sbin", &DAEMONS[..]),
+    ] {
         for name in names {
             let link = prefix.join(dir).join(name);
             assert_eq!(
@@ -156,7 +165,7 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
     assert_eq!((meta.uid(), meta.gid()), (0, group.gid.as_raw()));
     assert_links(&prefix);
     let mut lib = sorted(&CLIENTS);
-    lib.extend(DAEMONS.iter().map(|s| s.to_string()));
+    lib.extend(DAEMONS.iter().chain(&TOOLS).map(|s| s.to_string()));
     lib.extend(["gridspool", "libdrmaa.so", "libdrmaa.so.1.0"].map(String::from));
     lib.sort();
     assert_eq!(names_in(&prefix.join("lib/gridspool")), lib);
@@ -222,6 +231,26 @@ fn an_installed_tree_runs_every_command_from_one_setgid_program() {
         let m = std::fs::metadata(own.join("default").join(f)).expect("created");
         assert_eq!(m.gid(), user.gid, "{f} has the spool group");
     }
+
+    // gridspool-sim writes the user's files with the user's group too.
+    let trace = own.join("one.swf");
+    std::fs::write(&trace, "1 0 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1\n").expect("trace");
+    let run = output(
+        as_user(&user, &prefix.join("bin/gridspool-sim"))
+            .arg("--workload")
+            .arg(&trace)
+            .arg("--compare")
+            .arg(own.join("default/config.yaml"))
+            .arg("--json")
+            .arg(own.join("report.json")),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let m = std::fs::metadata(own.join("report.json")).expect("the report");
+    assert_eq!(
+        m.gid(),
+        user.gid,
+        "gridspool-sim wrote with the spool group"
+    );
 
     // settings.sh, written by the installation's sched_d --init: a user who sources it reaches
     // the cell with the installed commands, and a job runs through them. The daemon started

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    gridspool::cli::sim::main()
+    gridspool::cli::multicall::run(&gridspool::cli::multicall::SIM)
 }

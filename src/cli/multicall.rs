@@ -7,8 +7,8 @@
 //! A shared installation makes that file setgid to the spool group, which the clients need
 //! (`docs/security.md`) and the daemon and the shepherd must not have: they run as root and
 //! switch to job owners, and a user could start the file under their names (`exec -a sched_d`).
-//! So a [`Role::Daemon`] command gives up a set-group-id group for good before it does
-//! anything else, and refuses to run if it cannot.
+//! So a [`Role::Daemon`] or [`Role::Tool`] command gives up a set-group-id group for good
+//! before it does anything else, and refuses to run if it cannot.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -21,6 +21,9 @@ pub enum Role {
     Client,
     /// `sched_d` and the shepherd: never run with a group they were not started with.
     Daemon,
+    /// `gridspool-sim`: reads and writes only the user's own files, and must not write them
+    /// with the spool's group (into the spool).
+    Tool,
 }
 
 /// A command of the multicall program.
@@ -49,6 +52,7 @@ pub const COMMANDS: &[Command] = &[
     QSH,
     SCHED_D,
     SHEPHERD_COMMAND,
+    SIM,
 ];
 
 // One constant per command, so that a separate binary of `src/bin/` names only its own: the
@@ -108,6 +112,12 @@ pub const SHEPHERD_COMMAND: Command = Command {
     main: shepherd_main,
 };
 
+pub const SIM: Command = Command {
+    name: "gridspool-sim",
+    role: Role::Tool,
+    main: super::sim::main,
+};
+
 /// The shepherd's name, which `sched_d` also looks for beside itself
 /// (`crate::launch::LauncherOptions::defaults`).
 pub const SHEPHERD: &str = crate::launch::SHEPHERD_BINARY;
@@ -165,7 +175,7 @@ pub fn run(cmd: &Command) -> ExitCode {
 }
 
 fn start(cmd: &Command) -> ExitCode {
-    if cmd.role == Role::Daemon && crate::privilege::is_setgid() {
+    if cmd.role != Role::Client && crate::privilege::is_setgid() {
         crate::privilege::drop_group();
         if crate::privilege::is_setgid() {
             eprintln!(

@@ -9,6 +9,7 @@
 use super::options::{Arity, OptionSpec, Support, help_lines};
 use std::fmt::Write as _;
 
+mod gridspool_sim;
 mod sched_d;
 
 /// The version line SGE prints first in `-help`.
@@ -128,7 +129,48 @@ pub fn generated_files() -> Vec<(String, String)> {
         ));
     }
     files.push(("man/sched_d.8".to_string(), sched_d::man_page()));
+    files.push(("man/gridspool-sim.1".to_string(), gridspool_sim::man_page()));
     files
+}
+
+/// The OPTIONS section's entries of a clap command (a program with a clap command line, not
+/// SGE's option tables): every visible long flag with its values, help and default.
+fn options(command: &clap::Command) -> String {
+    use std::fmt::Write;
+    let mut m = String::new();
+    for arg in command.get_arguments() {
+        if arg.is_hide_set() {
+            continue;
+        }
+        let Some(long) = arg.get_long() else { continue };
+        let mut usage = format!("\\-\\-{}", roff(long));
+        if arg.get_action().takes_values()
+            && let Some(names) = arg.get_value_names()
+        {
+            for n in names {
+                let _ = write!(usage, " {}", roff(n));
+            }
+        }
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(|h| h.to_string().replace('`', ""))
+            .unwrap_or_default();
+        let mut help = roff(&help.split_whitespace().collect::<Vec<_>>().join(" "));
+        if !help.is_empty() && !help.ends_with('.') {
+            help.push('.');
+        }
+        let defaults = arg.get_default_values();
+        if !defaults.is_empty() && arg.get_action().takes_values() {
+            let list: Vec<String> = defaults
+                .iter()
+                .map(|d| roff(&d.to_string_lossy()))
+                .collect();
+            let _ = write!(help, " Default: {}.", list.join(", "));
+        }
+        let _ = writeln!(m, ".TP\n.B {usage}\n{help}");
+    }
+    m
 }
 
 /// Escapes text for roff: backslashes, hyphens (so they stay ASCII minus signs), and a leading

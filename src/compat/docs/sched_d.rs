@@ -3,7 +3,7 @@
 //! or miss one it has; the rest says what an administrator needs of the daemon: what it
 //! does, its files, signals, and how hosts that die are handled.
 
-use super::roff;
+use super::{options, roff};
 use clap::CommandFactory;
 use std::fmt::Write;
 
@@ -98,39 +98,7 @@ pub fn man_page() -> String {
         let _ = writeln!(m, "{p}");
     }
     m.push_str(".SH OPTIONS\n");
-    let command = crate::cli::sched_d::Args::command();
-    for arg in command.get_arguments() {
-        if arg.is_hide_set() {
-            continue;
-        }
-        let Some(long) = arg.get_long() else { continue };
-        let mut usage = format!("\\-\\-{}", roff(long));
-        if arg.get_action().takes_values()
-            && let Some(names) = arg.get_value_names()
-        {
-            for n in names {
-                let _ = write!(usage, " {}", roff(n));
-            }
-        }
-        let help = arg
-            .get_long_help()
-            .or(arg.get_help())
-            .map(|h| h.to_string())
-            .unwrap_or_default();
-        let mut help = roff(&help.split_whitespace().collect::<Vec<_>>().join(" "));
-        if !help.is_empty() && !help.ends_with('.') {
-            help.push('.');
-        }
-        let defaults = arg.get_default_values();
-        if !defaults.is_empty() && arg.get_action().takes_values() {
-            let list: Vec<String> = defaults
-                .iter()
-                .map(|d| roff(&d.to_string_lossy()))
-                .collect();
-            let _ = write!(help, " Default: {}.", list.join(", "));
-        }
-        let _ = writeln!(m, ".TP\n.B {usage}\n{help}");
-    }
+    m.push_str(&options(&crate::cli::sched_d::Args::command()));
     m.push_str(".TP\n.B \\-\\-help, \\-\\-version\nPrint the options, or the version, and exit.\n");
     let _ = writeln!(m, ".SH HOSTS THAT DIE\n{HOSTS}");
     let _ = writeln!(m, ".SH SHADOW\n{SHADOW}");
