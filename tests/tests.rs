@@ -31,6 +31,7 @@ mod security;
 mod shadow;
 mod sim;
 mod sim_equality;
+mod sim_seeds;
 mod spool_faults;
 mod sync_env;
 mod workflow;
