@@ -65,3 +65,30 @@ fn bash_completions_are_valid_bash() {
         );
     }
 }
+
+/// The README's chart is the FBSNG example of `docs/sim/` replayed as it is now
+/// (`GRIDSPOOL_BLESS=1` redraws it).
+#[test]
+fn the_readme_chart_is_the_fbsng_example_replayed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("docs/sim");
+    let jobs = gridspool::sim::workload::load(&dir.join("fbsng-70-30.txt")).expect("workload");
+    let config = gridspool::config::ClusterConfig::load(&dir.join("fbsng-70-30.yaml"))
+        .expect("configuration");
+    let replay = gridspool::sim::replay::replay(&config, &jobs);
+    let report = gridspool::sim::report::report("fbsng-70-30.yaml", &config, &replay);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let drawn = tmp.path().join("shares.svg");
+    gridspool::sim::charts::shares(&drawn, &report.name, &report.shares).expect("chart");
+    let drawn = std::fs::read_to_string(&drawn).expect("drawn");
+    let chart = dir.join("shares-fbsng-70-30.svg");
+    if std::env::var_os("GRIDSPOOL_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&chart, &drawn).expect("write the chart");
+    }
+    let checked_in = std::fs::read_to_string(&chart).unwrap_or_default();
+    assert!(
+        checked_in == drawn,
+        "{} is stale: GRIDSPOOL_BLESS=1 cargo test --test tests docs",
+        chart.display()
+    );
+}

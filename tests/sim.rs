@@ -84,10 +84,10 @@ fn gridspool_sim_compares_configurations_on_a_trace() {
     let csv = std::fs::read_to_string(runs.join("fifo.csv")).expect("fifo.csv");
     assert_eq!(
         csv,
-        "job,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n\
-         1,u1,g1,q1,,/,1,0,0,100,0,n1,0\n\
-         2,u2,g1,q1,,/,1,10,100,150,90,n1,0\n\
-         3,u1,g1,q1,,/,1,20,150,160,130,n1,0\n"
+        "job,task,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n\
+         1,1,u1,g1,q1,,/,1,0,0,100,0,n1,0\n\
+         2,1,u2,g1,q1,,/,1,10,100,150,90,n1,0\n\
+         3,1,u1,g1,q1,,/,1,20,150,160,130,n1,0\n"
     );
     assert_eq!(
         std::fs::read_to_string(runs.join("fifo.preemptions.csv")).expect("preemptions"),

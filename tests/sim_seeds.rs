@@ -301,6 +301,7 @@ fn armada_round_divides_by_inverse_priority_and_usage_settles_at_its_root() {
         let both = last_start(&r.runs, project, "a").min(last_start(&r.runs, project, "b"));
         assert!(both > 3 * 3600, "both queues busy until {both} s");
         let a = share_between(&r.runs, project, "a", 3600, both);
+        eprintln!("factor 1:{factor_b}: a had {a:.4} of the slots from 1 h to {both} s");
         assert!(
             (a - settled).abs() <= 0.02,
             "factor 1:{factor_b}: a had {a} of the slots, expected about {settled}"
@@ -497,13 +498,11 @@ fn qube_preemption_kills_and_requeues_or_lets_the_victim_finish() {
     assert_eq!(passive.report["by_user"]["lee"]["preempted"], 0);
 }
 
-/// The urgent job of qube-preemption.txt arriving 10 s after the first pass instead of 100 s:
-/// `sched_d` would preempt low2 at the submission's pass, or at the latest at the periodic
-/// full pass `schedule_interval` (15 s) later, after which preemption is planned. The replay leaves out a pass for arrivals on a full cluster within
-/// `schedule_interval` of the last full pass (`idle` in `src/sim/replay.rs`), so nothing is
-/// preempted and the urgent job waits for a slot until 1000 s.
+/// The urgent job of qube-preemption.txt arriving 10 s after the first pass instead of 100 s,
+/// on the full cluster and before the next periodic pass: `sched_d` runs a pass for the
+/// submission and preempts then, and so does the replay (it leaves out passes for arrivals on
+/// a full cluster only when nothing preempts).
 #[test]
-#[ignore = "the replay skips the arrival pass on a full cluster: no preemption"]
 fn qube_preemption_also_when_the_job_arrives_within_the_schedule_interval() {
     let dir = tempfile::tempdir().expect("dir");
     let workload = dir.path().join("soon.txt");
@@ -517,16 +516,14 @@ fn qube_preemption_also_when_the_job_arrives_within_the_schedule_interval() {
     assert!(urgent.start <= 10 + 15, "{urgent:?}");
 }
 
-/// Armada's priorities decay toward the usage found at each pass, over the time since the
-/// last one. `sched_d` passes every `schedule_interval`; the replay passes only at events, so
-/// across a quiet gap a queue's priority is decayed toward the usage at the gap's end: a
-/// queue that held all 30 slots for 10 h and whose jobs just ended counts as having used
-/// nothing. Here a holds the cluster for 10 h while a and b wait with 30 jobs each; when a's
-/// jobs end, b should get nearly all the slots (a's priority ≈ 30, b's 0.5), as it does when
-/// the waiting jobs arrive shortly before the end (a pass then sees a's usage). Submitted at
-/// 1 s, on the full cluster, they cause no pass and the round splits 15/15.
+/// Armada's priorities decay, at each pass, toward the usage held since the last pass, over
+/// the time gone by (`ArmadaState::usage`). Here a holds the whole cluster for 10 h while a
+/// and b wait with 30 jobs each: when a's jobs end, b gets nearly all the slots (a's priority
+/// ≈ 30, b's 0.5), whether the waiting jobs arrived long before (no pass in between: the
+/// replay has no passes on the clock alone) or shortly before the end (a pass saw a's usage).
+/// Decayed toward the usage found at the pass (none: a's jobs have just ended), a would
+/// count as having used nothing after a quiet gap.
 #[test]
-#[ignore = "the replay's passes at events only: Armada priorities miss usage across gaps"]
 fn armada_priorities_count_usage_across_a_quiet_gap() {
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("gap.yaml");

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub charts: Option<PathBuf>,
     /// Write every job's run under each configuration to DIR/<configuration>.csv (job,
-    /// user, group, queue, project, cluster, slots, submit, start, end, wait, host, preempted;
+    /// task, user, group, queue, project, cluster, slots, submit, start, end, wait, host, preempted;
     /// times in seconds from the workload's start), and the preemptions to
     /// DIR/<configuration>.preemptions.csv.
     #[arg(long, value_name = "DIR")]

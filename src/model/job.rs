@@ -291,6 +291,15 @@ impl Default for JobSpec {
 }
 
 impl JobSpec {
+    /// The job's Qube! cluster path: `-cluster`, else the `-ac cluster=` context variable,
+    /// else the root `/`.
+    pub fn cluster_path(&self) -> String {
+        self.cluster
+            .clone()
+            .or_else(|| self.context.get("cluster").cloned())
+            .unwrap_or_else(|| "/".to_string())
+    }
+
     /// The tasks the job consists of: the `-t` range, or task 1 alone.
     pub fn task_range(&self) -> TaskIdRange {
         self.array.unwrap_or(TaskIdRange::single(1))

@@ -40,6 +40,11 @@ pub struct ArmadaState {
     pub v: u32,
     pub priorities: BTreeMap<String, f64>,
     pub last_update: Option<i64>,
+    /// Each queue's usage (slots held) since `last_update`: what the next pass decays the
+    /// priorities toward, over the time gone by. The usage found at that pass would be
+    /// wrong after a quiet while: the tasks that ended just before it held their slots all
+    /// along.
+    pub usage: BTreeMap<String, f64>,
     /// Passes run (mixed into the seed so successive passes draw differently).
     pub passes: u64,
     /// When it was last written (seconds since the epoch; not saved).
@@ -105,34 +110,9 @@ impl SchedState {
         result: &mut PassResult,
     ) {
         let aconf = self.config.scheduler.armada.clone();
-        // 1. Usage per queue from the running tasks, and priorities decayed toward it.
-        // From the running bookings (thousands), not a walk over every job.
-        // The bookings are gathered and sorted by job so that each job is looked up once,
-        // in id order (the map's upper levels stay in cache), not once per task at random.
-        // Slots held per queue, indexed by the queue's interned name (no hashing per job),
-        // and the queues that hold any.
-        let mut usage_of: Vec<f64> = vec![0.0; self.name_list.len()];
-        let mut used_keys: Vec<u32> = Vec::new();
-        let mut held: Vec<(JobId, u32)> = self
-            .running
-            .iter()
-            .map(|(&(j, _), b)| (j, b.booking.slots.iter().map(|s| s.1).sum::<u32>().max(1)))
-            .collect();
-        held.sort_unstable_by_key(|&(j, _)| j);
-        for tasks in held.chunk_by(|a, b| a.0 == b.0) {
-            let slots: f64 = tasks.iter().map(|&(_, n)| f64::from(n)).sum();
-            if let Some(e) = self.jobs.get(&tasks[0].0) {
-                let k = e.hot.project.unwrap_or(e.hot.owner);
-                if usage_of.len() <= k as usize {
-                    usage_of.resize(k as usize + 1, 0.0);
-                }
-                // A job holds at least one slot: 0 means not seen yet.
-                if usage_of[k as usize] == 0.0 {
-                    used_keys.push(k);
-                }
-                usage_of[k as usize] += slots;
-            }
-        }
+        // 1. Usage per queue from the running tasks, and priorities decayed toward the
+        // usage since the last pass.
+        let (usage_of, _) = self.armada_usage();
         let total_slots: f64 = self
             .cluster
             .hosts
@@ -152,16 +132,9 @@ impl SchedState {
             // (0 when it holds nothing), in place; a queue holding slots without a priority
             // yet starts from 0. A second step for a queue found in both would halve the
             // configured halftime.
-            let names = &self.name_list;
-            let usage_by_name: HashMap<&str, f64> = used_keys
-                .iter()
-                .map(|&k| {
-                    (
-                        names.get(k as usize).map_or("", String::as_str),
-                        usage_of[k as usize],
-                    )
-                })
-                .collect();
+            let held = std::mem::take(&mut self.armada.usage);
+            let usage_by_name: HashMap<&str, f64> =
+                held.iter().map(|(q, u)| (q.as_str(), *u)).collect();
             let update = |old: f64, u: f64| {
                 armada::update_priority(old, factors.usage(&[u]), elapsed, ht).ok()
             };
@@ -377,6 +350,42 @@ impl SchedState {
         }
         self.rows.term_queue = queue_at;
         self.rows.queue_terms = terms;
+        // The usage from now until the next pass.
+        let (usage_of, used_keys) = self.armada_usage();
+        self.armada.usage = used_keys
+            .iter()
+            .map(|&k| (self.name(k).to_string(), usage_of[k as usize]))
+            .collect();
+    }
+
+    /// Slots held per Armada queue (project, else owner), indexed by the queue's interned
+    /// name, and the queues that hold any. From the running bookings (thousands), not a walk
+    /// over every job; gathered and sorted by job so that each job is looked up once, in id
+    /// order (the map's upper levels stay in cache), not once per task at random.
+    fn armada_usage(&self) -> (Vec<f64>, Vec<u32>) {
+        let mut usage_of: Vec<f64> = vec![0.0; self.name_list.len()];
+        let mut used_keys: Vec<u32> = Vec::new();
+        let mut held: Vec<(JobId, u32)> = self
+            .running
+            .iter()
+            .map(|(&(j, _), b)| (j, b.booking.slots.iter().map(|s| s.1).sum::<u32>().max(1)))
+            .collect();
+        held.sort_unstable_by_key(|&(j, _)| j);
+        for tasks in held.chunk_by(|a, b| a.0 == b.0) {
+            let slots: f64 = tasks.iter().map(|&(_, n)| f64::from(n)).sum();
+            if let Some(e) = self.jobs.get(&tasks[0].0) {
+                let k = e.hot.project.unwrap_or(e.hot.owner);
+                if usage_of.len() <= k as usize {
+                    usage_of.resize(k as usize + 1, 0.0);
+                }
+                // A job holds at least one slot: 0 means not seen yet.
+                if usage_of[k as usize] == 0.0 {
+                    used_keys.push(k);
+                }
+                usage_of[k as usize] += slots;
+            }
+        }
+        (usage_of, used_keys)
     }
 }
 

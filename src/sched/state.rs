@@ -374,12 +374,7 @@ impl SchedState {
                 no_preempt: r.spec.no_preempt,
                 pending_tasks: r.tasks.pending_count(),
             };
-            let cluster = r
-                .spec
-                .cluster
-                .clone()
-                .or_else(|| r.spec.context.get("cluster").cloned())
-                .unwrap_or_else(|| "/".to_string());
+            let cluster = r.spec.cluster_path();
             let requires = r.spec.context.get("requires").cloned();
             (
                 hot,

@@ -16,114 +16,49 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(0x77, 0x44, 0xaa),
 ];
 
-/// Draws `DIR/waits.svg` for the replays, named as given.
-pub fn waits(path: &std::path::Path, replays: &[(String, &Replay)]) -> Result<(), String> {
-    let curves: Vec<(String, Vec<(f64, f64)>)> = replays
-        .iter()
-        .map(|(name, r)| {
-            let mut waits: Vec<i64> = r.runs.iter().map(|j| j.wait()).collect();
-            waits.sort_unstable();
-            let n = waits.len().max(1) as f64;
-            let points = waits
-                .iter()
-                .enumerate()
-                .map(|(i, w)| (*w as f64 / 3600.0, (i + 1) as f64 / n))
-                .collect();
-            (name.clone(), points)
-        })
-        .collect();
-    let max_hours = curves
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
-        .fold(0.0f64, f64::max)
-        .max(1.0 / 60.0);
-    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
-    let draw = |e: &dyn std::fmt::Display| e.to_string();
-    root.fill(&WHITE).map_err(|e| draw(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Jobs that waited at most", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..max_hours, 0.0..1.0)
-        .map_err(|e| draw(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("wait (hours)")
-        .y_desc("share of jobs")
-        .draw()
-        .map_err(|e| draw(&e))?;
-    for (i, (name, points)) in curves.into_iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        chart
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-            .map_err(|e| draw(&e))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| draw(&e))?;
-    root.present().map_err(|e| draw(&e))
+/// One line of a chart, and its promised level (drawn dashed) if any.
+struct Line {
+    name: String,
+    points: Vec<(f64, f64)>,
+    level: Option<f64>,
 }
 
-/// Draws the shares over time of one replay (the six largest entities).
-pub fn shares(
+/// A chart of lines over x in 0..`x_max` and y in 0..1, with a legend.
+fn draw_lines(
     path: &std::path::Path,
-    name: &str,
-    shares: &super::shares::Shares,
+    caption: &str,
+    (x_desc, y_desc): (&str, &str),
+    x_max: f64,
+    lines: Vec<Line>,
 ) -> Result<(), String> {
-    let mut entities: Vec<(&String, &super::shares::EntityShare)> =
-        shares.by_entity.iter().collect();
-    entities.sort_by(|a, b| b.1.achieved.total_cmp(&a.1.achieved));
-    entities.truncate(COLOURS.len());
-    let hours = shares.interval as f64 / 3600.0;
-    let span = hours * shares.used.len() as f64;
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     let draw = |e: &dyn std::fmt::Display| e.to_string();
     root.fill(&WHITE).map_err(|e| draw(&e))?;
+    let x_max = x_max.max(1.0 / 60.0);
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "{name}: share of the slot-seconds used, by {}",
-                shares.entity
-            ),
-            ("sans-serif", 20),
-        )
+        .caption(caption, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..span.max(1.0 / 60.0), 0.0..1.0)
+        .build_cartesian_2d(0.0..x_max, 0.0..1.0)
         .map_err(|e| draw(&e))?;
     chart
         .configure_mesh()
-        .x_desc("time (hours)")
-        .y_desc("share (dashed: promised)")
+        .x_desc(x_desc)
+        .y_desc(y_desc)
         .draw()
         .map_err(|e| draw(&e))?;
-    for (i, (entity, e)) in entities.into_iter().enumerate() {
+    for (i, line) in lines.into_iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        // Each interval at its middle; intervals in which nothing ran are left out.
-        let points: Vec<(f64, f64)> = e
-            .over_time
-            .iter()
-            .zip(&shares.used)
-            .enumerate()
-            .filter(|(_, (_, used))| **used > 0.0)
-            .map(|(b, (s, _))| ((b as f64 + 0.5) * hours, *s))
-            .collect();
         chart
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+            .draw_series(LineSeries::new(line.points, colour.stroke_width(2)))
             .map_err(|e| draw(&e))?
-            .label(entity.clone())
+            .label(line.name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
-        if let Some(c) = e.configured {
+        if let Some(level) = line.level {
             chart
                 .draw_series(DashedLineSeries::new(
-                    [(0.0, c), (span, c)],
+                    [(0.0, level), (x_max, level)],
                     6,
                     4,
                     colour.stroke_width(1),
@@ -138,4 +73,76 @@ pub fn shares(
         .draw()
         .map_err(|e| draw(&e))?;
     root.present().map_err(|e| draw(&e))
+}
+
+/// Draws `DIR/waits.svg` for the replays, named as given.
+pub fn waits(path: &std::path::Path, replays: &[(String, &Replay)]) -> Result<(), String> {
+    let lines: Vec<Line> = replays
+        .iter()
+        .map(|(name, r)| {
+            let mut waits: Vec<i64> = r.runs.iter().map(|j| j.wait()).collect();
+            waits.sort_unstable();
+            let n = waits.len().max(1) as f64;
+            let points = waits
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (*w as f64 / 3600.0, (i + 1) as f64 / n))
+                .collect();
+            Line {
+                name: name.clone(),
+                points,
+                level: None,
+            }
+        })
+        .collect();
+    let max_hours = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|(x, _)| *x))
+        .fold(0.0f64, f64::max);
+    draw_lines(
+        path,
+        "Jobs that waited at most",
+        ("wait (hours)", "share of jobs"),
+        max_hours,
+        lines,
+    )
+}
+
+/// Draws the shares over time of one replay (the six largest entities).
+pub fn shares(
+    path: &std::path::Path,
+    name: &str,
+    shares: &super::shares::Shares,
+) -> Result<(), String> {
+    let mut entities: Vec<(&String, &super::shares::EntityShare)> =
+        shares.by_entity.iter().collect();
+    entities.sort_by(|a, b| b.1.achieved.total_cmp(&a.1.achieved));
+    entities.truncate(COLOURS.len());
+    let hours = shares.interval as f64 / 3600.0;
+    let lines = entities
+        .into_iter()
+        .map(|(entity, e)| Line {
+            name: entity.clone(),
+            // Each interval at its middle; intervals in which nothing ran are left out.
+            points: e
+                .over_time
+                .iter()
+                .zip(&shares.used)
+                .enumerate()
+                .filter(|(_, (_, used))| **used > 0.0)
+                .map(|(b, (s, _))| ((b as f64 + 0.5) * hours, *s))
+                .collect(),
+            level: e.configured,
+        })
+        .collect();
+    draw_lines(
+        path,
+        &format!(
+            "{name}: share of the slot-seconds used, by {}",
+            shares.entity
+        ),
+        ("time (hours)", "share (dashed: promised)"),
+        hours * shares.used.len() as f64,
+        lines,
+    )
 }

@@ -19,10 +19,12 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// What became of one job.
+/// What became of one job (one task of an array job).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRun {
     pub number: u64,
+    /// The array task (1 for a job that is not an array).
+    pub task: u32,
     pub user: String,
     pub group: String,
     /// The trace's queue, else (a `qsub` workload without `-q`) the queue it ran in.
@@ -180,26 +182,28 @@ struct Replayer<'a> {
     state: SchedState,
     usage: crate::sched::SharedUsage,
     decay: gridspool_policy::sharetree::DecayConfig,
-    ends: BinaryHeap<Reverse<(i64, u32)>>,
-    running: HashMap<u32, Run>,
-    preempted: HashMap<u32, u32>,
-    /// Jobs submitted and not started (or requeued).
+    /// (end, job, task) of the runs in progress.
+    ends: BinaryHeap<Reverse<(i64, u32, u32)>>,
+    running: HashMap<(u32, u32), Run>,
+    preempted: HashMap<(u32, u32), u32>,
+    /// Tasks submitted and not started (or requeued).
     waiting: usize,
     out: Replay,
 }
 
 impl Replayer<'_> {
-    /// The end of job `id`'s run at `at`: charged to the share-tree usage as the daemon's
-    /// accounting charges it, and the job done, or pending again when preemption killed it.
-    fn end(&mut self, id: u32, at: i64) {
-        let Some(run) = self.running.remove(&id) else {
+    /// The end of task `task` of job `id` at `at`: charged to the share-tree usage as the
+    /// daemon's accounting charges it, and the task done (the job too after its last), or
+    /// pending again when preemption killed it.
+    fn end(&mut self, id: u32, task: u32, at: i64) {
+        let Some(run) = self.running.remove(&(id, task)) else {
             return;
         };
         let job = &self.jobs[id as usize - 1];
         let ran = if run.killed {
-            self.state.preempted_task_ended(JobId(id), 1).ok_or(())
+            self.state.preempted_task_ended(JobId(id), task).ok_or(())
         } else {
-            self.state.task_ended(JobId(id), 1).map_err(|_| ())
+            self.state.task_ended(JobId(id), task).map_err(|_| ())
         };
         let (Ok(ran), Some(record)) = (ran, self.state.job(JobId(id))) else {
             return;
@@ -214,7 +218,7 @@ impl Replayer<'_> {
         };
         let result = crate::launch::TaskResult {
             job: JobId(id),
-            task: 1,
+            task,
             host: run.host.clone(),
             start_time: run.start as f64,
             end_time: at as f64,
@@ -234,14 +238,9 @@ impl Replayer<'_> {
             &acct,
             &self.decay,
         );
-        let cluster = record
-            .spec
-            .cluster
-            .clone()
-            .or_else(|| record.spec.context.get("cluster").cloned())
-            .unwrap_or_else(|| "/".into());
         let done = JobRun {
             number: job.number,
+            task,
             user: record.submitter.owner.clone(),
             group: record.submitter.group.clone(),
             queue: if job.queue.is_empty() {
@@ -250,22 +249,24 @@ impl Replayer<'_> {
                 job.queue.clone()
             },
             project: record.spec.project.clone(),
-            cluster,
+            cluster: record.spec.cluster_path(),
             slots: ran.slots,
             submit: EPOCH + job.submit,
             start: run.start,
             end: at,
             host: run.host,
-            preempted: self.preempted.get(&id).copied().unwrap_or(0),
+            preempted: self.preempted.get(&(id, task)).copied().unwrap_or(0),
         };
         self.out.span.1 = self.out.span.1.max(at);
         if run.killed {
-            *self.preempted.entry(id).or_default() += 1;
+            *self.preempted.entry((id, task)).or_default() += 1;
             self.waiting += 1;
             self.out.preempted_runs.push(done);
         } else {
             self.out.runs.push(done);
-            self.state.remove_job(JobId(id));
+            if self.state.job(JobId(id)).is_some_and(|j| j.tasks.is_done()) {
+                self.state.remove_job(JobId(id));
+            }
         }
     }
 }
@@ -310,8 +311,8 @@ pub fn replay_with_progress(
             let id = next as u32 + 1;
             match job_record(id, &jobs[next], config) {
                 Some(record) => {
+                    r.waiting += record.tasks.pending_count() as usize;
                     r.state.add_job(record);
-                    r.waiting += 1;
                 }
                 // Options this configuration refuses (`gridspool-sim` checks them first).
                 None => r.out.never_started.push(jobs[next].number),
@@ -319,14 +320,14 @@ pub fn replay_with_progress(
             next += 1;
         }
         let mut freed = false;
-        while let Some(Reverse((at, id))) = r.ends.peek().copied() {
+        while let Some(Reverse((at, id, task))) = r.ends.peek().copied() {
             if at > t {
                 break;
             }
             r.ends.pop();
             // An end planned for a run that preemption cut short is no longer due.
-            if r.running.get(&id).is_some_and(|run| run.end == at) {
-                r.end(id, at);
+            if r.running.get(&(id, task)).is_some_and(|run| run.end == at) {
+                r.end(id, task, at);
                 freed = true;
             }
         }
@@ -335,10 +336,13 @@ pub fn replay_with_progress(
         }
         // A pass: a full one when due (and jobs wait), else one for the events. Arrivals on a
         // cluster with no free slot start nothing: that pass is left out (the daemon's would
-        // find nothing either).
+        // find nothing either), unless the policy preempts (an arrival may preempt).
         let full = r.waiting > 0 && t >= next_full;
-        let idle =
-            !full && !freed && wakeup.is_none_or(|w| w > t) && r.state.cluster.free_slots(t) == 0;
+        let idle = !full
+            && !freed
+            && wakeup.is_none_or(|w| w > t)
+            && r.state.cluster.free_slots(t) == 0
+            && !r.state.preempting();
         let result = if idle {
             crate::sched::PassResult::default()
         } else {
@@ -356,7 +360,7 @@ pub fn replay_with_progress(
             if r.state.task_started(s.job, s.task).is_ok() {
                 let end = t + jobs[s.job.0 as usize - 1].run_time.max(0);
                 r.running.insert(
-                    s.job.0,
+                    (s.job.0, s.task),
                     Run {
                         start: t,
                         end,
@@ -364,7 +368,7 @@ pub fn replay_with_progress(
                         killed: false,
                     },
                 );
-                r.ends.push(Reverse((end, s.job.0)));
+                r.ends.push(Reverse((end, s.job.0, s.task)));
                 r.waiting = r.waiting.saturating_sub(1);
             }
         }
@@ -377,16 +381,16 @@ pub fn replay_with_progress(
                 host: p.host.clone(),
                 kill: p.kill,
             });
-            if let Some(run) = r.running.get_mut(&p.job.0).filter(|_| p.kill) {
+            if let Some(run) = r.running.get_mut(&(p.job.0, p.task)).filter(|_| p.kill) {
                 run.killed = true;
                 run.end = t;
-                r.ends.push(Reverse((t, p.job.0)));
+                r.ends.push(Reverse((t, p.job.0, p.task)));
             }
         }
         // The next moment anything happens.
         let candidates = [
             jobs.get(next).map(|j| EPOCH + j.submit),
-            r.ends.peek().map(|Reverse((at, _))| *at),
+            r.ends.peek().map(|Reverse((at, _, _))| *at),
             wakeup.filter(|w| *w > t),
         ];
         // Every candidate is later than `t`, but for the end of a job that started now and
@@ -427,12 +431,7 @@ mod tests {
             user: format!("u{user}"),
             group: "g1".into(),
             queue: "q1".into(),
-            qsub: None,
-            cpu: None,
-            mem: 0.0,
-            io: 0.0,
-            project: None,
-            priority: 0,
+            ..TraceJob::default()
         }
     }
 
@@ -448,6 +447,29 @@ mod tests {
         assert_eq!(rep.utilisation, 1.0);
         assert_eq!(rep.by_user["u1"].jobs, 2);
         assert_eq!(rep.all.wait_median, 90.0);
+    }
+
+    #[test]
+    fn each_task_of_an_array_job_runs_its_time() {
+        // `-t 1-3` on one slot: the tasks one after the other, each a run of its own.
+        let mut array = job(1, 0, 100, 1);
+        array.qsub = Some(vec!["-t".into(), "1-3".into()]);
+        let r = replay(&config("fifo"), &[array, job(2, 5, 10, 2)]);
+        let runs: Vec<(u64, u32, i64, i64)> = r
+            .runs
+            .iter()
+            .map(|j| (j.number, j.task, j.start - EPOCH, j.end - EPOCH))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (1, 1, 0, 100),
+                (1, 2, 100, 200),
+                (1, 3, 200, 300),
+                (2, 1, 300, 310)
+            ]
+        );
+        assert!(r.never_started.is_empty());
     }
 
     #[test]

@@ -239,16 +239,17 @@ pub fn text(reports: &[Report]) -> String {
 pub fn runs_csv(replay: &Replay) -> String {
     use std::fmt::Write;
     let mut out = String::from(
-        "job,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n",
+        "job,task,user,group,queue,project,cluster,slots,submit,start,end,wait,host,preempted\n",
     );
     let mut runs: Vec<&JobRun> = replay.runs.iter().collect();
-    runs.sort_by_key(|r| (r.start, r.submit, r.number));
+    runs.sort_by_key(|r| (r.start, r.submit, r.number, r.task));
     let t0 = replay.span.0;
     for r in runs {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.number,
+            r.task,
             r.user,
             r.group,
             r.queue,

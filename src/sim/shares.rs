@@ -230,6 +230,7 @@ mod tests {
     fn run(user: &str, project: Option<&str>, start: i64, end: i64) -> JobRun {
         JobRun {
             number: 1,
+            task: 1,
             user: user.into(),
             group: "g".into(),
             queue: "all.q".into(),

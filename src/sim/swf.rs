@@ -42,12 +42,8 @@ pub fn parse(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             user: format!("u{}", f[11].max(0)),
             group: format!("g{}", f[12].max(0)),
             queue: format!("q{}", f[14].max(0)),
-            qsub: None,
             cpu: (f[5] >= 0).then(|| f[5] as f64 * processors.max(1) as f64),
-            mem: 0.0,
-            io: 0.0,
-            project: None,
-            priority: 0,
+            ..TraceJob::default()
         });
     }
     jobs.sort_by_key(|j| (j.submit, j.number));
@@ -81,16 +77,15 @@ pub fn from_accounting(path: &std::path::Path) -> Result<Vec<TraceJob>, Workload
             wait: r.start_time - r.submission_time,
             run_time: (r.end_time - r.start_time).max(0),
             processors: r.slots.max(1),
-            requested_time: None,
             user: r.owner.clone(),
             group: r.group.clone(),
             queue: r.qname.clone(),
-            qsub: None,
             cpu: Some(r.cpu),
             mem: r.mem,
             io: r.io,
             project: Some(r.project.clone()).filter(|p| !p.is_empty() && p != "NONE"),
             priority: r.priority,
+            ..TraceJob::default()
         })
         .collect();
     jobs.sort_by_key(|j| (j.submit, j.number));

@@ -21,7 +21,7 @@ use crate::config::ClusterConfig;
 use crate::model::JobSpec;
 
 /// One job of a workload, the fields the simulator uses.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TraceJob {
     /// SWF field 1; an accounting file's or a `qsub` file's jobs are numbered from 1.
     pub number: u64,
@@ -153,11 +153,7 @@ pub fn parse_qsub_lines(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             group,
             queue,
             qsub: Some(options),
-            cpu: None,
-            mem: 0.0,
-            io: 0.0,
-            project: None,
-            priority: 0,
+            ..TraceJob::default()
         });
     }
     jobs.sort_by_key(|j| (j.submit, j.number));
