@@ -891,11 +891,18 @@ impl SchedState {
         Ok(r)
     }
 
-    /// Whether share-tree tickets count in the priority, so that usage charged at a task's
-    /// end changes the order of the pending jobs.
+    /// Whether share-tree tickets count in the priority that orders the jobs (SGE's, which
+    /// `cluster` and `armada` use inside their own order too), so that usage charged at a
+    /// task's end changes the order of the pending jobs.
     fn ends_move_tickets(&self) -> bool {
+        use crate::config::PolicyOrder;
         let s = &self.config.scheduler;
-        self.config.share_tree.is_some() && s.weight_tickets_share > 0.0 && s.weight_ticket > 0.0
+        matches!(
+            s.policy,
+            PolicyOrder::Sge | PolicyOrder::Cluster | PolicyOrder::Armada
+        ) && self.config.share_tree.is_some()
+            && s.weight_tickets_share > 0.0
+            && s.weight_ticket > 0.0
     }
 
     /// A running task that a forced `qdel -f` took out of its record: its slots are free at
