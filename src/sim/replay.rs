@@ -1,12 +1,15 @@
 //! Replays a workload through the real scheduling state and pass ([`SchedState`]) on a
-//! virtual clock: each job is submitted at its time, started when a pass starts it (on the
-//! configured hosts, by the configured policy), and ends its recorded run time later; its
-//! end is charged to the share-tree usage as `sched_d`'s accounting charges it. Passes come
-//! at events, as in the daemon: a pass after arrivals and ends, a full one (priorities
-//! recomputed) when `schedule_interval` has gone by since the last. Unlike the daemon, no
-//! pass runs on the clock alone: between events nothing frees resources, so such a pass
-//! could only start what a reservation's window let through (a month of 15-second passes
-//! over a long queue would cost hours and change nothing else). No processes, no files.
+//! virtual clock: each job (each task of an array job) is submitted at its time, started when
+//! a pass starts it (on the configured hosts, by the configured policy), and ends its
+//! recorded run time later; its end is charged to the share-tree usage as `sched_d`'s
+//! accounting charges it. A preemption the pass decides kills its victim at once and
+//! requeues it, as the daemon's kill and the task's end do. Passes come at events, as in the
+//! daemon: a pass after arrivals and ends, a full one (priorities recomputed) when
+//! `schedule_interval` has gone by since the last. Unlike the daemon, no pass runs on the
+//! clock alone: between events nothing frees resources, so such a pass could only start what
+//! a reservation's window let through (a month of 15-second passes over a long queue would
+//! cost hours and change nothing else; the policies' decays count the time between passes,
+//! however far apart). No processes, no files.
 
 use super::workload::TraceJob;
 use crate::config::ClusterConfig;

@@ -39,8 +39,8 @@ pub struct Report {
     pub shares: super::shares::Shares,
     /// Preemptions decided (killed or passive).
     pub preemptions: usize,
-    /// Slot-seconds used over slot-seconds offered between the first submission and the
-    /// last end.
+    /// Slot-seconds used (by killed runs too) over slot-seconds offered between the first
+    /// submission and the last end.
     pub utilisation: f64,
     pub never_started: usize,
     pub passes: u64,
@@ -129,7 +129,9 @@ pub fn report(name: &str, config: &ClusterConfig, replay: &Replay) -> Report {
         ),
         shares: super::shares::shares(config, replay),
         preemptions: replay.preemptions.len(),
-        utilisation: total_cpu / (span * f64::from(total_slots.max(1))),
+        // Killed runs held their slots too.
+        utilisation: (total_cpu + replay.preempted_runs.iter().map(cpu).sum::<f64>())
+            / (span * f64::from(total_slots.max(1))),
         never_started: replay.never_started.len(),
         passes: replay.passes,
     }
