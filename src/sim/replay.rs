@@ -191,10 +191,58 @@ struct Replayer<'a> {
     preempted: HashMap<(u32, u32), u32>,
     /// Tasks submitted and not started (or requeued).
     waiting: usize,
+    /// The jobs submitted so far, by number and by (owner, name): what `-hold_jid` refers to.
+    by_number: HashMap<u64, u32>,
+    by_name: HashMap<String, Vec<(u32, String)>>,
     out: Replay,
 }
 
 impl Replayer<'_> {
+    /// Job `id`'s `-hold_jid` and `-hold_jid_ad` as jobs of the workload submitted before it
+    /// (a number, or a name or pattern among its owner's jobs, as `qsub` resolves them); a
+    /// reference to no such job waits for nothing.
+    fn resolve_predecessors(&mut self, id: u32, record: &mut JobRecord) {
+        let job = &self.jobs[id as usize - 1];
+        self.by_number.insert(job.number, id);
+        let owner = &record.submitter.owner;
+        let resolve = |list: &[String]| -> Vec<JobId> {
+            let mut ids: Vec<JobId> = list
+                .iter()
+                .flat_map(|entry| match entry.parse::<u64>() {
+                    Ok(n) => self.by_number.get(&n).copied().into_iter().collect(),
+                    // A plain name is looked up, a pattern matched against every name.
+                    Err(_) if !entry.contains(['*', '?', '[']) => self
+                        .by_name
+                        .get(entry.as_str())
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, o)| o == owner)
+                        .map(|(j, _)| *j)
+                        .collect::<Vec<_>>(),
+                    Err(_) => self
+                        .by_name
+                        .iter()
+                        .filter(|(name, _)| crate::compat::pattern::matches(entry, name))
+                        .flat_map(|(_, jobs)| {
+                            jobs.iter().filter(|(_, o)| o == owner).map(|(j, _)| *j)
+                        })
+                        .collect::<Vec<_>>(),
+                })
+                .filter(|&j| j != id)
+                .map(JobId)
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        };
+        record.spec.predecessors = resolve(&record.spec.hold_jid);
+        record.spec.array_predecessors = resolve(&record.spec.hold_jid_ad);
+        self.by_name
+            .entry(record.spec.name.clone())
+            .or_default()
+            .push((id, owner.clone()));
+    }
+
     /// The end of task `task` of job `id` at `at`: charged to the share-tree usage as the
     /// daemon's accounting charges it, and the task done (the job too after its last), or
     /// pending again when preemption killed it.
@@ -293,6 +341,8 @@ pub fn replay_with_progress(
         running: HashMap::new(),
         preempted: HashMap::new(),
         waiting: 0,
+        by_number: HashMap::new(),
+        by_name: HashMap::new(),
         out: Replay::default(),
     };
     let interval = crate::launch::parse_time(&config.scheduler.schedule_interval)
@@ -310,11 +360,16 @@ pub fn replay_with_progress(
     let mut wakeup: Option<i64> = None;
     loop {
         // Arrivals, then ends, at `t`.
+        let mut immediate = Vec::new();
         while next < jobs.len() && EPOCH + jobs[next].submit <= t {
             let id = next as u32 + 1;
             match job_record(id, &jobs[next], config) {
-                Some(record) => {
+                Some(mut record) => {
+                    r.resolve_predecessors(id, &mut record);
                     r.waiting += record.tasks.pending_count() as usize;
+                    if record.spec.now {
+                        immediate.push(id);
+                    }
                     r.state.add_job(record);
                 }
                 // Options this configuration refuses (`gridspool-sim` checks them first).
@@ -373,6 +428,20 @@ pub fn replay_with_progress(
                 );
                 r.ends.push(Reverse((end, s.job.0, s.task)));
                 r.waiting = r.waiting.saturating_sub(1);
+            }
+        }
+        // `-now y` jobs that this pass did not start are dropped, as `sched_d` drops them.
+        for id in immediate {
+            if r.state
+                .job(JobId(id))
+                .is_some_and(|j| j.tasks.running.is_empty())
+            {
+                if let Some(record) = r.state.remove_job(JobId(id)) {
+                    r.waiting = r
+                        .waiting
+                        .saturating_sub(record.tasks.pending_count() as usize);
+                }
+                r.out.never_started.push(jobs[id as usize - 1].number);
             }
         }
         // Preemptions: a killed run ends now (the daemon's kill, then the task's end).
@@ -473,6 +542,40 @@ mod tests {
             ]
         );
         assert!(r.never_started.is_empty());
+    }
+
+    fn qsub_job(number: u64, submit: i64, run_time: i64, options: &str) -> TraceJob {
+        TraceJob {
+            qsub: Some(options.split_whitespace().map(String::from).collect()),
+            ..job(number, submit, run_time, 1)
+        }
+    }
+
+    #[test]
+    fn hold_jid_waits_for_earlier_jobs_and_now_y_jobs_that_cannot_start_are_dropped() {
+        // Two slots. `post` waits for both `pre` jobs (by name), `last` for job 1 by number;
+        // the `-now y` job finds both slots taken and is dropped.
+        let mut two = config("fifo");
+        two.hosts[0].slots = 2;
+        two.queues[0].slots = 2;
+        let jobs = [
+            qsub_job(1, 0, 100, "-N pre"),
+            qsub_job(2, 0, 50, "-N pre"),
+            qsub_job(3, 1, 10, "-N post -hold_jid pre"),
+            qsub_job(4, 2, 10, "-now y"),
+            qsub_job(5, 3, 10, "-hold_jid 1"),
+        ];
+        let r = replay(&two, &jobs);
+        let start = |n: u64| {
+            r.runs
+                .iter()
+                .find(|j| j.number == n)
+                .map(|j| j.start - EPOCH)
+        };
+        assert_eq!(start(3), Some(100));
+        assert_eq!(start(5), Some(100));
+        assert_eq!(start(4), None);
+        assert_eq!(r.never_started, [4]);
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //! Times are seconds or `h:m:s`, the submission counted from the workload's start; the
 //! options are SGE's, read by `qsub`'s own parser (a script name after them is allowed and
 //! ignored: nothing runs). A job uses its run time on all its slots (its CPU time, for the
-//! share tree).
+//! share tree); each task of an array job (`-t`) too. `-hold_jid` and `-hold_jid_ad` name
+//! jobs submitted earlier in the workload (by number, or by name or pattern among the same
+//! user's), `-now y` jobs that cannot start at once are dropped, as `sched_d` drops them; the
+//! wall clock's dates (`-a`, `-dl`) and user holds (`-h`) are refused.
 
 use crate::compat::options::{OperandMode, Origin, parse, split_words};
 use crate::compat::qsub_options::QSUB_OPTIONS;
@@ -131,6 +134,19 @@ pub fn parse_qsub_lines(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
         for o in &parsed.options {
             check_option(o, "qsub").map_err(|e| bad(e.render("qsub").trim_end().to_string()))?;
             match o.spec.name {
+                // Dates are of the wall clock, which a replay does not have; a held job would
+                // wait for a `qrls` that never comes.
+                "-a" | "-dl" => {
+                    return Err(bad(format!(
+                        "qsub {}: a date has no meaning in a replay (give the job's submission time instead)",
+                        o.spec.name
+                    )));
+                }
+                "-h" => {
+                    return Err(bad(
+                        "qsub -h: a held job would never be released in a replay".into(),
+                    ));
+                }
                 "-q" if queue.is_empty() => {
                     queue = o.values[0].split(',').next().unwrap_or("").to_string();
                 }
@@ -216,5 +232,12 @@ mod tests {
         assert!(bad.reason.contains("-pe"), "{bad}");
         let bad = parse_qsub_lines("0 ten alice qsub\n").expect_err("no time");
         assert_eq!(bad.reason, "not a time: \"ten\"");
+        let bad = parse_qsub_lines("0 10 alice qsub -h\n").expect_err("held");
+        assert_eq!(
+            bad.reason,
+            "qsub -h: a held job would never be released in a replay"
+        );
+        let bad = parse_qsub_lines("0 10 alice qsub -a 202701011200\n").expect_err("date");
+        assert!(bad.reason.starts_with("qsub -a: a date"), "{bad}");
     }
 }

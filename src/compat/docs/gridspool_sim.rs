@@ -21,7 +21,7 @@ const WORKLOADS: &[(&str, &str)] = &[
     ),
     (
         "qsub lines",
-        "One job per line: SUBMIT RUNTIME USER[:GROUP] qsub OPTIONS..., times in seconds or h:m:s, the submission counted from the workload's start, # comments. The options are qsub's, read by its own parser under each configuration (\\-P, \\-pe, \\-l, \\-q, \\-p, \\-R, \\-ac cluster=…); a script name after them is ignored.",
+        "One job per line: SUBMIT RUNTIME USER[:GROUP] qsub OPTIONS..., times in seconds or h:m:s, the submission counted from the workload's start, # comments. The options are qsub's, read by its own parser under each configuration (\\-P, \\-pe, \\-l, \\-q, \\-p, \\-R, \\-t, \\-tc, \\-ac cluster=…); a script name after them is ignored. \\-hold_jid and \\-hold_jid_ad name jobs submitted earlier in the workload (by number, or by name or pattern among the same user's jobs); a \\-now y job that cannot start at once is dropped, as sched_d drops it; \\-a, \\-dl (dates of the wall clock) and \\-h (a hold nothing would release) are refused.",
     ),
 ];
 
