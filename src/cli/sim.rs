@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub workload: PathBuf,
     /// Cell configurations (`config.yaml`) to compare; each one's name in the report is its
-    /// file name.
+    /// file name (its path, `/` written `_`, when two have the same file name).
     #[arg(long, value_name = "CONFIG", num_args = 1.., required = true)]
     pub compare: Vec<PathBuf>,
     /// Draw charts into DIR: `waits.svg` (the distribution of waits per configuration) and
@@ -80,10 +80,22 @@ fn run(args: &Args) -> Result<(), String> {
             bar.set_position(n as u64);
         });
         bar.finish_and_clear();
-        let name = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        // Its file name, unless another configuration has the same: then its path (the
+        // names also name the files of --runs and --charts).
+        let file_name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = match file_name(path) {
+            Some(n)
+                if args
+                    .compare
+                    .iter()
+                    .filter(|p| file_name(p).as_ref() == Some(&n))
+                    .count()
+                    == 1 =>
+            {
+                n
+            }
+            _ => path.display().to_string().replace('/', "_"),
+        };
         reports.push(crate::sim::report::report(&name, &config, &replay));
         replays.push((name, replay));
     }
