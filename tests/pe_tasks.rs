@@ -1,8 +1,8 @@
 //! `qrsh -inherit` (tight integration) on the namespace cluster: a parallel job's script
 //! starts commands on its granted hosts as `mpirun` does, each a pe task with its own
 //! accounting record; hosts it was not granted, slots it does not have, a PE without
-//! `control_slaves` and another user are refused with SGE's words; `qdel` of the job ends
-//! its pe tasks on the other hosts.
+//! `control_slaves` and another user are refused with SGE's words; `qmod -sj`/`-usj` of the
+//! job stop and continue its pe tasks on the other hosts, and `qdel` ends them.
 
 use crate::cluster::{output, qsub};
 use crate::sched::{SchedD, accounting_records, wait_for};
@@ -207,8 +207,8 @@ fn qrsh_inherit_is_refused_without_control_slaves_and_outside_a_job() {
 }
 
 #[test]
-fn qdel_of_a_parallel_job_ends_its_pe_tasks_on_other_hosts() {
-    const TEST: &str = "qdel_of_a_parallel_job_ends_its_pe_tasks_on_other_hosts";
+fn qmod_and_qdel_of_a_parallel_job_reach_its_pe_tasks_on_other_hosts() {
+    const TEST: &str = "qmod_and_qdel_of_a_parallel_job_reach_its_pe_tasks_on_other_hosts";
     let Some(user) = user1() else {
         return skip(TEST, "needs root");
     };
@@ -238,6 +238,30 @@ fn qdel_of_a_parallel_job_ends_its_pe_tasks_on_other_hosts() {
             .is_ok_and(|o| o.status.success())
     };
     wait_for("the pe task runs", Duration::from_secs(30), slave_running);
+    // `qmod -sj` stops the pe task on its host with the job, `-usj` continues it (the
+    // namespace hosts share the process table: its state is read here).
+    let slave_state = || {
+        let pid = std::process::Command::new("pgrep")
+            .args(["-f", "^sleep 6127$"])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|t| t.lines().next().map(str::to_string))
+            .unwrap_or_default();
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
+            .flatten()
+    };
+    for (option, stopped) in [("-sj", true), ("-usj", false)] {
+        let run = cell.run(&user, "qmod", &[option, &id.to_string()]);
+        assert_eq!(run.code, 0, "{run:?}");
+        wait_for(
+            &format!("qmod {option} reaches the pe task"),
+            Duration::from_secs(30),
+            || (slave_state() == Some('T')) == stopped,
+        );
+    }
     let run = cell.run(&user, "qdel", &[&id.to_string()]);
     assert_eq!(run.code, 0, "{run:?}");
     wait_for("the pe task is killed", Duration::from_secs(30), || {

@@ -468,11 +468,24 @@ impl Launcher {
     }
 
     /// Stops (`stop`, `qmod -s`) or continues (`qmod -us`) a task's whole process tree on
-    /// its host. Requests carry a sequence number, so that a stop and a continue sent in
+    /// its host, and its pe tasks on theirs. Requests carry a sequence number, so that a stop and a continue sent in
     /// quick succession over two ssh sessions are applied in the order they were made.
     pub fn suspend(&self, job: JobId, task: TaskId, stop: bool) -> Result<(), LaunchError> {
         let seq = super::suspend::next_sequence();
         tracing::info!(job = %job, task, stop, "suspension");
+        // Its pe tasks on their hosts with it, each by a line on its own session (in order).
+        if let Some(list) = lock(&self.inner.pe_tasks).get_mut(&(job, task)) {
+            let order = if stop {
+                super::pe_task::SUSPEND
+            } else {
+                super::pe_task::RESUME
+            };
+            for (pe_task, stdin) in list.iter_mut() {
+                if let Err(e) = writeln!(stdin, "{order}").and_then(|()| stdin.flush()) {
+                    tracing::warn!(job = %job, task, pe_task, "cannot {order} the pe task: {e}");
+                }
+            }
+        }
         self.to_task_host(
             job,
             task,

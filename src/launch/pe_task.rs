@@ -6,7 +6,8 @@
 //! host: over an ssh connection of its own (not the host's multiplexed one, whose sessions
 //! are few and short), or as a local child. The pe task's spec comes as one line on the
 //! shepherd's standard input, which then stays open: its end (the launcher closed it, because
-//! the job's task ended, or `sched_d` went away) kills the pe task. The shepherd supervises
+//! the job's task ended, or `sched_d` went away) kills the pe task; a `suspend` or `resume`
+//! line on it stops or continues the pe task with its job. The shepherd supervises
 //! the command as it does a task (limits, usage, the `relay` to `qrsh -inherit`), in the
 //! foreground, and answers on its standard output with the command's pid, then with its
 //! result: an accounting record of its own (`pe_taskid` `1.node2`), and the exit status that
@@ -19,6 +20,11 @@ use super::shepherd::{Supervisor, prepare_task_dir, supervisor_signals};
 use super::{LaunchError, LaunchSpec, TaskResult};
 use std::io::{BufRead, Read, Write};
 use std::os::fd::AsFd;
+
+/// The lines `sched_d` sends a pe-task shepherd after the spec: stop or continue the pe
+/// task's processes, as `qmod -s`/`-us` do its job's.
+pub const SUSPEND: &str = "suspend";
+pub const RESUME: &str = "resume";
 
 /// `gridspool-shepherd pe-task`: one spec line on standard input, the job's pid and then its
 /// result (JSON) as lines on standard output.
@@ -46,13 +52,21 @@ pub(super) fn pe_task_mode() -> Result<(), LaunchError> {
     let _ = nix::unistd::setsid();
     let _ = nix::sys::prctl::set_child_subreaper(true);
     let dir = prepare_task_dir(&spec, false)?;
-    // The end of the session is the order to end (a thread started after the signals were
+    // The session's further lines suspend and resume the pe task with its job (`qmod -s`,
+    // `-us`), and its end is the order to end (a thread started after the signals were
     // blocked: the SIGTERM goes to the supervisor's `sigwait`).
     std::thread::spawn(|| {
-        let mut buf = [0u8; 256];
-        let mut input = std::io::stdin();
-        while matches!(input.read(&mut buf), Ok(n) if n > 0) {}
-        let _ = nix::sys::signal::kill(nix::unistd::getpid(), nix::sys::signal::Signal::SIGTERM);
+        use nix::sys::signal::Signal;
+        let me = nix::unistd::getpid();
+        for line in std::io::stdin().lock().lines() {
+            match line.as_deref().map(str::trim) {
+                Ok(SUSPEND) => super::suspend::signal_tree(me.as_raw() as u32, Signal::SIGSTOP),
+                Ok(RESUME) => super::suspend::signal_tree(me.as_raw() as u32, Signal::SIGCONT),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let _ = nix::sys::signal::kill(me, Signal::SIGTERM);
     });
     let mut supervisor = Supervisor::new(spec, dir.clone(), signals);
     let result = supervisor.run();

@@ -92,7 +92,7 @@ pub fn request_suspend(
 /// Sends `sig` to every descendant of `supervisor`. A stop is repeated until a walk finds no
 /// process it had not stopped: a process forked while the tree was being walked is caught by
 /// the next walk (a stopped process forks nothing more).
-fn signal_tree(supervisor: u32, sig: Signal) {
+pub(super) fn signal_tree(supervisor: u32, sig: Signal) {
     let mut done: HashSet<u32> = HashSet::new();
     for _ in 0..10 {
         let fresh: Vec<u32> = descendants(supervisor)
