@@ -102,8 +102,38 @@ fn qstat_json_holds_what_qstat_xml_shows() {
             assert!(jobs.iter().all(|j| j["tickets"].is_number()), "{v}");
         }
     }
-    // Refused where it has no meaning.
-    let run = cell.run(&user, "qstat", &["-json", "-j", "1"]);
+    // -j job_list: every line of `qstat -j` a field, of each job named (the waiting one's
+    // scheduling info among them).
+    let text = cell.run(&user, "qstat", &["-j", "1,2"]);
+    let json = cell.run(&user, "qstat", &["-json", "-j", "1,2"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let v: Value = serde_json::from_str(&json.stdout).expect("qstat -j -json is JSON");
+    let jobs = v["jobs"].as_array().expect("jobs");
+    assert_eq!(
+        (
+            jobs[0]["job_number"].as_str(),
+            jobs[1]["job_number"].as_str()
+        ),
+        (Some("1"), Some("2"))
+    );
+    assert_eq!(jobs[1]["job_name"], "waits");
+    for line in text.stdout.lines().filter(|l| !l.starts_with([' ', '='])) {
+        let Some((label, value)) = line.split_once(':') else {
+            continue;
+        };
+        let key = label.split_whitespace().collect::<Vec<_>>().join("_");
+        let value = value.trim();
+        let found = jobs.iter().any(|j| match &j[&key] {
+            Value::String(s) => s == value,
+            Value::Array(list) => list.iter().any(|x| x == value),
+            _ => false,
+        });
+        assert!(found, "{key}: {value} not in {v}");
+    }
+    // Refused where it has no meaning: -j without a list, or with -xml.
+    let run = cell.run(&user, "qstat", &["-json", "-j"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let run = cell.run(&user, "qstat", &["-json", "-xml", "-j", "1"]);
     assert_eq!(run.code, 1, "{run:?}");
 }
 

@@ -128,6 +128,16 @@ pub fn render(args: &QstatArgs, words: &[String], view: &View<'_>) -> Rendered {
         }
         xml(&mut r.stdout, &jobs, view);
         return r;
+    } else if args.json {
+        let details: Vec<String> = jobs
+            .iter()
+            .map(|job| {
+                let mut t = String::new();
+                text(&mut t, job, view);
+                t
+            })
+            .collect();
+        super::json::job_details(&mut r.stdout, &details);
     } else {
         for job in &jobs {
             text(&mut r.stdout, job, view);

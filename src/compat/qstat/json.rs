@@ -22,6 +22,12 @@
 //! array; `queue` is null for a pending job. A job is one entry per line that `qstat` would
 //! print (a parallel job once, its master queue named).
 
+//!
+//! With `-j job_list`: `{"jobs": [{"job_number": "7", "exec_file": "job_scripts/7", …,
+//! "scheduling_info": ["…", "…"]}]}`, every line `qstat -j` prints as a field (its label
+//! without the colon, blanks written `_`), its value as printed; a field printed on several
+//! lines, or more than once, is a list of them.
+
 use super::queues;
 use super::rows::{Row, StateCode};
 use super::{QstatArgs, View};
@@ -184,4 +190,75 @@ pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>
     bytes.push(b'\n');
     // serde_json writes UTF-8 only.
     *out = String::from_utf8(bytes).unwrap_or_default();
+}
+
+/// `qstat -j job_list -json`: each job's `qstat -j` text (`details`) as one object of its
+/// fields.
+pub fn job_details(out: &mut String, details: &[String]) {
+    let jobs: Vec<serde_json::Map<String, serde_json::Value>> =
+        details.iter().map(|text| detail_fields(text)).collect();
+    let v = serde_json::json!({ "jobs": jobs });
+    out.push_str(&v.to_string());
+    out.push('\n');
+}
+
+/// The fields of one job's `qstat -j` text: `label:   value` lines, and lines that begin
+/// with blanks continuing the field above.
+fn detail_fields(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::Value;
+    let mut fields = serde_json::Map::new();
+    let mut last: Option<String> = None;
+    let add = |fields: &mut serde_json::Map<String, Value>, key: &str, value: &str| {
+        let value = Value::String(value.to_string());
+        match fields.get_mut(key) {
+            Some(Value::Array(list)) => list.push(value),
+            Some(first) => *first = Value::Array(vec![first.take(), value]),
+            None => {
+                fields.insert(key.to_string(), value);
+            }
+        }
+    };
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("=====") {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(key) = &last {
+                add(&mut fields, key, line.trim());
+            }
+            continue;
+        }
+        let Some((label, value)) = line.split_once(':') else {
+            continue;
+        };
+        let key = label.split_whitespace().collect::<Vec<_>>().join("_");
+        add(&mut fields, &key, value.trim());
+        last = Some(key);
+    }
+    fields
+}
+
+#[cfg(test)]
+mod detail_tests {
+    #[test]
+    fn every_line_of_qstat_j_is_a_field() {
+        let text = "==============================================================\n\
+            job_number:                 7\n\
+            sge_o_workdir:              /home/a\n\
+            hard resource_list:         h_rt=60,mem_free=1G\n\
+            usage         1:            cpu=00:00:01, mem=0.00000 GB s\n\
+            scheduling info:            queue instance \"all.q@n1\" dropped because it is full\n\
+            \x20                           cannot run in PE \"mpi\"\n";
+        let f = super::detail_fields(text);
+        assert_eq!(f["job_number"], "7");
+        assert_eq!(f["hard_resource_list"], "h_rt=60,mem_free=1G");
+        assert_eq!(f["usage_1"], "cpu=00:00:01, mem=0.00000 GB s");
+        assert_eq!(
+            f["scheduling_info"],
+            serde_json::json!([
+                "queue instance \"all.q@n1\" dropped because it is full",
+                "cannot run in PE \"mpi\""
+            ])
+        );
+    }
 }

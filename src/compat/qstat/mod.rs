@@ -166,7 +166,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     syntax: &[],
     description: &[
         "qstat lists jobs and queues of the cell $SGE_ROOT/$SGE_CELL in Grid Engine 8.1.9's formats, column for column: by default the caller's own jobs (nothing at all when there are none), with -u the jobs of other users ('*' for all), with -f the queue instances and their jobs, with -xml the same as XML.",
-        "-json, a gridspool extension (not listed by -help), prints the job listing as one JSON object on one line: {\"jobs\": [...]} with per job job, name, owner, state, priority, submitted and started (seconds since the epoch; started null while pending), queue (null while pending), slots and task (the task id or pending range of an array job, else null); -ext adds project, cpu_seconds, mem_gbs, io_gb, tickets, override_tickets, functional_tickets, share_tickets and share; -urg adds urgency, resource_urgency, waiting_urgency, deadline_urgency and deadline; -pri adds posix_priority, normalized_posix_priority, normalized_urgency and normalized_tickets; -f adds \"queues\": [...] with name, type, slots_used, slots_total, load_avg, arch and states. It takes the same selections (-u, -s, -q, -l...) and is refused with -j, -g c and -xml.",
+        "-json, a gridspool extension (not listed by -help), prints the job listing as one JSON object on one line: {\"jobs\": [...]} with per job job, name, owner, state, priority, submitted and started (seconds since the epoch; started null while pending), queue (null while pending), slots and task (the task id or pending range of an array job, else null); -ext adds project, cpu_seconds, mem_gbs, io_gb, tickets, override_tickets, functional_tickets, share_tickets and share; -urg adds urgency, resource_urgency, waiting_urgency, deadline_urgency and deadline; -pri adds posix_priority, normalized_posix_priority, normalized_urgency and normalized_tickets; -f adds \"queues\": [...] with name, type, slots_used, slots_total, load_avg, arch and states. It takes the same selections (-u, -s, -q, -l...). With -j job_list it prints {\"jobs\": [...]} with per job every line of qstat -j as a field: its label without the colon, blanks written _, its value as printed (a field of several lines, or one that repeats, as a list). It is refused with -j alone, -g c and -xml.",
         "The priority columns (-pri, -urg, -ext) show what sched_d computed at its last scheduling pass; a job the scheduler has not considered yet shows zeros, as in SGE. qstat -j always explains why a pending job is not running (holds, dependencies, start time, resources, the active policy's gaps and quotas), where SGE needs schedd_job_info.",
         "When the scheduler configuration orders jobs by a policy other than SGE's (cluster, fbsng, armada), -pri and -ext end each job line with that policy's terms as name=value words (cluster_order=2, queue_priority=37, share=0.6667…), and qstat -j prints them on a policy: line. Under SGE's policy there are none and every output is SGE's.",
         "Changes requested with qdel, qalter, qhold and qrls show at once, also while sched_d is not running.",
@@ -601,8 +601,9 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
         r.stdout = help_text();
         return r;
     }
-    if args.json && (args.job_detail.is_some() || args.group.cluster_summary || args.xml) {
-        r.stderr = "qstat: -json is for the job and queue listings; not with -j, -g c or -xml\n"
+    let json_detail_overview = args.job_detail.as_ref().is_some_and(|w| w.is_empty());
+    if args.json && (json_detail_overview || args.group.cluster_summary || args.xml) {
+        r.stderr = "qstat: -json is for the job and queue listings and -j job_list; not with -j alone, -g c or -xml\n"
             .to_string();
         r.code = 1;
         return r;
