@@ -267,6 +267,40 @@ fn qhost_json_holds_what_qhost_xml_shows() {
         "{}",
         xml.stdout
     );
+    // -j: a running job under its queue instance, as -xml lists it.
+    let run = cell.run(&user, "qsub", &["-b", "y", "-N", "held", "sleep", "60"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("the job runs", Duration::from_secs(20), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" r ")
+    });
+    let xml = cell.run(&user, "qhost", &["-j", "-xml"]);
+    let json = cell.run(&user, "qhost", &["-j", "-json"]);
+    let v: Value = serde_json::from_str(&json.stdout).expect("qhost -j -json is JSON");
+    let jobs = v["hosts"][0]["queues"][0]["jobs"]
+        .as_array()
+        .expect("the instance's jobs");
+    assert_eq!(jobs.len(), 1, "{v}");
+    let job = &jobs[0];
+    assert_eq!(
+        (
+            job["name"].as_str(),
+            job["owner"].as_str(),
+            job["master"].as_str()
+        ),
+        (Some("held"), Some(user.name.as_str()), Some("MASTER"))
+    );
+    assert!(
+        xml.stdout
+            .contains(&format!(" <job name='{}'>", job["job"])),
+        "{}",
+        xml.stdout
+    );
+    assert!(
+        xml.stdout
+            .contains(&format!("name='start_time'>{}</jobvalue>", job["started"])),
+        "{}",
+        xml.stdout
+    );
 }
 
 #[test]

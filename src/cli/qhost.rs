@@ -76,7 +76,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     syntax: &[],
     description: &[
         "qhost lists the execution hosts of the cluster configuration with their architecture, processors, load and memory, in SGE 8.1.9's columns. The host qhost runs on is measured from /proc at once; other hosts show what sched_d last reported for them, or - when nothing recent is known.",
-        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -json, a gridspool extension (not listed by -help), prints one JSON object {\"hosts\": [...]} with per host name, known, arch, num_proc, sockets, cores, threads, load_avg, mem_total, mem_used, swap_total and swap_used (bytes; null for a host not heard from), its queue instances (name, type, slots_used, slots_total, state) and with -F its resources as {\"hl:load_avg\": \"0.12\", ...}. -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones, and, a gridspool extension, each device complex's ids with the running task that holds each (rm:gpu=0(7.1) 1); -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
+        "With -q each host is followed by its queue instances: type, reserved/used/total slots and state (au when the host has not been heard from). -j lists the running jobs of each queue instance of the host (job, priority, name, owner, state, start time, queue instance, MASTER or SLAVE for each granted slot, task id); -u user[,user...] does the same for those users' jobs only (patterns allowed, '*' for all). -json, a gridspool extension (not listed by -help), prints one JSON object {\"hosts\": [...]} with per host name, known, arch, num_proc, sockets, cores, threads, load_avg, mem_total, mem_used, swap_total and swap_used (bytes; null for a host not heard from), its queue instances (name, type, slots_used, slots_total, state; with -j or -u also jobs: per granted slot job, task, name, owner, state, priority, started, queue and master, MASTER or SLAVE) and with -F its resources as {\"hl:load_avg\": \"0.12\", ...}. -F lists a host's resources (hl: load values, hc: complex values) as SGE does, optionally only the named ones, and, a gridspool extension, each device complex's ids with the running task that holds each (rm:gpu=0(7.1) 1); -l selects hosts whose values satisfy the requests; -h selects hosts by name or pattern; -ncb leaves out the socket, core and thread columns and the topology values.",
     ],
     option_details: &[],
     value_hints: &[],
@@ -635,8 +635,16 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
                 let queues: Vec<serde_json::Value> = queue_rows(h, &st)
                     .into_iter()
                     .map(|(q, t, u, total, state)| {
-                        serde_json::json!({"name": q, "type": t, "slots_used": u,
-                            "slots_total": total, "state": state})
+                        let mut v = serde_json::json!({"name": q, "type": t, "slots_used": u,
+                            "slots_total": total, "state": state});
+                        // -j, -u: the instance's jobs, a line per granted slot as in the table.
+                        if o.jobs
+                            && let Some(obj) = v.as_object_mut()
+                        {
+                            let lines = lines_of(&q, &h.name).iter().map(|l| l.json()).collect();
+                            obj.insert("jobs".into(), serde_json::Value::Array(lines));
+                        }
+                        v
                     })
                     .collect();
                 let mut v = serde_json::json!({

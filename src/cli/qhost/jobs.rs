@@ -112,6 +112,21 @@ impl JobLine<'_> {
         s
     }
 
+    /// The line for `-json`: the job's values by name (`task` null unless an array job).
+    pub(super) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "job": self.job.id.0,
+            "task": self.job.is_array().then_some(self.task.task),
+            "name": self.job.spec.name,
+            "owner": self.job.submitter.owner,
+            "state": running_code(self.task).as_str(),
+            "priority": self.priority(),
+            "started": self.task.start_time,
+            "queue": self.instance,
+            "master": self.label(),
+        })
+    }
+
     /// The `<job>` element of `-xml` (every line gets all of the job's values).
     pub(super) fn xml(&self, escape: impl Fn(&str) -> String) -> Vec<String> {
         let id = self.job.id.to_string();
