@@ -1,6 +1,6 @@
 //! `qrsh command`: the command runs on the granted host with qrsh's standard streams, as the
 //! submitting user, and qrsh exits with its status; `-now y` on a full cell is refused with
-//! SGE's words.
+//! SGE's words; `-help` is SGE's text.
 
 use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
 use crate::support::*;
@@ -239,4 +239,19 @@ fn qsh_is_refused_with_what_to_use_instead() {
             1
         )
     );
+}
+
+/// `qrsh -help` and `qlogin -help` print SGE 8.1.9's text, as recorded.
+#[test]
+fn qrsh_and_qlogin_help_are_sges() {
+    for name in ["qrsh", "qlogin"] {
+        let cap = Capture::load(&format!("{name}/help.txt"));
+        let run = Run::from(
+            std::process::Command::new(bin_path(name))
+                .arg("-help")
+                .output()
+                .expect(name),
+        );
+        assert_matches(&run, &cap);
+    }
 }

@@ -89,10 +89,183 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
+        "-help prints SGE's text, which lists options of qsub and qconf qrsh does not take (-astnode, -mattr, -srqs, -sss) and leaves out -verbose.",
         "-verbose says where the session goes but not the pe task id of qrsh -inherit. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
+
+/// SGE 8.1.9's `qrsh -help` and `qlogin -help`: the options and syntax items SGE lists, in
+/// its order, each line as `qsub -help` prints it, but for qrsh's own options.
+const SGE_QRSH_HELP: (&[&str], &[&str]) = (
+    &[
+        "-ac",
+        "-astnode",
+        "-A",
+        "-b",
+        "-cwd",
+        "-dc",
+        "-h",
+        "-hard",
+        "-he",
+        "-help",
+        "-hold_jid",
+        "-hold_jid_ad",
+        "-inherit",
+        "-js",
+        "-jsv",
+        "-l",
+        "-M",
+        "-m",
+        "-masterq",
+        "-mattr",
+        "-N",
+        "-nostdin",
+        "-noshell",
+        "-notify",
+        "-now",
+        "-ot",
+        "-p",
+        "-pe",
+        "-pty",
+        "-q",
+        "-sc",
+        "-soft",
+        "-srqs",
+        "-sss",
+        "-v",
+        "-verify",
+        "-V",
+        "-wd",
+        "-@",
+    ],
+    &[
+        "account_string",
+        "complex_list",
+        "context_list",
+        "job_identifier_list",
+        "jsv_url",
+        "rqs_list",
+        "mail_address",
+        "mail_list",
+        "mail_options",
+        "node_path",
+        "node_shares_list",
+        "working_directory",
+        "priority",
+        "resource_list",
+        "simple_context_list",
+        "slot_range",
+        "variable_list",
+        "obj_nm",
+        "attr_nm",
+        "obj_id_list",
+        "wc_cqueue",
+        "wc_host",
+        "wc_hostgroup",
+        "wc_qinstance",
+        "wc_qdomain",
+        "wc_queue",
+        "wc_queue_list",
+    ],
+);
+const SGE_QLOGIN_HELP: (&[&str], &[&str]) = (
+    &[
+        "-ac", "-astnode", "-A", "-dc", "-hard", "-he", "-help", "-js", "-l", "-M", "-m",
+        "-masterq", "-mattr", "-N", "-now", "-ot", "-p", "-pe", "-q", "-sc", "-soft", "-srqs",
+        "-verify", "-@",
+    ],
+    &[
+        "account_string",
+        "complex_list",
+        "context_list",
+        "rqs_list",
+        "mail_address",
+        "mail_list",
+        "mail_options",
+        "node_path",
+        "node_shares_list",
+        "priority",
+        "resource_list",
+        "simple_context_list",
+        "slot_range",
+        "obj_nm",
+        "attr_nm",
+        "obj_id_list",
+        "wc_cqueue",
+        "wc_host",
+        "wc_hostgroup",
+        "wc_qinstance",
+        "wc_qdomain",
+        "wc_queue",
+        "wc_queue_list",
+    ],
+);
+
+/// The lines SGE's `qrsh -help` has for the options `qsub -help` does not list.
+static SGE_QRSH_ONLY: &[OptionSpec] = &[
+    OptionSpec::new(
+        "-inherit",
+        Arity::Flag,
+        "[-inherit]",
+        "inherit existing job environment JOB_ID for rsh",
+    ),
+    OptionSpec::new(
+        "-nostdin",
+        Arity::Flag,
+        "[-nostdin]",
+        "suppress stdin for rsh",
+    ),
+    OptionSpec::new(
+        "-noshell",
+        Arity::Flag,
+        "[-noshell]",
+        "start command without wrapping <loginshell> -c",
+    ),
+    OptionSpec::new(
+        "-pty",
+        Arity::One,
+        "[-pty y[es]|n[o]]",
+        "start job in a pty",
+    ),
+    OptionSpec::new("-sss", Arity::Flag, "[-sss]", "show scheduler state"),
+];
+
+/// `qrsh -help` (`qlogin -help`), byte for byte as SGE 8.1.9 prints it.
+pub fn sge_help(qlogin: bool) -> String {
+    use crate::compat::qsub_options::{QSUB_DOC, QSUB_OPTIONS, QSUB_SYNTAX};
+    let (name, (options, syntax)) = if qlogin {
+        ("qlogin", SGE_QLOGIN_HELP)
+    } else {
+        ("qrsh", SGE_QRSH_HELP)
+    };
+    let rows: Vec<OptionSpec> = options
+        .iter()
+        .filter_map(|n| {
+            SGE_QRSH_ONLY
+                .iter()
+                .chain(QSUB_OPTIONS)
+                .find(|o| o.name == *n)
+        })
+        .map(|o| OptionSpec { listed: true, ..*o })
+        .collect();
+    let mut out = format!(
+        "SGE 8.1.9\nusage: {name} [options]\n{}\n",
+        crate::compat::options::help_lines(&rows, QSUB_DOC.help_indent, QSUB_DOC.help_width)
+    );
+    for item in syntax
+        .iter()
+        .filter_map(|n| QSUB_SYNTAX.iter().find(|i| i.name == *n))
+    {
+        out.push_str(&format!(
+            "{:<width$}{}\n",
+            item.name,
+            item.definition,
+            width = QSUB_DOC.syntax_width
+        ));
+    }
+    out
+}
 
 /// `qlogin [options]`: an interactive login on the granted host, as `qrsh` without a
 /// command (the job named `QLOGIN`).
@@ -174,7 +347,7 @@ fn cookie() -> Result<String, std::io::Error> {
 fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Output {
     if args.iter().any(|a| a == "-help") {
         return Output {
-            stdout: crate::compat::docs::help_text(if qlogin { &QLOGIN_DOC } else { &DOC }),
+            stdout: sge_help(qlogin),
             ..Output::default()
         };
     }
