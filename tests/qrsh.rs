@@ -101,8 +101,13 @@ fn on_terminal(cell: &TestCell, user: &TestUser, args: &str, input: &str) -> Run
 }
 
 fn on_terminal_as(cell: &TestCell, user: &TestUser, bin: &str, args: &str, input: &str) -> Run {
-    use std::os::unix::process::CommandExt;
     let line = format!("{} {args}", client_path(bin).display());
+    on_terminal_line(cell, user, bin, &line, input)
+}
+
+/// Runs the shell command `line` (which runs `bin`) under a pseudo terminal, as `user`.
+fn on_terminal_line(cell: &TestCell, user: &TestUser, bin: &str, line: &str, input: &str) -> Run {
+    use std::os::unix::process::CommandExt;
     // `script` with the environment, directory and identity the harness gives clients.
     let inner = cell.command(bin, user);
     let mut cmd = std::process::Command::new("script");
@@ -118,7 +123,7 @@ fn on_terminal_as(cell: &TestCell, user: &TestUser, bin: &str, args: &str, input
         cmd.uid(user.uid).gid(user.gid);
     }
     let child = cmd
-        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .args(["-q", "-e", "-c", line, "/dev/null"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -167,6 +172,15 @@ fn qrsh_gives_a_terminal_with_pty_y_and_a_login_shell_without_a_command() {
     assert_eq!(run.code, 0, "{run:?}");
     let qacct = cell.run(&user, "qacct", &["-j", "QLOGIN"]);
     assert!(qacct.stdout.contains("jobname      QLOGIN"), "{qacct:?}");
+    // qrsh's terminal resized during the session: the command's follows (SIGWINCH there;
+    // without it the command gives up after 10 s).
+    let line = format!(
+        "(sleep 2; stty rows 41 cols 101 </dev/tty) & {} -pty y 'trap \"stty size; exit 0\" WINCH; stty size; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done'",
+        client_path("qrsh").display()
+    );
+    let run = on_terminal_line(&cell, &user, "qrsh", &line, "");
+    assert!(run.stdout.contains("41 101"), "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 fn which(program: &str) -> Option<std::path::PathBuf> {

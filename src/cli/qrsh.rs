@@ -71,7 +71,7 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: &[],
     description: &[
         "qrsh submits an interactive job that runs command with its arguments on the execution host the scheduler grants, with qrsh's standard input, output and error connected to it, and exits with the command's exit status. qrsh takes every qsub option (-l, -q, -pe, -cwd, -V, -v, -N…); the job is named QRSH unless -N names it, and shows in qstat as any job, its accounting record written when it ends.",
-        "With -pty y, or without a command (an interactive login: the user's login shell), the command runs on a pseudo terminal of the size of qrsh's terminal, which qrsh puts in raw mode meanwhile: keys such as Ctrl-C reach the command.",
+        "With -pty y, or without a command (an interactive login: the user's login shell), the command runs on a pseudo terminal of the size of qrsh's terminal, which follows it when it is resized, and which qrsh puts in raw mode meanwhile: keys such as Ctrl-C reach the command.",
         "With -now y (the default) the job must start at once: when no queue instance can take it, qrsh says so and exits 1, the job removed. With -now n it waits in the queue.",
         "The execution host connects back to qrsh's host on a TCP port qrsh listens on, with a secret only the job's files hold (they are not readable by other users).",
         "qrsh -inherit [-nostdin] [-noshell] [-cwd] [-V] [-v var[=value],...] host command [args], run inside a task of a parallel job (JOB_ID and SGE_TASK_ID set), starts command on host as a task of that job, as mpirun does under Grid Engine's tight integration: host must be one the job was granted, with a slot of its grant there not yet used by another such task (on the master task's host, one slot is the master task's own when the PE's job_is_first_task is TRUE), the PE must have control_slaves TRUE, and only the job's owner may. The task runs with the job's environment and the -v/-V variables, in the job's working directory (or qrsh's with -cwd), is accounted on its own (pe_taskid 1.host, 2.host...), and ends when the job does.",
@@ -90,7 +90,7 @@ pub const DOC: CommandDoc = CommandDoc {
     ],
     compatibility: &[
         "-help prints SGE's text, which lists options of qsub and qconf qrsh does not take (-astnode, -mattr, -srqs, -sss) and leaves out -verbose.",
-        "-verbose says where the session goes but not the pe task id of qrsh -inherit. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. A terminal resized during the session keeps its first size. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
+        "-verbose says where the session goes but not the pe task id of qrsh -inherit. Without a pseudo terminal, Ctrl-C (and SIGTERM, SIGHUP) makes qrsh delete its job, which kills the command, where SGE passes the signal itself on. The transport is a TCP connection from the execution host back to qrsh, not rsh or ssh.",
     ],
     see_also: &["qsub", "qstat", "qdel"],
 };
@@ -278,7 +278,7 @@ pub const QLOGIN_DOC: CommandDoc = CommandDoc {
         "qlogin submits an interactive job that runs the user's login shell on the execution host the scheduler grants, on a pseudo terminal of the size of qlogin's terminal, which it puts in raw mode meanwhile. It takes qsub's options (-l, -q, -pe, -now…) and qrsh's; the job is named QLOGIN. qlogin exits with the shell's exit status.",
     ],
     compatibility: &[
-        "The session goes over a TCP connection from the execution host back to qlogin, not over rlogin or ssh. A terminal resized during the session keeps its first size.",
+        "The session goes over a TCP connection from the execution host back to qlogin, not over rlogin or ssh.",
     ],
     see_also: &["qrsh", "qsub", "qstat"],
     // Without -inherit, which is qrsh's alone.
@@ -478,7 +478,7 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
     }
     // Raw mode while the command runs on its terminal; restored however qrsh ends.
     let _raw = pty.and_then(|_| RawMode::enter());
-    match serve(&listener, &secret, stdin, &mut outcome) {
+    match serve(&listener, &secret, stdin, pty.is_some(), &mut outcome) {
         Ok(code) => Output {
             code,
             ..Output::default()
@@ -609,7 +609,7 @@ fn inherit(args: Vec<String>, spool: Option<std::path::PathBuf>) -> Output {
         seq: request.seq,
         verbose: verbose.then_some(asked_host),
     };
-    match serve(&listener, &secret, stdin, &mut outcome) {
+    match serve(&listener, &secret, stdin, false, &mut outcome) {
         Ok(code) => Output {
             code,
             ..Output::default()
@@ -818,10 +818,28 @@ fn serve(
     listener: &TcpListener,
     secret: &str,
     stdin: bool,
+    terminal: bool,
     outcome: &mut dyn Outcome,
 ) -> Result<u8, String> {
     let (stdio, stderr) = accept_both(listener, secret, outcome)?;
     outcome.connected();
+    if terminal {
+        // The command's terminal follows qrsh's: each new size (SIGWINCH) goes to the relay.
+        let mut sizes = stderr.try_clone().map_err(|e| e.to_string())?;
+        if let Ok(mut signals) =
+            signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])
+        {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                for _ in signals.forever() {
+                    let (rows, cols) = terminal_size();
+                    if writeln!(sizes, "{rows}x{cols}").is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
     if stdin {
         let mut to_job = stdio.try_clone().map_err(|e| e.to_string())?;
         std::thread::spawn(move || {

@@ -5,7 +5,7 @@
 //!
 //! Two TCP connections to `host:port`, each opened with a line `<cookie> stdio` or
 //! `<cookie> stderr`: the first carries the command's standard input and output, the second
-//! its standard error. The command's exit status reaches the client through the job's exits
+//! its standard error, or on a terminal (`--pty`) the terminal's new sizes from `qrsh`. The command's exit status reaches the client through the job's exits
 //! line, as for `qsub -sync y`.
 
 use super::LaunchError;
@@ -134,7 +134,6 @@ fn with_pty(
 ) -> Result<(), LaunchError> {
     use nix::pty::{Winsize, openpty};
     use std::os::unix::process::ExitStatusExt;
-    drop(stderr);
     let size = Winsize {
         ws_row: rows,
         ws_col: cols,
@@ -145,6 +144,44 @@ fn with_pty(
         openpty(Some(&size), None).map_err(|e| LaunchError::Protocol(format!("openpty: {e}")))?;
     let slave = std::fs::File::from(pty.slave);
     let io = |what: &'static str, e: std::io::Error| LaunchError::io(what, "pty", e);
+    // The second connection carries no standard error here (the terminal has it all): qrsh
+    // sends the new size of its terminal on it, `ROWSxCOLS` lines, which the terminal takes
+    // (`stty` on its slave side; the kernel tells the command with SIGWINCH).
+    // By its name, opened for each change: a descriptor of the slave side kept open here
+    // would keep the master side from ever reading the end of the session.
+    let resized = {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd()))
+            .map_err(|e| io("readlink", e))?
+    };
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        use std::os::unix::fs::OpenOptionsExt;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let Some((rows, cols)) = line.trim().split_once('x') else {
+                continue;
+            };
+            if rows.parse::<u16>().is_err() || cols.parse::<u16>().is_err() {
+                continue;
+            }
+            // Not as this process's controlling terminal.
+            let Ok(tty) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(nix::fcntl::OFlag::O_NOCTTY.bits())
+                .open(&resized)
+            else {
+                break;
+            };
+            let _ = std::process::Command::new("stty")
+                .args(["rows", rows, "cols", cols])
+                .stdin(tty)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    });
     let mut child = std::process::Command::new("setsid")
         .arg("--ctty")
         .arg(program)
