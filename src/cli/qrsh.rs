@@ -169,38 +169,18 @@ const SGE_QRSH_HELP: (&[&str], &[&str]) = (
         "wc_queue_list",
     ],
 );
-const SGE_QLOGIN_HELP: (&[&str], &[&str]) = (
-    &[
-        "-ac", "-astnode", "-A", "-dc", "-hard", "-he", "-help", "-js", "-l", "-M", "-m",
-        "-masterq", "-mattr", "-N", "-now", "-ot", "-p", "-pe", "-q", "-sc", "-soft", "-srqs",
-        "-verify", "-@",
-    ],
-    &[
-        "account_string",
-        "complex_list",
-        "context_list",
-        "rqs_list",
-        "mail_address",
-        "mail_list",
-        "mail_options",
-        "node_path",
-        "node_shares_list",
-        "priority",
-        "resource_list",
-        "simple_context_list",
-        "slot_range",
-        "obj_nm",
-        "attr_nm",
-        "obj_id_list",
-        "wc_cqueue",
-        "wc_host",
-        "wc_hostgroup",
-        "wc_qinstance",
-        "wc_qdomain",
-        "wc_queue",
-        "wc_queue_list",
-    ],
-);
+const SGE_QLOGIN_HELP: &[&str] = &[
+    "-ac", "-astnode", "-A", "-dc", "-hard", "-he", "-help", "-js", "-l", "-M", "-m", "-masterq",
+    "-mattr", "-N", "-now", "-ot", "-p", "-pe", "-q", "-sc", "-soft", "-srqs", "-verify", "-@",
+];
+/// The syntax items of `qrsh -help` that `qlogin -help` leaves out (their options are not
+/// qlogin's).
+const NOT_QLOGIN_SYNTAX: &[&str] = &[
+    "job_identifier_list",
+    "jsv_url",
+    "working_directory",
+    "variable_list",
+];
 
 /// The lines SGE's `qrsh -help` has for the options `qsub -help` does not list.
 static SGE_QRSH_ONLY: &[OptionSpec] = &[
@@ -234,11 +214,15 @@ static SGE_QRSH_ONLY: &[OptionSpec] = &[
 /// `qrsh -help` (`qlogin -help`), byte for byte as SGE 8.1.9 prints it.
 pub fn sge_help(qlogin: bool) -> String {
     use crate::compat::qsub_options::{QSUB_DOC, QSUB_OPTIONS, QSUB_SYNTAX};
-    let (name, (options, syntax)) = if qlogin {
+    let (name, options) = if qlogin {
         ("qlogin", SGE_QLOGIN_HELP)
     } else {
-        ("qrsh", SGE_QRSH_HELP)
+        ("qrsh", SGE_QRSH_HELP.0)
     };
+    let syntax = SGE_QRSH_HELP
+        .1
+        .iter()
+        .filter(|n| !(qlogin && NOT_QLOGIN_SYNTAX.contains(n)));
     let rows: Vec<OptionSpec> = options
         .iter()
         .filter_map(|n| {
@@ -253,10 +237,7 @@ pub fn sge_help(qlogin: bool) -> String {
         "SGE 8.1.9\nusage: {name} [options]\n{}\n",
         crate::compat::options::help_lines(&rows, QSUB_DOC.help_indent, QSUB_DOC.help_width)
     );
-    for item in syntax
-        .iter()
-        .filter_map(|n| QSUB_SYNTAX.iter().find(|i| i.name == *n))
-    {
+    for item in syntax.filter_map(|n| QSUB_SYNTAX.iter().find(|i| i.name == *n)) {
         out.push_str(&format!(
             "{:<width$}{}\n",
             item.name,
