@@ -9,6 +9,7 @@
 # Usage: [K=125] bench/sim-trace.sh [policy...]
 set -eu
 cd "$(dirname "$0")/.."
+. bench/sim-cell.sh
 cargo build --release --quiet --bin gridspool-sim
 K=${K:-125}
 policies=${*:-sge fifo}
@@ -35,25 +36,8 @@ END {
         }
     }
 }' "$trace" > "$tmp/copies.swf"
-config() { # hosts policy
-    {
-        echo "hosts:"
-        i=1
-        while [ "$i" -le "$1" ]; do echo "  - {name: n$i, slots: 8}"; i=$((i + 1)); done
-        echo "hostgroups:"
-        printf '  "@all": ['
-        i=1
-        while [ "$i" -le "$1" ]; do printf 'n%d' "$i"; [ "$i" -lt "$1" ] && printf ', '; i=$((i + 1)); done
-        echo "]"
-        echo "queues:"
-        echo "  - {name: all.q, hostlist: [\"@all\"], slots: 8, pe_list: [mpi]}"
-        echo "parallel_environments:"
-        echo "  - {name: mpi, slots: 99999, allocation_rule: \$fill_up}"
-        echo "scheduler: {policy: $2}"
-    }
-}
 run() { # name workload hosts policy
-    config "$3" "$4" > "$tmp/$4.yaml"
+    sim_cell "$3" "$4" '$fill_up' > "$tmp/$4.yaml"
     jobs=$(grep -vc '^;' "$2")
     start=$(date +%s.%N)
     target/release/gridspool-sim --workload "$2" --compare "$tmp/$4.yaml" > "$tmp/out.txt"

@@ -6,6 +6,7 @@
 # Usage: [N=100000] [H=1000] bench/sim.sh [policy...]
 set -eu
 cd "$(dirname "$0")/.."
+. bench/sim-cell.sh
 cargo build --release --quiet --bin gridspool-sim
 N=${N:-100000}
 H=${H:-1000}
@@ -23,21 +24,7 @@ awk -v n="$N" 'BEGIN {
     }
 }' > "$tmp/month.swf"
 for p in $policies; do
-    {
-        echo "hosts:"
-        i=1
-        while [ "$i" -le "$H" ]; do echo "  - {name: n$i, slots: 8}"; i=$((i + 1)); done
-        echo "hostgroups:"
-        printf '  "@all": ['
-        i=1
-        while [ "$i" -le "$H" ]; do printf 'n%d' "$i"; [ "$i" -lt "$H" ] && printf ', '; i=$((i + 1)); done
-        echo "]"
-        echo "queues:"
-        echo "  - {name: all.q, hostlist: [\"@all\"], slots: 8, pe_list: [smp]}"
-        echo "parallel_environments:"
-        echo "  - {name: smp, slots: 99999, allocation_rule: \$pe_slots}"
-        echo "scheduler: {policy: $p}"
-    } > "$tmp/$p.yaml"
+    sim_cell "$H" "$p" '$pe_slots' > "$tmp/$p.yaml"
     start=$(date +%s.%N)
     target/release/gridspool-sim --workload "$tmp/month.swf" --compare "$tmp/$p.yaml" --json "$tmp/$p.json" > "$tmp/$p.txt"
     end=$(date +%s.%N)
