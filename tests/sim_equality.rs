@@ -169,6 +169,24 @@ fn numbers(decisions: &[Decision]) -> Vec<u64> {
     decisions.iter().map(|(n, _)| *n).collect()
 }
 
+/// The simulator started the jobs as `sched_d` did, and not in the order of submission (the
+/// share tree decided).
+fn same_decisions_by_the_share_tree(o: &Outcome) {
+    eprintln!(
+        "{}daemon:    {:?}\nsimulator: {:?}",
+        table(&o.recs),
+        o.daemon,
+        o.simulator
+    );
+    assert_eq!(
+        o.simulator,
+        o.daemon,
+        "simulator (left) and sched_d (right) decided differently:\n{}",
+        table(&o.recs)
+    );
+    assert_ne!(numbers(&o.daemon), fifo_order(), "{}", table(&o.recs));
+}
+
 #[test]
 fn the_simulator_starts_jobs_in_the_order_sched_d_started_them() {
     const TEST: &str = "the_simulator_starts_jobs_in_the_order_sched_d_started_them";
@@ -178,21 +196,8 @@ fn the_simulator_starts_jobs_in_the_order_sched_d_started_them() {
     let Some(o) = run("sge", BURN, BURN, &["--retention", "0"]) else {
         return skip(TEST, "needs the test users");
     };
-    eprintln!(
-        "{}daemon:    {:?}\nsimulator: {:?}",
-        table(&o.recs),
-        o.daemon,
-        o.simulator
-    );
     assert_eq!(o.daemon.len(), 2 * JOBS as usize);
-    assert_eq!(
-        o.simulator,
-        o.daemon,
-        "simulator (left) and sched_d (right) decided differently:\n{}",
-        table(&o.recs)
-    );
-    // The share tree decided: not the order of submission.
-    assert_ne!(numbers(&o.daemon), fifo_order(), "{}", table(&o.recs));
+    same_decisions_by_the_share_tree(&o);
     // And the simulator follows its configuration: the same workload replayed under FIFO
     // runs in the order of submission.
     let host = gridspool::identity::short_hostname();
@@ -213,19 +218,7 @@ fn the_simulator_decides_as_sched_d_while_ended_jobs_are_retained() {
     let Some(o) = run("sge", BURN, SLEEP, &[]) else {
         return skip(TEST, "needs the test users");
     };
-    eprintln!(
-        "{}daemon:    {:?}\nsimulator: {:?}",
-        table(&o.recs),
-        o.daemon,
-        o.simulator
-    );
-    assert_eq!(
-        o.simulator,
-        o.daemon,
-        "simulator (left) and sched_d (right) decided differently:\n{}",
-        table(&o.recs)
-    );
-    assert_ne!(numbers(&o.daemon), fifo_order(), "{}", table(&o.recs));
+    same_decisions_by_the_share_tree(&o);
 }
 
 #[test]
