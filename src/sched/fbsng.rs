@@ -3,8 +3,8 @@
 //! - An FBSNG *queue* is a cluster queue with its `queues[].fbsng` parameters (QPmin, QPmax,
 //!   QPI, QPD, QPG, SPG). A job belongs to the queue of its first candidate queue instance:
 //!   the queue it is bound to with `-q`, else the first (by `seq_no`) that can take it.
-//! - A *section* is one task; a job offers at most as many sections per pass as there are
-//!   free slots. Sections are listed in submission order and started by
+//! - A *section* is one task; a job offers at most one section more per pass than the free
+//!   slots can take (the one more keeps its queue pending for the gaps). Sections are listed in submission order and started by
 //!   [`fbsng::run_pass`], whose [`Placement`] is the real fit of the pass
 //!   ([`SchedState::dispatch_job`] with one task), so categories, consumables, `-tc`,
 //!   `maxujobs` and queue instances all hold.
@@ -350,7 +350,14 @@ impl SchedState {
                     pos: c.pos as u32,
                     cat: c.cat as u32,
                     queue: q as u32,
-                    sections: c.pending_tasks.min(free_slots / u64::from(slots)).max(1) as u32,
+                    // One more than the free slots can take: a queue whose offered sections
+                    // all started would count as having none pending, and its gap would stop
+                    // holding the other queues for the rest of the pass while its job still
+                    // has tasks waiting.
+                    sections: c
+                        .pending_tasks
+                        .min(free_slots / u64::from(slots) + 1)
+                        .max(1) as u32,
                     process_type: c
                         .project
                         .and_then(|p| pt_of_name.get(p as usize).copied().flatten())

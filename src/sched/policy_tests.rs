@@ -732,3 +732,80 @@ mod properties {
         }
     }
 }
+
+/// Seed `fbsng-dynamic-priorities`, goal 1, with four-slot high-priority sections: once the
+/// high-priority queue is ahead by more than its QPG, background sections stay held for as
+/// long as high-priority sections wait, within a pass as well as across passes. A job offers
+/// one section more than the free slots can take, so that the gap still sees the queue
+/// pending after the last start the pass can make.
+#[test]
+fn seed_fbsng_goal_1_gap_holds_background_through_the_pass() {
+    for burst_is_one_array in [false, true] {
+        let text = "hosts:\n  - {name: n1, slots: 8}\n\
+             queues:\n  - {name: hp.q, hostlist: [n1], slots: 8, pe_list: [smp], fbsng: {qp_min: 5, qpg: 7, qpi: 3}}\n\
+             \x20 - {name: bg.q, hostlist: [n1], slots: 8, fbsng: {qpg: 100}}\n\
+             parallel_environments:\n  - {name: smp, slots: 99, allocation_rule: $pe_slots}\n\
+             scheduler: {policy: fbsng}\n";
+        let config = ClusterConfig::parse(text).unwrap_or_else(|e| panic!("config: {e}"));
+        // Background work fills the host.
+        let mut s = state(config, (1..=60).map(|i| queued(i, "bg.q")).collect());
+        let mut running: Vec<(u32, u32)> = started_tasks(&mut s, NOW)
+            .into_iter()
+            .map(|(j, t, _, _)| (j, t))
+            .collect();
+        assert_eq!(running.len(), 8);
+        // A burst of five four-slot high-priority sections: five jobs, or one job of five
+        // tasks.
+        let four_slots = |s: &mut crate::model::JobSpec| {
+            s.hard_queues = vec!["hp.q".into()];
+            s.pe = Some(crate::model::PeRequest {
+                name: "smp".into(),
+                range: crate::model::SlotRange { min: 4, max: 4 },
+            });
+        };
+        if burst_is_one_array {
+            assert!(s.add_job(job(101, |s, _| {
+                four_slots(s);
+                s.array = Some(crate::model::TaskIdRange::new(1, 5, 1));
+            })));
+        } else {
+            for i in 101..=105 {
+                assert!(s.add_job(job(i, |s, _| four_slots(s))));
+            }
+        }
+        // Three of the oldest running tasks end before each pass; count what starts while
+        // high-priority sections still wait.
+        let mut background_while_waiting = 0;
+        let mut hp_started = 0;
+        for k in 1..200 {
+            for _ in 0..3 {
+                if !running.is_empty() {
+                    let (j, t) = running.remove(0);
+                    s.task_ended(JobId(j), t).expect("ended");
+                }
+            }
+            let pass = s.schedule_event(NOW + k);
+            for st in pass.starts {
+                let (j, t) = (st.job.0, st.task);
+                s.task_started(st.job, st.task).expect("running");
+                running.push((j, t));
+                if j > 100 {
+                    hp_started += 1;
+                } else if hp_started < 5 {
+                    background_while_waiting += 1;
+                }
+            }
+            if hp_started == 5 {
+                break;
+            }
+        }
+        assert_eq!(hp_started, 5, "one array: {burst_is_one_array}");
+        // One background start before the gap closes on bg.q (it is what raises hp.q by QPI
+        // to more than QPG above bg.q); none after.
+        assert!(
+            background_while_waiting <= 1,
+            "one array: {burst_is_one_array}: {background_while_waiting} background starts \
+             while high-priority sections waited"
+        );
+    }
+}
