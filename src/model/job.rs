@@ -507,6 +507,37 @@ pub struct PriorityInfo {
     pub policy_terms: Vec<(String, String)>,
 }
 
+impl PriorityInfo {
+    /// A fingerprint of every figure `qstat -pri`, `-urg`, `-ext`, `-j` and their `-xml` and
+    /// `-json` forms show of the job (each to five decimals, and the policy's terms), so that
+    /// a state file is refreshed when any of them changed, not only when `prio` did: the
+    /// top job of a share tree keeps `prio` 1.0 while its tickets move, and the waiting
+    /// time's contribution grows while a normalised urgency may not.
+    pub fn shown_fingerprint(&self, terms: &[(String, String)]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for v in [
+            self.prio,
+            self.nurg,
+            self.npprior,
+            self.ntckts,
+            self.urg,
+            self.rrcontr,
+            self.wtcontr,
+            self.dlcontr,
+            self.tickets,
+            self.otickets,
+            self.ftickets,
+            self.stickets,
+            self.share,
+        ] {
+            ((v * 1e5).round() as i64).hash(&mut h);
+        }
+        terms.hash(&mut h);
+        h.finish()
+    }
+}
+
 /// The task-level state of a job.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -57,8 +57,9 @@ pub struct JobEntry {
     pub hot: Hot,
     /// Index of the job's row in [`SchedState::rows`].
     pub row: u32,
-    /// The `prio` last written to the spool, to refresh stale state files a few at a time.
-    pub written_prio: Option<f64>,
+    /// What the last write to the spool showed of the priority
+    /// ([`PriorityInfo::shown_fingerprint`]), to refresh stale state files a few at a time.
+    pub written_priority: Option<u64>,
 }
 
 /// A job record, decoded ("warm") while the scheduler works with it, else kept as its
@@ -484,17 +485,28 @@ impl SchedState {
         Some(r)
     }
 
+    /// What a state file written now would show of the job's priority.
+    fn shown_priority(&self, e: &JobEntry) -> Option<u64> {
+        let p = self.priority_of(e)?;
+        let terms = self
+            .rows
+            .terms_of(e.row as usize)
+            .map_or(&[][..], |t| &t[..]);
+        Some(p.shown_fingerprint(terms))
+    }
+
     /// Notes that the record was written as [`SchedState::record_for_write`] gave it.
     pub fn note_written(&mut self, id: JobId) {
-        let prio = self.priority(id).map(|p| p.prio);
+        let shown = self.jobs.get(&id).and_then(|e| self.shown_priority(e));
         if let Some(e) = self.jobs.get_mut(&id) {
-            e.written_prio = prio;
+            e.written_priority = shown;
         }
     }
 
-    /// Marks at most `limit` jobs whose priority changed since their state was written
-    /// (waiting time grows), continuing after `*cursor`, so that `qstat`'s priority columns
-    /// follow without rewriting 100,000 state files per periodic pass. Returns how many.
+    /// Marks at most `limit` jobs whose priority as `qstat` shows it (any column, not only
+    /// `prio`) changed since their state was written (waiting time grows, tickets move),
+    /// continuing after `*cursor`, so that `qstat`'s priority columns follow without
+    /// rewriting 100,000 state files per periodic pass. Returns how many.
     pub fn refresh_stale_priorities(&mut self, cursor: &mut JobId, limit: usize) -> usize {
         let mut marked = Vec::new();
         let start = *cursor;
@@ -504,11 +516,9 @@ impl SchedState {
             if marked.len() >= limit {
                 break;
             }
-            let now = self.priority_of(e).map(|p| p.prio);
-            let stale = match (now, e.written_prio) {
-                (Some(a), Some(b)) => (a - b).abs() > 1e-9,
-                (Some(_), None) => true,
-                _ => false,
+            let stale = match (self.shown_priority(e), e.written_priority) {
+                (Some(a), b) => Some(a) != b,
+                (None, _) => false,
             };
             if stale {
                 marked.push(*id);
@@ -641,7 +651,9 @@ impl SchedState {
         let running: Vec<RunningTask> = record.tasks.running.clone();
         let reasons: Arc<[String]> = Arc::from(std::mem::take(&mut record.pending_reasons));
         let priority = record.priority.take();
-        let written_prio = priority.as_ref().map(|p| p.prio);
+        let written_priority = priority
+            .as_ref()
+            .map(|p| p.shown_fingerprint(&p.policy_terms));
         let row = self.rows.push(id, priority, reasons);
         self.jobs.insert(
             id,
@@ -650,7 +662,7 @@ impl SchedState {
                 cat,
                 hot: Hot::default(),
                 row,
-                written_prio,
+                written_priority,
             },
         );
         self.refresh_hot(id);

@@ -634,3 +634,32 @@ fn stale_priorities_are_refreshed_a_chunk_at_a_time() {
     // Everything written: nothing is stale until the priorities change again.
     assert_eq!(s.refresh_stale_priorities(&mut cursor, 2), 0);
 }
+
+/// A state file is refreshed when any priority figure `qstat` shows changed, not only
+/// `prio`: a lone pending job keeps its normalised priority while its waiting time's
+/// contribution grows (`qstat -urg` showed `wtcontr` 0 after two minutes).
+#[test]
+fn state_files_are_refreshed_when_a_shown_priority_figure_changes() {
+    let mut c = config(1, 1, "");
+    c.scheduler.policy = crate::config::PolicyOrder::Sge;
+    let mut s = state(c, vec![job(1, |_, _| {}), job(2, |_, _| {})]);
+    assert_eq!(s.schedule(NOW).starts.len(), 1);
+    s.take_dirty();
+    s.note_written(JobId(1));
+    s.note_written(JobId(2));
+    let before = s.priority(JobId(2)).cloned().expect("priority");
+    let mut cursor = JobId(0);
+    assert_eq!(
+        s.refresh_stale_priorities(&mut cursor, 10),
+        0,
+        "just written"
+    );
+    s.schedule(NOW + 120);
+    let after = s.priority(JobId(2)).cloned().expect("priority");
+    assert_eq!(after.prio, before.prio, "the case: prio unchanged");
+    assert!(after.wtcontr > before.wtcontr);
+    s.refresh_stale_priorities(&mut cursor, 10);
+    assert!(s.take_dirty().contains(&JobId(2)));
+    let written = s.record_for_write(JobId(2)).expect("record");
+    assert_eq!(written.priority.map(|p| p.wtcontr), Some(after.wtcontr));
+}
