@@ -111,10 +111,14 @@ fn a_disabled_instance_takes_no_new_work_and_its_running_jobs_go_on() {
 /// A cell of 6 slots whose non-rerunnable jobs are left alone by `qmod -r`, as on the oracle
 /// (SGE's `ENABLE_RESCHEDULE_KILL` off).
 fn six_slots() -> TestCell {
+    six_slots_scheduled_by("{policy: sge}")
+}
+
+fn six_slots_scheduled_by(scheduler: &str) -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 6}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge}}\nenable_reschedule_kill: false\n"
+            "hosts:\n  - {{name: \"{host}\", slots: 6}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\nqueues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {scheduler}\nenable_reschedule_kill: false\n"
         )
     })
 }
@@ -353,7 +357,10 @@ fn qmod_clears_error_states_as_sge_says() {
     let (Some(root), Some(user), Some(other)) = (root(), user1(), user2()) else {
         return skip("qmod_clears_error_states_as_sge_says", "needs root");
     };
-    let cell = six_slots();
+    // SGE 8.1.9's default weights, under which its qstat showed the jobs in error.
+    let cell = six_slots_scheduled_by(
+        "{policy: sge, weight_priority: 1.0, weight_urgency: 0.1, weight_ticket: 0.01}",
+    );
     let _d = SchedD::start(&cell, &[]);
     // Jobs 1 to 5 as in the captures' session, then the two in error.
     for _ in 0..5 {
@@ -373,6 +380,28 @@ fn qmod_clears_error_states_as_sge_says() {
     wait_for("jobs 6 and 7 in error", Duration::from_secs(20), || {
         in_error(6) && in_error(7)
     });
+    // SGE keeps computing a job's priority while it is in error (`qstat-eqw`): the two
+    // lines show what its qstat showed once a pass has run since they failed.
+    let expected: Vec<String> = Capture::load("qmod/qstat-eqw.txt")
+        .stdout
+        .lines()
+        .filter(|l| l.contains("Eqw"))
+        .map(|l| l.split_whitespace().take(5).collect::<Vec<_>>().join(" "))
+        .collect();
+    wait_for(
+        "the jobs in error show SGE's priority",
+        Duration::from_secs(20),
+        || {
+            let run = cell.run(&user, "qstat", &[]);
+            let shown: Vec<String> = run
+                .stdout
+                .lines()
+                .filter(|l| l.contains("Eqw"))
+                .map(|l| l.split_whitespace().take(5).collect::<Vec<_>>().join(" "))
+                .collect();
+            shown == expected
+        },
+    );
     qmod(&cell, &other, "cj-other");
     qmod(&cell, &user, "cj");
     qmod(&cell, &root, "c-task");

@@ -297,8 +297,8 @@ impl SchedState {
         let mut prio_of_input: Vec<f64>;
 
         // 1. Classify (one sequential walk over the dense rows, in job-id order) and
-        // 2. prioritise: eligible pending jobs and running jobs get a priority; held and
-        // blocked ones get SGE's zeros.
+        // 2. prioritise: eligible pending jobs, running jobs and jobs in error (`Eqw`, as
+        // SGE's `qstat` shows them) get a priority; held and blocked ones get SGE's zeros.
         {
             for (pos, h) in self.rows.rows.iter().enumerate() {
                 if !h.live() {
@@ -318,7 +318,7 @@ impl SchedState {
                         None => Err(String::new()),
                     }
                 };
-                if elig.is_ok() || h.running_since.is_some() {
+                if elig.is_ok() || h.running_since.is_some() || h.in_error_unheld() {
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
@@ -369,7 +369,8 @@ impl SchedState {
                 let eligible = e & BLOCKED_INPUT == 0;
                 let h = &rows[(e & !BLOCKED_INPUT) as usize];
                 let (slots, rr, queue_urgency) = cat_urgency[h.cat as CatId];
-                let qu = if eligible {
+                // A job in error that runs nothing is prioritised as a pending one.
+                let qu = if eligible || h.running_since.is_none() {
                     queue_urgency
                 } else {
                     h.running_queue_urgency
@@ -484,9 +485,10 @@ impl SchedState {
         let cands = ordered;
         result.considered = cands.len();
         for pos in blocked_pos {
-            // A blocked job gets SGE's zeros, unless it has running tasks: then it had a
-            // priority input and keeps its computed priority.
-            if self.rows.rows[pos].running_since.is_none() {
+            // A blocked job gets SGE's zeros, unless it has running tasks or is in error:
+            // then it had a priority input and keeps its computed priority.
+            let row = &self.rows.rows[pos];
+            if row.running_since.is_none() && !row.in_error_unheld() {
                 self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }

@@ -101,6 +101,11 @@ impl Row {
     pub fn running(&self) -> bool {
         self.flags & RUNNING != 0
     }
+    /// In error (`Eqw`) with a pending task not held: SGE still computes its priority
+    /// (`qstat` shows it), though it is not considered for dispatch.
+    pub fn in_error_unheld(&self) -> bool {
+        self.flags & (ERROR | PENDING_UNHELD) == ERROR | PENDING_UNHELD
+    }
 
     /// Whether only the category can keep the job from being considered at `now`: no error,
     /// a pending task not held, no `-a` time ahead, no `-hold_jid` predecessors (those need

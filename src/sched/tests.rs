@@ -663,3 +663,32 @@ fn state_files_are_refreshed_when_a_shown_priority_figure_changes() {
     let written = s.record_for_write(JobId(2)).expect("record");
     assert_eq!(written.priority.map(|p| p.wtcontr), Some(after.wtcontr));
 }
+
+/// A job in error (`Eqw`) keeps a computed priority, as SGE's `qstat` shows it (`0.55500`
+/// for a lone job under SGE's default weights, `qstat-error-state.txt`); a held one shows
+/// zeros.
+#[test]
+fn a_job_in_error_keeps_its_priority() {
+    let mut c = config(1, 1, "");
+    c.scheduler.policy = crate::config::PolicyOrder::Sge;
+    // SGE 8.1.9's default weights (sched_conf(5)).
+    c.scheduler.weight_priority = 1.0;
+    c.scheduler.weight_urgency = 0.1;
+    c.scheduler.weight_ticket = 0.01;
+    let mut failed = job(1, |_, _| {});
+    failed.error = Some(crate::model::ErrorInfo {
+        time: NOW,
+        message: "can't open output file".into(),
+    });
+    let mut held = failed.clone();
+    held.id = JobId(2);
+    held.tasks.pending[0].holds.user = true;
+    let mut s = state(c, vec![failed, held]);
+    assert!(s.schedule(NOW).starts.is_empty());
+    let p = s.priority(JobId(1)).cloned().expect("priority");
+    assert_eq!(format!("{:.5}", p.prio), "0.55500");
+    assert_eq!(
+        s.priority(JobId(2)).cloned().unwrap_or_default(),
+        crate::model::PriorityInfo::default()
+    );
+}
