@@ -137,6 +137,7 @@ fn qhost_remote_hosts_without_reports_are_unknown() {
         config,
         jobs: Vec::new(),
         loads,
+        instance_states: Default::default(),
     };
     let out = run_with(&["-q".to_string()], &input);
     assert_eq!(
@@ -197,6 +198,7 @@ fn qhost_shows_reports_and_marks_unreachable_hosts() {
         config: config.clone(),
         jobs: Vec::new(),
         loads: loads.clone(),
+        instance_states: Default::default(),
     };
     let out = run_with(
         &["-q".to_string(), "-h".to_string(), "node1".to_string()],
@@ -225,6 +227,7 @@ fn qhost_shows_reports_and_marks_unreachable_hosts() {
         config,
         jobs: Vec::new(),
         loads,
+        instance_states: Default::default(),
     };
     let out = run_with(&["-q".to_string(), "-xml".to_string()], &input);
     assert!(
@@ -251,6 +254,7 @@ fn qhost_options_like_sge() {
         config: ClusterConfig::parse(&ClusterConfig::default_text("vm", 2)).expect("config"),
         jobs: Vec::new(),
         loads,
+        instance_states: Default::default(),
     };
     let run = |args: &[&str]| {
         let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();

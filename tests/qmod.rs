@@ -108,6 +108,74 @@ fn a_disabled_instance_takes_no_new_work_and_its_running_jobs_go_on() {
     });
 }
 
+/// A queue disabled in `config.yaml` starts disabled, as SGE's `initial_state disabled`
+/// (`qconf -sq` shows it so): `qmod -e` enables its instance, which `qstat -f` and `qhost -q`
+/// then show without `d`, and the waiting job runs.
+#[test]
+fn qmod_enables_a_queue_the_configuration_disables() {
+    let Some(root) = root() else {
+        return skip(
+            "qmod_enables_a_queue_the_configuration_disables",
+            "qmod needs an operator (root)",
+        );
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 2, disabled: true}}\n"
+        )
+    });
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let instance = format!("all.q@{host}");
+    let instance_line = |bin: &str, args: &[&str]| {
+        let run = cell.run(&root, bin, args);
+        run.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("all.q")))
+            .unwrap_or_else(|| panic!("{run:?}"))
+            .to_string()
+    };
+    assert!(instance_line("qstat", &["-f"]).ends_with(" d"));
+    let waiting = submit(&cell.spool, "true\n", |s, _| s.cwd = cwd(&dir));
+    wait_for("the scheduler's verdict", Duration::from_secs(10), || {
+        state(&cell.spool, waiting).is_some_and(|s| !s.pending_reasons.is_empty())
+    });
+    let run = cell.run(&root, "qmod", &["-e", &instance]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        format!(
+            "root@{} changed state of \"{instance}\" (enabled)\n",
+            gridspool::identity::short_hostname()
+        )
+    );
+    wait_for("the waiting job ran", Duration::from_secs(20), || {
+        !crate::sched::accounting_records(&cell, waiting).is_empty()
+    });
+    assert!(!instance_line("qstat", &["-f"]).ends_with(" d"));
+    let qhost = instance_line("qhost", &["-q"]);
+    assert!(
+        !qhost.split_whitespace().any(|w| w.contains('d')),
+        "{qhost}"
+    );
+    let run = cell.run(&root, "qmod", &["-e", &instance]);
+    assert_eq!(
+        run.stdout,
+        format!("Queue instance \"{instance}\" is already in the specified state: enabled\n")
+    );
+    let run = cell.run(&root, "qmod", &["-d", &instance]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("disabled again", Duration::from_secs(10), || {
+        instance_line("qstat", &["-f"]).ends_with(" d")
+    });
+    assert!(
+        instance_line("qhost", &["-q"])
+            .split_whitespace()
+            .any(|w| w == "d")
+    );
+}
+
 /// A cell of 6 slots whose non-rerunnable jobs are left alone by `qmod -r`, as on the oracle
 /// (SGE's `ENABLE_RESCHEDULE_KILL` off).
 fn six_slots() -> TestCell {

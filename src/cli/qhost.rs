@@ -110,6 +110,8 @@ pub struct QhostInput {
     /// Measured load of hosts known right now: this host's from `/proc`, others' from their
     /// reports.
     pub loads: BTreeMap<String, HostStatus>,
+    /// What `qmod` set on queue instances (`d`, `s`, `E` of `-q`).
+    pub instance_states: crate::spool::QueueInstanceStates,
 }
 
 /// What is known about one host.
@@ -602,15 +604,20 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
             if !config.queue_hosts(q).iter().any(|qh| qh.name == h.name) {
                 continue;
             }
+            // SGE's letters in its order (`a d u E s`), as `qstat -f` shows them.
+            let instance = format!("{}@{}", q.name, h.name);
+            let states = &input.instance_states;
             let mut state = String::new();
-            if !st.known {
-                state.push('a');
-            }
-            if q.disabled {
-                state.push('d');
-            }
-            if !st.known {
-                state.push('u');
+            for (on, letter) in [
+                (!st.known, 'a'),
+                (states.is_disabled(&instance, q.disabled), 'd'),
+                (!st.known, 'u'),
+                (states.errors.contains_key(&instance), 'E'),
+                (states.suspended.contains(&instance), 's'),
+            ] {
+                if on {
+                    state.push(letter);
+                }
             }
             let u = used
                 .get(&(q.name.clone(), h.name.clone()))
@@ -834,6 +841,7 @@ pub fn gather(
         config: env.config.clone(),
         jobs,
         loads: host_loads(env, proc_dir, now)?,
+        instance_states: env.spool.queue_instance_states(),
     })
 }
 
@@ -931,6 +939,7 @@ fn empty_input() -> QhostInput {
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),
+        instance_states: Default::default(),
     }
 }
 

@@ -122,7 +122,7 @@ pub const DOC: CommandDoc = CommandDoc {
         "qmod -sq suspends queue instances: every process of the jobs running there is stopped (SIGSTOP to the job's whole process tree on its host), the jobs keep their slots and show S, the instance shows s and takes no new work; qmod -usq continues them. qmod -sj suspends jobs and array tasks the same way (state s; Ss in a suspended queue), qmod -usj resumes them. -s and -us take queues or jobs.",
         "qmod -cj clears the error state of jobs (Eqw), qmod -cq that of queue instances (E). gridspool keeps one error state per job, where SGE keeps one per array task.",
         "qmod -rj reschedules running jobs: each task is killed and, once it has ended (accounted with failed 25), pending again (Rq) and run anew with RESTARTED=1. A job submitted with -r n is not restartable, and one without -r only in a queue whose rerun is TRUE; with enable_reschedule_kill (sched_d's default) such a task is killed instead, as SGE reaps it. qmod -rq reschedules every job whose master task runs in the queue instances.",
-        "Only operators and managers may change a queue instance; the owner of a job may change it too. The states are kept by sched_d in daemon/qinstances.json in the cell, apart from config.yaml (a queue's disabled there is the administrator's own); they survive restarts of sched_d.",
+        "Only operators and managers may change a queue instance; the owner of a job may change it too. The states are kept by sched_d in daemon/qinstances.json in the cell, apart from config.yaml; they survive restarts of sched_d. A queue disabled in config.yaml is SGE's initial_state disabled: its instances start disabled and qmod -e enables them.",
     ],
     option_details: &[(
         "-f",
@@ -373,9 +373,9 @@ impl Context<'_> {
         let (now, wanted, word) = match verb {
             Verb::Disable | Verb::Enable => {
                 let wanted = verb == Verb::Disable;
-                // A queue disabled in the configuration counts as disabled for -d; -e only
-                // undoes a qmod -d (the configuration's own stays).
-                let now = self.states.disabled.contains(qi) || (wanted && queue_disabled);
+                // A queue disabled in the configuration is SGE's `initial_state disabled`:
+                // its instances are disabled until `-e` enables them.
+                let now = self.states.is_disabled(qi, queue_disabled);
                 (now, wanted, if wanted { "disabled" } else { "enabled" })
             }
             Verb::Suspend | Verb::Unsuspend => {
@@ -425,7 +425,10 @@ impl Context<'_> {
             Verb::ClearError => {
                 self.states.errors.remove(qi);
             }
-            _ => {}
+            Verb::Disable | Verb::Enable => {
+                self.states.set_disabled(qi, wanted, queue_disabled);
+            }
+            Verb::Reschedule => {}
         }
     }
 

@@ -1016,6 +1016,9 @@ impl Daemon {
         for name in &states.disabled {
             self.state.set_instance_disabled(name, true);
         }
+        for name in &states.enabled {
+            self.state.set_instance_disabled(name, false);
+        }
         for name in &states.suspended {
             self.state.set_instance_suspended(name, true);
         }

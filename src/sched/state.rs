@@ -1008,14 +1008,19 @@ impl SchedState {
     /// the configuration does not have is remembered all the same (it may come with a
     /// reload).
     pub fn set_instance_disabled(&mut self, name: &str, disabled: bool) -> bool {
-        let set = &mut self.instance_states.disabled;
-        let changed = if disabled {
-            set.insert(name.to_string())
-        } else {
-            set.remove(name)
-        };
+        let configured = self.configured_disabled(name);
+        let changed = self
+            .instance_states
+            .set_disabled(name, disabled, configured);
         self.apply_instance_state(name);
         changed
+    }
+
+    /// Whether the configuration disables queue instance `name`'s queue (its initial state).
+    fn configured_disabled(&self, name: &str) -> bool {
+        name.split_once('@')
+            .and_then(|(queue, _)| self.config.queue(queue))
+            .is_some_and(|q| q.disabled)
     }
 
     /// `qmod -sq`/`-usq` of a queue instance: whether it changed. The daemon stops or
@@ -1070,7 +1075,7 @@ impl SchedState {
         };
         if let Some(qi) = self.cluster.qi_index(queue, host) {
             let configured = self.config.queue(queue).is_some_and(|q| q.disabled);
-            self.cluster.qis[qi].disabled = configured || self.instance_states.closed(name);
+            self.cluster.qis[qi].disabled = self.instance_states.closed(name, configured);
             self.invalidate_order();
         }
     }
@@ -1081,7 +1086,7 @@ impl SchedState {
         for qi in &mut self.cluster.qis {
             let name = format!("{}@{}", qi.queue, self.cluster.hosts[qi.host].name);
             let configured = self.config.queue(&qi.queue).is_some_and(|q| q.disabled);
-            qi.disabled = configured || self.instance_states.closed(&name);
+            qi.disabled = self.instance_states.closed(&name, configured);
         }
         self.invalidate_order();
     }

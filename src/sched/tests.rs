@@ -545,6 +545,27 @@ fn disabled_queues_take_nothing_and_reload_enables_them() {
     assert_eq!(pass(&mut s), vec!["1.1@n1:1"]);
 }
 
+/// A queue disabled in the configuration is SGE's `initial_state disabled`: `qmod -e` of an
+/// instance enables it, `qmod -d` disables it again.
+#[test]
+fn qmod_enables_an_instance_the_configuration_disables() {
+    let mut c = config(1, 2, "");
+    c.queues[0].disabled = true;
+    let mut s = state(c, vec![job(1, |_, _| {}), job(2, |_, _| {})]);
+    assert!(pass(&mut s).is_empty());
+    assert!(s.set_instance_disabled("all.q@n1", false), "-e changes it");
+    assert!(
+        !s.set_instance_disabled("all.q@n1", false),
+        "-e again does not"
+    );
+    assert_eq!(pass(&mut s), vec!["1.1@n1:1", "2.1@n1:1"]);
+    assert!(s.set_instance_disabled("all.q@n1", true), "-d changes it");
+    assert!(
+        !s.set_instance_disabled("all.q@n1", true),
+        "-d again does not"
+    );
+}
+
 #[test]
 fn event_passes_reuse_the_order_until_something_changes() {
     let mut s = state(

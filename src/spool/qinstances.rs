@@ -1,6 +1,6 @@
 //! `daemon/qinstances.json`: the states of queue instances that `qmod` and `sched_d` set (SGE
 //! keeps them in its qmaster's spool, not in the configuration): disabled (`qmod -d`),
-//! suspended (`qmod -sq`), and in error (`E`, set by `sched_d`, cleared by `qmod -cq`).
+//! enabled against the configuration's `disabled` (`qmod -e`), suspended (`qmod -sq`), and in error (`E`, set by `sched_d`, cleared by `qmod -cq`).
 //! Written by `sched_d` as it applies a `qmod` request, read by it at start and by `qstat`
 //! and `qmod` to show and decide.
 
@@ -31,25 +31,51 @@ pub struct Reply {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueInstanceStates {
     pub v: u32,
-    /// Disabled by `qmod -d`: no new work (a queue's own `disabled` in the configuration is
-    /// apart from these).
+    /// Disabled by `qmod -d`: no new work.
     #[serde(default)]
     pub disabled: BTreeSet<String>,
+    /// Enabled by `qmod -e` although their queue is `disabled` in the configuration: that
+    /// setting is SGE's `initial_state disabled` (what `qconf -sq` shows), a state the
+    /// instances start in and `qmod -e` ends, not a lock.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub enabled: BTreeSet<String>,
     /// Suspended by `qmod -sq`: their tasks are stopped (`S`), they take no new work.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub suspended: BTreeSet<String>,
-    /// In error state (`E`), with why (`qstat -explain E`): no new work until `qmod -cq`.
+    /// In error state (`E`, with why (`qstat -explain E`): no new work until `qmod -cq`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
 }
 
 impl QueueInstanceStates {
-    /// The instance takes no new work: disabled, suspended or in error (a queue disabled in
-    /// the configuration is apart).
-    pub fn closed(&self, instance: &str) -> bool {
-        self.disabled.contains(instance)
+    /// Whether the instance is disabled (`d`): by `qmod -d`, or by its queue's `disabled`
+    /// in the configuration (`configured`) unless `qmod -e` enabled it since.
+    pub fn is_disabled(&self, instance: &str, configured: bool) -> bool {
+        self.disabled.contains(instance) || (configured && !self.enabled.contains(instance))
+    }
+
+    /// The instance takes no new work: disabled (see [`Self::is_disabled`]), suspended or
+    /// in error.
+    pub fn closed(&self, instance: &str, configured: bool) -> bool {
+        self.is_disabled(instance, configured)
             || self.suspended.contains(instance)
             || self.errors.contains_key(instance)
+    }
+
+    /// `qmod -d` (`disabled`) or `-e` of an instance whose queue the configuration disables
+    /// or not (`configured`): whether its state changed.
+    pub fn set_disabled(&mut self, instance: &str, disabled: bool, configured: bool) -> bool {
+        let before = self.is_disabled(instance, configured);
+        if disabled {
+            self.disabled.insert(instance.to_string());
+            self.enabled.remove(instance);
+        } else {
+            self.disabled.remove(instance);
+            if configured {
+                self.enabled.insert(instance.to_string());
+            }
+        }
+        before != self.is_disabled(instance, configured)
     }
 }
 

@@ -188,7 +188,7 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 },
                 arch: h.arch.clone(),
                 known: local || report.is_some_and(|r| r.known),
-                disabled: q.disabled || view.instance_states.disabled.contains(&name),
+                disabled: view.instance_states.is_disabled(&name, q.disabled),
                 suspended: view.instance_states.suspended.contains(&name),
                 error: view.instance_states.errors.get(&name).map(String::as_str),
                 name,
