@@ -132,7 +132,7 @@ fn qmod_enables_a_queue_the_configuration_disables() {
         let run = cell.run(&root, bin, args);
         run.stdout
             .lines()
-            .find(|l| l.trim_start().starts_with(&format!("all.q")))
+            .find(|l| l.trim_start().starts_with("all.q"))
             .unwrap_or_else(|| panic!("{run:?}"))
             .to_string()
     };
