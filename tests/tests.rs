@@ -4,6 +4,7 @@ mod support;
 
 mod cgroups;
 mod cluster;
+mod demo;
 mod devices;
 mod docs;
 mod drmaa;

@@ -202,14 +202,11 @@ fn run() -> anyhow::Result<()> {
         bin,
     };
     println!("gridspool demo: a fresh cell in {}", cell.display());
-    print!(
-        "{}",
-        crate::spool::open::read_to_string(&cell.join("config.yaml"))?
-            .lines()
-            .filter(|l| l.contains("name:") || l.contains("slots:"))
-            .map(|l| format!("  {l}\n"))
-            .collect::<String>()
-    );
+    let config_path = cell.join("config.yaml");
+    let config =
+        crate::config::ClusterConfig::parse(&crate::spool::open::read_to_string(&config_path)?)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", config_path.display()))?;
+    println!("{}", cell_summary(&config, &config_path));
 
     let log = std::fs::File::create(root.join("sched_d.demo.log"))?;
     let daemon = Daemon(
@@ -326,6 +323,51 @@ fn install_shared(root: &Path, cell: &Path) -> anyhow::Result<(PathBuf, PathBuf)
         prefix.display()
     );
     Ok((prefix.join("bin"), prefix.join("sbin")))
+}
+
+/// The cell in one line (its hosts, queues, parallel environments and policy) and where its
+/// configuration is: a reader new to the demo learns what it runs on before anything runs,
+/// without reading YAML out of context.
+fn cell_summary(config: &crate::config::ClusterConfig, path: &Path) -> String {
+    // "host a (2 slots)", "hosts a (2 slots), b (4 slots)".
+    let named = |what: &str, items: Vec<String>| {
+        let plural = if items.len() == 1 { "" } else { "s" };
+        format!("{what}{plural} {}", items.join(", "))
+    };
+    let mut parts = vec![
+        named(
+            "host",
+            config
+                .hosts
+                .iter()
+                .map(|h| format!("{} ({} slots)", h.name, h.slots))
+                .collect(),
+        ),
+        named(
+            "queue",
+            config.queues.iter().map(|q| q.name.clone()).collect(),
+        ),
+    ];
+    if !config.parallel_environments.is_empty() {
+        parts.push(named(
+            "parallel environment",
+            config
+                .parallel_environments
+                .iter()
+                .map(|p| p.name.clone())
+                .collect(),
+        ));
+    }
+    let policy = serde_json::to_value(config.scheduler.policy)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    parts.push(format!("scheduling policy {policy}"));
+    format!(
+        "the cell: {} (configuration: {})",
+        parts.join("; "),
+        path.display()
+    )
 }
 
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
