@@ -233,3 +233,63 @@ fn sched_d_under_fifo_runs_the_workload_as_the_simulator_does() {
     assert_eq!(numbers(&o.daemon), fifo_order(), "{}", table(&o.recs));
     assert_eq!(o.simulator, o.daemon, "{}", table(&o.recs));
 }
+
+/// The simulator's decisions replaying the workload as `qsub` lines (each job's submission,
+/// run time and owner from its record, and its measured CPU as `cpu=` when `with_cpu`).
+fn qsub_line_decisions(
+    recs: &[AccountingRecord],
+    config: &ClusterConfig,
+    with_cpu: bool,
+) -> Vec<Decision> {
+    let mut recs: Vec<&AccountingRecord> = recs.iter().collect();
+    recs.sort_by_key(|r| r.job_number);
+    let text: String = recs
+        .iter()
+        .map(|r| {
+            let cpu = if with_cpu {
+                format!("cpu={:.6} ", r.cpu)
+            } else {
+                String::new()
+            };
+            format!(
+                "0 {} {} {cpu}qsub -N {} job.sh\n",
+                r.end_time - r.start_time,
+                r.owner,
+                r.job_name
+            )
+        })
+        .collect();
+    let jobs = gridspool::sim::workload::parse_qsub_lines(&text).expect("workload");
+    let replay = gridspool::sim::replay::replay(config, &jobs);
+    assert!(replay.never_started.is_empty(), "{replay:?}");
+    assert_eq!(
+        replay.cpu_assumed,
+        if with_cpu { 0 } else { recs.len() },
+        "{text}"
+    );
+    let mut runs = replay.runs;
+    runs.sort_by_key(|r| (r.start, r.number));
+    // The workload numbers its jobs from 1 in the order of its lines.
+    runs.into_iter()
+        .map(|r| (u64::from(recs[r.number as usize - 1].job_number), r.host))
+        .collect()
+}
+
+#[test]
+fn qsub_lines_with_the_cpu_sched_d_measured_replay_its_decisions() {
+    const TEST: &str = "qsub_lines_with_the_cpu_sched_d_measured_replay_its_decisions";
+    // sgeuser burns CPU, sgeuser2 sleeps: the daemon charges sgeuser2 next to nothing and
+    // runs all of its jobs after sgeuser's first.
+    let Some(o) = run("sge", BURN, SLEEP, &["--retention", "0"]) else {
+        return skip(TEST, "needs the test users");
+    };
+    same_decisions_by_the_share_tree(&o);
+    let yaml = std::fs::read_to_string(o.cell.cell.join("config.yaml")).expect("config");
+    let config = ClusterConfig::parse(&yaml).expect("config");
+    let with_cpu = qsub_line_decisions(&o.recs, &config, true);
+    assert_eq!(with_cpu, o.daemon, "{}", table(&o.recs));
+    // Without it every job is charged its full run time as CPU: the sleeping user's jobs
+    // count as much as the burning one's and the two users alternate, unlike the daemon.
+    let without = qsub_line_decisions(&o.recs, &config, false);
+    assert_ne!(numbers(&without), numbers(&o.daemon), "{}", table(&o.recs));
+}

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[command(name = "gridspool-sim", version, about)]
 pub struct Args {
     /// The workload: a trace in the Standard Workload Format (`.swf`), a cell's accounting
-    /// file (`common/accounting`: what ran there), or `qsub` lines (`SUBMIT RUNTIME USER qsub
+    /// file (`common/accounting`: what ran there), or `qsub` lines (`SUBMIT RUNTIME USER [cpu=CPU] qsub
     /// OPTIONS…`), told apart by their content.
     #[arg(long, value_name = "FILE")]
     pub workload: PathBuf,
@@ -20,7 +20,9 @@ pub struct Args {
     #[arg(long, value_name = "CONFIG", num_args = 1.., required = true)]
     pub compare: Vec<PathBuf>,
     /// Draw charts into DIR: `waits.svg` (the distribution of waits per configuration) and
-    /// `shares-<configuration>.svg` (each entity's share over time against its promise).
+    /// `shares-<configuration>.svg` (each entity's share over time against its promise: the
+    /// six with the most slot-seconds one by one, the others as one line, their mean, as a
+    /// line under the caption says; the y axis scaled to the data).
     #[arg(long, value_name = "DIR")]
     pub charts: Option<PathBuf>,
     /// Write every job's run under each configuration to DIR/<configuration>.csv (job,

@@ -78,6 +78,9 @@ pub struct Replay {
     pub passes: u64,
     /// The first submission and the last end.
     pub span: (i64, i64),
+    /// Finished runs whose CPU time the workload did not give: charged to the share tree
+    /// as their run time on every slot (full CPU), where the daemon charges what it measured.
+    pub cpu_assumed: usize,
 }
 
 /// The start of the virtual clock: SWF times are offsets; priorities look at ages, so they
@@ -314,6 +317,9 @@ impl Replayer<'_> {
             self.waiting += 1;
             self.out.preempted_runs.push(done);
         } else {
+            if job.cpu.is_none() {
+                self.out.cpu_assumed += 1;
+            }
             self.out.runs.push(done);
             if self.state.job(JobId(id)).is_some_and(|j| j.tasks.is_done()) {
                 self.state.remove_job(JobId(id));

@@ -44,6 +44,9 @@ pub struct Report {
     pub utilisation: f64,
     pub never_started: usize,
     pub passes: u64,
+    /// Jobs (array tasks) whose CPU time the workload does not give (a `qsub` line without
+    /// `cpu=`, an SWF job without field 6), charged their run time on every slot.
+    pub cpu_assumed: usize,
 }
 
 fn percentile(sorted: &[i64], p: f64) -> f64 {
@@ -134,6 +137,7 @@ pub fn report(name: &str, config: &ClusterConfig, replay: &Replay) -> Report {
             / (span * f64::from(total_slots.max(1))),
         never_started: replay.never_started.len(),
         passes: replay.passes,
+        cpu_assumed: replay.cpu_assumed,
     }
 }
 
@@ -167,6 +171,14 @@ pub fn text(reports: &[Report]) -> String {
             r.utilisation * 100.0,
             r.never_started,
             r.preemptions
+        );
+    }
+    // What the share tree was charged where the workload says nothing.
+    for r in reports.iter().filter(|r| r.cpu_assumed > 0) {
+        let _ = writeln!(
+            out,
+            "{}: {} of {} jobs without a CPU time in the workload: charged their run time on every slot (full CPU)",
+            r.name, r.cpu_assumed, r.all.jobs
         );
     }
     for (title, pick) in [

@@ -1,15 +1,16 @@
 //! The share each policy promises and the share a replay achieved, over time. Who the
 //! sharing entities are depends on the policy: the share tree's leaves under `sge` (with
 //! share-tree tickets), the queues under `fbsng` (shares ∝ 1/QPD, or 1/(QPD+QPI) with
-//! `rule: update`), Armada's queues (the project, else the owner) under `armada` (∝ 1 /
-//! priority factor, as Armada's weights), the users under the other policies (no promise).
+//! `rule: update`), Armada's queues (the project, else the owner) under `armada` (over time:
+//! ∝ 1 / √factor under `mode: slices`, ∝ 1 / factor under `mode: drf`; a single round
+//! divides ∝ 1 / factor under both), the users under the other policies (no promise).
 //!
 //! A share is of the slot-seconds the jobs used (what the policies divide), not of the
 //! cluster's capacity: idle slots belong to nobody. Runs killed by preemption count for the
 //! time they held their slots.
 
 use super::replay::{JobRun, Replay};
-use crate::config::{ClusterConfig, FbsngStartRule, PolicyOrder, ShareTreeNode};
+use crate::config::{ArmadaMode, ClusterConfig, FbsngStartRule, PolicyOrder, ShareTreeNode};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,7 +31,8 @@ pub struct Shares {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntityShare {
-    /// The fraction the configuration promises among the entities of the workload.
+    /// The fraction the configuration promises among the entities of the workload, over
+    /// time (what the achieved shares are held to, interval by interval).
     pub configured: Option<f64>,
     /// The fraction of all slot-seconds it got.
     pub achieved: f64,
@@ -147,14 +149,22 @@ fn configured(
         Division::ArmadaQueues => active
             .iter()
             .map(|q| {
-                let factor = config
-                    .scheduler
-                    .armada
+                let armada = &config.scheduler.armada;
+                let factor = armada
                     .priority_factors
                     .get(q)
                     .copied()
-                    .unwrap_or(1.0);
-                (q.clone(), 1.0 / factor.max(f64::MIN_POSITIVE))
+                    .unwrap_or(1.0)
+                    .max(f64::MIN_POSITIVE);
+                // What the policy holds to over time, not the split of one round (∝ 1 /
+                // factor under both modes): slices offer a queue with usage share s a part
+                // ∝ 1/(s·factor) of what frees up, which settles where s²·factor is equal
+                // (policy/src/armada.rs); DRF weighs dominant shares by 1 / factor directly.
+                let weight = match armada.mode {
+                    ArmadaMode::Slices => 1.0 / factor.sqrt(),
+                    ArmadaMode::Drf => 1.0 / factor,
+                };
+                (q.clone(), weight)
             })
             .collect(),
         Division::Users => return BTreeMap::new(),
@@ -277,5 +287,39 @@ mod tests {
         assert_eq!(s.interval, 9);
         assert!((s.by_entity["/bob"].over_time[0] - 1.0 / 3.0).abs() < 1e-9);
         assert_eq!(s.by_entity["/bob"].over_time[20], 1.0);
+    }
+
+    #[test]
+    fn armada_promises_what_its_mode_holds_to_over_time() {
+        let runs = vec![
+            run("alice", Some("a"), 0, 100),
+            run("bob", Some("b"), 0, 100),
+        ];
+        let replay = Replay {
+            runs,
+            span: (0, 100),
+            ..Replay::default()
+        };
+        for (mode, a) in [
+            // Slices settle at shares ∝ 1/√factor: √2 : 1 (58.6%), not a round's 2/3.
+            ("slices", 2f64.sqrt() / (2f64.sqrt() + 1.0)),
+            ("drf", 2.0 / 3.0),
+        ] {
+            let config = ClusterConfig::parse(&format!(
+                "hosts: [{{name: n1, slots: 2}}]\nqueues: [{{name: all.q, hostlist: [n1], slots: 2}}]\n\
+                 projects: [{{name: a}}, {{name: b}}]\n\
+                 scheduler: {{policy: armada, armada: {{mode: {mode}, priority_factors: {{a: 1, b: 2}}}}}}\n"
+            ))
+            .expect("config");
+            let s = shares(&config, &replay);
+            assert_eq!(s.entity, "armada queue");
+            let promised = |q: &str| s.by_entity[q].configured.expect("promised");
+            assert!(
+                (promised("a") - a).abs() < 1e-12,
+                "{mode}: {}",
+                promised("a")
+            );
+            assert!((promised("b") - (1.0 - a)).abs() < 1e-12, "{mode}");
+        }
     }
 }

@@ -4,15 +4,19 @@
 //! `-R y`, …):
 //!
 //! ```text
-//! # submit  run time  user[:group]  qsub options…
-//! 0         3600      alice         qsub -P chemistry -pe smp 4 -l h_rt=2:0:0
-//! 0:10:0    600       bob:staff     qsub -q short.q -p -100
+//! # submit  run time  user[:group]  [cpu=TIME]  qsub options…
+//! 0         3600      alice         cpu=13500   qsub -P chemistry -pe smp 4 -l h_rt=2:0:0
+//! 0:10:0    600       bob:staff                 qsub -q short.q -p -100
 //! ```
 //!
 //! Times are seconds or `h:m:s`, the submission counted from the workload's start; the
 //! options are SGE's, read by `qsub`'s own parser (a script name after them is allowed and
-//! ignored: nothing runs). A job uses its run time on all its slots (its CPU time, for the
-//! share tree); each task of an array job (`-t`) too. `-hold_jid` and `-hold_jid_ad` name
+//! ignored: nothing runs). `cpu=` is the CPU time the job used, all its slots together (of
+//! each task of an array job), as the daemon measures and charges it to the share tree: a
+//! job that mostly waits on I/O or sleeps is charged little there, and a replay that charged
+//! it in full would order the share tree's users differently. A job without `cpu=` is
+//! charged its run time on all its slots (full CPU), each task of an array job (`-t`) too;
+//! the report says how many jobs that was. `-hold_jid` and `-hold_jid_ad` name
 //! jobs submitted earlier in the workload (by number, or by name or pattern among the same
 //! user's), `-now y` jobs that cannot start at once are dropped, as `sched_d` drops them; the
 //! wall clock's dates (`-a`, `-dl`) and user holds (`-h`) are refused.
@@ -81,7 +85,7 @@ pub fn load(path: &std::path::Path) -> Result<Vec<TraceJob>, WorkloadError> {
         .lines()
         .map(split_words)
         .find(|w| !w.is_empty() && !w[0].starts_with(';'));
-    if first.is_some_and(|w| w.get(3).is_some_and(|q| q == "qsub")) {
+    if first.is_some_and(|w| qsub_at(&w).is_some()) {
         parse_qsub_lines(&text)
     } else {
         super::swf::parse(&text)
@@ -93,6 +97,27 @@ fn seconds(word: &str) -> Option<i64> {
         .ok()
         .flatten()
         .and_then(|t| i64::try_from(t).ok())
+}
+
+/// Where a `qsub` line's `qsub` is: the fourth word, or the fifth after a `cpu=` field.
+fn qsub_at(words: &[String]) -> Option<usize> {
+    match (
+        words.get(3).map(String::as_str),
+        words.get(4).map(String::as_str),
+    ) {
+        (Some("qsub"), _) => Some(3),
+        (Some(cpu), Some("qsub")) if cpu.starts_with("cpu=") => Some(4),
+        _ => None,
+    }
+}
+
+/// A `cpu=` field's time: seconds (with a fraction, as accounting records them) or `h:m:s`.
+fn cpu_seconds(word: &str) -> Option<f64> {
+    match word.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Some(s),
+        Ok(_) => None,
+        Err(_) => seconds(word).map(|s| s as f64),
+    }
 }
 
 /// The jobs of a file of `qsub` lines, in submission order.
@@ -107,11 +132,18 @@ pub fn parse_qsub_lines(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             line: i + 1,
             reason,
         };
-        if words.len() < 4 || words[3] != "qsub" {
+        let Some(at) = qsub_at(&words) else {
             return Err(bad(
-                "want: submit time, run time, user[:group], qsub and its options".into(),
+                "want: submit time, run time, user[:group], [cpu=TIME,] qsub and its options"
+                    .into(),
             ));
-        }
+        };
+        let cpu = match words[3].strip_prefix("cpu=") {
+            Some(time) if at == 4 => Some(
+                cpu_seconds(time).ok_or_else(|| bad(format!("not a CPU time: {:?}", words[3])))?,
+            ),
+            _ => None,
+        };
         let submit =
             seconds(&words[0]).ok_or_else(|| bad(format!("not a time: {:?}", words[0])))?;
         let run_time =
@@ -120,7 +152,7 @@ pub fn parse_qsub_lines(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             Some((u, g)) => (u.to_string(), g.to_string()),
             None => (words[2].clone(), words[2].clone()),
         };
-        let options = words[4..].to_vec();
+        let options = words[at + 1..].to_vec();
         // Read now, so that a bad option is named with its line before any replay.
         let parsed = parse(
             QSUB_OPTIONS,
@@ -169,6 +201,7 @@ pub fn parse_qsub_lines(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             group,
             queue,
             qsub: Some(options),
+            cpu,
             ..TraceJob::default()
         });
     }
@@ -237,7 +270,26 @@ mod tests {
             bad.reason,
             "qsub -h: a held job would never be released in a replay"
         );
+        let bad = parse_qsub_lines("0 10 alice cpu=lots qsub\n").expect_err("cpu");
+        assert_eq!(bad.reason, "not a CPU time: \"cpu=lots\"");
         let bad = parse_qsub_lines("0 10 alice qsub -a 202701011200\n").expect_err("date");
         assert!(bad.reason.starts_with("qsub -a: a date"), "{bad}");
+    }
+
+    #[test]
+    fn a_qsub_line_may_say_the_cpu_time_its_job_used() {
+        let text = "0 600 alice cpu=12.5 qsub -N a\n0 600 bob cpu=0:2:0 qsub\n0 600 carol qsub\n";
+        let jobs = parse_qsub_lines(text).expect("workload");
+        let cpu: Vec<Option<f64>> = jobs.iter().map(|j| j.cpu).collect();
+        assert_eq!(cpu, [Some(12.5), Some(120.0), None]);
+        assert_eq!(
+            jobs[0].qsub.as_deref(),
+            Some(&["-N".to_string(), "a".into()][..])
+        );
+        // The format is told by `qsub` after the optional field too.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w.txt");
+        std::fs::write(&path, "0 600 alice cpu=1 qsub\n").expect("write");
+        assert_eq!(load(&path).expect("load")[0].cpu, Some(1.0));
     }
 }
