@@ -368,7 +368,36 @@ fn the_debian_package_holds_the_installation() {
     let shadow = std::fs::read_to_string(root.join("lib/systemd/system/gridspool-shadow.service"))
         .expect("shadow unit");
     assert!(shadow.contains("ExecStart=/usr/sbin/sched_d --foreground --shadow"));
-    assert!(usr.join("share/man/man8/sched_d.8").is_file(), "sched_d(8)");
+    // Manual pages compressed, as Debian's policy has them; every page of man/.
+    let pages = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    for page in std::fs::read_dir(&pages).expect("man/") {
+        let name = page
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let section = name.rsplit('.').next().unwrap_or("");
+        let installed = usr.join(format!("share/man/man{section}/{name}.gz"));
+        assert!(installed.is_file(), "{} missing", installed.display());
+        assert!(
+            !usr.join(format!("share/man/man{section}/{name}")).exists(),
+            "{name} uncompressed"
+        );
+    }
+    assert!(
+        usr.join("share/man/man8/sched_d.8.gz").is_file(),
+        "sched_d(8)"
+    );
+    // Every command's completions, where bash-completion, zsh and fish look for a vendor's.
+    for command in CLIENTS {
+        for path in [
+            format!("share/bash-completion/completions/{command}"),
+            format!("share/zsh/vendor-completions/_{command}"),
+            format!("share/fish/vendor_completions.d/{command}.fish"),
+        ] {
+            assert!(usr.join(&path).is_file(), "{path} missing");
+        }
+    }
     let rotate =
         std::fs::read_to_string(root.join("etc/logrotate.d/gridspool")).expect("logrotate");
     assert!(rotate.contains("/var/lib/gridspool/*/daemon/sched_d.log"));
@@ -384,6 +413,47 @@ fn the_debian_package_holds_the_installation() {
     assert!(postinst.contains(
         "dpkg-statoverride --update --add root gridspool 2755 /usr/lib/gridspool/gridspool"
     ));
+}
+
+/// `lintian`, Debian's package checker, on the package as a site builds it: nothing but the
+/// tags `scripts/deb/lintian-overrides` accepts, each with its reason, at any level
+/// (errors, warnings, and the informational tags a maintainer reads too).
+#[test]
+fn lintian_has_nothing_to_say_of_the_debian_package() {
+    const TEST: &str = "lintian_has_nothing_to_say_of_the_debian_package";
+    if Command::new("dpkg-deb").arg("--version").output().is_err() {
+        return skip(TEST, "no dpkg-deb");
+    }
+    if Command::new("lintian").arg("--version").output().is_err() {
+        return skip(TEST, "no lintian (apt-get install lintian; .ci/run does)");
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = built_dir_with_drmaa(tmp.path());
+    let run = output(
+        Command::new(script("build-deb.sh"))
+            .arg("--bin-dir")
+            .arg(&bin)
+            .arg(tmp.path()),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let deb = PathBuf::from(run.stdout.trim());
+    let run = output(
+        Command::new("lintian")
+            .args([
+                "--display-info",
+                "--tag-display-limit",
+                "0",
+                "--fail-on",
+                "error,warning,info",
+            ])
+            .arg(&deb),
+    );
+    let tags: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("N: "))
+        .collect();
+    assert!(tags.is_empty() && run.code == 0, "{run:?}");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 use super::options::{Arity, OptionSpec, Support, help_lines};
 use std::fmt::Write as _;
 
+mod gridspool_shepherd;
 mod gridspool_sim;
 mod sched_d;
 
@@ -130,6 +131,10 @@ pub fn generated_files() -> Vec<(String, String)> {
     }
     files.push(("man/sched_d.8".to_string(), sched_d::man_page()));
     files.push(("man/gridspool-sim.1".to_string(), gridspool_sim::man_page()));
+    files.push((
+        "man/gridspool-shepherd.8".to_string(),
+        gridspool_shepherd::man_page(),
+    ));
     files
 }
 
