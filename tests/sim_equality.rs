@@ -262,11 +262,15 @@ fn qsub_line_decisions(
     let jobs = gridspool::sim::workload::parse_qsub_lines(&text).expect("workload");
     let replay = gridspool::sim::replay::replay(config, &jobs);
     assert!(replay.never_started.is_empty(), "{replay:?}");
-    assert_eq!(
-        replay.cpu_assumed,
-        if with_cpu { 0 } else { recs.len() },
-        "{text}"
+    // The report says what was assumed for the jobs without `cpu=`.
+    let report = gridspool::sim::report::report("cell.yaml", config, &replay);
+    let said = gridspool::sim::report::text(std::slice::from_ref(&report));
+    let assumed = format!(
+        "cell.yaml: {n} of {n} jobs without a CPU time in the workload: charged to the share tree as their run time on every slot (full CPU)",
+        n = recs.len()
     );
+    assert_eq!(said.contains(&assumed), !with_cpu, "{said}");
+    assert_eq!(report.cpu_assumed, if with_cpu { 0 } else { recs.len() });
     let mut runs = replay.runs;
     runs.sort_by_key(|r| (r.start, r.number));
     // The workload numbers its jobs from 1 in the order of its lines.

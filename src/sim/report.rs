@@ -45,7 +45,8 @@ pub struct Report {
     pub never_started: usize,
     pub passes: u64,
     /// Jobs (array tasks) whose CPU time the workload does not give (a `qsub` line without
-    /// `cpu=`, an SWF job without field 6), charged their run time on every slot.
+    /// `cpu=`, an SWF job without field 6), charged to the share tree as their run time on
+    /// every slot; 0 under a configuration without a share tree (nothing is charged CPU).
     pub cpu_assumed: usize,
 }
 
@@ -137,7 +138,11 @@ pub fn report(name: &str, config: &ClusterConfig, replay: &Replay) -> Report {
             / (span * f64::from(total_slots.max(1))),
         never_started: replay.never_started.len(),
         passes: replay.passes,
-        cpu_assumed: replay.cpu_assumed,
+        cpu_assumed: if config.share_tree.is_some() {
+            replay.cpu_assumed
+        } else {
+            0
+        },
     }
 }
 
@@ -177,7 +182,7 @@ pub fn text(reports: &[Report]) -> String {
     for r in reports.iter().filter(|r| r.cpu_assumed > 0) {
         let _ = writeln!(
             out,
-            "{}: {} of {} jobs without a CPU time in the workload: charged their run time on every slot (full CPU)",
+            "{}: {} of {} jobs without a CPU time in the workload: charged to the share tree as their run time on every slot (full CPU)",
             r.name, r.cpu_assumed, r.all.jobs
         );
     }
