@@ -279,6 +279,22 @@ fn qsub_line_decisions(
         .collect()
 }
 
+/// The share of the pairs of jobs that `a` started in the opposite order to `b`.
+fn opposite_pairs(a: &[Decision], b: &[Decision]) -> f64 {
+    let place = |d: &[Decision], job: u64| d.iter().position(|(n, _)| *n == job);
+    let jobs = numbers(a);
+    let (mut pairs, mut opposite) = (0, 0);
+    for (i, x) in jobs.iter().enumerate() {
+        for y in &jobs[i + 1..] {
+            pairs += 1;
+            if place(b, *x) > place(b, *y) {
+                opposite += 1;
+            }
+        }
+    }
+    f64::from(opposite) / f64::from(pairs.max(1))
+}
+
 #[test]
 fn qsub_lines_with_the_cpu_sched_d_measured_replay_its_decisions() {
     const TEST: &str = "qsub_lines_with_the_cpu_sched_d_measured_replay_its_decisions";
@@ -291,9 +307,14 @@ fn qsub_lines_with_the_cpu_sched_d_measured_replay_its_decisions() {
     let yaml = std::fs::read_to_string(o.cell.cell.join("config.yaml")).expect("config");
     let config = ClusterConfig::parse(&yaml).expect("config");
     let with_cpu = qsub_line_decisions(&o.recs, &config, true);
+    let without = qsub_line_decisions(&o.recs, &config, false);
+    eprintln!(
+        "start pairs in the opposite order to sched_d's: {:.1}% with cpu=, {:.1}% without",
+        100.0 * opposite_pairs(&with_cpu, &o.daemon),
+        100.0 * opposite_pairs(&without, &o.daemon)
+    );
     assert_eq!(with_cpu, o.daemon, "{}", table(&o.recs));
     // Without it every job is charged its full run time as CPU: the sleeping user's jobs
     // count as much as the burning one's and the two users alternate, unlike the daemon.
-    let without = qsub_line_decisions(&o.recs, &config, false);
     assert_ne!(numbers(&without), numbers(&o.daemon), "{}", table(&o.recs));
 }
