@@ -13,8 +13,9 @@
 # scripts/deb/. `lintian` has nothing to say of the result but the overrides' tags
 # (tests/install.rs).
 # The Maintainer field (and the changelog's signature) is $DEBFULLNAME <$DEBEMAIL>, as for
-# Debian's own tools, else the author of the checkout's last commit; the changelog's date is
-# $SOURCE_DATE_EPOCH's, else that commit's (the same checkout builds the same package).
+# Debian's own tools (set them for a site's package), else the author of the checkout's last
+# commit; the changelog's date is $SOURCE_DATE_EPOCH's, else that commit's (the same
+# checkout builds the same package).
 # Needs dpkg-deb (and objdump, for the C library's version, and strip, when installed).
 set -euo pipefail
 
@@ -58,15 +59,15 @@ for f in "$repo"/completions/*.fish; do
   install -D -m 0644 "$f" "$stage/usr/share/fish/vendor_completions.d/$(basename "$f")"
 done
 
-maintainer=
-if [ -n "${DEBEMAIL:-}" ]; then
-  maintainer="${DEBFULLNAME:-gridspool maintainers} <$DEBEMAIL>"
+# Who maintains the package, as dch(1) finds out: DEBEMAIL (or EMAIL), else here the
+# checkout's last author, else the user at /etc/mailname or the host's name.
+if [ -n "${DEBEMAIL:-${EMAIL:-}}" ]; then
+  maintainer="${DEBFULLNAME:-gridspool maintainers} <${DEBEMAIL:-$EMAIL}>"
 elif git -C "$repo" rev-parse --verify -q HEAD >/dev/null 2>&1; then
   maintainer=$(git -C "$repo" log -1 --format='%an <%ae>')
-fi
-if [ -z "$maintainer" ]; then
-  echo "$0: who maintains the package? set DEBFULLNAME and DEBEMAIL (not a git checkout)" >&2
-  exit 1
+else
+  mailname=$(cat /etc/mailname 2>/dev/null || hostname -f 2>/dev/null || hostname)
+  maintainer="${DEBFULLNAME:-gridspool maintainers} <$(id -un)@$mailname>"
 fi
 if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then
   date=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
