@@ -229,3 +229,162 @@ fn the_status_page_shows_what_qstat_shows_in_a_browser() {
         shot.display()
     );
 }
+
+/// Sends `raw` on a new connection to `addr` and reads the answer to its end; an error when
+/// the endpoint cannot be reached or does not answer within 20 s.
+fn exchange(addr: &str, raw: &str) -> std::io::Result<String> {
+    let to: std::net::SocketAddr = addr.parse().expect("address");
+    let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(20))?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    s.write_all(raw.as_bytes())?;
+    let mut text = Vec::new();
+    s.read_to_end(&mut text)?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// `Threads:` of /proc/PID/status.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads:")
+}
+
+fn open_fds_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd")
+        .count()
+}
+
+/// Sets the soft limit on `pid`'s descriptors (the hard one stays 128).
+fn set_nofile(pid: u32, limit: usize) {
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--nofile={limit}:128"))
+        .output()
+        .expect("prlimit");
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Opens `n` connections to `addr` that send nothing (or half a request line) and stay open.
+fn idle_connections(addr: &str, n: usize) -> Vec<std::net::TcpStream> {
+    let to: std::net::SocketAddr = addr.parse().expect("address");
+    (0..n)
+        .filter_map(|i| {
+            let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(2)).ok()?;
+            if i % 2 == 1 {
+                let _ = s.write_all(b"GET /metr");
+            }
+            Some(s)
+        })
+        .collect()
+}
+
+#[test]
+fn idle_connections_neither_exhaust_the_descriptors_nor_stop_the_endpoint() {
+    let cell = crate::qrsh::cell(1);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let prefix = ["prlimit", "--nofile=128:128", "--"].map(String::from);
+    let d = SchedD::spawn_with(&cell, &["--metrics", &addr], &prefix);
+    let pid = d.pid();
+    let scrape = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    wait_for("the metrics endpoint", Duration::from_secs(20), || {
+        exchange(&addr, scrape).is_ok_and(|t| t.starts_with("HTTP/1.1 200"))
+    });
+    let threads = threads_of(pid);
+    let base_fds = open_fds_of(pid);
+    // A connection that never completes its request is closed by the server.
+    let mut silent = std::net::TcpStream::connect(&addr).expect("connect");
+    silent
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    let mut rest = Vec::new();
+    silent
+        .read_to_end(&mut rest)
+        .expect("the server closes an idle connection");
+    // Far more idle connections than the server keeps, and than sched_d has descriptors.
+    let idle = idle_connections(&addr, 400);
+    let answer = exchange(&addr, scrape).expect("scrape");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("# EOF\n"), "{answer}");
+    assert!(
+        threads_of(pid) <= threads + 2,
+        "{} threads, {threads} before",
+        threads_of(pid)
+    );
+    assert!(
+        open_fds_of(pid) < 128,
+        "{} descriptors open",
+        open_fds_of(pid)
+    );
+    drop(idle);
+    // Its descriptors exhausted with connections held: it closes those it holds.
+    set_nofile(pid, base_fds + 4);
+    let idle = idle_connections(&addr, 200);
+    let answer = exchange(&addr, scrape).expect("scrape at the descriptor limit");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(idle);
+    // Exhausted with nothing of its own to close: it waits, and serves again once it can.
+    set_nofile(pid, 3);
+    let idle = idle_connections(&addr, 50);
+    std::thread::sleep(Duration::from_secs(1));
+    set_nofile(pid, 128);
+    drop(idle);
+    let answer = exchange(&addr, scrape).expect("scrape");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        !state.is_empty() && !state.contains(") Z "),
+        "sched_d ended: {state}"
+    );
+}
+
+#[test]
+fn methods_other_than_get_and_head_are_refused() {
+    let cell = crate::qrsh::cell(1);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _d = SchedD::start(&cell, &["--metrics", &addr]);
+    let scrape = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    wait_for("the metrics endpoint", Duration::from_secs(20), || {
+        exchange(&addr, scrape).is_ok_and(|t| t.starts_with("HTTP/1.1 200"))
+    });
+    for path in ["/metrics", "/"] {
+        for method in ["POST", "PUT", "DELETE", "TRACE", "FOO", "PATCH"] {
+            let answer = exchange(
+                &addr,
+                &format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc"),
+            )
+            .expect("an answer");
+            let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+            assert!(
+                head.starts_with("HTTP/1.1 405 "),
+                "{method} {path}: {answer}"
+            );
+            assert!(
+                head.lines()
+                    .any(|l| l.eq_ignore_ascii_case("allow: GET, HEAD")),
+                "{method} {path}: {answer}"
+            );
+            assert!(!answer.contains("gridspool_"), "{method} {path}: {answer}");
+        }
+        let answer = exchange(
+            &addr,
+            &format!("HEAD {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        )
+        .expect("an answer");
+        assert!(answer.starts_with("HTTP/1.1 200 "), "HEAD {path}: {answer}");
+        assert!(
+            answer.ends_with("\r\n\r\n"),
+            "HEAD {path} has a body: {answer}"
+        );
+    }
+    let answer = exchange(
+        &addr,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .expect("scrape");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("gridspool_submissions_total 0"), "{answer}");
+}

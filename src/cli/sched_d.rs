@@ -191,8 +191,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
             accounting: spool.accounting_path(),
         };
-        crate::sched::metrics::serve(addr, metrics, daemon.sender(), page)
-            .map_err(|e| anyhow::anyhow!(e))?;
+        crate::sched::metrics::serve(addr, metrics, daemon.sender(), page)?;
     }
     daemon.set_policy(Box::new(crate::sched::SgePriority::new(&config, usage)));
     // Load and usage reports for qhost and qstat, over the launcher's ssh connections.

@@ -1,7 +1,8 @@
 //! `sched_d --metrics [ADDR]` (off by default; `127.0.0.1:9464` when given without an
 //! address): the status page at `http://ADDR/` (`status_page`) and Prometheus metrics at
 //! `http://ADDR/metrics`, in the OpenMetrics text format of
-//! the `prometheus-client` crate, served by `tiny_http` on a thread of its own.
+//! the `prometheus-client` crate, served by [`super::http_server`] (bounded connections, a
+//! fixed pool of workers) so that no client can take from the daemon what it needs.
 //!
 //! Counters and histograms are kept as things happen (a submission, an end, a pass: an
 //! atomic add each). What describes the whole cell — jobs by state and user, slots per queue
@@ -19,6 +20,7 @@
 //! | `gridspool_quarantined_files_total`, `gridspool_spool_errors_total` | | spool trouble |
 //! | `gridspool_share_usage` | `kind` (user, project), `name`, `resource` (cpu, mem, io) | decayed usage |
 
+use super::http_server::{Request, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -147,6 +149,9 @@ pub struct PageSource {
     pub accounting: std::path::PathBuf,
 }
 
+/// What `/` and `/metrics` accept: they only read.
+const ALLOWED_METHODS: &str = "GET, HEAD";
+
 /// Serves `/metrics` and the status page `/` on `addr` until the process ends: each request
 /// asks the daemon (over `daemon`) for what comes from its state, then answers.
 pub fn serve(
@@ -154,49 +159,48 @@ pub fn serve(
     metrics: std::sync::Arc<Metrics>,
     daemon: Sender<super::daemon::Input>,
     page: PageSource,
-) -> Result<(), String> {
-    let server = tiny_http::Server::http(addr)
-        .map_err(|e| format!("cannot serve metrics on {addr}: {e}"))?;
-    tracing::info!(addr, "serving metrics at /metrics");
-    std::thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || {
-            for request in server.incoming_requests() {
-                let path = request.url().split('?').next().unwrap_or("").to_string();
-                if path == "/" {
-                    let _ = request.respond(status_page(&daemon, &page));
-                    continue;
-                }
-                if path != "/metrics" {
-                    let _ = request.respond(
-                        tiny_http::Response::from_string("not found: try / or /metrics\n")
-                            .with_status_code(404),
-                    );
-                    continue;
-                }
-                let (tx, rx) = std::sync::mpsc::channel();
-                if daemon.send(super::daemon::Input::Scrape(tx)).is_ok() {
-                    let _ = rx.recv_timeout(SCRAPE_WAIT);
-                }
-                let mut response = tiny_http::Response::from_string(metrics.encode());
-                if let Ok(h) = tiny_http::Header::from_bytes(
-                    &b"Content-Type"[..],
-                    &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
-                ) {
-                    response = response.with_header(h);
-                }
-                let _ = request.respond(response);
-            }
-        })
-        .map_err(|e| e.to_string())?;
+) -> Result<(), super::http_server::ServeError> {
+    // The workers share the sender: `Sender` is `Sync`, and the daemon's loop answers one
+    // request at a time anyway.
+    let handler = move |request: &Request| -> Response {
+        if request.path != "/" && request.path != "/metrics" {
+            return Response::new(404, "text/plain", "not found: try / or /metrics\n");
+        }
+        if request.method != "GET" && request.method != "HEAD" {
+            return Response::new(
+                405,
+                "text/plain",
+                format!(
+                    "{} is not allowed here: {ALLOWED_METHODS}\n",
+                    request.method
+                ),
+            )
+            .with_header("Allow", ALLOWED_METHODS);
+        }
+        if request.path == "/" {
+            return status_page(&daemon, &page);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        if daemon.send(super::daemon::Input::Scrape(tx)).is_ok() {
+            let _ = rx.recv_timeout(SCRAPE_WAIT);
+        }
+        Response::new(
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.encode(),
+        )
+    };
+    let local = super::http_server::serve(
+        addr,
+        super::http_server::Limits::for_daemon(),
+        std::sync::Arc::new(handler),
+    )?;
+    tracing::info!(addr = %local, "serving metrics at /metrics");
     Ok(())
 }
 
 /// The status page: its head, the daemon's part, the charts.
-fn status_page(
-    daemon: &Sender<super::daemon::Input>,
-    page: &PageSource,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Response {
     let now = crate::compat::time::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
@@ -209,11 +213,5 @@ fn status_page(
     html.push_str(&state);
     html.push_str(&super::status_page::usage_charts(&page.accounting, now));
     html.push_str("</body></html>\n");
-    let mut response = tiny_http::Response::from_string(html);
-    if let Ok(h) =
-        tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"text/html; charset=utf-8"[..])
-    {
-        response = response.with_header(h);
-    }
-    response
+    Response::new(200, "text/html; charset=utf-8", html)
 }

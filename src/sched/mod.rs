@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod fbsng;
 pub mod fit;
+pub mod http_server;
 pub mod launcher;
 pub mod mastership;
 pub mod metrics;
