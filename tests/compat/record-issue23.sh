@@ -34,6 +34,13 @@ for c in "$@"; do
     qrsh-q-nosuch) cap qrsh/q-nosuch sgeuser 'qrsh -q nosuch.q hostname' ;;
     qlogin-l-nosuch) cap qlogin/l-nosuch sgeuser 'qlogin -l nosuch=1' ;;
     qselect-qs-e) cap qselect/qs-e sgeuser 'qselect -qs e' ;;
+    qselect-qs-de) cap qselect/qs-de sgeuser 'qselect -qs de' ;;
+    qstat-qs-e) cap qstat/qs-e sgeuser 'qstat -qs e' ;;
+    qstat-f-qs-de) cap qstat/f-qs-de sgeuser 'qstat -f -qs de' ;;
+    qrsh-bad-value) cap qrsh/l-h_rt-bad sgeuser 'qrsh -l h_rt=abc hostname' ;;
+    qrsh-bad-date) cap qrsh/a-notadate sgeuser 'qrsh -a notadate hostname' ;;
+    qrsh-pe-nosuch) cap qrsh/pe-nosuch sgeuser 'qrsh -pe nosuch 1 hostname' ;;
+    qlogin-bad-option) cap qlogin/bad-option sgeuser 'qlogin -zzz' ;;
     qacct-b-notadate) cap qacct/b-notadate sgeuser 'qacct -b notadate' ;;
     qstat-l-nosuch) cap qstat/l-nosuch sgeuser 'qstat -l nosuch=1' ;;
     qsub-dev-zero) cap qsub/dev-zero sgeuser 'qsub /dev/zero' ;;
