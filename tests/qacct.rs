@@ -306,6 +306,13 @@ fn qacct_help() {
     golden("help");
 }
 
+/// A date SGE's parser reads field by field: `notadate` has a date's length, and its month
+/// (`no`, 0) is what is wrong with it.
+#[test]
+fn qacct_b_not_a_date() {
+    golden("b-notadate");
+}
+
 /// What the real qacct printed for files and options the captures do not show (recorded by
 /// running `/usr/bin/qacct -f` on crafted files).
 fn run_f(file: &Path, args: &[&str]) -> gridspool::cli::Output {

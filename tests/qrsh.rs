@@ -169,6 +169,15 @@ fn qrsh_gives_a_terminal_with_pty_y_and_a_login_shell_without_a_command() {
         run.stdout.contains(&format!("who={}", user.name)),
         "{run:?}"
     );
+    // What it did on the way, as SGE's qlogin says it.
+    for said in [
+        "(\"QLOGIN\") has been submitted",
+        "waiting for interactive job to be scheduled ...",
+        "has been successfully scheduled.",
+        "Establishing builtin session to host ",
+    ] {
+        assert!(run.stdout.contains(said), "{said}: {run:?}");
+    }
     assert_eq!(run.code, 0, "{run:?}");
     let qacct = cell.run(&user, "qacct", &["-j", "QLOGIN"]);
     assert!(qacct.stdout.contains("jobname      QLOGIN"), "{qacct:?}");
@@ -268,4 +277,65 @@ fn qrsh_and_qlogin_help_are_sges() {
         );
         assert_matches(&run, &cap);
     }
+}
+
+/// qrsh's and qlogin's own wording for what qsub's parser and checks refuse (no `qsub:`, no
+/// `Unable to run job`, exit 1), as recorded on SGE 8.1.9.
+#[test]
+fn qrsh_and_qlogin_report_submission_errors_as_sge_does() {
+    let Some(user) = user1() else {
+        return skip(
+            "qrsh_and_qlogin_report_submission_errors_as_sge_does",
+            "needs the test users",
+        );
+    };
+    let cell = cell(1);
+    for case in [
+        "qrsh/bad-option",
+        "qrsh/l-nosuch",
+        "qrsh/q-nosuch",
+        "qrsh/pe-nosuch",
+        "qrsh/l-h_rt-bad",
+        "qrsh/a-notadate",
+        "qlogin/bad-option",
+        "qlogin/l-nosuch",
+    ] {
+        let cap = Capture::load(&format!("{case}.txt"));
+        let words = gridspool::compat::options::split_words(&cap.command);
+        let (program, args) = words.split_first().expect("a command");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_matches(&cell.run(&user, program, &args), &cap);
+    }
+}
+
+/// `-now y` on a cell with no free slot: qlogin says which job it submitted and that it
+/// waited, then gives up in its own name; qrsh only gives up.
+#[test]
+fn qlogin_and_qrsh_now_y_on_a_full_cell_say_what_sge_says() {
+    let (Some(user), Some(user2)) = (user1(), user2()) else {
+        return skip(
+            "qlogin_and_qrsh_now_y_on_a_full_cell_say_what_sge_says",
+            "needs the test users",
+        );
+    };
+    let cell = cell(1);
+    let _d = SchedD::start(&cell, &[]);
+    let run = cell.run(&user2, "qsub", &["-b", "y", "sleep", "300"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("the slot taken", Duration::from_secs(20), || {
+        cell.run(&user2, "qstat", &[]).stdout.contains(" r ")
+    });
+    let mut cap = Capture::load("qlogin/now-y-full.txt");
+    let run = cell.run(&user, "qlogin", &["-now", "y"]);
+    let id = run
+        .stdout
+        .strip_prefix("Your job ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("no job submitted: {run:?}"));
+    cap.stdout = cap
+        .stdout
+        .replace("Your job 18 ", &format!("Your job {id} "));
+    assert_matches(&run, &cap);
+    let cap = Capture::load("qrsh/now-y-full.txt");
+    assert_matches(&cell.run(&user, "qrsh", &["-now", "y", "hostname"]), &cap);
 }

@@ -34,6 +34,8 @@ fn qselect_matches_sge() {
         "U-sgeuser",
         "q-nosuch",
         "bad-option",
+        "qs-e",
+        "qs-de",
     ] {
         compare(&cell, &user, case);
     }

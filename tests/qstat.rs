@@ -386,6 +386,22 @@ main_case!(qstat_g_d, "g-d");
 main_case!(qstat_t, "t");
 main_case!(qstat_bad_option, "bad-option");
 
+/// `-qs` with a letter that is no queue state (SGE: its error twice, no usage) and `-l` of
+/// a resource nothing offers (SGE: nothing, exit 1).
+#[test]
+fn qstat_refusals_of_states_and_resources_are_sges() {
+    let Some(user) = user1() else {
+        return skip(
+            "qstat_refusals_of_states_and_resources_are_sges",
+            "needs sgeuser (run as root)",
+        );
+    };
+    let c = TestCell::new();
+    for case in ["qs-e", "f-qs-de", "l-nosuch"] {
+        check(&c, &user, case);
+    }
+}
+
 #[test]
 fn qstat_as_root_shows_nothing() {
     let (Some((u1, u2)), Some(root)) = (users(), root()) else {

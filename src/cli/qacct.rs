@@ -252,47 +252,7 @@ enum UsageError {
     /// A message without the usage (gridspool's refusals).
     Refused(String),
     /// SGE's date parser complains on stderr (after an empty line), then the usage.
-    BadDate,
-}
-
-/// `[[CC]YY]MMDDhhmm[.SS]` in local time, as `qsub -a` and `qacct -b/-e` read it.
-pub fn parse_date_time(text: &str, now: i64) -> Option<i64> {
-    use jiff::{Timestamp, civil, tz::TimeZone};
-    let (main, secs) = match text.split_once('.') {
-        Some((m, s)) if s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit()) => (m, s),
-        Some(_) => return None,
-        None => (text, "00"),
-    };
-    if !main.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let tz = TimeZone::system();
-    let this_year = Timestamp::from_second(now)
-        .ok()?
-        .to_zoned(tz.clone())
-        .year();
-    let num = |s: &str| s.parse::<i16>().ok();
-    let (year, rest) = match main.len() {
-        8 => (this_year, main),
-        10 => {
-            let yy = num(&main[..2])?;
-            // POSIX touch: 69-99 are 19xx, 00-68 are 20xx.
-            (if yy >= 69 { 1900 + yy } else { 2000 + yy }, &main[2..])
-        }
-        12 => (num(&main[..4])?, &main[4..]),
-        _ => return None,
-    };
-    let dt = civil::DateTime::new(
-        year,
-        num(&rest[0..2])? as i8,
-        num(&rest[2..4])? as i8,
-        num(&rest[4..6])? as i8,
-        num(&rest[6..8])? as i8,
-        num(secs)? as i8,
-        0,
-    )
-    .ok()?;
-    Some(dt.to_zoned(tz).ok()?.timestamp().as_second())
+    BadDate(crate::compat::time::DateTimeError),
 }
 
 fn group_name(value: String) -> String {
@@ -373,7 +333,7 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             }
             "-b" | "-e" => {
                 let v = value.unwrap_or_default();
-                let t = parse_date_time(&v, now).ok_or(UsageError::BadDate)?;
+                let t = crate::compat::time::sge_date_time(&v, now).map_err(UsageError::BadDate)?;
                 if opt.spec.name == "-b" {
                     o.begin = Some(t);
                 } else {
@@ -622,8 +582,8 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
                     out.stderr.push_str(&usage());
                 }
                 UsageError::Refused(m) => out.err(m),
-                UsageError::BadDate => {
-                    out.err("\nInvalid format of date/hour-minute field.");
+                UsageError::BadDate(why) => {
+                    out.err(format!("\n{why}"));
                     out.stderr.push_str(&usage());
                 }
             }

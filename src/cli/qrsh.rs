@@ -420,7 +420,14 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
             interrupts,
         }) => (env, id, now, interrupts),
         Ok(Submitted::Done(o)) => return o,
-        Err(e) => return super::qsub::fail(&e),
+        Err(e) => {
+            let (stderr, code) = e.render_interactive(if qlogin { "qlogin" } else { "qrsh" });
+            return Output {
+                stderr,
+                code,
+                ..Output::default()
+            };
+        }
     };
     // Interrupted (Ctrl-C without a terminal, a hang-up, a kill), qrsh deletes its job: the
     // command is killed, as SGE's qrsh passes the signal on.
@@ -440,8 +447,19 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
             }
         });
     }
+    // qlogin always tells what it does, as qrsh does with -verbose (SGE's qsh.c): the job
+    // it submitted on stdout, then that it waits, on the same line as what comes of it.
+    let verbose = verbose || qlogin;
     if verbose {
-        eprintln!("waiting for interactive job to be scheduled ...");
+        let name = env
+            .spool
+            .read_job(id)
+            .ok()
+            .flatten()
+            .map_or_else(String::new, |job| job.spec.name);
+        println!("Your job {id} (\"{name}\") has been submitted");
+        eprint!("waiting for interactive job to be scheduled ...");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
     }
     let mut outcome = JobOutcome {
         env: &env,
@@ -453,7 +471,10 @@ fn run(args: Vec<String>, spool: Option<std::path::PathBuf>, qlogin: bool) -> Ou
         match super::qsub::wait_for_dispatch(&env, None, id) {
             Dispatch::Scheduled => outcome.scheduled(),
             Dispatch::Refused | Dispatch::Interrupted => {
-                return refuse("Your \"qrsh\" request could not be scheduled, try again later.");
+                let prog = if qlogin { "qlogin" } else { "qrsh" };
+                return refuse(format!(
+                    "Your \"{prog}\" request could not be scheduled, try again later."
+                ));
             }
         }
     }
@@ -737,7 +758,7 @@ impl JobOutcome<'_> {
             return;
         }
         eprintln!(
-            "Your interactive job {} has been successfully scheduled.",
+            "\nYour interactive job {} has been successfully scheduled.",
             self.id
         );
         let host = self

@@ -184,6 +184,13 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
     }
     let parsed = match QstatArgs::parse(&words) {
         Ok(p) => p,
+        Err(e @ crate::compat::qstat::QstatArgError::UnknownQueueState { .. }) => {
+            // SGE's qselect reports it twice: as its error, then as the answer it failed on.
+            o.err(format!("error: {e}"));
+            o.err(e.to_string());
+            o.code = 1;
+            return o;
+        }
         Err(e) => {
             o.err(e.to_string());
             o.code = 1;

@@ -27,6 +27,16 @@ fn run(args: &mut Vec<String>) -> super::Output {
             o.err(msg);
             return o;
         }
+        Err(e @ QstatArgError::UnknownQueueState { .. }) => {
+            // As SGE: its error, then the answer it failed on, and no usage.
+            let mut o = super::Output {
+                code: 1,
+                ..Default::default()
+            };
+            o.err(format!("error: {e}"));
+            o.err(e.to_string());
+            return o;
+        }
     };
     if parsed.help {
         return super::Output {

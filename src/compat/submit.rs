@@ -29,7 +29,7 @@ pub enum SubmitError {
     /// A malformed `-a`/`-dl` date: SGE prints a blank line and the detail first, exit 7.
     #[error("Wrong date/time format \"{value}\" specified to {option} option")]
     BadDate {
-        detail: &'static str,
+        detail: String,
         value: String,
         option: &'static str,
     },
@@ -70,6 +70,24 @@ impl SubmitError {
             SubmitError::Rejected(_) => format!("{self}\nExiting.\n"),
             SubmitError::NotUtf8(_) => format!("{prog}: {self}\n"),
         }
+    }
+}
+
+impl SubmitError {
+    /// The whole stderr text and exit code of `qrsh` and `qlogin` (`prog`) for this error:
+    /// they parse qsub's options, but report as interactive clients do, without qsub's name
+    /// or `Unable to run job`, and exit 1.
+    pub fn render_interactive(&self, prog: &str) -> (String, u8) {
+        let text = match self {
+            SubmitError::Usage(m) => format!("error: {m}\n"),
+            SubmitError::BadValue(m) => format!("{m}\n"),
+            SubmitError::BadDate { detail, .. } => format!("\n{detail}\nerror: {self}\n"),
+            SubmitError::Rejected(m) => format!("{m}\n"),
+            SubmitError::StrayWords(_) | SubmitError::Script { .. } | SubmitError::NotUtf8(_) => {
+                return (self.render(prog), self.code());
+            }
+        };
+        (text, 1)
     }
 }
 
@@ -284,74 +302,16 @@ fn merge_mail(current: &str, add: &str) -> String {
 
 /// `date_time`: `[[CC]YY]MMDDhhmm[.SS]` in local time, as `-a` and `-dl` take it.
 pub fn date_time(value: &str, option: &'static str) -> Result<i64, SubmitError> {
-    let bad = |detail: &'static str| SubmitError::BadDate {
+    let bad = |detail: String| SubmitError::BadDate {
         detail,
         value: value.to_string(),
         option,
     };
-    let (main, secs) = match value.split_once('.') {
-        Some((m, s)) => (m, Some(s)),
-        None => (value, None),
-    };
     if value.is_empty() {
-        return Err(bad("no date specified"));
+        return Err(bad("no date specified".to_string()));
     }
-    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !all_digits(main) || ![8, 10, 12].contains(&main.len()) {
-        return Err(bad("Invalid format of date/hour-minute field."));
-    }
-    let num = |s: &str| s.parse::<i32>().unwrap_or(0);
-    let now = jiff::Zoned::now();
-    let (year, rest) = match main.len() {
-        12 => (num(&main[..4]), &main[4..]),
-        10 => {
-            let yy = num(&main[..2]);
-            // POSIX touch(1): 69-99 are 19xx, 00-68 are 20xx.
-            (if yy >= 69 { 1900 + yy } else { 2000 + yy }, &main[2..])
-        }
-        _ => (i32::from(now.year()), main),
-    };
-    let (month, day, hour, minute) = (
-        num(&rest[..2]),
-        num(&rest[2..4]),
-        num(&rest[4..6]),
-        num(&rest[6..8]),
-    );
-    let second = match secs {
-        Some(s) if s.len() == 2 && all_digits(s) => num(s),
-        Some(_) => return Err(bad("Invalid format of seconds field.")),
-        None => 0,
-    };
-    if !(1..=12).contains(&month) {
-        return Err(bad("Invalid month specification."));
-    }
-    if !(1..=31).contains(&day) {
-        return Err(bad("Invalid day specification."));
-    }
-    if !(0..=23).contains(&hour) {
-        return Err(bad("Invalid hour specification."));
-    }
-    if !(0..=59).contains(&minute) {
-        return Err(bad("Invalid minute specification."));
-    }
-    if !(0..=61).contains(&second) {
-        return Err(bad("Invalid seconds specification."));
-    }
-    let to_i8 = |n: i32| i8::try_from(n).unwrap_or(0);
-    let civil = jiff::civil::DateTime::new(
-        i16::try_from(year).unwrap_or(1970),
-        to_i8(month),
-        to_i8(day),
-        to_i8(hour),
-        to_i8(minute),
-        to_i8(second.min(59)),
-        0,
-    )
-    .map_err(|_| bad("Invalid day specification."))?;
-    civil
-        .to_zoned(jiff::tz::TimeZone::system())
-        .map(|z| z.timestamp().as_second())
-        .map_err(|_| bad("Invalid format of date/hour-minute field."))
+    crate::compat::time::sge_date_time(value, crate::compat::time::now())
+        .map_err(|why| bad(why.to_string()))
 }
 
 /// A TIME value (`[[h:]m:]s`, each part possibly fractional, or `INFINITY`) in seconds, as

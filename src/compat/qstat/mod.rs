@@ -393,6 +393,9 @@ pub enum QstatArgError {
     /// SGE prints its usage, then this, and exits 1.
     #[error("{0}")]
     Usage(String),
+    /// A `-qs` letter that is no queue state: SGE says so without its usage.
+    #[error("unknown queue state: {state} found in string: {string}")]
+    UnknownQueueState { state: char, string: String },
 }
 
 fn list(value: &str) -> Vec<String> {
@@ -492,10 +495,16 @@ impl QstatArgs {
                 "-q" => a.queues.get_or_insert_with(Vec::new).extend(list(v)),
                 "-pe" => a.pes.get_or_insert_with(Vec::new).extend(list(v)),
                 "-qs" => {
-                    if v.is_empty() || !v.chars().all(|c| "acdosuACDES".contains(c)) {
+                    if v.is_empty() {
                         return Err(QstatArgError::Usage(format!(
                             "invalid option argument \"-qs {v}\""
                         )));
+                    }
+                    if let Some(state) = v.chars().find(|c| !"acdosuACDES".contains(*c)) {
+                        return Err(QstatArgError::UnknownQueueState {
+                            state,
+                            string: v.to_string(),
+                        });
                     }
                     a.queue_states = Some(v.to_string());
                 }
