@@ -235,6 +235,68 @@ fn a_failing_prolog_puts_the_queue_in_error_and_the_job_back_to_pending() {
     });
 }
 
+/// The record of a job whose prolog failed is SGE's: no times (`-/-`), no slots, no usage.
+#[test]
+fn the_record_of_a_job_whose_prolog_failed_is_sges() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "the_record_of_a_job_whose_prolog_failed_is_sges",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    qconf(
+        &cell,
+        &root,
+        &["-mattr", "queue", "prolog", "/bin/false", "all.q"],
+    );
+    let id = submit(
+        &cell,
+        &user,
+        &[
+            "-b",
+            "y",
+            "-o",
+            "/dev/null",
+            "-j",
+            "y",
+            "-N",
+            "prologfails",
+            "true",
+        ],
+    );
+    wait_for(
+        "the prolog's failure accounted",
+        Duration::from_secs(20),
+        || !accounting_records(&cell, id).is_empty(),
+    );
+    let mut cap = Capture::load("qacct/j-prolog-failed.txt");
+    cap.stdout = cap.stdout.replace(
+        "jobnumber    20                  ",
+        &format!("jobnumber    {:<20}", id.0),
+    );
+    let run = cell.run(&user, "qacct", &["-j", &id.0.to_string()]);
+    assert_matches(&run, &cap);
+    // The line itself, but for the job's number and host.
+    let line = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/compat/accounting/prolog-failed-line.txt"
+    ))
+    .expect("the captured line");
+    let host = gridspool::identity::short_hostname();
+    let ours = std::fs::read_to_string(cell.spool.accounting_path()).expect("accounting");
+    let ours = ours
+        .lines()
+        .find(|l| l.split(':').nth(5) == Some(&id.0.to_string()))
+        .expect("the record");
+    assert_eq!(
+        ours.replace(&format!(":{host}:"), ":vm:")
+            .replacen(&format!(":{}:", id.0), ":20:", 1),
+        line.trim_end()
+    );
+}
+
 #[test]
 fn prolog_exit_100_puts_the_job_in_error_and_a_failing_epilog_is_accounted() {
     let (Some(root), Some(user)) = (root(), user1()) else {

@@ -283,6 +283,43 @@ impl AccountingRecord {
         }
     }
 
+    /// The record of a task that never started (its prolog failed), as SGE 8.1.9 writes it:
+    /// no submission, start or end time, no slots, no exit status and no usage, so that
+    /// nothing reads it as a run (`qacct` shows `-/-`, summaries count no time).
+    pub fn never_started(self) -> Self {
+        AccountingRecord {
+            submission_time: 0,
+            start_time: 0,
+            end_time: 0,
+            exit_status: 0,
+            ru_wallclock: 0,
+            ru_utime: 0.0,
+            ru_stime: 0.0,
+            ru_maxrss: 0.0,
+            ru_ixrss: 0,
+            ru_ismrss: 0,
+            ru_idrss: 0,
+            ru_isrss: 0,
+            ru_minflt: 0,
+            ru_majflt: 0,
+            ru_nswap: 0,
+            ru_inblock: 0.0,
+            ru_oublock: 0,
+            ru_msgsnd: 0,
+            ru_msgrcv: 0,
+            ru_nsignals: 0,
+            ru_nvcsw: 0,
+            ru_nivcsw: 0,
+            slots: 0,
+            cpu: 0.0,
+            mem: 0.0,
+            io: 0.0,
+            iow: 0.0,
+            maxvmem: 0.0,
+            ..self
+        }
+    }
+
     /// The line as SGE writes it, without the newline.
     pub fn to_line(&self) -> String {
         let mut s = String::with_capacity(320);

@@ -135,7 +135,9 @@ pub fn detail(r: &AccountingRecord) -> String {
     line("account", &pad(&r.account));
     line("priority", &pad(&r.priority));
     let time = |t: i64| if t == 0 { "-/-".to_string() } else { ctime(t) };
-    line("qsub_time", &time(r.submission_time));
+    // SGE writes `-/-` for a run that has no start or end, never for the submission: a
+    // record without one (a prolog that failed) shows the epoch.
+    line("qsub_time", &ctime(r.submission_time));
     line("start_time", &time(r.start_time));
     line("end_time", &time(r.end_time));
     line("granted_pe", &pad(&r.granted_pe));

@@ -110,8 +110,11 @@ impl AccountingHook for Accounting {
         result: &TaskResult,
     ) -> Result<(), String> {
         let placement = placement_of(job, task);
-        let record =
+        let mut record =
             crate::acct::AccountingRecord::from_task(job, &placement, result, &self.config);
+        if result.failed == crate::launch::shepherd::failed::PROLOG_FAILED {
+            record = record.never_started();
+        }
         if !self.recorded_before.is_empty()
             && self.recorded_before.remove(&(
                 record.job_number,
