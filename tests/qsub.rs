@@ -1344,3 +1344,66 @@ fn clients_refuse_arguments_that_are_not_utf8() {
     let run = run_bytes_in(&cell, &user, Some(&odd), "qsub", &[b"-h", script], &[]);
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+/// A script or `-@` file that is not a regular file is read as SGE reads files, by the size
+/// `stat` gives it: `/dev/zero` is empty (not 2 GB read before failing), and a FIFO nobody
+/// writes to is empty at once (SGE would wait for a writer for ever: DIVERGENCES.md).
+#[test]
+fn qsub_reads_no_more_of_a_file_than_its_size_and_never_waits_on_one() {
+    let Some(user) = user1() else {
+        return skip(
+            "qsub_reads_no_more_of_a_file_than_its_size_and_never_waits_on_one",
+            "needs the test users",
+        );
+    };
+    let cell = TestCell::new();
+    let fifo = cell.workdir(&user).join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    std::os::unix::fs::chown(&fifo, Some(user.uid), Some(user.gid)).expect("chown");
+    let mut child = cell
+        .command("qsub", &user)
+        .arg("fifo")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("qsub");
+    let waited = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if waited.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("qsub waits on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut cap = Capture::load("qsub/dev-zero.txt");
+    cap.command = "qsub fifo".into();
+    assert_matches(&collect(child), &cap);
+    golden("dev-zero", &["/dev/zero"], 1);
+    golden(
+        "at-dev-zero",
+        &["-@", "/dev/zero", "-b", "y", "-h", "true"],
+        15,
+    );
+}
+
+/// An empty script file is no script (SGE's qmaster refuses it).
+#[test]
+fn qsub_of_an_empty_file_is_refused() {
+    golden_as(
+        "empty-file",
+        user1(),
+        &["empty.sh"],
+        None,
+        1,
+        |c| c,
+        |cell, user| {
+            cell.write_file(user, "empty.sh", "");
+        },
+    );
+}

@@ -84,6 +84,32 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
     }
 }
 
+/// A file the user names (the script, a `-@` file), read as SGE reads it: as many bytes as
+/// `stat` says it has when it is opened. A device or a socket has none, so `/dev/zero` is an
+/// empty script rather than an endless one, and the open does not block, so a FIFO with no
+/// writer is read as empty too where SGE would wait for one for ever
+/// (`tests/compat/DIVERGENCES.md`).
+pub(crate) fn read_user_file(path: &str) -> std::io::Result<Vec<u8>> {
+    use nix::fcntl::OFlag;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(
+            nix::errno::Errno::EISDIR as i32,
+        ));
+    }
+    if !meta.is_file() {
+        return Ok(Vec::new());
+    }
+    let mut bytes = Vec::new();
+    file.take(meta.len()).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 fn parse_source(
     words: &[String],
     origin: Origin,
@@ -176,10 +202,15 @@ fn read_script(operands: &[String], binary: bool) -> Result<Script, SubmitError>
         }
         Some(path) => {
             let bytes =
-                with_real_gid(|| std::fs::read(path))?.map_err(|e| SubmitError::Script {
+                with_real_gid(|| read_user_file(path))?.map_err(|e| SubmitError::Script {
                     msg: format!("error opening {path}: {}", strerror(&e)),
                     code: 14,
                 })?;
+            if bytes.is_empty() {
+                return Err(SubmitError::Rejected(
+                    "job rejected: no script in your request".into(),
+                ));
+            }
             Ok(Script {
                 file: path.to_string(),
                 bytes,
@@ -314,7 +345,7 @@ pub(crate) fn submit(
 ) -> Result<Submitted, SubmitError> {
     // 1. The command line, with `-@` files spliced in where they appear.
     let mut read_option_file = |file: &str| -> Result<String, SubmitError> {
-        let bytes = with_real_gid(|| std::fs::read(file))?.map_err(|e| {
+        let bytes = with_real_gid(|| read_user_file(file))?.map_err(|e| {
             SubmitError::Usage(format!(
                 "can't open option file \"{file}\": {}",
                 strerror(&e)

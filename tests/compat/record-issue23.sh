@@ -44,6 +44,10 @@ for c in "$@"; do
     qacct-b-notadate) cap qacct/b-notadate sgeuser 'qacct -b notadate' ;;
     qstat-l-nosuch) cap qstat/l-nosuch sgeuser 'qstat -l nosuch=1' ;;
     qsub-dev-zero) cap qsub/dev-zero sgeuser 'qsub /dev/zero' ;;
+    qsub-empty-file)
+        runuser -l sgeuser -c ': > empty.sh'
+        cap qsub/empty-file sgeuser 'qsub empty.sh'
+        runuser -l sgeuser -c 'rm -f empty.sh' ;;
     qsub-at-dev-zero)
         cap qsub/at-dev-zero sgeuser 'qsub -@ /dev/zero -b y -h true'
         qdel "$(jobid qsub/at-dev-zero)" >/dev/null ;;
