@@ -67,7 +67,11 @@ pub struct Args {
     pub heartbeat_interval: f64,
     /// Serve Prometheus metrics at http://ADDR/metrics and a read-only status page at
     /// http://ADDR/ (off unless given; without ADDR on 127.0.0.1:9464, the loopback only).
-    /// What they show: `src/sched/metrics.rs`, `src/sched/status_page.rs`.
+    /// What they show: `src/sched/metrics.rs`, `src/sched/status_page.rs`. Both answer GET
+    /// and HEAD only (405 otherwise) and close the connection after each answer; at most 64
+    /// connections (a quarter of the descriptor limit when that is fewer) are held while they
+    /// send their request, each for 10 seconds at most, a new one closing the oldest; out of
+    /// descriptors, the server closes what it holds or waits, and keeps serving.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
     pub metrics: Option<String>,
     /// Log level: error, warn, info, debug, trace.
