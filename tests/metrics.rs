@@ -310,13 +310,14 @@ fn idle_connections_neither_exhaust_the_descriptors_nor_stop_the_endpoint() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.ends_with("# EOF\n"), "{answer}");
     assert!(
-        threads_of(pid) <= threads + 2,
+        threads_of(pid) <= threads + 4,
         "{} threads, {threads} before",
         threads_of(pid)
     );
+    // At most a quarter of the 128 descriptors held for clients (and two being answered).
     assert!(
-        open_fds_of(pid) < 128,
-        "{} descriptors open",
+        open_fds_of(pid) <= base_fds + 128 / 4 + 2,
+        "{} descriptors open, {base_fds} before",
         open_fds_of(pid)
     );
     drop(idle);
