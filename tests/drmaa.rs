@@ -199,3 +199,160 @@ fn drmaa_python_runs_a_workflow_with_our_library() {
     let out = std::fs::read_to_string(user.home.join("single.out")).unwrap_or_default();
     assert_eq!(out, "hello from drmaa\n");
 }
+
+/// `tests/drmaa/issue23.c` built against the library, beside a copy of it under its soname,
+/// in a directory the test users can read; `None` (the test skips, saying why) without a C
+/// compiler or the test users.
+fn issue23_program(test: &str) -> Option<(PathBuf, TestUser)> {
+    let Some(lib) = library() else {
+        panic!(
+            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
+        );
+    };
+    if Command::new("gcc").arg("--version").output().is_err() {
+        skip(test, "no C compiler (gcc)");
+        return None;
+    }
+    let Some(user) = user1() else {
+        skip(test, "needs the test users");
+        return None;
+    };
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("gridspool-drmaa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::copy(&lib, dir.join("libdrmaa.so.1.0")).expect("copy");
+        let cc = Command::new("gcc")
+            .args(["-std=c99", "-Wall", "-Werror", "-D_DEFAULT_SOURCE", "-I"])
+            .arg(repo().join("drmaa/include"))
+            .arg(repo().join("tests/drmaa/issue23.c"))
+            .arg("-o")
+            .arg(dir.join("issue23"))
+            .arg("-L")
+            .arg(lib.parent().expect("dir"))
+            .arg("-ldrmaa")
+            .output()
+            .expect("gcc");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        set_mode(&dir, 0o755);
+        dir
+    });
+    Some((dir.clone(), user))
+}
+
+/// Runs one scenario of `issue23.c` as `user` in `cell`.
+fn issue23(cell: &TestCell, user: &TestUser, dir: &std::path::Path, args: &[&str]) -> Run {
+    Run::from(
+        as_user(cell, user, &dir.join("issue23"))
+            .args(args)
+            .env("LD_LIBRARY_PATH", dir)
+            .output()
+            .expect("run"),
+    )
+}
+
+/// A job polled with `drmaa_job_ps` until it ends is never said not to exist on the way
+/// (the state was two looks at the cell: a job that ended between them was in neither).
+#[test]
+fn drmaa_job_ps_never_loses_a_job_that_ends() {
+    let Some((dir, user)) = issue23_program("drmaa_job_ps_never_loses_a_job_that_ends") else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let run = issue23(&cell, &user, &dir, &["race"]);
+    assert_eq!(run.stdout, "race: ended 8, does not exist 0\n", "{run:?}");
+}
+
+/// Job environment values with commas arrive whole (`qsub -v` splits its list at commas).
+#[test]
+fn drmaa_job_environment_keeps_commas() {
+    let Some((dir, user)) = issue23_program("drmaa_job_environment_keeps_commas") else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let _ = std::fs::remove_file(user.home.join("commas.out"));
+    let run = issue23(&cell, &user, &dir, &["commas"]);
+    assert_eq!(run.stdout, "environment: 0,1|p,Z=q|unset|x\n", "{run:?}");
+}
+
+/// A job that cannot start sits in `Eqw`: waits time out until it is deleted, as Grid
+/// Engine's do.
+#[test]
+fn drmaa_wait_keeps_waiting_for_a_job_in_error_state() {
+    let Some((dir, user)) = issue23_program("drmaa_wait_keeps_waiting_for_a_job_in_error_state")
+    else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let run = issue23(&cell, &user, &dir, &["eqw"]);
+    // 23: DRMAA_ERRNO_EXIT_TIMEOUT.
+    assert_eq!(
+        run.stdout,
+        "in error state: 1\nwait 2 s: 23\nsynchronize 2 s: 23\nstill FAILED\ndeleted: wait returned, aborted 1\n",
+        "{run:?}"
+    );
+}
+
+/// A job killed by a signal after it started is DONE (FAILED is for jobs that never ran),
+/// and its wait status says the signal.
+#[test]
+fn drmaa_a_job_killed_by_a_signal_is_done() {
+    let Some((dir, user)) = issue23_program("drmaa_a_job_killed_by_a_signal_is_done") else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let run = issue23(&cell, &user, &dir, &["signal"]);
+    assert_eq!(
+        run.stdout, "killed: DONE\nsignaled 1 SIGKILL, aborted 0\n",
+        "{run:?}"
+    );
+}
+
+/// A bulk job's bare id names none of its tasks (18: DRMAA_ERRNO_INVALID_JOB).
+#[test]
+fn drmaa_job_ps_of_a_bulk_jobs_bare_id_is_invalid() {
+    let Some((dir, user)) = issue23_program("drmaa_job_ps_of_a_bulk_jobs_bare_id_is_invalid")
+    else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let run = issue23(&cell, &user, &dir, &["bulk"]);
+    assert_eq!(run.stdout, "task known: 1\nbare id: error 18\n", "{run:?}");
+}
+
+/// `drmaa_init` with an earlier session's contact (from another process) takes up its jobs:
+/// they are the session's, and "terminate all" kills them.
+#[test]
+fn drmaa_init_with_a_contact_takes_up_the_sessions_jobs() {
+    let Some((dir, user)) = issue23_program("drmaa_init_with_a_contact_takes_up_the_sessions_jobs")
+    else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let first = issue23(&cell, &user, &dir, &["rejoin1"]);
+    let words: Vec<&str> = first.stdout.split_whitespace().collect();
+    let [contact, id] = words[..] else {
+        panic!("{first:?}");
+    };
+    assert!(contact.starts_with("session="), "{first:?}");
+    let run = issue23(&cell, &user, &dir, &["rejoin2", contact, id]);
+    let state = run.stdout.lines().next().unwrap_or_default().to_string();
+    assert!(
+        state == "state of the earlier job: RUNNING"
+            || state == "state of the earlier job: QUEUED_ACTIVE",
+        "{run:?}"
+    );
+    assert_eq!(run.stdout.lines().nth(1), Some("wait: ended"), "{run:?}");
+    let listed = cell.run(&user, "qstat", &[]);
+    assert_eq!(listed.stdout, "", "{listed:?}");
+}

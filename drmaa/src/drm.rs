@@ -1,16 +1,19 @@
-//! What the library asks of the cell. A user's process may not write the spool (only the
-//! installed clients may, setgid to the cell's group: `docs/security.md`), so jobs are
+//! What the library asks of the cell. A user's process may not read or write the spool (only
+//! the installed clients may, setgid to the cell's group: `docs/security.md`), so jobs are
 //! submitted and controlled by running those clients — `qsub -terse`, `qdel`, `qhold`,
-//! `qrls`, `qmod` — as Grid Engine's library asks its qmaster. Their state comes from
-//! `qstat -xml`, their ends from the accounting file, which everyone may read and which is
-//! followed from where it ended when the session began.
+//! `qrls`, `qmod` — as Grid Engine's library asks its qmaster. Their state comes from one
+//! client that stays for the session, `qstat --drmaa-agent` ([`States`]), which reads the
+//! spool's listing and waits on its events for the session, so that a session with thousands
+//! of jobs costs no process per call; their ends from the accounting file, which everyone may
+//! read and which is followed from where it ended when the session began.
 
 use crate::error::{DrmaaError, DrmaaResult, Errno};
 use gridspool::acct::AccountingRecord;
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 /// `DRMAA_PS_*`.
 pub mod ps {
@@ -107,8 +110,20 @@ impl Cell {
 
     /// Runs a client; its standard output, or its standard error as the error.
     fn run(&self, name: &str, args: &[String], code: Errno) -> DrmaaResult<String> {
+        self.run_with(name, args, &[], code)
+    }
+
+    /// [`Cell::run`] with variables added to the client's environment.
+    fn run_with(
+        &self,
+        name: &str,
+        args: &[String],
+        env: &[(String, String)],
+        code: Errno,
+    ) -> DrmaaResult<String> {
         let out = Command::new(self.program(name))
             .args(args)
+            .envs(env.iter().map(|(n, v)| (n, v)))
             .env("SGE_ROOT", &self.sge_root)
             .env("SGE_CELL", self.spool.file_name().unwrap_or_default())
             .output()
@@ -129,10 +144,15 @@ impl Cell {
         }
     }
 
-    /// Submits; the ids of the job (one) or of the tasks of a bulk job.
-    pub fn submit(&self, mut args: Vec<String>) -> DrmaaResult<Vec<JobRef>> {
+    /// Submits, with `env` in qsub's environment (variables its `-v` names bare); the ids of
+    /// the job (one) or of the tasks of a bulk job.
+    pub fn submit(
+        &self,
+        mut args: Vec<String>,
+        env: &[(String, String)],
+    ) -> DrmaaResult<Vec<JobRef>> {
         args.insert(0, "-terse".to_string());
-        let out = self.run("qsub", &args, Errno::DeniedByDrm)?;
+        let out = self.run_with("qsub", &args, env, Errno::DeniedByDrm)?;
         let line = out.trim();
         // `7`, or `7.1-10:2` for an array.
         let bad = || DrmaaError::new(Errno::InternalError, format!("qsub said \"{line}\""));
@@ -206,9 +226,9 @@ impl Cell {
         }
     }
 
-    /// The caller's jobs in the cell (`qstat -xml -u <user>`): job, state letters, and the
-    /// task or task range of each line.
-    pub fn active(&self) -> DrmaaResult<Vec<ActiveLine>> {
+    /// The caller's jobs in the cell by `qstat -xml -u <user>`: job, state letters, and the
+    /// task or task range of each line (the way when no agent can be had).
+    fn active_by_qstat(&self) -> DrmaaResult<Vec<ActiveLine>> {
         let xml = self.run(
             "qstat",
             &["-xml".into(), "-u".into(), self.user.clone()],
@@ -230,13 +250,19 @@ impl Cell {
     }
 }
 
-/// One job line of `qstat -xml`.
+/// One line of the cell's listing of the caller's jobs: a running task, or a group of pending
+/// tasks in one state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActiveLine {
     pub job: u32,
+    /// An array (bulk) job: its tasks are named `job.task`, the bare id names none.
+    pub array: bool,
     pub state: String,
     /// `3`, or `1-10:1` for pending tasks; `None` for a job that is no array.
     pub tasks: Option<String>,
+    /// What holds a pending group (`u`, `o`, `s`, `d`, `j`, `a`: the agent's letters), where
+    /// known: `qstat -xml` tells only that something does.
+    pub holds: Option<String>,
 }
 
 impl ActiveLine {
@@ -266,10 +292,21 @@ impl ActiveLine {
             return ps::FAILED;
         }
         if s.contains('q') {
-            return if s.contains('h') {
-                ps::USER_ON_HOLD
-            } else {
-                ps::QUEUED_ACTIVE
+            if !s.contains('h') {
+                return ps::QUEUED_ACTIVE;
+            }
+            // As Grid Engine's library: only `-h u` is the user's hold (the one
+            // `drmaa_control` releases); operator and system holds, a start time ahead and
+            // predecessors are the system's.
+            let Some(holds) = &self.holds else {
+                return ps::USER_ON_HOLD;
+            };
+            let user = holds.contains('u');
+            let system = holds.chars().any(|c| "osdja".contains(c));
+            return match (user, system) {
+                (true, true) => ps::USER_SYSTEM_ON_HOLD,
+                (false, true) => ps::SYSTEM_ON_HOLD,
+                _ => ps::USER_ON_HOLD,
             };
         }
         let mut v = ps::RUNNING;
@@ -295,13 +332,188 @@ fn parse_qstat_xml(xml: &str) -> Vec<ActiveLine> {
         .skip(1)
         .filter_map(|block| {
             let block = block.split("</job_list>").next().unwrap_or(block);
+            let tasks = field(block, "tasks");
             Some(ActiveLine {
                 job: field(block, "JB_job_number")?.parse().ok()?,
+                array: tasks.is_some(),
                 state: field(block, "state").unwrap_or_default(),
-                tasks: field(block, "tasks"),
+                tasks,
+                holds: None,
             })
         })
         .collect()
+}
+
+/// `qstat --drmaa-agent`, started once per session: the state of the caller's jobs read from
+/// the spool by a client that may read it (the library, in the user's process, may not), with
+/// no process per call, and a wait woken by the spool's events (`src/cli/drmaa_agent.rs`
+/// gives the requests).
+struct Agent {
+    child: Child,
+    input: Option<ChildStdin>,
+    output: BufReader<ChildStdout>,
+}
+
+impl Agent {
+    fn start(cell: &Cell) -> std::io::Result<Agent> {
+        let mut child = Command::new(cell.program("qstat"))
+            .arg("--drmaa-agent")
+            .env("SGE_ROOT", &cell.sge_root)
+            .env("SGE_CELL", cell.spool.file_name().unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("no pipes to the agent"));
+        };
+        Ok(Agent {
+            child,
+            input: Some(input),
+            output: BufReader::new(output),
+        })
+    }
+
+    /// One request: the lines of its answer, or why it failed (`Ok(Err)`: the agent said
+    /// so; `Err`: the agent is gone or never was).
+    fn ask(&mut self, request: &str) -> std::io::Result<Result<Vec<String>, String>> {
+        let input = self
+            .input
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("closed"))?;
+        input.write_all(format!("{request}\n").as_bytes())?;
+        input.flush()?;
+        let mut lines = Vec::new();
+        loop {
+            let mut line = String::new();
+            if self.output.read_line(&mut line)? == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+            }
+            let line = line.trim_end_matches('\n');
+            if line == "." {
+                return Ok(Ok(lines));
+            }
+            if let Some(why) = line.strip_prefix("! ") {
+                // Read to the end of the answer before giving it.
+                let why = why.to_string();
+                loop {
+                    let mut rest = String::new();
+                    if self.output.read_line(&mut rest)? == 0 || rest.trim_end() == "." {
+                        return Ok(Err(why));
+                    }
+                }
+            }
+            lines.push(line.to_string());
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // The end of its input ends the agent.
+        self.input.take();
+        let _ = self.child.wait();
+    }
+}
+
+/// An agent line: `JOB ARRAY TASKS STATE HOLDS`.
+fn parse_agent_line(line: &str) -> Option<ActiveLine> {
+    let mut w = line.split_ascii_whitespace();
+    let job = w.next()?.parse().ok()?;
+    let array = w.next()? == "1";
+    let tasks = w.next()?;
+    let state = w.next()?.to_string();
+    let holds = w.next()?;
+    Some(ActiveLine {
+        job,
+        array,
+        state,
+        tasks: (tasks != "-").then(|| tasks.to_string()),
+        holds: Some(if holds == "-" {
+            String::new()
+        } else {
+            holds.to_string()
+        }),
+    })
+}
+
+/// Where a session learns the state of its jobs: its agent, or `qstat -xml` once per look
+/// where no agent can be had (an installation whose `qstat` predates it).
+pub struct States {
+    agent: Option<Agent>,
+    /// The agent was tried and failed: `qstat` from then on.
+    by_qstat: bool,
+}
+
+/// How often a waiting session looks at the cell without an agent.
+const POLL: Duration = Duration::from_millis(200);
+
+impl States {
+    pub fn new() -> States {
+        States {
+            agent: None,
+            by_qstat: false,
+        }
+    }
+
+    fn agent(&mut self, cell: &Cell) -> Option<&mut Agent> {
+        if self.agent.is_none() && !self.by_qstat {
+            match Agent::start(cell) {
+                Ok(a) => self.agent = Some(a),
+                Err(_) => self.by_qstat = true,
+            }
+        }
+        self.agent.as_mut()
+    }
+
+    /// The caller's jobs in the system now (only `job`'s lines when given), as one look:
+    /// a job that is not in them has left the system (its end recorded before it left).
+    pub fn lines(&mut self, cell: &Cell, job: Option<u32>) -> DrmaaResult<Vec<ActiveLine>> {
+        let request = match job {
+            Some(j) => format!("job {j}"),
+            None => "jobs".to_string(),
+        };
+        if let Some(agent) = self.agent(cell) {
+            match agent.ask(&request) {
+                Ok(Ok(lines)) => {
+                    return Ok(lines.iter().filter_map(|l| parse_agent_line(l)).collect());
+                }
+                Ok(Err(why)) => return Err(DrmaaError::new(Errno::DrmCommunicationFailure, why)),
+                Err(_) => {
+                    self.agent = None;
+                    self.by_qstat = true;
+                }
+            }
+        }
+        let mut lines = cell.active_by_qstat()?;
+        if let Some(j) = job {
+            lines.retain(|l| l.job == j);
+        }
+        Ok(lines)
+    }
+
+    /// Waits at most `max` for the cell to change since the last look: returns early on a
+    /// change where the agent sees it.
+    pub fn wait_change(&mut self, cell: &Cell, max: Duration) {
+        if let Some(agent) = self.agent(cell) {
+            match agent.ask(&format!("wait {}", max.as_millis())) {
+                Ok(_) => return,
+                Err(_) => {
+                    self.agent = None;
+                    self.by_qstat = true;
+                }
+            }
+        }
+        std::thread::sleep(max.min(POLL));
+    }
+}
+
+impl Default for States {
+    fn default() -> Self {
+        States::new()
+    }
 }
 
 /// The ends of the caller's jobs, read from the accounting file as it grows.
@@ -316,14 +528,23 @@ pub struct Ends {
 impl Ends {
     /// From the file's end now (the session's jobs end later).
     pub fn from_now(cell: &Cell) -> Ends {
-        let path = cell.accounting_path();
-        let offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let offset = std::fs::metadata(cell.accounting_path()).map_or(0, |m| m.len());
+        Ends::from_offset(cell, offset)
+    }
+
+    /// From `offset`: where a session that is taken up again began.
+    pub fn from_offset(cell: &Cell, offset: u64) -> Ends {
         Ends {
-            path,
+            path: cell.accounting_path(),
             offset,
             owner: cell.user.clone(),
             records: HashMap::new(),
         }
+    }
+
+    /// Where the next look starts.
+    pub fn offset(&self) -> u64 {
+        self.offset
     }
 
     /// Reads what was appended since the last look (from the start again if the file was
@@ -391,8 +612,10 @@ mod tests {
         );
         let s = ActiveLine {
             job: 1,
+            array: false,
             state: "s".into(),
             tasks: None,
+            holds: None,
         };
         assert_eq!(s.ps(), ps::USER_SUSPENDED);
         assert_eq!(JobRef::parse("7.3").expect("id").to_string(), "7.3");

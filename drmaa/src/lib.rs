@@ -4,7 +4,8 @@
 //!
 //! - [`template`]: job templates and the `qsub` command line each stands for;
 //! - [`drm`]: the cell, reached through its installed clients (a user's process may not
-//!   write the spool) and its accounting file;
+//!   read or write the spool), one of which answers for the session's job states, and its
+//!   accounting file;
 //! - [`session`]: the session, its jobs, waiting;
 //! - `ffi`: the C functions, the one module with `unsafe` code (raw pointers from C).
 

@@ -1,20 +1,26 @@
 //! The DRMAA session: one per process, between `drmaa_init` and `drmaa_exit`. It knows the
 //! jobs it submitted (those `DRMAA_JOB_IDS_SESSION_ALL`/`_ANY` mean, and the ones
-//! `drmaa_wait` may reap) and follows their ends.
+//! `drmaa_wait` may reap) and follows their ends. A session outlives its process as Grid
+//! Engine's does (its qmaster keeps each job's session): `drmaa_init` with the contact of an
+//! earlier session takes up its jobs not yet reaped, kept in the user's
+//! `~/.gridspool/drmaa/<session>`.
 
-use crate::drm::{Cell, Ends, JobRef, ps};
+use crate::drm::{Cell, Ends, JobRef, States, ps};
 use crate::error::{DrmaaError, DrmaaResult, Errno};
 use crate::template::JobTemplate;
 use gridspool::acct::AccountingRecord;
 use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub const SESSION_ANY: &str = "DRMAA_JOB_IDS_SESSION_ANY";
 pub const SESSION_ALL: &str = "DRMAA_JOB_IDS_SESSION_ALL";
 
-/// How often a waiting call looks at the cell.
-const POLL: Duration = Duration::from_millis(200);
+/// The longest a waiting call holds the session while it waits for the cell to change: other
+/// threads of the program (Galaxy's) use the session meanwhile.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 pub struct Session {
     cell: Cell,
@@ -22,6 +28,78 @@ pub struct Session {
     /// Submitted in this session and not reaped yet.
     jobs: BTreeSet<JobRef>,
     ends: Ends,
+    states: States,
+    /// Where the session's jobs are kept for a later `drmaa_init` with its contact (`None`
+    /// where the home directory cannot keep it: the session then ends with its process).
+    journal: Option<Journal>,
+}
+
+/// `~/.gridspool/drmaa/<session>`: the offset of the accounting file when the session began,
+/// then a line per job submitted and per job reaped.
+struct Journal {
+    path: PathBuf,
+}
+
+impl Journal {
+    fn path(cell: &Cell, key: &str) -> PathBuf {
+        Path::new(&cell.home)
+            .join(".gridspool")
+            .join("drmaa")
+            .join(key)
+    }
+
+    /// A new journal (an earlier one of that name is replaced).
+    fn create(path: PathBuf, offset: u64) -> Option<Journal> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = path.parent()?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .ok()?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .ok()?;
+        f.write_all(format!("accounting {offset}\n").as_bytes())
+            .ok()?;
+        Some(Journal { path })
+    }
+
+    /// The offset and the jobs not reaped of an earlier session's journal.
+    fn load(path: &Path) -> Option<(u64, BTreeSet<JobRef>)> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut offset = None;
+        let mut jobs = BTreeSet::new();
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("accounting", n)) => offset = n.parse().ok(),
+                Some(("job", id)) => {
+                    if let Ok(j) = JobRef::parse(id) {
+                        jobs.insert(j);
+                    }
+                }
+                Some(("reaped", id)) => {
+                    if let Ok(j) = JobRef::parse(id) {
+                        jobs.remove(&j);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some((offset?, jobs))
+    }
+
+    fn note(&self, lines: &str) {
+        let appended = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .and_then(|mut f| f.write_all(lines.as_bytes()));
+        let _ = appended;
+    }
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -41,8 +119,21 @@ pub fn with<T>(f: impl FnOnce(&mut Session) -> DrmaaResult<T>) -> DrmaaResult<T>
     f(s)
 }
 
-/// `drmaa_init`: `contact` empty, or the one `drmaa_get_contact` gave (sessions do not
-/// outlive their process here: a contact names the cell, nothing to reconnect to).
+/// The session name of a contact (`session=NAME`): a file name of letters, digits, `.`, `_`
+/// and `-`, not starting with a dot.
+fn session_key(contact: &str) -> Option<&str> {
+    let key = contact.strip_prefix("session=")?;
+    let fine = !key.is_empty()
+        && !key.starts_with('.')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    fine.then_some(key)
+}
+
+/// `drmaa_init`: `contact` empty (a new session), or the one `drmaa_get_contact` gave, in
+/// this process or an earlier one: that session's jobs not yet reaped are this one's again,
+/// and their ends since it began are found.
 pub fn init(contact: Option<&str>) -> DrmaaResult<()> {
     let mut guard = session();
     if guard.is_some() {
@@ -52,35 +143,67 @@ pub fn init(contact: Option<&str>) -> DrmaaResult<()> {
         ));
     }
     let cell = Cell::locate()?;
-    let own = default_contact(&cell);
-    if let Some(c) = contact.filter(|c| !c.is_empty())
-        && !c.starts_with("session=")
-    {
-        return Err(DrmaaError::new(
-            Errno::InvalidContactString,
-            format!("invalid contact string \"{c}\""),
-        ));
-    }
-    let ends = Ends::from_now(&cell);
+    let given = contact.filter(|c| !c.is_empty());
+    let key = match given {
+        Some(c) => session_key(c)
+            .ok_or_else(|| {
+                DrmaaError::new(
+                    Errno::InvalidContactString,
+                    format!("invalid contact string \"{c}\""),
+                )
+            })?
+            .to_string(),
+        None => new_session_key(),
+    };
+    let path = Journal::path(&cell, &key);
+    let earlier = given.and_then(|_| Journal::load(&path));
+    let (ends, jobs, journal) = match earlier {
+        Some((offset, jobs)) => (
+            Ends::from_offset(&cell, offset),
+            jobs,
+            Some(Journal { path }),
+        ),
+        None => {
+            let ends = Ends::from_now(&cell);
+            let journal = Journal::create(path, ends.offset());
+            (ends, BTreeSet::new(), journal)
+        }
+    };
     *guard = Some(Session {
         cell,
-        contact: own,
-        jobs: BTreeSet::new(),
+        contact: format!("session={key}"),
+        jobs,
         ends,
+        states: States::new(),
+        journal,
     });
     Ok(())
 }
 
-fn default_contact(_cell: &Cell) -> String {
+/// Host, process and time: no other session has it.
+fn new_session_key() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     format!(
-        "session={}.{}",
+        "{}.{}.{}{:03}",
         gridspool::identity::short_hostname(),
-        std::process::id()
+        std::process::id(),
+        now.as_secs(),
+        now.subsec_millis()
     )
 }
 
+/// `drmaa_exit`. The session's journal stays while it has jobs not reaped, for a later
+/// `drmaa_init` with its contact.
 pub fn exit() -> DrmaaResult<()> {
-    session().take().map(|_| ()).ok_or_else(no_session)
+    let s = session().take().ok_or_else(no_session)?;
+    if s.jobs.is_empty()
+        && let Some(j) = &s.journal
+    {
+        let _ = std::fs::remove_file(&j.path);
+    }
+    Ok(())
 }
 
 /// The contact of the active session, or the one a session would get.
@@ -185,8 +308,15 @@ impl Session {
             None => Vec::new(),
         };
         let args = t.qsub_args(bulk, &self.cell.home, &category)?;
-        let ids = self.cell.submit(args)?;
+        let ids = self.cell.submit(args, &t.qsub_environment())?;
         self.jobs.extend(ids.iter().copied());
+        if let Some(j) = &self.journal {
+            j.note(
+                &ids.iter()
+                    .map(|id| format!("job {id}\n"))
+                    .collect::<String>(),
+            );
+        }
         Ok(ids)
     }
 
@@ -211,68 +341,98 @@ impl Session {
         Ok(())
     }
 
-    /// `drmaa_job_ps`.
+    /// Whether the session knows `job` as a bulk job (`Some(true)`), a single one
+    /// (`Some(false)`), or not at all.
+    fn session_array(&self, job: u32) -> Option<bool> {
+        self.jobs
+            .range(
+                JobRef { job, task: None }..=JobRef {
+                    job,
+                    task: Some(u32::MAX),
+                },
+            )
+            .next()
+            .map(|j| j.task.is_some())
+    }
+
+    /// `drmaa_job_ps`: from one look at the cell. A job not in it has ended (its end is
+    /// recorded before it leaves): DONE, or FAILED if it never ran, as Grid Engine's library
+    /// says of a job of the session not yet reaped; a job the session never knew, with no
+    /// recorded end, does not exist. A bulk job's bare id names none of its tasks, and a
+    /// task id none of a single job.
     pub fn status(&mut self, id: &str) -> DrmaaResult<i32> {
         let job = JobRef::parse(id)?;
-        if let Some(done) = self.ended(job)? {
-            return Ok(if done.stat & 0x8 != 0 || done.stat & 0x2 != 0 {
-                ps::FAILED
-            } else {
-                ps::DONE
-            });
+        let lines = self.states.lines(&self.cell, Some(job.job))?;
+        let array = lines
+            .first()
+            .map(|l| l.array)
+            .or_else(|| self.session_array(job.job));
+        let invalid =
+            || DrmaaError::new(Errno::InvalidJob, format!("job \"{job}\" does not exist"));
+        if array.is_some_and(|a| a != job.task.is_some()) {
+            return Err(invalid());
         }
-        let lines = self.cell.active()?;
-        match lines.iter().find(|l| l.covers(job)) {
-            Some(l) => Ok(l.ps()),
-            None => Err(DrmaaError::new(
-                Errno::InvalidJob,
-                format!("job \"{job}\" does not exist"),
-            )),
+        if let Some(l) = lines.iter().find(|l| l.covers(job)) {
+            return Ok(l.ps());
+        }
+        match self.end_of(job) {
+            Some(end) if end.stat & ABORTED != 0 => Ok(ps::FAILED),
+            Some(_) => Ok(ps::DONE),
+            None => Err(invalid()),
         }
     }
 
-    /// The end of `job` if it has ended: its record, or, for a job of the session that is
-    /// no longer in the cell and has none, an end without usage (deleted while waiting).
-    fn ended(&mut self, job: JobRef) -> DrmaaResult<Option<Ended>> {
+    /// The end of `job`, which the last look did not find in the cell: its record, or, for a
+    /// job of the session with none, an end without usage (deleted while it waited).
+    fn end_of(&mut self, job: JobRef) -> Option<Ended> {
         self.ends.catch_up();
         if let Some(r) = self.ends.get(job) {
-            return Ok(Some(Ended {
+            return Some(Ended {
                 job,
                 stat: wait_status(r),
                 rusage: Some(rusage(r)),
-            }));
+            });
         }
-        if !self.jobs.contains(&job) {
-            return Ok(None);
+        self.jobs.contains(&job).then_some(Ended {
+            job,
+            stat: ABORTED,
+            rusage: None,
+        })
+    }
+
+    /// The first of `candidates` that has ended, from one look at the cell. A job in the
+    /// cell has not, whatever its records say: one that could not start sits in `Eqw` with
+    /// the record of that attempt, and may yet run.
+    fn first_ended(&mut self, candidates: &[JobRef]) -> DrmaaResult<Option<Ended>> {
+        let only = match candidates {
+            [one] => Some(one.job),
+            _ => None,
+        };
+        let lines = self.states.lines(&self.cell, only)?;
+        for job in candidates {
+            if lines.iter().any(|l| l.covers(*job)) {
+                continue;
+            }
+            if let Some(end) = self.end_of(*job) {
+                return Ok(Some(end));
+            }
         }
-        let active = self.cell.active()?;
-        if active.iter().any(|l| l.covers(job)) {
-            return Ok(None);
-        }
-        // Gone from the cell: its record, written before it left, is there now if any.
-        self.ends.catch_up();
-        Ok(Some(match self.ends.get(job) {
-            Some(r) => Ended {
-                job,
-                stat: wait_status(r),
-                rusage: Some(rusage(r)),
-            },
-            None => Ended {
-                job,
-                stat: ABORTED,
-                rusage: None,
-            },
-        }))
+        Ok(None)
     }
 
     fn reap(&mut self, job: JobRef) {
-        self.jobs.remove(&job);
+        if self.jobs.remove(&job)
+            && let Some(j) = &self.journal
+        {
+            j.note(&format!("reaped {job}\n"));
+        }
         self.ends.forget(job);
     }
 }
 
-/// Waits, without holding the session between looks, until `look` gives a value or
-/// `timeout` (seconds; negative: forever) runs out.
+/// Waits, without holding the session longer than [`WAIT_SLICE`], until `look` gives a
+/// value or `timeout` (seconds; negative: forever) runs out. Between looks it waits for the
+/// cell to change (the spool's events, through the session's agent).
 fn wait_for<T>(
     timeout: i64,
     mut look: impl FnMut(&mut Session) -> DrmaaResult<Option<T>>,
@@ -282,13 +442,23 @@ fn wait_for<T>(
         if let Some(v) = with(&mut look)? {
             return Ok(v);
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(DrmaaError::new(
-                Errno::ExitTimeout,
-                "the time-out ran out before the job(s) ended",
-            ));
-        }
-        std::thread::sleep(POLL);
+        let slice = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(DrmaaError::new(
+                        Errno::ExitTimeout,
+                        "the time-out ran out before the job(s) ended",
+                    ));
+                }
+                left.min(WAIT_SLICE)
+            }
+            None => WAIT_SLICE,
+        };
+        with(|s| {
+            s.states.wait_change(&s.cell, slice);
+            Ok(())
+        })?;
     }
 }
 
@@ -299,6 +469,7 @@ pub fn wait(id: &str, timeout: i64) -> DrmaaResult<Ended> {
     if let Some(job) = wanted {
         // A job of another session (or none) cannot be waited for.
         with(|s| {
+            s.ends.catch_up();
             if s.jobs.contains(&job) || s.ends.get(job).is_some() {
                 Ok(())
             } else {
@@ -322,13 +493,11 @@ pub fn wait(id: &str, timeout: i64) -> DrmaaResult<Ended> {
                 s.jobs.iter().copied().collect()
             }
         };
-        for job in candidates {
-            if let Some(end) = s.ended(job)? {
-                s.reap(job);
-                return Ok(Some(end));
-            }
+        let end = s.first_ended(&candidates)?;
+        if let Some(end) = &end {
+            s.reap(end.job);
         }
-        Ok(None)
+        Ok(end)
     })
 }
 
@@ -344,13 +513,18 @@ pub fn synchronize(ids: &[String], timeout: i64, dispose: bool) -> DrmaaResult<(
     })?;
     let mut left: BTreeSet<JobRef> = jobs.into_iter().collect();
     wait_for(timeout, |s| {
+        let lines = s.states.lines(&s.cell, None)?;
         let pending: Vec<JobRef> = left.iter().copied().collect();
         for job in pending {
-            if s.ended(job)?.is_some() || !s.jobs.contains(&job) && s.ends.get(job).is_none() {
-                left.remove(&job);
-                if dispose {
-                    s.reap(job);
-                }
+            if lines.iter().any(|l| l.covers(job)) {
+                continue;
+            }
+            // Ended, or a job neither of the session nor with a recorded end: nothing to
+            // wait for.
+            s.end_of(job);
+            left.remove(&job);
+            if dispose {
+                s.reap(job);
             }
         }
         Ok(left.is_empty().then_some(()))

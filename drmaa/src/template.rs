@@ -138,6 +138,19 @@ impl JobTemplate {
         Ok(self.vectors.get(name).map(Vec::as_slice))
     }
 
+    /// The variables of `drmaa_v_env` that `qsub` must find in its environment (those
+    /// [`JobTemplate::qsub_args`] names bare).
+    pub fn qsub_environment(&self) -> Vec<(String, String)> {
+        self.vectors
+            .get("drmaa_v_env")
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.split_once('='))
+            .filter(|(_, value)| value.contains(','))
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
     /// The `qsub` arguments of the template (without `-terse`); `bulk` is `-t start-end:incr`.
     /// `home` replaces `$drmaa_hd_ph$`; `category` are the options of the template's
     /// `drmaa_job_category` (see [`category_options`]).
@@ -233,8 +246,16 @@ impl JobTemplate {
         if matches!(s("drmaa_block_email"), Some("1" | "y")) {
             args.extend(["-m".to_string(), "n".to_string()]);
         }
+        // `-v` splits its list at commas: a value holding one is handed over in qsub's own
+        // environment, named bare (`-v NAME` takes the submitter's value), and arrives whole
+        // as Grid Engine's library passes it (`CUDA_VISIBLE_DEVICES=0,1`).
         for var in self.vectors.get("drmaa_v_env").into_iter().flatten() {
-            args.extend(["-v".to_string(), var.clone()]);
+            match var.split_once('=') {
+                Some((name, value)) if value.contains(',') => {
+                    args.extend(["-v".to_string(), name.to_string()]);
+                }
+                _ => args.extend(["-v".to_string(), var.clone()]),
+            }
         }
         if let Some((start, end, incr)) = bulk {
             args.extend(["-t".to_string(), format!("{start}-{end}:{incr}")]);
@@ -418,7 +439,7 @@ mod tests {
         ]);
         t.set_vector("drmaa_v_argv", vec!["a b".into(), "c".into()])
             .expect("argv");
-        t.set_vector("drmaa_v_env", vec!["X=1,2".into()])
+        t.set_vector("drmaa_v_env", vec!["X=1,2".into(), "Y=3".into()])
             .expect("env");
         assert_eq!(
             t.qsub_args(Some((1, 4, 2)), "/home/u", &[]).expect("args"),
@@ -437,7 +458,9 @@ mod tests {
                 "hello",
                 "-h",
                 "-v",
-                "X=1,2",
+                "X",
+                "-v",
+                "Y=3",
                 "-t",
                 "1-4:2",
                 "-b",
@@ -447,6 +470,8 @@ mod tests {
                 "c"
             ]
         );
+        // The value with a comma goes whole through qsub's environment.
+        assert_eq!(t.qsub_environment(), [("X".to_string(), "1,2".to_string())]);
         // The task placeholder is for bulk jobs only.
         assert_eq!(
             t.qsub_args(None, "/home/u", &[]).map_err(|e| e.code),

@@ -15,6 +15,10 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
 
 fn run(args: &mut Vec<String>) -> super::Output {
     let spool_dir = super::take_spool_arg(args);
+    // gridspool's own: the state server of a DRMAA session (`libdrmaa.so`).
+    if args.len() == 1 && args[0] == "--drmaa-agent" {
+        return super::drmaa_agent::serve(spool_dir);
+    }
     let parsed = match QstatArgs::parse(args) {
         Ok(p) => p,
         Err(QstatArgError::Usage(msg)) => {

@@ -1,0 +1,234 @@
+//! `qstat --drmaa-agent`: the state of the caller's jobs for `libdrmaa.so`, one process per
+//! DRMAA session instead of one `qstat` per call.
+//!
+//! The library runs inside the user's program (Galaxy, snakemake), which may not read the
+//! spool: only the clients may, setgid to its group (`docs/security.md`). So the session
+//! starts this client once and asks it on its standard input, one request a line; it reads
+//! the listing (the listing index, as `qstat` does), keeps it while the spool is unchanged,
+//! and blocks on the spool's events for a waiting session. It answers about the jobs of its
+//! real uid only: less than `qstat` shows the same user.
+//!
+//! Requests and answers (each answer ends with a line `.`; a line `! why` is a failure):
+//!
+//! - `jobs`: a line per running task and per pending group of each of the caller's jobs in
+//!   the system: `JOB ARRAY TASKS STATE HOLDS` (`ARRAY` 1 or 0; `TASKS` `-` for a job that
+//!   is no array, else `3` or `1-9:2,12`; `STATE` qstat's letters, `Eqw`, `hqw`, `r`, `s`…;
+//!   `HOLDS` `-` or the letters of what holds a pending group: `u`, `o`, `s` (`qhold -h`),
+//!   `d` (a start time ahead, `-a`), `j` and `a` (predecessors, `-hold_jid`, `-hold_jid_ad`)).
+//! - `job ID`: the lines of one job.
+//! - `wait MS`: returns `changed` as soon as the spool differs from what the last `jobs` or
+//!   `job` answer was read from, else `timeout` after `MS` milliseconds.
+
+use crate::compat::qstat::rows::{DerivedHolds, pending_state, running_code};
+use crate::model::{JobId, JobRecord};
+use crate::spool::Spool;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+
+/// What identifies a version of the spool's job states: a state written, a job submitted or
+/// retired, a request filed, an end recorded (each renames a file into `jobs/` or
+/// `requests/`, or appends to the listing log). On NFS, where no event comes from other
+/// hosts, a change of it is what a wait sees.
+fn stamp(spool: &Spool) -> Vec<i64> {
+    let mut out = Vec::with_capacity(12);
+    let dirs = [spool.jobs_dir(), spool.requests_dir()];
+    let daemon = spool.daemon_dir();
+    let files = [
+        daemon.join(crate::spool::index::BASE_NAME),
+        daemon.join(crate::spool::index::LOG_NAME),
+    ];
+    for p in dirs.iter().chain(files.iter()) {
+        match std::fs::metadata(p) {
+            Ok(m) => out.extend([m.ino() as i64, m.mtime(), m.mtime_nsec(), m.size() as i64]),
+            Err(_) => out.extend([0, 0, 0, 0]),
+        }
+    }
+    out
+}
+
+/// The caller's jobs as last read, by job id, each as its answer lines.
+struct Listing {
+    stamp: Vec<i64>,
+    jobs: BTreeMap<u32, String>,
+    /// Some job waits for a start time (`-a`): its hold ends with the clock, not with a
+    /// change of the spool, so the listing is read again at each request.
+    clock_bound: bool,
+}
+
+fn lines_of(job: &JobRecord, alive: &dyn Fn(JobId) -> bool, now: i64) -> (String, bool) {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let array = job.is_array();
+    let tasks = |t: &dyn std::fmt::Display| {
+        if array {
+            t.to_string()
+        } else {
+            "-".to_string()
+        }
+    };
+    for t in &job.tasks.running {
+        let _ = writeln!(
+            out,
+            "{} {} {} {} -",
+            job.id,
+            u8::from(array),
+            tasks(&t.task),
+            running_code(t).as_str()
+        );
+    }
+    let derived = DerivedHolds {
+        start_time: job.spec.start_time.is_some_and(|t| t > now),
+        dependency: job.spec.predecessors.iter().any(|p| alive(*p)),
+        array_dependency: job.spec.array_predecessors.iter().any(|p| alive(*p)),
+    };
+    for g in job.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
+        let state = pending_state(job, g.holds, derived);
+        let mut holds = g.holds.letters();
+        for (on, letter) in [
+            (derived.start_time, 'd'),
+            (derived.dependency, 'j'),
+            (derived.array_dependency, 'a'),
+        ] {
+            if on {
+                holds.push(letter);
+            }
+        }
+        if holds.is_empty() {
+            holds.push('-');
+        }
+        let _ = writeln!(
+            out,
+            "{} {} {} {} {holds}",
+            job.id,
+            u8::from(array),
+            tasks(&g.tasks),
+            state.code()
+        );
+    }
+    (out, derived.start_time)
+}
+
+fn read_listing(spool: &Spool, uid: u32) -> Result<Listing, String> {
+    // The stamp first: a change during the scan makes the next request read again.
+    let stamp = stamp(spool);
+    let scan = spool.scan_job_listing().map_err(|e| e.to_string())?;
+    let alive = |id: JobId| scan.get(id).is_some();
+    let now = jiff::Timestamp::now().as_second();
+    let mut jobs = BTreeMap::new();
+    let mut clock_bound = false;
+    for job in scan.jobs.iter().filter(|j| j.submitter.uid == uid) {
+        let (text, timed) = lines_of(job, &alive, now);
+        clock_bound |= timed;
+        jobs.insert(job.id.0, text);
+    }
+    Ok(Listing {
+        stamp,
+        jobs,
+        clock_bound,
+    })
+}
+
+/// Waits until the spool's stamp differs from `since` or `timeout` has passed: woken by the
+/// spool's events where the file system gives them, and looking at the stamp at least every
+/// 100 ms for those it does not (NFS).
+fn wait_change(
+    spool: &Spool,
+    events: &std::sync::mpsc::Receiver<()>,
+    since: &[i64],
+    timeout: Duration,
+) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if stamp(spool) != since {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        match events.recv_timeout(left.min(Duration::from_millis(100))) {
+            Ok(()) => while events.try_recv().is_ok() {},
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+            }
+        }
+    }
+}
+
+/// Serves the session on standard input and output until standard input ends.
+pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
+    let env = match super::load_env(spool_dir) {
+        Ok(env) => env,
+        Err(o) => return o,
+    };
+    let spool = env.spool;
+    let uid = env.caller.uid;
+    let (tx, events) = std::sync::mpsc::channel();
+    // Kept for the life of the loop: dropping it ends the watch.
+    let _watcher = {
+        use notify::Watcher;
+        let watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
+            let _ = tx.send(());
+        });
+        watcher.ok().map(|mut w| {
+            for dir in [spool.jobs_dir(), spool.requests_dir(), spool.daemon_dir()] {
+                let _ = w.watch(&dir, notify::RecursiveMode::NonRecursive);
+            }
+            w
+        })
+    };
+    let mut listing: Option<Listing> = None;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let mut answer = String::new();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["jobs"] | ["job", _] => {
+                let fresh = listing
+                    .as_ref()
+                    .is_some_and(|l| !l.clock_bound && l.stamp == stamp(&spool));
+                if !fresh {
+                    match read_listing(&spool, uid) {
+                        Ok(l) => listing = Some(l),
+                        Err(why) => answer = format!("! {why}\n"),
+                    }
+                }
+                if answer.is_empty()
+                    && let Some(l) = &listing
+                {
+                    match words.get(1).map(|id| id.parse::<u32>()) {
+                        None => l.jobs.values().for_each(|t| answer.push_str(t)),
+                        Some(Ok(id)) => answer.push_str(l.jobs.get(&id).map_or("", String::as_str)),
+                        Some(Err(_)) => answer = format!("! invalid job id {}\n", words[1]),
+                    }
+                }
+            }
+            ["wait", ms] => match ms.parse::<u64>() {
+                Ok(ms) => {
+                    let since = listing
+                        .as_ref()
+                        .map(|l| l.stamp.clone())
+                        .unwrap_or_default();
+                    let changed = wait_change(&spool, &events, &since, Duration::from_millis(ms));
+                    answer = if changed { "changed\n" } else { "timeout\n" }.to_string();
+                }
+                Err(_) => answer = format!("! invalid time {ms}\n"),
+            },
+            _ => answer = format!("! unknown request \"{line}\"\n"),
+        }
+        answer.push_str(".\n");
+        if out
+            .write_all(answer.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    super::Output::default()
+}
