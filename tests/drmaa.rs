@@ -356,3 +356,84 @@ fn drmaa_init_with_a_contact_takes_up_the_sessions_jobs() {
     let listed = cell.run(&user, "qstat", &[]);
     assert_eq!(listed.stdout, "", "{listed:?}");
 }
+
+/// The processes of `parent` named `comm`, as `/proc` shows them now.
+fn children_named(parent: u32, comm: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid …`: the name may hold blanks, the fields after it not.
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let name = head.split_once(" (").map_or("", |(_, n)| n);
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            name == comm && ppid == Some(parent)
+        })
+        .collect()
+}
+
+/// A session asks one process for its jobs' states, whatever the number of calls: the
+/// `qstat --drmaa-agent` it started, not a `qstat` per `drmaa_job_ps`.
+#[test]
+fn drmaa_job_states_come_from_one_agent_per_session() {
+    let Some((dir, user)) = issue23_program("drmaa_job_states_come_from_one_agent_per_session")
+    else {
+        return;
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let mut child = as_user(&cell, &user, &dir.join("issue23"))
+        .arg("poll")
+        .env("LD_LIBRARY_PATH", &dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let mut seen = std::collections::BTreeSet::new();
+    while child.try_wait().expect("wait").is_none() {
+        seen.extend(children_named(child.id(), "qstat"));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let run = Run::from(child.wait_with_output().expect("output"));
+    assert_eq!(run.stdout, "running 200\n", "{run:?}");
+    assert_eq!(seen.len(), 1, "qstat processes of the session: {seen:?}");
+}
+
+/// The agent answers for its caller's jobs only (less than `qstat` shows the same user),
+/// and says what holds a pending job: `-h` is the user's hold, `-hold_jid` a predecessor's.
+#[test]
+fn drmaa_agent_answers_for_the_callers_jobs_only() {
+    const TEST: &str = "drmaa_agent_answers_for_the_callers_jobs_only";
+    let (Some(u1), Some(u2)) = (user1(), user2()) else {
+        return skip(TEST, "needs the test users");
+    };
+    let cell = cell(1);
+    let id = |r: Run| -> String {
+        assert_eq!(r.code, 0, "{r:?}");
+        r.stdout.trim().to_string()
+    };
+    let others = id(cell.run(&u2, "qsub", &["-terse", "-b", "y", "sleep", "100"]));
+    let held = id(cell.run(&u1, "qsub", &["-terse", "-h", "-b", "y", "true"]));
+    let after = id(cell.run(
+        &u1,
+        "qsub",
+        &["-terse", "-hold_jid", &held, "-t", "1-3", "-b", "y", "true"],
+    ));
+    // `-terse` of an array: `3.1-3:1`.
+    let after = after.split('.').next().unwrap_or_default().to_string();
+    let requests = format!("jobs\njob {others}\njob {after}\nbogus\n");
+    let run = cell.run_with_stdin(&u1, "qstat", &["--drmaa-agent"], Some(&requests));
+    assert_eq!(
+        run.stdout,
+        format!(
+            "{held} 0 - hqw u\n{after} 1 1-3:1 hqw j\n.\n.\n{after} 1 1-3:1 hqw j\n.\n! unknown request \"bogus\"\n.\n"
+        ),
+        "{run:?}"
+    );
+}

@@ -7,6 +7,7 @@
  *   eqw             a job that cannot start (Eqw) is waited for until it is deleted
  *   signal          a job killed by a signal after it started is DONE, and signaled
  *   bulk            a bulk job's bare id names no job
+ *   poll            a running job's state asked 200 times
  *   rejoin1         submits a long job and prints the session's contact and the job's id
  *   rejoin2 C ID    takes up session C: its job ID is its own, "terminate all" kills it */
 #include <stdio.h>
@@ -178,6 +179,18 @@ static int bulk(void) {
    return 0;
 }
 
+static int poll_(void) {
+   char id[DRMAA_JOBNAME_BUFFER];
+   int running = 0;
+   drmaa_job_template_t *jt = shell_job("sleep 300");
+   CHECK(drmaa_run_job(id, sizeof id, jt, diag, sizeof diag));
+   reach(id, "RUNNING");
+   for (int i = 0; i < 200; i++) running += strcmp(state_of(id), "RUNNING") == 0;
+   printf("running %d\n", running);
+   CHECK(drmaa_control(id, DRMAA_CONTROL_TERMINATE, diag, sizeof diag));
+   return 0;
+}
+
 static int rejoin1(void) {
    char id[DRMAA_JOBNAME_BUFFER], contact[DRMAA_CONTACT_BUFFER];
    drmaa_job_template_t *jt = shell_job("sleep 300");
@@ -209,6 +222,7 @@ int main(int argc, char **argv) {
    else if (strcmp(what, "eqw") == 0) rc = eqw();
    else if (strcmp(what, "signal") == 0) rc = signal_();
    else if (strcmp(what, "bulk") == 0) rc = bulk();
+   else if (strcmp(what, "poll") == 0) rc = poll_();
    else if (strcmp(what, "rejoin1") == 0) rc = rejoin1();
    else if (contact != NULL) rc = rejoin2(argv[3]);
    else {
