@@ -619,6 +619,32 @@ mod tests {
         };
         assert_eq!(s.ps(), ps::USER_SUSPENDED);
         assert_eq!(JobRef::parse("7.3").expect("id").to_string(), "7.3");
+    }
+
+    #[test]
+    fn agent_lines_and_the_holds_grid_engine_tells_apart() {
+        let ps_of = |line: &str| parse_agent_line(line).expect("line").ps();
+        // Only `-h u` is the user's hold; predecessors, a start time, `-h o`/`-h s` the
+        // system's.
+        assert_eq!(ps_of("5 0 - hqw u"), ps::USER_ON_HOLD);
+        assert_eq!(ps_of("5 1 1-3:1 hqw j"), ps::SYSTEM_ON_HOLD);
+        assert_eq!(ps_of("5 0 - hqw ud"), ps::USER_SYSTEM_ON_HOLD);
+        assert_eq!(ps_of("5 0 - Eqw -"), ps::FAILED);
+        assert_eq!(ps_of("5 0 - qw -"), ps::QUEUED_ACTIVE);
+        assert_eq!(ps_of("5 0 - Ss -"), ps::RUNNING | 0x03);
+        let l = parse_agent_line("9 1 2-8:2 qw -").expect("line");
+        assert!(
+            l.array
+                && l.covers(JobRef {
+                    job: 9,
+                    task: Some(4)
+                })
+        );
+        assert!(!l.covers(JobRef {
+            job: 9,
+            task: Some(3)
+        }));
+        assert!(parse_agent_line("! broken").is_none());
         assert!(JobRef::parse("x").is_err());
     }
 }
