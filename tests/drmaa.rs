@@ -1,7 +1,10 @@
 //! `libdrmaa.so.1.0` (the `gridspool-drmaa` crate) against a live cell: a C program compiled
 //! against `drmaa/include/drmaa.h` runs a small workflow (a job and its usage, a bulk job,
 //! hold and release, suspend, resume and terminate, a job that ended before the wait, a second
-//! session), as the test user, through the installed clients.
+//! session), as the test user, through the installed clients; `tests/drmaa/issue23.c` runs one
+//! behaviour of Grid Engine's library at a time (a job that ends is never "does not exist",
+//! commas in the job environment, waits on a job in `Eqw`, a signal's end is DONE, bulk ids,
+//! a session taken up by contact, one state agent per session).
 
 use crate::qrsh::cell;
 use crate::sched::SchedD;
