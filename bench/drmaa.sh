@@ -13,7 +13,8 @@ ROUNDS=${2:-20}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 cd "$HERE"
 cargo build --release --quiet --bin sched_d --bin qsub --bin qstat --bin qdel \
-    --bin gridspool-shepherd -p gridspool -p gridspool-drmaa
+    --bin gridspool-shepherd
+cargo build --release --quiet -p gridspool-drmaa
 BIN="$HERE/target/release"
 ROOT=$(mktemp -d "${TMPDIR:-/tmp}/gs-drmaa.XXXXXX")
 mkdir -p "$ROOT/lib"
