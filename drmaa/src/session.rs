@@ -5,11 +5,11 @@
 //! earlier session takes up its jobs not yet reaped, kept in the user's
 //! `~/.gridspool/drmaa/<session>`.
 
-use crate::drm::{Cell, Ends, JobRef, States, ps};
+use crate::drm::{ActiveLine, Cell, Ends, JobRef, States, ps};
 use crate::error::{DrmaaError, DrmaaResult, Errno};
 use crate::template::JobTemplate;
 use gridspool::acct::AccountingRecord;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -408,9 +408,9 @@ impl Session {
             [one] => Some(one.job),
             _ => None,
         };
-        let lines = self.states.lines(&self.cell, only)?;
+        let lines = by_job(self.states.lines(&self.cell, only)?);
         for job in candidates {
-            if lines.iter().any(|l| l.covers(*job)) {
+            if in_cell(&lines, *job) {
                 continue;
             }
             if let Some(end) = self.end_of(*job) {
@@ -428,6 +428,21 @@ impl Session {
         }
         self.ends.forget(job);
     }
+}
+
+/// A look's lines by job number: a session of thousands of jobs finds each in its own.
+fn by_job(lines: Vec<ActiveLine>) -> BTreeMap<u32, Vec<ActiveLine>> {
+    let mut out: BTreeMap<u32, Vec<ActiveLine>> = BTreeMap::new();
+    for l in lines {
+        out.entry(l.job).or_default().push(l);
+    }
+    out
+}
+
+fn in_cell(lines: &BTreeMap<u32, Vec<ActiveLine>>, job: JobRef) -> bool {
+    lines
+        .get(&job.job)
+        .is_some_and(|ls| ls.iter().any(|l| l.covers(job)))
 }
 
 /// Waits, without holding the session longer than [`WAIT_SLICE`], until `look` gives a
@@ -513,10 +528,10 @@ pub fn synchronize(ids: &[String], timeout: i64, dispose: bool) -> DrmaaResult<(
     })?;
     let mut left: BTreeSet<JobRef> = jobs.into_iter().collect();
     wait_for(timeout, |s| {
-        let lines = s.states.lines(&s.cell, None)?;
+        let lines = by_job(s.states.lines(&s.cell, None)?);
         let pending: Vec<JobRef> = left.iter().copied().collect();
         for job in pending {
-            if lines.iter().any(|l| l.covers(job)) {
+            if in_cell(&lines, job) {
                 continue;
             }
             // Ended, or a job neither of the session nor with a recorded end: nothing to
