@@ -439,4 +439,15 @@ fn drmaa_agent_answers_for_the_callers_jobs_only() {
         ),
         "{run:?}"
     );
+    // A deletion not yet folded in by sched_d (none runs here) shows at once, in a job's
+    // own answer as in the listing; its successor waits for nothing then.
+    let deleted = cell.run(&u1, "qdel", &[&held]);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    let requests = format!("job {held}\njob {after}\njobs\n");
+    let run = cell.run_with_stdin(&u1, "qstat", &["--drmaa-agent"], Some(&requests));
+    assert_eq!(
+        run.stdout,
+        format!(".\n{after} 1 1-3:1 qw -\n.\n{after} 1 1-3:1 qw -\n.\n"),
+        "{run:?}"
+    );
 }

@@ -494,6 +494,27 @@ impl States {
         Ok(lines)
     }
 
+    /// The lines of `jobs` (job numbers), as [`States::lines`]: a few are asked one by one
+    /// (each read alone, whatever the size of the cell), many with one listing.
+    pub fn lines_of(
+        &mut self,
+        cell: &Cell,
+        jobs: &std::collections::BTreeSet<u32>,
+    ) -> DrmaaResult<Vec<ActiveLine>> {
+        const ONE_BY_ONE: usize = 16;
+        if let [one] = jobs.iter().copied().collect::<Vec<_>>()[..] {
+            return self.lines(cell, Some(one));
+        }
+        if jobs.len() <= ONE_BY_ONE && self.agent(cell).is_some() {
+            let mut all = Vec::new();
+            for j in jobs {
+                all.extend(self.lines(cell, Some(*j))?);
+            }
+            return Ok(all);
+        }
+        self.lines(cell, None)
+    }
+
     /// Waits at most `max` for the cell to change since the last look: returns early on a
     /// change where the agent sees it.
     pub fn wait_change(&mut self, cell: &Cell, max: Duration) {

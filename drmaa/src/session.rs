@@ -404,11 +404,8 @@ impl Session {
     /// cell has not, whatever its records say: one that could not start sits in `Eqw` with
     /// the record of that attempt, and may yet run.
     fn first_ended(&mut self, candidates: &[JobRef]) -> DrmaaResult<Option<Ended>> {
-        let only = match candidates {
-            [one] => Some(one.job),
-            _ => None,
-        };
-        let lines = by_job(self.states.lines(&self.cell, only)?);
+        let numbers: BTreeSet<u32> = candidates.iter().map(|j| j.job).collect();
+        let lines = by_job(self.states.lines_of(&self.cell, &numbers)?);
         for job in candidates {
             if in_cell(&lines, *job) {
                 continue;
@@ -528,7 +525,8 @@ pub fn synchronize(ids: &[String], timeout: i64, dispose: bool) -> DrmaaResult<(
     })?;
     let mut left: BTreeSet<JobRef> = jobs.into_iter().collect();
     wait_for(timeout, |s| {
-        let lines = by_job(s.states.lines(&s.cell, None)?);
+        let numbers: BTreeSet<u32> = left.iter().map(|j| j.job).collect();
+        let lines = by_job(s.states.lines_of(&s.cell, &numbers)?);
         let pending: Vec<JobRef> = left.iter().copied().collect();
         for job in pending {
             if in_cell(&lines, job) {

@@ -15,7 +15,8 @@
 //!   is no array, else `3` or `1-9:2,12`; `STATE` qstat's letters, `Eqw`, `hqw`, `r`, `s`…;
 //!   `HOLDS` `-` or the letters of what holds a pending group: `u`, `o`, `s` (`qhold -h`),
 //!   `d` (a start time ahead, `-a`), `j` and `a` (predecessors, `-hold_jid`, `-hold_jid_ad`)).
-//! - `job ID`: the lines of one job.
+//! - `job ID`: the lines of one job, read from its own file alone (what a session asks most:
+//!   it costs the same with ten jobs in the cell or a hundred thousand).
 //! - `wait MS`: returns `changed` as soon as the spool differs from what the last `jobs` or
 //!   `job` answer was read from, else `timeout` after `MS` milliseconds.
 
@@ -130,6 +131,17 @@ fn read_listing(spool: &Spool, uid: u32) -> Result<Listing, String> {
     })
 }
 
+/// The lines of one job of the caller, read alone (its file and the pending requests: no
+/// listing of the others), and whether it waits for a start time.
+fn read_one(spool: &Spool, uid: u32, id: JobId) -> Result<(String, bool), String> {
+    let job = match spool.read_job_in_system(id).map_err(|e| e.to_string())? {
+        Some(j) if j.submitter.uid == uid => j,
+        _ => return Ok((String::new(), false)),
+    };
+    let alive = |p: JobId| matches!(spool.read_job_in_system(p), Ok(Some(_)));
+    Ok(lines_of(&job, &alive, jiff::Timestamp::now().as_second()))
+}
+
 /// Waits until the spool's stamp differs from `since` or `timeout` has passed: woken by the
 /// spool's events where the file system gives them, and looking at the stamp at least every
 /// 100 ms for those it does not (NFS).
@@ -181,46 +193,67 @@ pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
         })
     };
     let mut listing: Option<Listing> = None;
+    // `job` answers read since the spool last changed, and the stamp they stand for.
+    let mut single: (Vec<i64>, BTreeMap<u32, String>) = (Vec::new(), BTreeMap::new());
+    // What the last answer was read from: a wait is for a change since.
+    let mut last_stamp: Vec<i64> = Vec::new();
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
-        let mut answer = String::new();
         let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["jobs"] | ["job", _] => {
+        let mut answer = match words.as_slice() {
+            ["jobs"] => {
+                let now = stamp(&spool);
                 let fresh = listing
                     .as_ref()
-                    .is_some_and(|l| !l.clock_bound && l.stamp == stamp(&spool));
-                if !fresh {
-                    match read_listing(&spool, uid) {
-                        Ok(l) => listing = Some(l),
-                        Err(why) => answer = format!("! {why}\n"),
+                    .is_some_and(|l| !l.clock_bound && l.stamp == now);
+                let read = if fresh {
+                    Ok(())
+                } else {
+                    read_listing(&spool, uid).map(|l| listing = Some(l))
+                };
+                match (read, &listing) {
+                    (Ok(()), Some(l)) => {
+                        last_stamp = l.stamp.clone();
+                        l.jobs.values().map(String::as_str).collect()
                     }
-                }
-                if answer.is_empty()
-                    && let Some(l) = &listing
-                {
-                    match words.get(1).map(|id| id.parse::<u32>()) {
-                        None => l.jobs.values().for_each(|t| answer.push_str(t)),
-                        Some(Ok(id)) => answer.push_str(l.jobs.get(&id).map_or("", String::as_str)),
-                        Some(Err(_)) => answer = format!("! invalid job id {}\n", words[1]),
-                    }
+                    (Err(why), _) => format!("! {why}\n"),
+                    (Ok(()), None) => String::new(),
                 }
             }
+            ["job", id] => match id.parse::<u32>() {
+                Ok(id) => {
+                    let now = stamp(&spool);
+                    if single.0 != now {
+                        single = (now.clone(), BTreeMap::new());
+                    }
+                    last_stamp = now;
+                    match single.1.get(&id) {
+                        Some(text) => text.clone(),
+                        None => match read_one(&spool, uid, JobId(id)) {
+                            Ok((text, timed)) => {
+                                if !timed {
+                                    single.1.insert(id, text.clone());
+                                }
+                                text
+                            }
+                            Err(why) => format!("! {why}\n"),
+                        },
+                    }
+                }
+                Err(_) => format!("! invalid job id {id}\n"),
+            },
             ["wait", ms] => match ms.parse::<u64>() {
                 Ok(ms) => {
-                    let since = listing
-                        .as_ref()
-                        .map(|l| l.stamp.clone())
-                        .unwrap_or_default();
-                    let changed = wait_change(&spool, &events, &since, Duration::from_millis(ms));
-                    answer = if changed { "changed\n" } else { "timeout\n" }.to_string();
+                    let changed =
+                        wait_change(&spool, &events, &last_stamp, Duration::from_millis(ms));
+                    if changed { "changed\n" } else { "timeout\n" }.to_string()
                 }
-                Err(_) => answer = format!("! invalid time {ms}\n"),
+                Err(_) => format!("! invalid time {ms}\n"),
             },
-            _ => answer = format!("! unknown request \"{line}\"\n"),
-        }
+            _ => format!("! unknown request \"{line}\"\n"),
+        };
         answer.push_str(".\n");
         if out
             .write_all(answer.as_bytes())

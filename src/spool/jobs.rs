@@ -289,6 +289,22 @@ impl Spool {
         }
     }
 
+    /// One job as a listing shows it now, without listing the others: its record with the
+    /// requests `sched_d` has not folded in applied, as [`Spool::scan_jobs`] applies them;
+    /// `None` if it is not in the system (never was, gone, or every task ended). What a
+    /// client that follows a few jobs among thousands reads (`qstat --drmaa-agent`).
+    pub fn read_job_in_system(&self, id: JobId) -> Result<Option<JobRecord>, SpoolError> {
+        // Requests first, as a scan lists them: one folded in meanwhile is skipped by its
+        // sequence number, never lost.
+        let (requests, _) = self.scan_requests()?;
+        let Some(job) = self.read_job(id)? else {
+            return Ok(None);
+        };
+        let mut jobs = vec![job];
+        apply_pending(&mut jobs, &requests);
+        Ok(jobs.pop().filter(|j| !j.tasks.is_done()))
+    }
+
     /// [`Spool::read_job`], with the listing-index entry of the file it read (`None` if
     /// the file has no listing form a client could read: listings then read the file).
     pub fn read_job_listed(
