@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
       return 2;
    }
    const char *queued = argv[1];
-   int rounds = atoi(argv[2]), rc, ps, stat;
+   int rounds = atoi(argv[2]), rc, ps, stat, lost = 0;
    char id[DRMAA_JOBNAME_BUFFER], out[DRMAA_JOBNAME_BUFFER];
    double *unchanged = calloc(rounds * 10, sizeof(double));
    double *changed = calloc(rounds, sizeof(double));
@@ -68,8 +68,11 @@ int main(int argc, char **argv) {
       if ((rc = drmaa_run_job(id, sizeof id, jt, diag, sizeof diag)))
          return fail("drmaa_run_job", rc);
       double b = now_us();
-      if ((rc = drmaa_job_ps(id, &ps, diag, sizeof diag))) return fail("drmaa_job_ps", rc);
+      rc = drmaa_job_ps(id, &ps, diag, sizeof diag);
       changed[i] = now_us() - b;
+      /* The library before issue 23 could lose a job that ended while it asked. */
+      if (rc == DRMAA_ERRNO_INVALID_JOB) lost++;
+      else if (rc) return fail("drmaa_job_ps", rc);
       const char *ids[] = {id, NULL};
       if ((rc = drmaa_synchronize(ids, DRMAA_TIMEOUT_WAIT_FOREVER, 0, diag, sizeof diag)))
          return fail("drmaa_synchronize", rc);
@@ -91,6 +94,7 @@ int main(int argc, char **argv) {
    }
    report("job_ps, spool unchanged", unchanged, rounds * 10);
    report("job_ps after a submission", changed, rounds);
+   if (lost) printf("    (of which %d said the job does not exist)\n", lost);
    report("wait, job ended", ended, rounds);
    report("run + wait of true", trip, rounds);
    drmaa_exit(diag, sizeof diag);
