@@ -1915,4 +1915,53 @@ mod tests {
         assert_eq!(full.problems.len(), 1);
         assert_eq!(listing.problems.len(), 1);
     }
+
+    /// A job read alone is what a listing shows of it: requests not yet folded in applied
+    /// (a deletion takes it out of the system at once), an unknown job nothing.
+    #[test]
+    fn a_job_read_alone_is_what_a_listing_shows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        for id in 1..=2 {
+            spool
+                .publish_job(&submission(id), b"#!/bin/sh\n")
+                .expect("publish");
+        }
+        let who = Requester {
+            uid: 1000,
+            user: "alice".into(),
+            host: "vm".into(),
+            manager: false,
+            operator: false,
+        };
+        spool
+            .publish_request(
+                who.clone(),
+                vec![RequestAction::Hold {
+                    job: JobId(1),
+                    tasks: TaskSelector::All,
+                    hold: Holds {
+                        user: true,
+                        ..Holds::NONE
+                    },
+                }],
+            )
+            .expect("hold");
+        spool
+            .publish_request(
+                who,
+                vec![RequestAction::Delete {
+                    job: JobId(2),
+                    tasks: TaskSelector::All,
+                    force: false,
+                }],
+            )
+            .expect("delete");
+        let one = spool.read_job_in_system(JobId(1)).expect("read");
+        assert!(one.is_some_and(|j| j.tasks.pending[0].holds.user));
+        assert!(spool.read_job_in_system(JobId(2)).expect("read").is_none());
+        assert!(spool.read_job_in_system(JobId(3)).expect("read").is_none());
+        let listing = spool.scan_job_listing().expect("listing");
+        assert_eq!(listing.jobs.len(), 1);
+    }
 }
