@@ -93,12 +93,13 @@ impl Journal {
         Some((offset?, jobs))
     }
 
+    /// Best effort: a line that cannot be written costs a later session the job it names,
+    /// never this session anything.
     fn note(&self, lines: &str) {
-        let appended = std::fs::OpenOptions::new()
+        let _ = std::fs::OpenOptions::new()
             .append(true)
             .open(&self.path)
             .and_then(|mut f| f.write_all(lines.as_bytes()));
-        let _ = appended;
     }
 }
 

@@ -49,9 +49,14 @@ fn stamp(spool: &Spool) -> Vec<i64> {
     out
 }
 
+/// How long an answer is given again while the stamp is unchanged: a file system whose
+/// times are coarser than nanoseconds (NFS, a second) can change twice under one stamp.
+const CACHE_LIFE: Duration = Duration::from_secs(1);
+
 /// The caller's jobs as last read, by job id, each as its answer lines.
 struct Listing {
     stamp: Vec<i64>,
+    read: Instant,
     jobs: BTreeMap<u32, String>,
     /// Some job waits for a start time (`-a`): its hold ends with the clock, not with a
     /// change of the spool, so the listing is read again at each request.
@@ -126,6 +131,7 @@ fn read_listing(spool: &Spool, uid: u32) -> Result<Listing, String> {
     }
     Ok(Listing {
         stamp,
+        read: Instant::now(),
         jobs,
         clock_bound,
     })
@@ -193,8 +199,10 @@ pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
         })
     };
     let mut listing: Option<Listing> = None;
-    // `job` answers read since the spool last changed, and the stamp they stand for.
-    let mut single: (Vec<i64>, BTreeMap<u32, String>) = (Vec::new(), BTreeMap::new());
+    // `job` answers read since the spool last changed, the stamp they stand for and when
+    // they were read.
+    let mut single: (Vec<i64>, Instant, BTreeMap<u32, String>) =
+        (Vec::new(), Instant::now(), BTreeMap::new());
     // What the last answer was read from: a wait is for a change since.
     let mut last_stamp: Vec<i64> = Vec::new();
     let stdin = std::io::stdin();
@@ -205,9 +213,9 @@ pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
         let mut answer = match words.as_slice() {
             ["jobs"] => {
                 let now = stamp(&spool);
-                let fresh = listing
-                    .as_ref()
-                    .is_some_and(|l| !l.clock_bound && l.stamp == now);
+                let fresh = listing.as_ref().is_some_and(|l| {
+                    !l.clock_bound && l.stamp == now && l.read.elapsed() < CACHE_LIFE
+                });
                 let read = if fresh {
                     Ok(())
                 } else {
@@ -225,16 +233,16 @@ pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
             ["job", id] => match id.parse::<u32>() {
                 Ok(id) => {
                     let now = stamp(&spool);
-                    if single.0 != now {
-                        single = (now.clone(), BTreeMap::new());
+                    if single.0 != now || single.1.elapsed() >= CACHE_LIFE {
+                        single = (now.clone(), Instant::now(), BTreeMap::new());
                     }
                     last_stamp = now;
-                    match single.1.get(&id) {
+                    match single.2.get(&id) {
                         Some(text) => text.clone(),
                         None => match read_one(&spool, uid, JobId(id)) {
                             Ok((text, timed)) => {
                                 if !timed {
-                                    single.1.insert(id, text.clone());
+                                    single.2.insert(id, text.clone());
                                 }
                                 text
                             }
