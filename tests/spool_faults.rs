@@ -515,3 +515,30 @@ fn an_end_that_cannot_be_accounted_is_never_written_finished_and_survives_a_kill
         assert_eq!(exits(&cell.spool, id).len(), 1, "job {id}");
     }
 }
+
+/// Issue 23: a job-id counter found empty (a crash, a hand) or garbled is rebuilt from the
+/// highest id the cell has seen, so a job that ran and was retired (its files gone, its
+/// accounting record left) never has its id handed out again.
+#[test]
+fn an_emptied_or_garbled_job_id_counter_never_hands_out_a_used_id_again() {
+    let cell = cell(1);
+    let d = SchedD::start(&cell, &["--retention", "0"]);
+    let first = submit(&cell.spool, "exit 0\n", |s, _| s.cwd = cwd(&workdir(&cell)));
+    wait_for("the job retired", Duration::from_secs(20), || {
+        accounting_records(&cell, first).len() == 1 && !cell.spool.job_file(first).exists()
+    });
+    let counter = cell.spool.seq_dir().join("jobid");
+    std::fs::write(&counter, "").expect("empty the counter");
+    let second = cell.spool.allocate_job_id().expect("job id");
+    assert!(
+        second.0 > first.0,
+        "job {first} handed out again as {second}"
+    );
+    std::fs::write(&counter, "\0\0\0\0\0\0\0\0\n").expect("garble the counter");
+    let third = cell.spool.allocate_job_id().expect("job id");
+    assert!(
+        third.0 > first.0,
+        "job {first} handed out again as {third}; log:\n{}",
+        d.log_text()
+    );
+}

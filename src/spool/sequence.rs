@@ -49,22 +49,48 @@ fn open_counter(path: &Path) -> Result<File, SpoolError> {
 /// Readable and writable by the owner and the spool group, nobody else.
 const COUNTER_MODE: u32 = 0o660;
 
-/// Reads the counter: its value (0 when empty) and the file's length in bytes.
-fn read_value(file: &mut File, path: &Path) -> Result<(u64, usize), SpoolError> {
-    let mut text = String::with_capacity(RECORD_LEN + 1);
+/// What a counter file holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Counter {
+    /// The last number issued.
+    Value(u64),
+    /// Nothing: a counter just created, or one a crash or a hand truncated.
+    Empty,
+    /// Something that is not a number (what it holds, for the message).
+    Garbled(String),
+}
+
+/// Reads the counter and the file's length in bytes.
+fn read_counter(file: &mut File, path: &Path) -> Result<(Counter, usize), SpoolError> {
+    let mut bytes = Vec::with_capacity(RECORD_LEN + 1);
     file.seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_to_string(&mut text))
+        .and_then(|_| file.read_to_end(&mut bytes))
         .map_err(|e| SpoolError::io("read", path, e))?;
-    let len = text.len();
+    let len = bytes.len();
+    let text = String::from_utf8_lossy(&bytes);
     let text = text.trim();
-    if text.is_empty() {
-        return Ok((0, len));
+    let counter = if text.is_empty() {
+        Counter::Empty
+    } else {
+        match text.parse::<u64>() {
+            Ok(v) => Counter::Value(v),
+            Err(_) => Counter::Garbled(text.chars().take(40).collect()),
+        }
+    };
+    Ok((counter, len))
+}
+
+/// Reads the counter's value, 0 when empty, for the callers that only look at it: an empty
+/// counter under-states what was issued, which [`sync`] and [`current`] may do safely.
+fn read_value(file: &mut File, path: &Path) -> Result<(u64, usize), SpoolError> {
+    match read_counter(file, path)? {
+        (Counter::Value(v), len) => Ok((v, len)),
+        (Counter::Empty, len) => Ok((0, len)),
+        (Counter::Garbled(text), _) => Err(SpoolError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!("counter holds {text:?}, not a number"),
+        }),
     }
-    let value = text.parse::<u64>().map_err(|_| SpoolError::Malformed {
-        path: path.to_path_buf(),
-        reason: format!("counter holds {text:?}, not a number"),
-    })?;
-    Ok((value, len))
 }
 
 /// When a new counter value must be on disk.
@@ -111,23 +137,31 @@ pub fn next(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 
 /// Reserves `count` consecutive numbers and returns the first.
 pub fn next_block(dir: &Path, name: &str, count: u64) -> Result<u64, SpoolError> {
-    next_free(dir, name, count, Sync::Now, |_| false)
+    next_free(dir, name, count, Sync::Now, |_| false, || Ok(0))
 }
 
 /// Like [`next_block`], but skips past numbers for which `taken` says a record already
 /// exists (a counter restored from an old backup, or edited by hand, cannot make a job id
-/// come round twice).
+/// come round twice). A counter that is empty or not a number is not taken as 0: `rebuild`
+/// says the highest number ever issued, from the records that carry numbers, and the count
+/// goes on from there (a counter file just created is empty too, and rebuilds to 0 on a
+/// fresh cell).
 pub fn next_free(
     dir: &Path,
     name: &str,
     count: u64,
     sync: Sync,
     taken: impl Fn(u64) -> bool,
+    rebuild: impl FnOnce() -> Result<u64, SpoolError>,
 ) -> Result<u64, SpoolError> {
     let path = dir.join(name);
     let mut file = open_counter(&path)?;
     file.lock().map_err(|e| SpoolError::io("lock", &path, e))?;
-    let (last, len) = read_value(&mut file, &path)?;
+    let (counter, len) = read_counter(&mut file, &path)?;
+    let last = match counter {
+        Counter::Value(v) => v,
+        Counter::Empty | Counter::Garbled(_) => rebuild()?,
+    };
     let mut first = last + 1;
     while (first..first + count).any(&taken) {
         first += 1;
@@ -203,7 +237,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("jobid"), "41\n").expect("old format");
         assert_eq!(current(dir.path(), "jobid").expect("current"), 41);
-        let n = next_free(dir.path(), "jobid", 1, Sync::Now, |n| n == 42 || n == 43).expect("next");
+        let n = next_free(
+            dir.path(),
+            "jobid",
+            1,
+            Sync::Now,
+            |n| n == 42 || n == 43,
+            || panic!("the counter is readable"),
+        )
+        .expect("next");
         assert_eq!(n, 44);
         assert_eq!(
             std::fs::read_to_string(dir.path().join("jobid"))
@@ -212,9 +254,37 @@ mod tests {
             RECORD_LEN
         );
         assert_eq!(next(dir.path(), "jobid").expect("next"), 45);
-        let n = next_free(dir.path(), "jobid", 1, Sync::Deferred, |_| false).expect("next");
+        let n =
+            next_free(dir.path(), "jobid", 1, Sync::Deferred, |_| false, || Ok(0)).expect("next");
         assert_eq!(n, 46);
         assert_eq!(sync(dir.path(), "jobid").expect("sync"), 46);
         assert_eq!(sync(dir.path(), "nosuchcounter").expect("sync"), 0);
+    }
+
+    #[test]
+    fn an_empty_or_garbled_counter_goes_on_from_its_rebuilt_value_never_from_0() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("jobid");
+        for damaged in ["", "\0\0\0\0", "12a\n"] {
+            std::fs::write(&path, damaged).expect("damage");
+            let n =
+                next_free(dir.path(), "jobid", 1, Sync::Now, |_| false, || Ok(57)).expect("next");
+            assert_eq!(n, 58, "counter held {damaged:?}");
+            assert_eq!(current(dir.path(), "jobid").expect("current"), 58);
+        }
+        let failed = next_free(
+            dir.path(),
+            "absent",
+            1,
+            Sync::Now,
+            |_| false,
+            || {
+                Err(SpoolError::Malformed {
+                    path: dir.path().join("absent"),
+                    reason: "cannot rebuild".into(),
+                })
+            },
+        );
+        assert!(failed.is_err());
     }
 }
