@@ -172,8 +172,39 @@ type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>
 /// A watcher session that lasted this long was a steady one: the next is tried at once.
 const STEADY_SESSION: Duration = Duration::from_secs(60);
 
-/// The longest wait between two attempts to reach a host.
-const MAX_WATCH_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest time between the starts of two attempts to reach a host (`sched_d(8)`
+/// promises a host that is down is tried again at least this often).
+pub const MAX_HOST_RETRY: Duration = Duration::from_secs(30);
+
+/// Retries of a host that does not answer: the wait doubles from 1 s up to
+/// [`MAX_HOST_RETRY`], and is counted from the start of the attempt that failed, so that
+/// an attempt that took long (ssh's `ConnectTimeout` of 10 s on a cut link) does not push
+/// the next one further out.
+#[derive(Debug, Clone, Copy)]
+struct Retry {
+    backoff: Duration,
+}
+
+impl Retry {
+    fn new() -> Self {
+        Retry {
+            backoff: Duration::from_secs(1),
+        }
+    }
+
+    /// How long to sleep after an attempt that failed after `attempt_took`; the next wait
+    /// is longer.
+    fn failed(&mut self, attempt_took: Duration) -> Duration {
+        let wait = self.backoff.saturating_sub(attempt_took);
+        self.backoff = (self.backoff * 2).min(MAX_HOST_RETRY);
+        wait
+    }
+
+    /// The next attempt is the first of a new round (a session that lasted).
+    fn reset(&mut self) {
+        self.backoff = Duration::from_secs(1);
+    }
+}
 
 /// How long a start waits for the answer of the start server (the shepherd gives up on a
 /// supervisor after 120 s).
@@ -1402,9 +1433,10 @@ impl Inner {
         tasks: &[(JobId, TaskId)],
         transferring: &HashSet<(JobId, TaskId)>,
     ) {
-        let mut backoff = Duration::from_secs(1);
+        let mut retry = Retry::new();
         let mut host = Arc::clone(host);
         loop {
+            let asked = std::time::Instant::now();
             match self.host_task_states(&host) {
                 Ok(states) => {
                     let present: HashSet<(JobId, TaskId)> =
@@ -1441,10 +1473,10 @@ impl Inner {
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(host = %host.name, "cannot reattach yet, asking again in {backoff:?}: {e}");
+                    let wait = retry.failed(asked.elapsed());
+                    tracing::warn!(host = %host.name, "cannot reattach yet, asking again in {wait:?}: {e}");
                     self.ensure_watcher(&host);
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    std::thread::sleep(wait);
                     if self.shutdown.load(Ordering::SeqCst) {
                         return;
                     }
@@ -1539,8 +1571,9 @@ impl Inner {
         let Some(t) = &host.target else {
             return;
         };
-        let mut backoff = Duration::from_secs(1);
+        let mut retry = Retry::new();
         while self.current(host) {
+            let attempt = std::time::Instant::now();
             self.liveness.connection(&host.name, Connection::Connecting);
             let connected = self.ensure_master(host);
             self.liveness.connection(
@@ -1552,9 +1585,9 @@ impl Inner {
                 },
             );
             if let Err(e) = connected {
-                tracing::warn!(host = %host.name, "watcher cannot connect: {e}");
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(60));
+                let wait = retry.failed(attempt.elapsed());
+                tracing::warn!(host = %host.name, "watcher cannot connect, trying again in {wait:?}: {e}");
+                std::thread::sleep(wait);
                 continue;
             }
             let heartbeat = self
@@ -1581,7 +1614,7 @@ impl Inner {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!(host = %host.name, "cannot run ssh: {e}");
-                    std::thread::sleep(backoff);
+                    std::thread::sleep(retry.failed(attempt.elapsed()));
                     continue;
                 }
             };
@@ -1613,12 +1646,11 @@ impl Inner {
             // A host that keeps dropping its session (flapping) is retried ever later; one
             // whose session lasted is retried at once.
             if began.elapsed() >= STEADY_SESSION {
-                backoff = Duration::from_secs(1);
-            } else {
-                backoff = (backoff * 2).min(MAX_WATCH_BACKOFF);
+                retry.reset();
             }
+            let wait = retry.failed(attempt.elapsed());
             if self.current(host) {
-                std::thread::sleep(backoff);
+                std::thread::sleep(wait);
             }
         }
     }
@@ -1693,14 +1725,15 @@ impl Inner {
 
     /// See [`Launcher::sweep`].
     fn sweep_host(self: &Arc<Self>, host: &Arc<HostState>, tasks: &[(JobId, TaskId)]) {
-        let mut backoff = Duration::from_secs(1);
+        let mut retry = Retry::new();
         let states = loop {
+            let asked = std::time::Instant::now();
             match self.host_task_states(host) {
                 Ok(states) => break states,
                 Err(e) => {
-                    tracing::info!(host = %host.name, "rescheduled runs there cannot be settled yet, asking again in {backoff:?}: {e}");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(MAX_WATCH_BACKOFF);
+                    let wait = retry.failed(asked.elapsed());
+                    tracing::info!(host = %host.name, "rescheduled runs there cannot be settled yet, asking again in {wait:?}: {e}");
+                    std::thread::sleep(wait);
                     if !self.current(host) {
                         return;
                     }
@@ -1757,6 +1790,31 @@ fn parse_reply(host: &str, stdout: &[u8], stderr: &[u8]) -> Result<RunReply, Lau
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 23: a host that is down was tried again every 60 s (and the 10 s an attempt
+    /// on a cut link takes came on top); `sched_d(8)` promises at most 30 s between tries.
+    #[test]
+    fn a_host_that_does_not_answer_is_tried_again_at_most_30_s_after_the_last_try_began() {
+        let mut retry = Retry::new();
+        let connect_timeout = Duration::from_secs(10);
+        let mut starts_apart = Vec::new();
+        for _ in 0..12 {
+            starts_apart.push(connect_timeout + retry.failed(connect_timeout));
+        }
+        assert!(
+            starts_apart.iter().all(|d| *d <= MAX_HOST_RETRY),
+            "{starts_apart:?}"
+        );
+        assert_eq!(starts_apart.last(), Some(&MAX_HOST_RETRY));
+        // Quick failures back off from 1 s.
+        let mut retry = Retry::new();
+        let quick: Vec<u64> = (0..7)
+            .map(|_| retry.failed(Duration::ZERO).as_secs())
+            .collect();
+        assert_eq!(quick, [1, 2, 4, 8, 16, 30, 30]);
+        retry.reset();
+        assert_eq!(retry.failed(Duration::ZERO), Duration::from_secs(1));
+    }
 
     #[test]
     fn control_sockets_move_to_a_short_private_directory_when_the_spool_path_is_long() {

@@ -113,7 +113,7 @@ mod wake;
 pub use cgroup::{CgroupPolicy, describe as describe_cgroups, stable_hash};
 pub use env::job_environment;
 pub use error::LaunchError;
-pub use launcher::{Launcher, LauncherOptions, Reattach};
+pub use launcher::{Launcher, LauncherOptions, MAX_HOST_RETRY, Reattach};
 pub use limits::{Limits, RLimit, parse_memory, parse_time};
 pub use liveness::HostLiveness;
 pub use paths::{OutputPaths, expand_pseudo_variables, resolve_output_paths};

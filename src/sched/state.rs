@@ -986,12 +986,14 @@ impl SchedState {
     }
 
     /// The launcher could not reach `host`: no task goes there until the backoff expires
-    /// (10 s, doubling per consecutive failure, at most 10 min).
+    /// (10 s, doubling per consecutive failure, at most [`crate::launch::MAX_HOST_RETRY`]:
+    /// `sched_d(8)` promises a host that is down is tried again at least that often).
     pub fn host_unreachable(&mut self, host: &str, now: i64) -> Option<i64> {
         let h = self.cluster.host_index(host)?;
         let hs = &mut self.cluster.hosts[h];
         hs.failures = hs.failures.saturating_add(1);
-        let backoff = (10i64 << hs.failures.min(6).saturating_sub(1)).min(600);
+        let most = crate::launch::MAX_HOST_RETRY.as_secs() as i64;
+        let backoff = (10i64 << hs.failures.min(6).saturating_sub(1)).min(most);
         hs.down_until = Some(now + backoff);
         Some(now + backoff)
     }

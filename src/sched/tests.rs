@@ -468,6 +468,21 @@ fn maxujobs_and_unreachable_hosts() {
     assert_eq!(r.starts[0].placement.host, "n1");
 }
 
+/// Issue 23: `sched_d(8)` promises a host that is down is tried again at least every 30 s;
+/// a host that failed many times in a row waited 320 s.
+#[test]
+fn an_unreachable_host_is_tried_again_within_30_s_however_often_it_failed() {
+    let mut s = state(config(1, 1, ""), vec![job(1, |_, _| {})]);
+    let mut waits = Vec::new();
+    for _ in 0..10 {
+        let retry = s.host_unreachable("n1", NOW).expect("known host");
+        waits.push(retry - NOW);
+    }
+    assert_eq!(waits, [10, 20, 30, 30, 30, 30, 30, 30, 30, 30]);
+    assert!(pass(&mut s).is_empty());
+    assert_eq!(s.schedule(NOW + 30).starts.len(), 1);
+}
+
 #[test]
 fn requeued_task_runs_again_and_error_blocks() {
     let mut s = state(config(1, 1, ""), vec![job(1, |_, _| {}), job(2, |_, _| {})]);

@@ -36,6 +36,9 @@ impl Daemon {
     pub(super) fn host_returned(&mut self, host: String) {
         info!(host = %host, "host known again: it takes work");
         self.state.set_host_unknown(&host, false);
+        // Heard again: a start that failed to reach it while it was gone does not keep it
+        // out of the schedule any longer.
+        self.state.host_reachable(&host);
         self.reschedule_due.remove(&host);
         let given_up = self.state.rescheduled_on(&host);
         if !given_up.is_empty() {
