@@ -1719,3 +1719,58 @@ fn the_multicall_program_as_the_shepherd_execs_its_supervisor_by_name() {
         std::fs::read_to_string(&stdout).is_ok_and(|s| s == "out\n")
     });
 }
+
+/// Issue 23: a start server whose input never ends (the `sched_d` at the other end stopped
+/// and something still holds the pipe) stayed for ever, found an hour later with parent 1.
+/// One whose starter is gone takes its session as over, and one whose execution spool was
+/// removed while it had nothing in flight exits.
+#[test]
+fn a_start_server_whose_starter_or_spool_is_gone_exits_though_its_input_stays_open() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Orphaned: started in the background by a shell that exits at once, its standard input
+    // the pipe this test holds open.
+    let orphan_spool = dir.path().join("orphan");
+    let mut shell = Command::new("/bin/sh")
+        .args([
+            "-c",
+            r#"exec 3<&0; "$0" start-server --results --master one --spool "$1" <&3 3<&- >/dev/null & echo $!
+            while [ ! -e "$1/start-server" ]; do sleep 0.05; done"#,
+            SHEPHERD,
+        ])
+        .arg(&orphan_spool)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let held_open = shell.stdin.take().expect("stdin");
+    let mut pid = String::new();
+    BufReader::new(shell.stdout.take().expect("stdout"))
+        .read_line(&mut pid)
+        .expect("pid");
+    let orphan: i32 = pid.trim().parse().expect("pid");
+    assert!(shell.wait().expect("sh").success());
+    // Its spool stays: only the loss of its starter ends it.
+    wait_for("the orphaned start server to exit", 30, || !alive(orphan));
+    assert!(orphan_spool.is_dir());
+    // Still our child, input open, its execution spool removed.
+    let spool = dir.path().join("removed");
+    let mut server = Command::new(SHEPHERD)
+        .args(["start-server", "--results", "--master", "two", "--spool"])
+        .arg(&spool)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start-server");
+    let mut hello = String::new();
+    let mut out = BufReader::new(server.stdout.take().expect("stdout"));
+    out.read_line(&mut hello).expect("hello");
+    assert!(hello.contains("start_server"), "{hello}");
+    assert!(spool.is_dir(), "the server records itself there");
+    std::fs::remove_dir_all(&spool).expect("remove the spool");
+    wait_for("the start server of a removed spool to exit", 30, || {
+        matches!(server.try_wait(), Ok(Some(_)))
+    });
+    drop(held_open);
+}

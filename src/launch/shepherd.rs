@@ -20,7 +20,8 @@
 //! - `start-server`: `run` for many tasks over one session: prints [`StartServerHello`], then
 //!   reads one [`LaunchSpec`] per line on stdin and answers each with a [`StartReply`] line
 //!   (in the order the tasks started, not necessarily the order asked); exits on EOF once
-//!   every start is answered. It is a *fork server*: one single-threaded process that forks
+//!   every start is answered (and takes the loss of the process that started it as EOF, and
+//!   ends when its execution spool was removed while nothing of its is in flight). It is a *fork server*: one single-threaded process that forks
 //!   each task's supervisor without an `exec` (the child runs what `supervise` runs, see
 //!   [`spawn`] for why that is sound), waits for the supervisors' announcements in one
 //!   `poll` loop and reaps them (SIGCHLD on a signalfd, `waitpid(WNOHANG)`); the supervisors
@@ -216,6 +217,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let outcome = match mode {
         "run" => run_mode(),
         "start-server" => {
+            // Before anything that takes time: the process that started it.
+            let parent = nix::unistd::getppid();
             if let (Some(master), Some(spool)) =
                 (flag_value(rest, "--master"), flag_value(rest, "--spool"))
             {
@@ -228,7 +231,12 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 });
                 super::cgroup::describe(policy.as_ref())
             });
-            start_server_mode(rest.iter().any(|a| a == "--results"), confinement)
+            start_server_mode(
+                rest.iter().any(|a| a == "--results"),
+                confinement,
+                flag_value(rest, "--spool").map(PathBuf::from),
+                parent,
+            )
         }
         "supervise" => match rest.first() {
             Some(dir) => supervise_mode(Path::new(dir)),
@@ -397,6 +405,10 @@ struct Starting {
 /// How long a supervisor has to announce the job.
 const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How often an idle start server looks whether it still serves anyone
+/// ([`Server::abandoned`]).
+const SERVER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+
 /// `start-server`: one process per session, single-threaded, that forks (without `exec`)
 /// the supervisor of each task. See the module documentation for the protocol and
 /// [`spawn::fork_supervisor`] for why the fork is sound.
@@ -409,7 +421,19 @@ const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(120);
 /// input has ended and every start has been answered; the supervisors still running then
 /// are reparented and carry on (and, told by their parent-death signal, leave their
 /// results in their task directories as `result.json`).
-fn start_server_mode(results: bool, confinement: Option<String>) -> Result<(), LaunchError> {
+///
+/// Its input may never end: the process at the other end of its session stopped (a frozen
+/// `sched_d`, an ssh session whose far end hangs) and something else still holds the pipe.
+/// So it also takes its session as over when the process that started it (`sched_d`, or the
+/// ssh daemon's session) is gone, and it ends when it has nothing in flight and the
+/// execution spool it serves (`exec_spool`, or the one its tasks' directories are in) has
+/// been removed: nobody could collect a result there again.
+fn start_server_mode(
+    results: bool,
+    confinement: Option<String>,
+    exec_spool: Option<PathBuf>,
+    parent: Pid,
+) -> Result<(), LaunchError> {
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use std::os::fd::AsFd;
     let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
@@ -443,6 +467,7 @@ fn start_server_mode(results: bool, confinement: Option<String>) -> Result<(), L
         } else {
             None
         },
+        exec_spool,
         ..Server::default()
     };
     let stdin = std::io::stdin();
@@ -456,11 +481,13 @@ fn start_server_mode(results: bool, confinement: Option<String>) -> Result<(), L
             .iter()
             .map(|s| s.deadline.saturating_duration_since(now))
             .min()
-            .map_or(nix::poll::PollTimeout::NONE, |d| {
-                // Rounded up: a deadline is not missed by a poll that returns a little early.
-                let ms = d.as_millis().saturating_add(1).min(i32::MAX as u128) as i32;
-                nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX)
-            });
+            .unwrap_or(SERVER_CHECK_INTERVAL)
+            .min(SERVER_CHECK_INTERVAL);
+        // Rounded up: a deadline is not missed by a poll that returns a little early.
+        let timeout = {
+            let ms = timeout.as_millis().saturating_add(1).min(i32::MAX as u128) as i32;
+            nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX)
+        };
         let (input_ready, results_ready) = {
             use nix::poll::{PollFd, PollFlags};
             let mut fds = vec![PollFd::new(children.as_fd(), PollFlags::POLLIN)];
@@ -525,6 +552,21 @@ fn start_server_mode(results: bool, confinement: Option<String>) -> Result<(), L
                 None => i += 1,
             }
         }
+        if !eof && nix::unistd::getppid() != parent {
+            eprintln!(
+                "gridspool-shepherd: start server {}: the process that started it is gone: no more starts",
+                std::process::id()
+            );
+            eof = true;
+        }
+        if let Some(gone) = server.abandoned() {
+            eprintln!(
+                "gridspool-shepherd: start server {}: {} is gone and no task of its is in flight: exiting",
+                std::process::id(),
+                gone.display()
+            );
+            break;
+        }
     }
     Ok(())
 }
@@ -544,6 +586,8 @@ struct Server {
     results: Option<ResultPipe>,
     /// The supervisors forked here that may still report a result, by task.
     tasks: HashMap<(JobId, TaskId), ServedTask>,
+    /// The execution spool it serves (`--spool`, else learnt from its first task).
+    exec_spool: Option<PathBuf>,
 }
 
 /// A task whose supervisor this server forked.
@@ -595,6 +639,15 @@ pub struct ServerResult {
 }
 
 impl Server {
+    /// The execution spool this server serves, when it has been removed while nothing
+    /// started here is in flight (no start unanswered, no supervisor of ours alive): the
+    /// cell was taken down, and no result could be delivered there any more.
+    fn abandoned(&self) -> Option<&Path> {
+        let spool = self.exec_spool.as_deref()?;
+        let idle = self.starting.is_empty() && self.tasks.values().all(|t| t.pid.is_none());
+        (idle && !spool.exists()).then_some(spool)
+    }
+
     /// One line of input: `ack <job>.<task>`, or a spec.
     fn input_line(&mut self, line: &[u8]) {
         if let Some(name) = line.strip_prefix(b"ack ") {
@@ -735,6 +788,15 @@ impl Server {
         });
         match forked {
             Ok(s) => {
+                // `<exec_spool>/active_jobs/<job>.<task>`.
+                if self.exec_spool.is_none() {
+                    self.exec_spool = s
+                        .dir
+                        .path
+                        .parent()
+                        .and_then(Path::parent)
+                        .map(Path::to_path_buf);
+                }
                 if self.results.is_some() {
                     self.tasks.insert(
                         (job, task),
