@@ -408,3 +408,94 @@ fn sched_d_killed_while_hosts_die_and_return_loses_nothing_and_runs_nothing_twic
         );
     }
 }
+
+/// Issue 23: a `-r n` task that finished (exit 0) while its host's link was cut was reaped
+/// at `reschedule_unknown` with no accounting record and an exits line saying `failed` 25;
+/// the real result, delivered when the host returned, was dropped, and `qsub -sync y`
+/// reported a failure for a job that succeeded. The reaped task's end waits for its host: the
+/// result it kept is the task's one accounting record and its exits line.
+#[test]
+fn a_task_not_rerun_that_ended_behind_a_cut_link_is_recorded_with_its_real_result() {
+    const TEST: &str =
+        "a_task_not_rerun_that_ended_behind_a_cut_link_is_recorded_with_its_real_result";
+    let Some(Setup {
+        user,
+        cluster,
+        cell,
+        d,
+        on2: _,
+    }) = setup(TEST)
+    else {
+        return;
+    };
+    cell.write_file(
+        &user,
+        "short.sh",
+        "#!/bin/sh\necho \"$JOB_ID $(hostname) ${RESTARTED:-0}\" >> runs.log\nsleep 6\necho \"done $JOB_ID\" >> runs.log\n",
+    );
+    let sync = std::thread::scope(|s| {
+        let waiting = s.spawn(|| {
+            cell.run(
+                &user,
+                "qsub",
+                &[
+                    "-sync",
+                    "y",
+                    "-cwd",
+                    "-r",
+                    "n",
+                    "-q",
+                    "all.q@node01",
+                    "short.sh",
+                ],
+            )
+        });
+        wait_logged(
+            &d,
+            "the job runs on node01",
+            Duration::from_secs(30),
+            || {
+                log_lines(&cell, &user)
+                    .iter()
+                    .any(|l| l.ends_with(" node01 0"))
+            },
+        );
+        cluster.set_link(0, false);
+        wait_logged(&d, "the task given up", Duration::from_secs(30), || {
+            d.log_text().contains("task not restartable")
+        });
+        wait_logged(
+            &d,
+            "the job done behind the cut",
+            Duration::from_secs(30),
+            || {
+                log_lines(&cell, &user)
+                    .iter()
+                    .any(|l| l.starts_with("done "))
+            },
+        );
+        cluster.set_link(0, true);
+        waiting.join().expect("qsub -sync y")
+    });
+    let id: u32 = log_lines(&cell, &user)[0]
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("job id");
+    assert_eq!(sync.code, 0, "{sync:?}\n{}", d.log_text());
+    assert!(
+        sync.stdout
+            .contains(&format!("Job {id} exited with exit code 0.")),
+        "{sync:?}"
+    );
+    assert_eq!(
+        records(&cell, id),
+        vec![("node01".to_string(), "0".to_string())],
+        "{}",
+        d.log_text()
+    );
+    let exits = crate::sched::exits(&cell.spool, JobId(id));
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    assert_eq!((exits[0].exit_status, exits[0].failed), (0, 0), "{exits:?}");
+    assert_eq!(count(&log_lines(&cell, &user), &id.to_string()), 1);
+}

@@ -192,3 +192,78 @@ fn a_shadow_on_another_host_takes_over_a_master_cut_off_and_frozen() {
     all.push(more);
     each_ran_once(&cell, &log, &all, &shadow.log_text());
 }
+
+/// Issue 23: a shadow that replaced a master frozen with its links up started nothing until
+/// the old master thawed: the results of the tasks running at the freeze stayed with the old
+/// master's start servers, whose sessions the frozen master kept open, and their slots
+/// stayed busy (10 pending jobs waited the whole 90 s freeze). The new master takes every
+/// host over at takeover: the pending jobs run and everything is accounted while the old
+/// master is still frozen.
+#[test]
+fn a_shadow_replacing_a_frozen_master_takes_its_hosts_over_at_once() {
+    const TEST: &str = "a_shadow_replacing_a_frozen_master_takes_its_hosts_over_at_once";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    // node01: the master's host, node02: the shadow's, node03-04: execution hosts.
+    let Some(cluster) = Cluster::start(TEST, 4) else {
+        return;
+    };
+    let hosts = cluster.hosts_yaml_of(&[2, 3], 2);
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "{hosts}hostgroups:\n  \"@allhosts\": [node03, node04]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    });
+    let master = SchedD::spawn_with(&cell, &["--heartbeat-interval", "0.5"], &cluster.on_host(0));
+    wait_for("the master holds the cell", Duration::from_secs(10), || {
+        master_pid(&cell) == Some(master.pid())
+    });
+    let shadow = SchedD::spawn_with(
+        &cell,
+        &["--shadow", "--takeover-after", "2"],
+        &cluster.on_host(1),
+    );
+    cell.write_file(
+        &user,
+        "job.sh",
+        "#!/bin/sh\necho \"start $JOB_ID\" >> runs.log\nsleep 12\necho \"done $JOB_ID\" >> runs.log\n",
+    );
+    let qsub = || -> u32 {
+        let run = cell.run(&user, "qsub", &["-terse", "-cwd", "job.sh"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.stdout.trim().parse().expect("job id")
+    };
+    let log = cell.workdir(&user).join("runs.log");
+    // Every slot busy, then frozen with its sessions up; ten more jobs wait.
+    let mut ids: Vec<u32> = (0..4).map(|_| qsub()).collect();
+    wait_for("four jobs running", Duration::from_secs(30), || {
+        ids.iter()
+            .all(|id| count(&log, &format!("start {id}")) == 1)
+    });
+    let mut master = master;
+    master.signal(nix::sys::signal::Signal::SIGSTOP);
+    ids.extend((0..10).map(|_| qsub()));
+    wait_for(
+        "the shadow on node02 is the master",
+        Duration::from_secs(30),
+        || act_master(&cell.cell.join("daemon")).is_some_and(|m| m.host == "node02"),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !ids
+        .iter()
+        .all(|&id| !accounting_records(&cell, JobId(id)).is_empty())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not every job accounted while the old master is frozen; the new master's log:\n{}",
+            shadow.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    each_ran_once(&cell, &log, &ids, &shadow.log_text());
+    master.signal(nix::sys::signal::Signal::SIGCONT);
+    assert_eq!(master.wait(), Some(3), "{}", master.log_text());
+}

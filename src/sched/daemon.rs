@@ -1728,7 +1728,7 @@ impl Daemon {
             }
             LaunchEvent::HostUnknown { host } => self.host_unknown(host),
             LaunchEvent::HostReturned { host } => self.host_returned(host),
-            LaunchEvent::Swept { host, tasks } => self.state.drop_rescheduled(&host, &tasks),
+            LaunchEvent::Swept { host, tasks } => self.swept(&host, &tasks),
             LaunchEvent::Failed {
                 job,
                 task,
@@ -1918,7 +1918,8 @@ impl Daemon {
         let mut retired = Vec::new();
         for id in due {
             self.retire_at.remove(&id);
-            if self.state.job(id).is_some_and(|j| !j.tasks.is_done()) {
+            if self.state.job(id).is_some_and(|j| !j.tasks.is_done()) || self.awaits_reaped_end(id)
+            {
                 continue;
             }
             self.state.remove_job(id);

@@ -3,8 +3,9 @@
 //! A host nothing was heard from for `max_unheard` is unknown (`launch::liveness`): it takes
 //! no new work until it is heard again. After `reschedule_unknown` its tasks are rescheduled
 //! as SGE's qmaster does (`reschedule.c`): a rerunnable task is requeued (`RESTARTED=1` when
-//! it runs again), one that is not is ended as never run when `enable_reschedule_kill` is on,
-//! or else stays `r` until the host returns. Either way the given-up run is kept in the job's
+//! it runs again), one that is not is ended when `enable_reschedule_kill` is on (its exits
+//! line and accounting record wait for its host: `daemon::unknown`), or else stays `r` until
+//! the host returns. Either way the given-up run is kept in the job's
 //! `rescheduled` list (SGE's `reschedule_unknown_list` of the host) until the host tells what
 //! became of it; see `daemon::unknown` for the rest.
 

@@ -9,6 +9,12 @@
 //!   recorded once: the requeued copy is cancelled — taken out of pending, or killed if it
 //!   runs already. (The other choice, holding the requeue until the result comes, would leave
 //!   the task waiting for a host that may never return.)
+//! - A task that cannot be rerun is reaped at `reschedule_unknown` (SGE's "Reaping not
+//!   restartable job"): over for the cluster, but its exits line and its one accounting
+//!   record wait for its host, which may have kept the real result (a job that succeeded
+//!   behind a cut link was reported failed, its result dropped). The result it kept is the
+//!   task's end; a run killed or lost there ends it with `failed` 25 ([`Daemon::swept`]).
+//!   The job is not retired until then.
 
 use super::{Daemon, EndedTask, now};
 use crate::launch::TaskResult;
@@ -120,26 +126,33 @@ impl Daemon {
                 info!(job = %id, task, host, "task rescheduled: pending again");
                 self.ended
                     .push(EndedTask::decided(id, task, &run.host, None));
-            } else if reap || run.deleting {
-                // SGE's "Reaping not restartable job": finished as one that never ran, with
-                // no accounting record (a task being deleted ends so too: its deletion was
-                // asked, and its host may never return to confirm it).
+            } else if run.deleting {
+                // A task being deleted ends as never run, with no accounting record: its
+                // deletion was asked, and its host may never return to confirm it.
                 if let Err(e) = self.state.reap_task(id, task) {
                     warn!(job = %id, task, "reap: {e}");
                     continue;
                 }
                 self.runner.forget(id, task);
-                info!(job = %id, task, host, "task not restartable: ended as never run");
-                let exit = FinishedTask {
+                info!(job = %id, task, host, "task being deleted on an unknown host: ended as never run");
+                self.ended.push(EndedTask::decided(
+                    id,
                     task,
-                    exit_status: 0,
-                    failed: FAILED_RESCHEDULED,
-                    end_time: now(),
-                    signal: None,
-                    never_ran: true,
-                };
-                self.ended
-                    .push(EndedTask::decided(id, task, &run.host, Some(exit)));
+                    &run.host,
+                    Some(reaped_exit(task, now())),
+                ));
+                self.retire_if_done(id);
+            } else if reap {
+                // SGE's "Reaping not restartable job": the task is over for the cluster (its
+                // slots are free, the job may finish), but how its run ended is its host's
+                // to tell: its exits line and its one accounting record wait for the host
+                // (`awaiting_host`), which may have kept the real result.
+                if let Err(e) = self.state.reap_task(id, task) {
+                    warn!(job = %id, task, "reap: {e}");
+                    continue;
+                }
+                self.runner.forget(id, task);
+                info!(job = %id, task, host, "task not restartable: given up, its end waits for its host");
                 self.retire_if_done(id);
             } else {
                 info!(job = %id, task, host, "task not restartable (enable_reschedule_kill is off): it stays until its host returns");
@@ -154,7 +167,8 @@ impl Daemon {
     pub(super) fn kept_result(&mut self, run: RunningTask, result: TaskResult) {
         let (id, task) = (result.job, result.task);
         let mut ended = EndedTask::reported(id, task, &result.host);
-        if result.supervisor_lost {
+        // A reaped run's end is whatever its host tells, a lost supervisor included.
+        if result.supervisor_lost && !self.awaiting_host(id, task) {
             info!(job = %id, task, host = %result.host, "the run rescheduled off the host did not survive there: its rerun stands");
             self.ended.push(ended);
             return;
@@ -172,6 +186,8 @@ impl Daemon {
             let _ = self.state.task_ended(id, task);
         } else if self.state.finish_pending_task(id, task) {
             info!(job = %id, task, host = %result.host, "the run rescheduled off the host ended there after all: not run again");
+        } else if self.awaiting_host(id, task) {
+            info!(job = %id, task, host = %result.host, "the run given up on the host (not restartable) ended there: its result is the task's end");
         } else {
             info!(job = %id, task, host = %result.host, "the result of a run rescheduled off the host came after the task had ended otherwise: dropped");
             self.ended.push(ended);
@@ -204,11 +220,89 @@ impl Daemon {
             })
     }
 
+    /// A task reaped on an unknown host whose end is still its host's to tell: over for the
+    /// cluster, no exits line yet. (Its given-up run is on the job's `rescheduled` list
+    /// until the host answers.)
+    pub(super) fn awaiting_host(&self, id: JobId, task: crate::model::TaskId) -> bool {
+        self.state.job(id).is_some_and(|j| {
+            !j.tasks.running.iter().any(|r| r.task == task)
+                && !j.tasks.pending.iter().any(|g| g.tasks.contains(task))
+        }) && !self
+            .ended
+            .iter()
+            .any(|e| e.job == id && e.task == task && e.exit.is_some())
+            && !super::recorded_exits(&self.spool, id).contains(&task)
+    }
+
+    /// Whether a finished job still waits for the end of a run reaped on an unknown host:
+    /// it is not retired until its host tells, so that the result it kept has a job to be
+    /// recorded for.
+    pub(super) fn awaits_reaped_end(&self, id: JobId) -> bool {
+        let runs = self
+            .state
+            .job(id)
+            .map(|j| j.tasks.rescheduled.clone())
+            .unwrap_or_default();
+        runs.iter().any(|r| self.awaiting_host(id, r.task))
+    }
+
+    /// The host of given-up runs has answered for `tasks`: killed there, or not there (it
+    /// went down with them). A reaped run among them that still waits for its end ends now,
+    /// with its one accounting record: `failed` 25, from its start to now.
+    pub(super) fn swept(&mut self, host: &str, tasks: &[(JobId, crate::model::TaskId)]) {
+        for &(id, task) in tasks {
+            if !self.awaiting_host(id, task) {
+                continue;
+            }
+            let Some(run) = self.state.take_rescheduled(id, task, host) else {
+                continue;
+            };
+            let t = now();
+            let result = TaskResult {
+                job: id,
+                task,
+                host: run.host.clone(),
+                start_time: run.start_time as f64,
+                end_time: t as f64,
+                failed: FAILED_RESCHEDULED,
+                error: Some(RESCHEDULED_ERROR.to_string()),
+                ..TaskResult::default()
+            };
+            if let Some(job) = self.state.job(id).map(std::borrow::Cow::into_owned)
+                && let Err(e) = self.acct.record(&job, &run, &result)
+            {
+                error!(job = %id, task, "accounting: {e}");
+            }
+            info!(job = %id, task, host, "the run given up on the host did not end there with a result: ended as rescheduled");
+            self.ended.push(EndedTask::decided(
+                id,
+                task,
+                host,
+                Some(reaped_exit(task, t)),
+            ));
+            self.retire_if_done(id);
+        }
+        self.state.drop_rescheduled(host, tasks);
+    }
+
     fn retire_if_done(&mut self, id: JobId) {
         if self.state.job(id).is_some_and(|j| j.tasks.is_done()) {
             let at = now() + self.opts.retention.as_secs() as i64;
             self.retire_at.insert(id, at);
             info!(job = %id, "job finished");
         }
+    }
+}
+
+/// The exits line of a task whose run was given up on an unknown host without a result:
+/// `failed` 25 (rescheduling), as one that never ran.
+fn reaped_exit(task: crate::model::TaskId, end_time: i64) -> FinishedTask {
+    FinishedTask {
+        task,
+        exit_status: 0,
+        failed: FAILED_RESCHEDULED,
+        end_time,
+        signal: None,
+        never_ran: true,
     }
 }
