@@ -499,3 +499,77 @@ fn a_task_not_rerun_that_ended_behind_a_cut_link_is_recorded_with_its_real_resul
     assert_eq!((exits[0].exit_status, exits[0].failed), (0, 0), "{exits:?}");
     assert_eq!(count(&log_lines(&cell, &user), &id.to_string()), 1);
 }
+
+/// Issue 23: a host back from a cut link took new work before its old runs were killed: the
+/// requeued copy of a task bound to it was sent back there, refused as "already running on
+/// this host" and left in `ERq` until an operator cleared it. The host takes work once the
+/// runs given up there are killed and collected.
+#[test]
+fn a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_again() {
+    const TEST: &str =
+        "a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_again";
+    let Some(Setup {
+        user,
+        cluster,
+        cell,
+        d,
+        on2: _,
+    }) = setup(TEST)
+    else {
+        return;
+    };
+    cell.write_file(
+        &user,
+        "bound.sh",
+        "#!/bin/sh\necho \"$JOB_ID $(hostname) ${RESTARTED:-0}\" >> runs.log\nexec sleep 618\n",
+    );
+    let id = qsub(
+        &cell,
+        &user,
+        &[
+            "-terse",
+            "-cwd",
+            "-r",
+            "y",
+            "-q",
+            "all.q@node01",
+            "bound.sh",
+        ],
+    );
+    wait_logged(
+        &d,
+        "the job runs on node01",
+        Duration::from_secs(30),
+        || log_lines(&cell, &user).contains(&format!("{id} node01 0")),
+    );
+    cluster.set_link(0, false);
+    wait_logged(&d, "the job rescheduled", Duration::from_secs(30), || {
+        records(&cell, id).len() == 1
+    });
+    cluster.set_link(0, true);
+    wait_logged(&d, "the rerun on node01", Duration::from_secs(90), || {
+        log_lines(&cell, &user).contains(&format!("{id} node01 1"))
+    });
+    let state = || {
+        let run = cell.run(&user, "qstat", &[]);
+        run.stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default()
+    };
+    wait_logged(&d, "the rerun running", Duration::from_secs(30), || {
+        let s = state();
+        assert!(!s.contains('E'), "in error: {s}\n{}", d.log_text());
+        s == "Rr"
+    });
+    // The run given up was killed: one `sleep 618` on node01, the rerun's.
+    wait_logged(&d, "the old run gone", Duration::from_secs(30), || {
+        cluster.count(0, "sleep 618") == 1
+    });
+    assert_eq!(
+        records(&cell, id),
+        vec![("node01".to_string(), "25".to_string())]
+    );
+    assert_eq!(count(&log_lines(&cell, &user), &id.to_string()), 2);
+}

@@ -206,6 +206,9 @@ impl Retry {
     }
 }
 
+/// How long a sweep waits for the runs it killed to be collected from their host.
+const SWEEP_COLLECT_AT_MOST: Duration = Duration::from_secs(60);
+
 /// How long a start waits for the answer of the start server (the shepherd gives up on a
 /// supervisor after 120 s).
 const START_REPLY_TIMEOUT: Duration = Duration::from_secs(150);
@@ -1741,6 +1744,7 @@ impl Inner {
             }
         };
         let mut settled = Vec::new();
+        let mut killed = Vec::new();
         for &(job, task) in tasks {
             match states.iter().find(|s| s.job == job && s.task == task) {
                 // Its result is there: the watcher reports it.
@@ -1752,6 +1756,7 @@ impl Inner {
                         tracing::warn!(job = %job, task, host = %host.name, "kill failed: {e}");
                     }
                     settled.push((job, task));
+                    killed.push((job, task));
                 }
                 // A directory with neither a live supervisor nor a result: the host went
                 // down with it; nothing will come.
@@ -1759,6 +1764,19 @@ impl Inner {
             }
         }
         self.ensure_watcher(host);
+        // Settled means gone from the host: until the killed runs' results are collected
+        // (discarded) and their directories removed, a new start of the same task there
+        // would be refused as already running.
+        let deadline = std::time::Instant::now() + SWEEP_COLLECT_AT_MOST;
+        while !killed.is_empty() && std::time::Instant::now() < deadline && self.current(host) {
+            std::thread::sleep(Duration::from_millis(250));
+            if let Ok(states) = self.host_task_states(host) {
+                killed.retain(|&(job, task)| states.iter().any(|s| s.job == job && s.task == task));
+            }
+        }
+        if !killed.is_empty() {
+            tracing::warn!(host = %host.name, runs = killed.len(), "killed runs not collected yet: settled all the same");
+        }
         self.send(LaunchEvent::Swept {
             host: host.name.clone(),
             tasks: settled,

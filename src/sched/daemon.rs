@@ -322,6 +322,9 @@ pub struct Daemon {
     spool_event: bool,
     /// Unknown hosts whose tasks are due for rescheduling (`reschedule_unknown`), and when.
     reschedule_due: BTreeMap<String, Instant>,
+    /// Hosts heard again that take no new work until the runs given up there are settled
+    /// (killed, collected or found gone: `daemon::unknown`), with when they take work anyway.
+    settling: BTreeMap<String, Instant>,
     /// Pe tasks (`qrsh -inherit`) of running tasks.
     pe_tasks: pe_tasks::PeTasks,
     /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
@@ -518,6 +521,7 @@ impl Daemon {
             failure: None,
             spool_event: false,
             reschedule_due: BTreeMap::new(),
+            settling: BTreeMap::new(),
             pe_tasks: pe_tasks::PeTasks::default(),
             metrics: None,
         })
@@ -710,6 +714,9 @@ impl Daemon {
             if let Some(at) = self.reschedule_due.values().min() {
                 deadline = deadline.min(*at);
             }
+            if let Some(at) = self.settling.values().min() {
+                deadline = deadline.min(*at);
+            }
             // Refreshing priorities is background work: inputs go first, and it goes on
             // once none has come for a moment, or now and then while they keep coming.
             if self.refresh_budget > 0 {
@@ -759,6 +766,7 @@ impl Daemon {
             }
             self.running_due(at);
             self.reschedule_due_hosts(at);
+            self.settling_due_hosts(at);
         }
         self.drain();
         Ok(())
@@ -1781,7 +1789,9 @@ impl Daemon {
         }
         let ended = EndedTask::reported(id, task, &result.host);
         if let Some(run) = self.state.take_rescheduled(id, task, &result.host) {
+            let host = result.host.clone();
             self.kept_result(run, result);
+            self.settled(&host);
             return;
         }
         if self.earlier_run(&result) {

@@ -357,6 +357,20 @@ impl Cluster {
         .expect("ip link set");
     }
 
+    /// How many processes of host `i` have `needle` in their command line.
+    pub fn count(&self, i: usize, needle: &str) -> usize {
+        netns_pids(&self.hosts[i].netns)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+            })
+            .count()
+    }
+
     /// Whether a process of host `i`'s namespace has `needle` in its command line.
     pub fn runs(&self, i: usize, needle: &str) -> bool {
         netns_pids(&self.hosts[i].netns).into_iter().any(|pid| {

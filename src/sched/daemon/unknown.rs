@@ -24,9 +24,15 @@ use tracing::{error, info, warn};
 
 use super::qmod::{FAILED_RESCHEDULED, RESCHEDULED_ERROR};
 
+/// How long a host heard again may wait for its given-up runs to settle before it takes
+/// work anyway: the sweep asks the host, kills and waits for the killed runs to be
+/// collected, each step bounded.
+const SETTLING_AT_MOST: std::time::Duration = std::time::Duration::from_secs(90);
+
 impl Daemon {
     pub(super) fn host_unknown(&mut self, host: String) {
         self.state.set_host_unknown(&host, true);
+        self.settling.remove(&host);
         match self.state.config.reschedule_unknown(&host) {
             Some(after) => {
                 info!(host = %host, ?after, "host unknown: its tasks are rescheduled if it stays so");
@@ -40,17 +46,51 @@ impl Daemon {
     }
 
     pub(super) fn host_returned(&mut self, host: String) {
-        info!(host = %host, "host known again: it takes work");
-        self.state.set_host_unknown(&host, false);
         // Heard again: a start that failed to reach it while it was gone does not keep it
         // out of the schedule any longer.
         self.state.host_reachable(&host);
         self.reschedule_due.remove(&host);
         let given_up = self.state.rescheduled_on(&host);
-        if !given_up.is_empty() {
+        if given_up.is_empty() {
+            info!(host = %host, "host known again: it takes work");
+            self.state.set_host_unknown(&host, false);
+        } else {
+            // A task requeued from there and sent back before its old run is killed and
+            // collected would be refused ("already running on this host") and put in
+            // error: no new work goes there until those runs are settled.
+            info!(host = %host, runs = given_up.len(), "host known again: it takes work once the runs given up there are settled");
+            self.settling
+                .insert(host.clone(), Instant::now() + SETTLING_AT_MOST);
             self.runner.sweep(&host, given_up);
         }
         self.pass_needed = true;
+    }
+
+    /// A host heard again whose given-up runs are all settled takes work.
+    pub(super) fn settled(&mut self, host: &str) {
+        if self.settling.contains_key(host) && self.state.rescheduled_on(host).is_empty() {
+            self.settling.remove(host);
+            info!(host, "the runs given up there are settled: it takes work");
+            self.state.set_host_unknown(host, false);
+            self.pass_needed = true;
+        }
+    }
+
+    /// Hosts that took longer than [`SETTLING_AT_MOST`] to settle take work anyway (a run
+    /// still there then refuses its task's new start, which goes to error as before).
+    pub(super) fn settling_due_hosts(&mut self, at: Instant) {
+        let due: Vec<String> = self
+            .settling
+            .iter()
+            .filter(|(_, t)| **t <= at)
+            .map(|(h, _)| h.clone())
+            .collect();
+        for host in due {
+            self.settling.remove(&host);
+            warn!(host = %host, "the runs given up there are not all settled yet: it takes work all the same");
+            self.state.set_host_unknown(&host, false);
+            self.pass_needed = true;
+        }
     }
 
     /// After a restart, the given-up runs of a recovered job are settled as when their host
@@ -283,6 +323,7 @@ impl Daemon {
             self.retire_if_done(id);
         }
         self.state.drop_rescheduled(host, tasks);
+        self.settled(host);
     }
 
     fn retire_if_done(&mut self, id: JobId) {
