@@ -573,3 +573,76 @@ fn a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_ag
     );
     assert_eq!(count(&log_lines(&cell, &user), &id.to_string()), 2);
 }
+
+/// The same after a restart: a `sched_d` that starts while a run given up on a host is still
+/// there sends that host no work until the run is settled (its task's copy went to `ERq`).
+#[test]
+fn a_restarted_sched_d_settles_the_runs_given_up_on_a_host_before_it_sends_it_work() {
+    const TEST: &str =
+        "a_restarted_sched_d_settles_the_runs_given_up_on_a_host_before_it_sends_it_work";
+    let Some(Setup {
+        user,
+        cluster,
+        cell,
+        mut d,
+        on2: _,
+    }) = setup(TEST)
+    else {
+        return;
+    };
+    cell.write_file(
+        &user,
+        "bound.sh",
+        "#!/bin/sh\necho \"$JOB_ID $(hostname) ${RESTARTED:-0}\" >> runs.log\nexec sleep 619\n",
+    );
+    let id = qsub(
+        &cell,
+        &user,
+        &[
+            "-terse",
+            "-cwd",
+            "-r",
+            "y",
+            "-q",
+            "all.q@node01",
+            "bound.sh",
+        ],
+    );
+    wait_logged(
+        &d,
+        "the job runs on node01",
+        Duration::from_secs(30),
+        || log_lines(&cell, &user).contains(&format!("{id} node01 0")),
+    );
+    cluster.set_link(0, false);
+    let state = |d: &SchedD| {
+        let run = cell.run(&user, "qstat", &[]);
+        let state = run
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default();
+        assert!(!state.contains('E'), "in error: {state}\n{}", d.log_text());
+        state
+    };
+    // Rescheduled, and pending again on disk.
+    wait_logged(&d, "the job rescheduled", Duration::from_secs(30), || {
+        records(&cell, id).len() == 1 && state(&d).contains('q')
+    });
+    d.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = d.wait();
+    cluster.set_link(0, true);
+    let d = SchedD::start(&cell, &[]);
+    wait_logged(&d, "the rerun on node01", Duration::from_secs(90), || {
+        state(&d);
+        log_lines(&cell, &user).contains(&format!("{id} node01 1"))
+    });
+    wait_logged(&d, "the old run gone", Duration::from_secs(30), || {
+        cluster.count(0, "sleep 619") == 1
+    });
+    assert_eq!(
+        records(&cell, id),
+        vec![("node01".to_string(), "25".to_string())]
+    );
+}

@@ -94,7 +94,8 @@ impl Daemon {
     }
 
     /// After a restart, the given-up runs of a recovered job are settled as when their host
-    /// returns (the host may have returned while no `sched_d` ran).
+    /// returns (the host may have returned while no `sched_d` ran), and their host takes no
+    /// new work until they are, as then.
     pub(super) fn sweep_rescheduled_of(&mut self, id: JobId) {
         let runs = self
             .state
@@ -102,6 +103,11 @@ impl Daemon {
             .map(|j| j.tasks.rescheduled.clone())
             .unwrap_or_default();
         for run in runs {
+            if !self.settling.contains_key(&run.host) && !self.state.host_is_unknown(&run.host) {
+                self.settling
+                    .insert(run.host.clone(), Instant::now() + SETTLING_AT_MOST);
+                self.state.set_host_unknown(&run.host, true);
+            }
             self.runner.sweep(&run.host, vec![(id, run.task)]);
         }
     }
