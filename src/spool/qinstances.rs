@@ -12,7 +12,7 @@ const FILE: &str = "qinstances.json";
 
 /// `daemon/replies/`: `sched_d`'s answers to requests that wait for one (`qconf` by a
 /// manager who may not write `config.yaml`, `qrsh -inherit`), `<seq>.json` each.
-const REPLIES: &str = "replies";
+pub(super) const REPLIES: &str = "replies";
 
 /// `sched_d`'s answer to one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
