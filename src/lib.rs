@@ -4,6 +4,7 @@
 //! spool directory; one daemon, `sched_d`, watches it, schedules and launches. Modules, one per
 //! concern:
 //!
+//! - [`time`]: the clock and the dates Grid Engine prints.
 //! - [`model`]: jobs, task ranges, holds, requests — plain data.
 //! - [`spool`]: the on-disk layout and the only code that knows paths; durable publishing.
 //! - [`config`]: the cluster configuration (hosts, queues, complexes, PEs, scheduler policy).
@@ -30,3 +31,4 @@ pub mod privilege;
 pub mod sched;
 pub mod sim;
 pub mod spool;
+pub mod time;

@@ -10,9 +10,9 @@
 //! handed to a short-lived thread that starts the mailer, writes the body and reaps it. A
 //! mailer that cannot be started is logged; the job is not affected.
 
-use crate::compat::time::qstat_date;
 use crate::launch::TaskResult;
 use crate::model::{JobRecord, RunningTask, TaskId};
+use crate::time::qstat_date;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

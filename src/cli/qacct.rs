@@ -898,7 +898,7 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
                 .map(|s| s.accounting_path())
                 .map_err(|e| format!("error: {e}"))
         });
-    run_with(&args, default_file, crate::compat::time::now()).finish()
+    run_with(&args, default_file, crate::time::now()).finish()
 }
 
 #[cfg(test)]

@@ -899,7 +899,7 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
         Ok(env) => env,
         Err(out) => return out.finish(),
     };
-    match gather(&env, &proc_dir(), crate::compat::time::now()) {
+    match gather(&env, &proc_dir(), crate::time::now()) {
         Ok(input) => run_with(&args, &input).finish(),
         Err(message) => {
             let mut out = Output {

@@ -190,18 +190,15 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             return o;
         }
     };
-    let host_loads = match super::qhost::host_loads(
-        env,
-        &super::qhost::proc_dir(),
-        crate::compat::time::now(),
-    ) {
-        Ok(l) => l,
-        Err(message) => {
-            o.err(message);
-            o.code = 1;
-            return o;
-        }
-    };
+    let host_loads =
+        match super::qhost::host_loads(env, &super::qhost::proc_dir(), crate::time::now()) {
+            Ok(l) => l,
+            Err(message) => {
+                o.err(message);
+                o.code = 1;
+                return o;
+            }
+        };
     // SGE selects nothing for a request of an attribute no host has.
     if parsed.resource_requests.iter().any(|(name, _)| {
         !matches!(
@@ -219,7 +216,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         ended: &[],
         config: &env.config,
         caller: &env.caller.user,
-        now: crate::compat::time::now(),
+        now: crate::time::now(),
         load: &load,
         host_loads: &host_loads,
         storage_blocked: None,

@@ -3,8 +3,8 @@
 
 use crate::acct::load::{self, HostReport};
 use crate::compat::qstat::{self, HostLoad, QstatArgError, QstatArgs, View};
-use crate::compat::time;
 use crate::model::JobRecord;
+use crate::time;
 use std::collections::BTreeMap;
 use std::path::Path;
 

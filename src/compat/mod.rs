@@ -1,5 +1,5 @@
 //! Everything a Grid Engine user observes: option tables and their parser, output formats
-//! (plain and `-xml`), date formats, messages and exit codes. Behaviour is checked against
+//! (plain and `-xml`), messages and exit codes. Behaviour is checked against
 //! SGE 8.1.9 captures in `tests/compat/`; deliberate divergences are listed in
 //! `tests/compat/DIVERGENCES.md`.
 
@@ -15,4 +15,3 @@ pub mod qsub_options;
 pub mod submit;
 pub mod sync;
 pub mod syntax;
-pub mod time;

@@ -1677,7 +1677,7 @@ impl Inner {
                 let report = crate::acct::load::HostReport {
                     v: crate::acct::load::HOST_REPORT_VERSION,
                     host: host.clone(),
-                    time: crate::compat::time::now(),
+                    time: crate::time::now(),
                     reachable: false,
                     load: None,
                     tasks: Vec::new(),

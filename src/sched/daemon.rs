@@ -252,7 +252,7 @@ fn announces_input(ev: &notify::Event) -> bool {
 }
 
 fn now() -> i64 {
-    crate::compat::time::now()
+    crate::time::now()
 }
 
 /// The running daemon.

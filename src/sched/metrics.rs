@@ -197,7 +197,7 @@ fn status_page(
     daemon: &Sender<super::daemon::Input>,
     page: &PageSource,
 ) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let now = crate::compat::time::now();
+    let now = crate::time::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
         rx.recv_timeout(SCRAPE_WAIT)

@@ -1,4 +1,5 @@
-//! The date formats Grid Engine prints, in the local time zone as SGE does.
+//! The clock, and the dates Grid Engine prints (in the local time zone, as SGE does): every
+//! layer reads the time, so it stands at the ground, below the configuration.
 
 use jiff::{Timestamp, tz::TimeZone};
 
