@@ -4,7 +4,8 @@
 //! spool directory; one daemon, `sched_d`, watches it, schedules and launches. Modules, one per
 //! concern:
 //!
-//! - [`time`]: the clock and the dates Grid Engine prints.
+//! - [`time`]: the clock, and times as Grid Engine prints and reads them.
+//! - [`units`]: Grid Engine's number multipliers and memory units.
 //! - [`model`]: jobs, task ranges, holds, requests — plain data.
 //! - [`spool`]: the on-disk layout and the only code that knows paths; durable publishing.
 //! - [`config`]: the cluster configuration (hosts, queues, complexes, PEs, scheduler policy).
@@ -32,3 +33,4 @@ pub mod sched;
 pub mod sim;
 pub mod spool;
 pub mod time;
+pub mod units;

@@ -94,7 +94,7 @@ fn clock(secs: f64) -> String {
 
 fn max_vmem(bytes: f64) -> String {
     if bytes > 0.0 {
-        crate::cli::qhost::memory3(bytes)
+        crate::units::memory3(bytes)
     } else {
         "NA".into()
     }

@@ -13,6 +13,7 @@ use crate::acct::load::{self, HostLoad, HostReport, MAX_UNHEARD_SECS};
 use crate::compat::options::{self, ArgError, Arity, OperandMode, OptionSpec, Origin, help_lines};
 use crate::config::{ClusterConfig, HostConfig, QueueConfig};
 use crate::model::JobRecord;
+use crate::units::{memory1, memory3};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -202,32 +203,6 @@ fn parse(args: &[String]) -> Result<Options, ParseError> {
         }
     }
     Ok(o)
-}
-
-/// `23.5G`, `573.8M`, `0.0`: memory in the table, one decimal and a binary unit.
-pub fn memory1(bytes: f64) -> String {
-    memory_with(bytes, 1)
-}
-
-/// `22.980G`, `0.000`: memory in `-F` resource lines.
-pub fn memory3(bytes: f64) -> String {
-    memory_with(bytes, 3)
-}
-
-fn memory_with(bytes: f64, decimals: usize) -> String {
-    const K: f64 = 1024.0;
-    let (v, unit) = if bytes >= K * K * K * K {
-        (bytes / (K * K * K * K), "T")
-    } else if bytes >= K * K * K {
-        (bytes / (K * K * K), "G")
-    } else if bytes >= K * K {
-        (bytes / (K * K), "M")
-    } else if bytes >= K {
-        (bytes / K, "K")
-    } else {
-        (bytes, "")
-    };
-    format!("{v:.decimals$}{unit}")
 }
 
 /// The host line's values, `-` when unknown.
@@ -955,14 +930,5 @@ mod tests {
         ) {
             let _ = parse(&words);
         }
-    }
-
-    #[test]
-    fn memory_formats() {
-        assert_eq!(memory1(0.0), "0.0");
-        assert_eq!(memory1(24684100.0 * 1024.0), "23.5G");
-        assert_eq!(memory1(587552.0 * 1024.0), "573.8M");
-        assert_eq!(memory3(24096548.0 * 1024.0), "22.980G");
-        assert_eq!(memory3(587552.0 * 1024.0), "573.781M");
     }
 }

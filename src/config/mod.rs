@@ -569,7 +569,7 @@ pub const DEFAULT_RESCHEDULE_UNKNOWN: Duration = Duration::from_secs(5);
 
 /// A configured positive time (`h:m:s` or seconds) as a duration.
 fn positive_time(text: Option<&str>) -> Option<Duration> {
-    text.and_then(crate::sched::value::parse_time)
+    text.and_then(crate::time::parse_time)
         .filter(|&secs| secs > 0)
         .map(|secs| Duration::from_secs(secs as u64))
 }
@@ -592,7 +592,7 @@ impl ClusterConfig {
     pub fn load_report_interval(&self) -> Duration {
         self.load_report_time
             .as_deref()
-            .and_then(crate::sched::value::parse_time)
+            .and_then(crate::time::parse_time)
             .filter(|&secs| secs > 0)
             .map_or(Duration::from_secs(40), |secs| {
                 Duration::from_secs(secs as u64)
@@ -626,7 +626,7 @@ impl ClusterConfig {
             .or(self.reschedule_unknown.as_deref());
         match text {
             None => Some(DEFAULT_RESCHEDULE_UNKNOWN),
-            Some(t) => crate::sched::value::parse_time(t)
+            Some(t) => crate::time::parse_time(t)
                 .filter(|&secs| secs > 0)
                 .map(|secs| Duration::from_secs(secs as u64)),
         }
@@ -721,7 +721,7 @@ impl ClusterConfig {
 
     fn validate(&self) -> Result<(), String> {
         if let Some(t) = &self.load_report_time
-            && !crate::sched::value::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
+            && !crate::time::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
         {
             return Err(format!(
                 "load_report_time: {t:?} is not a positive time (h:m:s or seconds)"
@@ -739,7 +739,7 @@ impl ClusterConfig {
             }));
         for (key, value, zero_allowed) in times {
             if let Some(t) = value
-                && !crate::sched::value::parse_time(t)
+                && !crate::time::parse_time(t)
                     .is_some_and(|secs| (secs > 0 || zero_allowed && secs == 0) && secs < 1 << 31)
             {
                 return Err(format!(

@@ -679,7 +679,7 @@ impl Daemon {
         info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
         let periodic = self.opts.periodic.unwrap_or_else(|| {
             Duration::from_secs(
-                super::value::parse_time(&self.state.config.scheduler.schedule_interval)
+                crate::time::parse_time(&self.state.config.scheduler.schedule_interval)
                     .filter(|s| *s > 0 && *s < 86_400)
                     .unwrap_or(15) as u64,
             )

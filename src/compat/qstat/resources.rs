@@ -8,8 +8,8 @@
 
 use super::queues::QueueInstance;
 use crate::acct::load::HostLoad;
-use crate::cli::qhost::memory3;
 use crate::config::{ClusterConfig, HostConfig};
+use crate::units::memory3;
 
 /// One line of `-F`: `hl:load_avg=0.120000` is (`hl`, `load_avg`, `0.120000`).
 #[derive(Debug, Clone, PartialEq, Eq)]
