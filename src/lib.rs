@@ -24,6 +24,7 @@ pub mod acct;
 pub mod cli;
 pub mod compat;
 pub mod config;
+pub mod file;
 pub mod identity;
 pub mod launch;
 pub mod mail;

@@ -511,7 +511,7 @@ fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
     let cell = cell(1);
     let dir = workdir(&cell);
     let _d = SchedD::start(&cell, &[]);
-    gridspool::spool::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
+    gridspool::file::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
         .expect("write");
     let set_aside = || -> Vec<String> {
         std::fs::read_dir(cell.spool.quarantine_dir())

@@ -574,10 +574,10 @@ fn positive_time(text: Option<&str>) -> Option<Duration> {
         .map(|secs| Duration::from_secs(secs as u64))
 }
 
-/// Reads `config.yaml` as every spool file is read (`spool::open`): a regular file in the
+/// Reads `config.yaml` as every spool file is read (`file::open`): a regular file in the
 /// cell, not a link to one, never a FIFO that would hang every command.
 fn read_config_text(path: &Path) -> std::io::Result<String> {
-    Ok(crate::spool::open::read_to_string(path)?)
+    Ok(crate::file::open::read_to_string(path)?)
 }
 
 impl ClusterConfig {
@@ -665,7 +665,7 @@ impl ClusterConfig {
             path: path.to_path_buf(),
             source,
         };
-        let file = crate::spool::open::open(path)
+        let file = crate::file::open::open(path)
             .map_err(std::io::Error::from)
             .map_err(read_err)?;
         let meta = file.metadata().map_err(read_err)?;
@@ -689,7 +689,7 @@ impl ClusterConfig {
     /// owner of `config.yaml`, writable by nobody else) and stands for `yaml`.
     fn from_snapshot(snapshot: &Path, config_owner: u32, yaml: &[u8]) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
-        let file = crate::spool::open::open(snapshot).ok()?;
+        let file = crate::file::open::open(snapshot).ok()?;
         let meta = file.metadata().ok()?;
         let trusted_owner = meta.uid() == 0 || meta.uid() == config_owner;
         if !trusted_owner || meta.mode() & 0o022 != 0 || !meta.is_file() {

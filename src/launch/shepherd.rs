@@ -334,7 +334,7 @@ fn record_start_server(exec_spool: &Path, master: &str) {
         return;
     }
     if let Some(start) = proc_start_time(me) {
-        let _ = crate::spool::durable::write_replace(
+        let _ = crate::file::durable::write_replace(
             exec_spool,
             START_SERVER_RECORD,
             format!("{me} {start} {master}\n").as_bytes(),
@@ -1156,7 +1156,7 @@ fn reaped_children_cpu() -> f64 {
 }
 
 pub(super) fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
-    let text = crate::spool::open::read_to_string(&dir.pid_file()).ok()?;
+    let text = crate::file::open::read_to_string(&dir.pid_file()).ok()?;
     let mut it = text.split_whitespace();
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
@@ -1244,7 +1244,7 @@ fn supervise(
     let spec = match spec {
         Some(spec) => spec,
         None => {
-            let bytes = crate::spool::open::read(&dir.spec())
+            let bytes = crate::file::open::read(&dir.spec())
                 .map_err(|e| LaunchError::io("read", dir.spec(), e.into()))?;
             serde_json::from_slice(&bytes)
                 .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?
@@ -2258,7 +2258,7 @@ fn rlimit_resource(r: RLimit) -> nix::sys::resource::Resource {
 /// Reads one task's result if it has ended; a task whose supervisor died without a result
 /// gets one written now (failed 100), so that it is reported exactly like any other.
 fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
-    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
+    if let Ok(bytes) = crate::file::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // A directory still being set up has no pid file yet; give it time.
@@ -2274,12 +2274,12 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
         return None;
     }
     // Re-check: it may have finished between the two looks.
-    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
+    if let Ok(bytes) = crate::file::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // Only supervisors started by an `exec` have a `spec.json`; without it the host is left
     // empty and the launcher, which knows which host it watches, fills it in.
-    let host = crate::spool::open::read(&dir.spec())
+    let host = crate::file::open::read(&dir.spec())
         .ok()
         .and_then(|b| serde_json::from_slice::<LaunchSpec>(&b).ok())
         .map(|s| s.host)

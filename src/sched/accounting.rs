@@ -55,7 +55,7 @@ impl Accounting {
 /// be read: then nothing is skipped, as before).
 fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
     let mut tail = Vec::new();
-    let read = crate::spool::open::open(path)
+    let read = crate::file::open::open(path)
         .map_err(std::io::Error::from)
         .and_then(|mut f| {
             let len = f.metadata()?.len();

@@ -143,13 +143,13 @@ impl SpoolLock {
         let dir = spool.daemon_dir();
         fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
         let path = dir.join("sched_d.lock");
-        let file = crate::spool::open::open_update(&path, 0o644)
+        let file = crate::file::open::open_update(&path, 0o644)
             .map_err(|e| io("open", &path, e.into()))?;
         let pid_path = dir.join("sched_d.pid");
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                let pid = crate::spool::open::read_to_string(&pid_path)
+                let pid = crate::file::open::read_to_string(&pid_path)
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
                 return Err(DaemonError::AlreadyRunning {
@@ -165,12 +165,13 @@ impl SpoolLock {
 
     /// The lock file held (or to be held), and this process's pid written.
     fn holding(file: File, dir: &Path) -> Result<Self, DaemonError> {
-        crate::spool::durable::write_replace(
+        crate::file::durable::write_replace(
             dir,
             "sched_d.pid",
             format!("{}\n", std::process::id()).as_bytes(),
             0o644,
-        )?;
+        )
+        .map_err(SpoolError::from)?;
         Ok(SpoolLock {
             _file: file,
             pid_path: dir.join("sched_d.pid"),
@@ -185,7 +186,7 @@ impl SpoolLock {
     pub fn acquire_when_released(spool: &Spool) -> Result<Self, DaemonError> {
         let dir = spool.daemon_dir();
         let path = dir.join("sched_d.lock");
-        let file = crate::spool::open::open_update(&path, 0o644)
+        let file = crate::file::open::open_update(&path, 0o644)
             .map_err(|e| io("open", &path, e.into()))?;
         let waiter = file.try_clone().map_err(|e| io("dup", &path, e))?;
         std::thread::Builder::new()
@@ -1053,7 +1054,7 @@ impl Daemon {
             };
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if !name.starts_with(crate::spool::durable::TEMP_PREFIX) {
+                if !name.starts_with(crate::file::durable::TEMP_PREFIX) {
                     continue;
                 }
                 let old = e
@@ -1232,7 +1233,7 @@ impl Daemon {
             }
             // Owner and bytes from one descriptor, opened by the spool's one safe open: a
             // FIFO, socket, device, directory or link is set aside unread.
-            let read = crate::spool::open::open(&path).and_then(|mut f| {
+            let read = crate::file::open::open(&path).and_then(|mut f| {
                 use std::io::Read;
                 let owner = f.metadata()?.uid();
                 let mut bytes = Vec::new();
@@ -1242,7 +1243,7 @@ impl Daemon {
             let (bytes, owner) = match read {
                 Ok(x) => x,
                 Err(e) if e.is_not_found() => continue,
-                Err(e @ crate::spool::OpenError::NotRegular(_)) => {
+                Err(e @ crate::file::open::OpenError::NotRegular(_)) => {
                     self.quarantine_file(&path, &format!("malformed request: {e}"));
                     continue;
                 }
@@ -1473,7 +1474,7 @@ impl Daemon {
             return;
         }
         let spool = &self.spool;
-        let appended = crate::spool::durable::in_parallel(&self.ended, |e| match &e.exit {
+        let appended = crate::file::durable::in_parallel(&self.ended, |e| match &e.exit {
             Some(line) if !e.exit_written => Some(append_exit(spool, e.job, line)),
             _ => None,
         });
