@@ -10,7 +10,7 @@
 //! handed to a short-lived thread that starts the mailer, writes the body and reaps it. A
 //! mailer that cannot be started is logged; the job is not affected.
 
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{JobRecord, RunningTask, TaskId};
 use crate::time::qstat_date;
 use std::io::Write as _;
@@ -265,7 +265,7 @@ fn deliver(program: &PathBuf, rcpt: &str, mail: &Mail) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::Rusage;
+    use crate::model::Rusage;
     use crate::model::{Holds, JobId, JobSpec, JobSubmission, Submitter, TaskIdRange};
 
     fn job(array: bool) -> JobRecord {

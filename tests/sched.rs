@@ -1644,7 +1644,7 @@ fn an_end_accounted_just_before_a_crash_is_not_accounted_again() {
     // What the dead daemon had committed: this very run's record.
     let job = state(&cell.spool, id).expect("state");
     let ran = job.tasks.running[0].clone();
-    let result: gridspool::launch::TaskResult =
+    let result: gridspool::model::TaskResult =
         serde_json::from_slice(&std::fs::read(task_dir.join("result.json")).expect("result"))
             .expect("result json");
     let config = gridspool::config::ClusterConfig::load(&cell.spool.config_path()).expect("config");

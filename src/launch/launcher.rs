@@ -25,8 +25,9 @@ use super::shepherd::{
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
 use super::ssh::{Sessions, SshTarget};
 use super::taskdir::exec_spool_dir;
-use super::{LaunchError, LaunchEvent, TaskResult};
+use super::{LaunchError, LaunchEvent};
 use crate::config::ClusterConfig;
+use crate::model::TaskResult;
 use crate::model::{JobId, TaskId};
 use crate::spool::Spool;
 use std::collections::{HashMap, HashSet};

@@ -57,6 +57,7 @@
 //! double-forked are still found). Cgroups are not used (they need a delegated hierarchy that
 //! unprivileged installs do not have).
 
+use super::LaunchError;
 use super::env::{ExecContext, job_environment, pe_hostfile};
 use super::limits::RLimit;
 use super::paths::{OutputPaths, PathContext, resolve_output_paths};
@@ -64,8 +65,8 @@ use super::spawn;
 use super::spec::{JobCommand, LaunchSpec, SPEC_VERSION};
 use super::taskdir::{TaskDir, active_jobs};
 use super::usage::{self, io_bytes};
-use super::{LaunchError, Rusage, TaskResult};
 use crate::model::{JobId, TaskId, UsageReport};
+use crate::model::{Rusage, TaskResult};
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, User};

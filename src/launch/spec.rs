@@ -2,11 +2,12 @@
 //! side from the job record, the placement and the configuration, so that the execution host
 //! needs nothing but the spec (no spool, no configuration file).
 
+use super::LaunchError;
 use super::limits::{Limits, parse_time};
 use super::paths::select_path;
 use super::taskdir::exec_spool_dir;
-use super::{LaunchError, Placement};
 use crate::config::ClusterConfig;
+use crate::model::Placement;
 use crate::model::{EnvVar, JobId, JobRecord, PathSpec, Submitter, TaskId, TaskIdRange};
 use crate::spool::Spool;
 use serde::{Deserialize, Serialize};

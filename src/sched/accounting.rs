@@ -4,8 +4,8 @@
 
 use super::runner::AccountingHook;
 use crate::config::ClusterConfig;
-use crate::launch::{Placement, TaskResult};
 use crate::model::{JobRecord, RunningTask};
+use crate::model::{Placement, TaskResult};
 use gridspool_policy::sharetree::UsageStore;
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};

@@ -362,7 +362,7 @@ struct EndedTask {
 }
 
 /// The exits line of a task that ended with `result`.
-fn exits_line(result: &crate::launch::TaskResult, never_ran: bool) -> FinishedTask {
+fn exits_line(result: &crate::model::TaskResult, never_ran: bool) -> FinishedTask {
     FinishedTask {
         task: result.task,
         exit_status: result.exit_status,
@@ -1174,7 +1174,7 @@ impl Daemon {
                 }
                 Reattached::Unknown => {
                     warn!(job = %id, task = r.task, "task lost while sched_d was down: recorded as failed (100), not run again");
-                    let result = crate::launch::TaskResult {
+                    let result = crate::model::TaskResult {
                         job: id,
                         task: r.task,
                         host: r.host.clone(),
@@ -1774,7 +1774,7 @@ impl Daemon {
     /// A task ended: accounted, state changed; [`Self::settle`] makes it durable (accounting,
     /// exits line, state, in that order) at the end of the wake-up. A job with nothing left
     /// is retired later.
-    fn task_ended(&mut self, result: crate::launch::TaskResult) {
+    fn task_ended(&mut self, result: crate::model::TaskResult) {
         let (id, task) = (result.job, result.task);
         self.end_pe_tasks(id, task);
         if let Some((m, _)) = &self.metrics {
@@ -1873,7 +1873,7 @@ impl Daemon {
     /// longer running and is not recorded again.
     fn forced_end(&mut self, id: JobId, ran: &crate::model::RunningTask) {
         let t = now();
-        let result = crate::launch::TaskResult {
+        let result = crate::model::TaskResult {
             job: id,
             task: ran.task,
             host: ran.host.clone(),

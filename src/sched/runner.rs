@@ -5,8 +5,8 @@
 
 #[cfg(doc)]
 use crate::launch::LaunchEvent;
-use crate::launch::{Placement, TaskResult};
 use crate::model::{JobId, JobRecord, RunningTask, TaskId};
+use crate::model::{Placement, TaskResult};
 use crate::spool::Spool;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

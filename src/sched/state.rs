@@ -751,7 +751,7 @@ impl SchedState {
     pub(crate) fn grant_devices(
         &self,
         id: JobId,
-        placement: &crate::launch::Placement,
+        placement: &crate::model::Placement,
     ) -> Vec<(String, Vec<String>)> {
         let Some(host) = self.config.host(&placement.host) else {
             return Vec::new();

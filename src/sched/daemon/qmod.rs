@@ -5,7 +5,7 @@
 //! hosts, kills, requeues, the states made durable in `daemon/qinstances.json`.
 
 use super::{Daemon, EndedTask, now};
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{JobId, QmodEvent, Request, Requester, RescheduleRules, TaskId, TaskSelector};
 use tracing::{error, info, warn};
 

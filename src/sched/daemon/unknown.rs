@@ -11,7 +11,7 @@
 //!   the task waiting for a host that may never return.)
 
 use super::{Daemon, EndedTask, now};
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{FinishedTask, JobId, RunningTask};
 use std::time::Instant;
 use tracing::{error, info, warn};
