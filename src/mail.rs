@@ -18,9 +18,6 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use tracing::warn;
 
-/// SGE's compiled-in mailer.
-pub const DEFAULT_MAILER: &str = "/usr/bin/mail";
-
 /// One message, before it is addressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mail {

@@ -169,12 +169,23 @@ impl CgroupSetting {
     }
 
     /// What the shepherd is told; `None` when cgroups are off.
-    pub fn policy(&self) -> Option<crate::launch::CgroupPolicy> {
-        (self.mode == CgroupMode::Auto).then(|| crate::launch::CgroupPolicy {
+    pub fn policy(&self) -> Option<CgroupPolicy> {
+        (self.mode == CgroupMode::Auto).then(|| CgroupPolicy {
             parent: self.parent.clone(),
             cpu_quota: self.cpu_quota,
         })
     }
+}
+
+/// What the configuration asks of a host's cgroups (`hosts[].cgroups`), as the spec carries
+/// it; no policy means none are used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupPolicy {
+    /// The group the tasks' groups are made in, relative to each hierarchy's root.
+    pub parent: String,
+    /// Limit each task to its slots' worth of CPU time.
+    #[serde(default)]
+    pub cpu_quota: bool,
 }
 
 fn local_launch() -> LaunchMethod {
@@ -574,6 +585,9 @@ fn positive_time(text: Option<&str>) -> Option<Duration> {
         .map(|secs| Duration::from_secs(secs as u64))
 }
 
+/// SGE's compiled-in mailer, when `mailer` is not configured.
+pub const DEFAULT_MAILER: &str = "/usr/bin/mail";
+
 /// Reads `config.yaml` as every spool file is read (`file::open`): a regular file in the
 /// cell, not a link to one, never a FIFO that would hang every command.
 fn read_config_text(path: &Path) -> std::io::Result<String> {
@@ -585,7 +599,7 @@ impl ClusterConfig {
     pub fn mailer(&self) -> PathBuf {
         self.mailer
             .clone()
-            .unwrap_or_else(|| PathBuf::from(crate::mail::DEFAULT_MAILER))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MAILER))
     }
 
     /// The interval of the host reports: `load_report_time`, else SGE's 40 s.

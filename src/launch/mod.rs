@@ -110,7 +110,7 @@ mod taskdir;
 pub mod usage;
 mod wake;
 
-pub use cgroup::{CgroupPolicy, describe as describe_cgroups, stable_hash};
+pub use cgroup::{describe as describe_cgroups, stable_hash};
 pub use env::job_environment;
 pub use error::LaunchError;
 pub use launcher::{Launcher, LauncherOptions, Reattach};

@@ -223,7 +223,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 record_start_server(Path::new(spool), master);
             }
             let confinement = flag_value(rest, "--cgroups").map(|parent| {
-                let policy = (parent != "off").then(|| super::CgroupPolicy {
+                let policy = (parent != "off").then(|| crate::config::CgroupPolicy {
                     parent: parent.to_string(),
                     cpu_quota: false,
                 });

@@ -110,7 +110,7 @@ pub struct LaunchSpec {
     pub denied_device_files: Vec<String>,
     /// The host's cgroups setting (`launch::cgroup`); none: rlimits only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroups: Option<super::CgroupPolicy>,
+    pub cgroups: Option<crate::config::CgroupPolicy>,
 }
 
 /// The files (`hosts[].device_files`, `{id}` replaced) of the host's device ids that are not
