@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub mod demo;
+pub mod generated_docs;
 pub mod multicall;
 pub mod qacct;
 pub mod qalter;
