@@ -8,13 +8,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Imports that still run up, `file -> module`, until they are moved. The list only shrinks:
-/// a new one fails the test, and so does one listed that is gone (remove it here).
-const KNOWN_UPWARD: &[&str] = &[
-    "src/compat/qstat/mod.rs -> cli",
-    "src/compat/qstat/resources.rs -> cli",
-];
-
 const ORDER_LINE: &str = "Layers, ground first:";
 
 /// The layer names of the README's order line, ground first.
@@ -23,12 +16,18 @@ fn layer_order(readme: &str) -> Vec<String> {
         .lines()
         .find(|l| l.starts_with(ORDER_LINE))
         .unwrap_or_else(|| panic!("README.md has no line starting with {ORDER_LINE:?}"));
-    line[ORDER_LINE.len()..]
+    let order: Vec<String> = line[ORDER_LINE.len()..]
         .split('`')
         .skip(1)
         .step_by(2)
         .map(str::to_string)
-        .collect()
+        .collect();
+    let distinct: BTreeSet<&String> = order.iter().collect();
+    assert!(
+        !order.is_empty() && distinct.len() == order.len(),
+        "the README's layer order names each layer once: {order:?}"
+    );
+    order
 }
 
 /// The source with comments, string and character literals blanked out (newlines kept), so
@@ -287,18 +286,11 @@ fn no_module_imports_from_a_layer_above_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
     let order = layer_order(&readme);
-    let found = upward_imports(root, &order);
-    let known: BTreeSet<String> = KNOWN_UPWARD.iter().map(|s| s.to_string()).collect();
-    let new: Vec<&String> = found.difference(&known).collect();
-    let gone: Vec<&String> = known.difference(&found).collect();
+    let upward = upward_imports(root, &order);
     assert!(
-        new.is_empty(),
-        "imports running up the layers ({}): {new:#?}",
+        upward.is_empty(),
+        "imports running up the layers ({}): {upward:#?}",
         order.join(" ")
-    );
-    assert!(
-        gone.is_empty(),
-        "no longer running up, remove them from KNOWN_UPWARD: {gone:#?}"
     );
 }
 

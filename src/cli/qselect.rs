@@ -204,7 +204,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         !matches!(
             name.as_str(),
             "qname" | "q" | "hostname" | "h" | "slots" | "s"
-        ) && !super::qhost::known_attribute(&env.config, name)
+        ) && !crate::compat::host_attributes::known_attribute(&env.config, name)
     }) {
         o.code = 1;
         return o;

@@ -65,7 +65,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
         !matches!(
             name.as_str(),
             "qname" | "q" | "hostname" | "h" | "slots" | "s"
-        ) && !super::qhost::known_attribute(&env.config, name)
+        ) && !crate::compat::host_attributes::known_attribute(&env.config, name)
     }) {
         return super::Output {
             code: 1,

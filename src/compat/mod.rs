@@ -4,6 +4,7 @@
 //! `tests/compat/DIVERGENCES.md`.
 
 pub mod docs;
+pub mod host_attributes;
 pub mod job_list;
 pub mod messages;
 pub mod options;

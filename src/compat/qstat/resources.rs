@@ -170,7 +170,9 @@ pub fn satisfies(
             }
             _ => match q.queue.complex_values.get(name) {
                 Some(have) => capacity_at_least(want, have),
-                None => host.is_some_and(|h| crate::cli::qhost::satisfies(h, load, name, want)),
+                None => host.is_some_and(|h| {
+                    crate::compat::host_attributes::satisfies(h, load, name, want)
+                }),
             },
         }
     })
