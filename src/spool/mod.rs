@@ -15,9 +15,9 @@
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
 //! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
 //!
-//! Names starting with a dot are temporary files of [`crate::file::durable`] and are never read. Every
-//! file under the spool is opened through [`crate::file::open`]: never through a link, never blocking on
-//! a FIFO, regular files only.
+//! Names starting with a dot are temporary files of [`crate::file::durable`] and are never
+//! read. Every file under the spool is opened through [`crate::file::open`]: never through a
+//! link, never blocking on a FIFO, regular files only.
 
 pub mod index;
 mod jobs;
