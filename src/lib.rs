@@ -2,8 +2,8 @@
 //!
 //! Clients (`qsub`, `qstat`, `qdel`, `qalter`, `qhold`, `qrls`) write jobs and requests into a
 //! spool directory; one daemon, `sched_d`, watches it, schedules and launches. Modules, one per
-//! concern, ground first: each uses only the ones listed before it (the order is the README's
-//! "Layout of the code", which `tests/layers.rs` checks):
+//! concern. Which may use which is written once, in the README's "Layout of the code" (ground
+//! first; `tests/layers.rs` checks every import against it):
 //!
 //! - [`units`]: Grid Engine's number multipliers and memory units.
 //! - [`time`]: the clock, and times as Grid Engine prints and reads them.
