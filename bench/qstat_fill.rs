@@ -75,7 +75,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
         ended: &[],
         config: &config,
         caller: "alice",
-        now: gridspool::compat::time::now(),
+        now: gridspool::time::now(),
         load: &load,
         host_loads: &Default::default(),
         instance_states: &Default::default(),
@@ -101,7 +101,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
 fn jobs(n: u32) -> Vec<JobRecord> {
     let host = gridspool::identity::short_hostname();
     let users = ["alice", "bob", "carol", "dave"];
-    let t0 = gridspool::compat::time::now() - 86_400;
+    let t0 = gridspool::time::now() - 86_400;
     let mut out = Vec::with_capacity(n as usize);
     for i in 1..=n {
         let owner = users[(i as usize) % users.len()];

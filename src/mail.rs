@@ -10,16 +10,13 @@
 //! handed to a short-lived thread that starts the mailer, writes the body and reaps it. A
 //! mailer that cannot be started is logged; the job is not affected.
 
-use crate::compat::time::qstat_date;
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{JobRecord, RunningTask, TaskId};
+use crate::time::qstat_date;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use tracing::warn;
-
-/// SGE's compiled-in mailer.
-pub const DEFAULT_MAILER: &str = "/usr/bin/mail";
 
 /// One message, before it is addressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +91,7 @@ fn clock(secs: f64) -> String {
 
 fn max_vmem(bytes: f64) -> String {
     if bytes > 0.0 {
-        crate::cli::qhost::memory3(bytes)
+        crate::units::memory3(bytes)
     } else {
         "NA".into()
     }
@@ -265,7 +262,7 @@ fn deliver(program: &PathBuf, rcpt: &str, mail: &Mail) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::Rusage;
+    use crate::model::Rusage;
     use crate::model::{Holds, JobId, JobSpec, JobSubmission, Submitter, TaskIdRange};
 
     fn job(array: bool) -> JobRecord {

@@ -16,7 +16,7 @@ fn confinement(test: &str, memory: bool) -> Option<String> {
         skip(test, "needs root to create cgroups");
         return None;
     }
-    let policy = gridspool::launch::CgroupPolicy {
+    let policy = gridspool::config::CgroupPolicy {
         parent: "gridspool".into(),
         cpu_quota: false,
     };

@@ -1,5 +1,5 @@
 //! The checked-in man pages and completions are exactly what the generator makes from the
-//! option tables (`gridspool::compat::docs`). `GRIDSPOOL_BLESS=1 cargo test docs` rewrites them.
+//! option tables (`gridspool::cli::generated_docs`). `GRIDSPOOL_BLESS=1 cargo test docs` rewrites them.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ fn generated_docs_are_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bless = std::env::var_os("GRIDSPOOL_BLESS").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
-    for (rel, content) in gridspool::compat::docs::generated_files() {
+    for (rel, content) in gridspool::cli::generated_docs::generated_files() {
         let path = root.join(&rel);
         let current = std::fs::read_to_string(&path).ok();
         if current.as_deref() == Some(content.as_str()) {
@@ -32,8 +32,8 @@ fn generated_docs_are_up_to_date() {
 
 #[test]
 fn every_command_has_its_files_and_help_text() {
-    let files = gridspool::compat::docs::generated_files();
-    for doc in gridspool::compat::docs::all_commands() {
+    let files = gridspool::cli::generated_docs::generated_files();
+    for doc in gridspool::cli::generated_docs::all_commands() {
         for rel in [
             format!("man/{}.1", doc.name),
             format!("completions/{}.bash", doc.name),
@@ -50,7 +50,7 @@ fn every_command_has_its_files_and_help_text() {
 /// The bash completions at least parse.
 #[test]
 fn bash_completions_are_valid_bash() {
-    for (rel, content) in gridspool::compat::docs::generated_files() {
+    for (rel, content) in gridspool::cli::generated_docs::generated_files() {
         if !rel.ends_with(".bash") {
             continue;
         }

@@ -6,12 +6,11 @@ use crate::support::sshd::{Sshd, free_port};
 use crate::support::*;
 use gridspool::config::{ClusterConfig, HostConfig, LaunchMethod};
 use gridspool::launch::{
-    LaunchEvent, LaunchSpec, Launcher, LauncherOptions, Placement, Reattach, TaskResult,
-    exec_spool_dir,
+    LaunchEvent, LaunchSpec, Launcher, LauncherOptions, Reattach, exec_spool_dir,
 };
 use gridspool::model::{
-    EnvVar, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, PathSpec,
-    ResourceRequest, Submitter, TaskIdRange,
+    EnvVar, JOB_SCHEMA_VERSION, JobId, JobRecord, JobSpec, JobSubmission, PathSpec, Placement,
+    ResourceRequest, Submitter, TaskIdRange, TaskResult,
 };
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, channel};

@@ -5,11 +5,11 @@
 use crate::support::*;
 use gridspool::acct::{self, AccountingRecord, Entry, Reader};
 use gridspool::config::ClusterConfig;
-use gridspool::launch::protocol::{Placement, Rusage, TaskResult};
 use gridspool::model::{
     JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, SlotRange, Submitter,
     TaskIdRange,
 };
+use gridspool::model::{Placement, Rusage, TaskResult};
 use std::path::Path;
 
 /// The accounting lines of the captures (jobs 2, 3, 9, 28, 29, 30, 35, 36, 38, 39).

@@ -5,7 +5,8 @@
 use crate::qstat::{prio, put, spec, start};
 use crate::support::*;
 use gridspool::acct::load::{self, HostLoad, HostReport};
-use gridspool::cli::qhost::{HostStatus, QhostInput, run_with};
+use gridspool::cli::qhost::{QhostInput, run_with};
+use gridspool::compat::host_attributes::HostStatus;
 use gridspool::config::ClusterConfig;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -711,7 +711,7 @@ fn qstat_start_time_hold_and_queue_selection() {
     };
     let c = main_context(&u1, &u2);
     let mut s = spec("later");
-    s.start_time = Some(gridspool::compat::time::now() + 3600);
+    s.start_time = Some(gridspool::time::now() + 3600);
     put(&c, 30, &u1, T0 + 9, s, |_| {});
     let run = qstat(&c, &u1, &["-s", "hd"]);
     assert_eq!(run.stdout.lines().count(), 3, "{}", run.stdout);

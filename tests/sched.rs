@@ -511,7 +511,7 @@ fn a_malformed_job_file_is_set_aside_and_the_daemon_goes_on() {
     let cell = cell(1);
     let dir = workdir(&cell);
     let _d = SchedD::start(&cell, &[]);
-    gridspool::spool::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
+    gridspool::file::durable::write_new(&cell.spool.jobs_dir(), "4242.job", b"{not json\n", 0o644)
         .expect("write");
     let set_aside = || -> Vec<String> {
         std::fs::read_dir(cell.spool.quarantine_dir())
@@ -1644,7 +1644,7 @@ fn an_end_accounted_just_before_a_crash_is_not_accounted_again() {
     // What the dead daemon had committed: this very run's record.
     let job = state(&cell.spool, id).expect("state");
     let ran = job.tasks.running[0].clone();
-    let result: gridspool::launch::TaskResult =
+    let result: gridspool::model::TaskResult =
         serde_json::from_slice(&std::fs::read(task_dir.join("result.json")).expect("result"))
             .expect("result json");
     let config = gridspool::config::ClusterConfig::load(&cell.spool.config_path()).expect("config");

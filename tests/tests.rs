@@ -13,6 +13,7 @@ mod host_failure;
 mod install;
 mod json;
 mod launch;
+mod layers;
 mod metrics;
 mod pe_tasks;
 mod prolog;

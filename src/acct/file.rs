@@ -56,8 +56,8 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
         text.push('\n');
     }
     let existed = path.symlink_metadata().is_ok();
-    // Never through a link, never blocking on a FIFO (`spool::open`).
-    let mut file = crate::spool::open::open_append(path, 0o644)
+    // Never through a link, never blocking on a FIFO (`file::open`).
+    let mut file = crate::file::open::open_append(path, 0o644)
         .map_err(|e| AcctError::io("open", path, e.into()))?;
     file.lock().map_err(|e| AcctError::io("lock", path, e))?;
     let len = file
@@ -70,7 +70,7 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
     // The lock is released when `file` is dropped, after the sync. A write or sync that
     // fails (a full disk) leaves the file as it was, never a torn record, so that the same
     // records can be appended again, once (`durable::append_whole`).
-    crate::spool::durable::append_whole(&mut file, text.as_bytes())
+    crate::file::durable::append_whole(&mut file, text.as_bytes())
         .map_err(|e| AcctError::io("write", path, e))?;
     if !existed && let Some(dir) = path.parent() {
         File::open(dir)
@@ -107,11 +107,11 @@ pub struct Reader<R> {
 }
 
 impl Reader<BufReader<File>> {
-    /// Opens `path` for reading: a regular file only, not through a link (`spool::open`;
+    /// Opens `path` for reading: a regular file only, not through a link (`file::open`;
     /// `qacct -f` names the file itself and opens it with [`Reader::open_named`]).
     pub fn open(path: &Path) -> Result<Self, AcctError> {
         let file =
-            crate::spool::open::open(path).map_err(|e| AcctError::io("open", path, e.into()))?;
+            crate::file::open::open(path).map_err(|e| AcctError::io("open", path, e.into()))?;
         Ok(Reader::new(BufReader::with_capacity(1 << 16, file), path))
     }
 }

@@ -260,7 +260,7 @@ pub fn report_path(daemon_dir: &Path, host: &str) -> PathBuf {
 /// Reads a host's report; `None` when there is none or it cannot be read (a report is a
 /// hint: a broken one shows the host as unknown rather than failing `qhost`).
 pub fn read_report(daemon_dir: &Path, host: &str) -> Option<HostReport> {
-    let text = crate::spool::open::read_to_string(&report_path(daemon_dir, host)).ok()?;
+    let text = crate::file::open::read_to_string(&report_path(daemon_dir, host)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
@@ -273,7 +273,8 @@ pub fn write_report(
     std::fs::create_dir_all(&dir).map_err(|e| crate::spool::SpoolError::io("mkdir", &dir, e))?;
     let text = serde_json::to_vec(report)
         .map_err(|e| crate::spool::SpoolError::io("serialize", &dir, std::io::Error::other(e)))?;
-    crate::spool::durable::write_replace(&dir, &format!("{}.json", report.host), &text, 0o644)
+    crate::file::durable::write_replace(&dir, &format!("{}.json", report.host), &text, 0o644)
+        .map_err(crate::spool::SpoolError::from)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Accounting: SGE 8.1.9 accounting records, the accounting file, share-tree usage from it,
 //! and what `qacct` prints.
 //!
-//! `sched_d` turns every [`crate::launch::protocol::TaskResult`] into an
+//! `sched_d` turns every [`crate::model::TaskResult`] into an
 //! [`AccountingRecord`] ([`AccountingRecord::from_task`]) and [`append`]s it to
 //! `Spool::accounting_path()` as soon as the result arrives; `qacct`, cron jobs and the
 //! share-tree start-up fold ([`load_usage`]) read the same file.
@@ -17,8 +17,8 @@ pub use record::{AccountingRecord, RecordError, category};
 pub use usage::{FoldReport, charge, decay_config, load as load_usage, usage_of};
 
 use crate::config::ClusterConfig;
-use crate::launch::protocol::{Placement, TaskResult};
 use crate::model::JobRecord;
+use crate::model::{Placement, TaskResult};
 use std::path::Path;
 
 /// What `sched_d` does when a task ends: builds the task's record, appends it (synced) to the

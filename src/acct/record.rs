@@ -7,8 +7,8 @@
 //! prefix, else 0), so files written by SGE itself, by older versions or edited by hand load.
 
 use crate::config::ClusterConfig;
-use crate::launch::protocol::{Placement, TaskResult};
 use crate::model::JobRecord;
+use crate::model::{Placement, TaskResult};
 use std::fmt::Write as _;
 
 /// The number of fields SGE 8.1.9 writes.

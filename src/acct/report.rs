@@ -6,7 +6,7 @@
 //! qacct) and from running it on crafted files.
 
 use super::record::AccountingRecord;
-use crate::compat::time::ctime;
+use crate::time::ctime;
 use std::fmt::Write as _;
 
 /// SGE's description of a `failed` code (`qacct -j`, `accounting(5)`).

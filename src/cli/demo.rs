@@ -204,7 +204,7 @@ fn run() -> anyhow::Result<()> {
     println!("gridspool demo: a fresh cell in {}", cell.display());
     let config_path = cell.join("config.yaml");
     let config =
-        crate::config::ClusterConfig::parse(&crate::spool::open::read_to_string(&config_path)?)
+        crate::config::ClusterConfig::parse(&crate::file::open::read_to_string(&config_path)?)
             .map_err(|e| anyhow::anyhow!("{}: {e}", config_path.display()))?;
     println!("{}", cell_summary(&config, &config_path));
 

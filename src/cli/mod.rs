@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 pub mod demo;
 mod drmaa_agent;
+pub mod generated_docs;
 pub mod multicall;
 pub mod qacct;
 pub mod qalter;

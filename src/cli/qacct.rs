@@ -252,7 +252,7 @@ enum UsageError {
     /// A message without the usage (gridspool's refusals).
     Refused(String),
     /// SGE's date parser complains on stderr (after an empty line), then the usage.
-    BadDate(crate::compat::time::DateTimeError),
+    BadDate(crate::time::DateTimeError),
 }
 
 fn group_name(value: String) -> String {
@@ -333,7 +333,7 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             }
             "-b" | "-e" => {
                 let v = value.unwrap_or_default();
-                let t = crate::compat::time::sge_date_time(&v, now).map_err(UsageError::BadDate)?;
+                let t = crate::time::sge_date_time(&v, now).map_err(UsageError::BadDate)?;
                 if opt.spec.name == "-b" {
                     o.begin = Some(t);
                 } else {
@@ -858,7 +858,7 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
                 .map(|s| s.accounting_path())
                 .map_err(|e| format!("error: {e}"))
         });
-    run_with(&args, default_file, crate::compat::time::now()).finish()
+    run_with(&args, default_file, crate::time::now()).finish()
 }
 
 #[cfg(test)]

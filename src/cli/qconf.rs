@@ -319,11 +319,8 @@ fn show(
             let host = config
                 .host(value)
                 .ok_or_else(|| format!("can't resolve hostname \"{value}\""))?;
-            let loads = super::qhost::host_loads(
-                env,
-                std::path::Path::new("/proc"),
-                crate::compat::time::now(),
-            )?;
+            let loads =
+                super::qhost::host_loads(env, std::path::Path::new("/proc"), crate::time::now())?;
             let load = loads
                 .get(&host.name)
                 .filter(|s| s.known)

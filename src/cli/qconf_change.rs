@@ -208,7 +208,7 @@ fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), S
             vec![RequestAction::ConfigEdit {
                 base,
                 text,
-                expires: crate::compat::time::now() + REQUEST_LIFETIME_SECS,
+                expires: crate::time::now() + REQUEST_LIFETIME_SECS,
             }],
         )
         .map_err(|e| Stop(vec![format!("error: {e}")]))?;

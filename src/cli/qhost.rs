@@ -10,9 +10,11 @@
 
 use super::Output;
 use crate::acct::load::{self, HostLoad, HostReport, MAX_UNHEARD_SECS};
+use crate::compat::host_attributes::{HostStatus, known_attribute, satisfies};
 use crate::compat::options::{self, ArgError, Arity, OperandMode, OptionSpec, Origin, help_lines};
 use crate::config::{ClusterConfig, HostConfig, QueueConfig};
 use crate::model::JobRecord;
+use crate::units::{memory1, memory3};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -114,14 +116,6 @@ pub struct QhostInput {
     pub instance_states: crate::spool::QueueInstanceStates,
 }
 
-/// What is known about one host.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostStatus {
-    pub load: Option<HostLoad>,
-    /// Known and reachable: the host's queues are not in state `u`.
-    pub known: bool,
-}
-
 #[derive(Debug, Default)]
 struct Options {
     queues: bool,
@@ -202,32 +196,6 @@ fn parse(args: &[String]) -> Result<Options, ParseError> {
         }
     }
     Ok(o)
-}
-
-/// `23.5G`, `573.8M`, `0.0`: memory in the table, one decimal and a binary unit.
-pub fn memory1(bytes: f64) -> String {
-    memory_with(bytes, 1)
-}
-
-/// `22.980G`, `0.000`: memory in `-F` resource lines.
-pub fn memory3(bytes: f64) -> String {
-    memory_with(bytes, 3)
-}
-
-fn memory_with(bytes: f64, decimals: usize) -> String {
-    const K: f64 = 1024.0;
-    let (v, unit) = if bytes >= K * K * K * K {
-        (bytes / (K * K * K * K), "T")
-    } else if bytes >= K * K * K {
-        (bytes / (K * K * K), "G")
-    } else if bytes >= K * K {
-        (bytes / (K * K), "M")
-    } else if bytes >= K {
-        (bytes / K, "K")
-    } else {
-        (bytes, "")
-    };
-    format!("{v:.decimals$}{unit}")
 }
 
 /// The host line's values, `-` when unknown.
@@ -380,97 +348,6 @@ fn resources(host: &HostConfig, l: &HostLoad, held: &DeviceHolders) -> Vec<(Stri
         r.push((format!("rm:{name}"), shown.join(" ")));
     }
     r
-}
-
-/// The value of a complex attribute on a host, for `-l`; `None` when the host does not
-/// know it.
-fn attribute(host: &HostConfig, l: Option<&HostLoad>, name: &str) -> Option<String> {
-    match name {
-        "arch" | "a" => Some(host.arch.clone()),
-        "hostname" | "h" => Some(host.name.clone()),
-        _ => {
-            if let Some(v) = host.complex_values.get(name) {
-                return Some(v.clone());
-            }
-            let l = l?;
-            let v = match name {
-                "num_proc" | "p" => f64::from(l.num_proc),
-                "m_socket" => f64::from(l.m_socket),
-                "m_core" => f64::from(l.m_core),
-                "m_thread" => f64::from(l.m_thread),
-                "mem_total" | "mt" => l.mem_total,
-                "mem_free" | "mf" => l.mem_free,
-                "mem_used" | "mu" => l.mem_used(),
-                "swap_total" | "st" => l.swap_total,
-                "swap_free" | "sf" => l.swap_free,
-                "load_avg" | "la" => l.load_medium,
-                _ => return None,
-            };
-            Some(v.to_string())
-        }
-    }
-}
-
-/// SGE's memory and number syntax: `1.5G`, `512M`, `100k` (k/m/g are powers of 1000,
-/// K/M/G of 1024).
-fn number(text: &str) -> Option<f64> {
-    let (digits, mult) = match text.chars().last()? {
-        'k' => (&text[..text.len() - 1], 1e3),
-        'm' => (&text[..text.len() - 1], 1e6),
-        'g' => (&text[..text.len() - 1], 1e9),
-        'K' => (&text[..text.len() - 1], 1024.0),
-        'M' => (&text[..text.len() - 1], 1024.0 * 1024.0),
-        'G' => (&text[..text.len() - 1], 1024.0 * 1024.0 * 1024.0),
-        _ => (text, 1.0),
-    };
-    digits.parse::<f64>().ok().map(|v| v * mult)
-}
-
-/// Whether a host satisfies a `-l name=value` request: names compare as text, capacities
-/// (memory) must be at least the request, counts must be equal — the relations of SGE's
-/// built-in complexes.
-pub(crate) fn satisfies(host: &HostConfig, l: Option<&HostLoad>, name: &str, want: &str) -> bool {
-    let Some(have) = attribute(host, l, name) else {
-        return false;
-    };
-    match name {
-        "arch" | "a" => crate::compat::pattern::matches(want, &have),
-        "hostname" | "h" => have.eq_ignore_ascii_case(want),
-        "num_proc" | "p" | "m_socket" | "m_core" | "m_thread" => {
-            number(want).zip(number(&have)).is_some_and(|(w, h)| w == h)
-        }
-        _ => match (number(want), number(&have)) {
-            (Some(w), Some(h)) => w <= h,
-            _ => want == have,
-        },
-    }
-}
-
-pub(crate) fn known_attribute(config: &ClusterConfig, name: &str) -> bool {
-    matches!(
-        name,
-        "arch"
-            | "a"
-            | "hostname"
-            | "h"
-            | "num_proc"
-            | "p"
-            | "m_socket"
-            | "m_core"
-            | "m_thread"
-            | "mem_total"
-            | "mt"
-            | "mem_free"
-            | "mf"
-            | "mem_used"
-            | "mu"
-            | "swap_total"
-            | "st"
-            | "swap_free"
-            | "sf"
-            | "load_avg"
-            | "la"
-    ) || config.complex(name).is_some()
 }
 
 /// SGE's queue type letters: `B`atch, `I`nteractive, `P`arallel (a PE is attached).
@@ -899,7 +776,7 @@ pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
         Ok(env) => env,
         Err(out) => return out.finish(),
     };
-    match gather(&env, &proc_dir(), crate::compat::time::now()) {
+    match gather(&env, &proc_dir(), crate::time::now()) {
         Ok(input) => run_with(&args, &input).finish(),
         Err(message) => {
             let mut out = Output {
@@ -955,14 +832,5 @@ mod tests {
         ) {
             let _ = parse(&words);
         }
-    }
-
-    #[test]
-    fn memory_formats() {
-        assert_eq!(memory1(0.0), "0.0");
-        assert_eq!(memory1(24684100.0 * 1024.0), "23.5G");
-        assert_eq!(memory1(587552.0 * 1024.0), "573.8M");
-        assert_eq!(memory3(24096548.0 * 1024.0), "22.980G");
-        assert_eq!(memory3(587552.0 * 1024.0), "573.781M");
     }
 }

@@ -197,24 +197,21 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             return o;
         }
     };
-    let host_loads = match super::qhost::host_loads(
-        env,
-        &super::qhost::proc_dir(),
-        crate::compat::time::now(),
-    ) {
-        Ok(l) => l,
-        Err(message) => {
-            o.err(message);
-            o.code = 1;
-            return o;
-        }
-    };
+    let host_loads =
+        match super::qhost::host_loads(env, &super::qhost::proc_dir(), crate::time::now()) {
+            Ok(l) => l,
+            Err(message) => {
+                o.err(message);
+                o.code = 1;
+                return o;
+            }
+        };
     // SGE selects nothing for a request of an attribute no host has.
     if parsed.resource_requests.iter().any(|(name, _)| {
         !matches!(
             name.as_str(),
             "qname" | "q" | "hostname" | "h" | "slots" | "s"
-        ) && !super::qhost::known_attribute(&env.config, name)
+        ) && !crate::compat::host_attributes::known_attribute(&env.config, name)
     }) {
         o.code = 1;
         return o;
@@ -226,7 +223,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         ended: &[],
         config: &env.config,
         caller: &env.caller.user,
-        now: crate::compat::time::now(),
+        now: crate::time::now(),
         load: &load,
         host_loads: &host_loads,
         storage_blocked: None,

@@ -3,8 +3,8 @@
 
 use crate::acct::load::{self, HostReport};
 use crate::compat::qstat::{self, HostLoad, QstatArgError, QstatArgs, View};
-use crate::compat::time;
 use crate::model::JobRecord;
+use crate::time;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -79,7 +79,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
         !matches!(
             name.as_str(),
             "qname" | "q" | "hostname" | "h" | "slots" | "s"
-        ) && !super::qhost::known_attribute(&env.config, name)
+        ) && !crate::compat::host_attributes::known_attribute(&env.config, name)
     }) {
         return super::Output {
             code: 1,

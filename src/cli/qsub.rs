@@ -138,12 +138,12 @@ fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
     defaults_from(path, text)
 }
 
-/// The cluster's `common/sge_request`, read as every spool file is (`spool::open`): a FIFO
+/// The cluster's `common/sge_request`, read as every spool file is (`file::open`): a FIFO
 /// or link there is skipped like an unreadable file, never waited on.
 fn cluster_defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
     defaults_from(
         path,
-        crate::spool::open::read(path).map_err(std::io::Error::from),
+        crate::file::open::read(path).map_err(std::io::Error::from),
     )
 }
 
@@ -750,7 +750,7 @@ impl ExitLog {
         use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
         // The spool's open: a FIFO or link planted as the exits file never blocks or is followed.
-        let read = crate::spool::open::open(&self.path)
+        let read = crate::file::open::open(&self.path)
             .map_err(std::io::Error::from)
             .and_then(|mut f| {
                 f.seek(SeekFrom::Start(self.offset))?;

@@ -4,9 +4,10 @@
 
 use super::{ClientError, locate_spool};
 use crate::config::ClusterConfig;
+use crate::file::durable;
 use crate::identity::short_hostname;
 use crate::sched::daemon::{Daemon, DaemonOptions};
-use crate::spool::{Spool, durable};
+use crate::spool::Spool;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -386,7 +387,7 @@ fn detach(dir: &std::path::Path, shadow: bool) -> Result<ExitCode, anyhow::Error
             println!("sched_d shadow running as pid {}", child.id());
             return Ok(ExitCode::SUCCESS);
         }
-        let running = crate::spool::open::read_to_string(&pid_file)
+        let running = crate::file::open::read_to_string(&pid_file)
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok());
         if running == Some(child.id()) {
@@ -448,7 +449,7 @@ fn write_settings(spool: &Spool) -> Result<(), anyhow::Error> {
     let (sh, csh) = settings_text(root.as_os_str(), name, bin.as_os_str());
     for (file, text) in [("settings.sh", sh), ("settings.csh", csh)] {
         match durable::write_new(&spool.common_dir(), file, &text, 0o644) {
-            Ok(()) | Err(crate::spool::SpoolError::Exists { .. }) => {}
+            Ok(()) | Err(crate::file::FileError::Exists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
     }

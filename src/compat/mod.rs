@@ -1,9 +1,10 @@
 //! Everything a Grid Engine user observes: option tables and their parser, output formats
-//! (plain and `-xml`), date formats, messages and exit codes. Behaviour is checked against
+//! (plain and `-xml`), messages and exit codes. Behaviour is checked against
 //! SGE 8.1.9 captures in `tests/compat/`; deliberate divergences are listed in
 //! `tests/compat/DIVERGENCES.md`.
 
 pub mod docs;
+pub mod host_attributes;
 pub mod job_list;
 pub mod messages;
 pub mod options;
@@ -15,4 +16,3 @@ pub mod qsub_options;
 pub mod submit;
 pub mod sync;
 pub mod syntax;
-pub mod time;

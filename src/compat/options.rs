@@ -3,7 +3,7 @@
 //! Each q-command declares its options once, as a table of [`OptionSpec`] in SGE's `-help`
 //! order. The same table drives argv parsing, `#$` lines in job scripts, `-@` files and
 //! `sge_request` files (one grammar), `-help` output, the man pages in `man/` and the shell
-//! completions in `completions/` (see `compat::docs`). This is ripgrep's approach; clap cannot
+//! completions in `completions/` (see `cli::generated_docs`). This is ripgrep's approach; clap cannot
 //! parse SGE's single-dash long options (`-hold_jid`, `-pe smp 4`).
 
 /// How many values an option takes.

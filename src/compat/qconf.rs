@@ -1182,7 +1182,7 @@ pub fn global_conf(config: &ClusterConfig, exec_spool_dir: &str) -> String {
         .reschedule_unknown
         .as_deref()
         .map_or(Some(crate::config::DEFAULT_RESCHEDULE_UNKNOWN), |t| {
-            crate::sched::value::parse_time(t)
+            crate::time::parse_time(t)
                 .filter(|&s| s > 0)
                 .map(|s| std::time::Duration::from_secs(s as u64))
         })

@@ -211,7 +211,7 @@ pub fn pairs(value: &str) -> Result<BTreeMap<String, String>, AttrError> {
 
 fn time_value(attr: &str, value: &str) -> Result<String, AttrError> {
     let v = value.trim();
-    if crate::sched::value::parse_time(v).is_some() {
+    if crate::time::parse_time(v).is_some() {
         Ok(v.to_string())
     } else {
         Err(AttrError::value(
@@ -295,7 +295,7 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
                 q.limits.remove(limit);
             } else {
                 let ok = if limit.ends_with("_rt") || limit.ends_with("_cpu") {
-                    crate::sched::value::parse_time(v).is_some()
+                    crate::time::parse_time(v).is_some()
                 } else {
                     crate::compat::submit::is_memory_value(v)
                 };

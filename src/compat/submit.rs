@@ -310,7 +310,7 @@ pub fn date_time(value: &str, option: &'static str) -> Result<i64, SubmitError> 
     if value.is_empty() {
         return Err(bad("no date specified".to_string()));
     }
-    crate::compat::time::sge_date_time(value, crate::compat::time::now())
+    crate::time::sge_date_time(value, crate::time::now())
         .map_err(|why| bad(why.to_string()))
 }
 

@@ -243,7 +243,7 @@ pub fn write_config(path: &Path, text: &str) -> Result<(), EditError> {
             .map(|m| m.permissions().mode() & 0o7777)
             .unwrap_or(0o644)
     };
-    crate::spool::durable::write_replace(dir, name, text.as_bytes(), mode).map_err(|e| {
+    crate::file::durable::write_replace(dir, name, text.as_bytes(), mode).map_err(|e| {
         EditError::Io {
             op: "write",
             path: path.to_path_buf(),

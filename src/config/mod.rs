@@ -169,12 +169,23 @@ impl CgroupSetting {
     }
 
     /// What the shepherd is told; `None` when cgroups are off.
-    pub fn policy(&self) -> Option<crate::launch::CgroupPolicy> {
-        (self.mode == CgroupMode::Auto).then(|| crate::launch::CgroupPolicy {
+    pub fn policy(&self) -> Option<CgroupPolicy> {
+        (self.mode == CgroupMode::Auto).then(|| CgroupPolicy {
             parent: self.parent.clone(),
             cpu_quota: self.cpu_quota,
         })
     }
+}
+
+/// What the configuration asks of a host's cgroups (`hosts[].cgroups`), as the spec carries
+/// it; no policy means none are used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupPolicy {
+    /// The group the tasks' groups are made in, relative to each hierarchy's root.
+    pub parent: String,
+    /// Limit each task to its slots' worth of CPU time.
+    #[serde(default)]
+    pub cpu_quota: bool,
 }
 
 fn local_launch() -> LaunchMethod {
@@ -569,15 +580,18 @@ pub const DEFAULT_RESCHEDULE_UNKNOWN: Duration = Duration::from_secs(5);
 
 /// A configured positive time (`h:m:s` or seconds) as a duration.
 fn positive_time(text: Option<&str>) -> Option<Duration> {
-    text.and_then(crate::sched::value::parse_time)
+    text.and_then(crate::time::parse_time)
         .filter(|&secs| secs > 0)
         .map(|secs| Duration::from_secs(secs as u64))
 }
 
-/// Reads `config.yaml` as every spool file is read (`spool::open`): a regular file in the
+/// SGE's compiled-in mailer, when `mailer` is not configured.
+pub const DEFAULT_MAILER: &str = "/usr/bin/mail";
+
+/// Reads `config.yaml` as every spool file is read (`file::open`): a regular file in the
 /// cell, not a link to one, never a FIFO that would hang every command.
 fn read_config_text(path: &Path) -> std::io::Result<String> {
-    Ok(crate::spool::open::read_to_string(path)?)
+    Ok(crate::file::open::read_to_string(path)?)
 }
 
 impl ClusterConfig {
@@ -585,14 +599,14 @@ impl ClusterConfig {
     pub fn mailer(&self) -> PathBuf {
         self.mailer
             .clone()
-            .unwrap_or_else(|| PathBuf::from(crate::mail::DEFAULT_MAILER))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MAILER))
     }
 
     /// The interval of the host reports: `load_report_time`, else SGE's 40 s.
     pub fn load_report_interval(&self) -> Duration {
         self.load_report_time
             .as_deref()
-            .and_then(crate::sched::value::parse_time)
+            .and_then(crate::time::parse_time)
             .filter(|&secs| secs > 0)
             .map_or(Duration::from_secs(40), |secs| {
                 Duration::from_secs(secs as u64)
@@ -626,7 +640,7 @@ impl ClusterConfig {
             .or(self.reschedule_unknown.as_deref());
         match text {
             None => Some(DEFAULT_RESCHEDULE_UNKNOWN),
-            Some(t) => crate::sched::value::parse_time(t)
+            Some(t) => crate::time::parse_time(t)
                 .filter(|&secs| secs > 0)
                 .map(|secs| Duration::from_secs(secs as u64)),
         }
@@ -665,7 +679,7 @@ impl ClusterConfig {
             path: path.to_path_buf(),
             source,
         };
-        let file = crate::spool::open::open(path)
+        let file = crate::file::open::open(path)
             .map_err(std::io::Error::from)
             .map_err(read_err)?;
         let meta = file.metadata().map_err(read_err)?;
@@ -689,7 +703,7 @@ impl ClusterConfig {
     /// owner of `config.yaml`, writable by nobody else) and stands for `yaml`.
     fn from_snapshot(snapshot: &Path, config_owner: u32, yaml: &[u8]) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
-        let file = crate::spool::open::open(snapshot).ok()?;
+        let file = crate::file::open::open(snapshot).ok()?;
         let meta = file.metadata().ok()?;
         let trusted_owner = meta.uid() == 0 || meta.uid() == config_owner;
         if !trusted_owner || meta.mode() & 0o022 != 0 || !meta.is_file() {
@@ -721,7 +735,7 @@ impl ClusterConfig {
 
     fn validate(&self) -> Result<(), String> {
         if let Some(t) = &self.load_report_time
-            && !crate::sched::value::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
+            && !crate::time::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
         {
             return Err(format!(
                 "load_report_time: {t:?} is not a positive time (h:m:s or seconds)"
@@ -739,7 +753,7 @@ impl ClusterConfig {
             }));
         for (key, value, zero_allowed) in times {
             if let Some(t) = value
-                && !crate::sched::value::parse_time(t)
+                && !crate::time::parse_time(t)
                     .is_some_and(|secs| (secs > 0 || zero_allowed && secs == 0) && secs < 1 << 31)
             {
                 return Err(format!(

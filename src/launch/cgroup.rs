@@ -39,19 +39,8 @@
 //! host is in; the launcher logs it when it reaches the host.
 
 use super::LaunchError;
-use serde::{Deserialize, Serialize};
+use crate::config::CgroupPolicy;
 use std::path::{Path, PathBuf};
-
-/// What the configuration asks of a host's cgroups (`hosts[].cgroups`), as the spec carries
-/// it; no policy means none are used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CgroupPolicy {
-    /// The group the tasks' groups are made in, relative to each hierarchy's root.
-    pub parent: String,
-    /// Limit each task to its slots' worth of CPU time.
-    #[serde(default)]
-    pub cpu_quota: bool,
-}
 
 /// The cgroup hierarchies mounted on this host.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

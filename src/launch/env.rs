@@ -168,7 +168,8 @@ pub fn pe_hostfile(spec: &LaunchSpec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{JobCommand, Limits, Placement};
+    use crate::launch::{JobCommand, Limits};
+    use crate::model::Placement;
     use crate::model::{EnvVar, JobId, Submitter};
 
     fn spec() -> LaunchSpec {

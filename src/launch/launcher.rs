@@ -25,8 +25,9 @@ use super::shepherd::{
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
 use super::ssh::{Sessions, SshTarget};
 use super::taskdir::exec_spool_dir;
-use super::{LaunchError, LaunchEvent, TaskResult};
+use super::{LaunchError, LaunchEvent};
 use crate::config::ClusterConfig;
+use crate::model::TaskResult;
 use crate::model::{JobId, TaskId};
 use crate::spool::Spool;
 use std::collections::{HashMap, HashSet};
@@ -1712,7 +1713,7 @@ impl Inner {
                 let report = crate::acct::load::HostReport {
                     v: crate::acct::load::HOST_REPORT_VERSION,
                     host: host.clone(),
-                    time: crate::compat::time::now(),
+                    time: crate::time::now(),
                     reachable: false,
                     load: None,
                     tasks: Vec::new(),

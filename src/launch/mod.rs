@@ -110,7 +110,7 @@ mod taskdir;
 pub mod usage;
 mod wake;
 
-pub use cgroup::{CgroupPolicy, describe as describe_cgroups, stable_hash};
+pub use cgroup::{describe as describe_cgroups, stable_hash};
 pub use env::job_environment;
 pub use error::LaunchError;
 pub use launcher::{Launcher, LauncherOptions, MAX_HOST_RETRY, Reattach};
@@ -118,7 +118,7 @@ pub use limits::{Limits, RLimit, parse_memory, parse_time};
 pub use liveness::HostLiveness;
 pub use paths::{OutputPaths, expand_pseudo_variables, resolve_output_paths};
 pub use probe::{HostProbe, LOAD_REPORT_INTERVAL};
-pub use protocol::{LaunchEvent, Placement, Rusage, TaskResult};
+pub use protocol::LaunchEvent;
 pub use relay::pump;
 pub use spec::{JobCommand, LOGIN_SHELLS, LaunchSpec, SHEPHERD_BINARY, SPEC_VERSION};
 pub use taskdir::{TaskDir, exec_spool_dir};

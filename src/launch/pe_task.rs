@@ -17,7 +17,8 @@
 //! tasks of every running job (their tasks carry on), where SGE's execd keeps them.
 
 use super::shepherd::{Supervisor, prepare_task_dir, supervisor_signals};
-use super::{LaunchError, LaunchSpec, TaskResult};
+use super::{LaunchError, LaunchSpec};
+use crate::model::TaskResult;
 use std::io::{BufRead, Read, Write};
 use std::os::fd::AsFd;
 

@@ -108,7 +108,7 @@ fn probe_all(
         if liveness.is_unknown(&host.name) {
             continue;
         }
-        let now = crate::compat::time::now();
+        let now = crate::time::now();
         let exec_spool = exec_spool_dir(spool_root, &host.name);
         let load = match SshTarget::from_config(&host.name, &host.launch, control_dir) {
             None => HostLoad::measure(Path::new("/proc"), &host.arch)

@@ -58,6 +58,7 @@
 //! double-forked are still found). Cgroups are not used (they need a delegated hierarchy that
 //! unprivileged installs do not have).
 
+use super::LaunchError;
 use super::env::{ExecContext, job_environment, pe_hostfile};
 use super::limits::RLimit;
 use super::paths::{OutputPaths, PathContext, resolve_output_paths};
@@ -65,8 +66,8 @@ use super::spawn;
 use super::spec::{JobCommand, LaunchSpec, SPEC_VERSION};
 use super::taskdir::{TaskDir, active_jobs};
 use super::usage::{self, io_bytes};
-use super::{LaunchError, Rusage, TaskResult};
 use crate::model::{JobId, TaskId, UsageReport};
+use crate::model::{Rusage, TaskResult};
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, User};
@@ -225,7 +226,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 record_start_server(Path::new(spool), master);
             }
             let confinement = flag_value(rest, "--cgroups").map(|parent| {
-                let policy = (parent != "off").then(|| super::CgroupPolicy {
+                let policy = (parent != "off").then(|| crate::config::CgroupPolicy {
                     parent: parent.to_string(),
                     cpu_quota: false,
                 });
@@ -342,7 +343,7 @@ fn record_start_server(exec_spool: &Path, master: &str) {
         return;
     }
     if let Some(start) = proc_start_time(me) {
-        let _ = crate::spool::durable::write_replace(
+        let _ = crate::file::durable::write_replace(
             exec_spool,
             START_SERVER_RECORD,
             format!("{me} {start} {master}\n").as_bytes(),
@@ -1218,7 +1219,7 @@ fn reaped_children_cpu() -> f64 {
 }
 
 pub(super) fn read_pid_file(dir: &TaskDir) -> Option<(u32, u64)> {
-    let text = crate::spool::open::read_to_string(&dir.pid_file()).ok()?;
+    let text = crate::file::open::read_to_string(&dir.pid_file()).ok()?;
     let mut it = text.split_whitespace();
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
@@ -1306,7 +1307,7 @@ fn supervise(
     let spec = match spec {
         Some(spec) => spec,
         None => {
-            let bytes = crate::spool::open::read(&dir.spec())
+            let bytes = crate::file::open::read(&dir.spec())
                 .map_err(|e| LaunchError::io("read", dir.spec(), e.into()))?;
             serde_json::from_slice(&bytes)
                 .map_err(|e| LaunchError::Protocol(format!("bad spec: {e}")))?
@@ -2320,7 +2321,7 @@ fn rlimit_resource(r: RLimit) -> nix::sys::resource::Resource {
 /// Reads one task's result if it has ended; a task whose supervisor died without a result
 /// gets one written now (failed 100), so that it is reported exactly like any other.
 fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
-    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
+    if let Ok(bytes) = crate::file::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // A directory still being set up has no pid file yet; give it time.
@@ -2336,12 +2337,12 @@ fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult
         return None;
     }
     // Re-check: it may have finished between the two looks.
-    if let Ok(bytes) = crate::spool::open::read(&dir.result()) {
+    if let Ok(bytes) = crate::file::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }
     // Only supervisors started by an `exec` have a `spec.json`; without it the host is left
     // empty and the launcher, which knows which host it watches, fills it in.
-    let host = crate::spool::open::read(&dir.spec())
+    let host = crate::file::open::read(&dir.spec())
         .ok()
         .and_then(|b| serde_json::from_slice::<LaunchSpec>(&b).ok())
         .map(|s| s.host)

@@ -2,11 +2,12 @@
 //! side from the job record, the placement and the configuration, so that the execution host
 //! needs nothing but the spec (no spool, no configuration file).
 
+use super::LaunchError;
 use super::limits::{Limits, parse_time};
 use super::paths::select_path;
 use super::taskdir::exec_spool_dir;
-use super::{LaunchError, Placement};
 use crate::config::ClusterConfig;
+use crate::model::Placement;
 use crate::model::{EnvVar, JobId, JobRecord, PathSpec, Submitter, TaskId, TaskIdRange};
 use crate::spool::Spool;
 use serde::{Deserialize, Serialize};
@@ -109,7 +110,7 @@ pub struct LaunchSpec {
     pub denied_device_files: Vec<String>,
     /// The host's cgroups setting (`launch::cgroup`); none: rlimits only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroups: Option<super::CgroupPolicy>,
+    pub cgroups: Option<crate::config::CgroupPolicy>,
 }
 
 /// The files (`hosts[].device_files`, `{id}` replaced) of the host's device ids that are not

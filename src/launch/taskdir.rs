@@ -2,8 +2,8 @@
 //! the shepherd outlives `sched_d` and a new launcher can find what ran and how it ended.
 
 use super::LaunchError;
+use crate::file::durable;
 use crate::model::{JobId, TaskId};
-use crate::spool::durable;
 use std::path::{Path, PathBuf};
 
 /// The execution spool of `host` for the cell at `spool_root`: `<spool_root>/execd/<host>`.
@@ -49,7 +49,8 @@ impl TaskDir {
 
     /// Writes `name` in the task directory whole or not at all, durably.
     pub fn write(&self, name: &str, contents: &[u8], mode: u32) -> Result<(), LaunchError> {
-        durable::write_replace(&self.path, name, contents, mode).map_err(LaunchError::from)
+        durable::write_replace(&self.path, name, contents, mode)
+            .map_err(|e| LaunchError::from(crate::spool::SpoolError::from(e)))
     }
 
     /// Writes `name` whole or not at all (a temporary file renamed into place), without

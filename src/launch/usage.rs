@@ -90,7 +90,7 @@ pub fn collect(exec_spool: &Path) -> Vec<UsageReport> {
     };
     let mut reports: Vec<UsageReport> = entries
         .flatten()
-        .filter_map(|e| crate::spool::open::read(&e.path().join(USAGE_FILE)).ok())
+        .filter_map(|e| crate::file::open::read(&e.path().join(USAGE_FILE)).ok())
         .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
         .collect();
     reports.sort_by_key(|r: &UsageReport| (r.job, r.task));

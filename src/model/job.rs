@@ -59,7 +59,7 @@ impl Submitter {
             uid: caller.uid,
             group: caller.group.clone(),
             gid: caller.gid,
-            submission_time: crate::compat::time::now(),
+            submission_time: crate::time::now(),
             sge_o_home: caller.home.clone(),
             sge_o_log_name: caller.user.clone(),
             sge_o_path: String::new(),

@@ -8,6 +8,7 @@ mod holds;
 mod ids;
 mod job;
 mod request;
+mod task_run;
 mod tasks;
 
 pub use holds::{HoldType, Holds};
@@ -21,4 +22,5 @@ pub use request::{
     DeleteOutcome, Denied, HoldEvent, HoldOutcome, HoldTypeName, Outcome, PeTaskRequest, QmodEvent,
     Request, RequestAction, Requester, RescheduleRules, RunningDeletion, SpecChange, TaskSelector,
 };
+pub use task_run::{Placement, Rusage, TaskResult};
 pub use tasks::{TaskIdRange, TaskRangeError, TaskSet};

@@ -4,8 +4,8 @@
 
 use super::runner::AccountingHook;
 use crate::config::ClusterConfig;
-use crate::launch::{Placement, TaskResult};
 use crate::model::{JobRecord, RunningTask};
+use crate::model::{Placement, TaskResult};
 use gridspool_policy::sharetree::UsageStore;
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -55,7 +55,7 @@ impl Accounting {
 /// be read: then nothing is skipped, as before).
 fn runs_at_the_end(path: &Path) -> HashSet<RunKey> {
     let mut tail = Vec::new();
-    let read = crate::spool::open::open(path)
+    let read = crate::file::open::open(path)
         .map_err(std::io::Error::from)
         .and_then(|mut f| {
             let len = f.metadata()?.len();

@@ -641,7 +641,7 @@ impl Demand {
             };
             requested.insert(c.name.clone());
             if c.name == "h_rt" {
-                h_rt = super::value::parse_time(&r.value);
+                h_rt = crate::time::parse_time(&r.value);
             }
             if c.consumable != Consumable::No {
                 let Some(amount) = parse_numeric(c.kind, &r.value) else {

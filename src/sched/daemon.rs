@@ -143,13 +143,13 @@ impl SpoolLock {
         let dir = spool.daemon_dir();
         fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
         let path = dir.join("sched_d.lock");
-        let file = crate::spool::open::open_update(&path, 0o644)
+        let file = crate::file::open::open_update(&path, 0o644)
             .map_err(|e| io("open", &path, e.into()))?;
         let pid_path = dir.join("sched_d.pid");
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                let pid = crate::spool::open::read_to_string(&pid_path)
+                let pid = crate::file::open::read_to_string(&pid_path)
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
                 return Err(DaemonError::AlreadyRunning {
@@ -165,12 +165,13 @@ impl SpoolLock {
 
     /// The lock file held (or to be held), and this process's pid written.
     fn holding(file: File, dir: &Path) -> Result<Self, DaemonError> {
-        crate::spool::durable::write_replace(
+        crate::file::durable::write_replace(
             dir,
             "sched_d.pid",
             format!("{}\n", std::process::id()).as_bytes(),
             0o644,
-        )?;
+        )
+        .map_err(SpoolError::from)?;
         Ok(SpoolLock {
             _file: file,
             pid_path: dir.join("sched_d.pid"),
@@ -185,7 +186,7 @@ impl SpoolLock {
     pub fn acquire_when_released(spool: &Spool) -> Result<Self, DaemonError> {
         let dir = spool.daemon_dir();
         let path = dir.join("sched_d.lock");
-        let file = crate::spool::open::open_update(&path, 0o644)
+        let file = crate::file::open::open_update(&path, 0o644)
             .map_err(|e| io("open", &path, e.into()))?;
         let waiter = file.try_clone().map_err(|e| io("dup", &path, e))?;
         std::thread::Builder::new()
@@ -252,7 +253,7 @@ fn announces_input(ev: &notify::Event) -> bool {
 }
 
 fn now() -> i64 {
-    crate::compat::time::now()
+    crate::time::now()
 }
 
 /// The running daemon.
@@ -364,7 +365,7 @@ struct EndedTask {
 }
 
 /// The exits line of a task that ended with `result`.
-fn exits_line(result: &crate::launch::TaskResult, never_ran: bool) -> FinishedTask {
+fn exits_line(result: &crate::model::TaskResult, never_ran: bool) -> FinishedTask {
     FinishedTask {
         task: result.task,
         exit_status: result.exit_status,
@@ -683,7 +684,7 @@ impl Daemon {
         info!(spool = %self.spool.root().display(), jobs = self.state.job_count(), "sched_d running");
         let periodic = self.opts.periodic.unwrap_or_else(|| {
             Duration::from_secs(
-                super::value::parse_time(&self.state.config.scheduler.schedule_interval)
+                crate::time::parse_time(&self.state.config.scheduler.schedule_interval)
                     .filter(|s| *s > 0 && *s < 86_400)
                     .unwrap_or(15) as u64,
             )
@@ -1061,7 +1062,7 @@ impl Daemon {
             };
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if !name.starts_with(crate::spool::durable::TEMP_PREFIX) {
+                if !name.starts_with(crate::file::durable::TEMP_PREFIX) {
                     continue;
                 }
                 let old = e
@@ -1181,7 +1182,7 @@ impl Daemon {
                 }
                 Reattached::Unknown => {
                     warn!(job = %id, task = r.task, "task lost while sched_d was down: recorded as failed (100), not run again");
-                    let result = crate::launch::TaskResult {
+                    let result = crate::model::TaskResult {
                         job: id,
                         task: r.task,
                         host: r.host.clone(),
@@ -1240,7 +1241,7 @@ impl Daemon {
             }
             // Owner and bytes from one descriptor, opened by the spool's one safe open: a
             // FIFO, socket, device, directory or link is set aside unread.
-            let read = crate::spool::open::open(&path).and_then(|mut f| {
+            let read = crate::file::open::open(&path).and_then(|mut f| {
                 use std::io::Read;
                 let owner = f.metadata()?.uid();
                 let mut bytes = Vec::new();
@@ -1250,7 +1251,7 @@ impl Daemon {
             let (bytes, owner) = match read {
                 Ok(x) => x,
                 Err(e) if e.is_not_found() => continue,
-                Err(e @ crate::spool::OpenError::NotRegular(_)) => {
+                Err(e @ crate::file::open::OpenError::NotRegular(_)) => {
                     self.quarantine_file(&path, &format!("malformed request: {e}"));
                     continue;
                 }
@@ -1481,7 +1482,7 @@ impl Daemon {
             return;
         }
         let spool = &self.spool;
-        let appended = crate::spool::durable::in_parallel(&self.ended, |e| match &e.exit {
+        let appended = crate::file::durable::in_parallel(&self.ended, |e| match &e.exit {
             Some(line) if !e.exit_written => Some(append_exit(spool, e.job, line)),
             _ => None,
         });
@@ -1781,7 +1782,7 @@ impl Daemon {
     /// A task ended: accounted, state changed; [`Self::settle`] makes it durable (accounting,
     /// exits line, state, in that order) at the end of the wake-up. A job with nothing left
     /// is retired later.
-    fn task_ended(&mut self, result: crate::launch::TaskResult) {
+    fn task_ended(&mut self, result: crate::model::TaskResult) {
         let (id, task) = (result.job, result.task);
         self.end_pe_tasks(id, task);
         if let Some((m, _)) = &self.metrics {
@@ -1882,7 +1883,7 @@ impl Daemon {
     /// longer running and is not recorded again.
     fn forced_end(&mut self, id: JobId, ran: &crate::model::RunningTask) {
         let t = now();
-        let result = crate::launch::TaskResult {
+        let result = crate::model::TaskResult {
             job: id,
             task: ran.task,
             host: ran.host.clone(),

@@ -3,7 +3,7 @@
 //! environment's allocation rule (`sge_pe(5)`).
 
 use super::cluster::{AllocationRule, Booking, Cluster, ConsumableRequest, Demand, Level};
-use crate::launch::Placement;
+use crate::model::Placement;
 
 /// Why a category does not fit now; the pass turns it into the `qstat -j` reason.
 #[derive(Debug, Clone, PartialEq)]

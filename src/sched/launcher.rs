@@ -3,7 +3,8 @@
 
 use super::runner::{PeTaskStart, Reattached, RunnerError, TaskRunner};
 use crate::config::{ClusterConfig, LaunchMethod};
-use crate::launch::{LaunchEvent, LaunchSpec, Launcher, Placement, shepherd};
+use crate::launch::{LaunchEvent, LaunchSpec, Launcher, shepherd};
+use crate::model::Placement;
 use crate::model::{JobId, JobRecord, RunState, RunningTask, TaskId};
 use crate::spool::Spool;
 use std::sync::mpsc::Sender;

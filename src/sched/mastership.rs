@@ -62,12 +62,13 @@ impl DaemonId {
 
     /// Writes this daemon into `daemon/act_master`.
     fn name_as_master(&self, daemon_dir: &Path) -> Result<(), DaemonError> {
-        crate::spool::durable::write_replace(
+        crate::file::durable::write_replace(
             daemon_dir,
             ACT_MASTER,
             format!("{} {}\n", self.host, self.pid).as_bytes(),
             0o644,
-        )?;
+        )
+        .map_err(crate::spool::SpoolError::from)?;
         Ok(())
     }
 
@@ -88,7 +89,7 @@ impl std::fmt::Display for DaemonId {
 
 /// The daemon named in `daemon/act_master`, if any.
 pub fn act_master(daemon_dir: &Path) -> Option<DaemonId> {
-    crate::spool::open::read_to_string(&daemon_dir.join(ACT_MASTER))
+    crate::file::open::read_to_string(&daemon_dir.join(ACT_MASTER))
         .ok()
         .and_then(|text| DaemonId::parse(&text))
 }
@@ -104,7 +105,7 @@ pub struct Beat {
 
 /// Reads `daemon/heartbeat`.
 pub fn read_heartbeat(daemon_dir: &Path) -> Option<Beat> {
-    let text = crate::spool::open::read_to_string(&daemon_dir.join(HEARTBEAT)).ok()?;
+    let text = crate::file::open::read_to_string(&daemon_dir.join(HEARTBEAT)).ok()?;
     let mut words = text.split_whitespace();
     let counter = words.next()?.parse().ok()?;
     let host = words.next()?.to_string();
@@ -200,7 +201,8 @@ impl Mastership {
             self.me.pid,
             if stopped { " stopped" } else { "" }
         );
-        crate::spool::durable::write_replace(&self.daemon_dir, HEARTBEAT, line.as_bytes(), 0o644)?;
+        crate::file::durable::write_replace(&self.daemon_dir, HEARTBEAT, line.as_bytes(), 0o644)
+            .map_err(crate::spool::SpoolError::from)?;
         *self.last_beat.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         Ok(())
     }

@@ -201,7 +201,7 @@ pub fn serve(
 
 /// The status page: its head, the daemon's part, the charts.
 fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Response {
-    let now = crate::compat::time::now();
+    let now = crate::time::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
         rx.recv_timeout(SCRAPE_WAIT)

@@ -10,10 +10,10 @@
 use super::fit::{self, FitQuery};
 use super::priority::{PriorityInput, order_key};
 use super::state::{CatId, JobEntry, RunningBooking, SchedState};
-use crate::compat::time::ctime;
 use crate::config::PolicyOrder;
-use crate::launch::Placement;
+use crate::model::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
+use crate::time::ctime;
 use std::sync::Arc;
 
 /// Start this task here (the daemon writes the state, then calls the runner).

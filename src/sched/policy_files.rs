@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Reads `dir/name`; a missing or unreadable file is `None` (the policy starts fresh).
 pub fn load<T: DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
-    let bytes = crate::spool::open::read(&dir.join(name)).ok()?;
+    let bytes = crate::file::open::read(&dir.join(name)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -16,5 +16,5 @@ pub fn load<T: DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
 pub fn save<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), SpoolError> {
     let json = serde_json::to_vec_pretty(value)
         .map_err(|e| SpoolError::io("serialize", &dir.join(name), std::io::Error::other(e)))?;
-    crate::spool::durable::write_replace(dir, name, &json, 0o644)
+    crate::file::durable::write_replace(dir, name, &json, 0o644).map_err(SpoolError::from)
 }

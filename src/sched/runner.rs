@@ -5,8 +5,8 @@
 
 #[cfg(doc)]
 use crate::launch::LaunchEvent;
-use crate::launch::{Placement, TaskResult};
 use crate::model::{JobId, JobRecord, RunningTask, TaskId};
+use crate::model::{Placement, TaskResult};
 use crate::spool::Spool;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -147,7 +147,7 @@ pub fn append_exit(
     let path = spool.exits_file(id);
     let mut text = serde_json::to_string(line).map_err(|e| RunnerError::Other(e.to_string()))?;
     text.push('\n');
-    use crate::spool::{OpenError, open::open_append};
+    use crate::file::open::{OpenError, open_append};
     let mut f = match open_append(&path, 0o644) {
         Ok(f) => f,
         // A FIFO, link or directory in its place is set aside and a new log begun: never
@@ -162,12 +162,12 @@ pub fn append_exit(
         }
         Err(OpenError::Io(e)) => return Err(io("open", &path, e)),
     };
-    crate::spool::durable::append_whole(&mut f, text.as_bytes()).map_err(|e| io("append", &path, e))
+    crate::file::durable::append_whole(&mut f, text.as_bytes()).map_err(|e| io("append", &path, e))
 }
 
 /// The tasks already recorded in a job's exits file (recovery: never record one twice).
 pub fn recorded_exits(spool: &Spool, id: JobId) -> HashSet<TaskId> {
-    crate::spool::open::read_to_string(&spool.exits_file(id))
+    crate::file::open::read_to_string(&spool.exits_file(id))
         .map(|t| {
             t.lines()
                 .filter_map(|l| serde_json::from_str::<crate::model::FinishedTask>(l).ok())

@@ -5,13 +5,13 @@
 use super::cluster::{Booking, Cluster, Demand, StaticMiss};
 use super::fit;
 use super::priority::PriorityPolicy;
-use super::value::parse_time;
 use crate::compat::pattern;
 use crate::config::ClusterConfig;
 use crate::model::{
     ErrorInfo, Holds, JobId, JobRecord, PendingGroup, PriorityInfo, RunState, RunningTask, TaskId,
     TaskSet,
 };
+use crate::time::parse_time;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -751,7 +751,7 @@ impl SchedState {
     pub(crate) fn grant_devices(
         &self,
         id: JobId,
-        placement: &crate::launch::Placement,
+        placement: &crate::model::Placement,
     ) -> Vec<(String, Vec<String>)> {
         let Some(host) = self.config.host(&placement.host) else {
             return Vec::new();

@@ -36,7 +36,7 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}table{b
 pub fn head(cell: &str, now: i64) -> String {
     format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>gridspool: {cell}</title><style>{STYLE}</style></head><body>\n<h1>gridspool cell {cell}</h1>\n<p id=\"time\">as of {}</p>\n",
-        crate::compat::time::ctime(now),
+        crate::time::ctime(now),
         cell = esc(cell),
     )
 }
@@ -308,7 +308,7 @@ fn chart(id: &str, title: &str, series: &BTreeMap<String, Vec<f64>>, first_day: 
             "<text x=\"{:.0}\" y=\"{}\" font-size=\"11\">{}</text>",
             left + step * d as f64 - 20.0,
             h + 18.0,
-            crate::compat::time::ctime((first_day + d) * 86_400)
+            crate::time::ctime((first_day + d) * 86_400)
                 .split_whitespace()
                 .take(3)
                 .collect::<Vec<_>>()

@@ -16,9 +16,9 @@ pub fn parse_numeric(kind: ComplexType, text: &str) -> Option<f64> {
         return Some(f64::INFINITY);
     }
     match kind {
-        ComplexType::Time => parse_time(t).map(|s| s as f64),
+        ComplexType::Time => crate::time::parse_time(t).map(|s| s as f64),
         ComplexType::Bool => parse_bool(t).map(|b| if b { 1.0 } else { 0.0 }),
-        _ => parse_with_multiplier(t),
+        _ => crate::units::parse_with_multiplier(t),
     }
 }
 
@@ -29,48 +29,6 @@ pub fn parse_bool(t: &str) -> Option<bool> {
         "false" | "0" | "no" | "n" => Some(false),
         _ => None,
     }
-}
-
-/// A time value in seconds: `h:m:s` (fields may be empty: `::30`), or plain seconds.
-pub fn parse_time(t: &str) -> Option<i64> {
-    if t.eq_ignore_ascii_case("infinity") {
-        return Some(i64::MAX);
-    }
-    if t.contains(':') {
-        let parts: Vec<&str> = t.split(':').collect();
-        if parts.len() > 3 {
-            return None;
-        }
-        let mut total: i64 = 0;
-        for p in &parts {
-            let v = if p.is_empty() {
-                0
-            } else {
-                p.parse::<i64>().ok()?
-            };
-            total = total.checked_mul(60)?.checked_add(v)?;
-        }
-        // `m:s` has two fields: scale as if an hour field of 0 came first (done by the loop).
-        return Some(total);
-    }
-    let v = parse_with_multiplier(t)?;
-    (v.is_finite() && v >= 0.0).then_some(v as i64)
-}
-
-fn parse_with_multiplier(t: &str) -> Option<f64> {
-    let (num, mult) = match t.chars().last()? {
-        'k' => (&t[..t.len() - 1], 1e3),
-        'K' => (&t[..t.len() - 1], 1024.0),
-        'm' => (&t[..t.len() - 1], 1e6),
-        'M' => (&t[..t.len() - 1], 1024.0 * 1024.0),
-        'g' => (&t[..t.len() - 1], 1e9),
-        'G' => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
-        't' => (&t[..t.len() - 1], 1e12),
-        'T' => (&t[..t.len() - 1], 1024.0_f64.powi(4)),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    v.is_finite().then_some(v * mult)
 }
 
 /// Whether a request `requested` of `complex` is met by the value `offered`
@@ -131,10 +89,6 @@ mod tests {
         assert_eq!(parse_numeric(ComplexType::Memory, "1K"), Some(1024.0));
         assert_eq!(parse_numeric(ComplexType::Memory, "2k"), Some(2000.0));
         assert_eq!(parse_numeric(ComplexType::Memory, "1G"), Some(1073741824.0));
-        assert_eq!(parse_time("1:00:00"), Some(3600));
-        assert_eq!(parse_time("::30"), Some(30));
-        assert_eq!(parse_time("90"), Some(90));
-        assert_eq!(parse_time("INFINITY"), Some(i64::MAX));
         assert_eq!(parse_numeric(ComplexType::Int, "x"), None);
     }
 

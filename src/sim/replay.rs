@@ -270,13 +270,13 @@ impl Replayer<'_> {
             Some(cpu) => cpu,
             None => wall as f64 * f64::from(ran.slots),
         };
-        let result = crate::launch::TaskResult {
+        let result = crate::model::TaskResult {
             job: JobId(id),
             task,
             host: run.host.clone(),
             start_time: run.start as f64,
             end_time: at as f64,
-            rusage: crate::launch::Rusage {
+            rusage: crate::model::Rusage {
                 utime: cpu,
                 ..Default::default()
             },

@@ -22,7 +22,8 @@
 //! removes them (and syncs `daemon/`) before it reads the spool, and writes a new base once
 //! it has read every job.
 
-use super::{Spool, SpoolError, durable};
+use super::{Spool, SpoolError};
+use crate::file::durable;
 use crate::model::JobId;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -330,10 +331,10 @@ impl IndexView {
         // A compaction between our reads of the base and the log shows as two generations:
         // read again.
         for _ in 0..3 {
-            let base = super::open::read(&dir.join(BASE_NAME)).ok()?;
+            let base = crate::file::open::read(&dir.join(BASE_NAME)).ok()?;
             let (header, base_items) = decode_base(&base)?;
             let log = match header.phase {
-                Phase::Running => match super::open::read(&dir.join(LOG_NAME)) {
+                Phase::Running => match crate::file::open::read(&dir.join(LOG_NAME)) {
                     Ok(l) => l,
                     Err(e) if e.is_not_found() => continue,
                     Err(_) => return None,
@@ -389,7 +390,7 @@ impl IndexView {
 /// which nobody reads after a crash. `sync`: also `fdatasync` the file and the directory.
 fn replace(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<(), SpoolError> {
     if sync {
-        return durable::write_replace(dir, name, bytes, INDEX_FILE_MODE);
+        return durable::write_replace(dir, name, bytes, INDEX_FILE_MODE).map_err(SpoolError::from);
     }
     let tmp = dir.join(format!(
         "{}{name}.{}",
@@ -514,8 +515,9 @@ fn encode_merged(
     let base_path = dir.join(BASE_NAME);
     let log_path = dir.join(LOG_NAME);
     let base =
-        super::open::read(&base_path).map_err(|e| SpoolError::open("read", &base_path, e))?;
-    let log = super::open::read(&log_path).map_err(|e| SpoolError::open("read", &log_path, e))?;
+        crate::file::open::read(&base_path).map_err(|e| SpoolError::open("read", &base_path, e))?;
+    let log =
+        crate::file::open::read(&log_path).map_err(|e| SpoolError::open("read", &log_path, e))?;
     let damaged = |path: &Path| SpoolError::Malformed {
         path: path.to_path_buf(),
         reason: "listing index damaged".into(),
@@ -665,7 +667,7 @@ impl IndexWriter {
         log_bytes.extend_from_slice(entries);
         replace(&self.dir, LOG_NAME, &log_bytes, false)?;
         let path = self.dir.join(LOG_NAME);
-        let log = super::open::open_append(&path, INDEX_FILE_MODE)
+        let log = crate::file::open::open_append(&path, INDEX_FILE_MODE)
             .map_err(|e| SpoolError::open("open", &path, e))?;
         Ok(Mode::Running {
             writer: header.writer,

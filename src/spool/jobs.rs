@@ -1,7 +1,8 @@
 //! Job files, state files and the view of all jobs that clients show.
 
 use super::index::{self, IndexView, ListingEntry};
-use super::{CLIENT_FILE_MODE, Spool, SpoolError, durable, sequence};
+use super::{CLIENT_FILE_MODE, Spool, SpoolError, sequence};
+use crate::file::durable;
 use crate::model::{JobId, JobRecord, JobSubmission, Request};
 use std::fmt::Write as _;
 use std::fs::File;
@@ -57,7 +58,7 @@ fn malformed(path: &Path, reason: impl Into<String>) -> SpoolError {
 
 /// Reads the header line of a job file (the script after it is not needed to list jobs).
 fn read_submission(path: &Path) -> Result<JobSubmission, SpoolError> {
-    let file = super::open::open(path).map_err(|e| SpoolError::open("open", path, e))?;
+    let file = crate::file::open::open(path).map_err(|e| SpoolError::open("open", path, e))?;
     let mut header = String::new();
     BufReader::with_capacity(8192, file)
         .read_line(&mut header)
@@ -76,7 +77,7 @@ fn read_state(path: &Path) -> Result<JobRecord, SpoolError> {
 /// to size it, which `fs::read` would do) and parses it.
 fn read_state_into(path: &Path, buf: &mut Vec<u8>) -> Result<JobRecord, SpoolError> {
     buf.clear();
-    super::open::open(path)
+    crate::file::open::open(path)
         .map_err(|e| SpoolError::open("read", path, e))?
         .read_to_end(buf)
         .map_err(|e| SpoolError::io("read", path, e))?;
@@ -247,12 +248,14 @@ impl Spool {
             &bytes,
             CLIENT_FILE_MODE,
         )
+        .map_err(SpoolError::from)
     }
 
     /// The script stored with a job (what follows the header line).
     pub fn read_script(&self, id: JobId) -> Result<Vec<u8>, SpoolError> {
         let path = self.job_file(id);
-        let mut bytes = super::open::read(&path).map_err(|e| SpoolError::open("read", &path, e))?;
+        let mut bytes =
+            crate::file::open::read(&path).map_err(|e| SpoolError::open("read", &path, e))?;
         let start = bytes.iter().position(|b| *b == b'\n').map(|i| i + 1);
         let start = start.ok_or_else(|| malformed(&path, "job file has no header line"))?;
         Ok(bytes.split_off(start))
@@ -269,6 +272,7 @@ impl Spool {
             &bytes,
             0o640,
         )
+        .map_err(SpoolError::from)
     }
 
     /// [`Spool::write_state`] for many jobs at once: written and synced in parallel, with
@@ -296,7 +300,15 @@ impl Spool {
         let mut written = durable::write_replace_many(&self.jobs_dir(), &files, 0o640).into_iter();
         encoded
             .into_iter()
-            .map(|e| e.and_then(|entry| written.next().unwrap_or(Ok(())).map(|()| entry)))
+            .map(|e| {
+                e.and_then(|entry| {
+                    written
+                        .next()
+                        .unwrap_or(Ok(()))
+                        .map_err(SpoolError::from)
+                        .map(|()| entry)
+                })
+            })
             .collect()
     }
 
@@ -310,7 +322,7 @@ impl Spool {
             .collect();
         durable::remove_many(&dir, &files)?;
         let exits: Vec<String> = ids.iter().map(|id| format!("{id}.exits")).collect();
-        durable::remove_many(&dir, &exits)
+        durable::remove_many(&dir, &exits).map_err(SpoolError::from)
     }
 
     /// Removes every file of a finished or deleted job (`sched_d` only). The exit log goes last
@@ -321,7 +333,7 @@ impl Spool {
         let dir = self.jobs_dir();
         durable::remove(&dir, &format!("{id}.state"))?;
         durable::remove(&dir, &format!("{id}.job"))?;
-        durable::remove(&dir, &format!("{id}.exits"))
+        durable::remove(&dir, &format!("{id}.exits")).map_err(SpoolError::from)
     }
 
     /// One job as it is now: its state file, else its submission; `None` if it does not exist.
@@ -375,7 +387,7 @@ impl Spool {
     ) -> Result<Option<(JobRecord, Option<ListingEntry>, u32)>, SpoolError> {
         use std::os::unix::fs::MetadataExt;
         let job_path = self.job_file(id);
-        let job_file = match super::open::open(&job_path) {
+        let job_file = match crate::file::open::open(&job_path) {
             Ok(f) => f,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(SpoolError::open("open", &job_path, e)),
@@ -385,7 +397,7 @@ impl Spool {
             .map_err(|e| SpoolError::io("stat", &job_path, e))?
             .uid();
         let path = self.state_file(id);
-        match super::open::read(&path) {
+        match crate::file::open::read(&path) {
             Ok(bytes) => {
                 let job = parse_state(&bytes, false).map_err(|reason| malformed(&path, reason))?;
                 return Ok(Some((job, listing_entry(&bytes, true).ok(), owner)));
@@ -733,7 +745,7 @@ impl JobReader<'_> {
         buf: &mut ReadBuf,
         enough: impl Fn(&[u8]) -> bool,
     ) -> std::io::Result<()> {
-        let mut file = super::open::open_at(self.dir, name)?;
+        let mut file = crate::file::open::open_at(self.dir, name)?;
         buf.read_from(&mut file, enough)
     }
 

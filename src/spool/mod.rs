@@ -15,14 +15,11 @@
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
 //! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
 //!
-//! Names starting with a dot are temporary files of [`durable`] and are never read. Every
-//! file under the spool is opened through [`open`]: never through a link, never blocking on
-//! a FIFO, regular files only.
+//! Names starting with a dot are temporary files of [`crate::file::durable`] and are never
+//! read. Every file under the spool is opened through [`crate::file::open`]: never through a
+//! link, never blocking on a FIFO, regular files only.
 
-pub mod durable;
 pub mod index;
-pub mod open;
-pub use open::OpenError;
 mod jobs;
 mod qinstances;
 mod requests;
@@ -32,6 +29,8 @@ pub use index::{IndexWriter, ListingEntry};
 pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
 pub use qinstances::{QueueInstanceStates, Reply};
 
+use crate::file::open::OpenError;
+use crate::file::{FileError, durable, open};
 use std::path::{Path, PathBuf};
 
 /// An I/O or format problem in the spool, with the path and the operation.
@@ -84,6 +83,15 @@ impl SpoolError {
             op,
             path: path.to_path_buf(),
             source,
+        }
+    }
+}
+
+impl From<FileError> for SpoolError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Io { op, path, source } => SpoolError::Io { op, path, source },
+            FileError::Exists { path } => SpoolError::Exists { path },
         }
     }
 }

@@ -83,7 +83,7 @@ impl Spool {
     /// The answer to request `seq`, once `sched_d` has written it.
     pub fn read_reply(&self, seq: u64) -> Option<Reply> {
         let path = self.daemon_dir().join(REPLIES).join(format!("{seq}.json"));
-        super::open::read(&path)
+        crate::file::open::read(&path)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
     }
@@ -109,13 +109,14 @@ impl Spool {
             path: dir.join(format!("{seq}.json")),
             reason: e.to_string(),
         })?;
-        super::durable::write_replace(&dir, &format!("{seq}.json"), &json, 0o644)
+        crate::file::durable::write_replace(&dir, &format!("{seq}.json"), &json, 0o644)
+            .map_err(SpoolError::from)
     }
 
     /// The states; none when the file is missing or unreadable (a malformed file is logged by
     /// nobody here: `sched_d` rewrites it at its next `qmod`).
     pub fn queue_instance_states(&self) -> QueueInstanceStates {
-        super::open::read(&self.daemon_dir().join(FILE))
+        crate::file::open::read(&self.daemon_dir().join(FILE))
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default()
@@ -130,6 +131,7 @@ impl Spool {
             path: self.daemon_dir().join(FILE),
             reason: e.to_string(),
         })?;
-        super::durable::write_replace(&self.daemon_dir(), FILE, &json, 0o644)
+        crate::file::durable::write_replace(&self.daemon_dir(), FILE, &json, 0o644)
+            .map_err(SpoolError::from)
     }
 }

@@ -1,6 +1,7 @@
 //! Change requests, published Maildir style by the clients and consumed by `sched_d`.
 
-use super::{CLIENT_FILE_MODE, ScanProblem, Spool, SpoolError, durable, sequence};
+use super::{CLIENT_FILE_MODE, ScanProblem, Spool, SpoolError, sequence};
+use crate::file::durable;
 use crate::model::{Request, RequestAction, Requester};
 use std::fs;
 
@@ -91,7 +92,7 @@ impl Spool {
                 });
                 continue;
             }
-            match super::open::read(&path) {
+            match crate::file::open::read(&path) {
                 Ok(bytes) => match serde_json::from_slice::<Request>(&bytes) {
                     Ok(req) => requests.push(req),
                     Err(e) => problems.push(ScanProblem {
@@ -112,7 +113,7 @@ impl Spool {
 
     /// Removes a consumed request (`sched_d`, after the affected records are durable).
     pub fn remove_request(&self, seq: u64) -> Result<(), SpoolError> {
-        durable::remove(&self.requests_dir(), &request_name(seq))
+        durable::remove(&self.requests_dir(), &request_name(seq)).map_err(SpoolError::from)
     }
 }
 

@@ -34,7 +34,7 @@ const RECORD_LEN: usize = 21;
 /// explicitly by whoever owns the file.
 fn open_counter(path: &Path) -> Result<File, SpoolError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let file = super::open::open_update(path, COUNTER_MODE)
+    let file = crate::file::open::open_update(path, COUNTER_MODE)
         .map_err(|e| SpoolError::open("open", path, e))?;
     let meta = file
         .metadata()
@@ -177,7 +177,7 @@ pub fn next_free(
 /// disk as issued. Takes the lock (shared), so that no half-written record is read.
 pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    let mut file = match super::open::open(&path) {
+    let mut file = match crate::file::open::open(&path) {
         Ok(f) => f,
         Err(e) if e.is_not_found() => return Ok(0),
         Err(e) => return Err(SpoolError::open("open", &path, e)),
@@ -193,7 +193,7 @@ pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 /// The last number issued (0 before the first).
 pub fn current(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    match super::open::open(&path) {
+    match crate::file::open::open(&path) {
         Ok(mut f) => read_value(&mut f, &path).map(|(v, _)| v),
         Err(e) if e.is_not_found() => Ok(0),
         Err(e) => Err(SpoolError::open("open", &path, e)),

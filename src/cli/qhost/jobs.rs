@@ -9,8 +9,8 @@ use crate::compat::pattern;
 use crate::compat::qstat::fmt::{pad, spaces};
 use crate::compat::qstat::rows::running_code;
 use crate::compat::qstat::table::granted;
-use crate::compat::time::qstat_date;
 use crate::model::{JobRecord, RunningTask};
+use crate::time::qstat_date;
 use std::collections::HashMap;
 
 /// One line: one granted slot of a running task on one queue instance.

@@ -9,9 +9,9 @@
 use super::rows::{self, DerivedHolds};
 use super::{QstatArgs, Rendered, View};
 use crate::compat::job_list::{self, JobRef};
-use crate::compat::time;
 use crate::config::ComplexType;
 use crate::model::{JobId, JobRecord, PathSpec, SlotRange};
+use crate::time;
 use std::fmt::Write;
 
 /// SGE's message when there is nothing to say about a job.

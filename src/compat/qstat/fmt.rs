@@ -2,7 +2,7 @@
 //! and date formatting that calls the time zone database once per local hour instead of once
 //! per line (`qstat` of 100,000 jobs prints 100,000 dates).
 
-use crate::compat::time;
+use crate::time;
 
 const SPACES: &str = "                                                                ";
 

@@ -576,7 +576,8 @@ pub struct View<'a> {
     pub load: &'a HostLoad,
     /// Every host's load values, for `-F` and `-l` (empty otherwise: gathering them costs
     /// a read of `/proc` and of each host's report).
-    pub host_loads: &'a std::collections::BTreeMap<String, crate::cli::qhost::HostStatus>,
+    pub host_loads:
+        &'a std::collections::BTreeMap<String, crate::compat::host_attributes::HostStatus>,
     /// Why `sched_d` starts nothing now, when it says so (`Spool::storage_blocked`): shown
     /// first among every pending job's reasons.
     pub storage_blocked: Option<&'a str>,

@@ -8,8 +8,8 @@
 
 use super::queues::QueueInstance;
 use crate::acct::load::HostLoad;
-use crate::cli::qhost::memory3;
 use crate::config::{ClusterConfig, HostConfig};
+use crate::units::memory3;
 
 /// One line of `-F`: `hl:load_avg=0.120000` is (`hl`, `load_avg`, `0.120000`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +170,9 @@ pub fn satisfies(
             }
             _ => match q.queue.complex_values.get(name) {
                 Some(have) => capacity_at_least(want, have),
-                None => host.is_some_and(|h| crate::cli::qhost::satisfies(h, load, name, want)),
+                None => host.is_some_and(|h| {
+                    crate::compat::host_attributes::satisfies(h, load, name, want)
+                }),
             },
         }
     })

@@ -6,7 +6,7 @@
 //! record, and its exit status goes to `qrsh` in the request's reply.
 
 use super::Daemon;
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{JobId, PeTaskRequest, Request, RunningTask, TaskId};
 use crate::sched::runner::PeTaskStart;
 use std::collections::HashMap;

@@ -5,7 +5,7 @@
 //! hosts, kills, requeues, the states made durable in `daemon/qinstances.json`.
 
 use super::{Daemon, EndedTask, now};
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{JobId, QmodEvent, Request, Requester, RescheduleRules, TaskId, TaskSelector};
 use tracing::{error, info, warn};
 
@@ -78,7 +78,7 @@ impl Daemon {
                 req.requester.user
             ))
         } else {
-            match crate::spool::open::read(&path) {
+            match crate::file::open::read(&path) {
                 Err(e) => Err(format!("error: cannot read {}: {e}", path.display())),
                 Ok(now) if now != base.as_bytes() => Err(
                     "error: config.yaml changed while qconf edited it: nothing was written, try again"

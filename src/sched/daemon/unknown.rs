@@ -17,7 +17,7 @@
 //!   The job is not retired until then.
 
 use super::{Daemon, EndedTask, now};
-use crate::launch::TaskResult;
+use crate::model::TaskResult;
 use crate::model::{FinishedTask, JobId, RunningTask};
 use std::time::Instant;
 use tracing::{error, info, warn};

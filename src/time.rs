@@ -1,4 +1,5 @@
-//! The date formats Grid Engine prints, in the local time zone as SGE does.
+//! The clock, and the dates Grid Engine prints (in the local time zone, as SGE does): every
+//! layer reads the time, so it stands at the ground, below the configuration.
 
 use jiff::{Timestamp, tz::TimeZone};
 
@@ -147,6 +148,32 @@ pub fn sge_date_time(text: &str, now: i64) -> Result<i64, DateTimeError> {
     Ok(epoch)
 }
 
+/// A time value in seconds: `h:m:s` (fields may be empty: `::30`), or plain seconds.
+pub fn parse_time(t: &str) -> Option<i64> {
+    if t.eq_ignore_ascii_case("infinity") {
+        return Some(i64::MAX);
+    }
+    if t.contains(':') {
+        let parts: Vec<&str> = t.split(':').collect();
+        if parts.len() > 3 {
+            return None;
+        }
+        let mut total: i64 = 0;
+        for p in &parts {
+            let v = if p.is_empty() {
+                0
+            } else {
+                p.parse::<i64>().ok()?
+            };
+            total = total.checked_mul(60)?.checked_add(v)?;
+        }
+        // `m:s` has two fields: scale as if an hour field of 0 came first (done by the loop).
+        return Some(total);
+    }
+    let v = crate::units::parse_with_multiplier(t)?;
+    (v.is_finite() && v >= 0.0).then_some(v as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +214,13 @@ mod tests {
         assert_eq!(ctime(1795301101), "Sat Nov 21 22:45:01 2026");
         assert_eq!(xml_date(1795301101), "2026-11-21T22:45:01");
         assert_eq!(ctime(1795301101 - 13 * 86400), "Sun Nov  8 22:45:01 2026");
+    }
+
+    #[test]
+    fn times_are_seconds_or_fields() {
+        assert_eq!(parse_time("1:00:00"), Some(3600));
+        assert_eq!(parse_time("::30"), Some(30));
+        assert_eq!(parse_time("90"), Some(90));
+        assert_eq!(parse_time("INFINITY"), Some(i64::MAX));
     }
 }

@@ -1,5 +1,6 @@
-//! The one way a file under the spool is opened (issue 12): never through a symbolic link,
-//! never blocking, and only if it is a regular file.
+//! The one way a file the project reads is opened (issue 12): never through a symbolic link,
+//! never blocking, and only if it is a regular file. The spool's files, `config.yaml` and
+//! the task directories are all opened here.
 //!
 //! A FIFO in `jobs/` once hung `sched_d` for ever in `open()` (and `qstat -j` and `qdel`
 //! with it), and a symbolic link there was followed and read (to `/etc/passwd`) before it
@@ -8,8 +9,8 @@
 //! kernel, not checked before and raced after), then `fstat` of the descriptor itself says
 //! whether it is a regular file, and only then is `O_NONBLOCK` cleared (for files that are
 //! written; reads of a regular file ignore it). Anything else is
-//! [`OpenError::NotRegular`], which readers report and `sched_d` sets aside
-//! ([`super::Spool::quarantine`]) like any malformed file; it is never read.
+//! [`OpenError::NotRegular`], which readers report and `sched_d` sets aside (the spool's
+//! quarantine) like any malformed file; it is never read.
 //!
 //! Only the last component of a path is checked: the directories above are the spool's own
 //! (`sched_d --init`, `scripts/install-multiuser.sh`), which users cannot replace.

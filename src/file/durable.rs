@@ -1,4 +1,5 @@
-//! The one way anything is written into the spool: whole or not at all.
+//! The one way a file the project keeps is written (the spool's records, `config.yaml`, a
+//! task directory's files): whole or not at all.
 //!
 //! A temporary file in the target's own directory is written and `sync_data`'d, then moved into
 //! place (a hard link for new files, which fails instead of clobbering; a rename for
@@ -6,7 +7,7 @@
 //! killed half-way or a full disk leaves at most a `.tmp.` file, which scanners skip and
 //! `sched_d` sweeps; never a half-written record under a real name.
 
-use super::SpoolError;
+use super::FileError;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -23,7 +24,7 @@ fn temp_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{TEMP_PREFIX}{name}.{}.{n}", std::process::id()))
 }
 
-fn write_temp(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<PathBuf, SpoolError> {
+fn write_temp(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<PathBuf, FileError> {
     let tmp = temp_path(dir, name);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -40,20 +41,20 @@ fn write_temp(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<Path
             let _ = fs::remove_file(&tmp);
             // Named by the file it was to become: the temporary name means nothing to a
             // reader of the message (`qsub` on a full disk).
-            Err(SpoolError::io("write", &dir.join(name), e))
+            Err(FileError::io("write", &dir.join(name), e))
         }
     }
 }
 
 /// Makes a directory's entries durable (new, renamed or removed names).
-pub fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
+pub fn sync_dir(dir: &Path) -> Result<(), FileError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| SpoolError::io("fsync", dir, e))
+        .map_err(|e| FileError::io("fsync", dir, e))
 }
 
-/// Publishes a new file; fails with [`SpoolError::Exists`] rather than replace one.
-pub fn write_new(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), SpoolError> {
+/// Publishes a new file; fails with [`FileError::Exists`] rather than replace one.
+pub fn write_new(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), FileError> {
     let tmp = write_temp(dir, name, contents, mode)?;
     let target = dir.join(name);
     let linked = fs::hard_link(&tmp, &target);
@@ -61,19 +62,19 @@ pub fn write_new(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(
     match linked {
         Ok(()) => sync_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(SpoolError::Exists { path: target })
+            Err(FileError::Exists { path: target })
         }
-        Err(e) => Err(SpoolError::io("link", &target, e)),
+        Err(e) => Err(FileError::io("link", &target, e)),
     }
 }
 
 /// Replaces a file (or creates it) atomically.
-pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), SpoolError> {
+pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), FileError> {
     let tmp = write_temp(dir, name, contents, mode)?;
     let target = dir.join(name);
     if let Err(e) = fs::rename(&tmp, &target) {
         let _ = fs::remove_file(&tmp);
-        return Err(SpoolError::io("rename", &target, e));
+        return Err(FileError::io("rename", &target, e));
     }
     sync_dir(dir)
 }
@@ -147,11 +148,11 @@ pub fn write_replace_many(
     dir: &Path,
     files: &[(String, Vec<u8>)],
     mode: u32,
-) -> Vec<Result<(), SpoolError>> {
+) -> Vec<Result<(), FileError>> {
     let temps = in_parallel(files, |(name, contents)| {
         write_temp(dir, name, contents, mode)
     });
-    let mut results: Vec<Result<(), SpoolError>> = temps
+    let mut results: Vec<Result<(), FileError>> = temps
         .into_iter()
         .zip(files)
         .map(|(tmp, (name, _))| {
@@ -159,7 +160,7 @@ pub fn write_replace_many(
             let target = dir.join(name);
             fs::rename(&tmp, &target).map_err(|e| {
                 let _ = fs::remove_file(&tmp);
-                SpoolError::io("rename", &target, e)
+                FileError::io("rename", &target, e)
             })
         })
         .collect();
@@ -168,7 +169,7 @@ pub fn write_replace_many(
     {
         let why = e.to_string();
         for r in results.iter_mut().filter(|r| r.is_ok()) {
-            *r = Err(SpoolError::io(
+            *r = Err(FileError::io(
                 "fsync",
                 dir,
                 std::io::Error::other(why.clone()),
@@ -179,26 +180,26 @@ pub fn write_replace_many(
 }
 
 /// [`remove`] for many files of one directory, with one directory sync.
-pub fn remove_many(dir: &Path, names: &[String]) -> Result<(), SpoolError> {
+pub fn remove_many(dir: &Path, names: &[String]) -> Result<(), FileError> {
     let mut removed = false;
     for name in names {
         let path = dir.join(name);
         match fs::remove_file(&path) {
             Ok(()) => removed = true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(SpoolError::io("remove", &path, e)),
+            Err(e) => return Err(FileError::io("remove", &path, e)),
         }
     }
     if removed { sync_dir(dir) } else { Ok(()) }
 }
 
 /// Removes a file durably; a file already gone is not an error.
-pub fn remove(dir: &Path, name: &str) -> Result<(), SpoolError> {
+pub fn remove(dir: &Path, name: &str) -> Result<(), FileError> {
     let path = dir.join(name);
     match fs::remove_file(&path) {
         Ok(()) => sync_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(SpoolError::io("remove", &path, e)),
+        Err(e) => Err(FileError::io("remove", &path, e)),
     }
 }
 
@@ -211,7 +212,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         write_new(dir.path(), "a", b"one", 0o644).expect("first write");
         let err = write_new(dir.path(), "a", b"two", 0o644).expect_err("second write");
-        assert!(matches!(err, SpoolError::Exists { .. }));
+        assert!(matches!(err, FileError::Exists { .. }));
         assert_eq!(fs::read(dir.path().join("a")).expect("read"), b"one");
         write_replace(dir.path(), "a", b"three", 0o644).expect("replace");
         assert_eq!(fs::read(dir.path().join("a")).expect("read"), b"three");
