@@ -310,8 +310,7 @@ pub fn date_time(value: &str, option: &'static str) -> Result<i64, SubmitError> 
     if value.is_empty() {
         return Err(bad("no date specified".to_string()));
     }
-    crate::time::sge_date_time(value, crate::time::now())
-        .map_err(|why| bad(why.to_string()))
+    crate::time::sge_date_time(value, crate::time::now()).map_err(|why| bad(why.to_string()))
 }
 
 /// A TIME value (`[[h:]m:]s`, each part possibly fractional, or `INFINITY`) in seconds, as
