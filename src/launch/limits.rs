@@ -63,28 +63,19 @@ pub struct Limits {
     pub slots: u32,
 }
 
-/// Seconds from SGE's time format: `INFINITY`, `[[h:]m:]s` with empty fields as 0, or a
-/// plain number of seconds. `None` for INFINITY; `Err` for anything else.
+/// Seconds from SGE's time format ([`crate::time::parse_time`]: `INFINITY`, `[[h:]m:]s` with
+/// empty fields as 0, or a number of seconds), as a limit: `None` for INFINITY; `Err` for
+/// anything else.
 pub fn parse_time(text: &str) -> Result<Option<u64>, String> {
-    let t = text.trim();
-    if t.eq_ignore_ascii_case("infinity") {
-        return Ok(None);
+    match crate::time::parse_time(text.trim()) {
+        Some(i64::MAX) => Ok(None),
+        Some(seconds) => u64::try_from(seconds).map(Some).map_err(|_| bad_time(text)),
+        None => Err(bad_time(text)),
     }
-    let mut total: u64 = 0;
-    let parts: Vec<&str> = t.split(':').collect();
-    if parts.len() > 3 || t.is_empty() {
-        return Err(format!("invalid time value {text:?}"));
-    }
-    for p in &parts {
-        let n: u64 = if p.is_empty() {
-            0
-        } else {
-            p.parse()
-                .map_err(|_| format!("invalid time value {text:?}"))?
-        };
-        total = total.saturating_mul(60).saturating_add(n);
-    }
-    Ok(Some(total))
+}
+
+fn bad_time(text: &str) -> String {
+    format!("invalid time value {text:?}")
 }
 
 /// Bytes from SGE's memory format (`sge_types(1)`): a number with an optional multiplier
