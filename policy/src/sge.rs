@@ -44,6 +44,9 @@
 //!
 //! Array jobs: SGE computes tickets for at most [`pending_tasks_considered`] pending tasks per
 //! job and shows the first task's values for the rest; pass that many tasks.
+//!
+//! One file over 1,000 lines: urgency, tickets, normalisation and the final priority are
+//! one formula (`sge_priority(5)`), with the worked examples that check it beside it.
 
 use std::cmp::Ordering;
 

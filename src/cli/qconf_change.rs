@@ -7,6 +7,9 @@
 //! change are rewritten; nothing is written unless the result parses, by `sched_d`'s own
 //! rules, to exactly the configuration meant), then `sched_d` is asked to reload it (a
 //! request in the spool, as every client asks it for anything).
+//!
+//! One file over 1,000 lines: every changing form goes through the same edit, check and
+//! reload of `config.yaml`, and the forms differ only in how they name what they change.
 
 use super::{ClientEnv, Output};
 use crate::compat::qconf;

@@ -5,6 +5,9 @@
 //! Attributes SGE has and gridspool does not (calendars, checkpointing, suspend thresholds,
 //! access lists…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
 //! them sees what it would see on an SGE cell with the same configuration.
+//!
+//! One file over 1,000 lines: the show forms are one mapping between `config.yaml` and SGE's
+//! texts, object by object, each short and read in the same way.
 
 use crate::compat::docs::SyntaxItem;
 use crate::compat::options::{Arity, OptionSpec};

@@ -6,6 +6,10 @@
 //! `host_conf(5)`, `sge_pe(5)`, `complex(5)` and `share_tree(5)` so administrators can carry
 //! their knowledge over. `sched_d --init` writes `spool/default-config.yaml`, filled in with
 //! the local host's name and CPU count.
+//!
+//! One file: the schema of `config.yaml` (its types, defaults and the checks that tie
+//! them together) is read as one document; the parts that stand alone (complexes, editing,
+//! the snapshot) are modules of their own.
 
 mod complexes;
 pub mod edit;

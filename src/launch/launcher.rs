@@ -16,6 +16,10 @@
 //! run at once (the watcher and the start server hold one more each); a local host starts
 //! tasks through its start server (a child process, see `open_start_server`), or without
 //! one at most 8 at once.
+//!
+//! One file over 1,000 lines: starting, killing, watching and collecting tasks share the
+//! per-host sessions and their state (start servers, watchers, the session budget); a split
+//! by operation would scatter that state.
 
 use super::liveness::{Connection, HostLiveness};
 use super::shepherd::{

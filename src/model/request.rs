@@ -6,6 +6,9 @@
 //! decide what to print — so all three share [`Request::apply`]. Every action *sets* a value
 //! (no increments), so applying a request twice gives the same record: a crash between writing
 //! a record and removing the request is harmless.
+//!
+//! One file over 1,000 lines: the request types and [`Request::apply`] are one contract
+//! (what a client may ask and what it does to a record), shared by three programs.
 
 use super::{
     EnvVar, HoldType, Holds, JobId, JobRecord, PathSpec, PeRequest, ResourceRequest, TaskId,

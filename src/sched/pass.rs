@@ -6,6 +6,9 @@
 //! most one failed fit: within a pass resources only shrink, so a category that did not fit
 //! never fits later in the same pass, and a serial category resumes its host search where
 //! the previous job of the category left it.
+//!
+//! One file over 1,000 lines: the pass's steps share its buffers and reasons table, and
+//! their order (classify, prioritise, order, dispatch, reasons) is the algorithm.
 
 use super::fit::{self, FitQuery};
 use super::priority::{PriorityInput, order_key};

@@ -21,6 +21,10 @@
 //! Files of a running index are neither synced nor needed after a crash: a new `sched_d`
 //! removes them (and syncs `daemon/`) before it reads the spool, and writes a new base once
 //! it has read every job.
+//!
+//! One file over 1,000 lines: the base, the log, their merge and the reader's check that
+//! both are current are one format with one invariant (the index says what the state files
+//! say), which a reader must see whole to trust.
 
 use super::{Spool, SpoolError};
 use crate::file::durable;

@@ -5,6 +5,9 @@
 //! set; gridspool always says why a pending job is not running: the scheduler's reasons
 //! (`JobRecord::pending_reasons`), else the holds, dependencies and start time the record
 //! itself shows.
+//!
+//! One file over 1,000 lines: `qstat -j`'s text and its `-xml` are the same fields in the
+//! same order, kept side by side so that they cannot drift apart.
 
 use super::rows::{self, DerivedHolds};
 use super::{QstatArgs, Rendered, View};
