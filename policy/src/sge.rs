@@ -46,7 +46,7 @@
 //! job and shows the first task's values for the rest; pass that many tasks.
 //!
 //! One file over 1,000 lines: urgency, tickets, normalisation and the final priority are
-//! one formula (`sge_priority(5)`), with the worked examples that check it beside it.
+//! one formula (`sge_priority(5)`), with the tests that check it beside it.
 
 use std::cmp::Ordering;
 
