@@ -60,10 +60,7 @@ fn records(cell: &TestCell, id: u32) -> Vec<(String, String)> {
 
 /// Whether `qstat` (as `user`) lists job `id`.
 fn listed(cell: &TestCell, user: &TestUser, id: u32) -> bool {
-    let run = cell.run(user, "qstat", &[]);
-    run.stdout
-        .lines()
-        .any(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
+    !job_state(cell, user, id).is_empty()
 }
 
 /// Fills the two slots of `node02` and `node03` with jobs that wait: what comes next goes to
@@ -500,6 +497,45 @@ fn a_task_not_rerun_that_ended_behind_a_cut_link_is_recorded_with_its_real_resul
     assert_eq!(count(&log_lines(&cell, &user), &id.to_string()), 1);
 }
 
+/// A rerunnable job bound to node01 that logs `<id> <host> <RESTARTED>` and sleeps `seconds`
+/// (a count its processes are found by), once it runs there.
+fn rerunnable_on_node01(cell: &TestCell, user: &TestUser, d: &SchedD, seconds: u32) -> u32 {
+    cell.write_file(
+        user,
+        "bound.sh",
+        &format!(
+            "#!/bin/sh\necho \"$JOB_ID $(hostname) ${{RESTARTED:-0}}\" >> runs.log\nexec sleep {seconds}\n"
+        ),
+    );
+    let id = qsub(
+        cell,
+        user,
+        &[
+            "-terse",
+            "-cwd",
+            "-r",
+            "y",
+            "-q",
+            "all.q@node01",
+            "bound.sh",
+        ],
+    );
+    wait_logged(d, "the job runs on node01", Duration::from_secs(30), || {
+        log_lines(cell, user).contains(&format!("{id} node01 0"))
+    });
+    id
+}
+
+/// The job's state as `qstat` shows it (`r`, `Rq`…), empty when it is not listed.
+fn job_state(cell: &TestCell, user: &TestUser, id: u32) -> String {
+    cell.run(user, "qstat", &[])
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
+        .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// Issue 23: a host back from a cut link took new work before its old runs were killed: the
 /// requeued copy of a task bound to it was sent back there, refused as "already running on
 /// this host" and left in `ERq` until an operator cleared it. The host takes work once the
@@ -518,30 +554,7 @@ fn a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_ag
     else {
         return;
     };
-    cell.write_file(
-        &user,
-        "bound.sh",
-        "#!/bin/sh\necho \"$JOB_ID $(hostname) ${RESTARTED:-0}\" >> runs.log\nexec sleep 618\n",
-    );
-    let id = qsub(
-        &cell,
-        &user,
-        &[
-            "-terse",
-            "-cwd",
-            "-r",
-            "y",
-            "-q",
-            "all.q@node01",
-            "bound.sh",
-        ],
-    );
-    wait_logged(
-        &d,
-        "the job runs on node01",
-        Duration::from_secs(30),
-        || log_lines(&cell, &user).contains(&format!("{id} node01 0")),
-    );
+    let id = rerunnable_on_node01(&cell, &user, &d, 618);
     cluster.set_link(0, false);
     wait_logged(&d, "the job rescheduled", Duration::from_secs(30), || {
         records(&cell, id).len() == 1
@@ -550,16 +563,8 @@ fn a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_ag
     wait_logged(&d, "the rerun on node01", Duration::from_secs(90), || {
         log_lines(&cell, &user).contains(&format!("{id} node01 1"))
     });
-    let state = || {
-        let run = cell.run(&user, "qstat", &[]);
-        run.stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
-            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-            .unwrap_or_default()
-    };
     wait_logged(&d, "the rerun running", Duration::from_secs(30), || {
-        let s = state();
+        let s = job_state(&cell, &user, id);
         assert!(!s.contains('E'), "in error: {s}\n{}", d.log_text());
         s == "Rr"
     });
@@ -590,39 +595,10 @@ fn a_restarted_sched_d_settles_the_runs_given_up_on_a_host_before_it_sends_it_wo
     else {
         return;
     };
-    cell.write_file(
-        &user,
-        "bound.sh",
-        "#!/bin/sh\necho \"$JOB_ID $(hostname) ${RESTARTED:-0}\" >> runs.log\nexec sleep 619\n",
-    );
-    let id = qsub(
-        &cell,
-        &user,
-        &[
-            "-terse",
-            "-cwd",
-            "-r",
-            "y",
-            "-q",
-            "all.q@node01",
-            "bound.sh",
-        ],
-    );
-    wait_logged(
-        &d,
-        "the job runs on node01",
-        Duration::from_secs(30),
-        || log_lines(&cell, &user).contains(&format!("{id} node01 0")),
-    );
+    let id = rerunnable_on_node01(&cell, &user, &d, 619);
     cluster.set_link(0, false);
     let state = |d: &SchedD| {
-        let run = cell.run(&user, "qstat", &[]);
-        let state = run
-            .stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
-            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-            .unwrap_or_default();
+        let state = job_state(&cell, &user, id);
         assert!(!state.contains('E'), "in error: {state}\n{}", d.log_text());
         state
     };
