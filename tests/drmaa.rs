@@ -258,16 +258,22 @@ fn issue23(cell: &TestCell, user: &TestUser, dir: &std::path::Path, args: &[&str
     )
 }
 
+/// The program's `case` run once in a fresh cell of two slots with `sched_d` running;
+/// `None` (skipped) where [`issue23_program`] says so.
+fn issue23_case(test: &str, case: &str) -> Option<Run> {
+    let (dir, user) = issue23_program(test)?;
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    Some(issue23(&cell, &user, &dir, &[case]))
+}
+
 /// A job polled with `drmaa_job_ps` until it ends is never said not to exist on the way
 /// (the state was two looks at the cell: a job that ended between them was in neither).
 #[test]
 fn drmaa_job_ps_never_loses_a_job_that_ends() {
-    let Some((dir, user)) = issue23_program("drmaa_job_ps_never_loses_a_job_that_ends") else {
+    let Some(run) = issue23_case("drmaa_job_ps_never_loses_a_job_that_ends", "race") else {
         return;
     };
-    let cell = cell(2);
-    let _d = SchedD::start(&cell, &[]);
-    let run = issue23(&cell, &user, &dir, &["race"]);
     assert_eq!(run.stdout, "race: ended 8, does not exist 0\n", "{run:?}");
 }
 
@@ -288,13 +294,9 @@ fn drmaa_job_environment_keeps_commas() {
 /// Engine's do.
 #[test]
 fn drmaa_wait_keeps_waiting_for_a_job_in_error_state() {
-    let Some((dir, user)) = issue23_program("drmaa_wait_keeps_waiting_for_a_job_in_error_state")
-    else {
+    let Some(run) = issue23_case("drmaa_wait_keeps_waiting_for_a_job_in_error_state", "eqw") else {
         return;
     };
-    let cell = cell(2);
-    let _d = SchedD::start(&cell, &[]);
-    let run = issue23(&cell, &user, &dir, &["eqw"]);
     // 23: DRMAA_ERRNO_EXIT_TIMEOUT.
     assert_eq!(
         run.stdout,
@@ -307,12 +309,9 @@ fn drmaa_wait_keeps_waiting_for_a_job_in_error_state() {
 /// and its wait status says the signal.
 #[test]
 fn drmaa_a_job_killed_by_a_signal_is_done() {
-    let Some((dir, user)) = issue23_program("drmaa_a_job_killed_by_a_signal_is_done") else {
+    let Some(run) = issue23_case("drmaa_a_job_killed_by_a_signal_is_done", "signal") else {
         return;
     };
-    let cell = cell(2);
-    let _d = SchedD::start(&cell, &[]);
-    let run = issue23(&cell, &user, &dir, &["signal"]);
     assert_eq!(
         run.stdout, "killed: DONE\nsignaled 1 SIGKILL, aborted 0\n",
         "{run:?}"
@@ -322,13 +321,9 @@ fn drmaa_a_job_killed_by_a_signal_is_done() {
 /// A bulk job's bare id names none of its tasks (18: DRMAA_ERRNO_INVALID_JOB).
 #[test]
 fn drmaa_job_ps_of_a_bulk_jobs_bare_id_is_invalid() {
-    let Some((dir, user)) = issue23_program("drmaa_job_ps_of_a_bulk_jobs_bare_id_is_invalid")
-    else {
+    let Some(run) = issue23_case("drmaa_job_ps_of_a_bulk_jobs_bare_id_is_invalid", "bulk") else {
         return;
     };
-    let cell = cell(2);
-    let _d = SchedD::start(&cell, &[]);
-    let run = issue23(&cell, &user, &dir, &["bulk"]);
     assert_eq!(run.stdout, "task known: 1\nbare id: error 18\n", "{run:?}");
 }
 
