@@ -25,6 +25,19 @@ fn count(log: &Path, line: &str) -> usize {
         .count()
 }
 
+/// Waits until every job of `ids` has an accounting record; fails with `why` after
+/// `timeout`.
+fn wait_all_accounted(cell: &TestCell, ids: &[u32], timeout: Duration, why: impl Fn() -> String) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !ids
+        .iter()
+        .all(|&id| !accounting_records(cell, JobId(id)).is_empty())
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", why());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Every job has exactly one accounting record of a run that ended (failed 0), and ran
 /// exactly once.
 fn each_ran_once(cell: &TestCell, log: &Path, ids: &[u32], context: &str) {
@@ -156,18 +169,9 @@ fn a_shadow_on_another_host_takes_over_a_master_cut_off_and_frozen() {
         Duration::from_secs(30),
         || act_master(&cell.cell.join("daemon")).is_some_and(|m| m.host == "node02"),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while !ids
-        .iter()
-        .all(|&id| !accounting_records(&cell, JobId(id)).is_empty())
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not every job accounted; the log:\n{}",
-            shadow.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_all_accounted(&cell, &ids, Duration::from_secs(120), || {
+        format!("not every job accounted; the log:\n{}", shadow.log_text())
+    });
     each_ran_once(&cell, &log, &ids, &shadow.log_text());
 
     // The frozen master runs again: it reads that it was replaced and exits, starting nothing.
@@ -251,18 +255,12 @@ fn a_shadow_replacing_a_frozen_master_takes_its_hosts_over_at_once() {
         Duration::from_secs(30),
         || act_master(&cell.cell.join("daemon")).is_some_and(|m| m.host == "node02"),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while !ids
-        .iter()
-        .all(|&id| !accounting_records(&cell, JobId(id)).is_empty())
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
+    wait_all_accounted(&cell, &ids, Duration::from_secs(90), || {
+        format!(
             "not every job accounted while the old master is frozen; the new master's log:\n{}",
             shadow.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        )
+    });
     each_ran_once(&cell, &log, &ids, &shadow.log_text());
     master.signal(nix::sys::signal::Signal::SIGCONT);
     assert_eq!(master.wait(), Some(3), "{}", master.log_text());
