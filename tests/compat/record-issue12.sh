@@ -8,23 +8,7 @@ export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 OUT=$1; shift
 TMP=$(mktemp -d /tmp/envsync-cap.XXXXXX)
 CONTEXT="-"
-cap() {  # cap DIR/NAME USER 'command line'
-    local name=$1 user=$2 cmd=$3 rc f="$OUT/$1.txt"
-    mkdir -p "$(dirname "$f")"
-    runuser -l "$user" -c "$cmd" >"$TMP/out" 2>"$TMP/err" </dev/null; rc=$?
-    {
-        printf '$ %s\n' "$cmd"
-        printf '# user=%s context=%s\n' "$user" "$CONTEXT"
-        echo "# ---- stdout ----"
-        cat "$TMP/out"
-        if [ -s "$TMP/out" ] && [ -n "$(tail -c1 "$TMP/out")" ]; then echo; echo "# (no newline at end of stdout)"; fi
-        echo "# ---- stderr ----"
-        cat "$TMP/err"
-        if [ -s "$TMP/err" ] && [ -n "$(tail -c1 "$TMP/err")" ]; then echo; echo "# (no newline at end of stderr)"; fi
-        echo "exit=$rc"
-    } > "$f"
-    echo "$name: exit=$rc"
-}
+. "$(dirname "$0")/capture-lib.sh"
 d=/home/sgeuser
 printf '#!/bin/sh\nexec python3 -c "x = bytearray(1000 * 1024 * 1024)"\n' > $d/vmem.sh
 printf '#!/bin/sh\nx=a\nwhile :; do x="$x$x"; done\n' > $d/vmemgrow.sh

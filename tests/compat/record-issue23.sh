@@ -8,23 +8,7 @@ export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 OUT=$1; shift
 TMP=$(mktemp -d /tmp/issue23-cap.XXXXXX)
 CONTEXT="-"
-cap() {  # cap DIR/NAME USER 'command line'
-    local name=$1 user=$2 cmd=$3 rc f="$OUT/$1.txt"
-    mkdir -p "$(dirname "$f")"
-    runuser -l "$user" -c "$cmd" >"$TMP/out" 2>"$TMP/err" </dev/null; rc=$?
-    {
-        printf '$ %s\n' "$cmd"
-        printf '# user=%s context=%s\n' "$user" "$CONTEXT"
-        echo "# ---- stdout ----"
-        cat "$TMP/out"
-        if [ -s "$TMP/out" ] && [ -n "$(tail -c1 "$TMP/out")" ]; then echo; echo "# (no newline at end of stdout)"; fi
-        echo "# ---- stderr ----"
-        cat "$TMP/err"
-        if [ -s "$TMP/err" ] && [ -n "$(tail -c1 "$TMP/err")" ]; then echo; echo "# (no newline at end of stderr)"; fi
-        echo "exit=$rc"
-    } > "$f"
-    echo "$name: exit=$rc"
-}
+. "$(dirname "$0")/capture-lib.sh"
 jobid() { sed -n 's/^Your job\(-array\)\? \([0-9]*\).*/\2/p' "$OUT/$1.txt" | head -1; }
 CONTEXT="config as left by sge-setup.sh (all.q, 2 slots), no jobs; recorded 2026-11-26 for issue 23"
 for c in "$@"; do
