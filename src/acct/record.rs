@@ -287,36 +287,28 @@ impl AccountingRecord {
     /// no submission, start or end time, no slots, no exit status and no usage, so that
     /// nothing reads it as a run (`qacct` shows `-/-`, summaries count no time).
     pub fn never_started(self) -> Self {
+        // What names the job and where it was sent stays; every time, status and usage is
+        // the default's zero.
         AccountingRecord {
-            submission_time: 0,
-            start_time: 0,
-            end_time: 0,
-            exit_status: 0,
-            ru_wallclock: 0,
-            ru_utime: 0.0,
-            ru_stime: 0.0,
-            ru_maxrss: 0.0,
-            ru_ixrss: 0,
-            ru_ismrss: 0,
-            ru_idrss: 0,
-            ru_isrss: 0,
-            ru_minflt: 0,
-            ru_majflt: 0,
-            ru_nswap: 0,
-            ru_inblock: 0.0,
-            ru_oublock: 0,
-            ru_msgsnd: 0,
-            ru_msgrcv: 0,
-            ru_nsignals: 0,
-            ru_nvcsw: 0,
-            ru_nivcsw: 0,
+            qname: self.qname,
+            hostname: self.hostname,
+            group: self.group,
+            owner: self.owner,
+            job_name: self.job_name,
+            job_number: self.job_number,
+            account: self.account,
+            priority: self.priority,
+            failed: self.failed,
+            project: self.project,
+            department: self.department,
+            granted_pe: self.granted_pe,
             slots: 0,
-            cpu: 0.0,
-            mem: 0.0,
-            io: 0.0,
-            iow: 0.0,
-            maxvmem: 0.0,
-            ..self
+            task_number: self.task_number,
+            category: self.category,
+            pe_taskid: self.pe_taskid,
+            arid: self.arid,
+            ar_submission_time: self.ar_submission_time,
+            ..Self::default()
         }
     }
 
