@@ -121,7 +121,7 @@ fn read_listing(spool: &Spool, uid: u32) -> Result<Listing, String> {
     let stamp = stamp(spool);
     let scan = spool.scan_job_listing().map_err(|e| e.to_string())?;
     let alive = |id: JobId| scan.get(id).is_some();
-    let now = jiff::Timestamp::now().as_second();
+    let now = crate::time::now();
     let mut jobs = BTreeMap::new();
     let mut clock_bound = false;
     for job in scan.jobs.iter().filter(|j| j.submitter.uid == uid) {
@@ -145,7 +145,7 @@ fn read_one(spool: &Spool, uid: u32, id: JobId) -> Result<(String, bool), String
         _ => return Ok((String::new(), false)),
     };
     let alive = |p: JobId| matches!(spool.read_job_in_system(p), Ok(Some(_)));
-    Ok(lines_of(&job, &alive, jiff::Timestamp::now().as_second()))
+    Ok(lines_of(&job, &alive, crate::time::now()))
 }
 
 /// Waits until the spool's stamp differs from `since` or `timeout` has passed: woken by the

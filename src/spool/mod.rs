@@ -284,7 +284,7 @@ impl Spool {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let stamp = jiff::Timestamp::now().as_second();
+        let stamp = crate::time::now();
         let target_name = format!("{stamp}.{name}");
         let target = self.quarantine_dir().join(&target_name);
         if path.parent() == Some(self.jobs_dir().as_path())

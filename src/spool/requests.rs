@@ -29,7 +29,7 @@ impl Spool {
             v: 1,
             seq,
             requester,
-            time: jiff::Timestamp::now().as_second(),
+            time: crate::time::now(),
             actions,
         };
         let name = request_name(seq);
