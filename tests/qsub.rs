@@ -1364,26 +1364,34 @@ fn qsub_reads_no_more_of_a_file_than_its_size_and_never_waits_on_one() {
         .expect("mkfifo");
     assert!(made.success());
     std::os::unix::fs::chown(&fifo, Some(user.uid), Some(user.gid)).expect("chown");
-    let mut child = cell
-        .command("qsub", &user)
-        .arg("fifo")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("qsub");
-    let waited = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if waited.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("qsub waits on a FIFO");
+    let finished = |args: &[&str]| {
+        let mut child = cell
+            .command("qsub", &user)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("qsub");
+        let waited = Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if waited.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("qsub {args:?} waits on a FIFO");
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        collect(child)
+    };
     let mut cap = Capture::load("qsub/dev-zero.txt");
     cap.command = "qsub fifo".into();
-    assert_matches(&collect(child), &cap);
+    assert_matches(&finished(&["fifo"]), &cap);
+    // The user's own defaults files are read the same way: a FIFO as `./.sge_request`
+    // is an empty file of defaults.
+    std::fs::rename(&fifo, cell.workdir(&user).join(".sge_request")).expect("rename");
+    let run = finished(&["-h", "-b", "y", "true"]);
+    assert_eq!(run.code, 0, "{run:?}");
     golden("dev-zero", &["/dev/zero"], 1);
     golden(
         "at-dev-zero",

@@ -89,7 +89,7 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 /// empty script rather than an endless one, and the open does not block, so a FIFO with no
 /// writer is read as empty too where SGE would wait for one for ever
 /// (`tests/compat/DIVERGENCES.md`).
-pub(crate) fn read_user_file(path: &str) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_user_file(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
     use nix::fcntl::OFlag;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -131,10 +131,10 @@ fn parse_source(
     Ok(parsed)
 }
 
-/// Reads one `sge_request` file if it exists; missing or unreadable files are skipped, as SGE
-/// skips them.
+/// Reads one of the user's `sge_request` files if it exists, as the script is read
+/// ([`read_user_file`]); missing or unreadable files are skipped, as SGE skips them.
 fn defaults_file(path: &Path) -> Result<Vec<ParsedOption>, SubmitError> {
-    let text = with_real_gid(|| std::fs::read(path))?;
+    let text = with_real_gid(|| read_user_file(path))?;
     defaults_from(path, text)
 }
 
