@@ -429,6 +429,7 @@ impl Request {
             | RequestAction::ReloadConfig
             | RequestAction::ConfigEdit { .. }
             | RequestAction::StartPeTask(_)
+            | RequestAction::DeleteAr { .. }
             | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
             RequestAction::Suspend {
                 tasks,
