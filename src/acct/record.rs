@@ -278,8 +278,12 @@ impl AccountingRecord {
             // includes whatever it started itself (a loosely integrated PE's slaves).
             pe_taskid: result.pe_task.clone().unwrap_or_else(|| NONE.to_string()),
             maxvmem: result.maxvmem,
-            arid: 0,
-            ar_submission_time: 0,
+            arid: job.spec.ar.unwrap_or(0),
+            ar_submission_time: if job.spec.ar.is_some() {
+                job.spec.ar_submission_time
+            } else {
+                0
+            },
         }
     }
 

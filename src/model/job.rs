@@ -226,6 +226,14 @@ pub struct JobSpec {
     /// its queue instances and window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ar: Option<u32>,
+    /// When that reservation was submitted (`ar_submission_time` of `accounting(5)`), as
+    /// `qsub -ar` found it.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub ar_submission_time: i64,
+}
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Where a `qrsh` client waits: the job's command runs with its standard input and output
@@ -291,6 +299,7 @@ impl Default for JobSpec {
             directive_prefix: None,
             verify_suitable_queues: 0,
             ar: None,
+            ar_submission_time: 0,
         }
     }
 }

@@ -147,12 +147,14 @@ impl Spool {
     pub fn read_ar_state(&self, id: u32) -> Result<Option<ArRecord>, SpoolError> {
         let path = self.ar_state_file(id);
         match crate::file::open::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| SpoolError::Malformed {
-                    path,
-                    reason: format!("bad advance reservation: {e}"),
-                }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| SpoolError::Malformed {
+                        path,
+                        reason: format!("bad advance reservation: {e}"),
+                    })
+            }
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(SpoolError::open("read", &path, e)),
         }
@@ -161,7 +163,8 @@ impl Spool {
     /// A submission and the uid that owns its file.
     pub fn read_ar_submission(&self, id: u32) -> Result<(ArSubmission, u32), SpoolError> {
         let path = self.ar_submission_file(id);
-        let mut f = crate::file::open::open(&path).map_err(|e| SpoolError::open("open", &path, e))?;
+        let mut f =
+            crate::file::open::open(&path).map_err(|e| SpoolError::open("open", &path, e))?;
         let owner = f
             .metadata()
             .map_err(|e| SpoolError::io("stat", &path, e))?

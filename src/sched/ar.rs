@@ -1,0 +1,342 @@
+//! Advance reservations in the scheduler (`sge_ar(5)`): a reservation is granted only if
+//! what it asks for is free for its whole window, given the running tasks' expected ends
+//! (`h_rt`, else `default_duration`) and the other reservations; once granted, no other
+//! job takes that capacity during the window, and the jobs bound to it (`qsub -ar`) run
+//! only inside it, only while it is open.
+//!
+//! How the pass sees them: a reservation is a booking ([`Booking`]: slots per queue
+//! instance, consumables, PE slots) that is put on the cluster before each fit of a job
+//! whose run `[now, now + duration)` overlaps its window ([`SchedState::ar_window`]), and
+//! taken off at the end of the pass. A job without a known run time overlaps every
+//! reservation to come, as SGE plans it. Jobs bound to a reservation do not book the
+//! cluster: they are fitted against a copy of the cluster cut down to what the
+//! reservation holds, minus what its other running jobs use ([`SchedState::ar_view`]).
+
+use super::cluster::{Booking, Cluster, Demand, Level};
+use super::fit::{self, FitQuery};
+use super::state::SchedState;
+use crate::model::{
+    ArGrant, ArRecord, ArState, ArSubmission, JobId, JobSpec, PeRequest, SlotRange, TaskId,
+};
+use std::collections::BTreeMap;
+
+/// SGE's refusal when no queue can hold the reservation (`qrsub` prints it).
+pub const NO_SUITABLE_QUEUES: &str = "advance_reservation: no suitable queues";
+
+/// A reservation the scheduler knows, with what it holds resolved against the cluster.
+#[derive(Debug, Clone)]
+pub struct ArHold {
+    pub record: ArRecord,
+    pub booking: Booking,
+    /// Whether `booking` is on the cluster now (within a pass).
+    booked: bool,
+}
+
+/// The advance reservations of a [`SchedState`], and the tasks running in them.
+#[derive(Debug, Clone, Default)]
+pub struct ArBook {
+    pub holds: BTreeMap<u32, ArHold>,
+    /// What each running task bound to a reservation uses of it.
+    pub(crate) used: BTreeMap<(JobId, TaskId), (u32, Booking)>,
+}
+
+/// The job spec the reservation's request stands for: its `-l`, `-q` and `-pe`.
+fn spec_of(sub: &ArSubmission) -> JobSpec {
+    JobSpec {
+        hard_resources: sub.resources.clone(),
+        hard_queues: sub.queues.clone(),
+        pe: sub.pe.as_ref().map(|p| PeRequest {
+            name: p.name.clone(),
+            range: SlotRange {
+                min: sub.slots(),
+                max: sub.slots(),
+            },
+        }),
+        ..JobSpec::default()
+    }
+}
+
+impl SchedState {
+    /// Decides on a submitted reservation at `now`: granted (and held from then on) when
+    /// its request fits for its whole window, else refused with SGE's message.
+    pub fn decide_ar(&mut self, sub: ArSubmission, now: i64) -> ArRecord {
+        let refused = |sub: ArSubmission, why: &str| ArRecord {
+            v: crate::model::AR_SCHEMA_VERSION,
+            submission: sub,
+            state: ArState::Deleted,
+            granted: Vec::new(),
+            granted_pe: None,
+            refused: Some(why.to_string()),
+        };
+        if sub.end <= now || sub.end <= sub.start {
+            return refused(sub, NO_SUITABLE_QUEUES);
+        }
+        let Some((booking, placement)) = self.fit_window(&sub, now) else {
+            return refused(sub, NO_SUITABLE_QUEUES);
+        };
+        let record = ArRecord {
+            v: crate::model::AR_SCHEMA_VERSION,
+            state: if sub.start <= now {
+                ArState::Running
+            } else {
+                ArState::Waiting
+            },
+            granted: placement
+                .granted
+                .iter()
+                .map(|(host, queue, slots)| ArGrant {
+                    queue: queue.clone(),
+                    host: host.clone(),
+                    slots: *slots,
+                })
+                .collect(),
+            granted_pe: placement.pe.clone(),
+            submission: sub,
+            refused: None,
+        };
+        self.ars.holds.insert(
+            record.id(),
+            ArHold {
+                record: record.clone(),
+                booking,
+                booked: false,
+            },
+        );
+        self.invalidate_order();
+        record
+    }
+
+    /// Where the request fits for its whole window, on a copy of the cluster that holds
+    /// what will still run at its start and every other reservation overlapping it.
+    fn fit_window(
+        &self,
+        sub: &ArSubmission,
+        now: i64,
+    ) -> Option<(Booking, crate::model::Placement)> {
+        let spec = spec_of(sub);
+        let demand = Demand::build(&self.cluster, &self.config, &spec).ok()?;
+        let candidates: Vec<usize> = (0..self.cluster.qis.len())
+            .filter(|&qi| demand.static_fit(&self.cluster, qi).is_ok())
+            .collect();
+        let mut c = self.cluster.clone();
+        c.clear_reservations();
+        // Everything booked now is a running task outside reservations (reservations are
+        // on the cluster only within a pass). One expected to end by the start frees its
+        // share for the window; one without a known end never does.
+        for b in self.running.values() {
+            if b.expected_end <= sub.start {
+                c.release(&b.booking);
+            }
+        }
+        for h in self.ars.holds.values() {
+            if h.record.holds()
+                && h.record.submission.start < sub.end
+                && h.record.submission.end > sub.start
+            {
+                c.book(&h.booking);
+            }
+        }
+        let f = fit::fit(
+            &c,
+            &FitQuery {
+                demand: &demand,
+                candidates: &candidates,
+                cursor: 0,
+                now: now.max(sub.start),
+                end: i64::MAX,
+                ignore_availability: false,
+            },
+        )
+        .ok()?;
+        Some((f.booking, f.placement))
+    }
+
+    /// Puts on the cluster exactly the reservations whose window overlaps a run of
+    /// `[now, end)`, so that the fit that follows leaves them alone.
+    pub(crate) fn ar_window(&mut self, now: i64, end: i64) {
+        if self.ars.holds.is_empty() {
+            return;
+        }
+        for h in self.ars.holds.values_mut() {
+            let s = &h.record.submission;
+            let overlaps = h.record.holds() && s.start < end && s.end > now;
+            if overlaps && !h.booked {
+                self.cluster.book(&h.booking);
+                h.booked = true;
+            } else if !overlaps && h.booked {
+                self.cluster.release(&h.booking);
+                h.booked = false;
+            }
+        }
+    }
+
+    /// Takes every reservation off the cluster (the end of a pass).
+    pub(crate) fn ar_window_clear(&mut self) {
+        for h in self.ars.holds.values_mut() {
+            if h.booked {
+                self.cluster.release(&h.booking);
+                h.booked = false;
+            }
+        }
+    }
+
+    /// Whether reservations may change a fit's verdict by the run time of the job (then
+    /// fits of one shape do not stand for each other).
+    pub(crate) fn has_ars(&self) -> bool {
+        !self.ars.holds.is_empty()
+    }
+
+    /// A copy of the cluster that offers only what reservation `ar` holds, less what its
+    /// running jobs use: what a job bound to it is fitted against.
+    pub(crate) fn ar_view(&self, ar: u32) -> Option<Cluster> {
+        let hold = self.ars.holds.get(&ar)?;
+        let mut c = self.cluster.clone();
+        c.clear_reservations();
+        for q in c.qis.iter_mut() {
+            q.slots_cap = 0;
+            q.slots_used = 0;
+            q.consumables.cap.clear();
+            q.consumables.used.clear();
+        }
+        for h in c.hosts.iter_mut() {
+            h.slots_cap = 0;
+            h.slots_used = 0;
+            h.consumables.cap.clear();
+            h.consumables.used.clear();
+            // Reserved is reserved: the host's state decides nothing more here.
+            h.down_until = None;
+            h.unknown = false;
+        }
+        c.global.cap.clear();
+        c.global.used.clear();
+        for p in c.pes.iter_mut() {
+            p.slots_cap = 0;
+            p.slots_used = 0;
+        }
+        for &(qi, n) in &hold.booking.slots {
+            c.qis[qi].slots_cap += n;
+            let host = c.qis[qi].host;
+            c.hosts[host].slots_cap += n;
+        }
+        for (level, name, amount) in &hold.booking.consumables {
+            let pool = match *level {
+                Level::Global => &mut c.global,
+                Level::Host(h) => &mut c.hosts[h].consumables,
+                Level::Queue(q) => &mut c.qis[q].consumables,
+            };
+            *pool.cap.entry(name.clone()).or_insert(0.0) += amount;
+        }
+        if let Some((pe, n)) = hold.booking.pe {
+            c.pes[pe].slots_cap = n;
+        }
+        c.reindex();
+        for (owner, b) in self.ars.used.values() {
+            if *owner == ar {
+                c.book(b);
+            }
+        }
+        Some(c)
+    }
+
+    /// The reservations whose state changes by `now` (a start reached: `r`; an end
+    /// reached: gone), with the earliest later time one will. Returns the records that
+    /// changed and the ids of those that ended.
+    pub fn ar_transitions(&mut self, now: i64) -> (Vec<ArRecord>, Vec<u32>) {
+        let mut changed = Vec::new();
+        let mut ended = Vec::new();
+        for (id, h) in self.ars.holds.iter_mut() {
+            if h.record.submission.end <= now {
+                h.record.state = ArState::Exited;
+                ended.push(*id);
+            } else if h.record.submission.start <= now && h.record.state == ArState::Waiting {
+                h.record.state = ArState::Running;
+                changed.push(h.record.clone());
+            }
+        }
+        if !ended.is_empty() || !changed.is_empty() {
+            self.invalidate_order();
+        }
+        (changed, ended)
+    }
+
+    /// The next start or end of a reservation after `now`: the pass's wake-up.
+    pub fn ar_next_change(&self, now: i64) -> Option<i64> {
+        self.ars
+            .holds
+            .values()
+            .flat_map(|h| [h.record.submission.start, h.record.submission.end])
+            .filter(|&t| t > now)
+            .min()
+    }
+
+    /// Forgets a reservation (ended or deleted); its jobs are the daemon's to delete.
+    pub fn remove_ar(&mut self, id: u32) -> Option<ArRecord> {
+        let mut h = self.ars.holds.remove(&id)?;
+        if h.booked {
+            self.cluster.release(&h.booking);
+            h.booked = false;
+        }
+        self.invalidate_order();
+        Some(h.record)
+    }
+
+    /// Takes back a reservation read from the spool (a restart, a shadow's takeover): what
+    /// it was granted is booked again by name.
+    pub fn restore_ar(&mut self, record: ArRecord) {
+        if !record.holds() {
+            return;
+        }
+        let spec = spec_of(&record.submission);
+        let grant: Vec<(usize, u32)> = record
+            .granted
+            .iter()
+            .filter_map(|g| {
+                self.cluster
+                    .qi_index(&g.queue, &g.host)
+                    .map(|qi| (qi, g.slots))
+            })
+            .collect();
+        let total: u32 = grant.iter().map(|(_, n)| n).sum();
+        let pe = record
+            .granted_pe
+            .as_ref()
+            .and_then(|name| self.cluster.pes.iter().position(|p| &p.name == name))
+            .map(|i| (i, total));
+        let booking = match Demand::build(&self.cluster, &self.config, &spec) {
+            Ok(d) => fit::booking(&self.cluster, &d, &grant, pe),
+            Err(_) => Booking {
+                slots: grant,
+                consumables: Vec::new(),
+                pe,
+            },
+        };
+        self.ars.holds.insert(
+            record.id(),
+            ArHold {
+                record,
+                booking,
+                booked: false,
+            },
+        );
+        self.invalidate_order();
+    }
+
+    /// The reservation `id`, if the scheduler holds it.
+    pub fn ar(&self, id: u32) -> Option<&ArRecord> {
+        self.ars.holds.get(&id).map(|h| &h.record)
+    }
+
+    /// Every reservation the scheduler holds.
+    pub fn ar_records(&self) -> impl Iterator<Item = &ArRecord> {
+        self.ars.holds.values().map(|h| &h.record)
+    }
+
+    /// The jobs bound to reservation `id`.
+    pub fn jobs_in_ar(&self, id: u32) -> Vec<JobId> {
+        self.jobs
+            .iter()
+            .filter(|(_, e)| e.record.get().is_some_and(|r| r.spec.ar == Some(id)))
+            .map(|(j, _)| *j)
+            .collect()
+    }
+}
