@@ -478,6 +478,23 @@ pub(crate) fn submit(
         host: env.host.clone(),
     };
     validate_job(&spec, &env.config, &rights)?;
+    if let Some(ar) = spec.ar {
+        // As qmaster: the reservation must exist (granted, not over); SGE checks the
+        // job's queues against it (`-w e`, shown as `verify_suitable_queues 2`).
+        match env.spool.read_ar_state(ar) {
+            Ok(Some(r)) if r.holds() => {
+                spec.ar_submission_time = r.submission.submission_time;
+                if spec.verify_suitable_queues == 0 {
+                    spec.verify_suitable_queues = 2;
+                }
+            }
+            _ => {
+                return Err(SubmitError::Rejected(format!(
+                    "the advance reservation id {ar} is invalid"
+                )));
+            }
+        }
+    }
 
     let mut scan = None;
     if !spec.hold_jid.is_empty() {

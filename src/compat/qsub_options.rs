@@ -85,7 +85,6 @@ const ADVANCE_RESERVATION: OptionSpec = OptionSpec::new(
     "[-ar ar_id]",
     "bind job to advance reservation",
 )
-.unsupported()
 .unlisted();
 
 // Options that qsub and qalter print alike in `-help`.
