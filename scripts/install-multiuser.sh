@@ -121,11 +121,12 @@ fi
 # but only the group may write where clients publish, and only root elsewhere.
 chown root:"$group" "$cell"
 chmod 0755 "$cell"
-chown -R root:"$group" "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/daemon" "$cell/quarantine"
+mkdir -p "$cell/ars"
+chown -R root:"$group" "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/ars" "$cell/daemon" "$cell/quarantine"
 chmod 2770 "$cell/seq"                   # counters are replaced by whichever client is next
-chmod 3770 "$cell/jobs" "$cell/requests" # setgid (files stay in the group) + sticky
+chmod 3770 "$cell/jobs" "$cell/requests" "$cell/ars" # setgid (files stay in the group) + sticky
 chmod 2750 "$cell/daemon" "$cell/quarantine"
-find "$cell/seq" "$cell/jobs" "$cell/requests" -type f -exec chgrp "$group" {} + -exec chmod g+r {} +
+find "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/ars" -type f -exec chgrp "$group" {} + -exec chmod g+r {} +
 chown root:root "$cell/config.yaml" "$cell/common"
 chmod 0644 "$cell/config.yaml"
 chmod 0755 "$cell/common"

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CLIENTS: [&str; 14] = [
+const CLIENTS: [&str; 17] = [
     "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf", "qmod",
     "qselect", "qrsub", "qrstat", "qrdel", "qrsh", "qlogin", "qsh",
 ];

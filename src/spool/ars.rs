@@ -35,14 +35,21 @@ impl Spool {
         self.ars_dir().join(format!("{id}.state"))
     }
 
-    /// Creates `ars/` in a cell made before advance reservations existed.
-    fn ensure_ars_dir(&self) -> Result<PathBuf, SpoolError> {
+    /// Creates `ars/` in a cell made before advance reservations existed, shared as
+    /// `requests/` is (its group and mode: clients of a multi-user installation create
+    /// files in it through the spool group).
+    pub fn ensure_ars_dir(&self) -> Result<PathBuf, SpoolError> {
         let dir = self.ars_dir();
         if !dir.is_dir() {
             std::fs::create_dir_all(&dir).map_err(|e| SpoolError::io("mkdir", &dir, e))?;
-            // Clients create files in it through the spool group (setgid installs).
             use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o2775));
+            if let Ok(like) = std::fs::metadata(self.requests_dir()) {
+                let _ = std::os::unix::fs::chown(&dir, None, Some(like.gid()));
+                let _ = std::fs::set_permissions(
+                    &dir,
+                    std::fs::Permissions::from_mode(like.mode() & 0o7777),
+                );
+            }
             durable::sync_dir(&self.root)?;
         }
         Ok(dir)

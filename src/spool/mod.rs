@@ -121,7 +121,15 @@ pub const STORAGE_BLOCKED_REASON: &str =
     "all jobs dropped because job ends cannot be recorded (storage blocked)";
 
 /// The subdirectories a spool must have.
-const SUBDIRS: [&str; 6] = ["common", "seq", "jobs", "requests", "quarantine", "daemon"];
+const SUBDIRS: [&str; 7] = [
+    "common",
+    "seq",
+    "jobs",
+    "requests",
+    "ars",
+    "quarantine",
+    "daemon",
+];
 
 impl Spool {
     /// Opens an existing spool, checking that it looks like one.

@@ -305,6 +305,7 @@ fn share_like_an_installation(cell: &Path, gid: u32) {
         ("seq", 0o2770),
         ("jobs", 0o3770),
         ("requests", 0o3770),
+        ("ars", 0o3770),
         ("daemon", 0o2750),
         ("quarantine", 0o2750),
         ("common", 0o755),

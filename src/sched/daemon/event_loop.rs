@@ -372,7 +372,7 @@ impl Daemon {
             None => Box::new(notify::recommended_watcher(handler)?),
         };
         let ars = self.spool.ars_dir();
-        if let Err(e) = std::fs::create_dir_all(&ars) {
+        if let Err(e) = self.spool.ensure_ars_dir() {
             tracing::warn!("cannot create {}: {e}", ars.display());
         }
         for dir in [self.spool.jobs_dir(), self.spool.requests_dir(), ars] {

@@ -1,0 +1,211 @@
+//! Advance reservations through the real `sched_d` with real jobs: a reservation's jobs
+//! start at its start and not before, other jobs never hold its slots during its window,
+//! `qrdel` ends it with its jobs, it survives a restart of `sched_d`; and `qrsub`, `qrstat`
+//! and `qrdel` against the SGE 8.1.9 captures in `tests/compat/`.
+
+use crate::sched::{SchedD, cell, wait_for};
+use crate::support::*;
+use std::time::Duration;
+
+/// `[[CC]YY]MMDDhhmm.SS` of `epoch`, in local time, as `qrsub -a` takes it.
+fn sge_time(epoch: i64) -> String {
+    let out = std::process::Command::new("date")
+        .arg("-d")
+        .arg(format!("@{epoch}"))
+        .arg("+%Y%m%d%H%M.%S")
+        .output()
+        .expect("date");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn granted_id(run: &Run) -> u32 {
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+        .strip_prefix("Your advance reservation ")
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not granted: {run:?}"))
+}
+
+fn job_id(run: &Run) -> u32 {
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+        .split_whitespace()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no job id: {run:?}"))
+}
+
+fn running(cell: &TestCell, id: u32) -> bool {
+    cell.job(id).is_some_and(|j| !j.tasks.running.is_empty())
+}
+
+/// Two slots; a reservation of one of them from a few seconds ahead. Two long jobs without
+/// a run time (they would overlap the window) take one slot, not two; the reservation's
+/// job waits for its start and then starts in the reserved slot; `qrdel` ends the
+/// reservation and kills its job.
+#[test]
+fn an_ar_holds_its_slot_and_its_job_starts_at_its_start() {
+    let (Some(user), Some(other)) = (user1(), user2()) else {
+        return skip(
+            "an_ar_holds_its_slot_and_its_job_starts_at_its_start",
+            "needs sgeuser and sgeuser2 (run as root)",
+        );
+    };
+    let cell = cell(2);
+    let _d = SchedD::start(&cell, &[]);
+    let start = gridspool::time::now() + 8;
+    let ar = granted_id(&cell.run(
+        &user,
+        "qrsub",
+        &["-N", "course", "-a", &sge_time(start), "-d", "600"],
+    ));
+    let listed = cell.run(&user, "qrstat", &[]);
+    assert!(listed.stdout.contains(" course "), "{listed:?}");
+    assert!(listed.stdout.contains(" w "), "{listed:?}");
+    // A second reservation of both slots over the same window cannot be granted.
+    let full = cell.run(
+        &user,
+        "qrsub",
+        &["-a", &sge_time(start), "-d", "600", "-pe", "smp", "2"],
+    );
+    assert_eq!(full.code, 1, "{full:?}");
+    assert_eq!(full.stdout, "advance_reservation: no suitable queues\n");
+
+    let a = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let b = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let in_ar = job_id(&cell.run(
+        &user,
+        "qsub",
+        &["-ar", &ar.to_string(), "-b", "y", "sleep", "300"],
+    ));
+    wait_for("one long job to run", Duration::from_secs(20), || {
+        running(&cell, a) || running(&cell, b)
+    });
+    // The other long job never gets the reserved slot, before or after the start.
+    wait_for("the reservation to open", Duration::from_secs(30), || {
+        running(&cell, in_ar)
+    });
+    let job = cell.job(in_ar).expect("job in the reservation");
+    assert!(
+        job.tasks.running[0].start_time >= start,
+        "started at {} before the reservation's start {start}",
+        job.tasks.running[0].start_time
+    );
+    assert_eq!(
+        [running(&cell, a), running(&cell, b)]
+            .iter()
+            .filter(|r| **r)
+            .count(),
+        1,
+        "both long jobs run: one took the reserved slot"
+    );
+    let detail = cell.run(&user, "qrstat", &["-ar", &ar.to_string()]);
+    assert!(
+        detail.stdout.contains("state                          r\n"),
+        "{detail:?}"
+    );
+    let shown = cell.run(&user, "qstat", &["-j", &in_ar.to_string()]);
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("ar_id:                      {ar}\n")),
+        "{shown:?}"
+    );
+
+    let del = cell.run(&user, "qrdel", &[&ar.to_string()]);
+    assert_eq!(
+        del.stdout,
+        format!(
+            "{} has registered the advance_reservation {ar} for deletion\n",
+            user.name
+        ),
+        "{del:?}"
+    );
+    wait_for(
+        "the reservation's job to go",
+        Duration::from_secs(20),
+        || !running(&cell, in_ar),
+    );
+    wait_for("the reservation to go", Duration::from_secs(20), || {
+        cell.run(&user, "qrstat", &[]).stdout.is_empty()
+    });
+    // Its slot is free again: the second long job starts in it.
+    wait_for("both long jobs to run", Duration::from_secs(20), || {
+        running(&cell, a) && running(&cell, b)
+    });
+    cell.run(&other, "qdel", &["-u", &other.name]);
+}
+
+/// A granted reservation is read back by a new `sched_d` and holds its slot still.
+#[test]
+fn an_ar_survives_a_restart_of_sched_d() {
+    let (Some(user), Some(other)) = (user1(), user2()) else {
+        return skip(
+            "an_ar_survives_a_restart_of_sched_d",
+            "needs sgeuser and sgeuser2 (run as root)",
+        );
+    };
+    let cell = cell(2);
+    let mut d = SchedD::start(&cell, &[]);
+    let ar = granted_id(&cell.run(&user, "qrsub", &["-d", "3600"]));
+    d.signal(nix::sys::signal::Signal::SIGKILL);
+    d.wait();
+    let _d = SchedD::start(&cell, &[]);
+    let detail = cell.run(&user, "qrstat", &["-ar", &ar.to_string()]);
+    assert_eq!(detail.code, 0, "{detail:?}");
+    let a = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let b = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let in_ar = job_id(&cell.run(
+        &user,
+        "qsub",
+        &["-ar", &ar.to_string(), "-b", "y", "sleep", "300"],
+    ));
+    wait_for(
+        "the reservation's job to run",
+        Duration::from_secs(20),
+        || running(&cell, in_ar),
+    );
+    wait_for("one long job to run", Duration::from_secs(20), || {
+        running(&cell, a) || running(&cell, b)
+    });
+    assert!(
+        !(running(&cell, a) && running(&cell, b)),
+        "a job took the reserved slot after the restart"
+    );
+    cell.run(&other, "qdel", &["-u", &other.name]);
+    cell.run(&user, "qrdel", &[&ar.to_string()]);
+}
+
+fn compare(cell: &TestCell, user: &TestUser, dir: &str, case: &str, bin: &str) {
+    let cap = Capture::load(&format!("{dir}/{case}.txt"));
+    let args = gridspool::compat::options::split_words(
+        cap.command.strip_prefix(bin).unwrap_or(&cap.command),
+    );
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_matches(&cell.run(user, bin, &refs), &cap);
+}
+
+/// What needs no reservation of the oracle's state: help, refusals, an empty list.
+#[test]
+fn qrsub_qrstat_qrdel_match_sge() {
+    let Some(user) = user1() else {
+        return skip(
+            "qrsub_qrstat_qrdel_match_sge",
+            "needs sgeuser (run as root)",
+        );
+    };
+    let cell = TestCell::new();
+    let _d = SchedD::start(&cell, &[]);
+    compare(&cell, &user, "qrsub", "help", "qrsub");
+    compare(&cell, &user, "qrstat", "help", "qrstat");
+    compare(&cell, &user, "qrdel", "help", "qrdel");
+    compare(&cell, &user, "qrstat", "empty", "qrstat");
+    compare(&cell, &user, "qrsub", "no-time", "qrsub");
+    compare(&cell, &user, "qrsub", "pe-nosuch", "qrsub");
+    compare(&cell, &user, "qrsub", "q-nosuch", "qrsub");
+    compare(&cell, &user, "qrsub", "l-nosuch", "qrsub");
+    compare(&cell, &user, "qrstat", "ar-nosuch", "qrstat");
+    compare(&cell, &user, "qrdel", "nosuch", "qrdel");
+    compare(&cell, &user, "qsub", "ar-nosuch", "qsub");
+}
