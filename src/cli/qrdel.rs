@@ -39,7 +39,7 @@ pub const DOC: CommandDoc = CommandDoc {
     help_width: 41,
     syntax_width: 24,
     options: OPTIONS,
-    operand: Some(("ar_id_list", "")),
+    operand: None,
     operand_hint: ValueHint::Text,
     syntax: SYNTAX,
     description: &[
