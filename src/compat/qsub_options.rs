@@ -87,6 +87,9 @@ const ADVANCE_RESERVATION: OptionSpec = OptionSpec::new(
 )
 .unlisted();
 
+/// `qalter -ar`: moving a job between reservations is not supported.
+const ADVANCE_RESERVATION_ALTER: OptionSpec = ADVANCE_RESERVATION.unsupported();
+
 // Options that qsub and qalter print alike in `-help`.
 const START_TIME: OptionSpec =
     OptionSpec::new("-a", Arity::One, "[-a date_time]", "request a start time");
@@ -541,7 +544,7 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
     .unlisted(),
     VERIFY,
     CHECKPOINT,
-    ADVANCE_RESERVATION,
+    ADVANCE_RESERVATION_ALTER,
 ];
 
 pub static QSUB_SYNTAX: &[SyntaxItem] = &[
