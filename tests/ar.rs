@@ -130,6 +130,25 @@ fn an_ar_holds_its_slot_and_its_job_starts_at_its_start() {
     wait_for("the reservation to go", Duration::from_secs(20), || {
         cell.run(&user, "qrstat", &[]).stdout.is_empty()
     });
+    // The killed job's record names its reservation as SGE's does
+    // (`tests/compat/accounting/ar-job-lines.txt`: `-ar N` category, arid, its submission).
+    let mut record = None;
+    wait_for(
+        "the reservation job's record",
+        Duration::from_secs(20),
+        || {
+            let text = std::fs::read_to_string(cell.spool.accounting_path()).unwrap_or_default();
+            record = text
+                .lines()
+                .filter_map(|l| gridspool::acct::AccountingRecord::parse_line(l).ok())
+                .find(|r| r.job_number == in_ar);
+            record.is_some()
+        },
+    );
+    let record = record.expect("record");
+    assert_eq!(record.arid, ar);
+    assert_eq!(record.category, format!("-ar {ar}"));
+    assert!(record.ar_submission_time > 0 && record.ar_submission_time <= start);
     // Its slot is free again: the second long job starts in it.
     wait_for("both long jobs to run", Duration::from_secs(20), || {
         running(&cell, a) && running(&cell, b)

@@ -189,6 +189,10 @@ pub fn category(job: &JobRecord) -> String {
     if let Some(project) = &spec.project {
         parts.push(format!("-P {project}"));
     }
+    // A job of an advance reservation (`tests/compat/accounting/ar-job-lines.txt`).
+    if let Some(ar) = spec.ar {
+        parts.push(format!("-ar {ar}"));
+    }
     if parts.is_empty() {
         NONE.to_string()
     } else {

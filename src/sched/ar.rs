@@ -340,3 +340,109 @@ impl SchedState {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ArOwner, ResourceRequest};
+    use crate::sched::tests::{NOW, config, job};
+
+    fn sub(id: u32, start: i64, end: i64, slots: u32) -> ArSubmission {
+        ArSubmission {
+            v: 1,
+            id,
+            name: None,
+            owner: ArOwner {
+                uid: 1001,
+                user: "alice".into(),
+                gid: 1001,
+                group: "alice".into(),
+                host: "n1".into(),
+            },
+            submission_time: NOW,
+            start,
+            end,
+            account: None,
+            resources: Vec::new(),
+            pe: (slots > 1).then(|| PeRequest {
+                name: "smp".into(),
+                range: SlotRange {
+                    min: slots,
+                    max: slots,
+                },
+            }),
+            queues: Vec::new(),
+            master_queues: Vec::new(),
+            users: Vec::new(),
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            hard_error: false,
+            now: false,
+        }
+    }
+
+    fn h_rt(secs: &str) -> impl FnOnce(&mut JobSpec, &mut crate::model::Holds) {
+        let value = secs.to_string();
+        move |s, _| {
+            s.hard_resources.push(ResourceRequest {
+                name: "h_rt".into(),
+                value,
+            })
+        }
+    }
+
+    /// Reservations are granted while the window has room, given each other and the
+    /// running tasks' expected ends; a task without a known end never frees its slot.
+    #[test]
+    fn a_reservation_is_granted_only_when_its_whole_window_has_room() {
+        let mut st = SchedState::new(config(1, 2, ""));
+        // A task ending at NOW + 50 (h_rt) and one with no known end.
+        assert!(st.add_job(job(1, h_rt("50"))));
+        assert!(st.add_job(job(2, |_, _| {})));
+        assert_eq!(st.schedule(NOW).starts.len(), 2);
+        // Both slots after NOW + 50: one is never free.
+        let r = st.decide_ar(sub(1, NOW + 60, NOW + 100, 2), NOW);
+        assert_eq!(r.refused.as_deref(), Some(NO_SUITABLE_QUEUES));
+        let r = st.decide_ar(sub(2, NOW + 60, NOW + 100, 1), NOW);
+        assert!(r.refused.is_none(), "{r:?}");
+        assert_eq!(r.state, ArState::Waiting);
+        assert_eq!(r.granted[0].slots, 1);
+        // That slot is taken over [60, 100): an overlapping one is refused, a later one not.
+        let r = st.decide_ar(sub(3, NOW + 90, NOW + 120, 1), NOW);
+        assert!(r.refused.is_some());
+        let r = st.decide_ar(sub(4, NOW + 100, NOW + 120, 1), NOW);
+        assert!(r.refused.is_none());
+        // Before the running task's end, no slot at all.
+        let r = st.decide_ar(sub(5, NOW + 10, NOW + 20, 1), NOW);
+        assert!(r.refused.is_some());
+    }
+
+    /// A job whose run would overlap a reservation does not take its slot; one that ends
+    /// before its start does; the reservation's own job waits for its start, then runs.
+    #[test]
+    fn the_pass_plans_around_a_reservation_and_its_job_waits_for_its_start() {
+        let mut st = SchedState::new(config(1, 1, ""));
+        let r = st.decide_ar(sub(1, NOW + 100, NOW + 200, 1), NOW);
+        assert!(r.refused.is_none());
+        assert!(st.add_job(job(1, |_, _| {})));
+        assert!(st.add_job(job(2, |s, _| s.ar = Some(1))));
+        let pass = st.schedule(NOW);
+        assert!(pass.starts.is_empty(), "{:?}", pass.starts);
+        assert_eq!(pass.next_wakeup, Some(NOW + 100));
+        // A short job fits before the window.
+        assert!(st.add_job(job(3, h_rt("60"))));
+        let pass = st.schedule(NOW);
+        assert_eq!(pass.starts.len(), 1);
+        assert_eq!(pass.starts[0].job, JobId(3));
+        // At the start the reservation's job runs in it (job 3 still holds the cluster's
+        // slot: the reservation's capacity is its own), and job 1 still waits.
+        let (started, ended) = st.ar_transitions(NOW + 100);
+        assert_eq!((started.len(), ended.len()), (1, 0));
+        let pass = st.schedule(NOW + 100);
+        let ids: Vec<JobId> = pass.starts.iter().map(|s| s.job).collect();
+        assert_eq!(ids, vec![JobId(2)]);
+        assert_eq!(st.ar_transitions(NOW + 200).1, vec![1]);
+        assert!(st.remove_ar(1).is_some());
+        assert!(st.ars.holds.is_empty());
+    }
+}

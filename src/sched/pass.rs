@@ -960,16 +960,31 @@ impl SchedState {
         job_reasons: &mut PassReasons,
     ) {
         let (id, cat) = (c.id, c.cat);
+        let owner = self
+            .jobs
+            .get(&id)
+            .and_then(|e| e.record.get())
+            .map(|r| (r.submitter.owner.clone(), r.submitter.uid));
         let window = self
             .ar(ar)
             .filter(|r| r.holds())
-            .map(|r| (r.submission.start, r.submission.end));
+            .map(|r| (r.submission.start, r.submission.end, r.clone()));
         let mut reasons = Vec::new();
         match window {
             None => reasons.push(format!(
                 "cannot run because advance reservation {ar} does not exist"
             )),
-            Some((start, _)) if start > now => reasons.push(format!(
+            // SGE accepts the job and never runs it there.
+            Some((_, _, r))
+                if !owner.as_ref().is_some_and(|(user, uid)| {
+                    crate::compat::ar::may_use(&self.config, &r, user, *uid)
+                }) =>
+            {
+                reasons.push(format!(
+                    "cannot run because its owner is not in the user list of advance reservation {ar}"
+                ))
+            }
+            Some((start, _, _)) if start > now => reasons.push(format!(
                 "cannot run because its advance reservation {ar} starts at {}",
                 ctime(start)
             )),
