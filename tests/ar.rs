@@ -228,3 +228,64 @@ fn qrsub_qrstat_qrdel_match_sge() {
     compare(&cell, &user, "qrdel", "nosuch", "qrdel");
     compare(&cell, &user, "qsub", "ar-nosuch", "qsub");
 }
+
+/// The oracle's session of `record-issue25-ar.sh` replayed with fresh times: grants and
+/// refusals, `qrstat`'s list, detail and XML, `qrdel`'s messages. The ids are the
+/// oracle's (the counter set to 6 first); the group of a reservation is its owner's where
+/// SGE 8.1.9 shows its qmaster's (`sgeadmin`: `tests/compat/DIVERGENCES.md`).
+#[test]
+fn granted_reservations_show_as_in_sge() {
+    let (Some(user), Some(other)) = (user1(), user2()) else {
+        return skip(
+            "granted_reservations_show_as_in_sge",
+            "needs sgeuser and sgeuser2 (run as root)",
+        );
+    };
+    let cell = TestCell::new();
+    let _d = SchedD::start(&cell, &[]);
+    for _ in 0..6 {
+        cell.spool.allocate_ar_id().expect("ar id");
+    }
+    let start = sge_time(gridspool::time::now() + 3600);
+    let end = sge_time(gridspool::time::now() + 4200);
+    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(user.gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .expect("group");
+    let check = |who: &TestUser, case: &str, args: &[&str]| {
+        let bin = case.split('/').next().unwrap_or(case);
+        let mut cap = Capture::load(&format!("{case}.txt"));
+        cap.stdout = cap.stdout.replace("sgeadmin", &group);
+        assert_matches(&cell.run(who, bin, args), &cap);
+    };
+    check(
+        &user,
+        "qrsub/granted",
+        &["-N", "ar25a", "-a", &start, "-e", &end],
+    );
+    check(
+        &user,
+        "qrsub/granted-d",
+        &["-N", "ar25b", "-a", &start, "-d", "600", "-pe", "smp", "1"],
+    );
+    check(
+        &user,
+        "qrsub/full",
+        &["-N", "ar25c", "-a", &start, "-d", "600", "-pe", "smp", "2"],
+    );
+    check(&user, "qrstat/list", &[]);
+    check(&user, "qrstat/list-u-all", &["-u", "*"]);
+    check(&other, "qrstat/list-other-user", &[]);
+    check(&user, "qrstat/ar", &["-ar", "7"]);
+    check(&user, "qrstat/ar-pe", &["-ar", "8"]);
+    check(&user, "qrstat/ar-xml", &["-xml", "-ar", "7"]);
+    check(&user, "qrstat/list-xml", &["-xml"]);
+    check(&user, "qrstat/explain", &["-explain", "-ar", "7"]);
+    check(&user, "qrdel/granted", &["7"]);
+    check(&user, "qrdel/by-name", &["ar25b"]);
+    wait_for("both reservations to go", Duration::from_secs(20), || {
+        cell.run(&user, "qrstat", &[]).stdout.is_empty()
+    });
+    check(&user, "qrstat/after-delete", &[]);
+}
