@@ -59,7 +59,8 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-masterq wc_queue_list]",
         "bind master task to queue(s)",
-    ),
+    )
+    .unsupported(),
     OptionSpec::new("-N", Arity::One, "[-N name]", "specify job name"),
     OptionSpec::new(
         "-now",
@@ -98,6 +99,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "[-he y[es]|n[o]]",
         "enable/disable hard error handling",
     )
+    .unsupported()
     .unlisted(),
     OptionSpec::new(
         "-w",
@@ -105,6 +107,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "[-w e|v]",
         "verify mode (error|just verify) for queues",
     )
+    .unsupported()
     .unlisted(),
 ];
 
@@ -209,7 +212,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ("2", "The command line is wrong."),
     ],
     compatibility: &[
-        "-astnode, -dul and -explain, which SGE 8.1.9's qrsub lists by mistake, are refused. -he and -w are accepted and recorded; -now y reserves any queue instance.",
+        "-astnode, -dul and -explain, which SGE 8.1.9's qrsub lists by mistake, are refused, and so are -masterq, -he and -w. -m and -M are recorded and shown by qrstat -ar; no mail is sent.",
     ],
     see_also: &["qrstat", "qrdel", "qsub"],
 };
@@ -355,13 +358,11 @@ pub fn run(args: &[String], env: &ClientEnv, wait: Duration) -> Output {
                 }
             }
             "-q" => sub.queues.extend(values::comma_list(v)),
-            "-masterq" => sub.master_queues.extend(values::comma_list(v)),
             "-u" => sub.users.extend(values::comma_list(v)),
             "-m" => sub.mail_options = v.to_string(),
             "-M" => sub.mail_list.extend(values::comma_list(v)),
-            "-now" | "-he" => match yes_no(v) {
-                Some(b) if opt.spec.name == "-now" => sub.now = b,
-                Some(b) => sub.hard_error = b,
+            "-now" => match yes_no(v) {
+                Some(b) => sub.now = b,
                 None => {
                     bad(
                         &mut o,

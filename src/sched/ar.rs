@@ -115,8 +115,16 @@ impl SchedState {
     ) -> Option<(Booking, crate::model::Placement)> {
         let spec = spec_of(sub);
         let demand = Demand::build(&self.cluster, &self.config, &spec).ok()?;
+        // `-now y`: only queues of type INTERACTIVE (`qrsub(1)`).
+        let interactive = |qi: usize| {
+            !sub.now
+                || self
+                    .config
+                    .queue(&self.cluster.qis[qi].queue)
+                    .is_some_and(|q| q.qtype.to_ascii_uppercase().contains("INTERACTIVE"))
+        };
         let candidates: Vec<usize> = (0..self.cluster.qis.len())
-            .filter(|&qi| demand.static_fit(&self.cluster, qi).is_ok())
+            .filter(|&qi| demand.static_fit(&self.cluster, qi).is_ok() && interactive(qi))
             .collect();
         let mut c = self.cluster.clone();
         c.clear_reservations();
@@ -415,6 +423,22 @@ mod tests {
         // Before the running task's end, no slot at all.
         let r = st.decide_ar(sub(5, NOW + 10, NOW + 20, 1), NOW);
         assert!(r.refused.is_some());
+    }
+
+    /// `-now y` reserves only queues of type INTERACTIVE.
+    #[test]
+    fn now_y_reserves_only_interactive_queues() {
+        let mut config = config(1, 2, "");
+        config.queues[0].qtype = "BATCH".into();
+        let mut st = SchedState::new(config);
+        let mut batch_only = sub(1, NOW + 10, NOW + 20, 1);
+        batch_only.now = true;
+        assert!(st.decide_ar(batch_only, NOW).refused.is_some());
+        assert!(
+            st.decide_ar(sub(2, NOW + 10, NOW + 20, 1), NOW)
+                .refused
+                .is_none()
+        );
     }
 
     /// A job whose run would overlap a reservation does not take its slot; one that ends
