@@ -9,17 +9,14 @@ _gridspool_qrsub() {
         -l) COMPREPLY=(); return ;;
         -M) COMPREPLY=(); return ;;
         -m) COMPREPLY=(); return ;;
-        -masterq) COMPREPLY=(); return ;;
         -N) COMPREPLY=(); return ;;
         -now) COMPREPLY=(); return ;;
         -pe) COMPREPLY=(); return ;;
         -q) COMPREPLY=(); return ;;
         -u) COMPREPLY=(); return ;;
-        -he) COMPREPLY=(); return ;;
-        -w) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-a -A -d -e -help -l -M -m -masterq -N -now -pe -q -u -he -w" -- "$cur"))
+        COMPREPLY=($(compgen -W "-a -A -d -e -help -l -M -m -N -now -pe -q -u" -- "$cur"))
     fi
 }
 complete -F _gridspool_qrsub qrsub

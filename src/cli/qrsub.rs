@@ -293,7 +293,6 @@ pub fn run(args: &[String], env: &ClientEnv, wait: Duration) -> Output {
         users: Vec::new(),
         mail_options: String::new(),
         mail_list: Vec::new(),
-        hard_error: false,
         now: false,
     };
     let (mut end, mut duration) = (None, None);
@@ -333,7 +332,13 @@ pub fn run(args: &[String], env: &ClientEnv, wait: Duration) -> Output {
                 }
             },
             "-A" => sub.account = Some(v.to_string()),
-            "-N" => sub.name = Some(v.to_string()),
+            "-N" => {
+                if let Err(e) = values::job_name_valid(v) {
+                    refused(&mut o, &e.to_string());
+                    return o;
+                }
+                sub.name = Some(v.to_string());
+            }
             "-l" => match values::resource_list(v, &env.config) {
                 Ok(r) => sub.resources.extend(r),
                 Err(_) => {

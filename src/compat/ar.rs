@@ -15,11 +15,11 @@ pub fn access_list_contains(_config: &ClusterConfig, _acl: &str, _user: &str) ->
     None
 }
 
-/// Whether `user` may submit a reservation: a manager, or a member of `arusers`, as in
-/// SGE. A cell that defines no `arusers` list lets every user (gridspool's choice while a
+/// Whether `user` may submit a reservation: an operator or manager, or a member of
+/// `arusers`, as in SGE (`qrsub(1)`). A cell that defines no `arusers` list lets every user (gridspool's choice while a
 /// cell may have no access lists at all: `tests/compat/DIVERGENCES.md`).
 pub fn may_reserve(config: &ClusterConfig, user: &str, uid: u32) -> Result<(), String> {
-    if config.is_manager(user, uid) {
+    if config.is_operator(user, uid) {
         return Ok(());
     }
     match access_list_contains(config, AR_USERS_ACL, user) {

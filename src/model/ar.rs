@@ -61,9 +61,6 @@ pub struct ArSubmission {
     /// `-M`.
     #[serde(default)]
     pub mail_list: Vec<String>,
-    /// `-he y`: hard error — a reservation whose queue instances fail is not kept in `E`.
-    #[serde(default)]
-    pub hard_error: bool,
     /// `-now y` (the default): only queue instances of type INTERACTIVE may be reserved.
     #[serde(default)]
     pub now: bool,
@@ -220,7 +217,6 @@ mod tests {
                 users: users.iter().map(|s| s.to_string()).collect(),
                 mail_options: String::new(),
                 mail_list: vec![],
-                hard_error: false,
                 now: false,
             },
             state: ArState::Waiting,

@@ -384,7 +384,6 @@ mod tests {
             users: Vec::new(),
             mail_options: String::new(),
             mail_list: Vec::new(),
-            hard_error: false,
             now: false,
         }
     }
