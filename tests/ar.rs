@@ -105,6 +105,16 @@ fn an_ar_holds_its_slot_and_its_job_starts_at_its_start() {
         detail.stdout.contains("state                          r\n"),
         "{detail:?}"
     );
+    // More slots than it holds: refused at submission, as SGE refuses it.
+    let cap = Capture::load("qsub/ar-pe-beyond.txt");
+    assert_matches(
+        &cell.run(
+            &user,
+            "qsub",
+            &["-ar", &ar.to_string(), "-pe", "smp", "2", "-b", "y", "true"],
+        ),
+        &cap,
+    );
     let shown = cell.run(&user, "qstat", &["-j", &in_ar.to_string()]);
     assert!(
         shown

@@ -483,6 +483,20 @@ pub(crate) fn submit(
         // job's queues against it (`-w e`, shown as `verify_suitable_queues 2`).
         match env.spool.read_ar_state(ar) {
             Ok(Some(r)) if r.holds() => {
+                // What can never fit in it is refused as qmaster refuses it (`-w e`): more
+                // slots than it holds, or a parallel environment it does not hold.
+                let held: u32 = r.granted.iter().map(|g| g.slots).sum();
+                let fits = match (&spec.pe, &r.granted_pe) {
+                    (None, _) => held >= 1,
+                    (Some(p), Some(granted)) => {
+                        crate::compat::pattern::matches(&p.name, granted)
+                            && p.range.min.max(1) <= held
+                    }
+                    (Some(_), None) => false,
+                };
+                if !fits {
+                    return Err(SubmitError::Rejected("error: no suitable queues".into()));
+                }
                 spec.ar_submission_time = r.submission.submission_time;
                 if spec.verify_suitable_queues == 0 {
                     spec.verify_suitable_queues = 2;
