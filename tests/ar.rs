@@ -299,3 +299,48 @@ fn granted_reservations_show_as_in_sge() {
     });
     check(&user, "qrstat/after-delete", &[]);
 }
+
+/// A shadow that takes over a killed master holds the master's reservation and runs its
+/// job inside it, while the other jobs still keep out of the reserved slot.
+#[test]
+fn a_shadow_taking_over_holds_the_reservation() {
+    let (Some(user), Some(other)) = (user1(), user2()) else {
+        return skip(
+            "a_shadow_taking_over_holds_the_reservation",
+            "needs sgeuser and sgeuser2 (run as root)",
+        );
+    };
+    let cell = cell(2);
+    let mut master = SchedD::start(&cell, &["--heartbeat-interval", "0.2"]);
+    let shadow = SchedD::spawn(&cell, &["--shadow", "--takeover-after", "1"]);
+    let ar = granted_id(&cell.run(&user, "qrsub", &["-d", "3600"]));
+    master.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = master.wait();
+    wait_for("the shadow holds the cell", Duration::from_secs(30), || {
+        std::fs::read_to_string(cell.cell.join("daemon/sched_d.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            == Some(shadow.pid())
+    });
+    let a = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let b = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    let in_ar = job_id(&cell.run(
+        &user,
+        "qsub",
+        &["-ar", &ar.to_string(), "-b", "y", "sleep", "300"],
+    ));
+    wait_for(
+        "the reservation's job to run",
+        Duration::from_secs(30),
+        || running(&cell, in_ar),
+    );
+    wait_for("one long job to run", Duration::from_secs(20), || {
+        running(&cell, a) || running(&cell, b)
+    });
+    assert!(
+        !(running(&cell, a) && running(&cell, b)),
+        "a job took the reserved slot after the takeover"
+    );
+    cell.run(&other, "qdel", &["-u", &other.name]);
+    cell.run(&user, "qrdel", &[&ar.to_string()]);
+}
