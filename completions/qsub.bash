@@ -40,9 +40,10 @@ _gridspool_qsub() {
         -R) COMPREPLY=($(compgen -W "y n" -- "$cur")); return ;;
         -tc) COMPREPLY=(); return ;;
         -w) COMPREPLY=($(compgen -W "e w n v p" -- "$cur")); return ;;
+        -ar) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-a -ac -A -b -cwd -C -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -now -o -P -p -pe -q -r -sc -shell -soft -sync -S -t -v -V -wd -@ -cluster -no_preempt -clear -dl -R -tc -terse -w" -- "$cur"))
+        COMPREPLY=($(compgen -W "-a -ac -A -b -cwd -C -dc -e -h -hard -help -hold_jid -hold_jid_ad -i -j -js -l -M -m -masterq -N -notify -now -o -P -p -pe -q -r -sc -shell -soft -sync -S -t -v -V -wd -@ -cluster -no_preempt -clear -dl -R -tc -terse -w -ar" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

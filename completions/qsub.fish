@@ -46,4 +46,5 @@ complete -c qsub -o R -x -a 'y n' -d 'reservation desired'
 complete -c qsub -o tc -x -d 'throttle the number of concurrent tasks'
 complete -c qsub -o terse -d 'tersed output, print only the job-id'
 complete -c qsub -o w -x -a 'e w n v p' -d 'verify mode (error|warning|none|just verify|poke) for jobs'
+complete -c qsub -o ar -x -d 'bind job to advance reservation'
 complete -c qsub -F

@@ -43,7 +43,7 @@ if [ -z "$cell_only" ] && [ ! -x "$bin_dir/gridspool" ]; then
   echo "$0: $bin_dir/gridspool not found: build it first (cargo build --release)" >&2
   exit 1
 fi
-clients="qsub qstat qdel qalter qhold qrls qacct qhost qconf qmod qselect qrsh qlogin qsh"
+clients="qsub qstat qdel qalter qhold qrls qacct qhost qconf qmod qselect qrsub qrstat qrdel qrsh qlogin qsh"
 daemons="sched_d gridspool-shepherd"
 # Tools users run on their own files (the program gives up the setgid group for them).
 tools="gridspool-sim"
@@ -121,11 +121,12 @@ fi
 # but only the group may write where clients publish, and only root elsewhere.
 chown root:"$group" "$cell"
 chmod 0755 "$cell"
-chown -R root:"$group" "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/daemon" "$cell/quarantine"
+mkdir -p "$cell/ars"
+chown -R root:"$group" "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/ars" "$cell/daemon" "$cell/quarantine"
 chmod 2770 "$cell/seq"                   # counters are replaced by whichever client is next
-chmod 3770 "$cell/jobs" "$cell/requests" # setgid (files stay in the group) + sticky
+chmod 3770 "$cell/jobs" "$cell/requests" "$cell/ars" # setgid (files stay in the group) + sticky
 chmod 2750 "$cell/daemon" "$cell/quarantine"
-find "$cell/seq" "$cell/jobs" "$cell/requests" -type f -exec chgrp "$group" {} + -exec chmod g+r {} +
+find "$cell/seq" "$cell/jobs" "$cell/requests" "$cell/ars" -type f -exec chgrp "$group" {} + -exec chmod g+r {} +
 chown root:root "$cell/config.yaml" "$cell/common"
 chmod 0644 "$cell/config.yaml"
 chmod 0755 "$cell/common"

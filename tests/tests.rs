@@ -2,6 +2,7 @@
 
 mod support;
 
+mod ar;
 mod cgroups;
 mod cluster;
 mod demo;

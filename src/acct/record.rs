@@ -189,6 +189,10 @@ pub fn category(job: &JobRecord) -> String {
     if let Some(project) = &spec.project {
         parts.push(format!("-P {project}"));
     }
+    // A job of an advance reservation (`tests/compat/accounting/ar-job-lines.txt`).
+    if let Some(ar) = spec.ar {
+        parts.push(format!("-ar {ar}"));
+    }
     if parts.is_empty() {
         NONE.to_string()
     } else {
@@ -278,8 +282,12 @@ impl AccountingRecord {
             // includes whatever it started itself (a loosely integrated PE's slaves).
             pe_taskid: result.pe_task.clone().unwrap_or_else(|| NONE.to_string()),
             maxvmem: result.maxvmem,
-            arid: 0,
-            ar_submission_time: 0,
+            arid: job.spec.ar.unwrap_or(0),
+            ar_submission_time: if job.spec.ar.is_some() {
+                job.spec.ar_submission_time
+            } else {
+                0
+            },
         }
     }
 

@@ -47,6 +47,9 @@ pub const COMMANDS: &[Command] = &[
     QCONF,
     QMOD,
     QSELECT,
+    QRSUB,
+    QRSTAT,
+    QRDEL,
     QRSH,
     QLOGIN,
     QSH,
@@ -91,6 +94,15 @@ pub const QMOD: Command = client("qmod", || {
 });
 pub const QSELECT: Command = client("qselect", || {
     super::run_with_text_args("qselect", super::qselect::main)
+});
+pub const QRSUB: Command = client("qrsub", || {
+    super::run_with_text_args("qrsub", super::qrsub::main)
+});
+pub const QRSTAT: Command = client("qrstat", || {
+    super::run_with_text_args("qrstat", super::qrstat::main)
+});
+pub const QRDEL: Command = client("qrdel", || {
+    super::run_with_text_args("qrdel", super::qrdel::main)
 });
 pub const QRSH: Command = client("qrsh", || {
     super::run_with_text_args("qrsh", super::qrsh::main)

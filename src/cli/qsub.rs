@@ -478,6 +478,37 @@ pub(crate) fn submit(
         host: env.host.clone(),
     };
     validate_job(&spec, &env.config, &rights)?;
+    if let Some(ar) = spec.ar {
+        // As qmaster: the reservation must exist (granted, not over); SGE checks the
+        // job's queues against it (`-w e`, shown as `verify_suitable_queues 2`).
+        match env.spool.read_ar_state(ar) {
+            Ok(Some(r)) if r.holds() => {
+                // What can never fit in it is refused as qmaster refuses it (`-w e`): more
+                // slots than it holds, or a parallel environment it does not hold.
+                let held: u32 = r.granted.iter().map(|g| g.slots).sum();
+                let fits = match (&spec.pe, &r.granted_pe) {
+                    (None, _) => held >= 1,
+                    (Some(p), Some(granted)) => {
+                        crate::compat::pattern::matches(&p.name, granted)
+                            && p.range.min.max(1) <= held
+                    }
+                    (Some(_), None) => false,
+                };
+                if !fits {
+                    return Err(SubmitError::Rejected("error: no suitable queues".into()));
+                }
+                spec.ar_submission_time = r.submission.submission_time;
+                if spec.verify_suitable_queues == 0 {
+                    spec.verify_suitable_queues = 2;
+                }
+            }
+            _ => {
+                return Err(SubmitError::Rejected(format!(
+                    "the advance reservation id {ar} is invalid"
+                )));
+            }
+        }
+    }
 
     let mut scan = None;
     if !spec.hold_jid.is_empty() {

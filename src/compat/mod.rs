@@ -3,6 +3,7 @@
 //! SGE 8.1.9 captures in `tests/compat/`; deliberate divergences are listed in
 //! `tests/compat/DIVERGENCES.md`.
 
+pub mod ar;
 pub mod docs;
 pub mod host_attributes;
 pub mod job_list;

@@ -85,8 +85,10 @@ const ADVANCE_RESERVATION: OptionSpec = OptionSpec::new(
     "[-ar ar_id]",
     "bind job to advance reservation",
 )
-.unsupported()
 .unlisted();
+
+/// `qalter -ar`: moving a job between reservations is not supported.
+const ADVANCE_RESERVATION_ALTER: OptionSpec = ADVANCE_RESERVATION.unsupported();
 
 // Options that qsub and qalter print alike in `-help`.
 const START_TIME: OptionSpec =
@@ -542,7 +544,7 @@ pub static QALTER_OPTIONS: &[OptionSpec] = &[
     .unlisted(),
     VERIFY,
     CHECKPOINT,
-    ADVANCE_RESERVATION,
+    ADVANCE_RESERVATION_ALTER,
 ];
 
 pub static QSUB_SYNTAX: &[SyntaxItem] = &[

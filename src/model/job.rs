@@ -222,6 +222,18 @@ pub struct JobSpec {
     /// shows as `verify_suitable_queues`.
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub verify_suitable_queues: u32,
+    /// `-ar`: the advance reservation the job runs in (`qstat -j`'s `ar_id`), only inside
+    /// its queue instances and window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ar: Option<u32>,
+    /// When that reservation was submitted (`ar_submission_time` of `accounting(5)`), as
+    /// `qsub -ar` found it.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub ar_submission_time: i64,
+}
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Where a `qrsh` client waits: the job's command runs with its standard input and output
@@ -286,6 +298,8 @@ impl Default for JobSpec {
             job_share: 0,
             directive_prefix: None,
             verify_suitable_queues: 0,
+            ar: None,
+            ar_submission_time: 0,
         }
     }
 }

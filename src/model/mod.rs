@@ -4,6 +4,7 @@
 //! that a Grid Engine administrator recognises them. Everything here is plain data with serde
 //! derives; the spool decides where it lives, `compat` decides how it looks.
 
+mod ar;
 mod holds;
 mod ids;
 mod job;
@@ -11,6 +12,7 @@ mod request;
 mod task_run;
 mod tasks;
 
+pub use ar::{AR_SCHEMA_VERSION, ArGrant, ArOwner, ArRecord, ArState, ArSubmission};
 pub use holds::{HoldType, Holds};
 pub use ids::{JobId, TaskId};
 pub use job::{

@@ -180,6 +180,13 @@ pub enum RequestAction {
     /// on one of its granted hosts. `sched_d` answers in `daemon/replies/<seq>.json` with
     /// the command's exit status when it has ended, or with why it was refused.
     StartPeTask(Box<PeTaskRequest>),
+    /// `qrdel`: ends an advance reservation (its owner, or a manager or operator); its jobs
+    /// are deleted as `qdel` deletes them (`force`: as `qdel -f`).
+    DeleteAr {
+        ar: u32,
+        #[serde(default)]
+        force: bool,
+    },
 }
 
 /// What `qrsh -inherit` asks for.
@@ -250,7 +257,8 @@ impl RequestAction {
             | RequestAction::QueueClearError { .. }
             | RequestAction::ReloadConfig
             | RequestAction::ConfigEdit { .. }
-            | RequestAction::StartPeTask(_) => None,
+            | RequestAction::StartPeTask(_)
+            | RequestAction::DeleteAr { .. } => None,
         }
     }
 }
@@ -421,6 +429,7 @@ impl Request {
             | RequestAction::ReloadConfig
             | RequestAction::ConfigEdit { .. }
             | RequestAction::StartPeTask(_)
+            | RequestAction::DeleteAr { .. }
             | RequestAction::Reschedule { .. } => Err(Denied::NotForJobs),
             RequestAction::Suspend {
                 tasks,

@@ -326,6 +326,22 @@ impl Cluster {
         cluster
     }
 
+    /// Recomputes the free-slot indexes after capacities were changed directly (a view of
+    /// the cluster cut down to what an advance reservation holds, `sched::ar`).
+    pub fn reindex(&mut self) {
+        self.free = vec![0; self.qis.len()];
+        self.free_count.clear();
+        self.room = vec![0; self.qis.len().div_ceil(64)];
+        self.free_total = self
+            .hosts
+            .iter()
+            .map(|h| u64::from(h.slots_cap.saturating_sub(h.slots_used)))
+            .sum();
+        for qi in 0..self.qis.len() {
+            self.update_room(qi);
+        }
+    }
+
     /// Whether queue instance `qi` and its host both have a free slot; when not, the
     /// instance can take nothing. `true` for an instance the index does not cover.
     pub fn has_room(&self, qi: usize) -> bool {

@@ -43,6 +43,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
+mod ars;
 mod event_loop;
 mod lock;
 mod pe_tasks;
@@ -217,6 +218,8 @@ pub struct Daemon {
     settling: BTreeMap<String, Instant>,
     /// Pe tasks (`qrsh -inherit`) of running tasks.
     pe_tasks: pe_tasks::PeTasks,
+    /// Refused advance reservations, and when their answer leaves `ars/`.
+    ar_refusals: BTreeMap<u32, i64>,
     /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
     metrics: Option<(std::sync::Arc<super::metrics::Metrics>, super::SharedUsage)>,
 }
@@ -322,6 +325,7 @@ impl Daemon {
             settling: BTreeMap::new(),
             pe_tasks: pe_tasks::PeTasks::default(),
             metrics: None,
+            ar_refusals: BTreeMap::new(),
         })
     }
 

@@ -28,6 +28,7 @@
 //! prints the figures.
 
 pub mod accounting;
+pub mod ar;
 pub mod armada;
 pub mod cluster;
 pub mod daemon;

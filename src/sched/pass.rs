@@ -188,7 +188,7 @@ impl SchedState {
     pub(super) fn known_failure(&self, verdicts: &Verdicts, cat: CatId) -> Option<ReasonId> {
         verdicts[cat].failed.or_else(|| {
             let shapes = verdicts.by_shape.as_ref()?;
-            if self.cluster.has_reservations() {
+            if self.cluster.has_reservations() || self.has_ars() {
                 return None;
             }
             shapes.get(self.categories[cat].shape).copied().flatten()
@@ -501,6 +501,11 @@ impl SchedState {
         }
         lap(&mut phases[1]);
         self.dispatch_all(&cands, &mut job_reasons, true, now, &durations, &mut result);
+        self.ar_window_clear();
+        result.next_wakeup = [result.next_wakeup, self.ar_next_change(now)]
+            .into_iter()
+            .flatten()
+            .min();
         lap(&mut phases[2]);
         self.store_reasons(job_reasons, true);
         lap(&mut phases[3]);
@@ -538,6 +543,11 @@ impl SchedState {
             &durations,
             &mut result,
         );
+        self.ar_window_clear();
+        result.next_wakeup = [result.next_wakeup, self.ar_next_change(now)]
+            .into_iter()
+            .flatten()
+            .min();
         let t = std::time::Instant::now();
         result.phase_us[2] = (t - clock).as_micros() as u64;
         clock = t;
@@ -794,6 +804,9 @@ impl SchedState {
             job_reasons.set(c.pos, Arc::from(Vec::new()));
             return;
         };
+        if let Some(ar) = rec.spec.ar {
+            return self.dispatch_in_ar(c, ar, now, duration, result, max_tasks, job_reasons);
+        }
         let tc = rec.spec.task_concurrency.filter(|n| *n > 0);
         let reserve = c.reserve;
         let maxujobs = self.config.scheduler.maxujobs;
@@ -847,6 +860,8 @@ impl SchedState {
                 ));
                 break;
             }
+            // Advance reservations whose window this run would overlap hold their share.
+            self.ar_window(now, end);
             let cursor = verdicts[cat].cursor;
             let Ok(demand) = &self.categories[cat].demand else {
                 break;
@@ -905,7 +920,7 @@ impl SchedState {
                     verdicts[cat].failed = Some(r);
                     // A fit from the first instance, with no reservation made: the run time
                     // played no part, the category's siblings would fail alike.
-                    if cursor == 0 && !self.cluster.has_reservations() {
+                    if cursor == 0 && !self.cluster.has_reservations() && !self.has_ars() {
                         let shape = self.categories[cat].shape;
                         if let Some(s) = verdicts.by_shape.as_mut().and_then(|v| v.get_mut(shape)) {
                             *s = Some(r);
@@ -924,6 +939,112 @@ impl SchedState {
                         // But this job does not retry now.
                         break;
                     }
+                    break;
+                }
+            }
+        }
+        job_reasons.set(c.pos, Arc::from(reasons));
+    }
+
+    /// Starts what fits of a job bound to advance reservation `ar`: only while it is open,
+    /// only in what it holds and its other jobs leave (`sched::ar`).
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_in_ar(
+        &mut self,
+        c: &Candidate,
+        ar: u32,
+        now: i64,
+        duration: Option<i64>,
+        result: &mut PassResult,
+        max_tasks: usize,
+        job_reasons: &mut PassReasons,
+    ) {
+        let (id, cat) = (c.id, c.cat);
+        let owner = self
+            .jobs
+            .get(&id)
+            .and_then(|e| e.record.get())
+            .map(|r| (r.submitter.owner.clone(), r.submitter.uid));
+        let window = self
+            .ar(ar)
+            .filter(|r| r.holds())
+            .map(|r| (r.submission.start, r.submission.end, r.clone()));
+        let mut reasons = Vec::new();
+        match window {
+            None => reasons.push(format!(
+                "cannot run because advance reservation {ar} does not exist"
+            )),
+            // SGE accepts the job and never runs it there.
+            Some((_, _, r))
+                if !owner.as_ref().is_some_and(|(user, uid)| {
+                    crate::compat::ar::may_use(&self.config, &r, user, *uid)
+                }) =>
+            {
+                reasons.push(format!(
+                    "cannot run because its owner is not in the user list of advance reservation {ar}"
+                ))
+            }
+            Some((start, _, _)) if start > now => reasons.push(format!(
+                "cannot run because its advance reservation {ar} starts at {}",
+                ctime(start)
+            )),
+            Some(_) => {}
+        }
+        let end = duration.map_or(i64::MAX, |d| now.saturating_add(d));
+        let mut started = 0usize;
+        while reasons.is_empty() && started < max_tasks {
+            let task = match self.next_task(id) {
+                Ok(t) => t,
+                Err(why) => {
+                    let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
+                    if !why.is_empty() && running == 0 {
+                        reasons.push(why);
+                    }
+                    break;
+                }
+            };
+            let Some(view) = self.ar_view(ar) else {
+                break;
+            };
+            let Ok(demand) = &self.categories[cat].demand else {
+                break;
+            };
+            result.fits += 1;
+            let fitted = fit::fit(
+                &view,
+                &FitQuery {
+                    demand,
+                    candidates: &self.categories[cat].candidates,
+                    cursor: 0,
+                    now,
+                    end: i64::MAX,
+                    ignore_availability: false,
+                },
+            );
+            match fitted {
+                Ok(f) => {
+                    let restarted = self.start_task(
+                        id,
+                        task,
+                        now,
+                        super::cluster::Booking::default(),
+                        f.placement.clone(),
+                        end,
+                    );
+                    self.ars.used.insert((id, task), (ar, f.booking));
+                    started += 1;
+                    result.starts.push(Start {
+                        job: id,
+                        task,
+                        placement: f.placement,
+                        restarted,
+                    });
+                }
+                Err(miss) => {
+                    reasons.push(format!(
+                        "cannot run in advance reservation {ar}: {}",
+                        miss.describe()
+                    ));
                     break;
                 }
             }
@@ -1020,6 +1141,8 @@ impl SchedState {
         // Sorted once per pass and again only after a start added a running task, each with a
         // copy of its booking: the search releases and re-books thousands of them, and a
         // hashed lookup of each in `running` cost more than the release.
+        // No reservation plans into an advance reservation's capacity.
+        self.ar_window(now, i64::MAX);
         let ends = match self.ends_cache.take() {
             Some((n, v)) if n == self.running.len() => v,
             _ => {

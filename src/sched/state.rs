@@ -227,6 +227,8 @@ pub struct SchedState {
     pub(crate) fbsng: super::fbsng::FbsngState,
     /// Qube! preemption: triggers, passive exclusions, kills in flight, restarts.
     pub(crate) qube: super::qube::QubeState,
+    /// Advance reservations and what their jobs use of them (`sched::ar`).
+    pub(crate) ars: super::ar::ArBook,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -259,7 +261,7 @@ fn category_key(spec: &crate::model::JobSpec) -> String {
         .pe
         .as_ref()
         .map(|p| (p.name.as_str(), p.range.min, p.range.max));
-    serde_json::to_string(&(res, &spec.hard_queues, pe)).unwrap_or_default()
+    serde_json::to_string(&(res, &spec.hard_queues, pe, spec.ar)).unwrap_or_default()
 }
 
 impl SchedState {
@@ -298,6 +300,7 @@ impl SchedState {
             armada: super::armada::ArmadaState::default(),
             fbsng: super::fbsng::FbsngState::default(),
             qube: super::qube::QubeState::default(),
+            ars: Default::default(),
         }
     }
 
@@ -691,6 +694,7 @@ impl SchedState {
         let cat = entry.cat;
         let uid = entry.hot.uid;
         let pe_request = entry.record.get().and_then(|r| r.spec.pe.clone());
+        let in_ar = entry.record.get().and_then(|r| r.spec.ar);
         let pe = pe_request.as_ref().and_then(|p| {
             let first = grant.first()?;
             self.cluster
@@ -713,6 +717,15 @@ impl SchedState {
         let expected_end = self
             .duration(cat)
             .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
+        // A task in an advance reservation uses the reservation's capacity, not the
+        // cluster's (`sched::ar`).
+        let booking = match in_ar {
+            Some(ar) => {
+                self.ars.used.insert((id, r.task), (ar, booking));
+                Booking::default()
+            }
+            None => booking,
+        };
         self.cluster.book(&booking);
         let devices = self.hold_devices(&r.host, &r.devices);
         *self.user_running.entry(uid).or_insert(0) += 1;
@@ -817,6 +830,7 @@ impl SchedState {
     }
 
     fn release(&mut self, id: JobId, task: TaskId) {
+        self.ars.used.remove(&(id, task));
         if let Some(b) = self.running.remove(&(id, task)) {
             self.cluster.release(&b.booking);
             if let Some(d) = &b.devices {
@@ -1132,6 +1146,15 @@ impl SchedState {
         self.shape_index.clear();
         self.running.clear();
         self.user_running.clear();
+        // Reservations are booked again by name on the new cluster.
+        let ars: Vec<crate::model::ArRecord> = std::mem::take(&mut self.ars.holds)
+            .into_values()
+            .map(|h| h.record)
+            .collect();
+        self.ars.used.clear();
+        for r in ars {
+            self.restore_ar(r);
+        }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             let Some(spec) = self

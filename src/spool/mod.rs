@@ -11,6 +11,7 @@
 //! | `jobs/<id>.job` | `qsub`, once | submission header (one JSON line) followed by the script |
 //! | `jobs/<id>.state` | `sched_d` | the job record as it is now |
 //! | `jobs/<id>.exits` | `sched_d`, appended | one line per finished task (for `qsub -sync`) |
+//! | `ars/<id>.ar`, `ars/<id>.state` | `qrsub`, `sched_d` | advance reservations ([`ars`]) |
 //! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
 //! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
@@ -19,12 +20,14 @@
 //! read. Every file under the spool is opened through [`crate::file::open`]: never through a
 //! link, never blocking on a FIFO, regular files only.
 
+mod ars;
 pub mod index;
 mod jobs;
 mod qinstances;
 mod requests;
 pub mod sequence;
 
+pub use ars::ArScan;
 pub use index::{IndexWriter, ListingEntry};
 pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
 pub use qinstances::{QueueInstanceStates, Reply};
@@ -118,7 +121,15 @@ pub const STORAGE_BLOCKED_REASON: &str =
     "all jobs dropped because job ends cannot be recorded (storage blocked)";
 
 /// The subdirectories a spool must have.
-const SUBDIRS: [&str; 6] = ["common", "seq", "jobs", "requests", "quarantine", "daemon"];
+const SUBDIRS: [&str; 7] = [
+    "common",
+    "seq",
+    "jobs",
+    "requests",
+    "ars",
+    "quarantine",
+    "daemon",
+];
 
 impl Spool {
     /// Opens an existing spool, checking that it looks like one.

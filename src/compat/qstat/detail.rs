@@ -454,6 +454,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
     if s.verify_suitable_queues > 0 {
         line(out, "verify_suitable_queues:", s.verify_suitable_queues);
     }
+    if let Some(ar) = s.ar {
+        line(out, "ar_id:", ar);
+    }
     if job.version > 0 {
         line(out, "version:", job.version);
     }

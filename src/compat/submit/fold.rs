@@ -375,6 +375,13 @@ pub fn fold(options: &[ParsedOption], ctx: FoldContext<'_>) -> Result<Folded, Su
                 spec.verify_suitable_queues = f.verify.sge_number();
             }
             "-C" => spec.directive_prefix = Some(v.to_string()),
+            "-ar" => {
+                spec.ar = Some(v.parse::<u32>().map_err(|_| {
+                    SubmitError::Usage(
+                        "invalid advance reservation id, must be an unsigned integer".into(),
+                    )
+                })?);
+            }
             "-u" => f.users.extend(comma_list(v)),
             // Handled before the fold: help, directive prefix, option files, task selection.
             "-help" | "-@" => {}

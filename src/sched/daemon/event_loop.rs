@@ -20,6 +20,8 @@ use tracing::{error, info};
 enum SpoolInput {
     Requests,
     Job(JobId),
+    /// `ars/<id>.ar`: an advance reservation submitted.
+    Ar(u32),
 }
 
 /// The input a path names, if any: a request, or a job file (`jobs/<id>.job`); temporary
@@ -35,6 +37,10 @@ fn spool_input(path: &Path) -> Option<SpoolInput> {
         .and_then(|n| n.to_str())
     {
         Some("requests") => Some(SpoolInput::Requests),
+        Some("ars") => name
+            .strip_suffix(".ar")
+            .and_then(|s| s.parse::<u32>().ok())
+            .map(SpoolInput::Ar),
         Some("jobs") => name
             .strip_suffix(".job")
             .and_then(|s| s.parse::<JobId>().ok())
@@ -331,6 +337,10 @@ impl Daemon {
                 self.requests_needed = true;
                 true
             }
+            Some(SpoolInput::Ar(id)) => {
+                self.load_ar(id);
+                true
+            }
             Some(SpoolInput::Job(id))
                 if self.state.job(id).is_none()
                     && !self.refused.contains(&id)
@@ -361,7 +371,11 @@ impl Daemon {
             )?),
             None => Box::new(notify::recommended_watcher(handler)?),
         };
-        for dir in [self.spool.jobs_dir(), self.spool.requests_dir()] {
+        let ars = self.spool.ars_dir();
+        if let Err(e) = self.spool.ensure_ars_dir() {
+            tracing::warn!("cannot create {}: {e}", ars.display());
+        }
+        for dir in [self.spool.jobs_dir(), self.spool.requests_dir(), ars] {
             watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?;
         }
         Ok(watcher)

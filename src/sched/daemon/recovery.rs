@@ -33,6 +33,7 @@ impl Daemon {
         for id in ids {
             self.load_job(id);
         }
+        self.recover_ars();
         self.state.compact();
         self.compacted_at = self.state.job_count();
         // Issue 4: the FBSNG policy's dynamic priorities survive a restart.
@@ -95,6 +96,12 @@ impl Daemon {
         for id in self.list_job_ids() {
             if self.state.job(id).is_none() && !self.refused.contains(&id) {
                 self.load_job(id);
+            }
+        }
+        // Advance reservations submitted while an event was lost.
+        if let Ok(scan) = self.spool.scan_ars() {
+            for (sub, _) in scan.undecided {
+                self.load_ar(sub.id);
             }
         }
     }

@@ -135,6 +135,10 @@ impl Daemon {
                         self.start_pe_task(&req, asked);
                         continue;
                     }
+                    RequestAction::DeleteAr { ar, force } => {
+                        self.qrdel(&req.requester, *ar, *force);
+                        continue;
+                    }
                     RequestAction::ReloadConfig => {
                         if req.requester.manager {
                             info!(user = %req.requester.user, "qconf changed the configuration: reloading it");
@@ -173,58 +177,7 @@ impl Daemon {
                     self.state.mark_dirty(id);
                 }
                 Ok(Outcome::Delete(d)) => {
-                    info!(job = %id, user = %req.requester.user, pending = %d.pending, "deleted");
-                    let notify = job.spec.notify;
-                    let finished = job.tasks.finished;
-                    let kill_mail = mail::wanted(job, MailEvent::Abort).then(|| {
-                        let m = mail::killed(job, &req.requester.user, &req.requester.host);
-                        (mail::recipients(job), m)
-                    });
-                    let mut victims = Vec::new();
-                    let mut forced = Vec::new();
-                    for (t, how) in &d.running {
-                        match how {
-                            RunningDeletion::Registered => victims.push(*t),
-                            // `qdel -f` by a manager took the task out of the record: its
-                            // slots are free now, and what is left of it is killed.
-                            RunningDeletion::Forced => {
-                                victims.push(*t);
-                                forced.push(*t);
-                            }
-                            RunningDeletion::AlreadyDeleting => {}
-                        }
-                    }
-                    for t in forced {
-                        self.state.forget_running(id, t);
-                        if let Some(ran) = running_before.iter().find(|r| r.task == t) {
-                            self.forced_end(id, ran);
-                        }
-                    }
-                    if d.gone && finished == 0 && victims.is_empty() {
-                        self.state.remove_job(id);
-                        self.retire_at.remove(&id);
-                        if let Err(e) = self.spool.remove_job(id) {
-                            error!(job = %id, "cannot remove job files: {e}");
-                        }
-                        self.index.forget(id);
-                    } else {
-                        self.state.job_changed(id);
-                        if d.gone {
-                            self.retire_at
-                                .insert(id, now() + self.opts.retention.as_secs() as i64);
-                        }
-                    }
-                    if !victims.is_empty()
-                        && let Some((to, m)) = kill_mail
-                    {
-                        self.mailer.send(&to, &m);
-                    }
-                    for t in victims {
-                        info!(job = %id, task = t, user = %req.requester.user, "killing task (qdel)");
-                        if let Err(e) = self.runner.kill(id, t, notify) {
-                            warn!(job = %id, task = t, "kill: {e}");
-                        }
-                    }
+                    self.carry_out_delete(id, d, &req.requester, &running_before);
                 }
                 Ok(Outcome::Qmod(events)) => {
                     info!(job = %id, user = %req.requester.user, "qmod applied: {events:?}");
@@ -239,5 +192,73 @@ impl Daemon {
             }
         }
         self.pass_needed = true;
+    }
+
+    /// Carries out what `qdel` (or the end of an advance reservation) did to job `id`'s
+    /// record: mail, tasks forced out accounted, the job retired or its tasks killed.
+    pub(super) fn carry_out_delete(
+        &mut self,
+        id: JobId,
+        d: crate::model::DeleteOutcome,
+        requester: &crate::model::Requester,
+        running_before: &[crate::model::RunningTask],
+    ) {
+        let req_user = &requester.user;
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        let job = job.into_owned();
+        info!(job = %id, user = %req_user, pending = %d.pending, "deleted");
+        let notify = job.spec.notify;
+        let finished = job.tasks.finished;
+        let kill_mail = mail::wanted(&job, MailEvent::Abort).then(|| {
+            let m = mail::killed(&job, req_user, &requester.host);
+            (mail::recipients(&job), m)
+        });
+        let mut victims = Vec::new();
+        let mut forced = Vec::new();
+        for (t, how) in &d.running {
+            match how {
+                RunningDeletion::Registered => victims.push(*t),
+                // `qdel -f` by a manager took the task out of the record: its
+                // slots are free now, and what is left of it is killed.
+                RunningDeletion::Forced => {
+                    victims.push(*t);
+                    forced.push(*t);
+                }
+                RunningDeletion::AlreadyDeleting => {}
+            }
+        }
+        for t in forced {
+            self.state.forget_running(id, t);
+            if let Some(ran) = running_before.iter().find(|r| r.task == t) {
+                self.forced_end(id, ran);
+            }
+        }
+        if d.gone && finished == 0 && victims.is_empty() {
+            self.state.remove_job(id);
+            self.retire_at.remove(&id);
+            if let Err(e) = self.spool.remove_job(id) {
+                error!(job = %id, "cannot remove job files: {e}");
+            }
+            self.index.forget(id);
+        } else {
+            self.state.job_changed(id);
+            if d.gone {
+                self.retire_at
+                    .insert(id, now() + self.opts.retention.as_secs() as i64);
+            }
+        }
+        if !victims.is_empty()
+            && let Some((to, m)) = kill_mail
+        {
+            self.mailer.send(&to, &m);
+        }
+        for t in victims {
+            info!(job = %id, task = t, user = %req_user, "killing task (qdel)");
+            if let Err(e) = self.runner.kill(id, t, notify) {
+                warn!(job = %id, task = t, "kill: {e}");
+            }
+        }
     }
 }

@@ -20,6 +20,7 @@ impl Daemon {
 
     pub(super) fn run_pass(&mut self) {
         self.still_master();
+        self.advance_ars();
         let started = Instant::now();
         let t = now();
         let result = if std::mem::take(&mut self.full_pass) {
