@@ -448,12 +448,20 @@ fn lintian_has_nothing_to_say_of_the_debian_package() {
             ])
             .arg(&deb),
     );
-    let tags: Vec<&str> = run
+    // The spelling override covers words that meet across Rust's string literals, which
+    // differ from build to build: a build where none meet leaves it unused, and says so.
+    let varying = |l: &&str| l.contains("unused-override spelling-error-in-binary");
+    let lines: Vec<&str> = run
         .stdout
         .lines()
         .filter(|l| !l.starts_with("N: "))
         .collect();
-    assert!(tags.is_empty() && run.code == 0, "{run:?}");
+    let tags: Vec<&&str> = lines.iter().filter(|l| !varying(l)).collect();
+    let only_varying = lines.iter().any(varying);
+    assert!(
+        tags.is_empty() && (run.code == 0 || only_varying),
+        "{run:?}"
+    );
 }
 
 #[test]
