@@ -2,6 +2,7 @@
 
 mod support;
 
+mod calendar;
 mod cgroups;
 mod cluster;
 mod demo;

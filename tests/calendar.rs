@@ -1,0 +1,223 @@
+//! Calendars (calendar_conf(5)): `qconf`'s calendar forms and a queue's `calendar` against
+//! the SGE 8.1.9 captures of `tests/compat/record-issue25-cal.sh`, replayed in order on one
+//! cell as they were recorded; and a calendar closing, suspending and opening a queue
+//! instance through the real `sched_d` with real jobs.
+
+use crate::support::*;
+
+/// The oracle's cell with `cal25.q` (all.q's copy with one slot), as the recording left it.
+fn oracle_cell() -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "managers: [sgeadmin]\n\
+             hosts:\n  - {{name: \"{host}\", slots: 2}}\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n\
+             \x20 - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2, pe_list: [make, smp, mpi]}}\n\
+             \x20 - {{name: cal25.q, hostlist: [\"@allhosts\"], slots: 1, pe_list: [make, smp, mpi]}}\n\
+             parallel_environments:\n\
+             \x20 - {{name: make, slots: 999, allocation_rule: $round_robin}}\n\
+             \x20 - {{name: mpi, slots: 999, allocation_rule: $fill_up}}\n\
+             \x20 - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// The capture `case` with the recording's scratch directory (`/tmp/issue25-cal.XXXXXX`)
+/// replaced by `files`.
+fn capture(case: &str, files: &std::path::Path) -> Capture {
+    let mut cap = Capture::load(case);
+    let dir = files.display().to_string();
+    for text in [&mut cap.command, &mut cap.stdout, &mut cap.stderr] {
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("/tmp/issue25-cal.") {
+            out.push_str(&rest[..at]);
+            out.push_str(&dir);
+            rest = &rest[at + "/tmp/issue25-cal.".len() + 6..];
+        }
+        out.push_str(rest);
+        *text = out;
+    }
+    cap
+}
+
+/// Runs capture `case` (`qconf/…`) as `user` and compares; `NAME=value` words before the
+/// command go to its environment.
+fn replay(cell: &TestCell, user: &TestUser, case: &str, files: &std::path::Path) {
+    let cap = capture(&format!("qconf/{case}.txt"), files);
+    let words = gridspool::compat::options::split_words(&cap.command);
+    let at = words.iter().position(|w| w == "qconf").expect("qconf");
+    let mut cmd = cell.command("qconf", user);
+    for w in &words[..at] {
+        if let Some((k, v)) = w.split_once('=') {
+            cmd.env(k, v);
+        }
+    }
+    let out = cmd
+        .args(&words[at + 1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("qconf");
+    assert_matches(&Run::from(out), &cap);
+}
+
+/// The recording script's `calfile`.
+fn calfile(files: &std::path::Path, name: &str, year: &str, week: &str) {
+    std::fs::write(
+        files.join(name),
+        format!("calendar_name    {name}\nyear             {year}\nweek             {week}\n"),
+    )
+    .expect("calendar file");
+}
+
+fn editor(files: &std::path::Path, name: &str, body: &str) {
+    let path = files.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("editor");
+    set_mode(&path, 0o755);
+}
+
+#[test]
+fn qconf_calendar_forms_match_sge() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "qconf_calendar_forms_match_sge",
+            "needs root (a manager) and the test users",
+        );
+    };
+    let cell = oracle_cell();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    set_mode(files, 0o755);
+    let r = |case: &str| replay(&cell, &root, case, files);
+    r("scall-none");
+    r("scal-nosuch");
+    calfile(
+        files,
+        "cal25_night",
+        "1.1.1999,6.1.1999,28.3.1999,30.3.1999-31.3.1999=on",
+        "mon-fri=6-20",
+    );
+    r("Acal");
+    r("Acal-again");
+    r("scal");
+    calfile(
+        files,
+        "cal25_night",
+        "NONE",
+        "mon-fri=20-6=suspended sat-sun=suspended",
+    );
+    r("Mcal");
+    r("scal-after-Mcal");
+    calfile(files, "cal25_other", "NONE", "NONE");
+    r("Mcal-nosuch");
+    r("Acal-nofile");
+    replay(&cell, &user, "Acal-by-user", files);
+    editor(
+        files,
+        "copy-editor",
+        &format!("cp \"$1\" {}/template", files.display()),
+    );
+    editor(
+        files,
+        "week-editor",
+        "sed -i \"s/^week .*/week mon=off/\" \"$1\"",
+    );
+    editor(
+        files,
+        "week2-editor",
+        "sed -i \"s/^week .*/week tue=off/\" \"$1\"",
+    );
+    r("acal");
+    assert_eq!(
+        std::fs::read_to_string(files.join("template")).expect("template"),
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/compat/qconf/acal-template.txt")
+        )
+        .expect("capture"),
+        "-acal's template"
+    );
+    for case in [
+        "acal-edited",
+        "scal-template",
+        "acal-again",
+        "mcal-nosuch",
+        "mcal-unchanged",
+        "mcal",
+        "scal-after-mcal",
+        "scall",
+        "scal-two",
+    ] {
+        r(case);
+    }
+    let bad = [
+        ("year", "32.1.2020"),
+        ("year", "1.13.2020"),
+        ("year", "1.1.2040"),
+        ("year", "1.1"),
+        ("year", "2.1.2020-1.1.2020"),
+        ("year", "1.1.2020=on=off"),
+        ("year", "1.1.2020=bogus"),
+        ("year", "1.1.2020=25-26"),
+        ("year", "1.1.2020=10-10"),
+        ("year", "1.jan.2020=10:61-11"),
+        ("year", "1.1.2020 x"),
+        ("year", "=on"),
+        ("week", "mon-mon"),
+        ("week", "funday"),
+        ("week", "mon=6"),
+        ("week", "mon=bogus"),
+        ("week", "24:30-1"),
+        ("week", "mon-fri=6-20=on=x"),
+        ("week", "mon,"),
+        ("week", "on off"),
+        ("week", "7-"),
+    ];
+    for (n, (field, value)) in bad.iter().enumerate() {
+        if *field == "year" {
+            calfile(files, "cal25_bad", value, "NONE");
+        } else {
+            calfile(files, "cal25_bad", "NONE", value);
+        }
+        r(&format!("Acal-bad-{field}-{}", n + 1));
+        let _ = cell.run(&root, "qconf", &["-dcal", "cal25_bad"]);
+    }
+    calfile(
+        files,
+        "cal25_forms",
+        "1.jan.2020,3.FEB.2021-5.3.2021=8:30-17:45:10=suspended",
+        "tue-mon=12-11 Sat=on 9-17 off",
+    );
+    r("Acal-forms");
+    r("scal-forms");
+    let _ = cell.run(&root, "qconf", &["-dcal", "cal25_forms"]);
+    // A queue's calendar.
+    r("mattr-calendar-nosuch");
+    calfile(files, "cal25_off", "NONE", "off");
+    calfile(files, "cal25_susp", "NONE", "suspended");
+    for c in ["cal25_off", "cal25_susp"] {
+        let path = files.join(c);
+        let run = cell.run(&root, "qconf", &["-Acal", path.to_str().expect("path")]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    r("mattr-calendar");
+    r("sq-calendar");
+    r("dcal-in-use");
+    let run = cell.run(
+        &root,
+        "qconf",
+        &["-mattr", "queue", "calendar", "NONE", "cal25.q"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    r("dcal");
+    r("dcal-nosuch");
+    replay(&cell, &user, "dcal-by-user", files);
+    for c in ["cal25_susp", "cal25_night", "cal25_tmpl"] {
+        let run = cell.run(&root, "qconf", &["-dcal", c]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    r("scall-after");
+}
