@@ -221,3 +221,133 @@ fn qconf_calendar_forms_match_sge() {
     }
     r("scall-after");
 }
+
+/// `H:M:S`, local, `secs` from now (as the calendar reads the clock: the system's zone).
+fn local_daytime(secs: i64) -> String {
+    let at = jiff::Zoned::now()
+        .checked_add(jiff::Span::new().seconds(secs))
+        .expect("time");
+    format!("{}:{:02}:{:02}", at.hour(), at.minute(), at.second())
+}
+
+/// The letters of `instance`'s states in `qstat -f`.
+fn instance_states(cell: &TestCell, user: &TestUser, instance: &str) -> String {
+    let run = cell.run(user, "qstat", &["-f"]);
+    run.stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(instance))
+        .and_then(|l| l.split_whitespace().nth(5))
+        .unwrap_or("")
+        .to_string()
+}
+
+fn sleep_stopped(cell: &TestCell, id: u32) -> Option<bool> {
+    let procs: Vec<char> = crate::qmod::job_processes(cell)
+        .into_iter()
+        .filter(|(j, comm, _, _)| *j == id && comm == "sleep")
+        .map(|(_, _, s, _)| s)
+        .collect();
+    (!procs.is_empty()).then(|| procs.iter().all(|s| *s == 'T'))
+}
+
+/// A calendar suspends a queue instance (its job stopped, `C`) and its next change opens it
+/// again (the job continued), then closes it at a time ahead (`D`: no new work, the running
+/// job goes on) and opens it at the end of that window, when the job that waited starts.
+/// The windows are computed from the local clock a few seconds ahead; the test only polls
+/// for states, and asserts no durations.
+#[test]
+fn a_calendar_suspends_closes_and_opens_a_queue_instance() {
+    use crate::sched::{SchedD, wait_for};
+    use std::time::Duration;
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "a_calendar_suspends_closes_and_opens_a_queue_instance",
+            "needs root and the test users",
+        );
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\nhostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\n\
+             scheduler: {{policy: sge, schedule_interval: \"0:10:0\"}}\n"
+        )
+    });
+    // No periodic pass comes within the test: only the calendar's next change wakes sched_d.
+    let instance = format!("all.q@{host}");
+    let _reaper = crate::qmod::Reaper(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    set_mode(dir.path(), 0o755);
+    let qconf = |args: &[&str]| {
+        let run = cell.run(&root, "qconf", args);
+        assert_eq!(run.code, 0, "qconf {args:?}: {run:?}");
+    };
+    let run = cell.run(&user, "qsub", &["-b", "y", "sleep", "600"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("job 1 runs", Duration::from_secs(30), || {
+        crate::qmod::running_jobs(&cell, &[1]) && sleep_stopped(&cell, 1) == Some(false)
+    });
+
+    // Suspended from an hour ago to 15 s ahead: `C` at once, the job stopped.
+    let file = dir.path().join("cal");
+    let write = |week: &str| {
+        std::fs::write(
+            &file,
+            format!("calendar_name cal\nyear NONE\nweek {week}\n"),
+        )
+        .expect("calendar");
+    };
+    write(&format!(
+        "{}-{}=suspended",
+        local_daytime(-3600),
+        local_daytime(15)
+    ));
+    qconf(&["-Acal", file.to_str().expect("path")]);
+    qconf(&["-mattr", "queue", "calendar", "cal", "all.q"]);
+    wait_for(
+        "all.q suspended by its calendar",
+        Duration::from_secs(15),
+        || instance_states(&cell, &user, &instance) == "C" && sleep_stopped(&cell, 1) == Some(true),
+    );
+    assert!(
+        cell.run(&user, "qselect", &["-qs", "C"])
+            .stdout
+            .contains(&instance)
+    );
+    // Its next change opens it: nothing else wakes sched_d.
+    wait_for("all.q open again", Duration::from_secs(40), || {
+        instance_states(&cell, &user, &instance).is_empty()
+            && sleep_stopped(&cell, 1) == Some(false)
+    });
+
+    // Off from 5 s to 15 s ahead: `D`, the running job goes on, a new one waits.
+    let opens = jiff::Timestamp::now().as_second() + 15;
+    write(&format!("{}-{}", local_daytime(5), local_daytime(15)));
+    qconf(&["-Mcal", file.to_str().expect("path")]);
+    wait_for(
+        "all.q disabled by its calendar",
+        Duration::from_secs(30),
+        || instance_states(&cell, &user, &instance) == "D",
+    );
+    assert_eq!(
+        sleep_stopped(&cell, 1),
+        Some(false),
+        "a disabled instance's job goes on"
+    );
+    let run = cell.run(&user, "qsub", &["-b", "y", "sleep", "600"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for(
+        "job 2 runs once all.q opens",
+        Duration::from_secs(40),
+        || crate::qmod::running_jobs(&cell, &[2]),
+    );
+    let started = crate::sched::state(&cell.spool, gridspool::model::JobId(2))
+        .and_then(|s| s.tasks.running.first().map(|r| r.start_time))
+        .expect("job 2's start");
+    assert!(
+        started >= opens,
+        "job 2 started at {started}, while all.q was closed (until {opens})"
+    );
+    assert!(instance_states(&cell, &user, &instance).is_empty());
+}

@@ -43,6 +43,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
+mod calendars;
 mod event_loop;
 mod lock;
 mod pe_tasks;
