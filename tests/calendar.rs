@@ -351,3 +351,72 @@ fn a_calendar_suspends_closes_and_opens_a_queue_instance() {
     );
     assert!(instance_states(&cell, &user, &instance).is_empty());
 }
+
+/// The load a capture's `qstat -f` shows (`8.27`), for `GRIDSPOOL_QSTAT_LOADAVG`.
+fn capture_load(cap: &Capture) -> String {
+    let load = cap
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("all.q@") || l.starts_with("cal25.q@"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap_or("1.00");
+    format!("{load},2")
+}
+
+/// `qstat -f`, `qstat -f -qs D`, `qselect -qs D/C` and `qhost -q` of instances a calendar
+/// disables or suspends (as `sched_d` records them) against the SGE 8.1.9 captures.
+#[test]
+fn calendar_states_show_as_sge_shows_them() {
+    let Some(user) = user1() else {
+        return skip("calendar_states_show_as_sge_shows_them", "needs sgeuser");
+    };
+    let cell = oracle_cell();
+    let host = gridspool::identity::short_hostname();
+    let instance = format!("cal25.q@{host}");
+    let mut states = cell.spool.queue_instance_states();
+    states.calendar_disabled.insert(instance.clone());
+    cell.spool
+        .write_queue_instance_states(&states)
+        .expect("states");
+    for case in ["qstat/f-calendar-disabled", "qstat/f-qs-D", "qselect/qs-D"] {
+        let cap = Capture::load(&format!("{case}.txt"));
+        let words = gridspool::compat::options::split_words(&cap.command);
+        let refs: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let out = cell
+            .command(&words[0], &user)
+            .env("GRIDSPOOL_QSTAT_LOADAVG", capture_load(&cap))
+            .args(&refs)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        assert_matches(&Run::from(out), &cap);
+    }
+    // qhost -q: the queue lines (the host's own values are this machine's).
+    let queue_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("   "))
+            .map(str::to_string)
+            .collect()
+    };
+    let qhost = cell.run(&user, "qhost", &["-q"]);
+    assert_eq!(
+        queue_lines(&qhost.stdout),
+        queue_lines(&Capture::load("qhost/q-calendar-disabled.txt").stdout),
+        "{qhost:?}"
+    );
+    let mut states = cell.spool.queue_instance_states();
+    states.calendar_disabled.clear();
+    states.calendar_suspended.insert(instance.clone());
+    cell.spool
+        .write_queue_instance_states(&states)
+        .expect("states");
+    let cap = Capture::load("qselect/qs-C.txt");
+    assert_matches(&cell.run(&user, "qselect", &["-qs", "C"]), &cap);
+    let qhost = cell.run(&user, "qhost", &["-q"]);
+    let want: Vec<String> = queue_lines(&Capture::load("qhost/q-calendar-suspended.txt").stdout)
+        .into_iter()
+        // The capture's job held cal25.q's slot; none runs here.
+        .map(|l| l.replace("0/1/1", "0/0/1"))
+        .collect();
+    assert_eq!(queue_lines(&qhost.stdout), want, "{qhost:?}");
+}
