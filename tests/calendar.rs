@@ -391,6 +391,36 @@ fn calendar_states_show_as_sge_shows_them() {
             .expect("run");
         assert_matches(&Run::from(out), &cap);
     }
+    let qstat_with_load = |args: &[&str], load: &str| {
+        let out = cell
+            .command("qstat", &user)
+            .env("GRIDSPOOL_QSTAT_LOADAVG", load)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("qstat");
+        Run::from(out)
+    };
+    let gc = Capture::load("qstat/g-c-calendar-disabled.txt");
+    assert_matches(&qstat_with_load(&["-g", "c"], "9.32,2"), &gc);
+    // Disabled by an operator too: `Dd`, counted in `cdsuE`.
+    let mut both = states.clone();
+    both.disabled.insert(instance.clone());
+    cell.spool
+        .write_queue_instance_states(&both)
+        .expect("states");
+    for case in [
+        "f-calendar-and-qmod-disabled",
+        "g-c-calendar-and-qmod-disabled",
+    ] {
+        let cap = Capture::load(&format!("qstat/{case}.txt"));
+        let words = gridspool::compat::options::split_words(&cap.command);
+        let refs: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        assert_matches(&qstat_with_load(&refs, "9.32,2"), &cap);
+    }
+    cell.spool
+        .write_queue_instance_states(&states)
+        .expect("states");
     // qhost -q: the queue lines (the host's own values are this machine's).
     let queue_lines = |text: &str| -> Vec<String> {
         text.lines()

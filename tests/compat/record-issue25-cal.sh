@@ -78,6 +78,12 @@ cap qstat/f-qs-D sgeuser 'qstat -f -qs D'
 cap qselect/qs-D sgeuser 'qselect -qs D'
 cap qhost/q-calendar-disabled sgeuser 'qhost -q'
 cap qstat/qs-D-explain sgeuser 'qstat -f -explain a'
+cap qstat/g-c-calendar-disabled sgeuser 'qstat -g c'
+qmod -d cal25.q >/dev/null
+CONTEXT="$CONTEXT, then qmod -d cal25.q"
+cap qstat/f-calendar-and-qmod-disabled sgeuser 'qstat -f'
+cap qstat/g-c-calendar-and-qmod-disabled sgeuser 'qstat -g c'
+qmod -e cal25.q >/dev/null
 # A job running in cal25.q, then the calendar suspends the queue.
 qconf -mattr queue calendar NONE cal25.q >/dev/null
 runuser -l sgeuser -c 'qsub -q cal25.q -b y -o /dev/null -j y sleep 300' > "$TMP/sub"
@@ -90,6 +96,7 @@ cap qstat/f-calendar-suspended sgeuser 'qstat -f'
 cap qstat/f-qs-C sgeuser 'qstat -f -qs C'
 cap qselect/qs-C sgeuser 'qselect -qs C'
 cap qhost/q-calendar-suspended sgeuser 'qhost -q'
+cap qstat/g-c-calendar-suspended sgeuser 'qstat -g c'
 cap qstat/j-calendar-suspended sgeuser "qstat -j $id"
 ps -o pid,stat,cmd -C sleep > "$OUT/qstat/f-calendar-suspended-ps.txt"
 qconf -mattr queue calendar NONE cal25.q >/dev/null
