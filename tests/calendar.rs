@@ -289,7 +289,7 @@ fn a_calendar_suspends_closes_and_opens_a_queue_instance() {
         crate::qmod::running_jobs(&cell, &[1]) && sleep_stopped(&cell, 1) == Some(false)
     });
 
-    // Suspended from an hour ago to 15 s ahead: `C` at once, the job stopped.
+    // Suspended from an hour ago to an hour ahead: `C` at once, the job stopped.
     let file = dir.path().join("cal");
     let write = |week: &str| {
         std::fs::write(
@@ -301,7 +301,7 @@ fn a_calendar_suspends_closes_and_opens_a_queue_instance() {
     write(&format!(
         "{}-{}=suspended",
         local_daytime(-3600),
-        local_daytime(15)
+        local_daytime(3600)
     ));
     qconf(&["-Acal", file.to_str().expect("path")]);
     qconf(&["-mattr", "queue", "calendar", "cal", "all.q"]);
@@ -315,6 +315,30 @@ fn a_calendar_suspends_closes_and_opens_a_queue_instance() {
             .stdout
             .contains(&instance)
     );
+    // `qmod -usq` ends an operator's suspension, not the calendar's: the job stays stopped.
+    for (args, suspended) in [
+        (["-sq", &instance[..]], true),
+        (["-usq", &instance[..]], false),
+    ] {
+        let run = cell.run(&root, "qmod", &args);
+        assert_eq!(run.code, 0, "{run:?}");
+        wait_for("qmod applied", Duration::from_secs(15), || {
+            cell.spool
+                .queue_instance_states()
+                .suspended
+                .contains(&instance)
+                == suspended
+        });
+        assert_eq!(sleep_stopped(&cell, 1), Some(true), "after qmod {args:?}");
+    }
+    assert_eq!(instance_states(&cell, &user, &instance), "C");
+    // Suspended until 10 s ahead.
+    write(&format!(
+        "{}-{}=suspended",
+        local_daytime(-3600),
+        local_daytime(10)
+    ));
+    qconf(&["-Mcal", file.to_str().expect("path")]);
     // Its next change opens it: nothing else wakes sched_d.
     wait_for("all.q open again", Duration::from_secs(40), || {
         instance_states(&cell, &user, &instance).is_empty()
