@@ -3,6 +3,8 @@ _gridspool_qconf() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
         -aattr) COMPREPLY=(); return ;;
+        -acal) COMPREPLY=(); return ;;
+        -Acal) COMPREPLY=(); return ;;
         -ae) COMPREPLY=(); return ;;
         -Ae) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
@@ -12,6 +14,7 @@ _gridspool_qconf() {
         -Astree) COMPREPLY=(); return ;;
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
+        -dcal) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
@@ -21,6 +24,8 @@ _gridspool_qconf() {
         -duser) COMPREPLY=(); return ;;
         -mattr) COMPREPLY=(); return ;;
         -Mc) COMPREPLY=(); return ;;
+        -mcal) COMPREPLY=(); return ;;
+        -Mcal) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
@@ -34,6 +39,7 @@ _gridspool_qconf() {
         -muser) COMPREPLY=(); return ;;
         -Muser) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
+        -scal) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
@@ -43,7 +49,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -dcal -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

@@ -212,11 +212,11 @@ fn qconf_refuses_what_it_cannot_do_yet_and_changes_nothing() {
     };
     let cell = oracle_cell(NO_TREE);
     let before = std::fs::read(cell.cell.join("config.yaml")).expect("config");
-    let run = cell.run(&root, "qconf", &["-acal", "night"]);
+    let run = cell.run(&root, "qconf", &["-Ackpt", "ckpt1"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr
-            .contains("the -acal option is not supported by gridspool"),
+            .contains("the -Ackpt option is not supported by gridspool"),
         "{run:?}"
     );
     assert_eq!(

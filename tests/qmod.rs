@@ -193,7 +193,7 @@ fn six_slots_scheduled_by(scheduler: &str) -> TestCell {
 
 /// The processes of jobs of `cell` (their environment's `SGE_ROOT`), with their `JOB_ID`,
 /// command name and state (`R`, `S`, `T`…).
-fn job_processes(cell: &TestCell) -> Vec<(u32, String, char, i32)> {
+pub(crate) fn job_processes(cell: &TestCell) -> Vec<(u32, String, char, i32)> {
     let root = format!("SGE_ROOT={}", cell.root.display());
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
@@ -227,7 +227,7 @@ fn job_processes(cell: &TestCell) -> Vec<(u32, String, char, i32)> {
 }
 
 /// Kills what the jobs of a cell left running when the test ends, passed or not.
-struct Reaper<'a>(&'a TestCell);
+pub(crate) struct Reaper<'a>(pub &'a TestCell);
 
 impl Drop for Reaper<'_> {
     fn drop(&mut self) {
@@ -240,7 +240,7 @@ impl Drop for Reaper<'_> {
     }
 }
 
-fn running_jobs(cell: &TestCell, ids: &[u32]) -> bool {
+pub(crate) fn running_jobs(cell: &TestCell, ids: &[u32]) -> bool {
     ids.iter().all(|id| {
         state(&cell.spool, gridspool::model::JobId(*id)).is_some_and(|s| {
             !s.tasks.running.is_empty()

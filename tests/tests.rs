@@ -3,6 +3,7 @@
 mod support;
 
 mod ar;
+mod calendar;
 mod cgroups;
 mod cluster;
 mod demo;

@@ -61,6 +61,11 @@ pub fn handles(option: &str) -> bool {
             | "-mstree"
             | "-Mc"
             | "-mc"
+            | "-acal"
+            | "-Acal"
+            | "-mcal"
+            | "-Mcal"
+            | "-dcal"
     )
 }
 
@@ -102,6 +107,10 @@ pub fn change(
         "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
         "-Msconf" | "-msconf" => sched_conf(option, value, cx, o)?,
         "-Mc" | "-mc" => complexes(option, value, &me, cx, o)?,
+        "-acal" | "-Acal" | "-mcal" | "-Mcal" => {
+            super::qconf_calendar::calendar_file(option, value, &me, cx, o)?
+        }
+        "-dcal" => super::qconf_calendar::delete_calendar(value, &me, cx, o)?,
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
@@ -135,7 +144,7 @@ fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
 
 /// The text of a `-M*`/`-A*` file, or SGE's words for one that cannot be opened, followed
 /// by the form's own closing line (`trailer`), if it has one.
-fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
+pub(super) fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
     std::fs::read_to_string(file).map_err(|e| {
         let mut lines = vec![format!(
             "error: error opening file \"{file}\" for reading: {}",
@@ -177,7 +186,7 @@ fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 /// reload (after a direct write).
 pub struct Cx<'a> {
     env: &'a ClientEnv,
-    path: std::path::PathBuf,
+    pub(super) path: std::path::PathBuf,
     reload: std::cell::Cell<bool>,
 }
 
@@ -190,7 +199,7 @@ const REQUEST_LIFETIME_SECS: i64 = 10;
 /// Writes `config` (changed in `editor`'s file): directly when the caller may write
 /// `config.yaml` (root, or the administrator who owns it), else through `sched_d`, which
 /// writes it for a manager (its requests say who asks) if the file has not changed since.
-fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+pub(super) fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
     let invalid = |e: EditError| match e {
         EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
             Stop(vec![format!("error: {reason}")])
@@ -235,7 +244,7 @@ fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), S
 }
 
 /// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
-fn edit_text(text: &str) -> Result<String, Stop> {
+pub(super) fn edit_text(text: &str) -> Result<String, Stop> {
     let dir = std::env::temp_dir();
     let path = dir.join(format!(
         "qconf-{}-{}",
@@ -308,6 +317,7 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
         }
     };
     let new = queue_from_text(&text, base).map_err(|e| file_error(e, &file, "Cluster queue"))?;
+    super::qconf_calendar::known_calendar(&config, &new)?;
     match existing {
         Some(old) => {
             if let Some(q) = config.queues.iter_mut().find(|q| q.name == name) {
@@ -1013,6 +1023,7 @@ fn attribute(
                     new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
                 let mut new = old.clone();
                 attrs::set_queue_attr(&mut new, attr, &text).map_err(bad)?;
+                super::qconf_calendar::known_calendar(&config, &new)?;
                 if let Some(q) = config.queues.iter_mut().find(|q| q.name == *id) {
                     *q = new.clone();
                 }

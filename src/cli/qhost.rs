@@ -481,12 +481,14 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
             if !config.queue_hosts(q).iter().any(|qh| qh.name == h.name) {
                 continue;
             }
-            // SGE's letters in its order (`a d u E s`), as `qstat -f` shows them.
+            // SGE's letters in its order (`a C D d u E s`), as `qstat -f` shows them.
             let instance = format!("{}@{}", q.name, h.name);
             let states = &input.instance_states;
             let mut state = String::new();
             for (on, letter) in [
                 (!st.known, 'a'),
+                (states.calendar_suspended.contains(&instance), 'C'),
+                (states.calendar_disabled.contains(&instance), 'D'),
                 (states.is_disabled(&instance, q.disabled), 'd'),
                 (!st.known, 'u'),
                 (states.errors.contains_key(&instance), 'E'),
@@ -813,6 +815,7 @@ fn empty_input() -> QhostInput {
             reschedule_unknown: None,
             enable_reschedule_kill: None,
             enable_reschedule_slave: None,
+            calendars: Vec::new(),
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),

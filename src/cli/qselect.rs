@@ -106,7 +106,7 @@ pub const DOC: CommandDoc = CommandDoc {
     operand_hint: ValueHint::Text,
     syntax: SYNTAX,
     description: &[
-        "qselect prints the queue instances its options select, one per line (all of them without options): -q by name (cluster queue, queue@host, queue@@hostgroup, wildcards), -pe those offering one of the parallel environments, -qs those in one of the states (as qstat -f shows them: d disabled, a and u unknown), -l those satisfying the resource requests as qstat -l does. Its output is meant for qmod: qmod -d `qselect -l arch=lx-amd64`.",
+        "qselect prints the queue instances its options select, one per line (all of them without options): -q by name (cluster queue, queue@host, queue@@hostgroup, wildcards), -pe those offering one of the parallel environments, -qs those in one of the states (as qstat -f shows them: d disabled, a and u unknown, C and D suspended and disabled by their calendar), -l those satisfying the resource requests as qstat -l does. Its output is meant for qmod: qmod -d `qselect -l arch=lx-amd64`.",
     ],
     option_details: &[(
         "-U",

@@ -2,7 +2,7 @@
 //! formats (queue_conf(5), sge_pe(5), hostgroup(5), user(5), project(5), sched_conf(5),
 //! share_tree(5)), as scripts parse them, and qconf's option table.
 //!
-//! Attributes SGE has and gridspool does not (calendars, checkpointing, suspend thresholds,
+//! Attributes SGE has and gridspool does not (checkpointing, suspend thresholds,
 //! access lists…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
 //! them sees what it would see on an SGE cell with the same configuration.
 //!
@@ -35,15 +35,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-acal calendar_name]",
         "add a new calendar",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Acal",
         Arity::One,
         "[-Acal fname]",
         "add a new calendar from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Ackpt",
         Arity::One,
@@ -222,8 +220,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dcal calendar_name]",
         "delete calendar",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dckpt",
         Arity::One,
@@ -366,15 +363,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-mcal calendar_name]",
         "modify calendar",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mcal",
         Arity::One,
         "[-Mcal fname]",
         "modify calendar from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mckpt",
         Arity::One,
@@ -545,15 +540,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-scal calendar_name]",
         "show given calendar",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-scall",
         Arity::Flag,
         "[-scall]",
         "show a list of all calendar names",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-sckpt",
         Arity::One,
@@ -852,7 +845,10 @@ pub fn queue(q: &QueueConfig) -> String {
         ("complex_values", pairs_or_none(&q.complex_values)),
         ("projects", "NONE".into()),
         ("xprojects", "NONE".into()),
-        ("calendar", "NONE".into()),
+        (
+            "calendar",
+            q.calendar.clone().unwrap_or_else(|| "NONE".into()),
+        ),
         (
             "initial_state",
             if q.disabled { "disabled" } else { "default" }.into(),
@@ -867,6 +863,19 @@ pub fn queue(q: &QueueConfig) -> String {
         rows.push((limit, value));
     }
     columns(&rows, 22)
+}
+
+/// `qconf -scal NAME`: a calendar as calendar_conf(5) shows it (its `year` and `week` as
+/// they were written).
+pub fn calendar(c: &crate::config::CalendarConfig) -> String {
+    columns(
+        &[
+            ("calendar_name", c.name.clone()),
+            ("year", c.year.clone()),
+            ("week", c.week.clone()),
+        ],
+        17,
+    )
 }
 
 /// Whether `name` is one of queue_conf(5)'s resource limits.

@@ -3,7 +3,7 @@
 //! messages for what does not parse.
 //!
 //! Each object is a table of its attributes, in queue_conf(5) or sge_pe(5) order. An
-//! attribute gridspool keeps is parsed into its field; one it does not have (calendars,
+//! attribute gridspool keeps is parsed into its field; one it does not have (checkpointing,
 //! suspend thresholds, access lists…) takes only the value `qconf -s*` shows for it, so that
 //! a file that `qconf -s*` printed reads back unchanged and anything else is refused, never
 //! silently dropped.
@@ -86,7 +86,7 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("complex_values", Shape::Pairs, None),
     ("projects", Shape::Words, Some("NONE")),
     ("xprojects", Shape::Words, Some("NONE")),
-    ("calendar", Shape::Scalar, Some("NONE")),
+    ("calendar", Shape::Scalar, None),
     ("initial_state", Shape::Scalar, None),
     ("s_rt", Shape::Scalar, None),
     ("h_rt", Shape::Scalar, None),
@@ -278,6 +278,7 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
         }
         "notify" => q.notify = time_value(attr, v)?,
         "complex_values" => q.complex_values = pairs(v)?,
+        "calendar" => q.calendar = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string()),
         "initial_state" => {
             q.disabled = match v {
                 "default" | "enabled" => false,
@@ -838,8 +839,8 @@ mod tests {
     #[test]
     fn values_gridspool_lacks_are_refused() {
         let mut q = queue();
-        assert!(set_queue_attr(&mut q, "calendar", "NONE").is_ok());
-        assert!(set_queue_attr(&mut q, "calendar", "night").is_err());
+        assert!(set_queue_attr(&mut q, "ckpt_list", "NONE").is_ok());
+        assert!(set_queue_attr(&mut q, "ckpt_list", "ckpt1").is_err());
         assert_eq!(
             set_queue_attr(&mut q, "slots", "abc")
                 .expect_err("abc")

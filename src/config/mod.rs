@@ -11,10 +11,12 @@
 //! them together) is read as one document; the parts that stand alone (complexes, editing,
 //! the snapshot) are modules of their own.
 
+pub mod calendars;
 mod complexes;
 pub mod edit;
 pub mod snapshot;
 
+pub use calendars::{Calendar, CalendarConfig, CalendarState};
 pub use complexes::{Complex, ComplexType, Consumable, Requestable, builtin as builtin_complexes};
 
 use serde::{Deserialize, Serialize};
@@ -251,6 +253,10 @@ pub struct QueueConfig {
     /// to the queue they are bound to (`-q`, else the first queue that can take them).
     #[serde(default)]
     pub fbsng: FbsngQueueConfig,
+    /// queue_conf(5)'s `calendar`: the calendar (`calendars[]`) that enables, disables and
+    /// suspends the queue's instances at times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<String>,
 }
 
 /// `queues[].fbsng`: the seed's QPmin, QPmax, QPI, QPD, QPG and SPG. The defaults (0, 100,
@@ -575,6 +581,9 @@ pub struct ClusterConfig {
     /// host of its slave tasks is, not only its master task's (default `false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_reschedule_slave: Option<bool>,
+    /// calendar_conf(5)'s calendars, named by queues' `calendar`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<CalendarConfig>,
 }
 
 /// gridspool's `max_unheard` when none is configured (see [`ClusterConfig::max_unheard`]).
@@ -820,6 +829,16 @@ impl ClusterConfig {
                 }
             }
         }
+        for c in &self.calendars {
+            Calendar::parse(c)?;
+        }
+        for q in &self.queues {
+            if let Some(c) = &q.calendar
+                && self.calendar(c).is_none()
+            {
+                return Err(format!("queue {}: unknown calendar {c}", q.name));
+            }
+        }
         for (group, members) in &self.hostgroups {
             for h in members {
                 if !h.starts_with('@') && self.host(h).is_none() {
@@ -883,6 +902,10 @@ impl ClusterConfig {
 
     pub fn queue(&self, name: &str) -> Option<&QueueConfig> {
         self.queues.iter().find(|q| q.name == name)
+    }
+
+    pub fn calendar(&self, name: &str) -> Option<&CalendarConfig> {
+        self.calendars.iter().find(|c| c.name == name)
     }
 
     pub fn pe(&self, name: &str) -> Option<&PeConfig> {

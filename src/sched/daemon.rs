@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 mod ars;
+mod calendars;
 mod event_loop;
 mod lock;
 mod pe_tasks;

@@ -1056,6 +1056,20 @@ impl SchedState {
         changed
     }
 
+    /// What queue instance `name`'s calendar says of it now (`None`: it has none): whether
+    /// its calendar state changed. The daemon stops or continues its tasks.
+    pub fn set_instance_calendar(
+        &mut self,
+        name: &str,
+        state: Option<crate::config::CalendarState>,
+    ) -> bool {
+        let changed = self.instance_states.set_calendar(name, state);
+        if changed {
+            self.apply_instance_state(name);
+        }
+        changed
+    }
+
     /// Puts a queue instance in error state (`E`, with why) or, with `None`, clears it
     /// (`qmod -cq`): whether it changed.
     pub fn set_instance_error(&mut self, name: &str, why: Option<String>) -> bool {

@@ -1,6 +1,7 @@
 //! `daemon/qinstances.json`: the states of queue instances that `qmod` and `sched_d` set (SGE
 //! keeps them in its qmaster's spool, not in the configuration): disabled (`qmod -d`),
-//! enabled against the configuration's `disabled` (`qmod -e`), suspended (`qmod -sq`), and in error (`E`, set by `sched_d`, cleared by `qmod -cq`).
+//! enabled against the configuration's `disabled` (`qmod -e`), suspended (`qmod -sq`), and in error (`E`, set by `sched_d`, cleared by `qmod -cq`); and what their queue's calendar
+//! says (`D`, `C`), set by `sched_d`.
 //! Written by `sched_d` as it applies a `qmod` request, read by it at start and by `qstat`
 //! and `qmod` to show and decide.
 
@@ -45,6 +46,13 @@ pub struct QueueInstanceStates {
     /// In error state (`E`, with why (`qstat -explain E`): no new work until `qmod -cq`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
+    /// Disabled by their queue's calendar (`D`): no new work; set by `sched_d` as the
+    /// calendar says, at each of its changes.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub calendar_disabled: BTreeSet<String>,
+    /// Suspended by their queue's calendar (`C`): their tasks are stopped, no new work.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub calendar_suspended: BTreeSet<String>,
 }
 
 impl QueueInstanceStates {
@@ -55,11 +63,42 @@ impl QueueInstanceStates {
     }
 
     /// The instance takes no new work: disabled (see [`Self::is_disabled`]), suspended or
-    /// in error.
+    /// in error, by `qmod` or by its calendar.
     pub fn closed(&self, instance: &str, configured: bool) -> bool {
         self.is_disabled(instance, configured)
             || self.suspended.contains(instance)
             || self.errors.contains_key(instance)
+            || self.calendar_disabled.contains(instance)
+            || self.calendar_suspended.contains(instance)
+    }
+
+    /// Its running tasks are stopped: suspended by `qmod -sq` or by its calendar.
+    pub fn stops_tasks(&self, instance: &str) -> bool {
+        self.suspended.contains(instance) || self.calendar_suspended.contains(instance)
+    }
+
+    /// Sets what the instance's calendar says of it now (`None`: it has none): whether that
+    /// changed its calendar state.
+    pub fn set_calendar(
+        &mut self,
+        instance: &str,
+        state: Option<crate::config::CalendarState>,
+    ) -> bool {
+        use crate::config::CalendarState;
+        let disabled = state == Some(CalendarState::Off);
+        let suspended = state == Some(CalendarState::Suspended);
+        let mut changed = false;
+        for (set, on) in [
+            (&mut self.calendar_disabled, disabled),
+            (&mut self.calendar_suspended, suspended),
+        ] {
+            changed |= if on {
+                set.insert(instance.to_string())
+            } else {
+                set.remove(instance)
+            };
+        }
+        changed
     }
 
     /// `qmod -d` (`disabled`) or `-e` of an instance whose queue the configuration disables

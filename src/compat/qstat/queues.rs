@@ -70,6 +70,9 @@ pub struct QueueInstance<'a> {
     pub suspended: bool,
     /// In error state, with why (`-explain E`).
     pub error: Option<&'a str>,
+    /// Disabled (`D`) or suspended (`C`) by its queue's calendar.
+    pub calendar_disabled: bool,
+    pub calendar_suspended: bool,
 }
 
 impl QueueInstance<'_> {
@@ -95,12 +98,15 @@ impl QueueInstance<'_> {
     /// State letters in SGE's order (`a A C D d u E S s c o`): `a` and `u` (SGE's load alarm
     /// and unknown) when nothing recent is known of the host — no fresh report from
     /// `sched_d`, or the host did not answer — as SGE marks the queues of an execd that
-    /// stopped reporting; `d` disabled, `E` in error, `s` suspended. gridspool has no
-    /// suspend-threshold, calendar, subordinate or configuration states for queues.
+    /// stopped reporting; `C` and `D` suspended and disabled by the queue's calendar; `d`
+    /// disabled, `E` in error, `s` suspended. gridspool has no suspend-threshold,
+    /// subordinate or configuration states for queues.
     pub fn states(&self) -> String {
         let mut out = String::new();
         for (on, letter) in [
             (!self.known, 'a'),
+            (self.calendar_suspended, 'C'),
+            (self.calendar_disabled, 'D'),
             (self.disabled, 'd'),
             (!self.known, 'u'),
             (self.error.is_some(), 'E'),
@@ -115,7 +121,11 @@ impl QueueInstance<'_> {
 
     /// It takes no new work (`qstat -g c` counts it apart from the available slots).
     pub fn closed(&self) -> bool {
-        self.disabled || self.suspended || self.error.is_some()
+        self.disabled
+            || self.suspended
+            || self.error.is_some()
+            || self.calendar_disabled
+            || self.calendar_suspended
     }
 
     /// `np_load_avg`: the load divided by the processors.
@@ -191,6 +201,8 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 disabled: view.instance_states.is_disabled(&name, q.disabled),
                 suspended: view.instance_states.suspended.contains(&name),
                 error: view.instance_states.errors.get(&name).map(String::as_str),
+                calendar_disabled: view.instance_states.calendar_disabled.contains(&name),
+                calendar_suspended: view.instance_states.calendar_suspended.contains(&name),
                 name,
             };
             if let Some(states) = &args.queue_states

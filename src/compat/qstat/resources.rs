@@ -104,7 +104,11 @@ pub fn of_instance(
         "rerun",
         format!("{:.6}", if q.queue.rerun { 1.0 } else { 0.0 }),
     ));
-    out.push(r("qf", "calendar", "NONE".into()));
+    out.push(r(
+        "qf",
+        "calendar",
+        q.queue.calendar.clone().unwrap_or_else(|| "NONE".into()),
+    ));
     for limit in LIMITS {
         let v = q
             .queue

@@ -575,9 +575,10 @@ pub(crate) struct ClusterQueueSummary {
     pub reserved: u32,
     pub available: u32,
     pub total: u32,
-    /// Instances in an alarm, suspended or calendar-disabled state (`aoACDS`).
+    /// Slots of instances in an alarm state or disabled or suspended by their calendar
+    /// (`aoACDS`).
     pub alarm: u32,
-    /// Instances disabled, suspended, unknown or in error (`cdsuE`).
+    /// Slots of instances disabled, suspended, unknown or in error (`cdsuE`).
     pub disabled: u32,
 }
 
@@ -603,8 +604,12 @@ pub(crate) fn summaries(args: &QstatArgs, view: &View<'_>) -> Vec<ClusterQueueSu
         for i in instances.iter().filter(|i| i.queue.name == name) {
             s.used += i.slots_used;
             s.total += i.slots_total;
-            if i.closed() {
-                s.disabled += 1;
+            // SGE's order: a state an operator set or must clear counts in `cdsuE`, else a
+            // calendar's in `aoACDS`; by slots, as SGE counts them.
+            if i.disabled || i.suspended || i.error.is_some() {
+                s.disabled += i.slots_total;
+            } else if i.calendar_disabled || i.calendar_suspended {
+                s.alarm += i.slots_total;
             } else {
                 s.available += i.slots_total.saturating_sub(i.slots_used);
             }

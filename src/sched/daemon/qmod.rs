@@ -46,7 +46,9 @@ impl Daemon {
                 continue;
             }
             info!(instance = %name, user = %who.user, "queue instance state changed");
-            if let InstanceChange::Suspend(suspended) = change {
+            if let InstanceChange::Suspend(_) = change {
+                // Stopped while `qmod -sq` or its calendar suspends the instance.
+                let suspended = self.state.instance_states.stops_tasks(name);
                 for (id, task) in self.state.tasks_in_instance(name) {
                     self.set_stopped(id, task, false, |r| r.queue_suspended = suspended);
                 }
@@ -119,7 +121,7 @@ impl Daemon {
 
     /// Changes a running task with `change` and, if that stops or continues it (or `force`),
     /// signals its processes.
-    fn set_stopped(
+    pub(super) fn set_stopped(
         &mut self,
         id: JobId,
         task: TaskId,

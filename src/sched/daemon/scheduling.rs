@@ -23,6 +23,7 @@ impl Daemon {
         self.advance_ars();
         let started = Instant::now();
         let t = now();
+        let calendar_change = self.apply_calendars(t);
         let result = if std::mem::take(&mut self.full_pass) {
             self.state.schedule(t)
         } else {
@@ -30,6 +31,7 @@ impl Daemon {
         };
         self.wakeup = [
             result.next_wakeup,
+            calendar_change,
             self.state.hosts_down().iter().map(|(_, t)| *t).min(),
         ]
         .into_iter()
