@@ -20,6 +20,7 @@ mod prolog;
 mod qacct;
 mod qalter;
 mod qconf;
+mod qconf_acl;
 mod qdel;
 mod qhold;
 mod qhost;

@@ -77,6 +77,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             let wanted = match spec.arity {
                 crate::compat::options::Arity::Flag => 0,
                 _ if word.ends_with("attr") => 4,
+                _ if word == "-au" || word == "-du" => 2,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -283,11 +284,11 @@ fn show(
                 .iter()
                 .find(|p| p.name == value)
                 .ok_or_else(|| format!("{value} is not known as a project"))?;
-            o.stdout
-                .push_str(&qconf::project(&p.name, p.oticket, p.fshare));
+            o.stdout.push_str(&qconf::project(p));
             Ok(())
         }
         "-sq" => show_queues(value, config, o),
+        "-su" | "-sul" => super::qconf_acl::show(option, value, config, o),
         "-sconf" => {
             for name in value.split(',') {
                 match name {

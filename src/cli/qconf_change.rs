@@ -61,7 +61,7 @@ pub fn handles(option: &str) -> bool {
             | "-mstree"
             | "-Mc"
             | "-mc"
-    )
+    ) || super::qconf_acl::handles(option)
 }
 
 /// A change that stopped the command: SGE's lines, on stderr, exit 1.
@@ -83,7 +83,14 @@ pub fn change(
     o: &mut Output,
 ) -> Result<(), Stop> {
     let who = env.requester();
-    if !who.manager {
+    // Access lists are an operator's to change (SGE 8.1.9).
+    if super::qconf_acl::handles(option) && !who.operator {
+        return Err(Stop(vec![format!(
+            "denied: \"{}\" must be operator for this operation",
+            who.user
+        )]));
+    }
+    if !who.manager && !super::qconf_acl::handles(option) {
         return Err(Stop(vec![format!(
             "denied: \"{}\" must be manager for this operation",
             who.user
@@ -102,6 +109,9 @@ pub fn change(
         "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
         "-Msconf" | "-msconf" => sched_conf(option, value, cx, o)?,
         "-Mc" | "-mc" => complexes(option, value, &me, cx, o)?,
+        acl if super::qconf_acl::handles(acl) => {
+            super::qconf_acl::change(option, value, more, &me, cx, o)?
+        }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
@@ -135,7 +145,7 @@ fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
 
 /// The text of a `-M*`/`-A*` file, or SGE's words for one that cannot be opened, followed
 /// by the form's own closing line (`trailer`), if it has one.
-fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
+pub(super) fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
     std::fs::read_to_string(file).map_err(|e| {
         let mut lines = vec![format!(
             "error: error opening file \"{file}\" for reading: {}",
@@ -176,8 +186,8 @@ fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 /// What a change needs besides its words: the cell and whether `sched_d` is to be asked to
 /// reload (after a direct write).
 pub struct Cx<'a> {
-    env: &'a ClientEnv,
-    path: std::path::PathBuf,
+    pub(super) env: &'a ClientEnv,
+    pub(super) path: std::path::PathBuf,
     reload: std::cell::Cell<bool>,
 }
 
@@ -190,13 +200,14 @@ const REQUEST_LIFETIME_SECS: i64 = 10;
 /// Writes `config` (changed in `editor`'s file): directly when the caller may write
 /// `config.yaml` (root, or the administrator who owns it), else through `sched_d`, which
 /// writes it for a manager (its requests say who asks) if the file has not changed since.
-fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+pub(super) fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
     let invalid = |e: EditError| match e {
         EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
             Stop(vec![format!("error: {reason}")])
         }
         other => other.into(),
     };
+    super::qconf_acl::check_references(config)?;
     if editor.writable() {
         editor.commit(config).map_err(invalid)?;
         cx.reload.set(true);
@@ -235,7 +246,7 @@ fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), S
 }
 
 /// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
-fn edit_text(text: &str) -> Result<String, Stop> {
+pub(super) fn edit_text(text: &str) -> Result<String, Stop> {
     let dir = std::env::temp_dir();
     let path = dir.join(format!(
         "qconf-{}-{}",
@@ -491,7 +502,7 @@ fn named_file(
                     .projects
                     .iter()
                     .find(|p| p.name == name)
-                    .map(|p| qconf::project(&p.name, p.oticket, p.fshare)),
+                    .map(qconf::project),
                 Named::ExecHost => config.host(name).map(qconf::exechost_conf),
             }
         };
@@ -500,7 +511,7 @@ fn named_file(
         "-auser" | "-aprj" => (
             edit_text(&match kind {
                 Named::User => qconf::user("template", 0, 0, None),
-                _ => qconf::project("template", 0, 0),
+                _ => qconf::project(&blank(serde_json::json!({"name": "template"}))?),
             })?,
             "<editor>".to_string(),
         ),
@@ -1009,6 +1020,16 @@ fn attribute(
                     )]));
                 };
                 let current = shown(&qconf::queue(&old), attr);
+                if option == "-mattr" && super::qconf_acl::is_fence_attr(attr) {
+                    if value.eq_ignore_ascii_case("NONE") {
+                        return Err(Stop(vec![super::qconf_acl::MATTR_NONE.to_string()]));
+                    }
+                    if current.eq_ignore_ascii_case("NONE") {
+                        notes.push(format!(
+                            "\"{attr}\" of \"{id}\" is empty - Adding new element(s)."
+                        ));
+                    }
+                }
                 let text =
                     new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
                 let mut new = old.clone();
@@ -1044,16 +1065,19 @@ fn attribute(
                 let Some(old) = config.host(id).cloned() else {
                     return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
                 };
-                let current = if attr == "complex_values" {
-                    qconf::pairs_or_none(&old.complex_values)
-                } else {
-                    "NONE".to_string()
-                };
+                let current = shown(&qconf::exechost_conf(&old), attr);
+                if option == "-mattr"
+                    && super::qconf_acl::is_fence_attr(attr)
+                    && current.eq_ignore_ascii_case("NONE")
+                {
+                    // SGE 8.1.9 refuses -mattr of an empty list of an execution host.
+                    return Err(Stop(vec![super::qconf_acl::MATTR_NONE.to_string()]));
+                }
                 let text = new_text(option, shape, attr, &current, value, "exechost", &mut notes)
                     .map_err(bad)?;
                 let mut new = old.clone();
-                if attr == "complex_values" {
-                    new.complex_values = attrs::pairs(&text).map_err(bad)?;
+                if attr == "complex_values" || super::qconf_acl::is_fence_attr(attr) {
+                    attrs::set_exechost_attr(&mut new, attr, &text).map_err(bad)?;
                 } else if !text.eq_ignore_ascii_case("NONE") {
                     return Err(Stop(vec![format!(
                         "gridspool has no {attr} of execution hosts: its only value is NONE"
