@@ -2,6 +2,7 @@
 
 mod support;
 
+mod access;
 mod cgroups;
 mod cluster;
 mod demo;
