@@ -245,3 +245,23 @@ fn a_fenced_queue_never_runs_an_outsiders_job() {
     let run = cell.run(&root, "qdel", &["-u", "*"]);
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+#[test]
+fn qstat_ext_shows_the_owners_department_as_sge_does() {
+    let (Some(u1), Some(u2)) = (user1(), user2()) else {
+        return skip(
+            "qstat_ext_shows_the_owners_department_as_sge_does",
+            "needs the test users",
+        );
+    };
+    // acl25d (type DEPT) holds sgeuser2: her department.
+    let dept = cell("", "", "");
+    qsub(&dept, &u2, "dept-member");
+    let run = dept.run(&u2, "qstat", &["-ext"]);
+    assert_matches(&run, &Capture::load("qstat/ext-dept.txt"));
+    // sgeuser is in no DEPT list: defaultdepartment.
+    let plain = cell("", "", "");
+    qsub(&plain, &u1, "P-member");
+    let run = plain.run(&u1, "qstat", &["-ext"]);
+    assert_matches(&run, &Capture::load("qstat/ext-P-member.txt"));
+}

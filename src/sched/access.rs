@@ -127,6 +127,45 @@ mod tests {
         }
     }
 
+    /// Departments feed the functional policy: with only `weight_department`, two running
+    /// jobs of users in departments of 75 and 25 shares get 750 and 250 of 1,000 functional
+    /// tickets (SGE's `sgeee.c`: share over the running jobs' sum); a user in no `DEPT`
+    /// list is in `defaultdepartment`, of no shares.
+    #[test]
+    fn departments_share_the_functional_tickets() {
+        let mut c = config(3, 1, "");
+        c.scheduler.policy = PolicyOrder::Sge;
+        c.scheduler.weight_tickets_functional = 1000.0;
+        c.scheduler.weight_tickets_share = 0.0;
+        c.scheduler.weight_user = 0.0;
+        c.scheduler.weight_project = 0.0;
+        c.scheduler.weight_job = 0.0;
+        c.scheduler.weight_department = 1.0;
+        let mut d1 = AccessList::new("physics", "DEPT");
+        d1.fshare = 75;
+        d1.entries = vec!["alice".into()];
+        let mut d2 = AccessList::new("chemistry", "ACL DEPT");
+        d2.fshare = 25;
+        d2.entries = vec!["@chem".into()];
+        c.access_lists = vec![d1, d2];
+        let jobs = vec![
+            owned(1, "alice", "alice", None),
+            owned(2, "bob", "chem", None),
+            owned(3, "carol", "carol", None),
+        ];
+        let mut s = state(c, jobs);
+        let started = s.schedule(NOW).starts;
+        assert_eq!(started.len(), 3);
+        for id in 1..=3 {
+            s.task_started(JobId(id), 1).expect("running");
+        }
+        s.schedule(NOW + 1);
+        let ftickets = |id: u32| s.priority(JobId(id)).map(|p| p.ftickets);
+        assert_eq!(ftickets(1), Some(750.0));
+        assert_eq!(ftickets(2), Some(250.0));
+        assert_eq!(ftickets(3), Some(0.0));
+    }
+
     #[test]
     fn a_job_kept_off_every_instance_gets_a_reason_per_queue_and_host() {
         let mut c = config(2, 1, "projects:\n  - {name: p1}\n");

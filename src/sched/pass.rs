@@ -388,6 +388,7 @@ impl SchedState {
                     job: h.id,
                     uid: h.uid,
                     owner: names.get(h.owner as usize).map_or("", String::as_str),
+                    department: names.get(h.department as usize).map(String::as_str),
                     project: h
                         .project
                         .and_then(|p| names.get(p as usize))

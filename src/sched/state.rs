@@ -120,6 +120,9 @@ pub struct Hot {
     pub uid: u32,
     /// Interned owner and project names ([`SchedState::name`]).
     pub owner: u32,
+    /// Interned name of the owner's department (a `DEPT` access list, else
+    /// `defaultdepartment`).
+    pub department: u32,
     pub project: Option<u32>,
     pub submitted: i64,
     pub posix_priority: i32,
@@ -342,7 +345,7 @@ impl SchedState {
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
         // Everything is read while the record is borrowed (no copy of it); names are
         // interned after.
-        let (mut hot, owner, project, cluster, requires) = {
+        let (mut hot, owner, project, cluster, requires, department) = {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
@@ -359,6 +362,7 @@ impl SchedState {
             let hot = Hot {
                 uid: r.submitter.uid,
                 owner: 0,
+                department: 0,
                 project: None,
                 submitted: r.submitter.submission_time,
                 posix_priority: r.spec.priority,
@@ -386,14 +390,19 @@ impl SchedState {
             };
             let cluster = r.spec.cluster_path();
             let requires = r.spec.context.get("requires").cloned();
+            let department = self
+                .config
+                .department_of(&r.submitter.owner, &r.submitter.group);
             (
                 hot,
                 r.submitter.owner.clone(),
                 r.spec.project.clone(),
                 cluster,
                 requires,
+                department,
             )
         };
+        hot.department = self.intern(&department);
         hot.cluster = self.intern(&cluster);
         hot.requires = requires.as_deref().map(|q| self.intern(q));
         hot.owner = self.intern(&owner);
