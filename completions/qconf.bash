@@ -10,6 +10,8 @@ _gridspool_qconf() {
         -Aprj) COMPREPLY=(); return ;;
         -Aq) COMPREPLY=(); return ;;
         -Astree) COMPREPLY=(); return ;;
+        -au) COMPREPLY=(); return ;;
+        -Au) COMPREPLY=(); return ;;
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
@@ -18,6 +20,8 @@ _gridspool_qconf() {
         -dp) COMPREPLY=(); return ;;
         -dprj) COMPREPLY=(); return ;;
         -dq) COMPREPLY=(); return ;;
+        -du) COMPREPLY=(); return ;;
+        -dul) COMPREPLY=(); return ;;
         -duser) COMPREPLY=(); return ;;
         -mattr) COMPREPLY=(); return ;;
         -Mc) COMPREPLY=(); return ;;
@@ -31,6 +35,8 @@ _gridspool_qconf() {
         -Mq) COMPREPLY=(); return ;;
         -Msconf) COMPREPLY=(); return ;;
         -Mstree) COMPREPLY=(); return ;;
+        -mu) COMPREPLY=(); return ;;
+        -Mu) COMPREPLY=(); return ;;
         -muser) COMPREPLY=(); return ;;
         -Muser) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
@@ -40,10 +46,11 @@ _gridspool_qconf() {
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
+        -su) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -de -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

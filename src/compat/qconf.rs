@@ -2,8 +2,8 @@
 //! formats (queue_conf(5), sge_pe(5), hostgroup(5), user(5), project(5), sched_conf(5),
 //! share_tree(5)), as scripts parse them, and qconf's option table.
 //!
-//! Attributes SGE has and gridspool does not (calendars, checkpointing, suspend thresholds,
-//! access lists…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
+//! Attributes SGE has and gridspool does not (calendars, checkpointing, suspend
+//! thresholds…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
 //! them sees what it would see on an SGE cell with the same configuration.
 //!
 //! One file over 1,000 lines: the show forms are one mapping between `config.yaml` and SGE's

@@ -295,41 +295,6 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{PeRequest, SlotRange};
-
-    fn config() -> ClusterConfig {
-        ClusterConfig::parse(&ClusterConfig::default_text("vm", 2)).expect("config")
-    }
-
-    #[test]
-    fn queues_and_verification() {
-        let c = config();
-        assert!(queue_exists(&c, "all.q"));
-        assert!(queue_exists(&c, "*@vm"));
-        assert!(queue_exists(&c, "all.q@@allhosts"));
-        assert!(!queue_exists(&c, "nosuch.q"));
-        assert!(!queue_exists(&c, "all.q@nosuchhost"));
-        let mut spec = JobSpec {
-            pe: Some(PeRequest {
-                name: "smp".into(),
-                range: SlotRange { min: 64, max: 64 },
-            }),
-            ..JobSpec::default()
-        };
-        let v = verify_against_config(&spec, &c, 67);
-        assert!(!v.suitable);
-        assert_eq!(
-            v.reasons,
-            ["Job 67 cannot run in PE \"smp\" because it only offers 0 slots"]
-        );
-        spec.pe = None;
-        assert!(verify_against_config(&spec, &c, 1).suitable);
-    }
-}
-
 /// qmaster's checks of a job's project (`job_verify_project`): it exists, its `acl`/`xacl`
 /// admit the submitter, the global `projects`/`xprojects` admit it; without a project, the
 /// global `projects` must be empty.
@@ -381,4 +346,39 @@ pub fn no_queue_admits(config: &ClusterConfig, who: &SubmitterRights) -> Option<
             who.user
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{PeRequest, SlotRange};
+
+    fn config() -> ClusterConfig {
+        ClusterConfig::parse(&ClusterConfig::default_text("vm", 2)).expect("config")
+    }
+
+    #[test]
+    fn queues_and_verification() {
+        let c = config();
+        assert!(queue_exists(&c, "all.q"));
+        assert!(queue_exists(&c, "*@vm"));
+        assert!(queue_exists(&c, "all.q@@allhosts"));
+        assert!(!queue_exists(&c, "nosuch.q"));
+        assert!(!queue_exists(&c, "all.q@nosuchhost"));
+        let mut spec = JobSpec {
+            pe: Some(PeRequest {
+                name: "smp".into(),
+                range: SlotRange { min: 64, max: 64 },
+            }),
+            ..JobSpec::default()
+        };
+        let v = verify_against_config(&spec, &c, 67);
+        assert!(!v.suitable);
+        assert_eq!(
+            v.reasons,
+            ["Job 67 cannot run in PE \"smp\" because it only offers 0 slots"]
+        );
+        spec.pe = None;
+        assert!(verify_against_config(&spec, &c, 1).suitable);
+    }
 }
