@@ -345,7 +345,7 @@ mod tests {
     fn references_to_unknown_lists_and_projects_are_refused() {
         let text = ClusterConfig::default_text("node1", 4).replace(
             "hostlist: [\"@allhosts\"]",
-            "hostlist: [\"@allhosts\"], user_lists: [nosuch]",
+            "hostlist: [\"@allhosts\"]\n    user_lists: [nosuch]",
         );
         let err = ClusterConfig::parse(&text).expect_err("must fail");
         assert!(err.contains("unknown access list nosuch"), "{err}");
