@@ -265,3 +265,85 @@ fn qstat_ext_shows_the_owners_department_as_sge_does() {
     let run = plain.run(&u1, "qstat", &["-ext"]);
     assert_matches(&run, &Capture::load("qstat/ext-P-member.txt"));
 }
+
+/// The columns of a `qstat -ext` job line that the functional policy decides: user,
+/// department, state, ntckts and tckts ovrts otckt ftckt stckt share.
+fn ticket_columns(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .skip(2)
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().filter(|w| !w.contains('@')).collect();
+            let n = t.len();
+            // The last word is the slots; the six before it the tickets and share.
+            let mut row = vec![
+                t[4].to_string(),
+                t[6].to_string(),
+                t[7].to_string(),
+                t[2].to_string(),
+            ];
+            row.extend(t[n - 7..n - 1].iter().map(|w| w.to_string()));
+            row
+        })
+        .collect()
+}
+
+/// A worked example against the oracle (capture `qstat/ext-dept-tickets`): departments of
+/// 75 and 25 functional shares, 1,000 functional tickets, a running and a pending job in
+/// each: SGE gives the running ones 750 and 250, the pending ones 93 and 31.
+#[test]
+fn departments_share_the_functional_tickets_as_sge_does() {
+    let (Some(root), Some(u1), Some(u2)) = (root(), user1(), user2()) else {
+        return skip(
+            "departments_share_the_functional_tickets_as_sge_does",
+            "needs root and the test users",
+        );
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 2}}\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\n\
+             access_lists:\n\
+             \x20 - {{name: physics25, type: DEPT, fshare: 75, entries: [sgeuser]}}\n\
+             \x20 - {{name: chem25, type: DEPT, fshare: 25, entries: [sgeuser2]}}\n\
+             users:\n  - {{name: sgeuser}}\n  - {{name: sgeuser2}}\n\
+             scheduler:\n  policy: sge\n  schedule_interval: \"0:0:1\"\n  halftime: 168\n\
+             \x20 weight_tickets_share: 0\n  weight_tickets_functional: 1000\n\
+             \x20 weight_ticket: 0.01\n  weight_waiting_time: 0\n\
+             \x20 weight_urgency: 0.1\n  weight_priority: 1.0\n"
+        )
+    });
+    let _d = SchedD::start(&cell, &[]);
+    let sub = |u: &TestUser| {
+        let run = cell.run(
+            u,
+            "qsub",
+            &["-b", "y", "-o", "/dev/null", "-j", "y", "sleep", "120"],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        job_id(&run)
+    };
+    let first = [sub(&u1), sub(&u2)];
+    for id in first {
+        wait_for("a running job", Duration::from_secs(20), || {
+            running(&cell, id)
+        });
+    }
+    let pending = [sub(&u1), sub(&u2)];
+    let cap = Capture::load("qstat/ext-dept-tickets.txt");
+    let expected = ticket_columns(&cap.stdout);
+    let mut last = Vec::new();
+    let settled = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        let run = cell.run(&u1, "qstat", &["-ext", "-u", "*"]);
+        last = ticket_columns(&run.stdout);
+        last == expected
+    });
+    let run = cell.run(&root, "qdel", &["-u", "*"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        settled,
+        "qstat -ext columns\n{last:?}\nexpected\n{expected:?} ({pending:?})"
+    );
+}

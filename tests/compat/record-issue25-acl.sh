@@ -4,10 +4,10 @@
 # refusals) on the oracle, in shared/oracle/sge-capture.sh's format, with objects of its own
 # (acl25*, prj25) that it deletes again; all.q, the execution host and the scheduler
 # configuration are restored. Run as root, under flock /work/sge-oracle.lock:
-# record-issue25-acl.sh OUTDIR
+# record-issue25-acl.sh OUTDIR [dept-tickets]
 set -u
 export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
-OUT=$1; shift
+OUT=$1; shift  # then nothing (every case) or dept-tickets
 TMP=$(mktemp -d /tmp/issue25-acl.XXXXXX)
 . "$(dirname "$0")/capture-lib.sh"
 jobid() { sed -n 's/^Your job\(-array\)\? \([0-9]*\).*/\2/p' "$OUT/$1.txt" | head -1; }
@@ -28,6 +28,30 @@ restore() {
 trap restore EXIT
 printf '#!/bin/sh\nsed -i "s/^user_lists .*/user_lists                   none/" "$1"\n' > "$TMP/ed-off"
 chmod 755 "$TMP/ed-off"
+if [ "${1:-}" = dept-tickets ]; then
+    # Departments in the functional policy: physics25 (sgeuser, fshare 75) and chem25
+    # (sgeuser2, fshare 25), weight_tickets_functional 1000; two jobs of each user, one
+    # running and one pending each.
+    printf 'name    physics25\ntype    DEPT\nfshare  75\noticket 0\nentries sgeuser\n' > "$TMP/physics25"
+    printf 'name    chem25\ntype    DEPT\nfshare  25\noticket 0\nentries sgeuser2\n' > "$TMP/chem25"
+    qconf -Au "$TMP/physics25" >/dev/null && qconf -Au "$TMP/chem25" >/dev/null
+    sed 's/^weight_tickets_functional .*/weight_tickets_functional         1000/' "$TMP/sconf" > "$TMP/sconf-f"
+    qconf -Msconf "$TMP/sconf-f" >/dev/null 2>&1
+    CONTEXT="DEPT lists physics25 (sgeuser, fshare 75) and chem25 (sgeuser2, fshare 25); weight_tickets_functional 1000, other weights SGE's; sgeuser's job then sgeuser2's running (sleep 120), then one more of each pending; recorded 2026-11-27 for issue 25"
+    ids=""
+    for u in sgeuser sgeuser2; do
+        ids="$ids $(runuser -l $u -c 'qsub -terse -b y -o /dev/null -j y sleep 120')"
+    done
+    for i in $(seq 1 30); do [ "$(qstat -s r -u '*' | tail -n +3 | wc -l)" = 2 ] && break; sleep 1; done
+    for u in sgeuser sgeuser2; do
+        ids="$ids $(runuser -l $u -c 'qsub -terse -b y -o /dev/null -j y sleep 120')"
+    done
+    sleep 4
+    cap qstat/ext-dept-tickets sgeuser "qstat -ext -u '*'"
+    qdel $ids >/dev/null 2>&1
+    qconf -dul physics25,chem25 >/dev/null 2>&1
+    exit 0
+fi
 CONTEXT="config as left by sge-setup.sh (all.q, 2 slots), no access lists but SGE's own; recorded 2026-11-27 for issue 25"
 mkdir -p /tmp/cap && chmod 755 /tmp/cap
 cap qconf/sul-default root 'qconf -sul'
