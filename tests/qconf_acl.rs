@@ -204,3 +204,77 @@ fn hosts_projects_and_the_global_configuration_show_their_lists_as_sge_does() {
     };
     assert_eq!(global(&sconf.stdout), global(&cap.stdout), "{sconf:?}");
 }
+
+#[test]
+fn a_project_a_queue_takes_is_not_deleted_and_mu_changes_a_list() {
+    let Some(root) = root() else {
+        return skip(
+            "a_project_a_queue_takes_is_not_deleted_and_mu_changes_a_list",
+            "needs root (a manager)",
+        );
+    };
+    let cell = oracle_cell();
+    let files = tempfile::tempdir().expect("tempdir");
+    let prj = files.path().join("prj25");
+    std::fs::write(
+        &prj,
+        "name prj25\noticket 0\nfshare 0\nacl NONE\nxacl NONE\n",
+    )
+    .expect("write");
+    let run = cell.run(&root, "qconf", &["-Aprj", &prj.display().to_string()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = cell.run(
+        &root,
+        "qconf",
+        &["-aattr", "queue", "projects", "prj25", "all.q"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    // SGE 8.1.9's words (seen on the oracle while all.q's projects held prj25).
+    let run = cell.run(&root, "qconf", &["-dprj", "prj25"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "denied: project \"prj25\" is still referenced in projects of queue \"all.q\"\n"
+        ),
+        "{run:?}"
+    );
+    // -mu through an editor that changes the list's fshare.
+    let run = cell.run(&root, "qconf", &["-au", "sgeuser", "acl25a"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let editor = files.path().join("editor.sh");
+    // Written by a sh of its own: a file this multi-threaded process opened for writing
+    // could still be open in a child another test thread forked ("Text file busy").
+    let made = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '#!/bin/sh\\nsed -i \"s/^fshare .*/fshare  40/\" \"$1\"\\n' > \"$1\" && chmod 755 \"$1\"",
+            "sh",
+        ])
+        .arg(&editor)
+        .status()
+        .expect("sh");
+    assert!(made.success());
+    let out = cell
+        .command("qconf", &root)
+        .env("EDITOR", &editor)
+        .args(["-mu", "acl25a"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("qconf");
+    let run = Run::from(out);
+    let host = gridspool::identity::short_hostname();
+    assert_eq!(
+        (run.code, run.stderr.clone()),
+        (
+            0,
+            format!("root@{host} modified \"acl25a\" in userset list\n")
+        ),
+        "{run:?}"
+    );
+    let shown = cell.run(&root, "qconf", &["-su", "acl25a"]);
+    assert_eq!(
+        shown.stdout,
+        "name    acl25a\ntype    ACL\nfshare  40\noticket 0\nentries sgeuser\n"
+    );
+}

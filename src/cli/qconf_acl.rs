@@ -63,6 +63,40 @@ pub fn check_references(config: &ClusterConfig) -> Result<(), Stop> {
     Ok(())
 }
 
+/// SGE's refusal of `-dprj` of a project a queue, a host or the global configuration
+/// names in its `projects` or `xprojects`.
+pub fn project_referenced(config: &ClusterConfig, name: &str) -> Option<String> {
+    let mut fences = vec![(
+        "configuration",
+        "global".to_string(),
+        config.cluster_access.fence(),
+    )];
+    fences.extend(
+        config
+            .queues
+            .iter()
+            .map(|q| ("queue", q.name.clone(), q.fence())),
+    );
+    fences.extend(
+        config
+            .hosts
+            .iter()
+            .map(|h| ("exechost", h.name.clone(), h.fence())),
+    );
+    fences.into_iter().find_map(|(kind, object, f)| {
+        let list = if f.projects.iter().any(|p| p == name) {
+            "projects"
+        } else if f.xprojects.iter().any(|p| p == name) {
+            "xprojects"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "denied: project \"{name}\" is still referenced in {list} of {kind} \"{object}\""
+        ))
+    })
+}
+
 /// `-su list[,list…]`: each list, a blank line between them.
 pub fn show(
     option: &str,

@@ -693,7 +693,12 @@ fn delete_named(
         }
         match kind {
             Named::User => config.users.retain(|u| u.name != name),
-            Named::Project => config.projects.retain(|p| p.name != name),
+            Named::Project => {
+                if let Some(refusal) = super::qconf_acl::project_referenced(&config, name) {
+                    return Err(Stop(vec![refusal]));
+                }
+                config.projects.retain(|p| p.name != name)
+            }
             Named::ExecHost => {
                 if let Some((g, _)) = config
                     .hostgroups
