@@ -47,8 +47,10 @@ impl AccessList {
         self.kind.split_whitespace().any(|k| k == "DEPT")
     }
 
-    /// Whether `user`, whose group is `group`, is in the list: by name, or by `@group`
-    /// (SGE matches the job's group, `sge_contained_in_access_list`).
+    /// Whether `user`, whose group is `group`, is in the list: by name, or by `@group`.
+    /// Only the job's (primary) group counts, as in SGE 8.1.9's
+    /// `sge_contained_in_access_list`: on the oracle, `@g` did not admit a user whose
+    /// supplementary group `g` is.
     pub fn contains(&self, user: &str, group: &str) -> bool {
         self.entries
             .iter()
