@@ -12,6 +12,8 @@ _gridspool_qconf() {
         -Aprj) COMPREPLY=(); return ;;
         -Aq) COMPREPLY=(); return ;;
         -Astree) COMPREPLY=(); return ;;
+        -au) COMPREPLY=(); return ;;
+        -Au) COMPREPLY=(); return ;;
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
         -dcal) COMPREPLY=(); return ;;
@@ -21,6 +23,8 @@ _gridspool_qconf() {
         -dp) COMPREPLY=(); return ;;
         -dprj) COMPREPLY=(); return ;;
         -dq) COMPREPLY=(); return ;;
+        -du) COMPREPLY=(); return ;;
+        -dul) COMPREPLY=(); return ;;
         -duser) COMPREPLY=(); return ;;
         -mattr) COMPREPLY=(); return ;;
         -Mc) COMPREPLY=(); return ;;
@@ -36,6 +40,8 @@ _gridspool_qconf() {
         -Mq) COMPREPLY=(); return ;;
         -Msconf) COMPREPLY=(); return ;;
         -Mstree) COMPREPLY=(); return ;;
+        -mu) COMPREPLY=(); return ;;
+        -Mu) COMPREPLY=(); return ;;
         -muser) COMPREPLY=(); return ;;
         -Muser) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
@@ -46,10 +52,11 @@ _gridspool_qconf() {
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
+        -su) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -dcal -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

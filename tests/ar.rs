@@ -7,6 +7,14 @@ use crate::sched::{SchedD, cell, wait_for};
 use crate::support::*;
 use std::time::Duration;
 
+/// Puts the test users into `arusers`, the access list whose members may reserve (as
+/// `record-issue25-ar.sh` does on the oracle).
+fn admit_to_arusers(cell: &TestCell) {
+    let root = root().expect("root");
+    let run = cell.run(&root, "qconf", &["-au", "sgeuser,sgeuser2", "arusers"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
 /// `[[CC]YY]MMDDhhmm.SS` of `epoch`, in local time, as `qrsub -a` takes it.
 fn sge_time(epoch: i64) -> String {
     let out = std::process::Command::new("date")
@@ -53,6 +61,7 @@ fn an_ar_holds_its_slot_and_its_job_starts_at_its_start() {
         );
     };
     let cell = cell(2);
+    admit_to_arusers(&cell);
     let _d = SchedD::start(&cell, &[]);
     let start = gridspool::time::now() + 8;
     let ar = granted_id(&cell.run(
@@ -176,6 +185,7 @@ fn an_ar_survives_a_restart_of_sched_d() {
         );
     };
     let cell = cell(2);
+    admit_to_arusers(&cell);
     let mut d = SchedD::start(&cell, &[]);
     let ar = granted_id(&cell.run(&user, "qrsub", &["-d", "3600"]));
     d.signal(nix::sys::signal::Signal::SIGKILL);
@@ -226,6 +236,8 @@ fn qrsub_qrstat_qrdel_match_sge() {
     };
     let cell = TestCell::new();
     let _d = SchedD::start(&cell, &[]);
+    compare(&cell, &user, "qrsub", "not-in-arusers", "qrsub");
+    admit_to_arusers(&cell);
     compare(&cell, &user, "qrsub", "help", "qrsub");
     compare(&cell, &user, "qrstat", "help", "qrstat");
     compare(&cell, &user, "qrdel", "help", "qrdel");
@@ -252,6 +264,7 @@ fn granted_reservations_show_as_in_sge() {
         );
     };
     let cell = TestCell::new();
+    admit_to_arusers(&cell);
     let _d = SchedD::start(&cell, &[]);
     for _ in 0..6 {
         cell.spool.allocate_ar_id().expect("ar id");
@@ -311,6 +324,7 @@ fn a_shadow_taking_over_holds_the_reservation() {
         );
     };
     let cell = cell(2);
+    admit_to_arusers(&cell);
     let mut master = SchedD::start(&cell, &["--heartbeat-interval", "0.2"]);
     let shadow = SchedD::spawn(&cell, &["--shadow", "--takeover-after", "1"]);
     let ar = granted_id(&cell.run(&user, "qrsub", &["-d", "3600"]));

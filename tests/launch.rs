@@ -1033,6 +1033,10 @@ fn launch_over_ssh_through_a_real_sshd() {
             devices: Default::default(),
             device_files: Default::default(),
             cgroups: Default::default(),
+            user_lists: vec![],
+            xuser_lists: vec![],
+            projects: vec![],
+            xprojects: vec![],
         });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
@@ -1057,6 +1061,10 @@ fn launch_over_ssh_through_a_real_sshd() {
             devices: Default::default(),
             device_files: Default::default(),
             cgroups: Default::default(),
+            user_lists: vec![],
+            xuser_lists: vec![],
+            projects: vec![],
+            xprojects: vec![],
         });
     });
     let wd = rig.workdir();
@@ -1138,6 +1146,10 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
             devices: Default::default(),
             device_files: Default::default(),
             cgroups: Default::default(),
+            user_lists: vec![],
+            xuser_lists: vec![],
+            projects: vec![],
+            xprojects: vec![],
         });
     });
     // The name the ssh master's stderr once had in the shared temporary directory: a link
@@ -1365,6 +1377,10 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
         devices: Default::default(),
         device_files: Default::default(),
         cgroups: Default::default(),
+        user_lists: vec![],
+        xuser_lists: vec![],
+        projects: vec![],
+        xprojects: vec![],
     });
     let (tx, rx) = channel();
     let mut opts = options(&cell);

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod access;
 mod ar;
 mod calendar;
 mod cgroups;
@@ -22,6 +23,7 @@ mod prolog;
 mod qacct;
 mod qalter;
 mod qconf;
+mod qconf_acl;
 mod qdel;
 mod qhold;
 mod qhost;

@@ -15,6 +15,7 @@ pub mod multicall;
 pub mod qacct;
 pub mod qalter;
 pub mod qconf;
+mod qconf_acl;
 mod qconf_calendar;
 mod qconf_change;
 pub mod qdel;

@@ -496,6 +496,7 @@ fn alter(
         uid: env.caller.uid,
         gid: env.caller.gid,
         user: env.caller.user.clone(),
+        group: env.caller.group.clone(),
         operator: who.is_operator(),
         manager: who.manager,
         host: env.host.clone(),

@@ -66,7 +66,7 @@ pub fn handles(option: &str) -> bool {
             | "-mcal"
             | "-Mcal"
             | "-dcal"
-    )
+    ) || super::qconf_acl::handles(option)
 }
 
 /// A change that stopped the command: SGE's lines, on stderr, exit 1.
@@ -88,7 +88,14 @@ pub fn change(
     o: &mut Output,
 ) -> Result<(), Stop> {
     let who = env.requester();
-    if !who.manager {
+    // Access lists are an operator's to change (SGE 8.1.9).
+    if super::qconf_acl::handles(option) && !who.operator {
+        return Err(Stop(vec![format!(
+            "denied: \"{}\" must be operator for this operation",
+            who.user
+        )]));
+    }
+    if !who.manager && !super::qconf_acl::handles(option) {
         return Err(Stop(vec![format!(
             "denied: \"{}\" must be manager for this operation",
             who.user
@@ -111,6 +118,9 @@ pub fn change(
             super::qconf_calendar::calendar_file(option, value, &me, cx, o)?
         }
         "-dcal" => super::qconf_calendar::delete_calendar(value, &me, cx, o)?,
+        acl if super::qconf_acl::handles(acl) => {
+            super::qconf_acl::change(option, value, more, &me, cx, o)?
+        }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
@@ -185,7 +195,7 @@ fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 /// What a change needs besides its words: the cell and whether `sched_d` is to be asked to
 /// reload (after a direct write).
 pub struct Cx<'a> {
-    env: &'a ClientEnv,
+    pub(super) env: &'a ClientEnv,
     pub(super) path: std::path::PathBuf,
     reload: std::cell::Cell<bool>,
 }
@@ -206,6 +216,7 @@ pub(super) fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> R
         }
         other => other.into(),
     };
+    super::qconf_acl::check_references(config)?;
     if editor.writable() {
         editor.commit(config).map_err(invalid)?;
         cx.reload.set(true);
@@ -501,7 +512,7 @@ fn named_file(
                     .projects
                     .iter()
                     .find(|p| p.name == name)
-                    .map(|p| qconf::project(&p.name, p.oticket, p.fshare)),
+                    .map(qconf::project),
                 Named::ExecHost => config.host(name).map(qconf::exechost_conf),
             }
         };
@@ -510,7 +521,7 @@ fn named_file(
         "-auser" | "-aprj" => (
             edit_text(&match kind {
                 Named::User => qconf::user("template", 0, 0, None),
-                _ => qconf::project("template", 0, 0),
+                _ => qconf::project(&blank(serde_json::json!({"name": "template"}))?),
             })?,
             "<editor>".to_string(),
         ),
@@ -692,7 +703,12 @@ fn delete_named(
         }
         match kind {
             Named::User => config.users.retain(|u| u.name != name),
-            Named::Project => config.projects.retain(|p| p.name != name),
+            Named::Project => {
+                if let Some(refusal) = super::qconf_acl::project_referenced(&config, name) {
+                    return Err(Stop(vec![refusal]));
+                }
+                config.projects.retain(|p| p.name != name)
+            }
             Named::ExecHost => {
                 if let Some((g, _)) = config
                     .hostgroups
@@ -1019,6 +1035,16 @@ fn attribute(
                     )]));
                 };
                 let current = shown(&qconf::queue(&old), attr);
+                if option == "-mattr" && super::qconf_acl::is_fence_attr(attr) {
+                    if value.eq_ignore_ascii_case("NONE") {
+                        return Err(Stop(vec![super::qconf_acl::MATTR_NONE.to_string()]));
+                    }
+                    if current.eq_ignore_ascii_case("NONE") {
+                        notes.push(format!(
+                            "\"{attr}\" of \"{id}\" is empty - Adding new element(s)."
+                        ));
+                    }
+                }
                 let text =
                     new_text(option, shape, attr, &current, value, id, &mut notes).map_err(bad)?;
                 let mut new = old.clone();
@@ -1055,16 +1081,19 @@ fn attribute(
                 let Some(old) = config.host(id).cloned() else {
                     return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
                 };
-                let current = if attr == "complex_values" {
-                    qconf::pairs_or_none(&old.complex_values)
-                } else {
-                    "NONE".to_string()
-                };
+                let current = shown(&qconf::exechost_conf(&old), attr);
+                if option == "-mattr"
+                    && super::qconf_acl::is_fence_attr(attr)
+                    && current.eq_ignore_ascii_case("NONE")
+                {
+                    // SGE 8.1.9 refuses -mattr of an empty list of an execution host.
+                    return Err(Stop(vec![super::qconf_acl::MATTR_NONE.to_string()]));
+                }
                 let text = new_text(option, shape, attr, &current, value, "exechost", &mut notes)
                     .map_err(bad)?;
                 let mut new = old.clone();
-                if attr == "complex_values" {
-                    new.complex_values = attrs::pairs(&text).map_err(bad)?;
+                if attr == "complex_values" || super::qconf_acl::is_fence_attr(attr) {
+                    attrs::set_exechost_attr(&mut new, attr, &text).map_err(bad)?;
                 } else if !text.eq_ignore_ascii_case("NONE") {
                     return Err(Stop(vec![format!(
                         "gridspool has no {attr} of execution hosts: its only value is NONE"

@@ -805,6 +805,8 @@ fn empty_input() -> QhostInput {
             parallel_environments: Vec::new(),
             projects: Vec::new(),
             users: Vec::new(),
+            access_lists: Vec::new(),
+            cluster_access: Default::default(),
             share_tree: None,
             scheduler: Default::default(),
             prolog: None,

@@ -473,6 +473,7 @@ pub(crate) fn submit(
         uid: env.caller.uid,
         gid: env.caller.gid,
         user: env.caller.user.clone(),
+        group: env.caller.group.clone(),
         operator: requester.is_operator(),
         manager: requester.manager,
         host: env.host.clone(),
@@ -590,6 +591,20 @@ pub(crate) fn submit(
     }
     let line = submitted_line(&sub, folded.terse);
     let immediate = sub.spec.now;
+    if !folded.sync
+        && !immediate
+        && let Some(warning) = crate::compat::submit::no_queue_admits(&env.config, &rights)
+    {
+        // Submitted all the same: SGE's answer is an error holding the warning.
+        let mut o = Output {
+            code: 1,
+            ..Output::default()
+        };
+        o.err(format!("Unable to run job: {warning}"));
+        o.err(line);
+        o.err("Exiting.");
+        return Ok(Submitted::Done(o));
+    }
     if !folded.sync && !immediate {
         return Ok(Submitted::Done(Output {
             stdout: format!("{line}\n"),

@@ -7,17 +7,20 @@ use crate::model::ArRecord;
 /// The access list whose members may submit reservations (`sge_ar(5)`, `qrsub(1)`).
 pub const AR_USERS_ACL: &str = "arusers";
 
-/// THE CONNECTION POINT TO ACCESS LISTS (`access_list(5)`), for the lead to connect once the
-/// access-list work is merged: whether `user` is in the access list `acl`, `None` when the
-/// cell defines no such list. Every `@acl` of a reservation (`qrsub -u`) and the
-/// `arusers` check of `qrsub` come through here, and nothing else resolves them.
-pub fn access_list_contains(_config: &ClusterConfig, _acl: &str, _user: &str) -> Option<bool> {
-    None
+/// Whether `user` is in the access list `acl` (`access_list(5)`: by name or by the user's
+/// primary group), `None` when the cell has no such list. Every `@acl` of a reservation
+/// (`qrsub -u`) and the `arusers` check of `qrsub` come through here.
+pub fn access_list_contains(config: &ClusterConfig, acl: &str, user: &str) -> Option<bool> {
+    let list = config.access_list(acl)?;
+    let group = crate::identity::user_by_name(user)
+        .and_then(|(uid, gid, _)| crate::identity::Caller::for_ids(uid, gid).ok())
+        .map(|c| c.group)
+        .unwrap_or_default();
+    Some(list.contains(user, &group))
 }
 
 /// Whether `user` may submit a reservation: an operator or manager, or a member of
-/// `arusers`, as in SGE (`qrsub(1)`). A cell that defines no `arusers` list lets every user (gridspool's choice while a
-/// cell may have no access lists at all: `tests/compat/DIVERGENCES.md`).
+/// `arusers` (one of the lists every cell has), as in SGE (`qrsub(1)`).
 pub fn may_reserve(config: &ClusterConfig, user: &str, uid: u32) -> Result<(), String> {
     if config.is_operator(user, uid) {
         return Ok(());

@@ -2,8 +2,8 @@
 //! formats (queue_conf(5), sge_pe(5), hostgroup(5), user(5), project(5), sched_conf(5),
 //! share_tree(5)), as scripts parse them, and qconf's option table.
 //!
-//! Attributes SGE has and gridspool does not (checkpointing, suspend thresholds,
-//! access lists…) are shown with the value a fresh SGE 8.1.9 shows, so that a script reading
+//! Attributes SGE has and gridspool does not (checkpointing, suspend thresholds…) are
+//! shown with the value a fresh SGE 8.1.9 shows, so that a script reading
 //! them sees what it would see on an SGE cell with the same configuration.
 //!
 //! One file over 1,000 lines: the show forms are one mapping between `config.yaml` and SGE's
@@ -175,9 +175,8 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-au user_list listname_list]",
         "add user(s) to userset list(s)",
-    )
-    .unsupported(),
-    OptionSpec::new("-Au", Arity::One, "[-Au fname]", "add userset from file").unsupported(),
+    ),
+    OptionSpec::new("-Au", Arity::One, "[-Au fname]", "add userset from file"),
     OptionSpec::new("-auser", Arity::Flag, "[-auser]", "add user"),
     OptionSpec::new("-Auser", Arity::One, "[-Auser fname]", "add user from file"),
     OptionSpec::new(
@@ -310,8 +309,15 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-du user_list listname_list]",
         "delete user(s) from userset list(s)",
+    ),
+    // SGE 8.1.9's -help leaves -dul out; its man page has it.
+    OptionSpec::new(
+        "-dul",
+        Arity::One,
+        "[-dul listname_list]",
+        "delete userset list(s) completely",
     )
-    .unsupported(),
+    .unlisted(),
     OptionSpec::new("-duser", Arity::One, "[-duser user_list]", "delete user(s)"),
     OptionSpec::new("-help", Arity::Flag, "[-help]", "print this help"),
     OptionSpec::new(
@@ -490,9 +496,8 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-mu listname_list]",
         "modify the given userset list",
-    )
-    .unsupported(),
-    OptionSpec::new("-Mu", Arity::One, "[-Mu fname]", "modify userset from file").unsupported(),
+    ),
+    OptionSpec::new("-Mu", Arity::One, "[-Mu fname]", "modify userset from file"),
     OptionSpec::new("-muser", Arity::One, "[-muser user]", "modify a user"),
     OptionSpec::new(
         "-Muser",
@@ -673,15 +678,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-su listname_list]",
         "show the given userset list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-sul",
         Arity::Flag,
         "[-sul]",
         "show a list of all userset lists",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-suser", Arity::One, "[-suser user_list]", "show user(s)"),
     OptionSpec::new(
         "-suserl",
@@ -839,12 +842,12 @@ pub fn queue(q: &QueueConfig) -> String {
         ("terminate_method", "NONE".into()),
         ("notify", q.notify.clone()),
         ("owner_list", "NONE".into()),
-        ("user_lists", "NONE".into()),
-        ("xuser_lists", "NONE".into()),
+        ("user_lists", words_or_none(&q.user_lists)),
+        ("xuser_lists", words_or_none(&q.xuser_lists)),
         ("subordinate_list", "NONE".into()),
         ("complex_values", pairs_or_none(&q.complex_values)),
-        ("projects", "NONE".into()),
-        ("xprojects", "NONE".into()),
+        ("projects", words_or_none(&q.projects)),
+        ("xprojects", words_or_none(&q.xprojects)),
         (
             "calendar",
             q.calendar.clone().unwrap_or_else(|| "NONE".into()),
@@ -956,14 +959,11 @@ pub fn exechost(
     };
     rows.push(("load_values", values));
     rows.push(("processors", processors));
-    for name in [
-        "user_lists",
-        "xuser_lists",
-        "projects",
-        "xprojects",
-        "usage_scaling",
-        "report_variables",
-    ] {
+    rows.push(("user_lists", words_or_none(&host.user_lists)));
+    rows.push(("xuser_lists", words_or_none(&host.xuser_lists)));
+    rows.push(("projects", words_or_none(&host.projects)));
+    rows.push(("xprojects", words_or_none(&host.xprojects)));
+    for name in ["usage_scaling", "report_variables"] {
         rows.push((name, "NONE".into()));
     }
     columns(&rows, 22)
@@ -1031,8 +1031,37 @@ pub fn user(name: &str, oticket: u32, fshare: u32, default_project: Option<&str>
 }
 
 /// `qconf -sprj PROJECT`: a project as project(5) shows it.
-pub fn project(name: &str, oticket: u32, fshare: u32) -> String {
-    format!("name {name}\noticket {oticket}\nfshare {fshare}\nacl NONE\nxacl NONE\n")
+pub fn project(p: &crate::config::ProjectConfig) -> String {
+    format!(
+        "name {}\noticket {}\nfshare {}\nacl {}\nxacl {}\n",
+        p.name,
+        p.oticket,
+        p.fshare,
+        words_or_none(&p.acl),
+        words_or_none(&p.xacl)
+    )
+}
+
+/// A list of the global configuration as sge_conf(5) shows it: `none` when empty.
+fn conf_list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(",")
+    }
+}
+
+/// `qconf -su LIST`: an access list as access_list(5) shows it.
+pub fn access_list(l: &crate::config::AccessList) -> String {
+    let entries = if l.entries.is_empty() {
+        "NONE".to_string()
+    } else {
+        l.entries.join(",")
+    };
+    format!(
+        "name    {}\ntype    {}\nfshare  {}\noticket {}\nentries {entries}\n",
+        l.name, l.kind, l.fshare, l.oticket
+    )
 }
 
 /// `qconf -sstree`: the share tree as share_tree(5) shows it, nodes numbered breadth first
@@ -1217,10 +1246,10 @@ pub fn global_conf(config: &ClusterConfig, exec_spool_dir: &str) -> String {
         ("login_shells", crate::launch::LOGIN_SHELLS.join(",")),
         ("min_uid", config.min_uid.to_string()),
         ("min_gid", config.min_gid.to_string()),
-        ("user_lists", "none".into()),
-        ("xuser_lists", "none".into()),
-        ("projects", "none".into()),
-        ("xprojects", "none".into()),
+        ("user_lists", conf_list(&config.cluster_access.user_lists)),
+        ("xuser_lists", conf_list(&config.cluster_access.xuser_lists)),
+        ("projects", conf_list(&config.cluster_access.projects)),
+        ("xprojects", conf_list(&config.cluster_access.xprojects)),
         ("enforce_project", "false".into()),
         ("enforce_user", "auto".into()),
         ("load_report_time", hms(config.load_report_interval())),

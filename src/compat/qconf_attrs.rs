@@ -80,12 +80,12 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("terminate_method", Shape::Scalar, Some("NONE")),
     ("notify", Shape::Scalar, None),
     ("owner_list", Shape::Words, Some("NONE")),
-    ("user_lists", Shape::Words, Some("NONE")),
-    ("xuser_lists", Shape::Words, Some("NONE")),
+    ("user_lists", Shape::Words, None),
+    ("xuser_lists", Shape::Words, None),
     ("subordinate_list", Shape::Words, Some("NONE")),
     ("complex_values", Shape::Pairs, None),
-    ("projects", Shape::Words, Some("NONE")),
-    ("xprojects", Shape::Words, Some("NONE")),
+    ("projects", Shape::Words, None),
+    ("xprojects", Shape::Words, None),
     ("calendar", Shape::Scalar, None),
     ("initial_state", Shape::Scalar, None),
     ("s_rt", Shape::Scalar, None),
@@ -126,10 +126,10 @@ pub const PE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
 pub const EXECHOST_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("complex_values", Shape::Pairs, None),
     ("load_scaling", Shape::Pairs, Some("NONE")),
-    ("user_lists", Shape::Words, Some("NONE")),
-    ("xuser_lists", Shape::Words, Some("NONE")),
-    ("projects", Shape::Words, Some("NONE")),
-    ("xprojects", Shape::Words, Some("NONE")),
+    ("user_lists", Shape::Words, None),
+    ("xuser_lists", Shape::Words, None),
+    ("projects", Shape::Words, None),
+    ("xprojects", Shape::Words, None),
     ("usage_scaling", Shape::Pairs, Some("NONE")),
     ("report_variables", Shape::Words, Some("NONE")),
 ];
@@ -248,6 +248,10 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             };
         }
         "pe_list" => q.pe_list = words(v),
+        "user_lists" => q.user_lists = words(v),
+        "xuser_lists" => q.xuser_lists = words(v),
+        "projects" => q.projects = words(v),
+        "xprojects" => q.xprojects = words(v),
         "rerun" => q.rerun = bool_value(v)?,
         "slots" => {
             if v.contains('[') {
@@ -541,8 +545,8 @@ pub const PROJECT_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("name", Shape::Scalar, None),
     ("oticket", Shape::Scalar, None),
     ("fshare", Shape::Scalar, None),
-    ("acl", Shape::Words, Some("NONE")),
-    ("xacl", Shape::Words, Some("NONE")),
+    ("acl", Shape::Words, None),
+    ("xacl", Shape::Words, None),
 ];
 
 /// host_conf(5)'s attributes that a file may give (`load_values` and `processors` are the
@@ -551,10 +555,10 @@ pub const EXECHOST_FILE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("hostname", Shape::Scalar, None),
     ("load_scaling", Shape::Pairs, Some("NONE")),
     ("complex_values", Shape::Pairs, None),
-    ("user_lists", Shape::Words, Some("NONE")),
-    ("xuser_lists", Shape::Words, Some("NONE")),
-    ("projects", Shape::Words, Some("NONE")),
-    ("xprojects", Shape::Words, Some("NONE")),
+    ("user_lists", Shape::Words, None),
+    ("xuser_lists", Shape::Words, None),
+    ("projects", Shape::Words, None),
+    ("xprojects", Shape::Words, None),
     ("usage_scaling", Shape::Pairs, Some("NONE")),
     ("report_variables", Shape::Words, Some("NONE")),
 ];
@@ -595,6 +599,8 @@ pub fn set_project_attr(
         "name" => p.name = v.to_string(),
         "oticket" => p.oticket = u32_value(v)?,
         "fshare" => p.fshare = u32_value(v)?,
+        "acl" => p.acl = words(v),
+        "xacl" => p.xacl = words(v),
         _ => return Err(unknown(attr)),
     }
     Ok(())
@@ -613,6 +619,10 @@ pub fn set_exechost_attr(
     match attr {
         "hostname" => h.name = v.to_string(),
         "complex_values" => h.complex_values = pairs(v)?,
+        "user_lists" => h.user_lists = words(v),
+        "xuser_lists" => h.xuser_lists = words(v),
+        "projects" => h.projects = words(v),
+        "xprojects" => h.xprojects = words(v),
         _ => return Err(unknown(attr)),
     }
     Ok(())

@@ -11,11 +11,13 @@
 //! them together) is read as one document; the parts that stand alone (complexes, editing,
 //! the snapshot) are modules of their own.
 
+pub mod access_lists;
 pub mod calendars;
 mod complexes;
 pub mod edit;
 pub mod snapshot;
 
+pub use access_lists::{AccessList, ClusterAccess, Fence, Refusal};
 pub use calendars::{Calendar, CalendarConfig, CalendarState};
 pub use complexes::{Complex, ComplexType, Consumable, Requestable, builtin as builtin_complexes};
 
@@ -126,6 +128,26 @@ pub struct HostConfig {
     /// Whether the shepherd puts each task in a cgroup of its own there (`launch::cgroup`).
     #[serde(default, skip_serializing_if = "CgroupSetting::is_default")]
     pub cgroups: CgroupSetting,
+    /// host_conf(5)'s access lists and projects: whose jobs may run on the host at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_lists: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xuser_lists: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xprojects: Vec<String>,
+}
+
+impl HostConfig {
+    pub fn fence(&self) -> Fence<'_> {
+        Fence {
+            user_lists: &self.user_lists,
+            xuser_lists: &self.xuser_lists,
+            projects: &self.projects,
+            xprojects: &self.xprojects,
+        }
+    }
 }
 
 /// `hosts[].cgroups`: `{mode: auto|off, parent: gridspool, cpu_quota: false}`.
@@ -257,6 +279,26 @@ pub struct QueueConfig {
     /// suspends the queue's instances at times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calendar: Option<String>,
+    /// queue_conf(5)'s access lists and projects: whose jobs may run in the queue at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_lists: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xuser_lists: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xprojects: Vec<String>,
+}
+
+impl QueueConfig {
+    pub fn fence(&self) -> Fence<'_> {
+        Fence {
+            user_lists: &self.user_lists,
+            xuser_lists: &self.xuser_lists,
+            projects: &self.projects,
+            xprojects: &self.xprojects,
+        }
+    }
 }
 
 /// `queues[].fbsng`: the seed's QPmin, QPmax, QPI, QPD, QPG and SPG. The defaults (0, 100,
@@ -350,6 +392,11 @@ pub struct ProjectConfig {
     /// tasks (`fbsng` policy; gridspool extension). Unlimited when absent.
     #[serde(default)]
     pub max_slots: Option<u32>,
+    /// project(5)'s `acl` and `xacl`: the access lists of the users who may submit to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xacl: Vec<String>,
 }
 
 /// A user entry (`user(5)`).
@@ -546,6 +593,13 @@ pub struct ClusterConfig {
     pub projects: Vec<ProjectConfig>,
     #[serde(default)]
     pub users: Vec<UserConfig>,
+    /// access_list(5) lists made or changed by the administrator (SGE's built-in ones are
+    /// always there: [`ClusterConfig::access_lists`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_lists: Vec<AccessList>,
+    /// sge_conf(5)'s global `user_lists`, `xuser_lists`, `projects` and `xprojects`.
+    #[serde(default, skip_serializing_if = "ClusterAccess::is_default")]
+    pub cluster_access: ClusterAccess,
     #[serde(default)]
     pub share_tree: Option<ShareTreeNode>,
     #[serde(default)]
@@ -839,6 +893,7 @@ impl ClusterConfig {
                 return Err(format!("queue {}: unknown calendar {c}", q.name));
             }
         }
+        self.check_access_references()?;
         for (group, members) in &self.hostgroups {
             for h in members {
                 if !h.starts_with('@') && self.host(h).is_none() {

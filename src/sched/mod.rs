@@ -27,6 +27,7 @@
 //! O(candidates) with no lookup for jobs whose category already failed. `benches/sched_pass.rs`
 //! prints the figures.
 
+pub mod access;
 pub mod accounting;
 pub mod ar;
 pub mod armada;

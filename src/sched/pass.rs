@@ -340,10 +340,16 @@ impl SchedState {
                     Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
                         let last = &self.rows.reasons[pos];
+                        // A static reason may hold a line per queue or host (SGE's
+                        // access refusals).
+                        let same = last.len() == why.split('\n').count()
+                            && last.iter().zip(why.split('\n')).all(|(a, b)| a == b);
                         job_reasons.set(
                             pos,
-                            if last.len() == 1 && last[0] == why {
+                            if same {
                                 last.clone()
+                            } else if why.contains('\n') {
+                                Arc::from(why.split('\n').map(str::to_string).collect::<Vec<_>>())
                             } else {
                                 Arc::from(vec![why])
                             },
@@ -382,6 +388,7 @@ impl SchedState {
                     job: h.id,
                     uid: h.uid,
                     owner: names.get(h.owner as usize).map_or("", String::as_str),
+                    department: names.get(h.department as usize).map(String::as_str),
                     project: h
                         .project
                         .and_then(|p| names.get(p as usize))

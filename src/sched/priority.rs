@@ -14,6 +14,9 @@ pub struct PriorityInput<'a> {
     pub uid: u32,
     pub owner: &'a str,
     pub project: Option<&'a str>,
+    /// The owner's department (`defaultdepartment` unless a `DEPT` access list holds the
+    /// owner).
+    pub department: Option<&'a str>,
     pub submission_time: i64,
     /// `-p`, -1023..=1024.
     pub posix_priority: i32,

@@ -45,6 +45,8 @@ pub(crate) struct Row {
     pub cluster: u32,
     pub posix_priority: i32,
     flags: u8,
+    /// Interned department of the owner (`DEPT` access lists), for the functional policy.
+    pub department: u32,
     pub submitted: i64,
     pub deadline: Option<i64>,
     pub start_time: Option<i64>,
@@ -65,6 +67,7 @@ impl Row {
             project: h.project,
             cluster: h.cluster,
             posix_priority: h.posix_priority,
+            department: h.department,
             flags: LIVE
                 | flag(h.has_pending, HAS_PENDING)
                 | flag(h.pending_unheld, PENDING_UNHELD)

@@ -80,7 +80,12 @@ impl SgePriority {
                 .iter()
                 .map(|p| (p.name.clone(), p.oticket))
                 .collect(),
-            departments: Default::default(),
+            departments: config
+                .access_lists()
+                .iter()
+                .filter(|l| l.is_dept())
+                .map(|l| (l.name.clone(), l.oticket))
+                .collect(),
         };
         self.functional = FunctionalShares {
             users: config
@@ -93,7 +98,12 @@ impl SgePriority {
                 .iter()
                 .map(|p| (p.name.clone(), p.fshare))
                 .collect(),
-            departments: Default::default(),
+            departments: config
+                .access_lists()
+                .iter()
+                .filter(|l| l.is_dept())
+                .map(|l| (l.name.clone(), l.fshare))
+                .collect(),
         };
     }
 
@@ -321,7 +331,7 @@ fn ticket_input<'a>(j: &PriorityInput<'a>) -> TicketJobInput<'a> {
         submission_time: j.submission_time,
         user: j.owner,
         project: j.project,
-        department: None,
+        department: j.department,
         running: j.running_since.is_some(),
         jobshare: 0,
         job_otickets: 0,
@@ -453,6 +463,7 @@ mod tests {
                         uid: s.0 as u32,
                         owner: USERS[s.0],
                         project: None,
+                        department: None,
                         submission_time: now - s.2,
                         posix_priority: s.4,
                         slots: s.5,

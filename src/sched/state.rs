@@ -120,6 +120,9 @@ pub struct Hot {
     pub uid: u32,
     /// Interned owner and project names ([`SchedState::name`]).
     pub owner: u32,
+    /// Interned name of the owner's department (a `DEPT` access list, else
+    /// `defaultdepartment`).
+    pub department: u32,
     pub project: Option<u32>,
     pub submitted: i64,
     pub posix_priority: i32,
@@ -187,6 +190,9 @@ pub struct SchedState {
     pub(crate) jobs: BTreeMap<JobId, JobEntry>,
     pub(crate) categories: Vec<Category>,
     cat_index: HashMap<String, CatId>,
+    /// Some queue or host has access lists or projects ([`ClusterConfig::instances_fenced`]):
+    /// a job's owner, group and project then belong to its category.
+    fenced: bool,
     /// The first category of each fit shape ([`Category::shape`]), by its consumables and
     /// parallel environment and a hash of its candidate instances.
     shape_index: HashMap<(String, u64), CatId>,
@@ -274,12 +280,14 @@ impl SchedState {
 
     /// An empty state with the given priority policy (the seam the policy crate plugs into).
     pub fn with_policy(config: ClusterConfig, policy: Box<dyn PriorityPolicy>) -> Self {
+        let fenced = config.instances_fenced();
         SchedState {
             cluster: Cluster::from_config(&config),
             config,
             jobs: BTreeMap::new(),
             categories: Vec::new(),
             cat_index: HashMap::new(),
+            fenced,
             shape_index: HashMap::new(),
             running: HashMap::new(),
             user_running: HashMap::new(),
@@ -340,7 +348,7 @@ impl SchedState {
     pub(crate) fn refresh_hot(&mut self, id: JobId) {
         // Everything is read while the record is borrowed (no copy of it); names are
         // interned after.
-        let (mut hot, owner, project, cluster, requires) = {
+        let (mut hot, owner, project, cluster, requires, department) = {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
@@ -357,6 +365,7 @@ impl SchedState {
             let hot = Hot {
                 uid: r.submitter.uid,
                 owner: 0,
+                department: 0,
                 project: None,
                 submitted: r.submitter.submission_time,
                 posix_priority: r.spec.priority,
@@ -384,14 +393,19 @@ impl SchedState {
             };
             let cluster = r.spec.cluster_path();
             let requires = r.spec.context.get("requires").cloned();
+            let department = self
+                .config
+                .department_of(&r.submitter.owner, &r.submitter.group);
             (
                 hot,
                 r.submitter.owner.clone(),
                 r.spec.project.clone(),
                 cluster,
                 requires,
+                department,
             )
         };
+        hot.department = self.intern(&department);
         hot.cluster = self.intern(&cluster);
         hot.requires = requires.as_deref().map(|q| self.intern(q));
         hot.owner = self.intern(&owner);
@@ -556,12 +570,28 @@ impl SchedState {
         self.dirty.insert(id);
     }
 
-    fn category_for(&mut self, spec: &crate::model::JobSpec) -> CatId {
-        let key = category_key(spec);
+    fn category_for(
+        &mut self,
+        spec: &crate::model::JobSpec,
+        who: &crate::model::Submitter,
+    ) -> CatId {
+        let mut key = category_key(spec);
+        let who = self.fenced.then_some(who);
+        if let Some(w) = who {
+            // SGE's categories also carry the user where access lists are in use.
+            use std::fmt::Write as _;
+            let _ = write!(
+                key,
+                "\u{1f}{}\u{1f}{}\u{1f}{}",
+                w.owner,
+                w.group,
+                spec.project.as_deref().unwrap_or("")
+            );
+        }
         if let Some(&c) = self.cat_index.get(&key) {
             return c;
         }
-        let mut cat = self.build_category(key.clone(), spec);
+        let mut cat = self.build_category(key.clone(), spec, who);
         let id = self.categories.len();
         cat.shape = id;
         if let Ok(d) = &cat.demand {
@@ -585,15 +615,35 @@ impl SchedState {
         id
     }
 
-    fn build_category(&self, key: String, spec: &crate::model::JobSpec) -> Category {
+    fn build_category(
+        &self,
+        key: String,
+        spec: &crate::model::JobSpec,
+        who: Option<&crate::model::Submitter>,
+    ) -> Category {
         let demand = Demand::build(&self.cluster, &self.config, spec);
         let mut candidates = Vec::new();
         let mut static_reason = None;
         if let Ok(d) = &demand {
             let mut first_miss = None;
+            let fences = who.map(|w| super::access::Fences::new(&self.config, w, spec));
+            let mut refusals: Vec<String> = Vec::new();
             for qi in 0..self.cluster.qis.len() {
                 match d.static_fit(&self.cluster, qi) {
-                    Ok(()) => candidates.push(qi),
+                    Ok(()) => {
+                        let q = &self.cluster.qis[qi];
+                        match fences
+                            .as_ref()
+                            .map(|f| f.refusal(&q.queue, &self.cluster.hosts[q.host].name))
+                        {
+                            Some(Some(why)) => {
+                                if !refusals.contains(&why) {
+                                    refusals.push(why);
+                                }
+                            }
+                            _ => candidates.push(qi),
+                        }
+                    }
                     Err(m) => {
                         if first_miss.is_none() {
                             first_miss = Some(m);
@@ -601,7 +651,9 @@ impl SchedState {
                     }
                 }
             }
-            if candidates.is_empty() {
+            if candidates.is_empty() && !refusals.is_empty() {
+                static_reason = Some(refusals.join("\n"));
+            } else if candidates.is_empty() {
                 static_reason = Some(match first_miss {
                     Some(StaticMiss::QueueList) => format!(
                         "cannot run in any queue instance because none is contained in its hard queue list (-q {})",
@@ -649,7 +701,7 @@ impl SchedState {
         if self.jobs.contains_key(&record.id) {
             return false;
         }
-        let cat = self.category_for(&record.spec);
+        let cat = self.category_for(&record.spec, &record.submitter);
         self.categories[cat].jobs += 1;
         let id = record.id;
         if !record.tasks.rescheduled.is_empty() {
@@ -862,10 +914,14 @@ impl SchedState {
             return;
         };
         let old = entry.cat;
-        let Some(spec) = entry.record.get().map(|r| r.spec.clone()) else {
+        let Some((spec, who)) = entry
+            .record
+            .get()
+            .map(|r| (r.spec.clone(), r.submitter.clone()))
+        else {
             return;
         };
-        let cat = self.category_for(&spec);
+        let cat = self.category_for(&spec, &who);
         if cat != old {
             self.categories[old].jobs = self.categories[old].jobs.saturating_sub(1);
             self.categories[cat].jobs += 1;
@@ -1144,6 +1200,7 @@ impl SchedState {
             .map(|h| (h.name.clone(), h.down_until, h.failures, h.unknown))
             .collect();
         self.policy.reconfigure(&config);
+        self.fenced = config.instances_fenced();
         self.config = config;
         self.cluster = Cluster::from_config(&self.config);
         for (name, until, failures, unknown) in down {
@@ -1171,15 +1228,15 @@ impl SchedState {
         }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
-            let Some(spec) = self
+            let Some((spec, who)) = self
                 .jobs
                 .get(&id)
                 .and_then(|e| e.record.get())
-                .map(|r| r.spec.clone())
+                .map(|r| (r.spec.clone(), r.submitter.clone()))
             else {
                 continue;
             };
-            let cat = self.category_for(&spec);
+            let cat = self.category_for(&spec, &who);
             self.categories[cat].jobs += 1;
             let running = match self.jobs.get_mut(&id) {
                 Some(e) => {

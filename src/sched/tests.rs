@@ -279,6 +279,10 @@ fn consumables_per_host_and_global() {
         devices: Default::default(),
         device_files: Default::default(),
         cgroups: Default::default(),
+        user_lists: vec![],
+        xuser_lists: vec![],
+        projects: vec![],
+        xprojects: vec![],
     });
     let jobs = vec![
         job(1, |s, _| s.hard_resources = vec![res("mem", "3G")]),

@@ -152,7 +152,11 @@ fn job_line(
     if args.ext {
         pad(out, job.spec.project.as_deref().unwrap_or("NA"), 16);
         out.push(' ');
-        pad(out, "defaultdepartment", 10);
+        let department = cx
+            .view
+            .config
+            .department_of(&job.submitter.owner, &job.submitter.group);
+        pad(out, &department, 10);
         out.push(' ');
     }
     pad(out, row.state_code().as_str(), 5);

@@ -105,7 +105,11 @@ fn job_list(
             "JB_project",
             job.spec.project.as_deref().unwrap_or(""),
         );
-        text(out, i, "JB_department", "defaultdepartment");
+        let department = cx
+            .view
+            .config
+            .department_of(&job.submitter.owner, &job.submitter.group);
+        text(out, i, "JB_department", &department);
     }
     num(out, i, "state", row.state_code().as_str());
     if args.show_time() {

@@ -25,8 +25,8 @@ mod values;
 pub use fold::{FoldContext, Folded, Touched, fold};
 pub use sources::{expand_option_files, option_file_text, option_file_words, script_directives};
 pub use validate::{
-    SubmitterRights, Verification, queue_exists, validate_attributes, validate_job,
-    verify_against_config,
+    SubmitterRights, Verification, no_queue_admits, queue_exists, validate_attributes,
+    validate_job, verify_against_config,
 };
 pub use values::{
     MAX_ARRAY_TASKS, SLOTS_INFINITY, Verify, check_option, cluster_path, comma_list, context_list,

@@ -43,6 +43,8 @@ pub struct SubmitterRights {
     pub uid: u32,
     pub gid: u32,
     pub user: String,
+    /// The name of the submitter's group, for access lists' `@group` entries.
+    pub group: String,
     pub operator: bool,
     pub manager: bool,
     pub host: String,
@@ -72,6 +74,19 @@ pub fn validate_job(
             "invalid \"task concurrency\" value in job request".into(),
         ));
     }
+    // sge_conf(5)'s user_lists and xuser_lists: who may submit at all.
+    let global = &config.cluster_access;
+    if !config.has_access(
+        &who.user,
+        &who.group,
+        &global.user_lists,
+        &global.xuser_lists,
+    ) {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: {}@{} is not allowed to submit jobs",
+            who.user, who.host
+        )));
+    }
     job_name_valid(&spec.name)?;
     if spec.array.is_some_and(|r| r.len() > MAX_ARRAY_TASKS) {
         return Err(SubmitError::Rejected(format!(
@@ -100,13 +115,7 @@ pub fn validate_attributes(
             who.user
         )));
     }
-    if let Some(p) = &spec.project
-        && !config.projects.iter().any(|x| &x.name == p)
-    {
-        return Err(SubmitError::Rejected(format!(
-            "job rejected: the requested project \"{p}\" does not exist"
-        )));
-    }
+    project_allowed(spec, config, who)?;
     if let Some(pe) = &spec.pe {
         if !config
             .parallel_environments
@@ -284,6 +293,59 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
         suitable: false,
         reasons,
     }
+}
+
+/// qmaster's checks of a job's project (`job_verify_project`): it exists, its `acl`/`xacl`
+/// admit the submitter, the global `projects`/`xprojects` admit it; without a project, the
+/// global `projects` must be empty.
+fn project_allowed(
+    spec: &JobSpec,
+    config: &ClusterConfig,
+    who: &SubmitterRights,
+) -> Result<(), SubmitError> {
+    let global = &config.cluster_access;
+    let Some(p) = &spec.project else {
+        if !global.projects.is_empty() {
+            return Err(SubmitError::Rejected(
+                "job rejected: no project was supplied and only certain projects are allowed to submit jobs"
+                    .into(),
+            ));
+        }
+        return Ok(());
+    };
+    let Some(project) = config.projects.iter().find(|x| &x.name == p) else {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: the requested project \"{p}\" does not exist"
+        )));
+    };
+    if !config.has_access(&who.user, &who.group, &project.acl, &project.xacl) {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: no access to project \"{p}\" for user \"{}\"",
+            who.user
+        )));
+    }
+    if global.xprojects.contains(p) || !global.projects.is_empty() && !global.projects.contains(p) {
+        return Err(SubmitError::Rejected(format!(
+            "job rejected: project \"{p}\" is not allowed to submit jobs"
+        )));
+    }
+    Ok(())
+}
+
+/// SGE's warning for a job whose owner no queue admits (`user_lists`/`xuser_lists` of the
+/// queues, not their projects nor the hosts'): the job is still submitted, and `qsub` says
+/// so and exits 1.
+pub fn no_queue_admits(config: &ClusterConfig, who: &SubmitterRights) -> Option<String> {
+    let admitted = config.queues.iter().any(|q| {
+        !config.queue_hosts(q).is_empty()
+            && config.has_access(&who.user, &who.group, &q.user_lists, &q.xuser_lists)
+    });
+    (!admitted).then(|| {
+        format!(
+            "warning: {}'s job is not allowed to run in any queue",
+            who.user
+        )
+    })
 }
 
 #[cfg(test)]
