@@ -598,10 +598,8 @@ fn named_file(
             attrs::set_project_attr
         ),
         Named::ExecHost => {
-            // A new host: reached over ssh (locally if it is this host); its slots from a
-            // `slots=N` of its complex_values, which SGE sites give their hosts.
-            let mut fresh: crate::config::HostConfig =
-                blank(serde_json::json!({"name": name, "slots": 0}))?;
+            // A new host: reached over ssh (locally if it is this host).
+            let mut fresh: crate::config::HostConfig = blank(serde_json::json!({"name": name}))?;
             if !name.eq_ignore_ascii_case(&env.host) {
                 fresh.launch = crate::config::LaunchMethod::Ssh {
                     address: None,
@@ -616,18 +614,10 @@ fn named_file(
             for (attr, v) in &lines {
                 attrs::set_exechost_attr(&mut new, attr, v).map_err(bad)?;
             }
-            if let Some(slots) = new.complex_values.remove("slots") {
-                new.slots = slots.parse().map_err(|_| {
-                    Stop(vec![format!(
-                        "error: slots=\"{slots}\" of \"{name}\" is not a number"
-                    )])
-                })?;
-            }
-            if new.slots == 0 {
-                return Err(Stop(vec![format!(
-                    "error: a new execution host needs its slots: add slots=N to the complex_values of \"{name}\""
-                )]));
-            }
+            // The text showed an older `hosts[].slots` as `slots=N` of the complex_values,
+            // where it now stays.
+            new.slots = None;
+            check_host_slots(&new)?;
             match old {
                 Some(old) => {
                     if let Some(h) = config.hosts.iter_mut().find(|h| h.name == name) {
@@ -650,6 +640,17 @@ fn named_file(
         kind.word()
     ));
     Ok(true)
+}
+
+/// A host's `slots=N` is a number of slots.
+fn check_host_slots(host: &crate::config::HostConfig) -> Result<(), Stop> {
+    match host.complex_values.get("slots") {
+        Some(v) if v.trim().parse::<u32>().is_err() => Err(Stop(vec![format!(
+            "error: slots=\"{v}\" of \"{}\" is not a number",
+            host.name
+        )])),
+        _ => Ok(()),
+    }
 }
 
 /// `-duser user_list`, `-dprj project_list`, `-de host_list`.
@@ -1045,7 +1046,7 @@ fn attribute(
                     return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
                 };
                 let current = if attr == "complex_values" {
-                    qconf::pairs_or_none(&old.complex_values)
+                    qconf::pairs_or_none(&ClusterConfig::shown_complex_values(&old))
                 } else {
                     "NONE".to_string()
                 };
@@ -1054,6 +1055,8 @@ fn attribute(
                 let mut new = old.clone();
                 if attr == "complex_values" {
                     new.complex_values = attrs::pairs(&text).map_err(bad)?;
+                    new.slots = None;
+                    check_host_slots(&new)?;
                 } else if !text.eq_ignore_ascii_case("NONE") {
                     return Err(Stop(vec![format!(
                         "gridspool has no {attr} of execution hosts: its only value is NONE"

@@ -908,7 +908,10 @@ pub fn exechost(
     let mut rows: Vec<(&str, String)> = vec![
         ("hostname", host.name.clone()),
         ("load_scaling", "NONE".into()),
-        ("complex_values", pairs_or_none(&host.complex_values)),
+        (
+            "complex_values",
+            pairs_or_none(&crate::config::ClusterConfig::shown_complex_values(host)),
+        ),
     ];
     let (values, processors) = match load {
         Some(l) => {

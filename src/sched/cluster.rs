@@ -216,14 +216,32 @@ impl Cluster {
         let mut global = Pool::default();
         let mut hosts = Vec::new();
         for h in &config.hosts {
-            let (pool, mut values) = split(&h.complex_values);
+            // A host's `slots` bound its queue instances' (`slots_cap`), not a consumable
+            // jobs book.
+            let mut complex_values = h.complex_values.clone();
+            complex_values.remove("slots");
+            let (pool, mut values) = split(&complex_values);
             if h.name == GLOBAL_HOST {
                 global = pool;
                 continue;
             }
+            let slots_cap = ClusterConfig::host_slots_cap(h);
             values.insert("hostname".into(), h.name.clone());
             values.insert("arch".into(), h.arch.clone());
-            values.insert("num_proc".into(), h.slots.to_string());
+            // Without a load report, the processors a host is taken to have: its slots, else
+            // the most slots any of its queues gives it.
+            let num_proc = slots_cap.unwrap_or_else(|| {
+                config
+                    .queues
+                    .iter()
+                    .filter(|q| config.queue_hosts(q).iter().any(|x| x.name == h.name))
+                    .map(|q| config.queue_instance(q, &h.name).slots)
+                    .max()
+                    .unwrap_or(0)
+            });
+            values
+                .entry("num_proc".into())
+                .or_insert(num_proc.to_string());
             let groups = config
                 .hostgroups
                 .keys()
@@ -236,7 +254,7 @@ impl Cluster {
                 .collect();
             hosts.push(HostState {
                 name: h.name.clone(),
-                slots_cap: h.slots,
+                slots_cap: slots_cap.unwrap_or(u32::MAX),
                 slots_used: 0,
                 consumables: pool,
                 values,
@@ -256,11 +274,11 @@ impl Cluster {
             .collect();
         order.sort();
         for (_, qi) in order {
-            let q = &config.queues[qi];
-            for h in config.queue_hosts(q) {
+            for h in config.queue_hosts(&config.queues[qi]) {
                 let Some(host) = hosts.iter().position(|x| x.name == h.name) else {
                     continue;
                 };
+                let q = &config.queue_instance(&config.queues[qi], &h.name);
                 let (pool, mut values) = split(&q.complex_values);
                 for (k, v) in &q.limits {
                     values.insert(k.clone(), v.clone());
@@ -287,6 +305,15 @@ impl Cluster {
                     values,
                     reserved: Vec::new(),
                 });
+            }
+        }
+        // A host without a cap of its own is bounded by its queue instances' slots together.
+        for (h, host) in hosts.iter_mut().enumerate() {
+            if host.slots_cap == u32::MAX {
+                host.slots_cap = qis
+                    .iter()
+                    .filter(|q| q.host == h)
+                    .fold(0u32, |n, q| n.saturating_add(q.slots_cap));
             }
         }
         let pes = config

@@ -53,7 +53,8 @@ impl HostLoad {
 /// One queue instance (`all.q@vm`).
 #[derive(Debug, Clone)]
 pub struct QueueInstance<'a> {
-    pub queue: &'a QueueConfig,
+    /// The queue's values on this host (its per-host values applied).
+    pub queue: std::borrow::Cow<'a, QueueConfig>,
     pub host: String,
     pub name: String,
     pub slots_total: u32,
@@ -171,8 +172,12 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
             let report = view.host_loads.get(&h.name);
             let reported = report.and_then(|r| r.load.as_ref());
             let name = format!("{}@{}", q.name, h.name);
+            let q: std::borrow::Cow<'a, QueueConfig> = if q.per_host.is_empty() {
+                std::borrow::Cow::Borrowed(q)
+            } else {
+                std::borrow::Cow::Owned(config.queue_instance(q, &h.name))
+            };
             let inst = QueueInstance {
-                queue: q,
                 host: h.name.clone(),
                 slots_total: q.slots,
                 slots_used: 0,
@@ -184,7 +189,9 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 num_proc: if local {
                     view.load.num_proc
                 } else {
-                    reported.map_or(h.slots, |l| l.num_proc).max(1)
+                    reported
+                        .map_or_else(|| config.host_slots(h), |l| l.num_proc)
+                        .max(1)
                 },
                 arch: h.arch.clone(),
                 known: local || report.is_some_and(|r| r.known),
@@ -192,6 +199,7 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 suspended: view.instance_states.suspended.contains(&name),
                 error: view.instance_states.errors.get(&name).map(String::as_str),
                 name,
+                queue: q,
             };
             if let Some(states) = &args.queue_states
                 && !states.chars().any(|c| inst.states().contains(c))

@@ -235,7 +235,10 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
         if hosts.is_empty() {
             continue;
         }
-        let per_host = |h: &crate::config::HostConfig| q.slots.min(h.slots);
+        let per_host = |h: &crate::config::HostConfig| {
+            let slots = config.queue_instance(q, &h.name).slots;
+            crate::config::ClusterConfig::host_slots_cap(h).map_or(slots, |cap| slots.min(cap))
+        };
         match &spec.pe {
             None => {
                 return Verification {
