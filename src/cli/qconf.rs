@@ -77,6 +77,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             let wanted = match spec.arity {
                 crate::compat::options::Arity::Flag => 0,
                 _ if word.ends_with("attr") => 4,
+                _ if word == "-purge" => 3,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -385,13 +386,14 @@ fn show_queues(list: &str, config: &ClusterConfig, o: &mut Output) -> Result<(),
         if i > 0 {
             o.out("");
         }
-        let text = qconf::queue(q);
         match host {
-            None => o.stdout.push_str(&text),
+            None => o.stdout.push_str(&qconf::queue(q)),
             Some(h) => {
                 if !config.queue_hosts(q).iter().any(|c| c.name == h) {
                     return Err(no_match());
                 }
+                // Its values on that host.
+                let text = qconf::queue(&config.queue_instance(q, h));
                 // A queue instance: its host instead of the host list (and SGE 8.1.9 ends
                 // an instance's qtype with a space).
                 for line in text.lines() {

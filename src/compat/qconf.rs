@@ -510,8 +510,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-purge obj_nm3 attr_nm objectname]",
         "deletes attribute from object_instance",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-R",
         Arity::Optional,
@@ -814,8 +813,12 @@ pub static SYNTAX: &[SyntaxItem] = &[
     },
 ];
 
-/// `qconf -sq QUEUE`: a cluster queue as queue_conf(5) shows it.
+/// `qconf -sq QUEUE`: a cluster queue as queue_conf(5) shows it, with its per-host values
+/// (`slots 4,[@big=16],[node01=32]`).
 pub fn queue(q: &QueueConfig) -> String {
+    if !q.per_host.is_empty() {
+        return queue_with_host_values(q);
+    }
     let mut rows: Vec<(&str, String)> = vec![
         ("qname", q.name.clone()),
         ("hostlist", words_or_none(&q.hostlist)),
@@ -867,6 +870,50 @@ pub fn queue(q: &QueueConfig) -> String {
         rows.push((limit, value));
     }
     columns(&rows, 22)
+}
+
+/// A queue's text with the values of each host and host group after its own: each shown
+/// as the queue's text with only that host's values applied shows it. Sorted by name, as
+/// SGE sorts them (`@` groups first); wrapped as SGE wraps long values.
+fn queue_with_host_values(q: &QueueConfig) -> String {
+    let split = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .map(|l| match l.split_once(' ') {
+                Some((n, v)) => (n.to_string(), v.trim().to_string()),
+                None => (l.to_string(), String::new()),
+            })
+            .collect()
+    };
+    let Ok(plain) = crate::config::per_host::apply(q, &[]) else {
+        return String::new();
+    };
+    let base = split(&queue(&plain));
+    let hosts: Vec<(
+        &String,
+        Vec<(String, String)>,
+        &serde_json::Map<String, serde_json::Value>,
+    )> = q
+        .per_host
+        .iter()
+        .filter_map(|(key, over)| {
+            let inst = crate::config::per_host::apply(q, &[over]).ok()?;
+            Some((key, split(&queue(&inst)), over))
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, (name, value)) in base.iter().enumerate() {
+        let mut items = vec![value.clone()];
+        if !matches!(name.as_str(), "qname" | "hostlist") {
+            for (key, rows, over) in &hosts {
+                let theirs = rows.get(i).map_or("", |(_, v)| v.as_str());
+                if crate::compat::qconf_attrs::host_value_touches(over, name) || theirs != value {
+                    items.push(format!("[{key}={theirs}]"));
+                }
+            }
+        }
+        let _ = writeln!(out, "{name:<22}{}", wrapped(&items, 22));
+    }
+    out
 }
 
 /// Whether `name` is one of queue_conf(5)'s resource limits.

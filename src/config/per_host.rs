@@ -149,6 +149,20 @@ impl ClusterConfig {
         })
     }
 
+    /// The queue instance `queue@host` (or the cluster queue `queue`, its own values), if the
+    /// queue exists.
+    pub fn queue_instance_named(&self, name: &str) -> Option<QueueConfig> {
+        let (queue, host) = match name.split_once('@') {
+            Some((q, h)) => (q, Some(h)),
+            None => (name, None),
+        };
+        let q = self.queue(queue)?;
+        Some(match host {
+            Some(h) => self.queue_instance(q, h),
+            None => q.clone(),
+        })
+    }
+
     /// Every queue's `per_host`: known hosts and groups, keys that are queue fields with
     /// per-host values and values of their type, and no host that two of its groups give
     /// different values of one key (SGE's "configuration ambiguous").
