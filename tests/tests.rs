@@ -28,6 +28,7 @@ mod qrsh;
 mod qselect;
 mod qstat;
 mod qsub;
+mod queues;
 mod sched;
 mod security;
 mod shadow;

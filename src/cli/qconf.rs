@@ -289,6 +289,16 @@ fn show(
             Ok(())
         }
         "-sq" => show_queues(value, config, o),
+        "-shgrp_tree" => {
+            o.stdout
+                .push_str(&super::qconf_hostgroup::tree(config, value)?);
+            Ok(())
+        }
+        "-shgrp_resolved" => {
+            o.stdout
+                .push_str(&super::qconf_hostgroup::resolved(config, value)?);
+            Ok(())
+        }
         "-sconf" => {
             for name in value.split(',') {
                 match name {

@@ -24,6 +24,11 @@ pub fn handles(option: &str) -> bool {
         option,
         "-mattr"
             | "-purge"
+            | "-ahgrp"
+            | "-Ahgrp"
+            | "-mhgrp"
+            | "-Mhgrp"
+            | "-dhgrp"
             | "-aattr"
             | "-dattr"
             | "-rattr"
@@ -99,6 +104,10 @@ pub fn change(
     let changed = match option {
         "-mattr" | "-aattr" | "-dattr" | "-rattr" => attribute(option, value, more, &me, cx, o)?,
         "-purge" => purge(value, more, &me, cx, o)?,
+        "-ahgrp" | "-Ahgrp" | "-mhgrp" | "-Mhgrp" => {
+            super::qconf_hostgroup::hostgroup_file(option, value, &me, cx, o)?
+        }
+        "-dhgrp" => super::qconf_hostgroup::delete_hostgroup(value, &me, cx, o)?,
         "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, cx, o)?,
         "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, cx, o)?,
         "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
@@ -137,7 +146,7 @@ fn file_error(e: AttrError, file: &str, what: &str) -> Stop {
 
 /// The text of a `-M*`/`-A*` file, or SGE's words for one that cannot be opened, followed
 /// by the form's own closing line (`trailer`), if it has one.
-fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
+pub(super) fn read_input(file: &str, trailer: Option<String>) -> Result<String, Stop> {
     std::fs::read_to_string(file).map_err(|e| {
         let mut lines = vec![format!(
             "error: error opening file \"{file}\" for reading: {}",
@@ -181,7 +190,7 @@ fn blank<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 /// reload (after a direct write).
 pub struct Cx<'a> {
     env: &'a ClientEnv,
-    path: std::path::PathBuf,
+    pub(super) path: std::path::PathBuf,
     reload: std::cell::Cell<bool>,
 }
 
@@ -194,7 +203,7 @@ const REQUEST_LIFETIME_SECS: i64 = 10;
 /// Writes `config` (changed in `editor`'s file): directly when the caller may write
 /// `config.yaml` (root, or the administrator who owns it), else through `sched_d`, which
 /// writes it for a manager (its requests say who asks) if the file has not changed since.
-fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+pub(super) fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
     let invalid = |e: EditError| match e {
         EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
             Stop(vec![format!("error: {reason}")])
@@ -239,7 +248,7 @@ fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), S
 }
 
 /// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
-fn edit_text(text: &str) -> Result<String, Stop> {
+pub(super) fn edit_text(text: &str) -> Result<String, Stop> {
     let dir = std::env::temp_dir();
     let path = dir.join(format!(
         "qconf-{}-{}",

@@ -89,15 +89,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-ahgrp group]",
         "add new host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Ahgrp",
         Arity::One,
         "[-Ahgrp file]",
         "add new host group entry from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-arqs",
         Arity::Optional,
@@ -258,8 +256,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dhgrp group]",
         "delete host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dl",
         Arity::One,
@@ -415,15 +412,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-mhgrp group]",
         "modify host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mhgrp",
         Arity::One,
         "[-Mhgrp file]",
         "modify host group entry from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mrqs",
         Arity::Optional,
@@ -601,15 +596,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-shgrp_tree group]",
         "show host group and used hostgroups as tree",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-shgrp_resolved",
         Arity::One,
         "[-shgrp_resolved group]",
         "show host group with resolved hostlist",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-shgrpl", Arity::Flag, "[-shgrpl]", "show host group list"),
     OptionSpec::new("-sm", Arity::Flag, "[-sm]", "show a list of all managers"),
     OptionSpec::new("-so", Arity::Flag, "[-so]", "show a list of all operators"),
@@ -888,11 +881,12 @@ fn queue_with_host_values(q: &QueueConfig) -> String {
         return String::new();
     };
     let base = split(&queue(&plain));
-    let hosts: Vec<(
-        &String,
+    type Shown<'q> = (
+        &'q String,
         Vec<(String, String)>,
-        &serde_json::Map<String, serde_json::Value>,
-    )> = q
+        &'q serde_json::Map<String, serde_json::Value>,
+    );
+    let hosts: Vec<Shown> = q
         .per_host
         .iter()
         .filter_map(|(key, over)| {

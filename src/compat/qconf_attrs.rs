@@ -318,11 +318,12 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
     Ok(())
 }
 
+/// A queue's own value of an attribute and those of hosts and host groups (`@big`, `16`).
+pub type HostValues = (String, Vec<(String, String)>);
+
 /// `4,[@big=16],[node01=32]` as the queue's own value and the per-host ones (`None`: a plain
 /// value). Blanks between the parts are what a `\` continuation leaves.
-pub fn split_host_values(
-    value: &str,
-) -> Result<Option<(String, Vec<(String, String)>)>, AttrError> {
+pub fn split_host_values(value: &str) -> Result<Option<HostValues>, AttrError> {
     let bytes = value.as_bytes();
     let start =
         (0..bytes.len()).find(|&i| bytes[i] == b'[' && value[..i].trim_end().ends_with(','));
