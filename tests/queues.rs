@@ -284,3 +284,112 @@ fn per_host_queue_values_and_host_groups_as_sge_shows_and_changes_them() {
         same,
     );
 }
+
+/// Issue 25: on a host of two CPUs, with the configuration `sched_d --init` writes (SGE's
+/// install: all.q with as many slots as CPUs, no cap of the host's own), raising all.q's
+/// slots to 3 starts a third job at once, as in SGE.
+#[test]
+fn raising_a_queues_slots_starts_a_third_job_on_a_host_of_two_cpus() {
+    let Some(root) = root() else {
+        return skip(
+            "raising_a_queues_slots_starts_a_third_job",
+            "qconf changes need a manager (root)",
+        );
+    };
+    use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
+    use std::time::Duration;
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        gridspool::config::ClusterConfig::default_text(&host, 2)
+            .replace("tmpdir: /tmp", "tmpdir: \"{{tmpdir}}\"")
+    });
+    let se = cell.run(&root, "qconf", &["-se", &host]);
+    assert!(
+        se.stdout.contains("complex_values        NONE\n"),
+        "no cap of the host's own: {se:?}"
+    );
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let jobs: Vec<_> = (0..3)
+        .map(|_| submit(&cell.spool, "sleep 60\n", |s, _| s.cwd = cwd(&dir)))
+        .collect();
+    let running = |id| state(&cell.spool, id).is_some_and(|s| !s.tasks.running.is_empty());
+    wait_for("two jobs run", Duration::from_secs(20), || {
+        running(jobs[0]) && running(jobs[1])
+    });
+    wait_for("the third job's verdict", Duration::from_secs(20), || {
+        state(&cell.spool, jobs[2]).is_some_and(|s| !s.pending_reasons.is_empty())
+    });
+    assert!(!running(jobs[2]), "all.q has two slots");
+    let run = cell.run(&root, "qconf", &["-mattr", "queue", "slots", "3", "all.q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("the third job runs", Duration::from_secs(20), || {
+        running(jobs[2])
+    });
+    let qstat = cell.run(&root, "qstat", &["-f"]);
+    assert!(
+        qstat.stdout.contains("0/3/3"),
+        "all.q@{host} full with three: {qstat:?}"
+    );
+    let run = cell.run(&root, "qdel", &["-u", "*"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// A `slots=N` in a host's complex_values bounds all its queue instances together, and
+/// `qconf -se` shows it; an older configuration's `hosts[].slots` does the same and shows
+/// the same.
+#[test]
+fn a_hosts_slots_bound_its_queue_instances_only_where_the_administrator_says() {
+    let Some(root) = root() else {
+        return skip("a_hosts_slots_bound", "qconf changes need a manager (root)");
+    };
+    use crate::sched::{SchedD, cwd, state, submit, wait_for, workdir};
+    use std::time::Duration;
+    let host = gridspool::identity::short_hostname();
+    // Two queues of two slots each on one host capped at three (the old way).
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 3}}\n\
+             queues:\n  - {{name: a.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\n\
+             \x20 - {{name: b.q, hostlist: [\"{host}\"], slots: 2, tmpdir: \"{{{{tmpdir}}}}\"}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    });
+    let se = cell.run(&root, "qconf", &["-se", &host]);
+    assert!(
+        se.stdout.contains("complex_values        slots=3\n"),
+        "{se:?}"
+    );
+    let dir = workdir(&cell);
+    let _d = SchedD::start(&cell, &[]);
+    let jobs: Vec<_> = (0..4)
+        .map(|_| submit(&cell.spool, "sleep 60\n", |s, _| s.cwd = cwd(&dir)))
+        .collect();
+    let running = |id| state(&cell.spool, id).is_some_and(|s| !s.tasks.running.is_empty());
+    let count = || jobs.iter().filter(|&&j| running(j)).count();
+    wait_for("three jobs run", Duration::from_secs(20), || count() == 3);
+    wait_for("the fourth job's verdict", Duration::from_secs(20), || {
+        jobs.iter()
+            .any(|&j| state(&cell.spool, j).is_some_and(|s| !s.pending_reasons.is_empty()))
+    });
+    assert_eq!(count(), 3, "the host's slots=3 holds");
+    // The cap raised through the host's complex_values: the old key moves there.
+    let run = cell.run(
+        &root,
+        "qconf",
+        &["-mattr", "exechost", "complex_values", "slots=4", &host],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let config = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
+    assert!(!config.contains("slots: 3"), "{config}");
+    wait_for("the fourth job runs", Duration::from_secs(20), || {
+        count() == 4
+    });
+    let se = cell.run(&root, "qconf", &["-se", &host]);
+    assert!(
+        se.stdout.contains("complex_values        slots=4\n"),
+        "{se:?}"
+    );
+    let run = cell.run(&root, "qdel", &["-u", "*"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
