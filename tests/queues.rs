@@ -393,3 +393,68 @@ fn a_hosts_slots_bound_its_queue_instances_only_where_the_administrator_says() {
     let run = cell.run(&root, "qdel", &["-u", "*"]);
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+/// `-q queue@@group` and `-q '*@@group'` (host groups resolved through subgroups) in
+/// qselect, qstat, qmod and qsub, as the oracle answers them.
+#[test]
+fn host_groups_select_queue_instances_as_sge_does() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip("host_groups_select", "needs root and the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\"}}\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n  \"@q25\": [\"{host}\"]\n  \"@q25top\": [\"@q25\"]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\n\
+             \x20 - {{name: q25.q, hostlist: [\"@q25\"], slots: 1, per_host: {{\"@q25\": {{slots: 2}}}}}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    });
+    let files = tempfile::tempdir().expect("tempdir");
+    // qmod's changes are sched_d's to make.
+    let _d = crate::sched::SchedD::start(&cell, &[]);
+    for case in [
+        "qselect/i25-q-group",
+        "qselect/i25-q-star-group",
+        "qsub/i25-q-nosuch-group",
+    ] {
+        replay(&cell, &user, case, files.path(), same);
+    }
+    // The load column is this host's load now.
+    let run = cell.run(&user, "qstat", &["-f", "-q", "q25.q@@q25"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with(&format!("{:<31}BI    0/0/2", format!("q25.q@{host}")))),
+        "{run:?}"
+    );
+    // Each change seen (`qselect -qs d`) before the next.
+    let disabled = || {
+        let run = cell.run(&root, "qselect", &["-qs", "d"]);
+        run.stdout.lines().count()
+    };
+    for (case, count) in [
+        ("qmod/i25-d-group", 1),
+        ("qmod/i25-e-group", 0),
+        ("qmod/i25-d-star-group", 2),
+        ("qmod/i25-e-star-group", 0),
+        ("qmod/i25-d-nosuch-group", 0),
+    ] {
+        replay(&cell, &root, case, files.path(), same);
+        crate::sched::wait_for(case, std::time::Duration::from_secs(10), || {
+            disabled() == count
+        });
+    }
+    replay(&cell, &user, "qsub/i25-q-group", files.path(), |c| {
+        c.stdout = c.stdout.replace("57", "1");
+    });
+    let run = cell.run(&user, "qstat", &["-j", "1"]);
+    assert!(
+        run.stdout
+            .contains("hard_queue_list:            q25.q@@q25\n"),
+        "{run:?}"
+    );
+}

@@ -243,14 +243,9 @@ impl Cluster {
                 .entry("num_proc".into())
                 .or_insert(num_proc.to_string());
             let groups = config
-                .hostgroups
-                .keys()
-                .filter(|g| {
-                    let mut members = Vec::new();
-                    expand(config, g, &mut members, 0);
-                    members.iter().any(|m| m == &h.name)
-                })
-                .cloned()
+                .host_groups_of(&h.name)
+                .into_iter()
+                .map(String::from)
                 .collect();
             hosts.push(HostState {
                 name: h.name.clone(),
@@ -520,19 +515,6 @@ impl Cluster {
                     .saturating_sub(self.hosts[h].slots_used)
             })
             .sum()
-    }
-}
-
-fn expand(config: &ClusterConfig, entry: &str, out: &mut Vec<String>, depth: u32) {
-    if depth > 16 {
-        return;
-    }
-    if entry.starts_with('@') {
-        for m in config.hostgroups.get(entry).into_iter().flatten() {
-            expand(config, m, out, depth + 1);
-        }
-    } else {
-        out.push(entry.to_string());
     }
 }
 

@@ -138,11 +138,12 @@ pub(crate) fn matches_wc_queue(config: &ClusterConfig, wc: &str, queue: &str, ho
     }
     match hpat {
         None => true,
+        // Through subgroups, as SGE resolves a group.
         Some(h) if h.starts_with('@') => config
             .hostgroups
-            .iter()
-            .filter(|(g, _)| pattern::matches(h, g))
-            .any(|(_, members)| members.iter().any(|m| m == host)),
+            .keys()
+            .filter(|g| pattern::matches(h, g))
+            .any(|g| config.host_group_hosts(g).iter().any(|m| m == host)),
         Some(h) => pattern::matches(h, host),
     }
 }
