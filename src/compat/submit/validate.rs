@@ -214,30 +214,32 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
         {
             continue;
         }
-        let limits_ok = ["h_rt", "s_rt", "h_cpu", "s_cpu"].iter().all(|lim| {
-            match (wanted(lim), q.limits.get(*lim)) {
-                (Some(r), Some(l)) => match (seconds(&r.value), seconds(l)) {
-                    (Some(a), Some(b)) => a <= b,
+        let limits_ok = |q: &crate::config::QueueConfig| {
+            ["h_rt", "s_rt", "h_cpu", "s_cpu"].iter().all(|lim| {
+                match (wanted(lim), q.limits.get(*lim)) {
+                    (Some(r), Some(l)) => match (seconds(&r.value), seconds(l)) {
+                        (Some(a), Some(b)) => a <= b,
+                        _ => true,
+                    },
                     _ => true,
-                },
-                _ => true,
-            }
-        });
-        if !limits_ok {
-            continue;
-        }
+                }
+            })
+        };
+        // Each host's queue instance (its per-host values), where the job's limits fit.
         let hosts: Vec<_> = config
             .queue_hosts(q)
             .into_iter()
             .filter(|h| wanted("hostname").is_none_or(|r| pattern::matches(&r.value, &h.name)))
             .filter(|h| wanted("arch").is_none_or(|r| pattern::matches(&r.value, &h.arch)))
+            .map(|h| (h, config.queue_instance(q, &h.name)))
+            .filter(|(_, qi)| limits_ok(qi))
             .collect();
         if hosts.is_empty() {
             continue;
         }
-        let per_host = |h: &crate::config::HostConfig| {
-            let slots = config.queue_instance(q, &h.name).slots;
-            crate::config::ClusterConfig::host_slots_cap(h).map_or(slots, |cap| slots.min(cap))
+        let per_host = |(h, qi): &(&crate::config::HostConfig, crate::config::QueueConfig)| {
+            crate::config::ClusterConfig::host_slots_cap(h)
+                .map_or(qi.slots, |cap| qi.slots.min(cap))
         };
         match &spec.pe {
             None => {
@@ -247,22 +249,25 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
                 };
             }
             Some(pe) => {
-                let Some(pconf) = config
-                    .parallel_environments
-                    .iter()
-                    .find(|p| pattern::matches(&pe.name, &p.name) && q.pe_list.contains(&p.name))
-                else {
+                let Some(pconf) = config.parallel_environments.iter().find(|p| {
+                    pattern::matches(&pe.name, &p.name)
+                        && hosts.iter().any(|(_, qi)| qi.pe_list.contains(&p.name))
+                }) else {
                     continue;
                 };
+                let hosts: Vec<_> = hosts
+                    .into_iter()
+                    .filter(|(_, qi)| qi.pe_list.contains(&pconf.name))
+                    .collect();
                 let offer = if pconf.allocation_rule == "$pe_slots" {
                     hosts
                         .iter()
-                        .map(|h| per_host(h))
+                        .map(per_host)
                         .filter(|s| *s >= needed)
                         .max()
                         .unwrap_or(0)
                 } else {
-                    hosts.iter().map(|h| per_host(h)).sum()
+                    hosts.iter().map(per_host).sum()
                 }
                 .min(pconf.slots);
                 if offer >= needed {
