@@ -5,6 +5,8 @@ _gridspool_qconf() {
         -aattr) COMPREPLY=(); return ;;
         -ae) COMPREPLY=(); return ;;
         -Ae) COMPREPLY=(); return ;;
+        -ahgrp) COMPREPLY=(); return ;;
+        -Ahgrp) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
         -Aprj) COMPREPLY=(); return ;;
@@ -13,6 +15,7 @@ _gridspool_qconf() {
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
+        -dhgrp) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
         -dp) COMPREPLY=(); return ;;
@@ -23,6 +26,8 @@ _gridspool_qconf() {
         -Mc) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
+        -mhgrp) COMPREPLY=(); return ;;
+        -Mhgrp) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
         -Mp) COMPREPLY=(); return ;;
         -mprj) COMPREPLY=(); return ;;
@@ -33,17 +38,20 @@ _gridspool_qconf() {
         -Mstree) COMPREPLY=(); return ;;
         -muser) COMPREPLY=(); return ;;
         -Muser) COMPREPLY=(); return ;;
+        -purge) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
+        -shgrp_tree) COMPREPLY=(); return ;;
+        -shgrp_resolved) COMPREPLY=(); return ;;
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -ae -Ae -ahgrp -Ahgrp -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dhgrp -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mhgrp -Mhgrp -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -purge -rattr -sc -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf
