@@ -57,7 +57,7 @@ fn replay(
     let words = gridspool::compat::options::split_words(&cap.command);
     let at = words
         .iter()
-        .position(|w| ["qconf", "qselect", "qstat", "qmod", "qsub"].contains(&w.as_str()))
+        .position(|w| ["qconf", "qselect", "qstat", "qmod", "qsub", "qalter"].contains(&w.as_str()))
         .expect("a command");
     let mut cmd = cell.command(&words[at], user);
     for w in &words[..at] {
@@ -448,13 +448,36 @@ fn host_groups_select_queue_instances_as_sge_does() {
             disabled() == count
         });
     }
-    replay(&cell, &user, "qsub/i25-q-group", files.path(), |c| {
-        c.stdout = c.stdout.replace("57", "1");
-    });
+    // The oracle's job number is this cell's first.
+    let oracle_job = |c: &Capture| {
+        c.stdout
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let qsub_job = oracle_job(&Capture::load("qsub/i25-q-group.txt"));
+    let as_first = |c: &mut Capture| {
+        for text in [&mut c.command, &mut c.stdout] {
+            *text = text.replace(&qsub_job, "1");
+        }
+    };
+    replay(&cell, &user, "qsub/i25-q-group", files.path(), as_first);
     let run = cell.run(&user, "qstat", &["-j", "1"]);
     assert!(
         run.stdout
             .contains("hard_queue_list:            q25.q@@q25\n"),
         "{run:?}"
     );
+    for case in ["qalter/i25-q-star-group", "qalter/i25-q-nosuch-group"] {
+        replay(&cell, &user, case, files.path(), as_first);
+    }
+    let run = cell.run(&user, "qstat", &["-j", "1"]);
+    let lines: String = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("queue_list"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(lines, Capture::load("qstat/i25-j-q-star-group.txt").stdout);
 }

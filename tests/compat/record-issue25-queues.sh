@@ -136,7 +136,13 @@ cap qmod/e-star-group root "qmod -e '*@@q25top'"
 cap qmod/d-nosuch-group root "qmod -d 'q25.q@@nosuch'"
 cap qsub/q-group sgeuser "qsub -h -b y -q 'q25.q@@q25' true"
 id=$(sed -n 's/^Your job \([0-9]*\).*/\1/p' "$OUT/qsub/q-group.txt")
-[ -n "$id" ] && cap qstat/j-q-group sgeuser "qstat -j $id" && qdel "$id" >/dev/null
+[ -n "$id" ] && cap qstat/j-q-group sgeuser "qstat -j $id"
+if [ -n "$id" ]; then
+    cap qalter/q-star-group sgeuser "qalter -q '*@@q25top' $id"
+    cap qalter/q-nosuch-group sgeuser "qalter -q 'q25.q@@nosuch' $id"
+    cap qstat/j-q-star-group sgeuser "qstat -j $id | grep queue_list"
+    qdel "$id" >/dev/null
+fi
 cap qsub/q-nosuch-group sgeuser "qsub -h -b y -q 'q25.q@@nosuch' true"
 id=$(sed -n 's/^Your job \([0-9]*\).*/\1/p' "$OUT/qsub/q-nosuch-group.txt")
 [ -n "$id" ] && qdel "$id" >/dev/null

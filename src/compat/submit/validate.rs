@@ -20,7 +20,20 @@ pub fn queue_exists(config: &ClusterConfig, wc_queue: &str) -> bool {
         .filter(|q| pattern::matches(cq, &q.name))
         .any(|q| match host {
             None => true,
-            Some(h) if h.starts_with('@') => q.hostlist.iter().any(|e| pattern::matches(h, e)),
+            // A host of the queue in the group (or a subgroup of it), as SGE resolves it.
+            Some(h) if h.starts_with('@') => {
+                let hosts = config.queue_hosts(q);
+                config
+                    .hostgroups
+                    .keys()
+                    .filter(|g| pattern::matches(h, g))
+                    .any(|g| {
+                        config
+                            .host_group_hosts(g)
+                            .iter()
+                            .any(|m| hosts.iter().any(|x| x.name == *m))
+                    })
+            }
             Some(h) => config
                 .queue_hosts(q)
                 .iter()
