@@ -1017,7 +1017,45 @@ mod tests {
                 "Error during parsing of attribute value \"abc\""
             ]
         );
-        assert!(set_queue_attr(&mut q, "slots", "4,[vm=3]").is_err());
+        assert!(set_queue_attr(&mut q, "slots", "4,[vm=3").is_err());
+        assert!(set_queue_attr(&mut q, "slots", "4,[vm=x]").is_err());
+    }
+
+    #[test]
+    fn per_host_values_are_read_shown_and_read_back_the_same() {
+        let mut q = queue();
+        set_queue_attr(&mut q, "slots", "4,[vm=3],[@big=16]").expect("slots");
+        set_queue_attr(&mut q, "h_rt", "1:00:00,[vm=INFINITY]").expect("h_rt");
+        set_queue_attr(&mut q, "pe_list", "make smp,[@big=smp]").expect("pe_list");
+        set_queue_attr(&mut q, "prolog", "NONE,[vm=/bin/true]").expect("prolog");
+        assert_eq!(q.slots, 4);
+        let vm = &q.per_host["vm"];
+        assert_eq!(vm["slots"], 3);
+        assert_eq!(vm["limits"]["h_rt"], serde_json::Value::Null);
+        assert_eq!(vm["prolog"], "/bin/true");
+        assert_eq!(q.per_host["@big"]["pe_list"], serde_json::json!(["smp"]));
+        let text = crate::compat::qconf::queue(&q);
+        assert!(
+            text.contains("slots                 4,[@big=16],[vm=3]\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("h_rt                  1:00:00,[vm=INFINITY]\n"),
+            "{text}"
+        );
+        let mut back = queue();
+        for (name, value) in read_object(&text, QUEUE_ATTRS, true).expect("read") {
+            set_queue_attr(&mut back, &name, &value).expect("set");
+        }
+        assert_eq!(back, q);
+        // A plain value sets the queue's own; the hosts' stay.
+        set_queue_attr(&mut q, "slots", "5").expect("slots");
+        assert_eq!(
+            (q.slots, &q.per_host["vm"]["slots"]),
+            (5, &serde_json::json!(3))
+        );
+        assert!(remove_host_value(&mut q, "vm", "slots"));
+        assert!(!remove_host_value(&mut q, "vm", "slots"));
     }
 
     #[test]
