@@ -786,6 +786,36 @@ mod tests {
         Cluster::from_config(&ClusterConfig::parse(text).expect("config"))
     }
 
+    /// Each queue instance takes its host's values (a host's beating its group's); a host
+    /// is bounded by a `slots=N` of its complex_values, else by its instances together.
+    #[test]
+    fn instances_take_their_hosts_values_and_hosts_their_own_slots() {
+        let text = "hosts:\n  - {name: a, complex_values: {slots: \"5\"}}\n  - {name: b}\n  - {name: c}\n\
+                    hostgroups:\n  \"@big\": [b, c]\n\
+                    parallel_environments:\n  - {name: smp, slots: 99, allocation_rule: $pe_slots}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, \"@big\"], slots: 3, per_host: {\"@big\": {slots: 16, pe_list: [smp], limits: {h_rt: \"1:00:00\"}}, c: {slots: 32, disabled: true}}}\n\
+                    \x20 - {name: y.q, hostlist: [a], slots: 4}\n";
+        let c = Cluster::from_config(&ClusterConfig::parse(text).expect("config"));
+        let qi = |q: &str, h: &str| &c.qis[c.qi_index(q, h).expect("instance")];
+        assert_eq!(qi("x.q", "a").slots_cap, 3);
+        assert!(qi("x.q", "a").pe_list.is_empty());
+        assert_eq!(qi("x.q", "b").slots_cap, 16);
+        assert_eq!(qi("x.q", "b").pe_list, ["smp"]);
+        assert_eq!(
+            qi("x.q", "b").values.get("h_rt").map(String::as_str),
+            Some("1:00:00")
+        );
+        assert_eq!(
+            (qi("x.q", "c").slots_cap, qi("x.q", "c").disabled),
+            (32, true)
+        );
+        let host = |n: &str| c.hosts.iter().find(|h| h.name == n).expect("host");
+        assert_eq!(host("a").slots_cap, 5, "its slots=5, not 3 + 4");
+        assert!(!host("a").consumables.cap.contains_key("slots"));
+        assert_eq!(host("b").slots_cap, 16);
+        assert_eq!(host("b").groups, ["@big"]);
+    }
+
     /// The room bit as the fit reads it, against the slot counts it stands for.
     fn check_room(c: &Cluster) -> Result<(), TestCaseError> {
         for (qi, q) in c.qis.iter().enumerate() {
