@@ -407,7 +407,8 @@ fn host_groups_select_queue_instances_as_sge_does() {
             "hosts:\n  - {{name: \"{host}\"}}\n\
              hostgroups:\n  \"@allhosts\": [\"{host}\"]\n  \"@q25\": [\"{host}\"]\n  \"@q25top\": [\"@q25\"]\n\
              queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\n\
-             \x20 - {{name: q25.q, hostlist: [\"@q25\"], slots: 1, per_host: {{\"@q25\": {{slots: 2}}}}}}\n\
+             \x20 - {{name: q25.q, hostlist: [\"@q25\"], slots: 1, per_host: {{\"@q25\": {{slots: 2, pe_list: [smp]}}}}}}\n\
+             parallel_environments:\n  - {{name: smp, slots: 99, allocation_rule: $pe_slots}}\n\
              scheduler: {{policy: sge}}\n"
         )
     });
@@ -428,9 +429,18 @@ fn host_groups_select_queue_instances_as_sge_does() {
         run.stdout
             .lines()
             .nth(2)
-            .is_some_and(|l| l.starts_with(&format!("{:<31}BI    0/0/2", format!("q25.q@{host}")))),
+            .is_some_and(|l| l.starts_with(&format!("{:<31}BIP   0/0/2", format!("q25.q@{host}")))),
         "{run:?}"
     );
+    // -pe selects by each instance's own pe_list.
+    let run = cell.run(&user, "qstat", &["-f", "-pe", "smp"]);
+    let names: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, [format!("q25.q@{host}")], "{run:?}");
     // Each change seen (`qselect -qs d`) before the next.
     let disabled = || {
         let run = cell.run(&root, "qselect", &["-qs", "d"]);

@@ -153,14 +153,6 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
     let config: &'a ClusterConfig = view.config;
     let mut out = Vec::new();
     for q in &config.queues {
-        if let Some(pes) = &args.pes
-            && !q
-                .pe_list
-                .iter()
-                .any(|p| pes.iter().any(|w| pattern::matches(w, p)))
-        {
-            continue;
-        }
         for h in config.queue_hosts(q) {
             if let Some(wcs) = &args.queues
                 && !wcs
@@ -178,6 +170,15 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
             } else {
                 std::borrow::Cow::Owned(config.queue_instance(q, &h.name))
             };
+            // `-pe`: the instance's own pe_list (its per-host values).
+            if let Some(pes) = &args.pes
+                && !q
+                    .pe_list
+                    .iter()
+                    .any(|p| pes.iter().any(|w| pattern::matches(w, p)))
+            {
+                continue;
+            }
             let inst = QueueInstance {
                 host: h.name.clone(),
                 slots_total: q.slots,
