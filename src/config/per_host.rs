@@ -135,10 +135,14 @@ impl ClusterConfig {
         if q.per_host.is_empty() {
             return q.clone();
         }
-        let mut overrides: Vec<&Map<String, Value>> = self
-            .host_groups_of(host)
-            .into_iter()
-            .filter_map(|g| q.per_host.get(g))
+        // Only the groups the queue has values for are resolved.
+        let mut overrides: Vec<&Map<String, Value>> = q
+            .per_host
+            .iter()
+            .filter(|(k, _)| {
+                k.starts_with('@') && self.host_group_hosts(k).iter().any(|h| h == host)
+            })
+            .map(|(_, over)| over)
             .collect();
         overrides.extend(q.per_host.get(host));
         // Checked when the configuration was read (`validate_per_host`).
@@ -147,6 +151,41 @@ impl ClusterConfig {
             plain.per_host.clear();
             plain
         })
+    }
+
+    /// Every instance of `q`, with its host, as [`Self::queue_instance`] gives it, each host
+    /// group resolved once (for the thousands of hosts of a cluster).
+    pub fn queue_instances<'c>(
+        &'c self,
+        q: &QueueConfig,
+    ) -> Vec<(&'c super::HostConfig, QueueConfig)> {
+        let hosts = self.queue_hosts(q);
+        if q.per_host.is_empty() {
+            return hosts.into_iter().map(|h| (h, q.clone())).collect();
+        }
+        let groups: Vec<(&Map<String, Value>, std::collections::HashSet<String>)> = q
+            .per_host
+            .iter()
+            .filter(|(k, _)| k.starts_with('@'))
+            .map(|(k, over)| (over, self.host_group_hosts(k).into_iter().collect()))
+            .collect();
+        hosts
+            .into_iter()
+            .map(|h| {
+                let mut overrides: Vec<&Map<String, Value>> = groups
+                    .iter()
+                    .filter(|(_, members)| members.contains(&h.name))
+                    .map(|(over, _)| *over)
+                    .collect();
+                overrides.extend(q.per_host.get(&h.name));
+                let instance = apply(q, &overrides).unwrap_or_else(|_| {
+                    let mut plain = q.clone();
+                    plain.per_host.clear();
+                    plain
+                });
+                (h, instance)
+            })
+            .collect()
     }
 
     /// The queue instance `queue@host` (or the cluster queue `queue`, its own values), if the

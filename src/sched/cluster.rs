@@ -215,6 +215,13 @@ impl Cluster {
         };
         let mut global = Pool::default();
         let mut hosts = Vec::new();
+        // Each group's hosts, resolved once (not once per host).
+        let group_hosts: Vec<(&str, std::collections::HashSet<String>)> = config
+            .hostgroups
+            .keys()
+            .map(|g| (g.as_str(), config.host_group_hosts(g).into_iter().collect()))
+            .collect();
+        let mut caps = Vec::new();
         for h in &config.hosts {
             // A host's `slots` bound its queue instances' (`slots_cap`), not a consumable
             // jobs book.
@@ -228,25 +235,12 @@ impl Cluster {
             let slots_cap = ClusterConfig::host_slots_cap(h);
             values.insert("hostname".into(), h.name.clone());
             values.insert("arch".into(), h.arch.clone());
-            // Without a load report, the processors a host is taken to have: its slots, else
-            // the most slots any of its queues gives it.
-            let num_proc = slots_cap.unwrap_or_else(|| {
-                config
-                    .queues
-                    .iter()
-                    .filter(|q| config.queue_hosts(q).iter().any(|x| x.name == h.name))
-                    .map(|q| config.queue_instance(q, &h.name).slots)
-                    .max()
-                    .unwrap_or(0)
-            });
-            values
-                .entry("num_proc".into())
-                .or_insert(num_proc.to_string());
-            let groups = config
-                .host_groups_of(&h.name)
-                .into_iter()
-                .map(String::from)
+            let groups = group_hosts
+                .iter()
+                .filter(|(_, members)| members.contains(h.name.as_str()))
+                .map(|(g, _)| g.to_string())
                 .collect();
+            caps.push(slots_cap);
             hosts.push(HostState {
                 name: h.name.clone(),
                 slots_cap: slots_cap.unwrap_or(u32::MAX),
@@ -269,11 +263,11 @@ impl Cluster {
             .collect();
         order.sort();
         for (_, qi) in order {
-            for h in config.queue_hosts(&config.queues[qi]) {
+            for (h, q) in config.queue_instances(&config.queues[qi]) {
                 let Some(host) = hosts.iter().position(|x| x.name == h.name) else {
                     continue;
                 };
-                let q = &config.queue_instance(&config.queues[qi], &h.name);
+                let q = &q;
                 let (pool, mut values) = split(&q.complex_values);
                 for (k, v) in &q.limits {
                     values.insert(k.clone(), v.clone());
@@ -302,14 +296,23 @@ impl Cluster {
                 });
             }
         }
-        // A host without a cap of its own is bounded by its queue instances' slots together.
+        // A host without a cap of its own is bounded by its queue instances' slots together;
+        // without a load report, it is taken to have as many processors as its slots, else
+        // as the most slots any of its queues gives it.
+        let mut together = vec![0u32; hosts.len()];
+        let mut most = vec![0u32; hosts.len()];
+        for q in &qis {
+            together[q.host] = together[q.host].saturating_add(q.slots_cap);
+            most[q.host] = most[q.host].max(q.slots_cap);
+        }
         for (h, host) in hosts.iter_mut().enumerate() {
-            if host.slots_cap == u32::MAX {
-                host.slots_cap = qis
-                    .iter()
-                    .filter(|q| q.host == h)
-                    .fold(0u32, |n, q| n.saturating_add(q.slots_cap));
+            if caps[h].is_none() {
+                host.slots_cap = together[h];
             }
+            let num_proc = caps[h].unwrap_or(most[h]);
+            host.values
+                .entry("num_proc".into())
+                .or_insert(num_proc.to_string());
         }
         let pes = config
             .parallel_environments
