@@ -795,6 +795,14 @@ impl ClusterConfig {
             }
         }
         for h in &self.hosts {
+            if let Some(v) = h.complex_values.get("slots")
+                && v.trim().parse::<u32>().is_err()
+            {
+                return Err(format!(
+                    "host {}: complex_values slots={v} is not a number of slots",
+                    h.name
+                ));
+            }
             for (kind, ids) in &h.devices {
                 let consumable = self
                     .complex(kind)
@@ -1014,6 +1022,19 @@ mod tests {
         assert_eq!(config.scheduler.weight_tickets_share, 10_000.0);
         assert_eq!(config.scheduler.halftime, 336.0);
         assert!(config.is_manager("root", 0));
+    }
+
+    #[test]
+    fn a_hosts_slots_are_a_number() {
+        let text = ClusterConfig::default_text("node1", 4).replace(
+            "    launch: {method: local}",
+            "    launch: {method: local}\n    complex_values: {slots: many}",
+        );
+        let err = ClusterConfig::parse(&text).expect_err("must fail");
+        assert!(
+            err.contains("complex_values slots=many is not a number"),
+            "{err}"
+        );
     }
 
     #[test]
