@@ -296,6 +296,9 @@ impl Cluster {
                 });
             }
         }
+        // A host's own seq_no (a per-host value) places its instance among the others; the
+        // sort is stable, so equal ones keep the queues' and hosts' configuration order.
+        qis.sort_by_key(|q| q.seq_no);
         // A host without a cap of its own is bounded by its queue instances' slots together;
         // without a load report, it is taken to have as many processors as its slots, else
         // as the most slots any of its queues gives it.
@@ -817,6 +820,13 @@ mod tests {
         assert!(!host("a").consumables.cap.contains_key("slots"));
         assert_eq!(host("b").slots_cap, 16);
         assert_eq!(host("b").groups, ["@big"]);
+        // A per-host seq_no orders that instance among the others.
+        let text = "hosts:\n  - {name: a}\n  - {name: b}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, b], slots: 1, per_host: {b: {seq_no: 9}}}\n\
+                    \x20 - {name: y.q, hostlist: [a, b], slots: 1, seq_no: 5}\n";
+        let c = Cluster::from_config(&ClusterConfig::parse(text).expect("config"));
+        let order: Vec<String> = c.qis.iter().map(|q| q.full_name(&c.hosts)).collect();
+        assert_eq!(order, ["x.q@a", "y.q@a", "y.q@b", "x.q@b"]);
     }
 
     /// The room bit as the fit reads it, against the slot counts it stands for.
