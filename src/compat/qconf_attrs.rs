@@ -457,6 +457,10 @@ pub fn set_host_value(
             paths.push((k.clone(), None));
         }
     }
+    if paths.is_empty() {
+        // An attribute gridspool keeps no value of (its only value was given).
+        return Ok(());
+    }
     let over = q.per_host.entry(key.to_string()).or_default();
     for (k, sub) in paths {
         match sub {
@@ -1054,6 +1058,9 @@ mod tests {
             (q.slots, &q.per_host["vm"]["slots"]),
             (5, &serde_json::json!(3))
         );
+        set_queue_attr(&mut q, "suspend_method", "NONE,[vm=NONE]").expect("suspend_method");
+        assert!(set_queue_attr(&mut q, "suspend_method", "NONE,[vm=/bin/stop]").is_err());
+        assert!(q.per_host["vm"].keys().all(|k| k != "suspend_method"));
         assert!(remove_host_value(&mut q, "vm", "slots"));
         assert!(!remove_host_value(&mut q, "vm", "slots"));
     }
