@@ -7,6 +7,8 @@ _gridspool_qconf() {
         -Acal) COMPREPLY=(); return ;;
         -ae) COMPREPLY=(); return ;;
         -Ae) COMPREPLY=(); return ;;
+        -ahgrp) COMPREPLY=(); return ;;
+        -Ahgrp) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
         -Aprj) COMPREPLY=(); return ;;
@@ -18,6 +20,7 @@ _gridspool_qconf() {
         -dattr) COMPREPLY=(); return ;;
         -dcal) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
+        -dhgrp) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
         -dp) COMPREPLY=(); return ;;
@@ -32,6 +35,8 @@ _gridspool_qconf() {
         -Mcal) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
+        -mhgrp) COMPREPLY=(); return ;;
+        -Mhgrp) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
         -Mp) COMPREPLY=(); return ;;
         -mprj) COMPREPLY=(); return ;;
@@ -44,11 +49,14 @@ _gridspool_qconf() {
         -Mu) COMPREPLY=(); return ;;
         -muser) COMPREPLY=(); return ;;
         -Muser) COMPREPLY=(); return ;;
+        -purge) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
         -scal) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
+        -shgrp_tree) COMPREPLY=(); return ;;
+        -shgrp_resolved) COMPREPLY=(); return ;;
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
@@ -56,7 +64,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

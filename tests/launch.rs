@@ -1017,7 +1017,7 @@ fn launch_over_ssh_through_a_real_sshd() {
     let rig = Rig::with(|c| {
         c.hosts.push(HostConfig {
             name: "sshowner".into(),
-            slots: 1,
+            slots: Some(1),
             launch: LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
@@ -1040,7 +1040,7 @@ fn launch_over_ssh_through_a_real_sshd() {
         });
         c.hosts.push(HostConfig {
             name: "sshhost".into(),
-            slots: 2,
+            slots: Some(2),
             launch: LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
@@ -1125,7 +1125,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
     let rig = Rig::with(|c| {
         c.hosts.push(HostConfig {
             name: "deadhost".into(),
-            slots: 1,
+            slots: Some(1),
             launch: LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
@@ -1361,7 +1361,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
     let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
     config.hosts.push(HostConfig {
         name: "bare".into(),
-        slots: 1,
+        slots: Some(1),
         launch: LaunchMethod::Ssh {
             address: Some("127.0.0.1".into()),
             port: Some(sshd.port),

@@ -388,3 +388,52 @@ fn a_starter_method_starts_the_job_with_its_command_and_is_told_the_shell() {
     );
     assert_eq!(failed_codes(&cell, id), ["0"]);
 }
+
+/// A prolog given to one host (`qconf -mattr queue prolog … all.q@host`, queue_conf(5)'s
+/// per-host values) runs before the jobs there; the queue's own (none) elsewhere.
+#[test]
+fn a_hosts_own_prolog_runs_before_its_jobs() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "a_hosts_own_prolog_runs_before_its_jobs",
+            "needs root and the test users",
+        );
+    };
+    let cell = cell();
+    let _d = SchedD::start(&cell, &[]);
+    let host = gridspool::identity::short_hostname();
+    let prolog = script(
+        &cell,
+        "host-prolog.sh",
+        "echo \"prolog of $HOSTNAME $1\" >> \"$SGE_O_WORKDIR/steps\"\n",
+    );
+    qconf(
+        &cell,
+        &root,
+        &[
+            "-mattr",
+            "queue",
+            "prolog",
+            &format!("{prolog} $host"),
+            &format!("all.q@{host}"),
+        ],
+    );
+    let run = cell.run(&root, "qconf", &["-sq", "all.q"]);
+    assert!(
+        run.stdout.contains(&format!(
+            "prolog                NONE,[{host}={prolog} $host]\n"
+        )),
+        "{run:?}"
+    );
+    let id = submit(
+        &cell,
+        &user,
+        &["-cwd", "-b", "y", "-o", "/dev/null", "-j", "y", "true"],
+    );
+    wait_for("the job ran", Duration::from_secs(20), || {
+        !accounting_records(&cell, id).is_empty()
+    });
+    let steps = std::fs::read_to_string(cell.workdir(&user).join("steps")).expect("steps");
+    assert!(steps.ends_with(&format!(" {host}\n")), "{steps}");
+    assert!(steps.starts_with("prolog of "), "{steps}");
+}

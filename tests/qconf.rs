@@ -12,7 +12,7 @@ fn oracle_cell(share_tree: &str) -> TestCell {
     TestCell::with_config(|_| {
         format!(
             "managers: [sgeadmin]\n\
-             hosts:\n  - {{name: \"{host}\", slots: 2}}\n\
+             hosts:\n  - {{name: \"{host}\"}}\n\
              hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
              queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2, pe_list: [make, smp, mpi]}}\n\
              parallel_environments:\n\
@@ -231,7 +231,7 @@ fn six_slot_oracle() -> TestCell {
     TestCell::with_config(|_| {
         format!(
             "# the oracle's cell\nmanagers: [sgeadmin]\n\
-             hosts:\n  - {{name: \"{host}\", slots: 6}}  # this machine\n\
+             hosts:\n  - {{name: \"{host}\"}}  # this machine\n\
              hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
              queues:\n  # the default queue\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 6, pe_list: [make, smp, mpi]}}\n\
              parallel_environments:\n\

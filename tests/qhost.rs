@@ -103,7 +103,7 @@ fn qhost_xml() {
 
 fn two_host_config() -> ClusterConfig {
     let text = ClusterConfig::default_text("vm", 2).replace(
-        "hosts:\n  - name: \"vm\"\n    slots: 2\n    launch: {method: local}\n",
+        "hosts:\n  - name: \"vm\"\n    launch: {method: local}\n",
         "hosts:\n  - name: \"vm\"\n    slots: 2\n    launch: {method: local}\n  - name: \"node1\"\n    slots: 4\n    launch: {method: ssh}\n",
     ).replace("\"@allhosts\": [\"vm\"]", "\"@allhosts\": [\"vm\", \"node1\"]");
     ClusterConfig::parse(&text).expect("config")

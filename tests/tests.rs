@@ -32,6 +32,7 @@ mod qrsh;
 mod qselect;
 mod qstat;
 mod qsub;
+mod queues;
 mod sched;
 mod security;
 mod shadow;

@@ -340,7 +340,7 @@ fn cell_summary(config: &crate::config::ClusterConfig, path: &Path) -> String {
             config
                 .hosts
                 .iter()
-                .map(|h| format!("{} ({} slots)", h.name, h.slots))
+                .map(|h| format!("{} ({} slots)", h.name, config.host_slots(h)))
                 .collect(),
         ),
         named(

@@ -18,6 +18,7 @@ pub mod qconf;
 mod qconf_acl;
 mod qconf_calendar;
 mod qconf_change;
+mod qconf_hostgroup;
 pub mod qdel;
 pub mod qhold;
 pub mod qhost;

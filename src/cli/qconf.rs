@@ -20,8 +20,8 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: qconf::SYNTAX,
     description: &[
         "-json, a gridspool extension (not listed by -help), prints what a show form (-s...) shows as JSON: a list of names (-sql, -sel, -spl...) as an array of strings; SGE's name value objects (-sq, -sp, -se, -sconf, -ssconf...) as an object of strings (values as the text form prints them, continuation lines joined), or an array of objects when several are shown.",
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
-        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, and takes its slots from a slots=N of its complex_values), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)), -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group, -shgrp_tree with its subgroups as a tree and -shgrp_resolved as its hosts; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)), -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). Root, or the administrator who owns config.yaml, writes it directly; for any other manager sched_d writes it (the request says who asks, from the kernel's uid), if the file has not changed since qconf read it, and qconf waits up to 15 s for its answer.",
     ],
     option_details: &[],
@@ -34,7 +34,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ),
     ],
     compatibility: &[
-        "The options for objects gridspool does not have (checkpointing interfaces, resource quotas, administrative and submit hosts) and those not carried out yet (-dstree, -mstnode, -purge, -Mattr and the other file forms of attributes) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
+        "The options for objects gridspool does not have (checkpointing interfaces, resource quotas, administrative and submit hosts) and those not carried out yet (-dstree, -mstnode, -Mattr and the other file forms of attributes) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
     ],
     see_also: &["qstat", "qhost", "sched_d"],
 };
@@ -78,6 +78,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                 crate::compat::options::Arity::Flag => 0,
                 _ if word.ends_with("attr") => 4,
                 _ if word == "-au" || word == "-du" => 2,
+                _ if word == "-purge" => 3,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -301,6 +302,16 @@ fn show(
         }
         "-sq" => show_queues(value, config, o),
         "-su" | "-sul" => super::qconf_acl::show(option, value, config, o),
+        "-shgrp_tree" => {
+            o.stdout
+                .push_str(&super::qconf_hostgroup::tree(config, value)?);
+            Ok(())
+        }
+        "-shgrp_resolved" => {
+            o.stdout
+                .push_str(&super::qconf_hostgroup::resolved(config, value)?);
+            Ok(())
+        }
         "-sconf" => {
             for name in value.split(',') {
                 match name {
@@ -398,13 +409,14 @@ fn show_queues(list: &str, config: &ClusterConfig, o: &mut Output) -> Result<(),
         if i > 0 {
             o.out("");
         }
-        let text = qconf::queue(q);
         match host {
-            None => o.stdout.push_str(&text),
+            None => o.stdout.push_str(&qconf::queue(q)),
             Some(h) => {
                 if !config.queue_hosts(q).iter().any(|c| c.name == h) {
                     return Err(no_match());
                 }
+                // Its values on that host.
+                let text = qconf::queue(&config.queue_instance(q, h));
                 // A queue instance: its host instead of the host list (and SGE 8.1.9 ends
                 // an instance's qtype with a space).
                 for line in text.lines() {

@@ -23,6 +23,12 @@ pub fn handles(option: &str) -> bool {
     matches!(
         option,
         "-mattr"
+            | "-purge"
+            | "-ahgrp"
+            | "-Ahgrp"
+            | "-mhgrp"
+            | "-Mhgrp"
+            | "-dhgrp"
             | "-aattr"
             | "-dattr"
             | "-rattr"
@@ -109,6 +115,11 @@ pub fn change(
     };
     let changed = match option {
         "-mattr" | "-aattr" | "-dattr" | "-rattr" => attribute(option, value, more, &me, cx, o)?,
+        "-purge" => purge(value, more, &me, cx, o)?,
+        "-ahgrp" | "-Ahgrp" | "-mhgrp" | "-Mhgrp" => {
+            super::qconf_hostgroup::hostgroup_file(option, value, &me, cx, o)?
+        }
+        "-dhgrp" => super::qconf_hostgroup::delete_hostgroup(value, &me, cx, o)?,
         "-Mq" | "-Aq" | "-mq" => queue_file(option, value, &me, cx, o)?,
         "-Mp" | "-Ap" | "-mp" => pe_file(option, value, &me, cx, o)?,
         "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
@@ -173,6 +184,8 @@ fn read_file(file: &str, what: &str) -> Result<String, Stop> {
 /// every attribute is required).
 fn queue_from_text(text: &str, base: QueueConfig) -> Result<QueueConfig, AttrError> {
     let mut q = base;
+    // The text gives every attribute with all its per-host values.
+    q.per_host.clear();
     for (name, value) in attrs::read_object(text, attrs::QUEUE_ATTRS, true)? {
         attrs::set_queue_attr(&mut q, &name, &value)?;
     }
@@ -329,6 +342,14 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
     };
     let new = queue_from_text(&text, base).map_err(|e| file_error(e, &file, "Cluster queue"))?;
     super::qconf_calendar::known_calendar(&config, &new)?;
+    for key in new.per_host.keys() {
+        let attr = attrs::QUEUE_ATTRS
+            .iter()
+            .map(|(n, _, _)| *n)
+            .find(|n| attrs::host_value_touches(&new.per_host[key], n))
+            .unwrap_or("slots");
+        check_host_key(&config, key, attr)?;
+    }
     match existing {
         Some(old) => {
             if let Some(q) = config.queues.iter_mut().find(|q| q.name == name) {
@@ -619,10 +640,8 @@ fn named_file(
             attrs::set_project_attr
         ),
         Named::ExecHost => {
-            // A new host: reached over ssh (locally if it is this host); its slots from a
-            // `slots=N` of its complex_values, which SGE sites give their hosts.
-            let mut fresh: crate::config::HostConfig =
-                blank(serde_json::json!({"name": name, "slots": 0}))?;
+            // A new host: reached over ssh (locally if it is this host).
+            let mut fresh: crate::config::HostConfig = blank(serde_json::json!({"name": name}))?;
             if !name.eq_ignore_ascii_case(&env.host) {
                 fresh.launch = crate::config::LaunchMethod::Ssh {
                     address: None,
@@ -637,18 +656,10 @@ fn named_file(
             for (attr, v) in &lines {
                 attrs::set_exechost_attr(&mut new, attr, v).map_err(bad)?;
             }
-            if let Some(slots) = new.complex_values.remove("slots") {
-                new.slots = slots.parse().map_err(|_| {
-                    Stop(vec![format!(
-                        "error: slots=\"{slots}\" of \"{name}\" is not a number"
-                    )])
-                })?;
-            }
-            if new.slots == 0 {
-                return Err(Stop(vec![format!(
-                    "error: a new execution host needs its slots: add slots=N to the complex_values of \"{name}\""
-                )]));
-            }
+            // The text showed an older `hosts[].slots` as `slots=N` of the complex_values,
+            // where it now stays.
+            new.slots = None;
+            check_host_slots(&new)?;
             match old {
                 Some(old) => {
                     if let Some(h) = config.hosts.iter_mut().find(|h| h.name == name) {
@@ -671,6 +682,17 @@ fn named_file(
         kind.word()
     ));
     Ok(true)
+}
+
+/// A host's `slots=N` is a number of slots.
+fn check_host_slots(host: &crate::config::HostConfig) -> Result<(), Stop> {
+    match host.complex_values.get("slots") {
+        Some(v) if v.trim().parse::<u32>().is_err() => Err(Stop(vec![format!(
+            "error: slots=\"{v}\" of \"{}\" is not a number",
+            host.name
+        )])),
+        _ => Ok(()),
+    }
 }
 
 /// `-duser user_list`, `-dprj project_list`, `-de host_list`.
@@ -988,6 +1010,118 @@ fn new_text(
     })
 }
 
+/// A host or `@group` that per-host values of `attr` may be given for: SGE's words for a
+/// group that does not exist; a host must be an execution host (SGE takes any name).
+fn check_host_key(config: &ClusterConfig, key: &str, attr: &str) -> Result<(), Stop> {
+    if key.starts_with('@') {
+        if !config.hostgroups.contains_key(key) {
+            return Err(Stop(vec![format!(
+                "Did not modify \"{attr}\" for host group \"{key}\" which does not exist."
+            )]));
+        }
+    } else if config.host(key).is_none() {
+        return Err(Stop(vec![format!(
+            "Did not modify \"{attr}\" for host \"{key}\" which is not an execution host."
+        )]));
+    }
+    Ok(())
+}
+
+/// `-mattr|-aattr|-dattr|-rattr queue attr_nm val queue@host` (or `queue@@group`): the
+/// value of one host or host group, changed from its own (`NONE` when it has none, as SGE
+/// starts a list it adds to).
+#[allow(clippy::too_many_arguments)]
+fn host_value(
+    option: &str,
+    shape: Shape,
+    attr: &str,
+    value: &str,
+    queue: &str,
+    key: &str,
+    config: &mut ClusterConfig,
+    notes: &mut Vec<String>,
+) -> Result<(QueueConfig, QueueConfig), Stop> {
+    let bad = |e: AttrError| Stop(e.lines);
+    if attr == "qname" {
+        return Err(Stop(vec!["qconf: cannot change qname".into()]));
+    }
+    let Some(old) = config.queue(queue).cloned() else {
+        return Err(Stop(vec![format!(
+            "denied: cluster queue \"{queue}\" does not exist"
+        )]));
+    };
+    let mut new = old.clone();
+    if attr == "hostlist" {
+        // Not a per-host attribute: the queue's own.
+        let current = qconf::words_or_none(&old.hostlist);
+        let text = new_text(option, shape, attr, &current, value, queue, notes).map_err(bad)?;
+        attrs::set_queue_attr(&mut new, attr, &text).map_err(bad)?;
+    } else {
+        check_host_key(config, key, attr)?;
+        let current = match old.per_host.get(key) {
+            Some(over) if attrs::host_value_touches(over, attr) => {
+                let inst = crate::config::per_host::apply(&old, &[over])
+                    .map_err(|e| Stop(vec![format!("error: {e}")]))?;
+                shown(&qconf::queue(&inst), attr)
+            }
+            _ => "NONE".to_string(),
+        };
+        let text = new_text(option, shape, attr, &current, value, queue, notes).map_err(bad)?;
+        attrs::set_host_value(&mut new, key, attr, &text).map_err(bad)?;
+    }
+    if let Some(q) = config.queues.iter_mut().find(|q| q.name == queue) {
+        *q = new.clone();
+    }
+    Ok((old, new))
+}
+
+/// `-purge queue attr_nm queue@host` (or `queue@@group`, and `*` for every attribute): the
+/// value of one host or host group removed, the queue's own applying there again.
+fn purge(value: &str, more: &[String], me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let [attr, id, ..] = more else {
+        return Err(Stop(vec!["error: missing arguments".into()]));
+    };
+    if value != "queue" {
+        return Err(Stop(vec![format!(
+            "Modification of object \"{value}\" not supported"
+        )]));
+    }
+    let Some((queue, key)) = id.split_once('@') else {
+        return Err(Stop(vec![format!(
+            "error: Given object_instance \"{id}\" is incomplete"
+        )]));
+    };
+    let editor = ConfigEditor::open(&cx.path)?;
+    let mut config = editor.config.clone();
+    let Some(old) = config.queue(queue).cloned() else {
+        return Err(Stop(vec![format!(
+            "denied: cluster queue \"{queue}\" does not exist"
+        )]));
+    };
+    let mut new = old.clone();
+    let removed = if attr == "*" {
+        new.per_host.remove(key).is_some()
+    } else if attrs::shape(attrs::QUEUE_ATTRS, attr).is_none() {
+        false
+    } else {
+        attrs::remove_host_value(&mut new, key, attr)
+    };
+    if !removed {
+        // SGE says so and exits 0.
+        o.err(format!(
+            "Attribute name (\"{attr}\") and/or value (\"{key}\") not found"
+        ));
+        return Ok(false);
+    }
+    if let Some(q) = config.queues.iter_mut().find(|q| q.name == queue) {
+        *q = new.clone();
+    }
+    editor.update_item("queues", queue, &old, &new)?;
+    commit(cx, editor, &config)?;
+    o.out(format!("{me} modified \"{queue}\" in cluster queue list"));
+    Ok(true)
+}
+
 /// `-mattr|-aattr|-dattr|-rattr obj_nm attr_nm val obj_id_list`.
 fn attribute(
     option: &str,
@@ -1024,17 +1158,27 @@ fn attribute(
         let bad = |e: AttrError| Stop(e.lines);
         let message = match object {
             "queue" => {
-                if let Some((q, h)) = id.split_once('@') {
-                    return Err(Stop(vec![format!(
-                        "gridspool has no per-host values of queue attributes: \"{q}@{h}\""
-                    )]));
+                if let Some((q, key)) = id.split_once('@') {
+                    let (old, new) =
+                        host_value(option, shape, attr, value, q, key, &mut config, &mut notes)?;
+                    editor.update_item("queues", q, &old, &new)?;
+                    commit(cx, editor, &config)?;
+                    for n in notes {
+                        o.out(n);
+                    }
+                    o.out(format!("{me} modified \"{q}\" in cluster queue list"));
+                    changed = true;
+                    continue;
                 }
                 let Some(old) = config.queue(id).cloned() else {
                     return Err(Stop(vec![format!(
                         "denied: cluster queue \"{id}\" does not exist"
                     )]));
                 };
-                let current = shown(&qconf::queue(&old), attr);
+                // The queue's own value (its per-host ones stay).
+                let plain = crate::config::per_host::apply(&old, &[])
+                    .map_err(|e| Stop(vec![format!("error: {e}")]))?;
+                let current = shown(&qconf::queue(&plain), attr);
                 if option == "-mattr" && super::qconf_acl::is_fence_attr(attr) {
                     if value.eq_ignore_ascii_case("NONE") {
                         return Err(Stop(vec![super::qconf_acl::MATTR_NONE.to_string()]));
@@ -1081,7 +1225,11 @@ fn attribute(
                 let Some(old) = config.host(id).cloned() else {
                     return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
                 };
-                let current = shown(&qconf::exechost_conf(&old), attr);
+                let current = if attr == "complex_values" {
+                    qconf::pairs_or_none(&ClusterConfig::shown_complex_values(&old))
+                } else {
+                    shown(&qconf::exechost_conf(&old), attr)
+                };
                 if option == "-mattr"
                     && super::qconf_acl::is_fence_attr(attr)
                     && current.eq_ignore_ascii_case("NONE")
@@ -1092,7 +1240,11 @@ fn attribute(
                 let text = new_text(option, shape, attr, &current, value, "exechost", &mut notes)
                     .map_err(bad)?;
                 let mut new = old.clone();
-                if attr == "complex_values" || super::qconf_acl::is_fence_attr(attr) {
+                if attr == "complex_values" {
+                    new.complex_values = attrs::pairs(&text).map_err(bad)?;
+                    new.slots = None;
+                    check_host_slots(&new)?;
+                } else if super::qconf_acl::is_fence_attr(attr) {
                     attrs::set_exechost_attr(&mut new, attr, &text).map_err(bad)?;
                 } else if !text.eq_ignore_ascii_case("NONE") {
                     return Err(Stop(vec![format!(

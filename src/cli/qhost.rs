@@ -481,6 +481,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
             if !config.queue_hosts(q).iter().any(|qh| qh.name == h.name) {
                 continue;
             }
+            let q = &config.queue_instance(q, &h.name);
             // SGE's letters in its order (`a C D d u E s`), as `qstat -f` shows them.
             let instance = format!("{}@{}", q.name, h.name);
             let states = &input.instance_states;

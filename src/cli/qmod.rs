@@ -525,7 +525,7 @@ impl Context<'_> {
     fn job_action(&mut self, verb: Verb, id: JobId, tasks: TaskSelector) {
         let (force, who) = (self.force, self.who);
         let config = &self.env.config;
-        let queue_rerun = |q: &str| config.queue(q).is_some_and(|q| q.rerun);
+        let queue_rerun = |q: &str| config.queue_instance_named(q).is_some_and(|q| q.rerun);
         let rules = RescheduleRules {
             queue_rerun: &queue_rerun,
             reap: config.enable_reschedule_kill(),

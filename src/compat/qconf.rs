@@ -87,15 +87,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-ahgrp group]",
         "add new host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Ahgrp",
         Arity::One,
         "[-Ahgrp file]",
         "add new host group entry from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-arqs",
         Arity::Optional,
@@ -254,8 +252,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dhgrp group]",
         "delete host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dl",
         Arity::One,
@@ -416,15 +413,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-mhgrp group]",
         "modify host group entry",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mhgrp",
         Arity::One,
         "[-Mhgrp file]",
         "modify host group entry from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mrqs",
         Arity::Optional,
@@ -510,8 +505,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-purge obj_nm3 attr_nm objectname]",
         "deletes attribute from object_instance",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-R",
         Arity::Optional,
@@ -600,15 +594,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-shgrp_tree group]",
         "show host group and used hostgroups as tree",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-shgrp_resolved",
         Arity::One,
         "[-shgrp_resolved group]",
         "show host group with resolved hostlist",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-shgrpl", Arity::Flag, "[-shgrpl]", "show host group list"),
     OptionSpec::new("-sm", Arity::Flag, "[-sm]", "show a list of all managers"),
     OptionSpec::new("-so", Arity::Flag, "[-so]", "show a list of all operators"),
@@ -810,8 +802,12 @@ pub static SYNTAX: &[SyntaxItem] = &[
     },
 ];
 
-/// `qconf -sq QUEUE`: a cluster queue as queue_conf(5) shows it.
+/// `qconf -sq QUEUE`: a cluster queue as queue_conf(5) shows it, with its per-host values
+/// (`slots 4,[@big=16],[node01=32]`).
 pub fn queue(q: &QueueConfig) -> String {
+    if !q.per_host.is_empty() {
+        return queue_with_host_values(q);
+    }
     let mut rows: Vec<(&str, String)> = vec![
         ("qname", q.name.clone()),
         ("hostlist", words_or_none(&q.hostlist)),
@@ -881,6 +877,51 @@ pub fn calendar(c: &crate::config::CalendarConfig) -> String {
     )
 }
 
+/// A queue's text with the values of each host and host group after its own: each shown
+/// as the queue's text with only that host's values applied shows it. Sorted by name, as
+/// SGE sorts them (`@` groups first); wrapped as SGE wraps long values.
+fn queue_with_host_values(q: &QueueConfig) -> String {
+    let split = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .map(|l| match l.split_once(' ') {
+                Some((n, v)) => (n.to_string(), v.trim().to_string()),
+                None => (l.to_string(), String::new()),
+            })
+            .collect()
+    };
+    let Ok(plain) = crate::config::per_host::apply(q, &[]) else {
+        return String::new();
+    };
+    let base = split(&queue(&plain));
+    type Shown<'q> = (
+        &'q String,
+        Vec<(String, String)>,
+        &'q serde_json::Map<String, serde_json::Value>,
+    );
+    let hosts: Vec<Shown> = q
+        .per_host
+        .iter()
+        .filter_map(|(key, over)| {
+            let inst = crate::config::per_host::apply(q, &[over]).ok()?;
+            Some((key, split(&queue(&inst)), over))
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, (name, value)) in base.iter().enumerate() {
+        let mut items = vec![value.clone()];
+        if !matches!(name.as_str(), "qname" | "hostlist") {
+            for (key, rows, over) in &hosts {
+                let theirs = rows.get(i).map_or("", |(_, v)| v.as_str());
+                if crate::compat::qconf_attrs::host_value_touches(over, name) || theirs != value {
+                    items.push(format!("[{key}={theirs}]"));
+                }
+            }
+        }
+        let _ = writeln!(out, "{name:<22}{}", wrapped(&items, 22));
+    }
+    out
+}
+
 /// Whether `name` is one of queue_conf(5)'s resource limits.
 pub fn is_limit(name: &str) -> bool {
     LIMITS.contains(&name)
@@ -920,7 +961,10 @@ pub fn exechost(
     let mut rows: Vec<(&str, String)> = vec![
         ("hostname", host.name.clone()),
         ("load_scaling", "NONE".into()),
-        ("complex_values", pairs_or_none(&host.complex_values)),
+        (
+            "complex_values",
+            pairs_or_none(&crate::config::ClusterConfig::shown_complex_values(host)),
+        ),
     ];
     let (values, processors) = match load {
         Some(l) => {

@@ -221,8 +221,20 @@ fn time_value(attr: &str, value: &str) -> Result<String, AttrError> {
     }
 }
 
-/// Sets attribute `attr` of queue `q` from its SGE text.
+/// Sets attribute `attr` of queue `q` from its SGE text: a plain value sets the queue's
+/// own (its per-host values stay), `4,[@big=16],[node01=32]` its own and every per-host
+/// value of `attr`.
 pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<(), AttrError> {
+    if !matches!(attr, "qname" | "hostlist")
+        && let Some((default, per_host)) = split_host_values(value)?
+    {
+        set_queue_attr(q, attr, &default)?;
+        clear_host_values(q, attr);
+        for (key, v) in per_host {
+            set_host_value(q, &key, attr, &v)?;
+        }
+        return Ok(());
+    }
     if let Some(r) = fixed(QUEUE_ATTRS, attr, value) {
         return r;
     }
@@ -253,14 +265,7 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
         "projects" => q.projects = words(v),
         "xprojects" => q.xprojects = words(v),
         "rerun" => q.rerun = bool_value(v)?,
-        "slots" => {
-            if v.contains('[') {
-                return Err(AttrError::new([format!(
-                    "gridspool has no per-host values of queue attributes: slots \"{v}\""
-                )]));
-            }
-            q.slots = u32_value(v)?;
-        }
+        "slots" => q.slots = u32_value(v)?,
         "tmpdir" => q.tmpdir = v.to_string(),
         "prolog" | "epilog" | "starter_method" => {
             let value = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string());
@@ -314,6 +319,173 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             }
         }
         _ => return Err(unknown(attr)),
+    }
+    Ok(())
+}
+
+/// A queue's own value of an attribute and those of hosts and host groups (`@big`, `16`).
+pub type HostValues = (String, Vec<(String, String)>);
+
+/// `4,[@big=16],[node01=32]` as the queue's own value and the per-host ones (`None`: a plain
+/// value). Blanks between the parts are what a `\` continuation leaves.
+pub fn split_host_values(value: &str) -> Result<Option<HostValues>, AttrError> {
+    let bytes = value.as_bytes();
+    let start =
+        (0..bytes.len()).find(|&i| bytes[i] == b'[' && value[..i].trim_end().ends_with(','));
+    let Some(start) = start else {
+        return Ok(None);
+    };
+    let default = value[..start]
+        .trim_end()
+        .trim_end_matches(',')
+        .trim()
+        .to_string();
+    let malformed = || {
+        AttrError::value(
+            format!("error parsing the host values of \"{}\"", value.trim()),
+            value,
+        )
+    };
+    let mut out = Vec::new();
+    let mut rest = &value[start..];
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', ',', '\n']);
+        if rest.is_empty() {
+            break;
+        }
+        let body = rest.strip_prefix('[').ok_or_else(malformed)?;
+        let end = body.find(']').ok_or_else(malformed)?;
+        let (key, v) = body[..end].split_once('=').ok_or_else(malformed)?;
+        if key.trim().is_empty() {
+            return Err(malformed());
+        }
+        out.push((key.trim().to_string(), v.trim().to_string()));
+        rest = &body[end + 1..];
+    }
+    Ok(Some((default, out)))
+}
+
+/// Where attribute `attr` of queue_conf(5) is kept in a queue (and in its per-host values):
+/// a key, or an entry of a key's table (`limits.h_rt`). Attributes are the queue's keys of
+/// the same name, but for these.
+pub fn attr_paths(attr: &str) -> Vec<(String, Option<String>)> {
+    if crate::compat::qconf::is_limit(attr) {
+        vec![("limits".into(), Some(attr.to_string()))]
+    } else if attr == "initial_state" {
+        vec![("disabled".into(), None)]
+    } else if crate::config::per_host::is_per_host_field(attr) {
+        vec![(attr.to_string(), None)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Whether the per-host values `over` give attribute `attr`.
+pub fn host_value_touches(over: &serde_json::Map<String, serde_json::Value>, attr: &str) -> bool {
+    attr_paths(attr).iter().any(|(k, sub)| match sub {
+        None => over.contains_key(k),
+        Some(s) => over
+            .get(k)
+            .and_then(|v| v.as_object())
+            .is_some_and(|m| m.contains_key(s)),
+    })
+}
+
+/// Removes `attr` from every per-host value of `q` (and what is left empty).
+pub fn clear_host_values(q: &mut QueueConfig, attr: &str) {
+    let keys: Vec<String> = q.per_host.keys().cloned().collect();
+    for key in keys {
+        remove_host_value(q, &key, attr);
+    }
+}
+
+/// Removes the value of `attr` for `key` (a host or `@group`): whether it had one.
+pub fn remove_host_value(q: &mut QueueConfig, key: &str, attr: &str) -> bool {
+    let Some(over) = q.per_host.get_mut(key) else {
+        return false;
+    };
+    let mut removed = false;
+    for (k, sub) in attr_paths(attr) {
+        match sub {
+            None => removed |= over.remove(&k).is_some(),
+            Some(s) => {
+                if let Some(serde_json::Value::Object(m)) = over.get_mut(&k) {
+                    removed |= m.remove(&s).is_some();
+                    if m.is_empty() {
+                        over.remove(&k);
+                    }
+                }
+            }
+        }
+    }
+    if over.is_empty() {
+        q.per_host.remove(key);
+    }
+    removed
+}
+
+/// Sets the value of `attr` for `key` (a host or `@group`) from its SGE text.
+pub fn set_host_value(
+    q: &mut QueueConfig,
+    key: &str,
+    attr: &str,
+    value: &str,
+) -> Result<(), AttrError> {
+    use serde_json::Value;
+    if matches!(attr, "qname" | "hostlist") {
+        return Err(AttrError::new([format!("qconf: cannot change {attr}")]));
+    }
+    let plain = crate::config::per_host::apply(q, &[]).map_err(|e| AttrError::new([e]))?;
+    let mut changed = plain.clone();
+    set_queue_attr(&mut changed, attr, value)?;
+    let as_object = |x: &QueueConfig| match serde_json::to_value(x) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (before, after) = (as_object(&plain), as_object(&changed));
+    let mut paths = attr_paths(attr);
+    let merged_by_key = crate::config::per_host::MERGED_BY_KEY;
+    for k in before.keys().chain(after.keys()) {
+        if before.get(k) == after.get(k) || paths.iter().any(|(p, _)| p == k) {
+            continue;
+        }
+        if merged_by_key.contains(&k.as_str()) {
+            let empty = serde_json::Map::new();
+            let b = before.get(k).and_then(Value::as_object).unwrap_or(&empty);
+            let a = after.get(k).and_then(Value::as_object).unwrap_or(&empty);
+            for s in b.keys().chain(a.keys()) {
+                if b.get(s) != a.get(s) {
+                    paths.push((k.clone(), Some(s.clone())));
+                }
+            }
+        } else {
+            paths.push((k.clone(), None));
+        }
+    }
+    if paths.is_empty() {
+        // An attribute gridspool keeps no value of (its only value was given).
+        return Ok(());
+    }
+    let over = q.per_host.entry(key.to_string()).or_default();
+    for (k, sub) in paths {
+        match sub {
+            None => {
+                over.insert(k.clone(), after.get(&k).cloned().unwrap_or(Value::Null));
+            }
+            Some(s) => {
+                let v = after
+                    .get(&k)
+                    .and_then(|t| t.get(&s))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let table = over
+                    .entry(k)
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(m) = table {
+                    m.insert(s, v);
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -860,7 +1032,48 @@ mod tests {
                 "Error during parsing of attribute value \"abc\""
             ]
         );
-        assert!(set_queue_attr(&mut q, "slots", "4,[vm=3]").is_err());
+        assert!(set_queue_attr(&mut q, "slots", "4,[vm=3").is_err());
+        assert!(set_queue_attr(&mut q, "slots", "4,[vm=x]").is_err());
+    }
+
+    #[test]
+    fn per_host_values_are_read_shown_and_read_back_the_same() {
+        let mut q = queue();
+        set_queue_attr(&mut q, "slots", "4,[vm=3],[@big=16]").expect("slots");
+        set_queue_attr(&mut q, "h_rt", "1:00:00,[vm=INFINITY]").expect("h_rt");
+        set_queue_attr(&mut q, "pe_list", "make smp,[@big=smp]").expect("pe_list");
+        set_queue_attr(&mut q, "prolog", "NONE,[vm=/bin/true]").expect("prolog");
+        assert_eq!(q.slots, 4);
+        let vm = &q.per_host["vm"];
+        assert_eq!(vm["slots"], 3);
+        assert_eq!(vm["limits"]["h_rt"], serde_json::Value::Null);
+        assert_eq!(vm["prolog"], "/bin/true");
+        assert_eq!(q.per_host["@big"]["pe_list"], serde_json::json!(["smp"]));
+        let text = crate::compat::qconf::queue(&q);
+        assert!(
+            text.contains("slots                 4,[@big=16],[vm=3]\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("h_rt                  1:00:00,[vm=INFINITY]\n"),
+            "{text}"
+        );
+        let mut back = queue();
+        for (name, value) in read_object(&text, QUEUE_ATTRS, true).expect("read") {
+            set_queue_attr(&mut back, &name, &value).expect("set");
+        }
+        assert_eq!(back, q);
+        // A plain value sets the queue's own; the hosts' stay.
+        set_queue_attr(&mut q, "slots", "5").expect("slots");
+        assert_eq!(
+            (q.slots, &q.per_host["vm"]["slots"]),
+            (5, &serde_json::json!(3))
+        );
+        set_queue_attr(&mut q, "suspend_method", "NONE,[vm=NONE]").expect("suspend_method");
+        assert!(set_queue_attr(&mut q, "suspend_method", "NONE,[vm=/bin/stop]").is_err());
+        assert!(q.per_host["vm"].keys().all(|k| k != "suspend_method"));
+        assert!(remove_host_value(&mut q, "vm", "slots"));
+        assert!(!remove_host_value(&mut q, "vm", "slots"));
     }
 
     #[test]

@@ -94,6 +94,18 @@ pub struct Fence<'a> {
     pub xprojects: &'a [String],
 }
 
+/// The queue_conf(5) attributes that fence a queue (per host too: `[@big=acl1]`).
+pub const FENCE_KEYS: [&str; 4] = ["user_lists", "xuser_lists", "projects", "xprojects"];
+
+impl super::QueueConfig {
+    /// Whether some host or host group of the queue has fences of its own.
+    pub fn fenced_per_host(&self) -> bool {
+        self.per_host
+            .values()
+            .any(|over| FENCE_KEYS.iter().any(|k| over.contains_key(*k)))
+    }
+}
+
 impl Fence<'_> {
     pub fn is_open(&self) -> bool {
         self.user_lists.is_empty()
@@ -180,7 +192,9 @@ impl ClusterConfig {
     /// Whether any queue or host is fenced: only then do a job's owner and project bear on
     /// where it may run (and on its scheduling category).
     pub fn instances_fenced(&self) -> bool {
-        self.queues.iter().any(|q| !q.fence().is_open())
+        self.queues
+            .iter()
+            .any(|q| !q.fence().is_open() || q.fenced_per_host())
             || self.hosts.iter().any(|h| !h.fence().is_open())
     }
 

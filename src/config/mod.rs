@@ -15,6 +15,7 @@ pub mod access_lists;
 pub mod calendars;
 mod complexes;
 pub mod edit;
+pub mod per_host;
 pub mod snapshot;
 
 pub use access_lists::{AccessList, ClusterAccess, Fence, Refusal};
@@ -94,8 +95,12 @@ fn default_max_sessions() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostConfig {
     pub name: String,
-    /// Slots the host offers in all queues together.
-    pub slots: u32,
+    /// An older configuration's cap on the slots of all the host's queue instances together:
+    /// the same as a `slots=N` in `complex_values` (which `qconf -se` shows it as, and where
+    /// `qconf` moves it when it changes the host). Absent: only the queues' `slots` bound
+    /// the host, as in SGE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
     #[serde(default = "local_launch")]
     pub launch: LaunchMethod,
     /// Consumable capacities and fixed values (`complex_values`).
@@ -288,6 +293,11 @@ pub struct QueueConfig {
     pub projects: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xprojects: Vec<String>,
+    /// Values per host group (`@name`) and per host, each a partial queue in this queue's own
+    /// keys (`"@big": {slots: 16}`), as queue_conf(5)'s `slots 4,[@big=16]`
+    /// ([`per_host`]; read a host's values through [`ClusterConfig::queue_instance`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub per_host: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
 }
 
 impl QueueConfig {
@@ -848,6 +858,14 @@ impl ClusterConfig {
             }
         }
         for h in &self.hosts {
+            if let Some(v) = h.complex_values.get("slots")
+                && v.trim().parse::<u32>().is_err()
+            {
+                return Err(format!(
+                    "host {}: complex_values slots={v} is not a number of slots",
+                    h.name
+                ));
+            }
             for (kind, ids) in &h.devices {
                 let consumable = self
                     .complex(kind)
@@ -894,6 +912,7 @@ impl ClusterConfig {
             }
         }
         self.check_access_references()?;
+        self.validate_per_host()?;
         for (group, members) in &self.hostgroups {
             for h in members {
                 if !h.starts_with('@') && self.host(h).is_none() {
@@ -949,6 +968,43 @@ impl ClusterConfig {
 
     pub fn is_operator(&self, user: &str, uid: u32) -> bool {
         self.is_manager(user, uid) || self.operators.iter().any(|o| o == user)
+    }
+
+    /// The most slots `host`'s queue instances may use together: the `slots=N` of its
+    /// `complex_values` (and an older configuration's `hosts[].slots`); `None`, only their
+    /// queues' `slots` bound them (SGE's default).
+    pub fn host_slots_cap(host: &HostConfig) -> Option<u32> {
+        let complex = host
+            .complex_values
+            .get("slots")
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        match (complex, host.slots) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The slots `host` offers: its cap ([`Self::host_slots_cap`]), else its queue
+    /// instances' slots together.
+    pub fn host_slots(&self, host: &HostConfig) -> u32 {
+        Self::host_slots_cap(host).unwrap_or_else(|| {
+            self.queues
+                .iter()
+                .filter(|q| self.queue_hosts(q).iter().any(|h| h.name == host.name))
+                .fold(0u32, |n, q| {
+                    n.saturating_add(self.queue_instance(q, &host.name).slots)
+                })
+        })
+    }
+
+    /// `host`'s `complex_values` as `qconf -se` shows them: an older configuration's
+    /// `hosts[].slots` is its `slots=N` ([`Self::host_slots_cap`]).
+    pub fn shown_complex_values(host: &HostConfig) -> BTreeMap<String, String> {
+        let mut values = host.complex_values.clone();
+        if let Some(cap) = Self::host_slots_cap(host) {
+            values.insert("slots".into(), cap.to_string());
+        }
+        values
     }
 
     pub fn host(&self, name: &str) -> Option<&HostConfig> {
@@ -1030,7 +1086,7 @@ mod tests {
         let text = ClusterConfig::default_text("node1", 4);
         let config = ClusterConfig::parse(&text).expect("default config parses");
         assert_eq!(config.hosts[0].name, "node1");
-        assert_eq!(config.hosts[0].slots, 4);
+        assert_eq!(config.hosts[0].slots, None);
         let q = config.queue("all.q").expect("all.q");
         assert_eq!(q.slots, 4);
         assert_eq!(config.queue_hosts(q)[0].name, "node1");
@@ -1044,6 +1100,19 @@ mod tests {
         assert_eq!(config.scheduler.weight_tickets_share, 10_000.0);
         assert_eq!(config.scheduler.halftime, 336.0);
         assert!(config.is_manager("root", 0));
+    }
+
+    #[test]
+    fn a_hosts_slots_are_a_number() {
+        let text = ClusterConfig::default_text("node1", 4).replace(
+            "    launch: {method: local}",
+            "    launch: {method: local}\n    complex_values: {slots: many}",
+        );
+        let err = ClusterConfig::parse(&text).expect_err("must fail");
+        assert!(
+            err.contains("complex_values slots=many is not a number"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -175,6 +175,8 @@ impl LaunchSpec {
             .ok_or_else(|| LaunchError::UnknownQueue {
                 queue: placement.queue.clone(),
             })?;
+        // Its values on this host (queue_conf(5)'s per-host values).
+        let queue = &config.queue_instance(queue, &placement.host);
         let spec = &job.spec;
         let command = if spec.binary {
             JobCommand::Binary {

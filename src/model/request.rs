@@ -333,7 +333,7 @@ pub enum QmodEvent {
 
 /// What decides whether a running task may be rescheduled, from the configuration.
 pub struct RescheduleRules<'a> {
-    /// The `rerun` of a cluster queue.
+    /// The `rerun` of a queue instance (`queue@host`).
     pub queue_rerun: &'a dyn Fn(&str) -> bool,
     /// `enable_reschedule_kill`: a task that may not be rerun is killed instead.
     pub reap: bool,
@@ -529,7 +529,8 @@ impl Request {
         let restartable = job.spec.restartable;
         for i in running.iter().copied() {
             let r = &mut job.tasks.running[i];
-            let rerun = restartable.unwrap_or_else(|| (rules.queue_rerun)(&r.queue));
+            let rerun = restartable
+                .unwrap_or_else(|| (rules.queue_rerun)(&format!("{}@{}", r.queue, r.host)));
             let event = if r.rescheduling {
                 // Rescheduled already: SGE finds it in its list and says nothing.
                 continue;

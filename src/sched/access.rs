@@ -11,6 +11,9 @@ use std::collections::HashMap;
 /// category.
 pub struct Fences {
     queues: HashMap<String, Option<Refusal>>,
+    /// The verdicts of the instances of queues whose hosts or host groups have fences of
+    /// their own (queue, host); other queues' instances take their queue's.
+    instances: HashMap<(String, String), Option<Refusal>>,
     hosts: HashMap<String, Option<Refusal>>,
     project: Option<String>,
 }
@@ -18,12 +21,24 @@ pub struct Fences {
 impl Fences {
     pub fn new(config: &ClusterConfig, who: &Submitter, spec: &JobSpec) -> Self {
         let project = spec.project.as_deref();
-        let verdict = |f| config.admits(f, &who.owner, &who.group, project).err();
+        let verdict =
+            |f: crate::config::Fence<'_>| config.admits(f, &who.owner, &who.group, project).err();
         Fences {
             queues: config
                 .queues
                 .iter()
                 .map(|q| (q.name.clone(), verdict(q.fence())))
+                .collect(),
+            instances: config
+                .queues
+                .iter()
+                .filter(|q| q.fenced_per_host())
+                .flat_map(|q| {
+                    config
+                        .queue_instances(q)
+                        .into_iter()
+                        .map(|(h, inst)| ((q.name.clone(), h.name.clone()), verdict(inst.fence())))
+                })
                 .collect(),
             hosts: config
                 .hosts
@@ -37,7 +52,11 @@ impl Fences {
     /// Why the job may not run in queue `queue` on host `host`, in SGE's words; `None`
     /// when it may.
     pub fn refusal(&self, queue: &str, host: &str) -> Option<String> {
-        if let Some(Some(r)) = self.queues.get(queue) {
+        let at_queue = match self.instances.get(&(queue.to_string(), host.to_string())) {
+            Some(v) => v.as_ref(),
+            None => self.queues.get(queue).and_then(Option::as_ref),
+        };
+        if let Some(r) = at_queue {
             // At the cluster queue SGE says "(no project)" of every project refusal.
             return Some(match r {
                 Refusal::User => format!("has no permission for cluster queue \"{queue}\""),
@@ -183,5 +202,24 @@ mod tests {
                 "(no project) does not have the correct project to run in host \"n2\"".to_string()
             ]
         );
+    }
+
+    /// queue_conf(5)'s `user_lists NONE,[n2=acl25]`: the fence holds on that host only.
+    #[test]
+    fn a_hosts_own_fence_keeps_outsiders_off_that_instance_only() {
+        let mut c = config(2, 1, "");
+        let mut acl = AccessList::new("acl25", "ACL");
+        acl.entries = vec!["alice".into()];
+        c.access_lists = vec![acl];
+        let over = serde_json::json!({"user_lists": ["acl25"]});
+        c.queues[0]
+            .per_host
+            .insert("n2".into(), over.as_object().expect("object").clone());
+        let jobs = vec![owned(1, "bob", "bob", None), owned(2, "bob", "bob", None)];
+        let mut s = state(c, jobs);
+        let started = s.schedule(NOW).starts;
+        assert_eq!(started.len(), 1, "{started:?}");
+        assert_eq!(started[0].placement.host, "n1");
+        assert_eq!(s.job(JobId(2)).map(|j| j.tasks.pending_count()), Some(1));
     }
 }

@@ -215,28 +215,35 @@ impl Cluster {
         };
         let mut global = Pool::default();
         let mut hosts = Vec::new();
+        // Each group's hosts, resolved once (not once per host).
+        let group_hosts: Vec<(&str, std::collections::HashSet<String>)> = config
+            .hostgroups
+            .keys()
+            .map(|g| (g.as_str(), config.host_group_hosts(g).into_iter().collect()))
+            .collect();
+        let mut caps = Vec::new();
         for h in &config.hosts {
-            let (pool, mut values) = split(&h.complex_values);
+            // A host's `slots` bound its queue instances' (`slots_cap`), not a consumable
+            // jobs book.
+            let mut complex_values = h.complex_values.clone();
+            complex_values.remove("slots");
+            let (pool, mut values) = split(&complex_values);
             if h.name == GLOBAL_HOST {
                 global = pool;
                 continue;
             }
+            let slots_cap = ClusterConfig::host_slots_cap(h);
             values.insert("hostname".into(), h.name.clone());
             values.insert("arch".into(), h.arch.clone());
-            values.insert("num_proc".into(), h.slots.to_string());
-            let groups = config
-                .hostgroups
-                .keys()
-                .filter(|g| {
-                    let mut members = Vec::new();
-                    expand(config, g, &mut members, 0);
-                    members.iter().any(|m| m == &h.name)
-                })
-                .cloned()
+            let groups = group_hosts
+                .iter()
+                .filter(|(_, members)| members.contains(h.name.as_str()))
+                .map(|(g, _)| g.to_string())
                 .collect();
+            caps.push(slots_cap);
             hosts.push(HostState {
                 name: h.name.clone(),
-                slots_cap: h.slots,
+                slots_cap: slots_cap.unwrap_or(u32::MAX),
                 slots_used: 0,
                 consumables: pool,
                 values,
@@ -256,11 +263,11 @@ impl Cluster {
             .collect();
         order.sort();
         for (_, qi) in order {
-            let q = &config.queues[qi];
-            for h in config.queue_hosts(q) {
+            for (h, q) in config.queue_instances(&config.queues[qi]) {
                 let Some(host) = hosts.iter().position(|x| x.name == h.name) else {
                     continue;
                 };
+                let q = &q;
                 let (pool, mut values) = split(&q.complex_values);
                 for (k, v) in &q.limits {
                     values.insert(k.clone(), v.clone());
@@ -288,6 +295,27 @@ impl Cluster {
                     reserved: Vec::new(),
                 });
             }
+        }
+        // A host's own seq_no (a per-host value) places its instance among the others; the
+        // sort is stable, so equal ones keep the queues' and hosts' configuration order.
+        qis.sort_by_key(|q| q.seq_no);
+        // A host without a cap of its own is bounded by its queue instances' slots together;
+        // without a load report, it is taken to have as many processors as its slots, else
+        // as the most slots any of its queues gives it.
+        let mut together = vec![0u32; hosts.len()];
+        let mut most = vec![0u32; hosts.len()];
+        for q in &qis {
+            together[q.host] = together[q.host].saturating_add(q.slots_cap);
+            most[q.host] = most[q.host].max(q.slots_cap);
+        }
+        for (h, host) in hosts.iter_mut().enumerate() {
+            if caps[h].is_none() {
+                host.slots_cap = together[h];
+            }
+            let num_proc = caps[h].unwrap_or(most[h]);
+            host.values
+                .entry("num_proc".into())
+                .or_insert(num_proc.to_string());
         }
         let pes = config
             .parallel_environments
@@ -509,19 +537,6 @@ impl Cluster {
                     .saturating_sub(self.hosts[h].slots_used)
             })
             .sum()
-    }
-}
-
-fn expand(config: &ClusterConfig, entry: &str, out: &mut Vec<String>, depth: u32) {
-    if depth > 16 {
-        return;
-    }
-    if entry.starts_with('@') {
-        for m in config.hostgroups.get(entry).into_iter().flatten() {
-            expand(config, m, out, depth + 1);
-        }
-    } else {
-        out.push(entry.to_string());
     }
 }
 
@@ -791,6 +806,43 @@ mod tests {
         let text = "hosts:\n  - {name: a, slots: 4}\n  - {name: b, slots: 4}\n  - {name: c, slots: 4}\n\
                     queues:\n  - {name: x.q, hostlist: [a, b, c], slots: 3}\n  - {name: y.q, hostlist: [a, b, c], slots: 3}\n";
         Cluster::from_config(&ClusterConfig::parse(text).expect("config"))
+    }
+
+    /// Each queue instance takes its host's values (a host's beating its group's); a host
+    /// is bounded by a `slots=N` of its complex_values, else by its instances together.
+    #[test]
+    fn instances_take_their_hosts_values_and_hosts_their_own_slots() {
+        let text = "hosts:\n  - {name: a, complex_values: {slots: \"5\"}}\n  - {name: b}\n  - {name: c}\n\
+                    hostgroups:\n  \"@big\": [b, c]\n\
+                    parallel_environments:\n  - {name: smp, slots: 99, allocation_rule: $pe_slots}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, \"@big\"], slots: 3, per_host: {\"@big\": {slots: 16, pe_list: [smp], limits: {h_rt: \"1:00:00\"}}, c: {slots: 32, disabled: true}}}\n\
+                    \x20 - {name: y.q, hostlist: [a], slots: 4}\n";
+        let c = Cluster::from_config(&ClusterConfig::parse(text).expect("config"));
+        let qi = |q: &str, h: &str| &c.qis[c.qi_index(q, h).expect("instance")];
+        assert_eq!(qi("x.q", "a").slots_cap, 3);
+        assert!(qi("x.q", "a").pe_list.is_empty());
+        assert_eq!(qi("x.q", "b").slots_cap, 16);
+        assert_eq!(qi("x.q", "b").pe_list, ["smp"]);
+        assert_eq!(
+            qi("x.q", "b").values.get("h_rt").map(String::as_str),
+            Some("1:00:00")
+        );
+        assert_eq!(
+            (qi("x.q", "c").slots_cap, qi("x.q", "c").disabled),
+            (32, true)
+        );
+        let host = |n: &str| c.hosts.iter().find(|h| h.name == n).expect("host");
+        assert_eq!(host("a").slots_cap, 5, "its slots=5, not 3 + 4");
+        assert!(!host("a").consumables.cap.contains_key("slots"));
+        assert_eq!(host("b").slots_cap, 16);
+        assert_eq!(host("b").groups, ["@big"]);
+        // A per-host seq_no orders that instance among the others.
+        let text = "hosts:\n  - {name: a}\n  - {name: b}\n\
+                    queues:\n  - {name: x.q, hostlist: [a, b], slots: 1, per_host: {b: {seq_no: 9}}}\n\
+                    \x20 - {name: y.q, hostlist: [a, b], slots: 1, seq_no: 5}\n";
+        let c = Cluster::from_config(&ClusterConfig::parse(text).expect("config"));
+        let order: Vec<String> = c.qis.iter().map(|q| q.full_name(&c.hosts)).collect();
+        assert_eq!(order, ["x.q@a", "y.q@a", "y.q@b", "x.q@b"]);
     }
 
     /// The room bit as the fit reads it, against the slot counts it stands for.

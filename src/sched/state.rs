@@ -352,10 +352,12 @@ impl SchedState {
             let Some(r) = self.jobs.get(&id).and_then(|e| e.record.get()) else {
                 return;
             };
-            let first_queue = r.tasks.running.first().map(|t| t.queue.as_str());
-            let running_queue_urgency = first_queue
-                .and_then(|q| self.config.queues.iter().find(|c| c.name == q))
-                .map_or(0.0, |q| q.urgency);
+            let running_queue_urgency = r
+                .tasks
+                .running
+                .first()
+                .and_then(|t| self.cluster.qi_index(&t.queue, &t.host))
+                .map_or(0.0, |qi| self.cluster.qis[qi].urgency);
             let mut holds = Holds::NONE;
             for g in r.tasks.pending.iter().filter(|g| !g.tasks.is_empty()) {
                 holds.user |= g.holds.user;
@@ -1094,8 +1096,8 @@ impl SchedState {
 
     /// Whether the configuration disables queue instance `name`'s queue (its initial state).
     fn configured_disabled(&self, name: &str) -> bool {
-        name.split_once('@')
-            .and_then(|(queue, _)| self.config.queue(queue))
+        self.config
+            .queue_instance_named(name)
             .is_some_and(|q| q.disabled)
     }
 
@@ -1164,7 +1166,7 @@ impl SchedState {
             return;
         };
         if let Some(qi) = self.cluster.qi_index(queue, host) {
-            let configured = self.config.queue(queue).is_some_and(|q| q.disabled);
+            let configured = self.configured_disabled(name);
             self.cluster.qis[qi].disabled = self.instance_states.closed(name, configured);
             self.invalidate_order();
         }
@@ -1173,10 +1175,11 @@ impl SchedState {
     /// The cluster's queue instances that take no new work, as the configuration and
     /// `qmod` say (disabled, suspended, in error).
     fn apply_instance_states(&mut self) {
-        for qi in &mut self.cluster.qis {
-            let name = format!("{}@{}", qi.queue, self.cluster.hosts[qi.host].name);
-            let configured = self.config.queue(&qi.queue).is_some_and(|q| q.disabled);
-            qi.disabled = self.instance_states.closed(&name, configured);
+        for qi in 0..self.cluster.qis.len() {
+            let q = &self.cluster.qis[qi];
+            let name = format!("{}@{}", q.queue, self.cluster.hosts[q.host].name);
+            let configured = self.configured_disabled(&name);
+            self.cluster.qis[qi].disabled = self.instance_states.closed(&name, configured);
         }
         self.invalidate_order();
     }

@@ -90,11 +90,12 @@ pub fn render_state(
         for h in config.queue_hosts(q) {
             let name = format!("{}@{}", q.name, h.name);
             let u = used.of(&name);
-            let width = (u * 100).checked_div(q.slots).unwrap_or(0).min(100);
+            let slots = config.queue_instance(q, &h.name).slots;
+            let width = (u * 100).checked_div(slots).unwrap_or(0).min(100);
             let _ = writeln!(
                 out,
                 "<tr data-queue=\"{n}\"><td>{n}</td><td class=\"num\">{u}</td><td class=\"num\">{}</td><td><span class=\"bar\" style=\"width:{width}px\"></span></td></tr>",
-                q.slots,
+                slots,
                 n = esc(&name),
             );
         }

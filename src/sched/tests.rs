@@ -269,7 +269,7 @@ fn consumables_per_host_and_global() {
     }
     c.hosts.push(crate::config::HostConfig {
         name: "global".into(),
-        slots: 0,
+        slots: None,
         launch: crate::config::LaunchMethod::Local,
         complex_values: [("lic".to_string(), "1".to_string())].into(),
         attributes: vec![],

@@ -562,7 +562,7 @@ mod tests {
         // Two slots. `post` waits for both `pre` jobs (by name), `last` for job 1 by number;
         // the `-now y` job finds both slots taken and is dropped.
         let mut two = config("fifo");
-        two.hosts[0].slots = 2;
+        two.hosts[0].slots = Some(2);
         two.queues[0].slots = 2;
         let jobs = [
             qsub_job(1, 0, 100, "-N pre"),

@@ -114,7 +114,7 @@ fn grouped(
 
 /// The report of `replay` under the configuration called `name`.
 pub fn report(name: &str, config: &ClusterConfig, replay: &Replay) -> Report {
-    let total_slots: u32 = config.hosts.iter().map(|h| h.slots).sum();
+    let total_slots: u32 = config.hosts.iter().map(|h| config.host_slots(h)).sum();
     let total_cpu: f64 = replay.runs.iter().map(cpu).sum();
     let all: Vec<&JobRun> = replay.runs.iter().collect();
     let span = (replay.span.1 - replay.span.0).max(1) as f64;

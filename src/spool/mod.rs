@@ -349,7 +349,7 @@ mod tests {
         std::fs::write(spool.config_path(), &edited).expect("edit");
         let loaded = spool.load_config().expect("load");
         assert!(loaded.managers.is_empty());
-        assert_eq!(loaded.hosts[0].slots, 5);
+        assert_eq!(loaded.queues[0].slots, 5);
     }
 
     #[test]

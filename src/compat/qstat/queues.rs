@@ -53,7 +53,8 @@ impl HostLoad {
 /// One queue instance (`all.q@vm`).
 #[derive(Debug, Clone)]
 pub struct QueueInstance<'a> {
-    pub queue: &'a QueueConfig,
+    /// The queue's values on this host (its per-host values applied).
+    pub queue: std::borrow::Cow<'a, QueueConfig>,
     pub host: String,
     pub name: String,
     pub slots_total: u32,
@@ -147,11 +148,12 @@ pub(crate) fn matches_wc_queue(config: &ClusterConfig, wc: &str, queue: &str, ho
     }
     match hpat {
         None => true,
+        // Through subgroups, as SGE resolves a group.
         Some(h) if h.starts_with('@') => config
             .hostgroups
-            .iter()
-            .filter(|(g, _)| pattern::matches(h, g))
-            .any(|(_, members)| members.iter().any(|m| m == host)),
+            .keys()
+            .filter(|g| pattern::matches(h, g))
+            .any(|g| config.host_group_hosts(g).iter().any(|m| m == host)),
         Some(h) => pattern::matches(h, host),
     }
 }
@@ -161,14 +163,6 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
     let config: &'a ClusterConfig = view.config;
     let mut out = Vec::new();
     for q in &config.queues {
-        if let Some(pes) = &args.pes
-            && !q
-                .pe_list
-                .iter()
-                .any(|p| pes.iter().any(|w| pattern::matches(w, p)))
-        {
-            continue;
-        }
         for h in config.queue_hosts(q) {
             if let Some(wcs) = &args.queues
                 && !wcs
@@ -181,8 +175,21 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
             let report = view.host_loads.get(&h.name);
             let reported = report.and_then(|r| r.load.as_ref());
             let name = format!("{}@{}", q.name, h.name);
+            let q: std::borrow::Cow<'a, QueueConfig> = if q.per_host.is_empty() {
+                std::borrow::Cow::Borrowed(q)
+            } else {
+                std::borrow::Cow::Owned(config.queue_instance(q, &h.name))
+            };
+            // `-pe`: the instance's own pe_list (its per-host values).
+            if let Some(pes) = &args.pes
+                && !q
+                    .pe_list
+                    .iter()
+                    .any(|p| pes.iter().any(|w| pattern::matches(w, p)))
+            {
+                continue;
+            }
             let inst = QueueInstance {
-                queue: q,
                 host: h.name.clone(),
                 slots_total: q.slots,
                 slots_used: 0,
@@ -194,7 +201,9 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 num_proc: if local {
                     view.load.num_proc
                 } else {
-                    reported.map_or(h.slots, |l| l.num_proc).max(1)
+                    reported
+                        .map_or_else(|| config.host_slots(h), |l| l.num_proc)
+                        .max(1)
                 },
                 arch: h.arch.clone(),
                 known: local || report.is_some_and(|r| r.known),
@@ -204,6 +213,7 @@ pub fn instances<'a>(args: &QstatArgs, view: &View<'a>) -> Vec<QueueInstance<'a>
                 calendar_disabled: view.instance_states.calendar_disabled.contains(&name),
                 calendar_suspended: view.instance_states.calendar_suspended.contains(&name),
                 name,
+                queue: q,
             };
             if let Some(states) = &args.queue_states
                 && !states.chars().any(|c| inst.states().contains(c))

@@ -20,7 +20,20 @@ pub fn queue_exists(config: &ClusterConfig, wc_queue: &str) -> bool {
         .filter(|q| pattern::matches(cq, &q.name))
         .any(|q| match host {
             None => true,
-            Some(h) if h.starts_with('@') => q.hostlist.iter().any(|e| pattern::matches(h, e)),
+            // A host of the queue in the group (or a subgroup of it), as SGE resolves it.
+            Some(h) if h.starts_with('@') => {
+                let hosts = config.queue_hosts(q);
+                config
+                    .hostgroups
+                    .keys()
+                    .filter(|g| pattern::matches(h, g))
+                    .any(|g| {
+                        config
+                            .host_group_hosts(g)
+                            .iter()
+                            .any(|m| hosts.iter().any(|x| x.name == *m))
+                    })
+            }
             Some(h) => config
                 .queue_hosts(q)
                 .iter()
@@ -223,28 +236,33 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
         {
             continue;
         }
-        let limits_ok = ["h_rt", "s_rt", "h_cpu", "s_cpu"].iter().all(|lim| {
-            match (wanted(lim), q.limits.get(*lim)) {
-                (Some(r), Some(l)) => match (seconds(&r.value), seconds(l)) {
-                    (Some(a), Some(b)) => a <= b,
+        let limits_ok = |q: &crate::config::QueueConfig| {
+            ["h_rt", "s_rt", "h_cpu", "s_cpu"].iter().all(|lim| {
+                match (wanted(lim), q.limits.get(*lim)) {
+                    (Some(r), Some(l)) => match (seconds(&r.value), seconds(l)) {
+                        (Some(a), Some(b)) => a <= b,
+                        _ => true,
+                    },
                     _ => true,
-                },
-                _ => true,
-            }
-        });
-        if !limits_ok {
-            continue;
-        }
+                }
+            })
+        };
+        // Each host's queue instance (its per-host values), where the job's limits fit.
         let hosts: Vec<_> = config
             .queue_hosts(q)
             .into_iter()
             .filter(|h| wanted("hostname").is_none_or(|r| pattern::matches(&r.value, &h.name)))
             .filter(|h| wanted("arch").is_none_or(|r| pattern::matches(&r.value, &h.arch)))
+            .map(|h| (h, config.queue_instance(q, &h.name)))
+            .filter(|(_, qi)| limits_ok(qi))
             .collect();
         if hosts.is_empty() {
             continue;
         }
-        let per_host = |h: &crate::config::HostConfig| q.slots.min(h.slots);
+        let per_host = |(h, qi): &(&crate::config::HostConfig, crate::config::QueueConfig)| {
+            crate::config::ClusterConfig::host_slots_cap(h)
+                .map_or(qi.slots, |cap| qi.slots.min(cap))
+        };
         match &spec.pe {
             None => {
                 return Verification {
@@ -253,22 +271,25 @@ pub fn verify_against_config(spec: &JobSpec, config: &ClusterConfig, job: u32) -
                 };
             }
             Some(pe) => {
-                let Some(pconf) = config
-                    .parallel_environments
-                    .iter()
-                    .find(|p| pattern::matches(&pe.name, &p.name) && q.pe_list.contains(&p.name))
-                else {
+                let Some(pconf) = config.parallel_environments.iter().find(|p| {
+                    pattern::matches(&pe.name, &p.name)
+                        && hosts.iter().any(|(_, qi)| qi.pe_list.contains(&p.name))
+                }) else {
                     continue;
                 };
+                let hosts: Vec<_> = hosts
+                    .into_iter()
+                    .filter(|(_, qi)| qi.pe_list.contains(&pconf.name))
+                    .collect();
                 let offer = if pconf.allocation_rule == "$pe_slots" {
                     hosts
                         .iter()
-                        .map(|h| per_host(h))
+                        .map(per_host)
                         .filter(|s| *s >= needed)
                         .max()
                         .unwrap_or(0)
                 } else {
-                    hosts.iter().map(|h| per_host(h)).sum()
+                    hosts.iter().map(per_host).sum()
                 }
                 .min(pconf.slots);
                 if offer >= needed {

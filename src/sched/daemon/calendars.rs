@@ -5,7 +5,7 @@
 //! timer polls.
 
 use super::Daemon;
-use crate::config::Calendar;
+use crate::config::{Calendar, CalendarState};
 use tracing::{info, warn};
 
 impl Daemon {
@@ -16,23 +16,44 @@ impl Daemon {
         let tz = jiff::tz::TimeZone::system();
         let mut next: Option<i64> = None;
         let mut wanted = Vec::new();
+        let mut parsed: std::collections::HashMap<&str, Option<CalendarState>> =
+            std::collections::HashMap::new();
+        let mut state_of = |name: &str, next: &mut Option<i64>| -> Option<CalendarState> {
+            let c = config.calendar(name)?;
+            *parsed
+                .entry(c.name.as_str())
+                .or_insert_with(|| match Calendar::parse(c) {
+                    Ok(cal) => {
+                        if let Some(at) = cal.next_change(t, &tz) {
+                            *next = Some(next.map_or(at, |n| n.min(at)));
+                        }
+                        Some(cal.state_at(t, &tz))
+                    }
+                    Err(e) => {
+                        // The configuration was checked when it was loaded: not reached.
+                        warn!(calendar = %c.name, "calendar not applied: {e}");
+                        None
+                    }
+                })
+        };
         for q in &config.queues {
-            let Some(c) = q.calendar.as_deref().and_then(|c| config.calendar(c)) else {
+            // A host or host group may name a calendar of its own (`calendar NONE,[@night=n]`).
+            if q.per_host
+                .values()
+                .any(|over| over.contains_key("calendar"))
+            {
+                for (h, inst) in config.queue_instances(q) {
+                    if let Some(c) = inst.calendar.as_deref() {
+                        let state = state_of(c, &mut next);
+                        wanted.push((format!("{}@{}", q.name, h.name), state));
+                    }
+                }
+                continue;
+            }
+            let Some(c) = q.calendar.as_deref() else {
                 continue;
             };
-            let state = match Calendar::parse(c) {
-                Ok(cal) => {
-                    if let Some(at) = cal.next_change(t, &tz) {
-                        next = Some(next.map_or(at, |n| n.min(at)));
-                    }
-                    Some(cal.state_at(t, &tz))
-                }
-                Err(e) => {
-                    // The configuration was checked when it was loaded: not reached.
-                    warn!(queue = %q.name, "calendar not applied: {e}");
-                    None
-                }
-            };
+            let state = state_of(c, &mut next);
             for h in config.queue_hosts(q) {
                 wanted.push((format!("{}@{}", q.name, h.name), state));
             }

@@ -185,7 +185,7 @@ impl Daemon {
         force: bool,
     ) {
         let config = &self.state.config;
-        let queue_rerun = |q: &str| config.queue(q).is_some_and(|q| q.rerun);
+        let queue_rerun = |q: &str| config.queue_instance_named(q).is_some_and(|q| q.rerun);
         let rules = RescheduleRules {
             queue_rerun: &queue_rerun,
             reap: config.enable_reschedule_kill(),

@@ -89,7 +89,9 @@ impl Daemon {
                 let labels = QueueLabels {
                     queue: name.clone(),
                 };
-                m.slots_total.get_or_create(&labels).set(i64::from(q.slots));
+                m.slots_total
+                    .get_or_create(&labels)
+                    .set(i64::from(config.queue_instance(q, &h.name).slots));
                 m.slots_used
                     .get_or_create(&labels)
                     .set(i64::from(used.of(&name)));

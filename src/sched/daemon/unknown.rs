@@ -145,10 +145,12 @@ impl Daemon {
             let Some(job) = self.state.job(id).map(std::borrow::Cow::into_owned) else {
                 continue;
             };
-            let rerun = job
-                .spec
-                .restartable
-                .unwrap_or_else(|| self.state.config.queue(&run.queue).is_some_and(|q| q.rerun));
+            let rerun = job.spec.restartable.unwrap_or_else(|| {
+                self.state
+                    .config
+                    .queue_instance_named(&format!("{}@{}", run.queue, run.host))
+                    .is_some_and(|q| q.rerun)
+            });
             let task = run.task;
             if rerun && !run.deleting {
                 let result = TaskResult {
