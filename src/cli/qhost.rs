@@ -813,6 +813,7 @@ fn empty_input() -> QhostInput {
             reschedule_unknown: None,
             enable_reschedule_kill: None,
             enable_reschedule_slave: None,
+            resource_quotas: Vec::new(),
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),
