@@ -28,6 +28,7 @@ mod qrsh;
 mod qselect;
 mod qstat;
 mod qsub;
+mod rqs;
 mod sched;
 mod security;
 mod shadow;

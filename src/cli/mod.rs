@@ -16,6 +16,7 @@ pub mod qacct;
 pub mod qalter;
 pub mod qconf;
 mod qconf_change;
+mod qconf_rqs;
 pub mod qdel;
 pub mod qhold;
 pub mod qhost;

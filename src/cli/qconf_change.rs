@@ -61,7 +61,7 @@ pub fn handles(option: &str) -> bool {
             | "-mstree"
             | "-Mc"
             | "-mc"
-    )
+    ) || super::qconf_rqs::handles(option)
 }
 
 /// A change that stopped the command: SGE's lines, on stderr, exit 1.
@@ -102,6 +102,9 @@ pub fn change(
         "-dq" | "-dp" => delete(option, value, &me, cx, o)?,
         "-Msconf" | "-msconf" => sched_conf(option, value, cx, o)?,
         "-Mc" | "-mc" => complexes(option, value, &me, cx, o)?,
+        "-arqs" | "-Arqs" | "-mrqs" | "-Mrqs" | "-drqs" => {
+            super::qconf_rqs::change(option, value, more, &me, cx, o)?
+        }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
@@ -181,6 +184,13 @@ pub struct Cx<'a> {
     reload: std::cell::Cell<bool>,
 }
 
+impl Cx<'_> {
+    /// The cell's `config.yaml`.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
 /// How long `qconf` waits for `sched_d` to carry out a change it cannot write itself; the
 /// request expires earlier, so that one answered late is never carried out after `qconf`
 /// said it was not.
@@ -190,7 +200,7 @@ const REQUEST_LIFETIME_SECS: i64 = 10;
 /// Writes `config` (changed in `editor`'s file): directly when the caller may write
 /// `config.yaml` (root, or the administrator who owns it), else through `sched_d`, which
 /// writes it for a manager (its requests say who asks) if the file has not changed since.
-fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
+pub(super) fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), Stop> {
     let invalid = |e: EditError| match e {
         EditError::Config(crate::config::ConfigError::Invalid { reason, .. }) => {
             Stop(vec![format!("error: {reason}")])
@@ -235,7 +245,7 @@ fn commit(cx: &Cx, editor: ConfigEditor, config: &ClusterConfig) -> Result<(), S
 }
 
 /// Runs `$EDITOR` (else `vi`) on `text`; the text after, or SGE's failure lines.
-fn edit_text(text: &str) -> Result<String, Stop> {
+pub(super) fn edit_text(text: &str) -> Result<String, Stop> {
     let dir = std::env::temp_dir();
     let path = dir.join(format!(
         "qconf-{}-{}",

@@ -77,12 +77,15 @@ impl QuotaFilter {
             },
             None => (false, t),
         };
-        let items: Vec<String> = inner
+        // SGE keeps the included and the excluded elements apart and shows the excluded ones
+        // last (`!sgeuser2,@arusers` reads back as `@arusers,!sgeuser2`).
+        let (excluded, mut items): (Vec<String>, Vec<String>) = inner
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(str::to_string)
-            .collect();
+            .partition(|s| s.starts_with('!'));
+        items.extend(excluded);
         if items.is_empty() {
             return Err(format!("filter \"{t}\" is empty"));
         }
@@ -276,7 +279,9 @@ impl QuotaRule {
     /// through `hostgroup`.
     pub fn matches(&self, s: &QuotaSubject, acl: Members, hostgroup: Members) -> bool {
         let none: Members = &|_| Vec::new();
-        self.users.as_ref().is_none_or(|f| f.matches(Some(s.user), acl))
+        self.users
+            .as_ref()
+            .is_none_or(|f| f.matches(Some(s.user), acl))
             && self
                 .projects
                 .as_ref()
@@ -468,7 +473,21 @@ pub fn set_text(set: &ResourceQuotaSet) -> String {
     let enabled = if set.enabled { "TRUE" } else { "FALSE" };
     let _ = writeln!(s, "   {:<12} {enabled}", "enabled");
     for r in &set.rules {
-        let _ = writeln!(s, "   {:<12} {}", "limit", rule_text(r));
+        // SGE folds a rule longer than a line before the clause that would pass column 80,
+        // going on after a `\` three columns in.
+        let mut line = format!("   {:<12}", "limit");
+        for clause in rule_clauses(r) {
+            if line.len() + 1 + clause.len() > 80 && line.trim_start() != "limit" {
+                s.push_str(&line);
+                s.push_str(" \\\n");
+                line = format!("   {clause}");
+            } else {
+                line.push(' ');
+                line.push_str(&clause);
+            }
+        }
+        s.push_str(&line);
+        s.push('\n');
     }
     s.push_str("}\n");
     s
@@ -476,6 +495,11 @@ pub fn set_text(set: &ResourceQuotaSet) -> String {
 
 /// A rule's words after `limit`.
 pub fn rule_text(r: &QuotaRule) -> String {
+    rule_clauses(r).join(" ")
+}
+
+/// A rule's clauses (`name X`, `users X`… `to X`), each a unit SGE never splits.
+fn rule_clauses(r: &QuotaRule) -> Vec<String> {
     let mut parts = Vec::new();
     if let Some(n) = &r.name {
         parts.push(format!("name {n}"));
@@ -486,7 +510,7 @@ pub fn rule_text(r: &QuotaRule) -> String {
         }
     }
     parts.push(format!("to {}", r.to));
-    parts.join(" ")
+    parts
 }
 
 impl QuotaRule {
@@ -523,10 +547,7 @@ pub fn template(name: &str) -> ResourceQuotaSet {
 /// Checks a rule set against the cell's complexes, in SGE's words: every limited resource
 /// exists, a static value has its complex's type, a dynamic one stands only in a rule with
 /// a braced `hosts` filter.
-pub fn check(
-    set: &ResourceQuotaSet,
-    complexes: &[super::Complex],
-) -> Result<(), QuotaTextError> {
+pub fn check(set: &ResourceQuotaSet, complexes: &[super::Complex]) -> Result<(), QuotaTextError> {
     use super::ComplexType;
     if set.rules.is_empty() {
         return Err(err("resource quota set has no rules"));
@@ -599,7 +620,7 @@ mod tests {
         assert!(s.rules[0].hosts.as_ref().unwrap().expand);
         assert_eq!(
             set_text(s),
-            "{\n   name         rqs25_b2\n   description  NONE\n   enabled      FALSE\n   limit        name perhost users * hosts {*} to slots=2\n   limit        users !sgeuser2,@arusers projects * pes !* queues all.q,!foo.q hosts @allhosts to slots=1,h_vmem=2G\n}\n"
+            "{\n   name         rqs25_b2\n   description  NONE\n   enabled      FALSE\n   limit        name perhost users * hosts {*} to slots=2\n   limit        users @arusers,!sgeuser2 projects * pes !* queues all.q,!foo.q \\\n   hosts @allhosts to slots=1,h_vmem=2G\n}\n"
         );
     }
 
@@ -652,11 +673,15 @@ mod tests {
     #[test]
     fn sge_refusals() {
         assert_eq!(
-            parse_text("{\nname a\nenabled maybe\nlimit to slots=1\n}\n").unwrap_err().0,
+            parse_text("{\nname a\nenabled maybe\nlimit to slots=1\n}\n")
+                .unwrap_err()
+                .0,
             "error parsing value \"maybe\""
         );
         assert_eq!(
-            parse_text("{\nname a\nlimit names x to slots=1\n}\n").unwrap_err().0,
+            parse_text("{\nname a\nlimit names x to slots=1\n}\n")
+                .unwrap_err()
+                .0,
             "unknown attribute name \"names\""
         );
         assert_eq!(
