@@ -571,29 +571,20 @@ pub fn check(set: &ResourceQuotaSet, complexes: &[super::Complex]) -> Result<(),
                 }
                 continue;
             }
-            let bad = |kind: &str| err(format!("attribute \"{name}\" is not a {kind} value"));
-            match c.kind {
-                ComplexType::Int => {
-                    if value.parse::<i64>().is_err() && !is_infinity(value) {
-                        return Err(bad("integer"));
-                    }
-                }
-                ComplexType::Double => {
-                    if value.parse::<f64>().is_err() && !is_infinity(value) {
-                        return Err(bad("double"));
-                    }
-                }
-                ComplexType::Memory => {
-                    if crate::units::parse_with_multiplier(value).is_none() && !is_infinity(value) {
-                        return Err(bad("memory"));
-                    }
-                }
-                ComplexType::Time => {
-                    if crate::time::parse_time(value).is_none() && !is_infinity(value) {
-                        return Err(bad("time"));
-                    }
-                }
-                _ => {}
+            let kind = match c.kind {
+                ComplexType::Int => Some(("integer", value.parse::<i64>().is_ok())),
+                ComplexType::Double => Some(("double", value.parse::<f64>().is_ok())),
+                ComplexType::Memory => Some((
+                    "memory",
+                    crate::units::parse_with_multiplier(value).is_some(),
+                )),
+                ComplexType::Time => Some(("time", crate::time::parse_time(value).is_some())),
+                _ => None,
+            };
+            if let Some((kind, false)) = kind
+                && !is_infinity(value)
+            {
+                return Err(err(format!("attribute \"{name}\" is not a {kind} value")));
             }
         }
     }
@@ -612,12 +603,12 @@ mod tests {
 
     #[test]
     fn text_round_trips_with_sge_layout() {
-        let sets = parse_text(B2).unwrap();
+        let sets = parse_text(B2).expect("valid");
         assert_eq!(sets.len(), 1);
         let s = &sets[0];
         assert_eq!(s.rules.len(), 2);
         assert_eq!(s.rules[0].name.as_deref(), Some("perhost"));
-        assert!(s.rules[0].hosts.as_ref().unwrap().expand);
+        assert!(s.rules[0].hosts.as_ref().expect("valid").expand);
         assert_eq!(
             set_text(s),
             "{\n   name         rqs25_b2\n   description  NONE\n   enabled      FALSE\n   limit        name perhost users * hosts {*} to slots=2\n   limit        users @arusers,!sgeuser2 projects * pes !* queues all.q,!foo.q \\\n   hosts @allhosts to slots=1,h_vmem=2G\n}\n"
@@ -627,13 +618,13 @@ mod tests {
     #[test]
     fn filters_match_as_the_man_page_says() {
         let none: Members = &|_| Vec::new();
-        let f = QuotaFilter::parse("!*").unwrap();
+        let f = QuotaFilter::parse("!*").expect("valid");
         assert!(f.matches(None, none));
         assert!(!f.matches(Some("p"), none));
-        let f = QuotaFilter::parse("*").unwrap();
+        let f = QuotaFilter::parse("*").expect("valid");
         assert!(!f.matches(None, none));
         assert!(f.matches(Some("p"), none));
-        let f = QuotaFilter::parse("!sgeuser2,@arusers").unwrap();
+        let f = QuotaFilter::parse("!sgeuser2,@arusers").expect("valid");
         let acl: Members = &|g| {
             if g == "@arusers" {
                 vec!["a".to_string()]
@@ -644,13 +635,13 @@ mod tests {
         assert!(f.matches(Some("a"), acl));
         assert!(!f.matches(Some("b"), acl));
         assert!(!f.matches(Some("sgeuser2"), acl));
-        let f = QuotaFilter::parse("!sgeuser2").unwrap();
+        let f = QuotaFilter::parse("!sgeuser2").expect("valid");
         assert!(f.matches(Some("b"), none));
     }
 
     #[test]
     fn element_keys_name_only_braced_filters() {
-        let r = &parse_text("{\nname x\nlimit users {sgeuser} to slots=1\nlimit name perhost users sgeuser2 queues all.q hosts {*} to slots=1\n}\n").unwrap()[0];
+        let r = &parse_text("{\nname x\nlimit users {sgeuser} to slots=1\nlimit name perhost users sgeuser2 queues all.q hosts {*} to slots=1\n}\n").expect("valid")[0];
         let s = QuotaSubject {
             user: "sgeuser",
             project: None,
@@ -674,22 +665,26 @@ mod tests {
     fn sge_refusals() {
         assert_eq!(
             parse_text("{\nname a\nenabled maybe\nlimit to slots=1\n}\n")
-                .unwrap_err()
+                .expect_err("refused")
                 .0,
             "error parsing value \"maybe\""
         );
         assert_eq!(
             parse_text("{\nname a\nlimit names x to slots=1\n}\n")
-                .unwrap_err()
+                .expect_err("refused")
                 .0,
             "unknown attribute name \"names\""
         );
         assert_eq!(
-            parse_text("{\nname a\nenabled true\n}\n").unwrap_err().0,
+            parse_text("{\nname a\nenabled true\n}\n")
+                .expect_err("refused")
+                .0,
             "resource quota set has no rules"
         );
         assert_eq!(
-            parse_text("name a\nlimit to slots=1\n").unwrap_err().0,
+            parse_text("name a\nlimit to slots=1\n")
+                .expect_err("refused")
+                .0,
             "each value in the attribute value list in line 1 should begin with \"{\""
         );
     }

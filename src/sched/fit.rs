@@ -3,6 +3,7 @@
 //! environment's allocation rule (`sge_pe(5)`).
 
 use super::cluster::{AllocationRule, Booking, Cluster, ConsumableRequest, Demand, Level};
+use super::quota::QuotaMiss;
 use crate::model::Placement;
 
 /// Why a category does not fit now; the pass turns it into the `qstat -j` reason.
@@ -18,6 +19,9 @@ pub enum FitMiss {
     Unavailable,
     /// The parallel environment has too few free slots.
     PeSlots { pe: String, wanted: u32 },
+    /// A resource quota set refuses it where resources would be free: this says something
+    /// of the job's owner and project, not of its category.
+    Quota(super::quota::QuotaMiss),
 }
 
 impl FitMiss {
@@ -43,6 +47,7 @@ impl FitMiss {
             FitMiss::PeSlots { pe, wanted } => format!(
                 "cannot run in PE \"{pe}\" because it only offers fewer than {wanted} free slots"
             ),
+            FitMiss::Quota(miss) => miss.describe(),
         }
     }
 }
@@ -78,6 +83,24 @@ pub struct FitQuery<'a> {
     pub end: i64,
     /// Treat every host as up and every queue as enabled (reservation planning).
     pub ignore_availability: bool,
+    /// Whose task it is, when resource quota sets are enabled (checked and charged).
+    pub owner: Option<&'a super::quota::QuotaOwner>,
+}
+
+/// Slots the resource quota sets allow the query's owner on `qi` (in PE `pe`).
+fn quota_cap(c: &Cluster, q: &FitQuery, pe: Option<&str>, qi: usize) -> Result<u32, QuotaMiss> {
+    match q.owner {
+        Some(owner) => c.quotas.cap(c, owner, pe, qi, q.demand),
+        None => Ok(u32::MAX),
+    }
+}
+
+/// The quota debits of a grant, when the query has an owner.
+fn with_debits(c: &Cluster, q: &FitQuery, pe: Option<&str>, mut b: Booking) -> Booking {
+    if let Some(owner) = q.owner {
+        b.quota = c.quotas.debits(c, owner, pe, &b.slots, Some(q.demand));
+    }
+    b
 }
 
 /// Slots queue instance `qi` can give one task of `demand`.
@@ -187,17 +210,27 @@ fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
     } else {
         usize::MAX
     };
+    // An instance a quota refuses may suit the category's next job, of another owner: the
+    // next search starts no later than the first one refused.
+    let mut quota_miss: Option<(usize, QuotaMiss)> = None;
     for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor).take(walk) {
         if !c.has_room(qi) || !usable(c, qi, q) {
             continue;
         }
         if qi_capacity(c, q.demand, qi, q.end) >= 1 {
+            if let Err(miss) = quota_cap(c, q, None, qi) {
+                quota_miss.get_or_insert((i, miss));
+                continue;
+            }
             return Ok(Fit {
-                booking: booking(c, q.demand, &[(qi, 1)], None),
+                booking: with_debits(c, q, None, booking(c, q.demand, &[(qi, 1)], None)),
                 placement: placement(c, &[(qi, 1)], None),
-                cursor: i,
+                cursor: quota_miss.as_ref().map_or(i, |(first, _)| *first),
             });
         }
+    }
+    if let Some((_, miss)) = quota_miss {
+        return Err(FitMiss::Quota(miss));
     }
     // Nothing fits: why. Every usable candidate from the cursor has no capacity; the first
     // of them that a consumable limits names it (only a demand with consumables can be
@@ -238,6 +271,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         return Err(FitMiss::Slots { wanted: min });
     }
     let want = max.min(pe_free);
+    let mut quota_miss: Option<QuotaMiss> = None;
     // Capacity per candidate in this PE, hosts' shared free slots accounted below.
     // An instance without a free slot (the room bit) is left out before it is read.
     let cands: Vec<(usize, u32)> = q
@@ -247,8 +281,19 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         .filter(|&qi| c.has_room(qi) && usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
+        .map(|(qi, cap)| match quota_cap(c, q, Some(&p.name), qi) {
+            Ok(n) => (qi, cap.min(n)),
+            Err(miss) => {
+                quota_miss.get_or_insert(miss);
+                (qi, 0)
+            }
+        })
+        .filter(|(_, cap)| *cap > 0)
         .collect();
     if cands.is_empty() {
+        if let Some(miss) = quota_miss {
+            return Err(FitMiss::Quota(miss));
+        }
         // No grant is possible (what the allocation below would find, without its work).
         return Err(FitMiss::Slots { wanted: min });
     }
@@ -352,11 +397,27 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         _ => total >= min,
     };
     if !valid || total == 0 {
+        if let Some(miss) = quota_miss {
+            return Err(FitMiss::Quota(miss));
+        }
         return Err(FitMiss::Slots { wanted: min });
     }
     global_ok(c, q.demand, total)?;
+    let booked = with_debits(
+        c,
+        q,
+        Some(&p.name),
+        booking(c, q.demand, &grant, Some((pe, total))),
+    );
+    // Each instance was within the limits alone; the grant as a whole must be too (a
+    // limit of all hosts together, spread over several).
+    if !booked.quota.is_empty() {
+        c.quotas
+            .admits(c, &grant, &booked.quota)
+            .map_err(FitMiss::Quota)?;
+    }
     Ok(Fit {
-        booking: booking(c, q.demand, &grant, Some((pe, total))),
+        booking: booked,
         placement: placement(c, &grant, Some(p.name.clone())),
         cursor: 0,
     })
@@ -411,6 +472,7 @@ pub fn booking(
         slots: grant.to_vec(),
         consumables,
         pe,
+        quota: Vec::new(),
     }
 }
 

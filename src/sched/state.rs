@@ -702,14 +702,28 @@ impl SchedState {
                 })
                 .map(|i| (i, r.slots))
         });
-        let booking = match &self.categories[cat].demand {
+        let owner = self.quota_owner(id);
+        let mut booking = match &self.categories[cat].demand {
             Ok(d) => fit::booking(&self.cluster, d, &grant, pe),
             Err(_) => Booking {
-                slots: grant,
+                slots: grant.clone(),
                 consumables: Vec::new(),
                 pe,
+                quota: Vec::new(),
             },
         };
+        if let Some(owner) = owner {
+            // A task running when the daemon (re)starts counts against the quotas as one
+            // it starts does.
+            let pe_name = pe.map(|(i, _)| self.cluster.pes[i].name.clone());
+            booking.quota = self.cluster.quotas.debits(
+                &self.cluster,
+                &owner,
+                pe_name.as_deref(),
+                &grant,
+                self.categories[cat].demand.as_ref().ok(),
+            );
+        }
         let expected_end = self
             .duration(cat)
             .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
@@ -725,6 +739,19 @@ impl SchedState {
                 devices,
             },
         );
+    }
+
+    /// Whose job `id` is for the resource quota sets; `None` when no set is enabled (no
+    /// name is copied then).
+    pub(crate) fn quota_owner(&self, id: JobId) -> Option<super::quota::QuotaOwner> {
+        if self.cluster.quotas.is_empty() {
+            return None;
+        }
+        let e = self.jobs.get(&id)?;
+        Some(super::quota::QuotaOwner {
+            user: self.name(e.hot.owner).to_string(),
+            project: e.hot.project.map(|p| self.name(p).to_string()),
+        })
     }
 
     /// Marks `grants` on `host` as held; what a booking keeps to give them back.
