@@ -5,6 +5,8 @@ _gridspool_qconf() {
         -aattr) COMPREPLY=(); return ;;
         -ae) COMPREPLY=(); return ;;
         -Ae) COMPREPLY=(); return ;;
+        -arqs) COMPREPLY=(); return ;;
+        -Arqs) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
         -Aprj) COMPREPLY=(); return ;;
@@ -13,6 +15,7 @@ _gridspool_qconf() {
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
+        -drqs) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
         -dp) COMPREPLY=(); return ;;
@@ -23,6 +26,8 @@ _gridspool_qconf() {
         -Mc) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
+        -mrqs) COMPREPLY=(); return ;;
+        -Mrqs) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
         -Mp) COMPREPLY=(); return ;;
         -mprj) COMPREPLY=(); return ;;
@@ -40,10 +45,11 @@ _gridspool_qconf() {
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
+        -srqs) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -ae -Ae -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -ae -Ae -arqs -Arqs -am -ao -aprj -Aprj -Aq -astree -Astree -auser -Auser -dattr -de -drqs -dm -do -dp -dprj -dq -duser -help -mattr -mc -Mc -me -Me -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -muser -Muser -rattr -sc -sconf -se -sel -sh -shgrp -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sst -sstree -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

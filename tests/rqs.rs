@@ -210,3 +210,18 @@ fn qconf_rule_set_forms_match_sge() {
         replay(&cell, &root, &format!("qconf/{case}"), d);
     }
 }
+
+#[test]
+fn qquota_help_refusals_and_an_empty_report_match_sge() {
+    let Some(user) = user1() else {
+        return skip(
+            "qquota_help_refusals_and_an_empty_report_match_sge",
+            "needs the test users",
+        );
+    };
+    let cell = oracle_cell();
+    let dir = files();
+    for case in ["help", "bad-option", "none"] {
+        replay(&cell, &user, &format!("qquota/{case}"), dir.path());
+    }
+}

@@ -29,6 +29,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qconf::DOC,
         crate::cli::qmod::DOC,
         crate::cli::qselect::DOC,
+        crate::cli::qquota::DOC,
         crate::cli::qrsh::DOC,
         crate::cli::qrsh::QLOGIN_DOC,
         crate::cli::qrsh::QSH_DOC,

@@ -21,6 +21,7 @@ pub mod qdel;
 pub mod qhold;
 pub mod qhost;
 pub mod qmod;
+pub mod qquota;
 pub mod qrls;
 pub mod qrsh;
 pub mod qselect;

@@ -47,6 +47,7 @@ pub const COMMANDS: &[Command] = &[
     QCONF,
     QMOD,
     QSELECT,
+    QQUOTA,
     QRSH,
     QLOGIN,
     QSH,
@@ -91,6 +92,10 @@ pub const QMOD: Command = client("qmod", || {
 });
 pub const QSELECT: Command = client("qselect", || {
     super::run_with_text_args("qselect", super::qselect::main)
+});
+
+pub const QQUOTA: Command = client("qquota", || {
+    super::run_with_text_args("qquota", super::qquota::main)
 });
 pub const QRSH: Command = client("qrsh", || {
     super::run_with_text_args("qrsh", super::qrsh::main)

@@ -411,6 +411,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qconf" => env!("CARGO_BIN_EXE_qconf"),
         "qmod" => env!("CARGO_BIN_EXE_qmod"),
         "qselect" => env!("CARGO_BIN_EXE_qselect"),
+        "qquota" => env!("CARGO_BIN_EXE_qquota"),
         "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
         "qlogin" => env!("CARGO_BIN_EXE_qlogin"),
         "qsh" => env!("CARGO_BIN_EXE_qsh"),
