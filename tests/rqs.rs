@@ -225,3 +225,190 @@ fn qquota_help_refusals_and_an_empty_report_match_sge() {
         replay(&cell, &user, &format!("qquota/{case}"), dir.path());
     }
 }
+
+/// The rule sets of the record script's running phase.
+const RUN_RQS: &str = "{\n   name         rqs25_user\n   description  NONE\n   enabled      TRUE\n   limit        users {sgeuser} to slots=1\n}\n{\n   name         rqs25_host\n   description  NONE\n   enabled      TRUE\n   limit        name perhost users sgeuser2 queues all.q hosts {*} to slots=1\n   limit        users * to slots=10\n}\n";
+
+/// A cell of one host (this one) with `slots` slots in `all.q`, as the oracle's with
+/// `qconf -mattr queue slots 6 all.q`.
+fn running_cell(slots: u32) -> TestCell {
+    let host = gridspool::identity::short_hostname();
+    TestCell::with_config(|_| {
+        format!(
+            "managers: [sgeadmin]\n\
+             hosts:\n  - {{name: \"{host}\", slots: {slots}}}\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: {slots}, pe_list: [smp]}}\n\
+             parallel_environments:\n\
+             \x20 - {{name: smp, slots: 999, allocation_rule: $pe_slots}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    })
+}
+
+/// Running tasks by owner, as the spool shows them.
+fn running_by_owner(cell: &TestCell) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for j in cell.spool.scan_jobs().expect("scan").jobs {
+        *out.entry(j.submitter.owner.clone()).or_insert(0) += j.tasks.running.len();
+    }
+    out
+}
+
+fn qsub_sleep(cell: &TestCell, user: &TestUser, secs: &str) -> String {
+    let run = cell.run(
+        user,
+        "qsub",
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "sleep", secs],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+        .split_whitespace()
+        .nth(2)
+        .expect("job id")
+        .to_string()
+}
+
+#[test]
+fn qquota_and_the_pending_reasons_match_sge_with_running_jobs() {
+    let (Some(root), Some(u1), Some(u2)) = (root(), user1(), user2()) else {
+        return skip(
+            "qquota_and_the_pending_reasons_match_sge_with_running_jobs",
+            "needs root and the test users",
+        );
+    };
+    let cell = running_cell(6);
+    let dir = files();
+    let rqs = dir.path().join("run.rqs");
+    std::fs::write(&rqs, RUN_RQS).expect("write");
+    set_mode(&rqs, 0o644);
+    let added = cell.run(&root, "qconf", &["-Arqs", &rqs.display().to_string()]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let _d = crate::sched::SchedD::start(&cell, &[]);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push((qsub_sleep(&cell, &u1, "300"), "sgeuser"));
+    }
+    for _ in 0..2 {
+        ids.push((qsub_sleep(&cell, &u2, "300"), "sgeuser2"));
+    }
+    crate::sched::wait_for(
+        "one job of each user running, the others with reasons",
+        std::time::Duration::from_secs(30),
+        || {
+            let scan = cell.spool.scan_jobs().expect("scan");
+            let running: usize = scan.jobs.iter().map(|j| j.tasks.running.len()).sum();
+            running == 2
+                && scan
+                    .jobs
+                    .iter()
+                    .filter(|j| j.tasks.running.is_empty())
+                    .all(|j| !j.pending_reasons.is_empty())
+        },
+    );
+    assert_eq!(
+        running_by_owner(&cell).into_iter().collect::<Vec<_>>(),
+        [("sgeuser".to_string(), 1), ("sgeuser2".to_string(), 1)]
+    );
+    for (case, who) in [
+        ("run", &u1),
+        ("run-sgeuser2", &u2),
+        ("run-root", &root),
+        ("run-u-all", &u1),
+        ("run-u-sgeuser2", &u1),
+        ("run-xml", &u1),
+        ("run-l-slots", &u1),
+        ("run-l-h_vmem", &u1),
+        ("run-q", &u1),
+        ("run-q-other", &u1),
+        ("run-h", &u1),
+        ("run-h-group", &u1),
+        ("run-P", &u1),
+        ("run-pe", &u1),
+    ] {
+        replay(&cell, who, &format!("qquota/{case}"), dir.path());
+    }
+    // `qstat -j` of a waiting job of each: SGE's reason, word for word.
+    let host = gridspool::identity::short_hostname();
+    for (owner, who, reason) in [
+        (
+            "sgeuser",
+            &u1,
+            "cannot run because it exceeds limit \"sgeuser/////\" in rule \"rqs25_user/1\""
+                .to_string(),
+        ),
+        (
+            "sgeuser2",
+            &u2,
+            format!(
+                "cannot run because it exceeds limit \"////{host}/\" in rule \"rqs25_host/perhost\""
+            ),
+        ),
+    ] {
+        let scan = cell.spool.scan_jobs().expect("scan");
+        let waiting = scan
+            .jobs
+            .iter()
+            .find(|j| j.submitter.owner == owner && j.tasks.running.is_empty())
+            .expect("a waiting job");
+        let run = cell.run(who, "qstat", &["-j", &waiting.id.0.to_string()]);
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l == format!("scheduling info:            {reason}")),
+            "{}",
+            run.stdout
+        );
+    }
+    for (id, _) in &ids {
+        let _ = cell.run(&root, "qdel", &[id]);
+    }
+}
+
+#[test]
+fn a_user_capped_at_n_slots_never_runs_more_than_n_with_4n_pending_and_others_still_start() {
+    let (Some(root), Some(u1), Some(u2)) = (root(), user1(), user2()) else {
+        return skip(
+            "a_user_capped_at_n_slots_never_runs_more_than_n",
+            "needs root and the test users",
+        );
+    };
+    const N: usize = 2;
+    let cell = running_cell(8);
+    let dir = files();
+    let rqs = dir.path().join("cap.rqs");
+    std::fs::write(
+        &rqs,
+        format!("{{\n name cap\n enabled true\n limit users {{sgeuser}} to slots={N}\n}}\n{{\n name perhost\n enabled true\n limit hosts {{*}} to slots=5\n}}\n"),
+    )
+    .expect("write");
+    set_mode(&rqs, 0o644);
+    let added = cell.run(&root, "qconf", &["-Arqs", &rqs.display().to_string()]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let _d = crate::sched::SchedD::start(&cell, &[]);
+    for _ in 0..4 * N {
+        qsub_sleep(&cell, &u1, "1");
+    }
+    for _ in 0..6 {
+        qsub_sleep(&cell, &u2, "2");
+    }
+    let (mut most_u1, mut most_total, mut u2_ran) = (0, 0, false);
+    crate::sched::wait_for(
+        "every job to end",
+        std::time::Duration::from_secs(120),
+        || {
+            let by = running_by_owner(&cell);
+            let u1n = by.get("sgeuser").copied().unwrap_or(0);
+            let u2n = by.get("sgeuser2").copied().unwrap_or(0);
+            most_u1 = most_u1.max(u1n);
+            most_total = most_total.max(u1n + u2n);
+            u2_ran |= u2n > 0;
+            cell.spool.scan_jobs().expect("scan").jobs.is_empty()
+        },
+    );
+    // The cap held while sgeuser had 4N waiting, the per-host {*} limit held for all, and
+    // sgeuser2's jobs were not held back by sgeuser's cap.
+    assert_eq!(most_u1, N);
+    assert!(most_total <= 5, "{most_total}");
+    assert!(u2_ran);
+}

@@ -139,7 +139,7 @@ pub fn report(config: &ClusterConfig, jobs: &[JobRecord], sel: &QquotaSelection)
                 elements
                     .iter()
                     .filter(|((es, er, _), _)| *es == s && *er == r)
-                    .filter(|(_, e)| e.selected(sel, &hg))
+                    .filter(|(_, e)| e.selected(sel, rule, &hg))
                     .map(|((_, _, key), e)| (key.clone(), Some(e)))
                     .collect()
             } else {
@@ -192,7 +192,12 @@ impl QuotaSubjectOwned {
 
     /// Whether the selection's words name this counter's subject (a host group word
     /// names its hosts).
-    fn selected(&self, sel: &QquotaSelection, hostgroup: &dyn Fn(&str) -> Vec<String>) -> bool {
+    fn selected(
+        &self,
+        sel: &QquotaSelection,
+        rule: &QuotaRule,
+        hostgroup: &dyn Fn(&str) -> Vec<String>,
+    ) -> bool {
         let pick = |words: &[String], v: Option<&str>| {
             words.is_empty()
                 || words.iter().any(|w| {
@@ -203,11 +208,13 @@ impl QuotaSubjectOwned {
                         })
                 })
         };
-        pick(&sel.users, Some(&self.user))
-            && pick(&sel.queues, Some(&self.queue))
-            && pick(&sel.hosts, Some(&self.host))
-            && (self.project.is_none() || pick(&sel.projects, self.project.as_deref()))
-            && (self.pe.is_none() || pick(&sel.pes, self.pe.as_deref()))
+        // Only what a braced filter names tells counters apart.
+        let braced = |f: &Option<QuotaFilter>| f.as_ref().is_some_and(|f| f.expand);
+        (!braced(&rule.users) || pick(&sel.users, Some(&self.user)))
+            && (!braced(&rule.queues) || pick(&sel.queues, Some(&self.queue)))
+            && (!braced(&rule.hosts) || pick(&sel.hosts, Some(&self.host)))
+            && (!braced(&rule.projects) || pick(&sel.projects, self.project.as_deref()))
+            && (!braced(&rule.pes) || pick(&sel.pes, self.pe.as_deref()))
     }
 }
 
