@@ -796,7 +796,9 @@ impl SchedState {
         let uid = e.hot.uid;
         let quota_key =
             (!self.cluster.quotas.is_empty()).then_some((cat, e.hot.owner, e.hot.project));
-        let owner = self.quota_owner(id);
+        // Whose job it is, for the quotas: named at its first fit (most jobs of a busy pass
+        // are answered by their category's failure and never need it).
+        let mut owner: Option<Option<super::quota::QuotaOwner>> = None;
         // Decoded now: the job is about to be dispatched or explained.
         let Some(rec) = self.job_mut(id) else {
             job_reasons.set(c.pos, Arc::from(Vec::new()));
@@ -859,6 +861,9 @@ impl SchedState {
                 break;
             }
             let cursor = verdicts[cat].cursor;
+            if owner.is_none() {
+                owner = Some(self.quota_owner(id));
+            }
             let Ok(demand) = &self.categories[cat].demand else {
                 break;
             };
@@ -869,7 +874,7 @@ impl SchedState {
                 now,
                 end,
                 ignore_availability: false,
-                owner: owner.as_ref(),
+                owner: owner.as_ref().and_then(Option::as_ref),
             };
             result.fits += 1;
             match fit::fit(&self.cluster, &query) {
