@@ -297,6 +297,40 @@ impl QuotaRule {
                 .is_none_or(|f| f.matches(Some(s.host), hostgroup))
     }
 
+    /// Whether the rule's owner filters (`users`, `projects`) admit `user` and `project`:
+    /// what a job's placement cannot change, decided once per job.
+    pub fn matches_owner(&self, user: &str, project: Option<&str>, acl: Members) -> bool {
+        let none: Members = &|_| Vec::new();
+        self.users
+            .as_ref()
+            .is_none_or(|f| f.matches(Some(user), acl))
+            && self
+                .projects
+                .as_ref()
+                .is_none_or(|f| f.matches(project, none))
+    }
+
+    /// Whether the rule's placement filters (`pes`, `queues`, `hosts`) admit `s`.
+    pub fn matches_place(&self, s: &QuotaSubject, hostgroup: Members) -> bool {
+        let none: Members = &|_| Vec::new();
+        self.pes.as_ref().is_none_or(|f| f.matches(s.pe, none))
+            && self
+                .queues
+                .as_ref()
+                .is_none_or(|f| f.matches(Some(s.queue), none))
+            && self
+                .hosts
+                .as_ref()
+                .is_none_or(|f| f.matches(Some(s.host), hostgroup))
+    }
+
+    /// Whether some filter is braced (more than one counter).
+    pub fn braced(&self) -> bool {
+        self.filters()
+            .iter()
+            .any(|(_, f)| f.as_ref().is_some_and(|f| f.expand))
+    }
+
     /// The counter of the rule `s` is charged to, as SGE names it in a pending reason:
     /// `user/project/pe/queue/host/`, each field the subject's value where that filter is
     /// braced (one counter per element) and empty where the filter counts all together

@@ -271,35 +271,87 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         return Err(FitMiss::Slots { wanted: min });
     }
     let want = max.min(pe_free);
-    let mut quota_miss: Option<QuotaMiss> = None;
     // Capacity per candidate in this PE, hosts' shared free slots accounted below.
     // An instance without a free slot (the room bit) is left out before it is read.
-    let cands: Vec<(usize, u32)> = q
+    let mut cands: Vec<(usize, u32)> = q
         .candidates
         .iter()
         .copied()
         .filter(|&qi| c.has_room(qi) && usable(c, qi, q) && c.qis[qi].has_pe(pe, &p.name))
         .map(|qi| (qi, qi_capacity(c, q.demand, qi, q.end)))
         .filter(|(_, cap)| *cap > 0)
-        .map(|(qi, cap)| match quota_cap(c, q, Some(&p.name), qi) {
-            Ok(n) => (qi, cap.min(n)),
-            Err(miss) => {
-                quota_miss.get_or_insert(miss);
-                (qi, 0)
-            }
-        })
-        .filter(|(_, cap)| *cap > 0)
         .collect();
     if cands.is_empty() {
-        if let Some(miss) = quota_miss {
-            return Err(FitMiss::Quota(miss));
-        }
         // No grant is possible (what the allocation below would find, without its work).
         return Err(FitMiss::Slots { wanted: min });
     }
+    let mut grant = allocate(c, p.rule, &cands, min, want);
+    // The quotas bound what each granted instance may take. Asked only of the instances
+    // granted (a pass's parallel fits would otherwise test every candidate's rules); when
+    // one is bound below its grant, every candidate is bounded and the allocation redone.
+    let mut quota_miss: Option<QuotaMiss> = None;
+    if q.owner.is_some() {
+        let within = grant
+            .iter()
+            .all(|&(qi, n)| quota_cap(c, q, Some(&p.name), qi).is_ok_and(|cap| cap >= n));
+        if !within {
+            cands = cands
+                .into_iter()
+                .map(|(qi, cap)| match quota_cap(c, q, Some(&p.name), qi) {
+                    Ok(n) => (qi, cap.min(n)),
+                    Err(miss) => {
+                        quota_miss.get_or_insert(miss);
+                        (qi, 0)
+                    }
+                })
+                .filter(|(_, cap)| *cap > 0)
+                .collect();
+            grant = allocate(c, p.rule, &cands, min, want);
+        }
+    }
+    let total: u32 = grant.iter().map(|(_, n)| n).sum();
+    let valid = match p.rule {
+        AllocationRule::PerHost(per) => total >= min && total.is_multiple_of(per),
+        _ => total >= min,
+    };
+    if !valid || total == 0 {
+        if let Some(miss) = quota_miss {
+            return Err(FitMiss::Quota(miss));
+        }
+        return Err(FitMiss::Slots { wanted: min });
+    }
+    global_ok(c, q.demand, total)?;
+    let booked = with_debits(
+        c,
+        q,
+        Some(&p.name),
+        booking(c, q.demand, &grant, Some((pe, total))),
+    );
+    // Each instance was within the limits alone; the grant as a whole must be too (a
+    // limit of all hosts together, spread over several).
+    if !booked.quota.is_empty() {
+        c.quotas
+            .admits(c, &grant, &booked.quota)
+            .map_err(FitMiss::Quota)?;
+    }
+    Ok(Fit {
+        booking: booked,
+        placement: placement(c, &grant, Some(p.name.clone())),
+        cursor: 0,
+    })
+}
+
+/// Grants up to `want` slots over `cands` (instance, capacity) by the PE's allocation rule.
+fn allocate(
+    c: &Cluster,
+    rule: AllocationRule,
+    cands: &[(usize, u32)],
+    min: u32,
+    want: u32,
+) -> Vec<(usize, u32)> {
     // Free slots per host, shared by the host's queue instances (indexed by host; `$pe_slots`
     // grants on one instance and does not need them).
-    let mut host_left: Vec<u32> = if p.rule == AllocationRule::PeSlots {
+    let mut host_left: Vec<u32> = if rule == AllocationRule::PeSlots {
         Vec::new()
     } else {
         c.hosts
@@ -308,10 +360,10 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
             .collect()
     };
     let mut grant: Vec<(usize, u32)> = Vec::new();
-    match p.rule {
+    match rule {
         AllocationRule::PeSlots => {
             let mut best: Option<(usize, u32)> = None;
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 let n = cap.min(want);
                 if n >= min && best.is_none_or(|(_, b)| n > b) {
                     best = Some((qi, n));
@@ -326,7 +378,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         }
         AllocationRule::FillUp => {
             let mut left = want;
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 if left == 0 {
                     break;
                 }
@@ -374,7 +426,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         AllocationRule::PerHost(per) => {
             let mut left = want - want % per;
             let mut used_hosts = std::collections::HashSet::new();
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 if left == 0 {
                     break;
                 }
@@ -391,36 +443,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
             }
         }
     }
-    let total: u32 = grant.iter().map(|(_, n)| n).sum();
-    let valid = match p.rule {
-        AllocationRule::PerHost(per) => total >= min && total.is_multiple_of(per),
-        _ => total >= min,
-    };
-    if !valid || total == 0 {
-        if let Some(miss) = quota_miss {
-            return Err(FitMiss::Quota(miss));
-        }
-        return Err(FitMiss::Slots { wanted: min });
-    }
-    global_ok(c, q.demand, total)?;
-    let booked = with_debits(
-        c,
-        q,
-        Some(&p.name),
-        booking(c, q.demand, &grant, Some((pe, total))),
-    );
-    // Each instance was within the limits alone; the grant as a whole must be too (a
-    // limit of all hosts together, spread over several).
-    if !booked.quota.is_empty() {
-        c.quotas
-            .admits(c, &grant, &booked.quota)
-            .map_err(FitMiss::Quota)?;
-    }
-    Ok(Fit {
-        booking: booked,
-        placement: placement(c, &grant, Some(p.name.clone())),
-        cursor: 0,
-    })
+    grant
 }
 
 fn push_levels(

@@ -15,11 +15,15 @@ use crate::config::{ClusterConfig, Consumable};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Whose task is placed, for the rules' `users` and `projects` filters.
+/// Whose task is placed, for the rules' `users` and `projects` filters, with the rules of
+/// each set those filters admit (decided once per job, so that a fit tests only the
+/// placement filters of a rule or two per set instead of walking every rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuotaOwner {
     pub user: String,
     pub project: Option<String>,
+    /// Per enabled set: the indices of its rules that admit this owner, in order.
+    rules: Vec<Vec<u16>>,
 }
 
 /// A limit of a rule, resolved against the complexes.
@@ -42,6 +46,8 @@ struct Rule {
     rule: QuotaRule,
     label: String,
     limits: Vec<Limit>,
+    /// Some filter is braced: the counter depends on the subject.
+    braced: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -73,7 +79,8 @@ pub struct QuotaMiss {
 #[derive(Debug, Clone, Default)]
 pub struct Quotas {
     sets: Vec<Set>,
-    usage: HashMap<(u16, u16, Arc<str>), Vec<f64>>,
+    /// Per (set, rule): per element, the usage of each limit.
+    usage: HashMap<(u16, u16), HashMap<Arc<str>, Vec<f64>>>,
     acls: HashMap<String, Vec<String>>,
     hostgroups: HashMap<String, Vec<String>>,
 }
@@ -110,6 +117,7 @@ impl Quotas {
                             }
                         }
                         Rule {
+                            braced: r.braced(),
                             label: r.label(i),
                             limits: r
                                 .to
@@ -151,14 +159,45 @@ impl Quotas {
         self.sets.is_empty()
     }
 
-    /// The rule of set `s` that applies to `subject`, if any.
-    fn rule_for(&self, s: usize, subject: &QuotaSubject) -> Option<usize> {
+    /// `user` and `project` as a [`QuotaOwner`], with the rules their filters admit.
+    pub fn owner(&self, user: &str, project: Option<&str>) -> QuotaOwner {
         let acl = |g: &str| self.acls.get(g).cloned().unwrap_or_default();
+        QuotaOwner {
+            user: user.to_string(),
+            project: project.map(str::to_string),
+            rules: self
+                .sets
+                .iter()
+                .map(|set| {
+                    set.rules
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| r.rule.matches_owner(user, project, &acl))
+                        .map(|(i, _)| i as u16)
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    /// The rule of set `s` that applies to `subject` (of `owner`), if any.
+    fn rule_for(&self, owner: &QuotaOwner, s: usize, subject: &QuotaSubject) -> Option<usize> {
         let hg = |g: &str| self.hostgroups.get(g).cloned().unwrap_or_default();
-        self.sets[s]
+        owner
             .rules
+            .get(s)?
             .iter()
-            .position(|r| r.rule.matches(subject, &acl, &hg))
+            .map(|&r| r as usize)
+            .find(|&r| self.sets[s].rules[r].rule.matches_place(subject, &hg))
+    }
+
+    /// The counter of `rule` for `subject`: one for a rule without braces.
+    fn element(rule: &Rule, subject: &QuotaSubject) -> Arc<str> {
+        if rule.braced {
+            Arc::from(rule.rule.element_key(subject))
+        } else {
+            Arc::from("/////")
+        }
     }
 
     fn limit_value(c: &Cluster, host: usize, l: &Limit) -> f64 {
@@ -197,14 +236,15 @@ impl Quotas {
         };
         let mut cap = u32::MAX;
         for s in 0..self.sets.len() {
-            let Some(r) = self.rule_for(s, &subject) else {
+            let Some(r) = self.rule_for(owner, s, &subject) else {
                 continue;
             };
             let rule = &self.sets[s].rules[r];
-            let element = rule.rule.element_key(&subject);
+            let element = Self::element(rule, &subject);
             let used = self
                 .usage
-                .get(&(s as u16, r as u16, Arc::from(element.as_str())));
+                .get(&(s as u16, r as u16))
+                .and_then(|m| m.get(&element));
             let mut allowed = u32::MAX;
             for (i, l) in rule.limits.iter().enumerate() {
                 let limit = Self::limit_value(c, q.host, l);
@@ -231,7 +271,7 @@ impl Quotas {
             }
             if allowed == 0 {
                 return Err(QuotaMiss {
-                    limit: element,
+                    limit: element.to_string(),
                     rule: format!("{}/{}", self.sets[s].name, rule.label),
                 });
             }
@@ -260,7 +300,7 @@ impl Quotas {
                 host: &c.hosts[q.host].name,
             };
             for s in 0..self.sets.len() {
-                let Some(r) = self.rule_for(s, &subject) else {
+                let Some(r) = self.rule_for(owner, s, &subject) else {
                     continue;
                 };
                 let rule = &self.sets[s].rules[r];
@@ -287,7 +327,7 @@ impl Quotas {
                 if amounts.is_empty() {
                     continue;
                 }
-                let element: Arc<str> = Arc::from(rule.rule.element_key(&subject));
+                let element = Self::element(rule, &subject);
                 match out
                     .iter_mut()
                     .find(|d| d.set == s as u16 && d.rule == r as u16 && d.element == element)
@@ -323,7 +363,10 @@ impl Quotas {
         let host = grant.first().map_or(0, |&(qi, _)| c.qis[qi].host);
         for d in debits {
             let rule = &self.sets[d.set as usize].rules[d.rule as usize];
-            let used = self.usage.get(&(d.set, d.rule, d.element.clone()));
+            let used = self
+                .usage
+                .get(&(d.set, d.rule))
+                .and_then(|m| m.get(&d.element));
             for &(i, a) in &d.amounts {
                 let l = &rule.limits[i as usize];
                 let held = used.and_then(|u| u.get(i as usize)).copied().unwrap_or(0.0);
@@ -349,10 +392,9 @@ impl Quotas {
                 continue;
             };
             let width = rule.limits.len();
-            let key = (d.set, d.rule, d.element.clone());
-            let u = self
-                .usage
-                .entry(key.clone())
+            let by_element = self.usage.entry((d.set, d.rule)).or_default();
+            let u = by_element
+                .entry(d.element.clone())
                 .or_insert_with(|| vec![0.0; width]);
             for &(i, a) in &d.amounts {
                 if let Some(v) = u.get_mut(i as usize) {
@@ -363,7 +405,7 @@ impl Quotas {
                 }
             }
             if u.iter().all(|v| *v == 0.0) {
-                self.usage.remove(&key);
+                by_element.remove(&d.element);
             }
         }
     }

@@ -748,10 +748,11 @@ impl SchedState {
             return None;
         }
         let e = self.jobs.get(&id)?;
-        Some(super::quota::QuotaOwner {
-            user: self.name(e.hot.owner).to_string(),
-            project: e.hot.project.map(|p| self.name(p).to_string()),
-        })
+        Some(
+            self.cluster
+                .quotas
+                .owner(self.name(e.hot.owner), e.hot.project.map(|p| self.name(p))),
+        )
     }
 
     /// Marks `grants` on `host` as held; what a booking keeps to give them back.
