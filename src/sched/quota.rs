@@ -392,10 +392,15 @@ impl Quotas {
                 continue;
             };
             let width = rule.limits.len();
+            // A counter back at zero is kept (not removed and made again): the reservation
+            // planner gives back and re-takes thousands of bookings per pass.
             let by_element = self.usage.entry((d.set, d.rule)).or_default();
-            let u = by_element
-                .entry(d.element.clone())
-                .or_insert_with(|| vec![0.0; width]);
+            let u = match by_element.get_mut(&d.element) {
+                Some(u) => u,
+                None => by_element
+                    .entry(d.element.clone())
+                    .or_insert_with(|| vec![0.0; width]),
+            };
             for &(i, a) in &d.amounts {
                 if let Some(v) = u.get_mut(i as usize) {
                     *v += sign * a;
@@ -403,9 +408,6 @@ impl Quotas {
                         *v = 0.0;
                     }
                 }
-            }
-            if u.iter().all(|v| *v == 0.0) {
-                by_element.remove(&d.element);
             }
         }
     }
