@@ -29,6 +29,26 @@ const NOW: i64 = 1_800_000_000;
 /// The benchmark cluster under a scheduler configuration (hosts spread over ten Qube!
 /// clusters `/site/r0` … `/site/r9`, FBSNG parameters on the queues).
 fn config_for(scheduler: &str) -> ClusterConfig {
+    config_with(scheduler, "")
+}
+
+/// 100 resource quota rules (issue 25) in two enabled sets: 98 users with a cap of their
+/// own and everyone else capped per user (a user not named walks 99 rules to find the last),
+/// and a per-host limit of every host's slots.
+fn hundred_rules() -> String {
+    let mut t =
+        String::from("resource_quotas:\n  - name: per_user\n    enabled: true\n    rules:\n");
+    for u in 0..98 {
+        t.push_str(&format!("      - {{users: user{}, to: slots=60}}\n", u * 7));
+    }
+    t.push_str("      - {users: \"{*}\", to: slots=40}\n");
+    t.push_str(&format!(
+        "  - name: per_host\n    enabled: true\n    rules:\n      - {{hosts: \"{{*}}\", to: slots={SLOTS}}}\n"
+    ));
+    t
+}
+
+fn config_with(scheduler: &str, extra: &str) -> ClusterConfig {
     let mut t = String::from("hosts:\n");
     for i in 0..HOSTS {
         t.push_str(&format!(
@@ -52,6 +72,7 @@ fn config_for(scheduler: &str) -> ClusterConfig {
     // root): share-tree tickets are on in the default configuration.
     t.push_str("share_tree: {name: Root, shares: 1, children: [{name: default, shares: 1}]}\n");
     t.push_str(&format!("scheduler: {scheduler}\n"));
+    t.push_str(extra);
     ClusterConfig::parse(&t).expect("config")
 }
 
@@ -162,9 +183,14 @@ fn env_usize(name: &str, default: usize) -> usize {
 /// passes after one task ended each, and periodic passes (the clock moves on by a
 /// `schedule_interval`-like minute each, so every waiting time grows and the priorities of all
 /// 100,000 jobs are recomputed and the jobs re-ordered).
-fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) {
+fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64, f64, f64) {
+    let config = if name.ends_with("+rqs") {
+        config_with(sched, &hundred_rules())
+    } else {
+        config_for(sched)
+    };
     let t = Instant::now();
-    let mut state = SchedState::new(config_for(sched));
+    let mut state = SchedState::new(config);
     for id in 1..=JOBS {
         state.add_job(job(id));
         // As sched_d does after loading a waiting job: keep its record encoded.
@@ -270,6 +296,7 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) {
         first.as_secs_f64() * 1e3,
         rss_mb()
     );
+    (first.as_secs_f64() * 1e3, ev_median, p_median)
 }
 
 fn main() {
@@ -286,6 +313,7 @@ fn main() {
     let only = std::env::var("SCHED_PASS_POLICIES").ok();
     let events = env_usize("SCHED_PASS_EVENTS", 20);
     let periodics = env_usize("SCHED_PASS_PERIODIC", 7);
+    let mut results: Vec<(&str, (f64, f64, f64))> = Vec::new();
     // SGE with share-tree tickets (the default configuration), then the other policies
     // (issue 4): the same jobs and hosts. Target: ≤ 50 ms per pass, under 200 MB, for each.
     for (name, sched) in [
@@ -295,6 +323,10 @@ fn main() {
         ("armada", "{policy: armada, armada: {seed: 1}}"),
         ("armada-drf", "{policy: armada, armada: {mode: drf}}"),
         ("fifo", "{policy: fifo}"),
+        // The same cluster with 100 resource quota rules (issue 25: within twice the time of
+        // the cluster without them).
+        ("sge+rqs", "{policy: sge, max_reservation: 10}"),
+        ("fifo+rqs", "{policy: fifo}"),
     ] {
         if only
             .as_deref()
@@ -304,6 +336,20 @@ fn main() {
         }
         // Each policy in a fresh state; the memory figure is the process's resident set
         // with that state alive (earlier states are dropped).
-        run_policy(name, sched, events, periodics);
+        let figures = run_policy(name, sched, events, periodics);
+        results.push((name, figures));
+    }
+    for (name, (first, event, periodic)) in &results {
+        let Some(base) = name.strip_suffix("+rqs") else {
+            continue;
+        };
+        if let Some((_, (bf, be, bp))) = results.iter().find(|(n, _)| n == &base) {
+            println!(
+                "[rqs] {base}: first pass {bf:.1} ms without rules, {first:.1} ms with 100 (x{:.2}); event median {be:.1} / {event:.1} ms (x{:.2}); periodic median {bp:.1} / {periodic:.1} ms (x{:.2})",
+                first / bf,
+                event / be.max(1e-9),
+                periodic / bp.max(1e-9)
+            );
+        }
     }
 }

@@ -9,6 +9,8 @@ _gridspool_qconf() {
         -Ae) COMPREPLY=(); return ;;
         -ahgrp) COMPREPLY=(); return ;;
         -Ahgrp) COMPREPLY=(); return ;;
+        -arqs) COMPREPLY=(); return ;;
+        -Arqs) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
         -Aprj) COMPREPLY=(); return ;;
@@ -21,6 +23,7 @@ _gridspool_qconf() {
         -dcal) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
         -dhgrp) COMPREPLY=(); return ;;
+        -drqs) COMPREPLY=(); return ;;
         -dm) COMPREPLY=(); return ;;
         -do) COMPREPLY=(); return ;;
         -dp) COMPREPLY=(); return ;;
@@ -37,6 +40,8 @@ _gridspool_qconf() {
         -Me) COMPREPLY=(); return ;;
         -mhgrp) COMPREPLY=(); return ;;
         -Mhgrp) COMPREPLY=(); return ;;
+        -mrqs) COMPREPLY=(); return ;;
+        -Mrqs) COMPREPLY=(); return ;;
         -mp) COMPREPLY=(); return ;;
         -Mp) COMPREPLY=(); return ;;
         -mprj) COMPREPLY=(); return ;;
@@ -60,11 +65,12 @@ _gridspool_qconf() {
         -sp) COMPREPLY=(); return ;;
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
+        -srqs) COMPREPLY=(); return ;;
         -su) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -arqs -Arqs -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -drqs -dm -do -dp -dprj -dq -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

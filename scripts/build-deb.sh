@@ -129,10 +129,10 @@ Section: admin
 Priority: optional
 Description: Grid Engine-compatible batch scheduler without a qmaster
  The commands of Son of Grid Engine 8.1.9 (qsub, qstat, qdel, qalter, qhold,
- qrls, qacct, qhost, qconf, qmod, qselect, qrsub, qrstat, qrdel, qrsh,
- qlogin) over a spool directory, the scheduler daemon sched_d, the shepherd
- that runs jobs on execution hosts and the policy simulator gridspool-sim,
- all one program
+ qrls, qacct, qhost, qconf, qmod, qselect, qquota, qrsub, qrstat, qrdel,
+ qrsh, qlogin) over a spool directory, the scheduler daemon sched_d, the
+ shepherd that runs jobs on execution hosts and the policy simulator
+ gridspool-sim, all one program
  (/usr/lib/gridspool/gridspool, setgid gridspool), with their manual pages
  and shell completions.$drmaa
 CONTROL

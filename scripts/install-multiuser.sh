@@ -43,7 +43,7 @@ if [ -z "$cell_only" ] && [ ! -x "$bin_dir/gridspool" ]; then
   echo "$0: $bin_dir/gridspool not found: build it first (cargo build --release)" >&2
   exit 1
 fi
-clients="qsub qstat qdel qalter qhold qrls qacct qhost qconf qmod qselect qrsub qrstat qrdel qrsh qlogin qsh"
+clients="qsub qstat qdel qalter qhold qrls qacct qhost qconf qmod qselect qquota qrsub qrstat qrdel qrsh qlogin qsh"
 daemons="sched_d gridspool-shepherd"
 # Tools users run on their own files (the program gives up the setgid group for them).
 tools="gridspool-sim"

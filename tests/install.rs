@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CLIENTS: [&str; 17] = [
+const CLIENTS: [&str; 18] = [
     "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qconf", "qmod",
-    "qselect", "qrsub", "qrstat", "qrdel", "qrsh", "qlogin", "qsh",
+    "qselect", "qquota", "qrsub", "qrstat", "qrdel", "qrsh", "qlogin", "qsh",
 ];
 const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
 /// Tools users run on their own files, in `bin` beside the clients.

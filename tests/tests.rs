@@ -33,6 +33,7 @@ mod qselect;
 mod qstat;
 mod qsub;
 mod queues;
+mod rqs;
 mod sched;
 mod security;
 mod shadow;

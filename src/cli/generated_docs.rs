@@ -29,6 +29,7 @@ pub fn all_commands() -> Vec<CommandDoc> {
         crate::cli::qconf::DOC,
         crate::cli::qmod::DOC,
         crate::cli::qselect::DOC,
+        crate::cli::qquota::DOC,
         crate::cli::qrsub::DOC,
         crate::cli::qrstat::DOC,
         crate::cli::qrdel::DOC,

@@ -47,6 +47,7 @@ pub const COMMANDS: &[Command] = &[
     QCONF,
     QMOD,
     QSELECT,
+    QQUOTA,
     QRSUB,
     QRSTAT,
     QRDEL,
@@ -103,6 +104,9 @@ pub const QRSTAT: Command = client("qrstat", || {
 });
 pub const QRDEL: Command = client("qrdel", || {
     super::run_with_text_args("qrdel", super::qrdel::main)
+});
+pub const QQUOTA: Command = client("qquota", || {
+    super::run_with_text_args("qquota", super::qquota::main)
 });
 pub const QRSH: Command = client("qrsh", || {
     super::run_with_text_args("qrsh", super::qrsh::main)

@@ -79,6 +79,8 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                 _ if word.ends_with("attr") => 4,
                 _ if word == "-au" || word == "-du" => 2,
                 _ if word == "-purge" => 3,
+                // `-arqs [rqs_list]`, `-mrqs [rqs_list]`: a name list or nothing.
+                _ if word == "-arqs" || word == "-mrqs" => 0,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -94,9 +96,14 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                     }
                 }
             }
-            if wanted == 4 {
+            if wanted == 4 || matches!(word.as_str(), "-arqs" | "-mrqs" | "-Mrqs") {
+                // The attribute forms' object names; the rule-set names of -arqs, -mrqs and
+                // -Mrqs fname [rqs_list].
                 while let Some(w) = words.next_if(|w| !w.starts_with('-')) {
                     taken.push(w.clone());
+                    if wanted != 4 {
+                        break;
+                    }
                 }
             }
             let (first, more) = match taken.split_first() {
@@ -310,6 +317,33 @@ fn show(
         "-shgrp_resolved" => {
             o.stdout
                 .push_str(&super::qconf_hostgroup::resolved(config, value)?);
+            Ok(())
+        }
+        "-srqsl" => list(
+            o,
+            config
+                .resource_quotas
+                .iter()
+                .map(|r| r.name.clone())
+                .collect(),
+            "no resource quota set list defined",
+        ),
+        "-srqs" => {
+            // The sets named (all when none is), in the configuration's order; names that
+            // do not exist are passed over, as SGE does while one exists.
+            let wanted: Vec<&str> = value.split(',').filter(|n| !n.is_empty()).collect();
+            let shown: Vec<_> = config
+                .resource_quotas
+                .iter()
+                .filter(|r| wanted.is_empty() || wanted.contains(&r.name.as_str()))
+                .collect();
+            if shown.is_empty() {
+                return Err("No resource quota set found".to_string());
+            }
+            for r in shown {
+                o.stdout
+                    .push_str(&crate::config::resource_quotas::set_text(r));
+            }
             Ok(())
         }
         "-sconf" => {

@@ -73,6 +73,7 @@ pub fn handles(option: &str) -> bool {
             | "-Mcal"
             | "-dcal"
     ) || super::qconf_acl::handles(option)
+        || super::qconf_rqs::handles(option)
 }
 
 /// A change that stopped the command: SGE's lines, on stderr, exit 1.
@@ -131,6 +132,9 @@ pub fn change(
         "-dcal" => super::qconf_calendar::delete_calendar(value, &me, cx, o)?,
         acl if super::qconf_acl::handles(acl) => {
             super::qconf_acl::change(option, value, more, &me, cx, o)?
+        }
+        "-arqs" | "-Arqs" | "-mrqs" | "-Mrqs" | "-drqs" => {
+            super::qconf_rqs::change(option, value, more, &me, cx, o)?
         }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
@@ -211,6 +215,13 @@ pub struct Cx<'a> {
     pub(super) env: &'a ClientEnv,
     pub(super) path: std::path::PathBuf,
     reload: std::cell::Cell<bool>,
+}
+
+impl Cx<'_> {
+    /// The cell's `config.yaml`.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
 }
 
 /// How long `qconf` waits for `sched_d` to carry out a change it cannot write itself; the

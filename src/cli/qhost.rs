@@ -819,6 +819,7 @@ fn empty_input() -> QhostInput {
             enable_reschedule_kill: None,
             enable_reschedule_slave: None,
             calendars: Vec::new(),
+            resource_quotas: Vec::new(),
         },
         jobs: Vec::new(),
         loads: BTreeMap::new(),

@@ -12,6 +12,7 @@ pub mod options;
 pub mod pattern;
 pub mod qconf;
 pub mod qconf_attrs;
+pub mod qquota;
 pub mod qstat;
 pub mod qsub_options;
 pub mod submit;

@@ -99,15 +99,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-arqs [rqs_list]]",
         "add resource quota set(s)",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Arqs",
         Arity::One,
         "[-Arqs fname]",
         "add resource quota set(s) from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-am",
         Arity::One,
@@ -265,8 +263,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-drqs rqs_list]",
         "delete resource quota set(s)",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-dm",
         Arity::One,
@@ -425,15 +422,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-mrqs [rqs_list]]",
         "modify resource quota set(s)",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mrqs",
         Arity::Optional,
         "[-Mrqs fname [rqs_list]]",
         "modify resource quota set(s) from file",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-mp",
         Arity::One,
@@ -642,8 +637,15 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-srqsl]",
         "show resource quota set list",
+    ),
+    // In SGE 8.1.9's qconf but not in its -help.
+    OptionSpec::new(
+        "-srqs",
+        Arity::Optional,
+        "[-srqs [rqs_list]]",
+        "show resource quota set(s)",
     )
-    .unsupported(),
+    .unlisted(),
     OptionSpec::new(
         "-ss",
         Arity::Flag,

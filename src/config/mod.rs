@@ -16,6 +16,7 @@ pub mod calendars;
 mod complexes;
 pub mod edit;
 pub mod per_host;
+pub mod resource_quotas;
 pub mod snapshot;
 
 pub use access_lists::{AccessList, ClusterAccess, Fence, Refusal};
@@ -648,6 +649,9 @@ pub struct ClusterConfig {
     /// calendar_conf(5)'s calendars, named by queues' `calendar`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calendars: Vec<CalendarConfig>,
+    /// Resource quota sets (`sge_resource_quota(5)`, `qconf -srqs`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_quotas: Vec<resource_quotas::ResourceQuotaSet>,
 }
 
 /// gridspool's `max_unheard` when none is configured (see [`ClusterConfig::max_unheard`]).
@@ -913,6 +917,15 @@ impl ClusterConfig {
         }
         self.check_access_references()?;
         self.validate_per_host()?;
+        let complexes = self.complexes();
+        let mut rqs_names = std::collections::BTreeSet::new();
+        for set in &self.resource_quotas {
+            if !rqs_names.insert(set.name.as_str()) {
+                return Err(format!("resource_quotas: {} twice", set.name));
+            }
+            resource_quotas::check(set, &complexes)
+                .map_err(|e| format!("resource_quotas: {}: {e}", set.name))?;
+        }
         for (group, members) in &self.hostgroups {
             for h in members {
                 if !h.starts_with('@') && self.host(h).is_none() {
@@ -1061,6 +1074,20 @@ impl ClusterConfig {
             }
         }
         out
+    }
+
+    /// The users of an access list `@acl` in a resource quota `users` filter: the names it
+    /// holds (its `@unixgroup` entries name no users here: `tests/compat/DIVERGENCES.md`).
+    pub fn rqs_acl_members(&self, acl: &str) -> Vec<String> {
+        let name = acl.strip_prefix('@').unwrap_or(acl);
+        self.access_list(name)
+            .map(|l| {
+                l.entries
+                    .into_iter()
+                    .filter(|e| !e.starts_with('@'))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     fn expand_host_entry(&self, entry: &str, out: &mut Vec<String>, depth: u32) {

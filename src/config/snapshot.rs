@@ -56,6 +56,7 @@ pub const BUILD_FINGERPRINT: u64 = fingerprint(&[
     include_bytes!("mod.rs"),
     include_bytes!("complexes.rs"),
     include_bytes!("calendars.rs"),
+    include_bytes!("resource_quotas.rs"),
     include_bytes!("snapshot.rs"),
     include_bytes!("../../Cargo.lock"),
     env!("CARGO_PKG_VERSION").as_bytes(),

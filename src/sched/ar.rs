@@ -153,6 +153,8 @@ impl SchedState {
                 now: now.max(sub.start),
                 end: i64::MAX,
                 ignore_availability: false,
+                // Quotas bound jobs, not reservations: `tests/compat/DIVERGENCES.md`.
+                owner: None,
             },
         )
         .ok()?;
@@ -316,6 +318,7 @@ impl SchedState {
                 slots: grant,
                 consumables: Vec::new(),
                 pe,
+                quota: Vec::new(),
             },
         };
         self.ars.holds.insert(

@@ -113,6 +113,8 @@ pub struct Booking {
     pub consumables: Vec<(Level, String, f64)>,
     /// Parallel environment index and its slots.
     pub pe: Option<(usize, u32)>,
+    /// What it takes from the resource quota sets' counters.
+    pub quota: Vec<super::quota::QuotaDebit>,
 }
 
 /// A parallel environment and how many of its slots are in use.
@@ -185,6 +187,8 @@ pub struct Cluster {
     /// Queue instances holding a reservation of this pass ([`Cluster::reserve`]), so that
     /// clearing them and asking whether there are any do not walk every instance.
     reserved_qis: Vec<usize>,
+    /// The enabled resource quota sets and their counters (`sge_resource_quota(5)`).
+    pub quotas: super::quota::Quotas,
 }
 
 impl Cluster {
@@ -347,6 +351,7 @@ impl Cluster {
             shortcuts,
             host_qis,
             reserved_qis: Vec::new(),
+            quotas: super::quota::Quotas::from_config(config),
         };
         for qi in 0..cluster.qis.len() {
             cluster.update_room(qi);
@@ -485,6 +490,9 @@ impl Cluster {
         }
         for (level, name, amount) in &b.consumables {
             self.pool_mut(*level).add(name, sign * amount);
+        }
+        if !b.quota.is_empty() {
+            self.quotas.apply(&b.quota, sign);
         }
         if let Some((pe, n)) = b.pe
             && let Some(p) = self.pes.get_mut(pe)

@@ -3,6 +3,7 @@
 //! environment's allocation rule (`sge_pe(5)`).
 
 use super::cluster::{AllocationRule, Booking, Cluster, ConsumableRequest, Demand, Level};
+use super::quota::QuotaMiss;
 use crate::model::Placement;
 
 /// Why a category does not fit now; the pass turns it into the `qstat -j` reason.
@@ -18,6 +19,9 @@ pub enum FitMiss {
     Unavailable,
     /// The parallel environment has too few free slots.
     PeSlots { pe: String, wanted: u32 },
+    /// A resource quota set refuses it where resources would be free: this says something
+    /// of the job's owner and project, not of its category.
+    Quota(super::quota::QuotaMiss),
 }
 
 impl FitMiss {
@@ -43,6 +47,7 @@ impl FitMiss {
             FitMiss::PeSlots { pe, wanted } => format!(
                 "cannot run in PE \"{pe}\" because it only offers fewer than {wanted} free slots"
             ),
+            FitMiss::Quota(miss) => miss.describe(),
         }
     }
 }
@@ -78,6 +83,24 @@ pub struct FitQuery<'a> {
     pub end: i64,
     /// Treat every host as up and every queue as enabled (reservation planning).
     pub ignore_availability: bool,
+    /// Whose task it is, when resource quota sets are enabled (checked and charged).
+    pub owner: Option<&'a super::quota::QuotaOwner>,
+}
+
+/// Slots the resource quota sets allow the query's owner on `qi` (in PE `pe`).
+fn quota_cap(c: &Cluster, q: &FitQuery, pe: Option<&str>, qi: usize) -> Result<u32, QuotaMiss> {
+    match q.owner {
+        Some(owner) => c.quotas.cap(c, owner, pe, qi, q.demand),
+        None => Ok(u32::MAX),
+    }
+}
+
+/// The quota debits of a grant, when the query has an owner.
+fn with_debits(c: &Cluster, q: &FitQuery, pe: Option<&str>, mut b: Booking) -> Booking {
+    if let Some(owner) = q.owner {
+        b.quota = c.quotas.debits(c, owner, pe, &b.slots, Some(q.demand));
+    }
+    b
 }
 
 /// Slots queue instance `qi` can give one task of `demand`.
@@ -187,17 +210,27 @@ fn fit_serial(c: &Cluster, q: &FitQuery) -> Result<Fit, FitMiss> {
     } else {
         usize::MAX
     };
+    // An instance a quota refuses may suit the category's next job, of another owner: the
+    // next search starts no later than the first one refused.
+    let mut quota_miss: Option<(usize, QuotaMiss)> = None;
     for (i, &qi) in q.candidates.iter().enumerate().skip(q.cursor).take(walk) {
         if !c.has_room(qi) || !usable(c, qi, q) {
             continue;
         }
         if qi_capacity(c, q.demand, qi, q.end) >= 1 {
+            if let Err(miss) = quota_cap(c, q, None, qi) {
+                quota_miss.get_or_insert((i, miss));
+                continue;
+            }
             return Ok(Fit {
-                booking: booking(c, q.demand, &[(qi, 1)], None),
+                booking: with_debits(c, q, None, booking(c, q.demand, &[(qi, 1)], None)),
                 placement: placement(c, &[(qi, 1)], None),
-                cursor: i,
+                cursor: quota_miss.as_ref().map_or(i, |(first, _)| *first),
             });
         }
+    }
+    if let Some((_, miss)) = quota_miss {
+        return Err(FitMiss::Quota(miss));
     }
     // Nothing fits: why. Every usable candidate from the cursor has no capacity; the first
     // of them that a consumable limits names it (only a demand with consumables can be
@@ -240,7 +273,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
     let want = max.min(pe_free);
     // Capacity per candidate in this PE, hosts' shared free slots accounted below.
     // An instance without a free slot (the room bit) is left out before it is read.
-    let cands: Vec<(usize, u32)> = q
+    let mut cands: Vec<(usize, u32)> = q
         .candidates
         .iter()
         .copied()
@@ -252,9 +285,73 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         // No grant is possible (what the allocation below would find, without its work).
         return Err(FitMiss::Slots { wanted: min });
     }
+    let mut grant = allocate(c, p.rule, &cands, min, want);
+    // The quotas bound what each granted instance may take. Asked only of the instances
+    // granted (a pass's parallel fits would otherwise test every candidate's rules); when
+    // one is bound below its grant, every candidate is bounded and the allocation redone.
+    let mut quota_miss: Option<QuotaMiss> = None;
+    if q.owner.is_some() {
+        let within = grant
+            .iter()
+            .all(|&(qi, n)| quota_cap(c, q, Some(&p.name), qi).is_ok_and(|cap| cap >= n));
+        if !within {
+            cands = cands
+                .into_iter()
+                .map(|(qi, cap)| match quota_cap(c, q, Some(&p.name), qi) {
+                    Ok(n) => (qi, cap.min(n)),
+                    Err(miss) => {
+                        quota_miss.get_or_insert(miss);
+                        (qi, 0)
+                    }
+                })
+                .filter(|(_, cap)| *cap > 0)
+                .collect();
+            grant = allocate(c, p.rule, &cands, min, want);
+        }
+    }
+    let total: u32 = grant.iter().map(|(_, n)| n).sum();
+    let valid = match p.rule {
+        AllocationRule::PerHost(per) => total >= min && total.is_multiple_of(per),
+        _ => total >= min,
+    };
+    if !valid || total == 0 {
+        if let Some(miss) = quota_miss {
+            return Err(FitMiss::Quota(miss));
+        }
+        return Err(FitMiss::Slots { wanted: min });
+    }
+    global_ok(c, q.demand, total)?;
+    let booked = with_debits(
+        c,
+        q,
+        Some(&p.name),
+        booking(c, q.demand, &grant, Some((pe, total))),
+    );
+    // Each instance was within the limits alone; the grant as a whole must be too (a
+    // limit of all hosts together, spread over several).
+    if !booked.quota.is_empty() {
+        c.quotas
+            .admits(c, &grant, &booked.quota)
+            .map_err(FitMiss::Quota)?;
+    }
+    Ok(Fit {
+        booking: booked,
+        placement: placement(c, &grant, Some(p.name.clone())),
+        cursor: 0,
+    })
+}
+
+/// Grants up to `want` slots over `cands` (instance, capacity) by the PE's allocation rule.
+fn allocate(
+    c: &Cluster,
+    rule: AllocationRule,
+    cands: &[(usize, u32)],
+    min: u32,
+    want: u32,
+) -> Vec<(usize, u32)> {
     // Free slots per host, shared by the host's queue instances (indexed by host; `$pe_slots`
     // grants on one instance and does not need them).
-    let mut host_left: Vec<u32> = if p.rule == AllocationRule::PeSlots {
+    let mut host_left: Vec<u32> = if rule == AllocationRule::PeSlots {
         Vec::new()
     } else {
         c.hosts
@@ -263,10 +360,10 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
             .collect()
     };
     let mut grant: Vec<(usize, u32)> = Vec::new();
-    match p.rule {
+    match rule {
         AllocationRule::PeSlots => {
             let mut best: Option<(usize, u32)> = None;
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 let n = cap.min(want);
                 if n >= min && best.is_none_or(|(_, b)| n > b) {
                     best = Some((qi, n));
@@ -281,7 +378,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         }
         AllocationRule::FillUp => {
             let mut left = want;
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 if left == 0 {
                     break;
                 }
@@ -329,7 +426,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
         AllocationRule::PerHost(per) => {
             let mut left = want - want % per;
             let mut used_hosts = std::collections::HashSet::new();
-            for &(qi, cap) in &cands {
+            for &(qi, cap) in cands {
                 if left == 0 {
                     break;
                 }
@@ -346,20 +443,7 @@ fn fit_pe(c: &Cluster, q: &FitQuery, pe: usize, min: u32, max: u32) -> Result<Fi
             }
         }
     }
-    let total: u32 = grant.iter().map(|(_, n)| n).sum();
-    let valid = match p.rule {
-        AllocationRule::PerHost(per) => total >= min && total.is_multiple_of(per),
-        _ => total >= min,
-    };
-    if !valid || total == 0 {
-        return Err(FitMiss::Slots { wanted: min });
-    }
-    global_ok(c, q.demand, total)?;
-    Ok(Fit {
-        booking: booking(c, q.demand, &grant, Some((pe, total))),
-        placement: placement(c, &grant, Some(p.name.clone())),
-        cursor: 0,
-    })
+    grant
 }
 
 fn push_levels(
@@ -411,6 +495,7 @@ pub fn booking(
         slots: grant.to_vec(),
         consumables,
         pe,
+        quota: Vec::new(),
     }
 }
 

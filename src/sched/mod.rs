@@ -43,6 +43,7 @@ pub mod pass;
 pub mod policy_files;
 pub mod priority;
 pub mod qube;
+pub mod quota;
 pub(crate) mod rows;
 pub mod runner;
 pub mod sge_policy;
@@ -61,5 +62,7 @@ pub use state::SchedState;
 
 #[cfg(test)]
 mod policy_tests;
+#[cfg(test)]
+mod quota_tests;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@
 //! One file over 1,000 lines: the pass's steps share its buffers and reasons table, and
 //! their order (classify, prioritise, order, dispatch, reasons) is the algorithm.
 
-use super::fit::{self, FitQuery};
+use super::fit::{self, FitMiss, FitQuery};
 use super::priority::{PriorityInput, order_key};
 use super::state::{CatId, JobEntry, RunningBooking, SchedState};
 use crate::config::PolicyOrder;
@@ -151,13 +151,17 @@ pub(super) struct Verdicts {
     /// failed with while no reservation was made; `None` where a dispatch narrows a
     /// category's instances (a failure there says nothing about the category's siblings).
     by_shape: Option<Vec<Option<ReasonId>>>,
+    /// A resource quota set's refusal, by category and owner (interned user and project):
+    /// it tells nothing of the category's jobs of other owners, so it is not the category's
+    /// failure, but the owner's next jobs of the category get it without a fit.
+    quota_failed: std::collections::HashMap<(CatId, u32, Option<u32>), ReasonId>,
 }
 
 impl Verdicts {
     pub(super) fn new(categories: usize) -> Self {
         Verdicts {
             by_cat: vec![CatVerdict::default(); categories],
-            by_shape: None,
+            ..Default::default()
         }
     }
 
@@ -165,6 +169,7 @@ impl Verdicts {
         Verdicts {
             by_cat: vec![CatVerdict::default(); categories],
             by_shape: Some(vec![None; categories]),
+            ..Default::default()
         }
     }
 }
@@ -806,6 +811,11 @@ impl SchedState {
             return;
         };
         let uid = e.hot.uid;
+        let quota_key =
+            (!self.cluster.quotas.is_empty()).then_some((cat, e.hot.owner, e.hot.project));
+        // Whose job it is, for the quotas: named at its first fit (most jobs of a busy pass
+        // are answered by their category's failure and never need it).
+        let mut owner: Option<Option<super::quota::QuotaOwner>> = None;
         // Decoded now: the job is about to be dispatched or explained.
         let Some(rec) = self.job_mut(id) else {
             job_reasons.set(c.pos, Arc::from(Vec::new()));
@@ -834,7 +844,10 @@ impl SchedState {
                     break;
                 }
             };
-            if let Some(why) = self.known_failure(verdicts, cat) {
+            let known = self
+                .known_failure(verdicts, cat)
+                .or_else(|| quota_key.and_then(|k| verdicts.quota_failed.get(&k).copied()));
+            if let Some(why) = known {
                 // A job of this category already failed to fit in this pass; a `-R y` job
                 // still gets its reservation.
                 if reserve && running == 0 && *reservations_left > 0 {
@@ -870,6 +883,9 @@ impl SchedState {
             // Advance reservations whose window this run would overlap hold their share.
             self.ar_window(now, end);
             let cursor = verdicts[cat].cursor;
+            if owner.is_none() {
+                owner = Some(self.quota_owner(id));
+            }
             let Ok(demand) = &self.categories[cat].demand else {
                 break;
             };
@@ -880,6 +896,7 @@ impl SchedState {
                 now,
                 end,
                 ignore_availability: false,
+                owner: owner.as_ref().and_then(Option::as_ref),
             };
             result.fits += 1;
             match fit::fit(&self.cluster, &query) {
@@ -924,10 +941,18 @@ impl SchedState {
                         }
                     };
                     let r = job_reasons.add(shared);
-                    verdicts[cat].failed = Some(r);
+                    if let (FitMiss::Quota(_), Some(k)) = (&miss, quota_key) {
+                        verdicts.quota_failed.insert(k, r);
+                    } else {
+                        verdicts[cat].failed = Some(r);
+                    }
                     // A fit from the first instance, with no reservation made: the run time
                     // played no part, the category's siblings would fail alike.
-                    if cursor == 0 && !self.cluster.has_reservations() && !self.has_ars() {
+                    if cursor == 0
+                        && !self.cluster.has_reservations()
+                        && !self.has_ars()
+                        && !matches!(miss, FitMiss::Quota(_))
+                    {
                         let shape = self.categories[cat].shape;
                         if let Some(s) = verdicts.by_shape.as_mut().and_then(|v| v.get_mut(shape)) {
                             *s = Some(r);
@@ -1026,6 +1051,8 @@ impl SchedState {
                     now,
                     end: i64::MAX,
                     ignore_availability: false,
+                    // What the reservation holds was granted whole.
+                    owner: None,
                 },
             );
             match fitted {
@@ -1169,6 +1196,8 @@ impl SchedState {
                 group_end.push(i + 1);
             }
         }
+        let owner = self.quota_owner(id);
+        let owner = owner.as_ref();
         let demand = self.categories[cat].demand.as_ref().ok()?;
         let candidates = &self.categories[cat].candidates;
         let cluster = &mut self.cluster;
@@ -1193,6 +1222,7 @@ impl SchedState {
                     now,
                     end: i64::MAX,
                     ignore_availability: false,
+                    owner,
                 },
             )
             .ok()

@@ -760,14 +760,28 @@ impl SchedState {
                 })
                 .map(|i| (i, r.slots))
         });
-        let booking = match &self.categories[cat].demand {
+        let owner = self.quota_owner(id);
+        let mut booking = match &self.categories[cat].demand {
             Ok(d) => fit::booking(&self.cluster, d, &grant, pe),
             Err(_) => Booking {
-                slots: grant,
+                slots: grant.clone(),
                 consumables: Vec::new(),
                 pe,
+                quota: Vec::new(),
             },
         };
+        if let Some(owner) = owner {
+            // A task running when the daemon (re)starts counts against the quotas as one
+            // it starts does.
+            let pe_name = pe.map(|(i, _)| self.cluster.pes[i].name.clone());
+            booking.quota = self.cluster.quotas.debits(
+                &self.cluster,
+                &owner,
+                pe_name.as_deref(),
+                &grant,
+                self.categories[cat].demand.as_ref().ok(),
+            );
+        }
         let expected_end = self
             .duration(cat)
             .map_or(i64::MAX, |d| r.start_time.saturating_add(d));
@@ -792,6 +806,20 @@ impl SchedState {
                 devices,
             },
         );
+    }
+
+    /// Whose job `id` is for the resource quota sets; `None` when no set is enabled (no
+    /// name is copied then).
+    pub(crate) fn quota_owner(&self, id: JobId) -> Option<super::quota::QuotaOwner> {
+        if self.cluster.quotas.is_empty() {
+            return None;
+        }
+        let e = self.jobs.get(&id)?;
+        Some(
+            self.cluster
+                .quotas
+                .owner(self.name(e.hot.owner), e.hot.project.map(|p| self.name(p))),
+        )
     }
 
     /// Marks `grants` on `host` as held; what a booking keeps to give them back.

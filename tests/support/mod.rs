@@ -415,6 +415,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "qrsub" => env!("CARGO_BIN_EXE_qrsub"),
         "qrstat" => env!("CARGO_BIN_EXE_qrstat"),
         "qrdel" => env!("CARGO_BIN_EXE_qrdel"),
+        "qquota" => env!("CARGO_BIN_EXE_qquota"),
         "qrsh" => env!("CARGO_BIN_EXE_qrsh"),
         "qlogin" => env!("CARGO_BIN_EXE_qlogin"),
         "qsh" => env!("CARGO_BIN_EXE_qsh"),

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gridspool::cli::multicall::run(&gridspool::cli::multicall::QQUOTA)
+}
