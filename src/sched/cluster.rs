@@ -266,9 +266,14 @@ impl Cluster {
             .map(|(i, q)| (q.seq_no, i))
             .collect();
         order.sort();
+        let host_at: HashMap<&str, usize> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.as_str(), i))
+            .collect();
         for (_, qi) in order {
             for (h, q) in config.queue_instances(&config.queues[qi]) {
-                let Some(host) = hosts.iter().position(|x| x.name == h.name) else {
+                let Some(&host) = host_at.get(h.name.as_str()) else {
                     continue;
                 };
                 let q = &q;
