@@ -251,20 +251,7 @@ fn change(cell: &TestCell, user: &TestUser, case: &str, files: &std::path::Path)
     for text in [&mut cap.command, &mut cap.stdout, &mut cap.stderr] {
         *text = text.replace("/tmp/cap/", &dir);
     }
-    let words = gridspool::compat::options::split_words(&cap.command);
-    let at = words.iter().position(|w| w == "qconf").expect("qconf");
-    let mut cmd = cell.command("qconf", user);
-    for w in &words[..at] {
-        if let Some((k, v)) = w.split_once('=') {
-            cmd.env(k, v);
-        }
-    }
-    let out = cmd
-        .args(&words[at + 1..])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("qconf");
-    assert_matches(&Run::from(out), &cap);
+    replay_capture(cell, user, &cap);
 }
 
 #[test]

@@ -54,23 +54,7 @@ fn replay(
         *text = with_files(text, &dir);
     }
     patch(&mut cap);
-    let words = gridspool::compat::options::split_words(&cap.command);
-    let at = words
-        .iter()
-        .position(|w| ["qconf", "qselect", "qstat", "qmod", "qsub", "qalter"].contains(&w.as_str()))
-        .expect("a command");
-    let mut cmd = cell.command(&words[at], user);
-    for w in &words[..at] {
-        if let Some((k, v)) = w.split_once('=') {
-            cmd.env(k, v);
-        }
-    }
-    let out = cmd
-        .args(&words[at + 1..])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run");
-    assert_matches(&Run::from(out), &cap);
+    replay_capture(cell, user, &cap);
 }
 
 fn same(_: &mut Capture) {}

@@ -95,23 +95,7 @@ fn replay(cell: &TestCell, user: &TestUser, case: &str, dir: &std::path::Path) {
     for text in [&mut cap.command, &mut cap.stdout, &mut cap.stderr] {
         *text = text.replace("/tmp/rqs25/", &to);
     }
-    let words = gridspool::compat::options::split_words(&cap.command);
-    let at = words
-        .iter()
-        .position(|w| w == "qconf" || w == "qquota")
-        .expect("command");
-    let mut cmd = cell.command(&words[at], user);
-    for w in &words[..at] {
-        if let Some((k, v)) = w.split_once('=') {
-            cmd.env(k, v);
-        }
-    }
-    let out = cmd
-        .args(&words[at + 1..])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run");
-    assert_matches(&Run::from(out), &cap);
+    replay_capture(cell, user, &cap);
 }
 
 fn files() -> tempfile::TempDir {

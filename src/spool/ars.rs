@@ -7,7 +7,6 @@
 use super::{CLIENT_FILE_MODE, ScanProblem, Spool, SpoolError, sequence};
 use crate::file::durable;
 use crate::model::{ArRecord, ArSubmission};
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -75,45 +74,10 @@ impl Spool {
     }
 
     fn highest_ar_id_seen(&self) -> Result<u64, SpoolError> {
-        let mut highest = 0u64;
-        let dir = self.ars_dir();
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                if let Some(id) = name
-                    .to_string_lossy()
-                    .split('.')
-                    .next()
-                    .and_then(|s| s.parse::<u64>().ok())
-                {
-                    highest = highest.max(id);
-                }
-            }
-        }
-        let rotated = self.common_dir().join("accounting.1");
-        for path in [self.accounting_path(), rotated] {
-            let file = match crate::file::open::open(&path) {
-                Ok(f) => f,
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(SpoolError::open("open", &path, e)),
-            };
-            for line in BufReader::new(file).split(b'\n') {
-                let line = line.map_err(|e| SpoolError::io("read", &path, e))?;
-                if line.first() == Some(&b'#') {
-                    continue;
-                }
-                // accounting(5): `arid` is the 44th field.
-                let arid = line
-                    .split(|&b| b == b':')
-                    .nth(43)
-                    .and_then(|f| std::str::from_utf8(f).ok())
-                    .and_then(|f| f.parse::<u64>().ok());
-                if let Some(n) = arid {
-                    highest = highest.max(n);
-                }
-            }
-        }
-        Ok(highest)
+        // accounting(5): `arid` is the 44th field.
+        Ok(self
+            .highest_id_in_dir(&self.ars_dir())
+            .max(self.highest_in_accounting(43)?))
     }
 
     /// Publishes a submission (`qrsub`), whole or not at all, never over another.

@@ -511,6 +511,29 @@ pub fn normalise_dates(text: &str) -> String {
     out
 }
 
+/// Runs a capture's command line as `user` in `cell` and compares: the command is its first
+/// word that is not a `NAME=value`, and those before it go to its environment (the record
+/// scripts' `EDITOR=…` of the editor forms); standard input is empty.
+pub fn replay_capture(cell: &TestCell, user: &TestUser, cap: &Capture) {
+    let words = gridspool::compat::options::split_words(&cap.command);
+    let at = words
+        .iter()
+        .position(|w| !w.contains('='))
+        .expect("a command");
+    let mut cmd = cell.command(&words[at], user);
+    for w in &words[..at] {
+        if let Some((k, v)) = w.split_once('=') {
+            cmd.env(k, v);
+        }
+    }
+    let out = cmd
+        .args(&words[at + 1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_matches(&Run::from(out), cap);
+}
+
 /// Compares a run with a capture after normalising dates; the host name of the captures
 /// (`vm`) is replaced by this host's when they differ.
 pub fn assert_matches(run: &Run, cap: &Capture) {

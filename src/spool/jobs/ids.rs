@@ -57,17 +57,39 @@ impl Spool {
     /// from, so that it goes on past every id in use or on record instead of from 0.
     fn highest_job_id_seen(&self) -> Result<u64, SpoolError> {
         let dir = self.jobs_dir();
+        std::fs::read_dir(&dir).map_err(|e| SpoolError::io("readdir", &dir, e))?;
+        // SGE's accounting(5): the job number is the sixth field (the fields before it are
+        // written with their colons replaced).
+        Ok(self
+            .highest_id_in_dir(&dir)
+            .max(self.highest_in_accounting(5)?))
+    }
+
+    /// The highest number any file of `dir` is named by before its first dot (`<id>.job`,
+    /// `<id>.state`, `<id>.exits` and whatever else a writer left behind under an id); 0
+    /// when it cannot be read.
+    pub(crate) fn highest_id_in_dir(&self, dir: &std::path::Path) -> u64 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                name.to_string_lossy()
+                    .split('.')
+                    .next()
+                    .and_then(|s| s.parse::<u64>().ok())
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The highest number in field `field` (from 0) of the records of `common/accounting`
+    /// and of the last rotated `accounting.1` (logrotate's `delaycompress` leaves it plain;
+    /// the highest numbers are in the newest records).
+    pub(crate) fn highest_in_accounting(&self, field: usize) -> Result<u64, SpoolError> {
         let mut highest = 0u64;
-        let entries = std::fs::read_dir(&dir).map_err(|e| SpoolError::io("readdir", &dir, e))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            // `<id>.job`, `<id>.state`, `<id>.exits` and whatever else a writer left behind
-            // under an id.
-            if let Some(id) = name.split('.').next().and_then(|s| s.parse::<u64>().ok()) {
-                highest = highest.max(id);
-            }
-        }
         let rotated = self.common_dir().join("accounting.1");
         for path in [self.accounting_path(), rotated] {
             let file = match crate::file::open::open(&path) {
@@ -80,11 +102,9 @@ impl Spool {
                 if line.first() == Some(&b'#') {
                     continue;
                 }
-                // SGE's accounting(5): the job number is the sixth field (the fields before
-                // it are written with their colons replaced).
                 let number = line
                     .split(|&b| b == b':')
-                    .nth(5)
+                    .nth(field)
                     .and_then(|f| std::str::from_utf8(f).ok())
                     .and_then(|f| f.parse::<u64>().ok());
                 if let Some(n) = number {
