@@ -11,7 +11,7 @@
 //! mailer that cannot be started is logged; the job is not affected.
 
 use crate::model::TaskResult;
-use crate::model::{JobRecord, RunningTask, TaskId};
+use crate::model::{ArRecord, JobRecord, RunningTask, TaskId};
 use crate::time::qstat_date;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -199,6 +199,50 @@ fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map(|s| s.as_str().trim_start_matches("SIG").to_string())
         .unwrap_or_else(|_| sig.to_string())
+}
+
+/// What happened to an advance reservation, in `qrsub -m` terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArMailEvent {
+    /// `b`: its window began.
+    Started,
+    /// `e`: its window ended.
+    Finished,
+    /// `e` too: `qrdel` deleted it (at `at`).
+    Deleted { at: i64 },
+}
+
+/// The mail SGE 8.1.9's qmaster sends for `event` (`sge_ar_send_mail`), addressed to the
+/// reservation's `-M` list (SGE sends none without one), or `None` when its `-m` did not ask
+/// for it.
+pub fn advance_reservation(ar: &ArRecord, event: ArMailEvent) -> Option<(Vec<String>, Mail)> {
+    let s = &ar.submission;
+    let letter = match event {
+        ArMailEvent::Started => 'b',
+        ArMailEvent::Finished | ArMailEvent::Deleted { .. } => 'e',
+    };
+    if !s.mail_options.contains(letter) || s.mail_list.is_empty() {
+        return None;
+    }
+    let title = format!(
+        "Advance Reservation {} ({})",
+        s.id,
+        s.name.as_deref().unwrap_or("none")
+    );
+    let (what, when, at) = match event {
+        ArMailEvent::Started => ("Started", "Start Time", s.start),
+        ArMailEvent::Finished => ("Finished", "End Time", s.end),
+        ArMailEvent::Deleted { at } => ("Deleted", "Delete Time", at),
+    };
+    let mail = Mail {
+        subject: format!("{title} {what}"),
+        body: format!(
+            "{title} {what}\n User       = {}\n {when} = {}\n",
+            s.owner.user,
+            qstat_date(at)
+        ),
+    };
+    Some((s.mail_list.clone(), mail))
 }
 
 /// Sends mail through the configured mailer.

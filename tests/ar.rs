@@ -358,3 +358,91 @@ fn a_shadow_taking_over_holds_the_reservation() {
     cell.run(&other, "qdel", &["-u", &other.name]);
     cell.run(&user, "qrdel", &[&ar.to_string()]);
 }
+
+/// `qrsub -m be -M`: the mails SGE's qmaster sends at a reservation's start and end
+/// ("Started", "Finished") and at its `qrdel` ("Deleted"), through the configured mailer
+/// (which saves its arguments and input here).
+#[test]
+fn a_reservation_mails_its_start_its_end_and_its_deletion() {
+    let Some(user) = user1() else {
+        return skip(
+            "a_reservation_mails_its_start_its_end_and_its_deletion",
+            "needs sgeuser (run as root)",
+        );
+    };
+    let cell = cell(2);
+    admit_to_arusers(&cell);
+    let mails = cell.root.join("mails");
+    std::fs::create_dir_all(&mails).expect("mail dir");
+    let mailer = cell.root.join("mailer.sh");
+    std::fs::write(
+        &mailer,
+        format!(
+            "#!/bin/sh\nf={}/$$\n{{ printf '%s|' \"$@\"; echo; cat; }} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n",
+            mails.display()
+        ),
+    )
+    .expect("mailer");
+    std::fs::set_permissions(&mailer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let config = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+    std::fs::write(
+        cell.spool.config_path(),
+        format!("{config}mailer: {}\n", mailer.display()),
+    )
+    .expect("config");
+    let subjects = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&mails)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
+                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                    .filter_map(|t| t.lines().next().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let _d = SchedD::start(&cell, &[]);
+    let start = gridspool::time::now() + 2;
+    let short = granted_id(&cell.run(
+        &user,
+        "qrsub",
+        &[
+            "-N",
+            "brief",
+            "-a",
+            &sge_time(start),
+            "-d",
+            "3",
+            "-m",
+            "be",
+            "-M",
+            "x@y",
+        ],
+    ));
+    let long = granted_id(&cell.run(
+        &user,
+        "qrsub",
+        &["-N", "long", "-d", "3600", "-m", "e", "-M", "z@w"],
+    ));
+    wait_for(
+        "the brief reservation's two mails",
+        Duration::from_secs(30),
+        || subjects().len() == 2,
+    );
+    let del = cell.run(&user, "qrdel", &[&long.to_string()]);
+    assert_eq!(del.code, 0, "{del:?}");
+    wait_for("the deletion's mail", Duration::from_secs(30), || {
+        subjects().len() == 3
+    });
+    assert_eq!(
+        subjects(),
+        [
+            format!("-s|Advance Reservation {short} (brief) Finished|x@y|"),
+            format!("-s|Advance Reservation {short} (brief) Started|x@y|"),
+            format!("-s|Advance Reservation {long} (long) Deleted|z@w|"),
+        ]
+    );
+}

@@ -4,6 +4,7 @@
 //! out (their jobs deleted as `qdel` deletes them, the reservation's files removed).
 
 use super::{Daemon, now};
+use crate::mail::ArMailEvent;
 use crate::model::{ArRecord, Outcome, Request, RequestAction, Requester, TaskSelector};
 use tracing::{error, info, warn};
 
@@ -132,12 +133,16 @@ impl Daemon {
         let (started, ended) = self.state.ar_transitions(t);
         for r in started {
             info!(ar = r.id(), "advance reservation started");
+            self.mail_ar(&r, ArMailEvent::Started);
             if let Err(e) = self.spool.write_ar_state(&r) {
                 error!(ar = r.id(), "cannot write the advance reservation: {e}");
             }
         }
         for id in ended {
             info!(ar = id, "advance reservation ended");
+            if let Some(r) = self.state.ar(id).cloned() {
+                self.mail_ar(&r, ArMailEvent::Finished);
+            }
             self.end_ar(id, &Self::system_requester(), false);
         }
         let due: Vec<u32> = self
@@ -179,7 +184,16 @@ impl Daemon {
             return;
         }
         info!(ar = id, user = %who.user, "advance reservation deleted (qrdel)");
+        let r = r.clone();
+        self.mail_ar(&r, ArMailEvent::Deleted { at: now() });
         self.end_ar(id, who, force);
+    }
+
+    /// `qrsub -m`/`-M`: the mail SGE sends at a reservation's start, end or deletion.
+    fn mail_ar(&self, r: &ArRecord, event: ArMailEvent) {
+        if let Some((to, mail)) = crate::mail::advance_reservation(r, event) {
+            self.mailer.send(&to, &mail);
+        }
     }
 
     /// Deletes the reservation's jobs as `who` would with `qdel`, then the reservation.
