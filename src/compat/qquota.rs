@@ -50,13 +50,20 @@ fn admits(
 
 /// The report's lines for `config`'s enabled sets over `jobs`' running tasks.
 pub fn report(config: &ClusterConfig, jobs: &[JobRecord], sel: &QquotaSelection) -> Vec<QuotaLine> {
-    let acl = |g: &str| config.rqs_acl_members(g);
     let hg = |g: &str| config.host_group_hosts(g);
     let complexes = config.complexes();
     // Usage by (set, rule, element), per resource.
     let mut usage: BTreeMap<(usize, usize, String), BTreeMap<String, f64>> = BTreeMap::new();
     let mut elements: BTreeMap<(usize, usize, String), QuotaSubjectOwned> = BTreeMap::new();
     for job in jobs {
+        let (owner, group) = (&job.submitter.owner, &job.submitter.group);
+        let acl = |g: &str| {
+            crate::config::resource_quotas::acl_members_for(
+                &config.rqs_acl_members(g),
+                owner,
+                group,
+            )
+        };
         for task in &job.tasks.running {
             for (k, (host, queue, slots)) in task.grants().into_iter().enumerate() {
                 let subject = QuotaSubject {
@@ -122,7 +129,7 @@ pub fn report(config: &ClusterConfig, jobs: &[JobRecord], sel: &QquotaSelection)
             continue;
         }
         for (r, rule) in set.rules.iter().enumerate() {
-            if !admits(&rule.users, &sel.users, &acl)
+            if !admits(&rule.users, &sel.users, &|g| config.rqs_acl_members(g))
                 || !admits(&rule.projects, &sel.projects, &|_| Vec::new())
                 || !admits(&rule.pes, &sel.pes, &|_| Vec::new())
                 || !admits(&rule.queues, &sel.queues, &|_| Vec::new())

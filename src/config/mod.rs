@@ -1077,17 +1077,12 @@ impl ClusterConfig {
             .collect()
     }
 
-    /// The users of an access list `@acl` in a resource quota `users` filter: the names it
-    /// holds (its `@unixgroup` entries name no users here: `tests/compat/DIVERGENCES.md`).
+    /// The entries of an access list `@acl` in a resource quota `users` filter: user names
+    /// and `@unixgroup`s (a user's primary group admits them, as in the queues' lists).
     pub fn rqs_acl_members(&self, acl: &str) -> Vec<String> {
         let name = acl.strip_prefix('@').unwrap_or(acl);
         self.access_list(name)
-            .map(|l| {
-                l.entries
-                    .into_iter()
-                    .filter(|e| !e.starts_with('@'))
-                    .collect()
-            })
+            .map(|l| l.entries)
             .unwrap_or_default()
     }
 

@@ -233,6 +233,19 @@ impl QuotaFilter {
     }
 }
 
+/// An access list's entries as a `users` filter matches them for one owner: a `@unixgroup`
+/// entry stands for the owner when it is the owner's (primary) group, as queues' lists
+/// admit users (`access_list(5)`).
+pub fn acl_members_for(entries: &[String], user: &str, group: &str) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| match e.strip_prefix('@') {
+            Some(unix) if unix == group => user.to_string(),
+            _ => e.clone(),
+        })
+        .collect()
+}
+
 fn element_matches(pat: &str, value: &str, members: Members) -> bool {
     if pat.starts_with('@') {
         return members(pat).iter().any(|m| m == value);

@@ -160,8 +160,15 @@ impl Quotas {
     }
 
     /// `user` and `project` as a [`QuotaOwner`], with the rules their filters admit.
-    pub fn owner(&self, user: &str, project: Option<&str>) -> QuotaOwner {
-        let acl = |g: &str| self.acls.get(g).cloned().unwrap_or_default();
+    pub fn owner(&self, user: &str, group: &str, project: Option<&str>) -> QuotaOwner {
+        let acl = |g: &str| {
+            self.acls
+                .get(g)
+                .map(|entries| {
+                    crate::config::resource_quotas::acl_members_for(entries, user, group)
+                })
+                .unwrap_or_default()
+        };
         QuotaOwner {
             user: user.to_string(),
             project: project.map(str::to_string),

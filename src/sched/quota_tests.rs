@@ -182,3 +182,33 @@ fn a_consumable_limit_counts_the_requests_of_running_tasks() {
             .contains("exceeds limit \"alice/////\" in rule \"lic/1\"")
     );
 }
+
+/// `users @acl`: a list's `@unixgroup` entry holds the users of that primary group, as
+/// the queues' lists admit them.
+#[test]
+fn an_access_list_in_a_rule_holds_its_users_and_its_groups_members() {
+    let rule = "  - name: acl\n    enabled: true\n    rules:\n      - {users: \"@chemists\", to: slots=1}\n";
+    let mut cfg = config(4, 2, &quota(rule));
+    let mut list = crate::config::AccessList::new("chemists", "ACL");
+    list.entries = vec!["alice".into(), "@chem".into()];
+    cfg.access_lists = vec![list];
+    let mut jobs = Vec::new();
+    for (id, owner, group) in [
+        (1, "alice", "alice"),
+        (2, "alice", "alice"),
+        (3, "bob", "chem"),
+        (4, "bob", "chem"),
+        (5, "carol", "carol"),
+        (6, "carol", "carol"),
+    ] {
+        let mut j = owned(id, owner);
+        j.submitter.group = group.into();
+        jobs.push(j);
+    }
+    let mut s = state(cfg, jobs);
+    let starts = starts_of(&mut s);
+    let by = |lo: u32, hi: u32| starts.iter().filter(|(j, _)| (lo..=hi).contains(j)).count();
+    // The rule has no braces: the list's members share its one slot.
+    assert_eq!(by(1, 4), 1, "{starts:?}");
+    assert_eq!(by(5, 6), 2, "{starts:?}");
+}

@@ -123,6 +123,8 @@ pub struct Hot {
     /// Interned name of the owner's department (a `DEPT` access list, else
     /// `defaultdepartment`).
     pub department: u32,
+    /// Interned name of the owner's group (`@group` entries of access lists).
+    pub group: u32,
     pub project: Option<u32>,
     pub submitted: i64,
     pub posix_priority: i32,
@@ -368,6 +370,7 @@ impl SchedState {
                 uid: r.submitter.uid,
                 owner: 0,
                 department: 0,
+                group: 0,
                 project: None,
                 submitted: r.submitter.submission_time,
                 posix_priority: r.spec.priority,
@@ -404,10 +407,11 @@ impl SchedState {
                 r.spec.project.clone(),
                 cluster,
                 requires,
-                department,
+                (department, r.submitter.group.clone()),
             )
         };
-        hot.department = self.intern(&department);
+        hot.department = self.intern(&department.0);
+        hot.group = self.intern(&department.1);
         hot.cluster = self.intern(&cluster);
         hot.requires = requires.as_deref().map(|q| self.intern(q));
         hot.owner = self.intern(&owner);
@@ -815,11 +819,11 @@ impl SchedState {
             return None;
         }
         let e = self.jobs.get(&id)?;
-        Some(
-            self.cluster
-                .quotas
-                .owner(self.name(e.hot.owner), e.hot.project.map(|p| self.name(p))),
-        )
+        Some(self.cluster.quotas.owner(
+            self.name(e.hot.owner),
+            self.name(e.hot.group),
+            e.hot.project.map(|p| self.name(p)),
+        ))
     }
 
     /// Marks `grants` on `host` as held; what a booking keeps to give them back.
