@@ -210,6 +210,10 @@ pub enum ArMailEvent {
     Finished,
     /// `e` too: `qrdel` deleted it (at `at`).
     Deleted { at: i64 },
+    /// `a`: a queue instance it holds went wrong while its window is open (state `E`).
+    Error { at: i64 },
+    /// `a` too: the instances it holds are well again (`E` to `r`).
+    Resolved { at: i64 },
 }
 
 /// The mail SGE 8.1.9's qmaster sends for `event` (`sge_ar_send_mail`), addressed to the
@@ -220,6 +224,7 @@ pub fn advance_reservation(ar: &ArRecord, event: ArMailEvent) -> Option<(Vec<Str
     let letter = match event {
         ArMailEvent::Started => 'b',
         ArMailEvent::Finished | ArMailEvent::Deleted { .. } => 'e',
+        ArMailEvent::Error { .. } | ArMailEvent::Resolved { .. } => 'a',
     };
     if !s.mail_options.contains(letter) || s.mail_list.is_empty() {
         return None;
@@ -233,6 +238,8 @@ pub fn advance_reservation(ar: &ArRecord, event: ArMailEvent) -> Option<(Vec<Str
         ArMailEvent::Started => ("Started", "Start Time", s.start),
         ArMailEvent::Finished => ("Finished", "End Time", s.end),
         ArMailEvent::Deleted { at } => ("Deleted", "Delete Time", at),
+        ArMailEvent::Error { at } => ("Error", "Error Time", at),
+        ArMailEvent::Resolved { at } => ("Error resolved", "Error resolved Time", at),
     };
     let mail = Mail {
         subject: format!("{title} {what}"),

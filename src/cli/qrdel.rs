@@ -164,7 +164,10 @@ pub fn run(args: &[String], env: &ClientEnv) -> Output {
         }
         // SGE registers an open reservation for deletion (its jobs are being killed) and
         // deletes a waiting one at once.
-        let running_jobs = r.state == crate::model::ArState::Running;
+        let running_jobs = matches!(
+            r.state,
+            crate::model::ArState::Running | crate::model::ArState::Error
+        );
         if running_jobs {
             o.out(format!(
                 "{} has registered the advance_reservation {} for deletion",

@@ -212,7 +212,7 @@ pub const DOC: CommandDoc = CommandDoc {
         ("2", "The command line is wrong."),
     ],
     compatibility: &[
-        "-astnode, -dul and -explain, which SGE 8.1.9's qrsub lists by mistake, are refused, and so are -masterq, -he and -w. -m b and -m e mail the -M list (none without one, as SGE) at the reservation's start, and at its end or its deletion by qrdel, in SGE's words, through the mailer of the cell's configuration; -m a asks for mail at error states, which gridspool does not set.",
+        "-astnode, -dul and -explain, which SGE 8.1.9's qrsub lists by mistake, are refused, and so are -masterq, -he and -w. -m b and -m e mail the -M list (none without one, as SGE) at the reservation's start, and at its end or its deletion by qrdel, in SGE's words, through the mailer of the cell's configuration; -m a mails when a reserved queue instance goes wrong while the reservation is open (state E: disabled, in error or on a host gone unknown) and when it is well again.",
     ],
     see_also: &["qrstat", "qrdel", "qsub"],
 };

@@ -94,6 +94,9 @@ pub fn detail(r: &ArRecord) -> String {
     line("start_time", qstat_date(s.start));
     line("end_time", qstat_date(s.end));
     line("duration", hms(s.duration()));
+    for m in &r.messages {
+        line("message", m.clone());
+    }
     line("submission_time", qstat_date(s.submission_time));
     line("group", s.owner.group.clone());
     line("account", s.account.clone().unwrap_or_else(|| "sge".into()));
@@ -158,6 +161,11 @@ pub fn xml(ars: &[ArRecord], full: bool) -> String {
         tag("start_time", xml_date(s.start));
         tag("end_time", xml_date(s.end));
         tag("duration", hms(s.duration()));
+        if full {
+            for m in &r.messages {
+                tag("message", m.clone());
+            }
+        }
         if full {
             tag("submission_time", xml_date(s.submission_time));
             tag("group", s.owner.group.clone());

@@ -143,6 +143,10 @@ pub struct ArRecord {
     /// Why it was refused (SGE's words, what `qrsub` prints); a refused AR is no AR.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// What is wrong with the queue instances it holds (`reserved queue all.q@n1 is
+    /// disabled`): its state is `W` or `E` while there is any (`qrstat -ar`, `-explain`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
 }
 
 impl ArRecord {
@@ -223,6 +227,7 @@ mod tests {
             granted: vec![],
             granted_pe: None,
             refused: None,
+            messages: Vec::new(),
         }
     }
 

@@ -18,7 +18,7 @@ use super::state::SchedState;
 use crate::model::{
     ArGrant, ArRecord, ArState, ArSubmission, JobId, JobSpec, PeRequest, SlotRange, TaskId,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// SGE's refusal when no queue can hold the reservation (`qrsub` prints it).
 pub const NO_SUITABLE_QUEUES: &str = "advance_reservation: no suitable queues";
@@ -67,6 +67,7 @@ impl SchedState {
             granted: Vec::new(),
             granted_pe: None,
             refused: Some(why.to_string()),
+            messages: Vec::new(),
         };
         if sub.end <= now || sub.end <= sub.start {
             return refused(sub, NO_SUITABLE_QUEUES);
@@ -93,6 +94,7 @@ impl SchedState {
             granted_pe: placement.pe.clone(),
             submission: sub,
             refused: None,
+            messages: Vec::new(),
         };
         self.ars.holds.insert(
             record.id(),
@@ -249,24 +251,70 @@ impl SchedState {
     }
 
     /// The reservations whose state changes by `now` (a start reached: `r`; an end
-    /// reached: gone), with the earliest later time one will. Returns the records that
-    /// changed and the ids of those that ended.
-    pub fn ar_transitions(&mut self, now: i64) -> (Vec<ArRecord>, Vec<u32>) {
+    /// reached: gone; a held queue instance disabled, in error or on a host gone unknown:
+    /// `W` while waiting, `E` while running, as SGE's `sge_ar_state_set_waiting/running`),
+    /// with the state each had before. Returns the records that changed and the ids of
+    /// those that ended.
+    pub fn ar_transitions(&mut self, now: i64) -> (Vec<(ArState, ArRecord)>, Vec<u32>) {
         let mut changed = Vec::new();
         let mut ended = Vec::new();
+        let troubles: HashMap<u32, Vec<String>> = self
+            .ars
+            .holds
+            .iter()
+            .map(|(id, h)| (*id, self.ar_troubles(&h.record)))
+            .collect();
         for (id, h) in self.ars.holds.iter_mut() {
             if h.record.submission.end <= now {
                 h.record.state = ArState::Exited;
                 ended.push(*id);
-            } else if h.record.submission.start <= now && h.record.state == ArState::Waiting {
-                h.record.state = ArState::Running;
-                changed.push(h.record.clone());
+                continue;
+            }
+            let messages = troubles.get(id).cloned().unwrap_or_default();
+            let open = h.record.submission.start <= now;
+            let state = match (open, messages.is_empty()) {
+                (false, true) => ArState::Waiting,
+                (false, false) => ArState::Warning,
+                (true, true) => ArState::Running,
+                (true, false) => ArState::Error,
+            };
+            if state != h.record.state || messages != h.record.messages {
+                let before = h.record.state;
+                h.record.state = state;
+                h.record.messages = messages;
+                changed.push((before, h.record.clone()));
             }
         }
         if !ended.is_empty() || !changed.is_empty() {
             self.invalidate_order();
         }
         (changed, ended)
+    }
+
+    /// SGE's messages for the reserved queue instances that cannot run its jobs now.
+    fn ar_troubles(&self, r: &ArRecord) -> Vec<String> {
+        let mut out = Vec::new();
+        for g in &r.granted {
+            let name = g.instance();
+            let unknown = self
+                .cluster
+                .host_index(&g.host)
+                .is_none_or(|h| self.cluster.hosts[h].unknown);
+            let configured = self.configured_disabled(&name);
+            for (bad, what) in [
+                (
+                    self.instance_states.is_disabled(&name, configured),
+                    "disabled",
+                ),
+                (unknown, "unknown"),
+                (self.instance_states.errors.contains_key(&name), "error"),
+            ] {
+                if bad {
+                    out.push(format!("reserved queue {name} is {what}"));
+                }
+            }
+        }
+        out
     }
 
     /// The next start or end of a reservation after `now`: the pass's wake-up.
@@ -470,5 +518,34 @@ mod tests {
         assert_eq!(st.ar_transitions(NOW + 200).1, vec![1]);
         assert!(st.remove_ar(1).is_some());
         assert!(st.ars.holds.is_empty());
+    }
+
+    /// A held queue instance disabled by `qmod -d` puts a waiting reservation in `W` with
+    /// SGE's message, and in `E` once its window opens; enabled again, it is `r`.
+    #[test]
+    fn a_disabled_reserved_instance_puts_the_reservation_in_warning_then_error() {
+        let mut st = SchedState::new(config(1, 1, ""));
+        let r = st.decide_ar(sub(1, NOW + 100, NOW + 200, 1), NOW);
+        assert!(r.refused.is_none());
+        let instance = r.granted[0].instance();
+        assert!(st.set_instance_disabled(&instance, true));
+        let (changed, _) = st.ar_transitions(NOW);
+        assert_eq!(changed.len(), 1);
+        let (before, now) = &changed[0];
+        assert_eq!((*before, now.state), (ArState::Waiting, ArState::Warning));
+        assert_eq!(
+            now.messages,
+            [format!("reserved queue {instance} is disabled")]
+        );
+        let (changed, _) = st.ar_transitions(NOW + 100);
+        assert_eq!(changed[0].1.state, ArState::Error);
+        assert!(st.set_instance_disabled(&instance, false));
+        let (changed, _) = st.ar_transitions(NOW + 101);
+        assert_eq!(
+            (changed[0].0, changed[0].1.state),
+            (ArState::Error, ArState::Running)
+        );
+        assert!(changed[0].1.messages.is_empty());
+        assert!(st.ar_transitions(NOW + 102).0.is_empty());
     }
 }

@@ -1127,7 +1127,7 @@ impl SchedState {
     }
 
     /// Whether the configuration disables queue instance `name`'s queue (its initial state).
-    fn configured_disabled(&self, name: &str) -> bool {
+    pub(super) fn configured_disabled(&self, name: &str) -> bool {
         self.config
             .queue_instance_named(name)
             .is_some_and(|q| q.disabled)

@@ -97,6 +97,7 @@ impl Daemon {
                 granted: Vec::new(),
                 granted_pe: None,
                 refused: Some(why),
+                messages: Vec::new(),
             },
             Ok(()) => self.state.decide_ar(sub, t),
         };
@@ -131,9 +132,23 @@ impl Daemon {
     pub(super) fn advance_ars(&mut self) {
         let t = now();
         let (started, ended) = self.state.ar_transitions(t);
-        for r in started {
-            info!(ar = r.id(), "advance reservation started");
-            self.mail_ar(&r, ArMailEvent::Started);
+        for (before, r) in started {
+            info!(
+                ar = r.id(),
+                state = r.state.letter(),
+                "advance reservation changed state"
+            );
+            use crate::model::ArState::{Error, Running, Waiting, Warning};
+            match (before, r.state) {
+                (Waiting | Warning, Running) => self.mail_ar(&r, ArMailEvent::Started),
+                (Waiting | Warning, Error) => {
+                    self.mail_ar(&r, ArMailEvent::Started);
+                    self.mail_ar(&r, ArMailEvent::Error { at: t });
+                }
+                (Running, Error) => self.mail_ar(&r, ArMailEvent::Error { at: t }),
+                (Error, Running) => self.mail_ar(&r, ArMailEvent::Resolved { at: t }),
+                _ => {}
+            }
             if let Err(e) = self.spool.write_ar_state(&r) {
                 error!(ar = r.id(), "cannot write the advance reservation: {e}");
             }
