@@ -244,6 +244,7 @@ ids+=("$(sub sgeuser2 5 -N fx_b3 -pe smp 2 -P fx_other)")
 log "job ids: ${ids[*]}"
 for i in $(seq 1 240); do [ -z "$(qstat -u '*' 2>/dev/null)" ] && break; sleep 2; done
 [ -z "$(qstat -u '*')" ] || { log "jobs still not finished:"; qstat -u '*'; }
+usage_done=$(date +%s)
 sleep 5   # the scheduler folds finished usage into the share tree at its next run
 
 log "pending jobs (beyond the per-user quota, one held)"
@@ -255,9 +256,17 @@ for u in sgeuser sgeuser2; do
 done
 runuser -l sgeuser -c "qsub -terse -o /dev/null -j y -N fx_held -h -P fx_proj -b y sleep 3600" </dev/null
 runuser -l sgeuser2 -c "qsub -terse -o /dev/null -j y -N fx_lic -P fx_proj -l fx_lic=1 -b y sleep 3600" </dev/null
-# The qmaster writes users' and projects' usage into its BerkeleyDB spool about once a minute:
-# the wait lets the spooledit dump below hold the usage qstat -ext and sge_share_mon show.
-sleep 75
+# The qmaster writes users' usage into its BerkeleyDB spool every STREE_SPOOL_INTERVAL (4 min by
+# default): wait until sgeuser's record has per-project usage stamped after the usage jobs, so
+# that the spooledit dump below holds the usage qstat -ext and sge_share_mon show.
+spe() { runuser -u sgeadmin -- env SGE_ROOT=$SGE_ROOT SGE_CELL=$SGE_CELL /usr/lib/gridengine/spooledit "$@"; }
+for i in $(seq 1 80); do
+    d=$(spe dump USER:sgeuser 2>/dev/null)
+    ts=$(printf '%s\n' "$d" | sed -n 's/.*UU_usage_time_stamp *\*\/ *//p')
+    if printf '%s\n' "$d" | grep -q 'UU_project *\*/ *full' && [ "${ts:-0}" -gt "$usage_done" ]; then break; fi
+    sleep 5
+done
+log "usage spooled at ${ts:-?} (usage jobs done at $usage_done)"
 
 log "saving the cell under $OUT"
 rm -rf "$OUT"; mkdir -p "$OUT"
@@ -323,7 +332,6 @@ for p in /var/lib/gridengine/default/common/* /var/spool/gridengine/qmaster/*; d
 done
 ls -la /var/spool/gridengine/spooldb /var/spool/gridengine/qmaster > "$OUT/spool/listing.txt"
 # What the BerkeleyDB spool holds, key by key, as spooledit dumps it (the qmaster's own text).
-spe() { runuser -u sgeadmin -- env SGE_ROOT=$SGE_ROOT SGE_CELL=$SGE_CELL /usr/lib/gridengine/spooledit "$@"; }
 mkdir -p "$OUT/bdb"
 spe list > "$OUT/bdb/keys.txt" 2>&1
 grep -vE '^(JOB|JOBSCRIPT|PETASK|JATASK)' "$OUT/bdb/keys.txt" | grep ':' | while read -r k; do
