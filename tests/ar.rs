@@ -3,7 +3,7 @@
 //! `qrdel` ends it with its jobs, it survives a restart of `sched_d`; and `qrsub`, `qrstat`
 //! and `qrdel` against the SGE 8.1.9 captures in `tests/compat/`.
 
-use crate::sched::{SchedD, cell, wait_for};
+use crate::sched::{RecordingMailer, SchedD, cell, wait_for};
 use crate::support::*;
 use std::time::Duration;
 
@@ -372,37 +372,13 @@ fn a_reservation_mails_its_start_its_end_and_its_deletion() {
     };
     let cell = cell(2);
     admit_to_arusers(&cell);
-    let mails = cell.root.join("mails");
-    std::fs::create_dir_all(&mails).expect("mail dir");
-    let mailer = cell.root.join("mailer.sh");
-    std::fs::write(
-        &mailer,
-        format!(
-            "#!/bin/sh\nf={}/$$\n{{ printf '%s|' \"$@\"; echo; cat; }} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n",
-            mails.display()
-        ),
-    )
-    .expect("mailer");
-    std::fs::set_permissions(&mailer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let config = std::fs::read_to_string(cell.spool.config_path()).expect("config");
-    std::fs::write(
-        cell.spool.config_path(),
-        format!("{config}mailer: {}\n", mailer.display()),
-    )
-    .expect("config");
+    let mailer = RecordingMailer::install(&cell);
     let subjects = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&mails)
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
-                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-                    .filter_map(|t| t.lines().next().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
+        mailer
+            .mails()
+            .iter()
+            .filter_map(|t| t.lines().next().map(str::to_string))
+            .collect()
     };
     let _d = SchedD::start(&cell, &[]);
     let start = gridspool::time::now() + 2;

@@ -754,33 +754,41 @@ fn sighup_reloads_the_configuration() {
     assert!(d.log_text().contains("configuration reloaded"));
 }
 
-/// `-m bea` and `-M`: SGE's mails through the configured mailer, one run per recipient (the
-/// mailer here saves its arguments and input).
-#[test]
-fn job_mail_goes_through_the_configured_mailer() {
-    let cell = cell(1);
-    let dir = workdir(&cell);
-    let mails = cell.root.join("mails");
-    std::fs::create_dir_all(&mails).expect("mail dir");
-    let mailer = cell.root.join("mailer.sh");
-    std::fs::write(
-        &mailer,
-        format!(
-            "#!/bin/sh\nf={}/$$\n{{ printf '%s|' \"$@\"; echo; cat; }} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n",
-            mails.display()
-        ),
-    )
-    .expect("mailer");
-    std::fs::set_permissions(&mailer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let config = std::fs::read_to_string(cell.spool.config_path()).expect("config");
-    std::fs::write(
-        cell.spool.config_path(),
-        format!("{config}mailer: {}\n", mailer.display()),
-    )
-    .expect("config");
-    let read_mails = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&mails)
+/// A cell's `mailer`: a script that saves each run's arguments (`|`-separated, on the first
+/// line) and input as a file of its own, for tests of mail.
+pub(crate) struct RecordingMailer {
+    dir: PathBuf,
+}
+
+impl RecordingMailer {
+    /// Writes the script and names it as `mailer` in the cell's configuration (before
+    /// `sched_d` starts).
+    pub(crate) fn install(cell: &TestCell) -> Self {
+        let dir = cell.root.join("mails");
+        std::fs::create_dir_all(&dir).expect("mail dir");
+        let script = cell.root.join("mailer.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nf={}/$$\n{{ printf '%s|' \"$@\"; echo; cat; }} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n",
+                dir.display()
+            ),
+        )
+        .expect("mailer");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let config = std::fs::read_to_string(cell.spool.config_path()).expect("config");
+        std::fs::write(
+            cell.spool.config_path(),
+            format!("{config}mailer: {}\n", script.display()),
+        )
+        .expect("config");
+        RecordingMailer { dir }
+    }
+
+    /// Every mail sent so far, whole, sorted.
+    pub(crate) fn mails(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.dir)
             .map(|d| {
                 d.flatten()
                     .filter(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
@@ -790,7 +798,24 @@ fn job_mail_goes_through_the_configured_mailer() {
             .unwrap_or_default();
         v.sort();
         v
-    };
+    }
+
+    /// Forgets the mails sent so far.
+    pub(crate) fn clear(&self) {
+        for f in std::fs::read_dir(&self.dir).expect("mails").flatten() {
+            let _ = std::fs::remove_file(f.path());
+        }
+    }
+}
+
+/// `-m bea` and `-M`: SGE's mails through the configured mailer, one run per recipient (the
+/// mailer here saves its arguments and input).
+#[test]
+fn job_mail_goes_through_the_configured_mailer() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let mailer = RecordingMailer::install(&cell);
+    let read_mails = || mailer.mails();
     let _d = SchedD::start(&cell, &[]);
     let id = submit(&cell.spool, "exit 3\n", |s, _| {
         s.cwd = cwd(&dir);
@@ -815,9 +840,7 @@ fn job_mail_goes_through_the_configured_mailer() {
     assert!(m[0].contains("\n Exit Status      = 3\n"), "{}", m[0]);
 
     // qdel of a running `-m a` job: "Killed", then "Aborted" when it has ended.
-    for f in std::fs::read_dir(&mails).expect("mails").flatten() {
-        let _ = std::fs::remove_file(f.path());
-    }
+    mailer.clear();
     let id = submit(&cell.spool, "sleep 60\n", |s, _| {
         s.cwd = cwd(&dir);
         s.name = "killme".into();

@@ -230,19 +230,32 @@ impl Output {
 /// empty command line prints it to stderr with `ERROR! no option argument` (exit 1), as SGE
 /// 8.1.9 does; otherwise `run` over the cell.
 pub fn admin_main(
-    mut args: Vec<String>,
+    args: Vec<String>,
     doc: &crate::compat::docs::CommandDoc,
     run: impl FnOnce(&[String], &ClientEnv) -> Output,
 ) -> std::process::ExitCode {
-    let spool = take_spool_arg(&mut args);
-    let mut o = Output::default();
-    if args.is_empty() {
+    let mut rest = args.clone();
+    take_spool_arg(&mut rest);
+    if rest.is_empty() {
+        let mut o = Output::default();
         o.stderr.push_str(&crate::compat::docs::help_text(doc));
         o.err("ERROR! no option argument");
         o.code = 1;
         return o.finish();
     }
+    client_main(args, doc, run)
+}
+
+/// A client's `main`: the cell from `--spool` or the environment, `-help` anywhere prints
+/// the command's help (exit 0), else `run` over the cell.
+pub fn client_main(
+    mut args: Vec<String>,
+    doc: &crate::compat::docs::CommandDoc,
+    run: impl FnOnce(&[String], &ClientEnv) -> Output,
+) -> std::process::ExitCode {
+    let spool = take_spool_arg(&mut args);
     if args.iter().any(|a| a == "-help") {
+        let mut o = Output::default();
         o.stdout.push_str(&crate::compat::docs::help_text(doc));
         return o.finish();
     }

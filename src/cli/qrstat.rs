@@ -2,7 +2,7 @@
 //! default, `-u` others', `-ar` one in detail, `-xml`.
 
 use super::{ClientEnv, Output};
-use crate::compat::docs::{self, CommandDoc, SyntaxItem, ValueHint};
+use crate::compat::docs::{CommandDoc, SyntaxItem, ValueHint};
 use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support};
 use crate::model::ArRecord;
 
@@ -85,18 +85,8 @@ pub const DOC: CommandDoc = CommandDoc {
 };
 
 /// The `qrstat` binary.
-pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
-    let spool = super::take_spool_arg(&mut args);
-    if args.iter().any(|a| a == "-help") {
-        let mut o = Output::default();
-        o.stdout.push_str(&docs::help_text(&DOC));
-        return o.finish();
-    }
-    let env = match super::load_env(spool) {
-        Ok(env) => env,
-        Err(o) => return o.finish(),
-    };
-    run(&args, &env).finish()
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    super::client_main(args, &DOC, run)
 }
 
 /// The reservations of the cell that are granted and not over, in id order.

@@ -3,7 +3,7 @@
 //! been granted`, or why not (`advance_reservation: no suitable queues`), exit 1.
 
 use super::{ClientEnv, Output};
-use crate::compat::docs::{self, CommandDoc, SyntaxItem, ValueHint};
+use crate::compat::docs::{CommandDoc, SyntaxItem, ValueHint};
 use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support};
 use crate::compat::submit as values;
 use crate::model::{ArOwner, ArSubmission, PeRequest};
@@ -218,18 +218,10 @@ pub const DOC: CommandDoc = CommandDoc {
 };
 
 /// The `qrsub` binary.
-pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
-    let spool = super::take_spool_arg(&mut args);
-    if args.iter().any(|a| a == "-help") {
-        let mut o = Output::default();
-        o.stdout.push_str(&docs::help_text(&DOC));
-        return o.finish();
-    }
-    let env = match super::load_env(spool) {
-        Ok(env) => env,
-        Err(o) => return o.finish(),
-    };
-    run(&args, &env, Duration::from_secs(60)).finish()
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    super::client_main(args, &DOC, |args, env| {
+        run(args, env, Duration::from_secs(60))
+    })
 }
 
 fn usage_error(o: &mut Output, msg: &str) {

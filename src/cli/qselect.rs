@@ -125,18 +125,8 @@ pub const DOC: CommandDoc = CommandDoc {
 };
 
 /// The `qselect` binary.
-pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
-    let spool = super::take_spool_arg(&mut args);
-    if args.iter().any(|a| a == "-help") {
-        let mut o = Output::default();
-        o.stdout.push_str(&docs::help_text(&DOC));
-        return o.finish();
-    }
-    let env = match super::load_env(spool) {
-        Ok(env) => env,
-        Err(o) => return o.finish(),
-    };
-    run(&args, &env).finish()
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    super::client_main(args, &DOC, run)
 }
 
 /// Runs `qselect args` on the cell of `env`.
