@@ -193,27 +193,39 @@ fn an_ar_survives_a_restart_of_sched_d() {
     let _d = SchedD::start(&cell, &[]);
     let detail = cell.run(&user, "qrstat", &["-ar", &ar.to_string()]);
     assert_eq!(detail.code, 0, "{detail:?}");
-    let a = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
-    let b = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
+    still_held(&cell, &user, &other, ar, Duration::from_secs(20), "restart");
+}
+
+/// Checks that reservation `ar` (one slot of a two-slot cell, held by `user`) still holds
+/// its slot after a `when` of the master: its job runs (within `start`), and of two long
+/// jobs of `other` only one does. Deletes them all after.
+fn still_held(
+    cell: &TestCell,
+    user: &TestUser,
+    other: &TestUser,
+    ar: u32,
+    start: Duration,
+    when: &str,
+) {
+    let a = job_id(&cell.run(other, "qsub", &["-b", "y", "sleep", "300"]));
+    let b = job_id(&cell.run(other, "qsub", &["-b", "y", "sleep", "300"]));
     let in_ar = job_id(&cell.run(
-        &user,
+        user,
         "qsub",
         &["-ar", &ar.to_string(), "-b", "y", "sleep", "300"],
     ));
-    wait_for(
-        "the reservation's job to run",
-        Duration::from_secs(20),
-        || running(&cell, in_ar),
-    );
+    wait_for("the reservation's job to run", start, || {
+        running(cell, in_ar)
+    });
     wait_for("one long job to run", Duration::from_secs(20), || {
-        running(&cell, a) || running(&cell, b)
+        running(cell, a) || running(cell, b)
     });
     assert!(
-        !(running(&cell, a) && running(&cell, b)),
-        "a job took the reserved slot after the restart"
+        !(running(cell, a) && running(cell, b)),
+        "a job took the reserved slot after the {when}"
     );
-    cell.run(&other, "qdel", &["-u", &other.name]);
-    cell.run(&user, "qrdel", &[&ar.to_string()]);
+    cell.run(other, "qdel", &["-u", &other.name]);
+    cell.run(user, "qrdel", &[&ar.to_string()]);
 }
 
 fn compare(cell: &TestCell, user: &TestUser, dir: &str, case: &str, bin: &str) {
@@ -336,27 +348,14 @@ fn a_shadow_taking_over_holds_the_reservation() {
             .and_then(|p| p.trim().parse::<u32>().ok())
             == Some(shadow.pid())
     });
-    let a = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
-    let b = job_id(&cell.run(&other, "qsub", &["-b", "y", "sleep", "300"]));
-    let in_ar = job_id(&cell.run(
+    still_held(
+        &cell,
         &user,
-        "qsub",
-        &["-ar", &ar.to_string(), "-b", "y", "sleep", "300"],
-    ));
-    wait_for(
-        "the reservation's job to run",
+        &other,
+        ar,
         Duration::from_secs(30),
-        || running(&cell, in_ar),
+        "takeover",
     );
-    wait_for("one long job to run", Duration::from_secs(20), || {
-        running(&cell, a) || running(&cell, b)
-    });
-    assert!(
-        !(running(&cell, a) && running(&cell, b)),
-        "a job took the reserved slot after the takeover"
-    );
-    cell.run(&other, "qdel", &["-u", &other.name]);
-    cell.run(&user, "qrdel", &[&ar.to_string()]);
 }
 
 /// `qrsub -m be -M`: the mails SGE's qmaster sends at a reservation's start and end
