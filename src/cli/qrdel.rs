@@ -141,7 +141,8 @@ pub fn run(args: &[String], env: &ClientEnv) -> Output {
     for r in chosen {
         if r.submission.owner.uid != who.uid && !who.is_operator() {
             // SGE checks the userset of reservation submitters first.
-            match crate::compat::ar::may_reserve(&env.config, &who.user, who.uid) {
+            match crate::compat::ar::may_reserve(&env.config, &who.user, &env.caller.group, who.uid)
+            {
                 Err(why) => o.out(why),
                 Ok(()) => o.out(format!(
                     "denied: \"{}\" is not the owner of advance_reservation {}",

@@ -382,8 +382,12 @@ pub fn run(args: &[String], env: &ClientEnv, wait: Duration) -> Output {
             return o;
         }
     };
-    if let Err(why) = crate::compat::ar::may_reserve(&env.config, &env.caller.user, env.caller.uid)
-    {
+    if let Err(why) = crate::compat::ar::may_reserve(
+        &env.config,
+        &env.caller.user,
+        &env.caller.group,
+        env.caller.uid,
+    ) {
         refused(&mut o, &why);
         return o;
     }

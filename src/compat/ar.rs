@@ -7,25 +7,30 @@ use crate::model::ArRecord;
 /// The access list whose members may submit reservations (`sge_ar(5)`, `qrsub(1)`).
 pub const AR_USERS_ACL: &str = "arusers";
 
-/// Whether `user` is in the access list `acl` (`access_list(5)`: by name or by the user's
-/// primary group), `None` when the cell has no such list. Every `@acl` of a reservation
+/// Whether `user`, whose primary group is `group`, is in the access list `acl`
+/// (`access_list(5)`), `None` when the cell has no such list. Every `@acl` of a reservation
 /// (`qrsub -u`) and the `arusers` check of `qrsub` come through here.
-pub fn access_list_contains(config: &ClusterConfig, acl: &str, user: &str) -> Option<bool> {
-    let list = config.access_list(acl)?;
-    let group = crate::identity::user_by_name(user)
-        .and_then(|(uid, gid, _)| crate::identity::Caller::for_ids(uid, gid).ok())
-        .map(|c| c.group)
-        .unwrap_or_default();
-    Some(list.contains(user, &group))
+pub fn access_list_contains(
+    config: &ClusterConfig,
+    acl: &str,
+    user: &str,
+    group: &str,
+) -> Option<bool> {
+    Some(config.access_list(acl)?.contains(user, group))
 }
 
 /// Whether `user` may submit a reservation: an operator or manager, or a member of
 /// `arusers` (one of the lists every cell has), as in SGE (`qrsub(1)`).
-pub fn may_reserve(config: &ClusterConfig, user: &str, uid: u32) -> Result<(), String> {
+pub fn may_reserve(
+    config: &ClusterConfig,
+    user: &str,
+    group: &str,
+    uid: u32,
+) -> Result<(), String> {
     if config.is_operator(user, uid) {
         return Ok(());
     }
-    match access_list_contains(config, AR_USERS_ACL, user) {
+    match access_list_contains(config, AR_USERS_ACL, user, group) {
         Some(false) => Err(format!(
             "denied: \"{user}\" must be manager or in userset \"{AR_USERS_ACL}\""
         )),
@@ -33,11 +38,11 @@ pub fn may_reserve(config: &ClusterConfig, user: &str, uid: u32) -> Result<(), S
     }
 }
 
-/// Whether `user` may submit jobs into `ar` (its `-u` list, `@acl` entries resolved by
-/// [`access_list_contains`]).
-pub fn may_use(config: &ClusterConfig, ar: &ArRecord, user: &str, uid: u32) -> bool {
+/// Whether `user` (of primary group `group`) may submit jobs into `ar` (its `-u` list,
+/// `@acl` entries resolved by [`access_list_contains`]).
+pub fn may_use(config: &ClusterConfig, ar: &ArRecord, user: &str, group: &str, uid: u32) -> bool {
     ar.admits(user, uid, &|acl, u| {
-        access_list_contains(config, acl, u).unwrap_or(false)
+        access_list_contains(config, acl, u, group).unwrap_or(false)
     })
 }
 

@@ -992,11 +992,13 @@ impl SchedState {
         job_reasons: &mut PassReasons,
     ) {
         let (id, cat) = (c.id, c.cat);
-        let owner = self
-            .jobs
-            .get(&id)
-            .and_then(|e| e.record.get())
-            .map(|r| (r.submitter.owner.clone(), r.submitter.uid));
+        let owner = self.jobs.get(&id).and_then(|e| e.record.get()).map(|r| {
+            (
+                r.submitter.owner.clone(),
+                r.submitter.group.clone(),
+                r.submitter.uid,
+            )
+        });
         let window = self
             .ar(ar)
             .filter(|r| r.holds())
@@ -1008,8 +1010,8 @@ impl SchedState {
             )),
             // SGE accepts the job and never runs it there.
             Some((_, _, r))
-                if !owner.as_ref().is_some_and(|(user, uid)| {
-                    crate::compat::ar::may_use(&self.config, &r, user, *uid)
+                if !owner.as_ref().is_some_and(|(user, group, uid)| {
+                    crate::compat::ar::may_use(&self.config, &r, user, group, *uid)
                 }) =>
             {
                 reasons.push(format!(

@@ -84,11 +84,17 @@ impl Daemon {
             );
             return;
         }
-        // The name is the kernel's, never the file's.
+        // The name, and the group `arusers` is checked with, are the kernel's, never the
+        // file's.
+        let mut group = String::new();
         if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(owner)) {
+            if let Ok(c) = crate::identity::Caller::for_ids(owner, u.gid.as_raw()) {
+                group = c.group;
+            }
             sub.owner.user = u.name;
         }
-        let permitted = crate::compat::ar::may_reserve(&self.state.config, &sub.owner.user, owner);
+        let permitted =
+            crate::compat::ar::may_reserve(&self.state.config, &sub.owner.user, &group, owner);
         let record = match permitted {
             Err(why) => ArRecord {
                 v: crate::model::AR_SCHEMA_VERSION,
