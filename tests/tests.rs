@@ -13,6 +13,7 @@ mod docs;
 mod drmaa;
 mod harness;
 mod host_failure;
+mod import;
 mod install;
 mod json;
 mod launch;

@@ -34,6 +34,7 @@ pub mod qselect;
 pub mod qstat;
 pub mod qsub;
 pub mod sched_d;
+pub mod sge_import;
 pub mod sim;
 
 /// Why a client could not even start.

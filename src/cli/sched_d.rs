@@ -25,6 +25,15 @@ pub struct Args {
     /// settings.csh for users to source, then exit. Existing files are kept.
     #[arg(long)]
     pub init: bool,
+    /// With --init: make the cell the SGE 8.1.9 cell that sge-export.sh saved in DIR (its
+    /// configuration, share-tree usage and accounting file), printing every value it could not
+    /// carry. Refused while sched_d runs on the cell, or while it holds jobs unless --force.
+    #[arg(long, value_name = "DIR", requires = "init")]
+    pub from_sge: Option<PathBuf>,
+    /// With --from-sge: import into a cell that holds jobs or advance reservations (they are
+    /// kept; the configuration changes under them).
+    #[arg(long, requires = "from_sge")]
+    pub force: bool,
     /// Run in the foreground, logging to stderr and to daemon/sched_d.log (the default, as
     /// services under systemd expect).
     #[arg(long, conflicts_with = "daemon")]
@@ -108,6 +117,15 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
             Some(d) => d,
             None => init_target()?,
         };
+        if let Some(export) = args.from_sge {
+            let opts = super::sge_import::ImportOptions {
+                export,
+                force: args.force,
+            };
+            let report = super::sge_import::import(&dir, &opts)?;
+            print!("{}", report.text());
+            return Ok(ExitCode::SUCCESS);
+        }
         let created = init(&dir)?;
         println!(
             "{} spool {}",
