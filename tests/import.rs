@@ -109,7 +109,11 @@ fn saved_qconf_outputs() -> Vec<(String, Option<String>, String, String)> {
         .collect();
     names.sort();
     for path in names {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file = path
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
         let Some(stem) = file
             .strip_prefix("qconf-")
             .and_then(|s| s.strip_suffix(".txt"))
