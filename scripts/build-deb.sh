@@ -33,6 +33,8 @@ chmod 0755 "$stage"
 
 "$here/install-multiuser.sh" --bin-dir "$bin_dir" --destdir "$stage" /usr >/dev/null
 install -D -m 0755 "$here/install-multiuser.sh" "$stage/usr/lib/gridspool/install-multiuser.sh"
+# Run on an SGE master to save its cell for sched_d --init --from-sge (sched_d(8)).
+install -D -m 0755 "$here/sge-export.sh" "$stage/usr/lib/gridspool/sge-export.sh"
 install -D -m 0644 "$here/deb/gridspool.service" "$stage/lib/systemd/system/gridspool.service"
 install -D -m 0644 "$here/deb/gridspool-shadow.service" "$stage/lib/systemd/system/gridspool-shadow.service"
 install -D -m 0644 "$here/deb/logrotate" "$stage/etc/logrotate.d/gridspool"

@@ -289,3 +289,33 @@ fn a_directory_that_is_no_export_is_refused_by_name() {
         )
     );
 }
+
+/// `qconf -dstree`, which the import runs when the SGE cell has no share tree, says what
+/// SGE 8.1.9's says (both streams and exit codes as recorded from it).
+#[test]
+fn qconf_dstree_removes_the_share_tree_as_sge_does() {
+    let Some(admin) = root() else {
+        skip(
+            "import::qconf_dstree_removes_the_share_tree_as_sge_does",
+            "needs root",
+        );
+        return;
+    };
+    let cell = TestCell::new();
+    let host = gridspool::identity::short_hostname();
+    let removed = cell.run(&admin, "qconf", &["-dstree"]);
+    assert_eq!(
+        (removed.code, removed.stdout.as_str(), removed.stderr),
+        (0, "", format!("root@{host} removed sharetree list\n"))
+    );
+    let shown = cell.run(&admin, "qconf", &["-sstree"]);
+    assert_eq!(
+        (shown.code, shown.stderr.as_str()),
+        (1, "no sharetree element\n")
+    );
+    let again = cell.run(&admin, "qconf", &["-dstree"]);
+    assert_eq!(
+        (again.code, again.stdout.as_str(), again.stderr.as_str()),
+        (1, "", "sharetree does not exist\n")
+    );
+}

@@ -65,6 +65,7 @@ pub fn handles(option: &str) -> bool {
             | "-Mstree"
             | "-astree"
             | "-mstree"
+            | "-dstree"
             | "-Mc"
             | "-mc"
             | "-acal"
@@ -137,6 +138,7 @@ pub fn change(
             super::qconf_rqs::change(option, value, more, &me, cx, o)?
         }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
+        "-dstree" => delete_share_tree(&me, cx, o)?,
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
         | "-Ae" | "-Me" | "-ae" | "-me" => named_file(option, value, &me, cx, env, o)?,
@@ -784,6 +786,20 @@ fn share_tree(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool
     editor.set_top("share_tree", &old, &config.share_tree)?;
     commit(cx, editor, &config)?;
     o.err("changed sharetree");
+    Ok(true)
+}
+
+/// `-dstree`: no share tree (SGE's messages; the share-tree policy then hands out no
+/// share tickets).
+fn delete_share_tree(me: &str, cx: &Cx, o: &mut Output) -> Result<bool, Stop> {
+    let editor = ConfigEditor::open(&cx.path)?;
+    let mut config = editor.config.clone();
+    let Some(old) = config.share_tree.take() else {
+        return Err(Stop(vec!["sharetree does not exist".to_string()]));
+    };
+    editor.set_top("share_tree", &Some(old), &config.share_tree)?;
+    commit(cx, editor, &config)?;
+    o.err(format!("{me} removed sharetree list"));
     Ok(true)
 }
 

@@ -577,11 +577,8 @@ impl Importer {
         let have = self.config().is_some_and(|c| c.share_tree.is_some());
         if saved.stdout.trim().is_empty() {
             if have {
-                self.omit(
-                    object,
-                    "",
-                    "the SGE cell has none; the gridspool cell's is kept (edit config.yaml to remove it)",
-                );
+                let out = self.qconf(&["-dstree"]);
+                self.take(object, out);
             }
             return;
         }

@@ -297,7 +297,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "delete sharetree node(s)",
     )
     .unsupported(),
-    OptionSpec::new("-dstree", Arity::Flag, "[-dstree]", "delete the sharetree").unsupported(),
+    OptionSpec::new("-dstree", Arity::Flag, "[-dstree]", "delete the sharetree"),
     OptionSpec::new(
         "-du",
         Arity::One,
