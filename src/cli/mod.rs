@@ -6,7 +6,7 @@ use crate::identity::{Caller, IdentityError, short_hostname};
 use crate::model::Requester;
 use crate::spool::{Spool, SpoolError};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod demo;
 mod drmaa_agent;
@@ -149,16 +149,20 @@ pub fn take_spool_arg(args: &mut Vec<String>) -> Option<PathBuf> {
     None
 }
 
+/// Where the Debian package keeps its cells (`scripts/build-deb.sh`).
+pub const PACKAGE_ROOT: &str = "/var/lib/gridspool";
+
 /// The cell directory: `--spool DIR`, else `$SGE_ROOT/$SGE_CELL` (`SGE_CELL` defaults to
 /// `default`), with SGE's messages when either is missing.
 pub fn locate_spool(explicit: Option<PathBuf>) -> Result<PathBuf, ClientError> {
     if let Some(dir) = explicit {
         return Ok(dir);
     }
-    let root = std::env::var_os("SGE_ROOT")
-        .filter(|r| !r.is_empty())
-        .ok_or(ClientError::NoRoot)?;
-    let root = PathBuf::from(root);
+    let root = sge_root(
+        std::env::var_os("SGE_ROOT"),
+        Path::new(PACKAGE_ROOT),
+        &cell_name(),
+    )?;
     if !root.is_dir() {
         return Err(ClientError::RootMissing(root));
     }
@@ -167,6 +171,21 @@ pub fn locate_spool(explicit: Option<PathBuf>) -> Result<PathBuf, ClientError> {
         return Err(ClientError::CellMissing(dir));
     }
     Ok(dir)
+}
+
+/// `$SGE_ROOT`, else the package's root when it holds the cell: Debian's SGE finds its cell
+/// without `SGE_ROOT` (its compiled-in `/var/lib/gridengine`), so its users never set it, and
+/// their commands keep working once gridspool's package replaced SGE's.
+fn sge_root(
+    from_env: Option<std::ffi::OsString>,
+    package_root: &Path,
+    cell: &std::ffi::OsStr,
+) -> Result<PathBuf, ClientError> {
+    match from_env.filter(|r| !r.is_empty()) {
+        Some(root) => Ok(PathBuf::from(root)),
+        None if package_root.join(cell).is_dir() => Ok(package_root.to_path_buf()),
+        None => Err(ClientError::NoRoot),
+    }
 }
 
 impl ClientEnv {
@@ -301,6 +320,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn without_sge_root_a_client_takes_the_packages_cell_if_there_is_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cell = std::ffi::OsStr::new("default");
+        let none = super::sge_root(None, dir.path(), cell);
+        assert!(matches!(none, Err(super::ClientError::NoRoot)), "{none:?}");
+        std::fs::create_dir(dir.path().join("default")).expect("cell");
+        let found = super::sge_root(Some("".into()), dir.path(), cell).expect("package root");
+        assert_eq!(found, dir.path());
+        let set = super::sge_root(Some("/elsewhere".into()), dir.path(), cell).expect("set");
+        assert_eq!(set, std::path::Path::new("/elsewhere"));
     }
 
     #[test]
