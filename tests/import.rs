@@ -70,7 +70,7 @@ fn not_carried(stdout: &str) -> Vec<String> {
         .filter(|l| l.starts_with("not carried: "))
         .map(|l| {
             let mut l = l.to_string();
-            while let Some(at) = l.find("/gridspool-import.") {
+            while let Some(at) = l.find("/gridspool-import") {
                 let start = l[..at].rfind('"').map_or(0, |q| q + 1);
                 let end = at + l[at + 1..].find('/').map_or(l.len() - at, |e| e + 1);
                 l.replace_range(start..end, "SCRATCH");
@@ -317,5 +317,35 @@ fn qconf_dstree_removes_the_share_tree_as_sge_does() {
     assert_eq!(
         (again.code, again.stdout.as_str(), again.stderr.as_str()),
         (1, "", "sharetree does not exist\n")
+    );
+}
+
+#[test]
+fn a_dry_run_says_what_the_import_would_not_carry_and_changes_nothing() {
+    let test = "import::a_dry_run_says_what_the_import_would_not_carry_and_changes_nothing";
+    if !is_root() {
+        skip(test, "needs root (a UTS namespace named vm)");
+        return;
+    }
+    let cell = TestCell::new();
+    let config = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
+    let run = import(&cell, Path::new(FIXTURE), &["--dry-run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(not_carried(&run.stdout), NOT_CARRIED);
+    assert!(
+        run.stdout
+            .contains("added \"fx_batch.q\" to cluster queue list")
+    );
+    assert!(
+        run.stdout.ends_with(&format!(
+            "dry run: nothing was changed; {} not carried (listed above)\n",
+            NOT_CARRIED.len()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config"),
+        config
     );
 }

@@ -34,6 +34,10 @@ pub struct Args {
     /// kept; the configuration changes under them).
     #[arg(long, requires = "from_sge")]
     pub force: bool,
+    /// With --from-sge: print what the import would do and not carry, changing nothing (it
+    /// imports into a copy of the cell's configuration).
+    #[arg(long, requires = "from_sge")]
+    pub dry_run: bool,
     /// Run in the foreground, logging to stderr and to daemon/sched_d.log (the default, as
     /// services under systemd expect).
     #[arg(long, conflicts_with = "daemon")]
@@ -121,6 +125,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
             let opts = super::sge_import::ImportOptions {
                 export,
                 force: args.force,
+                dry_run: args.dry_run,
             };
             let report = super::sge_import::import(&dir, &opts)?;
             print!("{}", report.text());

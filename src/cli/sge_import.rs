@@ -57,6 +57,8 @@ pub struct ImportOptions {
     pub export: PathBuf,
     /// Import into a cell that holds jobs or reservations.
     pub force: bool,
+    /// Only say what the import would do and not carry.
+    pub dry_run: bool,
 }
 
 /// A value or object the import did not carry, and why.
@@ -85,6 +87,8 @@ pub struct ImportReport {
     /// `qconf`'s own messages, in order (`root@host added "q" to cluster queue list`).
     pub changes: Vec<String>,
     pub omissions: Vec<Omission>,
+    /// Done on a copy: the cell is unchanged.
+    pub dry_run: bool,
 }
 
 impl ImportReport {
@@ -99,7 +103,12 @@ impl ImportReport {
             s.push_str(&format!("not carried: {o}\n"));
         }
         s.push_str(&format!(
-            "imported; {} not carried{}\n",
+            "{}; {} not carried{}\n",
+            if self.dry_run {
+                "dry run: nothing was changed"
+            } else {
+                "imported"
+            },
             self.omissions.len(),
             if self.omissions.is_empty() {
                 ""
@@ -260,6 +269,9 @@ pub fn import(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportE
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         });
     }
+    if opts.dry_run {
+        return dry_run(cell, opts);
+    }
     super::sched_d::init(cell).map_err(|e| ImportError::Cell(e.to_string()))?;
     let spool = Spool::open(cell)?;
     // Held to the end: no sched_d starts on a half-imported cell.
@@ -272,7 +284,31 @@ pub fn import(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportE
     if !opts.force {
         refuse_a_cell_in_use(&spool)?;
     }
-    let scratch = Scratch::new()?;
+    import_objects(cell, opts)
+}
+
+/// The import into a copy of the cell's configuration, thrown away: what an import would
+/// do and not carry, with the cell untouched.
+fn dry_run(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+    let copy = Scratch::new("gridspool-import-dry-run")?;
+    let copy_cell = copy.0.join("cell");
+    super::sched_d::init(&copy_cell).map_err(|e| ImportError::Cell(e.to_string()))?;
+    let config = cell.join("config.yaml");
+    if config.is_file() {
+        std::fs::copy(&config, copy_cell.join("config.yaml")).map_err(|e| ImportError::Io {
+            what: "copy",
+            path: config.clone(),
+            source: e,
+        })?;
+    }
+    let mut report = import_objects(&copy_cell, opts)?;
+    report.dry_run = true;
+    Ok(report)
+}
+
+/// Every object of the export, into `cell`.
+fn import_objects(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+    let scratch = Scratch::new("gridspool-import")?;
     let mut run = Importer {
         cell: cell.to_path_buf(),
         export: opts.export.clone(),
@@ -350,8 +386,8 @@ fn refuse_a_cell_in_use(spool: &Spool) -> Result<(), ImportError> {
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new() -> Result<Self, ImportError> {
-        let dir = std::env::temp_dir().join(format!("gridspool-import.{}", std::process::id()));
+    fn new(prefix: &str) -> Result<Self, ImportError> {
+        let dir = std::env::temp_dir().join(format!("{prefix}.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::DirBuilder::new()
             .mode(0o700)
