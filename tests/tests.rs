@@ -13,6 +13,7 @@ mod docs;
 mod drmaa;
 mod harness;
 mod host_failure;
+mod import_objects;
 mod install;
 mod json;
 mod launch;

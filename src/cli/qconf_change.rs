@@ -774,7 +774,7 @@ fn share_tree(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool
     } else {
         let shown = config.share_tree.as_ref().map_or_else(
             || "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=NONE\n".to_string(),
-            qconf::share_tree,
+            |tree| qconf::share_tree(tree, &config.projects),
         );
         edit_text(&shown)?
     };

@@ -805,8 +805,14 @@ pub fn set_exechost_attr(
 pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, AttrError> {
     use crate::config::ShareTreeNode;
     let bad = |what: String| AttrError::new([what]);
-    // id -> (name, shares, children)
-    let mut nodes: BTreeMap<u32, (String, u32, Vec<u32>)> = BTreeMap::new();
+    // id -> the node's fields and its children's ids
+    struct Read {
+        name: String,
+        node_type: u32,
+        shares: u32,
+        children: Vec<u32>,
+    }
+    let mut nodes: BTreeMap<u32, Read> = BTreeMap::new();
     let mut current: Option<u32> = None;
     for line in text
         .lines()
@@ -825,7 +831,15 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
         };
         if key == "id" {
             let id = number(value)?;
-            nodes.insert(id, (String::new(), 0, Vec::new()));
+            nodes.insert(
+                id,
+                Read {
+                    name: String::new(),
+                    node_type: 0,
+                    shares: 0,
+                    children: Vec::new(),
+                },
+            );
             current = Some(id);
             continue;
         }
@@ -833,11 +847,11 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
             .and_then(|id| nodes.get_mut(&id))
             .ok_or_else(|| bad(format!("\"{key}\" before any id")))?;
         match key {
-            "name" => node.0 = value.trim().to_string(),
-            "type" => {}
-            "shares" => node.1 = number(value)?,
+            "name" => node.name = value.trim().to_string(),
+            "type" => node.node_type = number(value)?,
+            "shares" => node.shares = number(value)?,
             "childnodes" => {
-                node.2 = words(value)
+                node.children = words(value)
                     .iter()
                     .map(|w| number(w))
                     .collect::<Result<_, _>>()?
@@ -847,20 +861,22 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
     }
     fn build(
         id: u32,
-        nodes: &BTreeMap<u32, (String, u32, Vec<u32>)>,
+        nodes: &BTreeMap<u32, Read>,
         seen: &mut Vec<u32>,
     ) -> Result<ShareTreeNode, AttrError> {
         if seen.contains(&id) {
             return Err(AttrError::new([format!("node {id} is in the tree twice")]));
         }
         seen.push(id);
-        let (name, shares, children) = nodes
+        let node = nodes
             .get(&id)
             .ok_or_else(|| AttrError::new([format!("node {id} is missing")]))?;
         Ok(ShareTreeNode {
-            name: name.clone(),
-            shares: *shares,
-            children: children
+            name: node.name.clone(),
+            shares: node.shares,
+            node_type: node.node_type,
+            children: node
+                .children
                 .iter()
                 .map(|c| build(*c, nodes, seen))
                 .collect::<Result<_, _>>()?,
@@ -1001,7 +1017,7 @@ mod tests {
         )
         .expect("config");
         let tree = config.share_tree.expect("tree");
-        let text = crate::compat::qconf::share_tree(&tree);
+        let text = crate::compat::qconf::share_tree(&tree, &config.projects);
         assert_eq!(share_tree_from_text(&text).expect("parse"), tree);
         assert!(share_tree_from_text("id=0\nname=Root\nshares=1\nchildnodes=1\n").is_err());
     }

@@ -427,8 +427,17 @@ pub struct UserConfig {
 pub struct ShareTreeNode {
     pub name: String,
     pub shares: u32,
+    /// share_tree(5)'s `type` as the file that set the tree gave it (SGE keeps what it
+    /// reads, 0 user, 1 project), shown by `qconf -sstree`; a leaf that names a project
+    /// shows 1 whatever it says, as SGE's qmaster sets it (`compat::qconf::share_tree`).
+    #[serde(rename = "type", default, skip_serializing_if = "is_zero")]
+    pub node_type: u32,
     #[serde(default)]
     pub children: Vec<ShareTreeNode>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Which ordering the scheduler uses (Qube!'s `supervisor_queue_algorithm`, extended).
