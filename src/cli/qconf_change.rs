@@ -351,7 +351,13 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
             )]));
         }
     };
-    let new = queue_from_text(&text, base).map_err(|e| file_error(e, &file, "Cluster queue"))?;
+    let new = queue_from_text(&text, base).map_err(|e| {
+        if e.is_from_verification() {
+            Stop(e.lines)
+        } else {
+            file_error(e, &file, "Cluster queue")
+        }
+    })?;
     super::qconf_calendar::known_calendar(&config, &new)?;
     for key in new.per_host.keys() {
         let attr = attrs::QUEUE_ATTRS

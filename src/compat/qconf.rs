@@ -125,6 +125,14 @@ pub static OPTIONS: &[OptionSpec] = &[
         "add a new parallel environment",
     )
     .unsupported(),
+    // In SGE 8.1.9's qconf (its -help leaves it out): what -sp prints, as a new PE.
+    OptionSpec::new(
+        "-Ap",
+        Arity::One,
+        "[-Ap fname]",
+        "add a new parallel environment from file",
+    )
+    .unlisted(),
     OptionSpec::new("-aprj", Arity::Flag, "[-aprj]", "add project"),
     OptionSpec::new(
         "-Aprj",
@@ -816,7 +824,7 @@ pub fn queue(q: &QueueConfig) -> String {
         ("suspend_thresholds", "NONE".into()),
         ("nsuspend", "1".into()),
         ("suspend_interval", "00:05:00".into()),
-        ("priority", "0".into()),
+        ("priority", q.priority.clone().unwrap_or_else(|| "0".into())),
         ("min_cpu_interval", "00:05:00".into()),
         ("processors", "UNDEFINED".into()),
         ("qtype", q.qtype.to_ascii_uppercase()),

@@ -33,12 +33,26 @@ impl AttrError {
         ])
     }
 
+    /// A value SGE's qmaster refuses after the file was read (its `cqueue_verify_*`), not
+    /// its reader: `-Aq`/`-Mq` print the line alone, without the file's lines around it.
+    fn verified(line: &str) -> Self {
+        AttrError::new([line.to_string()])
+    }
+
+    /// Whether this is one of the qmaster's refusals ([`AttrError::verified`]).
+    pub fn is_from_verification(&self) -> bool {
+        matches!(self.lines.as_slice(), [l] if VERIFICATION_LINES.contains(&l.as_str()))
+    }
+
     fn unsupported(attr: &str, shown: &str) -> Self {
         AttrError::new([format!(
             "gridspool has no {attr}: its only value is {shown}"
         )])
     }
 }
+
+/// The lines of SGE's qmaster checks of queue values (`cqueue_verify_priority`).
+const VERIFICATION_LINES: &[&str] = &["Invalid character", "Priority not in range -20 to +20"];
 
 /// What kind of value an attribute holds, for `-aattr`/`-dattr` (lists and `name=value`
 /// lists take elements).
@@ -61,7 +75,7 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("suspend_thresholds", Shape::Pairs, Some("NONE")),
     ("nsuspend", Shape::Scalar, Some("1")),
     ("suspend_interval", Shape::Scalar, Some("00:05:00")),
-    ("priority", Shape::Scalar, Some("0")),
+    ("priority", Shape::Scalar, None),
     ("min_cpu_interval", Shape::Scalar, Some("00:05:00")),
     ("processors", Shape::Scalar, Some("UNDEFINED")),
     ("qtype", Shape::Words, None),
@@ -286,6 +300,17 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             q.shell_start_mode = v.to_string();
         }
         "notify" => q.notify = time_value(attr, v)?,
+        "priority" => {
+            // SGE's qmaster checks the text with `atoi` and keeps it as written.
+            let nice = crate::config::nice_value(v);
+            if nice == 0 && !v.starts_with('0') {
+                return Err(AttrError::verified(VERIFICATION_LINES[0]));
+            }
+            if !(-20..=20).contains(&nice) {
+                return Err(AttrError::verified(VERIFICATION_LINES[1]));
+            }
+            q.priority = (v != "0").then(|| v.to_string());
+        }
         "complex_values" => q.complex_values = pairs(v)?,
         "calendar" => q.calendar = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string()),
         "initial_state" => {

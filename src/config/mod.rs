@@ -263,6 +263,11 @@ pub struct QueueConfig {
     /// `notify` time before SIGKILL/SIGSTOP for `-notify` jobs.
     #[serde(default = "default_notify")]
     pub notify: String,
+    /// queue_conf(5)'s `priority`: the nice value (-20 to 20) the queue's jobs start with,
+    /// kept as it was written because SGE shows it so (`+7`, `1.5`; its leading integer is
+    /// the value, [`nice_value`]); `None` is SGE's default, 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
     /// Queue disabled by an administrator (`qmod -d`), shown as `d`.
     #[serde(default)]
     pub disabled: bool,
@@ -366,6 +371,25 @@ fn default_qtype() -> String {
 }
 fn default_notify() -> String {
     "00:00:60".to_string()
+}
+
+/// The value of a queue's `priority` text as SGE's shepherd takes it (C's `atoi`: blanks,
+/// a sign, the digits that follow; anything after them ignored, 0 without digits).
+pub fn nice_value(text: &str) -> i32 {
+    let t = text.trim_start();
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| {
+            (n * 10 + i64::from(d - b'0')).min(i64::from(i32::MAX) + 1)
+        });
+    let n = if negative { -n } else { n };
+    n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
 /// A parallel environment (`sge_pe(5)`).
