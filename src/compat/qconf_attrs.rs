@@ -51,7 +51,7 @@ impl AttrError {
     }
 }
 
-/// The lines of SGE's qmaster checks of queue values (`cqueue_verify_priority`).
+/// The lines of SGE's qmaster checks of queue values (`crate::config::priority_error`).
 const VERIFICATION_LINES: &[&str] = &["Invalid character", "Priority not in range -20 to +20"];
 
 /// What kind of value an attribute holds, for `-aattr`/`-dattr` (lists and `name=value`
@@ -302,12 +302,8 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
         "notify" => q.notify = time_value(attr, v)?,
         "priority" => {
             // SGE's qmaster checks the text with `atoi` and keeps it as written.
-            let nice = crate::config::nice_value(v);
-            if nice == 0 && !v.starts_with('0') {
-                return Err(AttrError::verified(VERIFICATION_LINES[0]));
-            }
-            if !(-20..=20).contains(&nice) {
-                return Err(AttrError::verified(VERIFICATION_LINES[1]));
+            if let Some(line) = crate::config::priority_error(v) {
+                return Err(AttrError::verified(line));
             }
             q.priority = (v != "0").then(|| v.to_string());
         }

@@ -373,6 +373,19 @@ fn default_notify() -> String {
     "00:00:60".to_string()
 }
 
+/// What SGE's qmaster says of a queue's `priority` text it refuses (`cqueue_verify_priority`:
+/// `atoi` of it is 0 but the text does not start with `0`, or it is outside -20..20).
+pub fn priority_error(text: &str) -> Option<&'static str> {
+    let nice = nice_value(text);
+    if nice == 0 && !text.starts_with('0') {
+        Some("Invalid character")
+    } else if !(-20..=20).contains(&nice) {
+        Some("Priority not in range -20 to +20")
+    } else {
+        None
+    }
+}
+
 /// The value of a queue's `priority` text as SGE's shepherd takes it (C's `atoi`: blanks,
 /// a sign, the digits that follow; anything after them ignored, 0 without digits).
 pub fn nice_value(text: &str) -> i32 {
@@ -948,6 +961,18 @@ impl ClusterConfig {
                 return Err(format!("queue {}: unknown calendar {c}", q.name));
             }
         }
+        for q in &self.queues {
+            let per_host = q.per_host.iter().filter_map(|(key, over)| {
+                let text = over.get("priority")?.as_str()?;
+                Some((format!("{}@{key}", q.name), text))
+            });
+            let own = q.priority.iter().map(|p| (q.name.clone(), p.as_str()));
+            for (queue, text) in own.chain(per_host) {
+                if let Some(e) = priority_error(text) {
+                    return Err(format!("queue {queue}: priority {text:?}: {e}"));
+                }
+            }
+        }
         self.check_access_references()?;
         self.validate_per_host()?;
         let complexes = self.complexes();
@@ -1156,6 +1181,40 @@ mod tests {
         assert_eq!(config.scheduler.weight_tickets_share, 10_000.0);
         assert_eq!(config.scheduler.halftime, 336.0);
         assert!(config.is_manager("root", 0));
+    }
+
+    /// A queue's priority is the leading integer of its text, as C's `atoi` reads it, and a
+    /// configuration whose priority SGE's qmaster would refuse (its own or a host's) is
+    /// refused too.
+    #[test]
+    fn queue_priorities_read_as_sge_reads_them() {
+        for (text, nice) in [
+            ("5", 5),
+            ("+7", 7),
+            ("-20", -20),
+            ("1.5", 1),
+            ("5x", 5),
+            ("abc", 0),
+        ] {
+            assert_eq!(nice_value(text), nice, "{text}");
+        }
+        assert_eq!(priority_error("-0"), Some("Invalid character"));
+        assert_eq!(
+            priority_error("21"),
+            Some("Priority not in range -20 to +20")
+        );
+        assert_eq!(priority_error("0"), None);
+        let text = ClusterConfig::default_text("node1", 4);
+        let with = |p: &str| text.replace("    tmpdir: /tmp", &format!("    tmpdir: /tmp\n{p}"));
+        assert!(ClusterConfig::parse(&with("    priority: \"-5\"")).is_ok());
+        let err = ClusterConfig::parse(&with("    priority: \"30\"")).expect_err("30");
+        assert!(err.contains("queue all.q: priority \"30\""), "{err}");
+        let err =
+            ClusterConfig::parse(&with("    per_host: {node1: {priority: abc}}")).expect_err("abc");
+        assert!(
+            err.contains("queue all.q@node1: priority \"abc\": Invalid character"),
+            "{err}"
+        );
     }
 
     #[test]
