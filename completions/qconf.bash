@@ -13,6 +13,7 @@ _gridspool_qconf() {
         -Arqs) COMPREPLY=(); return ;;
         -am) COMPREPLY=(); return ;;
         -ao) COMPREPLY=(); return ;;
+        -Ap) COMPREPLY=(); return ;;
         -Aprj) COMPREPLY=(); return ;;
         -Aq) COMPREPLY=(); return ;;
         -Astree) COMPREPLY=(); return ;;
@@ -56,6 +57,7 @@ _gridspool_qconf() {
         -Muser) COMPREPLY=(); return ;;
         -purge) COMPREPLY=(); return ;;
         -rattr) COMPREPLY=(); return ;;
+        -rsstnode) COMPREPLY=(); return ;;
         -scal) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
@@ -66,11 +68,12 @@ _gridspool_qconf() {
         -sprj) COMPREPLY=(); return ;;
         -sq) COMPREPLY=(); return ;;
         -srqs) COMPREPLY=(); return ;;
+        -sstnode) COMPREPLY=(); return ;;
         -su) COMPREPLY=(); return ;;
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -arqs -Arqs -am -ao -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -drqs -dm -do -dp -dprj -dq -dstree -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sst -sstree -su -sul -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -arqs -Arqs -am -ao -Ap -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -drqs -dm -do -dp -dprj -dq -dstree -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -rsstnode -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sstnode -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

@@ -15,9 +15,6 @@ pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/compat/imp
 
 /// What the import cannot carry of the fixture, as it prints it, each with its reason.
 const NOT_CARRIED: &[&str] = &[
-    "not carried: execution host vm: gridspool's qconf refused it: error: unknown attribute name \"load_values\"; error: error reading file: \"SCRATCH/qconf-se-vm.txt\"; invalid format",
-    "not carried: queue fx_batch.q: priority 0,[@fxbig=5]: gridspool has no priority: it keeps 0",
-    "not carried: execution host global: gridspool's qconf refused it: error: unknown attribute name \"load_values\"; error: error reading file: \"SCRATCH/qconf-se-global.txt\"; invalid format",
     "not carried: global configuration: gridspool's qconf refused it: qconf: the -Mconf option is not supported by gridspool yet: edit config.yaml in the cell and send SIGHUP to sched_d",
 ];
 

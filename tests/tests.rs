@@ -14,6 +14,7 @@ mod drmaa;
 mod harness;
 mod host_failure;
 mod import;
+mod import_objects;
 mod install;
 mod json;
 mod launch;

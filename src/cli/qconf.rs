@@ -20,8 +20,8 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: qconf::SYNTAX,
     description: &[
         "-json, a gridspool extension (not listed by -help), prints what a show form (-s...) shows as JSON: a list of names (-sql, -sel, -spl...) as an array of strings; SGE's name value objects (-sq, -sp, -se, -sconf, -ssconf...) as an object of strings (values as the text form prints them, continuation lines joined), or an array of objects when several are shown.",
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group, -shgrp_tree with its subgroups as a tree and -shgrp_resolved as its hosts; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5)) and -sst as a tree of name=shares lines; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -srqs resource quota sets (sge_resource_quota(5)) and -srqsl their names; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
-        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)) and -dstree to remove it, -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); -arqs, -Arqs, -mrqs, -Mrqs and -drqs for resource quota sets (sge_resource_quota(5): enforced by the scheduling pass under every policy, shown against running jobs by qquota); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group, -shgrp_tree with its subgroups as a tree and -shgrp_resolved as its hosts; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5), its nodes numbered depth first as SGE numbers them), -sst as a tree of name=shares lines and -sstnode and -rsstnode the nodes of paths (/project/user, a name found at any depth, * for any name) with their subtrees; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -srqs resource quota sets (sge_resource_quota(5)) and -srqsl their names; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)) and -dstree to remove it, -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); -arqs, -Arqs, -mrqs, -Mrqs and -drqs for resource quota sets (sge_resource_quota(5): enforced by the scheduling pass under every policy, shown against running jobs by qquota); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's priority (queue_conf(5), -20 to 20, per host too) is the nice value its jobs, prologs and epilogs start at, set by the shepherd before it becomes the job's owner. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). Root, or the administrator who owns config.yaml, writes it directly; for any other manager sched_d writes it (the request says who asks, from the kernel's uid), if the file has not changed since qconf read it, and qconf waits up to 15 s for its answer.",
     ],
     option_details: &[],
@@ -136,6 +136,14 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             }
             _ => None,
         };
+        if matches!(word.as_str(), "-sstnode" | "-rsstnode") {
+            let last = words.peek().is_none();
+            if share_tree_nodes(word, value.unwrap_or_default(), last, env, &mut o) {
+                o.code = 1;
+                return o;
+            }
+            continue;
+        }
         if let Err(message) = show(word, value, env, &mut o) {
             o.err(message);
             o.code = 1;
@@ -189,6 +197,32 @@ fn show_as_json(text: &str) -> String {
         }
     };
     format!("{value}\n")
+}
+
+/// `-sstnode node_list`, `-rsstnode node_list`: each node ([`qconf::share_tree_path`]) with
+/// its subtree. Whether qconf stops there with exit status 1, as SGE's does: `-sstnode` when
+/// the last path of its list names no node, `-rsstnode` whenever it is the last option (its
+/// `found` is never set); neither when there is no share tree ("No sharetree", and on).
+fn share_tree_nodes(
+    option: &str,
+    list: &str,
+    last: bool,
+    env: &super::ClientEnv,
+    o: &mut Output,
+) -> bool {
+    let Some(tree) = &env.config.share_tree else {
+        o.err("No sharetree");
+        return false;
+    };
+    let mut found = true;
+    let mut missing = Vec::new();
+    for path in list.split([',', ' ']).filter(|p| !p.is_empty()) {
+        found = qconf::share_tree_path(tree, path, &mut o.stdout, &mut missing);
+        for line in missing.drain(..) {
+            o.err(line);
+        }
+    }
+    if option == "-sstnode" { !found } else { last }
 }
 
 /// Prints one show form; `Err` is SGE's message for what does not exist.
@@ -414,7 +448,8 @@ fn show(
                 .share_tree
                 .as_ref()
                 .ok_or_else(|| "no sharetree element".to_string())?;
-            o.stdout.push_str(&qconf::share_tree(tree));
+            o.stdout
+                .push_str(&qconf::share_tree(tree, &config.projects));
             Ok(())
         }
         other => Err(format!("qconf: {other} is not implemented")),

@@ -353,7 +353,13 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
             )]));
         }
     };
-    let new = queue_from_text(&text, base).map_err(|e| file_error(e, &file, "Cluster queue"))?;
+    let new = queue_from_text(&text, base).map_err(|e| {
+        if e.is_from_verification() {
+            Stop(e.lines)
+        } else {
+            file_error(e, &file, "Cluster queue")
+        }
+    })?;
     super::qconf_calendar::known_calendar(&config, &new)?;
     for key in new.per_host.keys() {
         let attr = attrs::QUEUE_ATTRS
@@ -776,7 +782,7 @@ fn share_tree(option: &str, value: &str, cx: &Cx, o: &mut Output) -> Result<bool
     } else {
         let shown = config.share_tree.as_ref().map_or_else(
             || "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=NONE\n".to_string(),
-            qconf::share_tree,
+            |tree| qconf::share_tree(tree, &config.projects),
         );
         edit_text(&shown)?
     };

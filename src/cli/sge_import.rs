@@ -580,7 +580,12 @@ impl Importer {
             let Some((path, saved)) = self.saved(&object, kind.show, Some(&name)) else {
                 continue;
             };
-            let text = self.carried_text(&object, &saved.stdout, kind.fixed);
+            let text = if kind.list == "sel" {
+                sge_export::without_attrs(&saved.stdout, sge_export::MEASURED_HOST_ATTRS)
+            } else {
+                saved.stdout
+            };
+            let text = self.carried_text(&object, &text, kind.fixed);
             self.apply(
                 &object,
                 if have { kind.modify } else { kind.add },
@@ -598,7 +603,8 @@ impl Importer {
         };
         let saved = sge_export::split_saved(&text);
         let object = "execution host global";
-        let text = self.carried_text(object, &saved.stdout, qconf_attrs::EXECHOST_ATTRS);
+        let text = sge_export::without_attrs(&saved.stdout, sge_export::MEASURED_HOST_ATTRS);
+        let text = self.carried_text(object, &text, qconf_attrs::EXECHOST_ATTRS);
         let have = self
             .config()
             .is_some_and(|c| c.hosts.iter().any(|h| h.name == "global"));

@@ -125,6 +125,14 @@ pub static OPTIONS: &[OptionSpec] = &[
         "add a new parallel environment",
     )
     .unsupported(),
+    // In SGE 8.1.9's qconf (its -help leaves it out): what -sp prints, as a new PE.
+    OptionSpec::new(
+        "-Ap",
+        Arity::One,
+        "[-Ap fname]",
+        "add a new parallel environment from file",
+    )
+    .unlisted(),
     OptionSpec::new("-aprj", Arity::Flag, "[-aprj]", "add project"),
     OptionSpec::new(
         "-Aprj",
@@ -526,8 +534,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-rsstnode node_list]",
         "show sharetree node(s) and its children",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-sc", Arity::Flag, "[-sc]", "show complex attributes"),
     OptionSpec::new(
         "-scal",
@@ -663,8 +670,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-sstnode node_list]",
         "show sharetree node(s)",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-sst", Arity::Flag, "[-sst]", "show a formatted sharetree"),
     OptionSpec::new("-sstree", Arity::Flag, "[-sstree]", "show the sharetree"),
     OptionSpec::new(
@@ -818,7 +824,7 @@ pub fn queue(q: &QueueConfig) -> String {
         ("suspend_thresholds", "NONE".into()),
         ("nsuspend", "1".into()),
         ("suspend_interval", "00:05:00".into()),
-        ("priority", "0".into()),
+        ("priority", q.priority.clone().unwrap_or_else(|| "0".into())),
         ("min_cpu_interval", "00:05:00".into()),
         ("processors", "UNDEFINED".into()),
         ("qtype", q.qtype.to_ascii_uppercase()),
@@ -1110,36 +1116,143 @@ pub fn access_list(l: &crate::config::AccessList) -> String {
     )
 }
 
-/// `qconf -sstree`: the share tree as share_tree(5) shows it, nodes numbered breadth first
-/// from the root (0), as SGE numbers them.
-pub fn share_tree(root: &ShareTreeNode) -> String {
-    let mut order: Vec<&ShareTreeNode> = vec![root];
-    let mut i = 0;
-    while i < order.len() {
-        let node = order[i];
-        order.extend(node.children.iter());
-        i += 1;
-    }
-    let mut out = String::new();
-    let mut next_child = 1;
-    for (id, node) in order.iter().enumerate() {
-        let children: Vec<String> = (next_child..next_child + node.children.len())
-            .map(|c| c.to_string())
-            .collect();
-        next_child += node.children.len();
+/// `qconf -sstree`: the share tree as share_tree(5) shows it. SGE's qmaster numbers the nodes
+/// depth first (the root 0, then each child's whole subtree before the next child) and its
+/// flat-file writer prints them in that order; a node's `type` is the one it was given,
+/// except that a leaf naming a project (one of `projects`) is a project node, 1.
+pub fn share_tree(root: &ShareTreeNode, projects: &[crate::config::ProjectConfig]) -> String {
+    fn walk(
+        node: &ShareTreeNode,
+        id: usize,
+        projects: &[crate::config::ProjectConfig],
+        out: &mut String,
+    ) -> usize {
+        // The ids of the children: each after the whole subtree of the one before.
+        let mut child_ids = Vec::with_capacity(node.children.len());
+        let mut next = id + 1;
+        for c in &node.children {
+            child_ids.push(next.to_string());
+            next += subtree_size(c);
+        }
+        let leaf_project = node.children.is_empty() && projects.iter().any(|p| p.name == node.name);
         let _ = write!(
             out,
-            "id={id}\nname={}\ntype=0\nshares={}\nchildnodes={}\n",
+            "id={id}\nname={}\ntype={}\nshares={}\nchildnodes={}\n",
             node.name,
+            if leaf_project { 1 } else { node.node_type },
             node.shares,
-            if children.is_empty() {
+            if child_ids.is_empty() {
                 "NONE".to_string()
             } else {
-                children.join(",")
+                child_ids.join(",")
             }
         );
+        let mut next = id + 1;
+        for c in &node.children {
+            next = walk(c, next, projects, out);
+        }
+        next
     }
+    fn subtree_size(node: &ShareTreeNode) -> usize {
+        1 + node.children.iter().map(subtree_size).sum::<usize>()
+    }
+    let mut out = String::new();
+    walk(root, 0, projects, &mut out);
     out
+}
+
+/// The node that `qconf -sstnode PATH` names, with the names of the nodes from the root's
+/// child down to it (empty for the root itself), as SGE's `search_named_node_path` finds it:
+/// components separated by `/` (the next one must be a child) or `.` (the next one may be
+/// any descendant; a path that starts with neither is searched at any depth), `*` matching
+/// any name, the first match depth first.
+pub fn share_tree_node<'t>(
+    root: &'t ShareTreeNode,
+    path: &str,
+) -> Option<(&'t ShareTreeNode, Vec<&'t str>)> {
+    /// `name`: the component `node` must match (`None` at the root, which matches);
+    /// `rest`: the path after it; `child_only`: a `/` came before `name`.
+    fn search<'t>(
+        node: &'t ShareTreeNode,
+        name: Option<&str>,
+        rest: &str,
+        child_only: bool,
+        trail: &mut Vec<&'t str>,
+        depth: usize,
+    ) -> Option<&'t ShareTreeNode> {
+        let (name, rest, child_only) = match name {
+            Some(n) if n != "*" && n != node.name => {
+                if child_only {
+                    return None;
+                }
+                (Some(n), rest, child_only)
+            }
+            _ => {
+                if rest.is_empty() {
+                    return name.map(|_| node);
+                }
+                let (slash, rest) = match rest.as_bytes()[0] {
+                    b'/' => (true, &rest[1..]),
+                    b'.' => (false, &rest[1..]),
+                    _ => (child_only && name.is_some(), rest),
+                };
+                let end = rest.find(['/', '.']).unwrap_or(rest.len());
+                (Some(&rest[..end]), &rest[end..], slash)
+            }
+        };
+        for c in &node.children {
+            if depth > 0 {
+                trail.push(&node.name);
+            }
+            if let Some(found) = search(c, name, rest, child_only, trail, depth + 1) {
+                return Some(found);
+            }
+            if depth > 0 {
+                trail.pop();
+            }
+        }
+        None
+    }
+    if path == "/" || path.eq_ignore_ascii_case("Root") {
+        return Some((root, Vec::new()));
+    }
+    let mut trail = Vec::new();
+    let node = search(root, None, path, false, &mut trail, 0)?;
+    trail.push(&node.name);
+    Some((node, trail))
+}
+
+/// `qconf -sstnode PATH`: `/a/b=shares` of the node and, after it, of each node of its
+/// subtree, each found again by its path (`PATH/child`) as SGE does, onto `out`; SGE's
+/// line for a path that names no node onto `err`. Whether `path` named a node.
+pub fn share_tree_path(
+    root: &ShareTreeNode,
+    path: &str,
+    out: &mut String,
+    err: &mut Vec<String>,
+) -> bool {
+    let Some((node, trail)) = share_tree_node(root, path) else {
+        err.push(format!("Unable to locate {path} in sharetree"));
+        return false;
+    };
+    let at_root = path == "/" || path.eq_ignore_ascii_case("Root");
+    for name in &trail {
+        out.push('/');
+        out.push_str(name);
+    }
+    if at_root {
+        out.push('/');
+    }
+    let _ = writeln!(out, "={}", node.shares);
+    for c in &node.children {
+        let child = if at_root {
+            format!("/{}", c.name)
+        } else {
+            format!("{path}/{}", c.name)
+        };
+        share_tree_path(root, &child, out, err);
+    }
+    true
 }
 
 /// `qconf -ssconf`: the scheduler configuration as sched_conf(5) shows it. gridspool's own

@@ -33,12 +33,26 @@ impl AttrError {
         ])
     }
 
+    /// A value SGE's qmaster refuses after the file was read (its `cqueue_verify_*`), not
+    /// its reader: `-Aq`/`-Mq` print the line alone, without the file's lines around it.
+    fn verified(line: &str) -> Self {
+        AttrError::new([line.to_string()])
+    }
+
+    /// Whether this is one of the qmaster's refusals ([`AttrError::verified`]).
+    pub fn is_from_verification(&self) -> bool {
+        matches!(self.lines.as_slice(), [l] if VERIFICATION_LINES.contains(&l.as_str()))
+    }
+
     fn unsupported(attr: &str, shown: &str) -> Self {
         AttrError::new([format!(
             "gridspool has no {attr}: its only value is {shown}"
         )])
     }
 }
+
+/// The lines of SGE's qmaster checks of queue values (`crate::config::priority_error`).
+const VERIFICATION_LINES: &[&str] = &["Invalid character", "Priority not in range -20 to +20"];
 
 /// What kind of value an attribute holds, for `-aattr`/`-dattr` (lists and `name=value`
 /// lists take elements).
@@ -61,7 +75,7 @@ pub const QUEUE_ATTRS: &[(&str, Shape, Option<&str>)] = &[
     ("suspend_thresholds", Shape::Pairs, Some("NONE")),
     ("nsuspend", Shape::Scalar, Some("1")),
     ("suspend_interval", Shape::Scalar, Some("00:05:00")),
-    ("priority", Shape::Scalar, Some("0")),
+    ("priority", Shape::Scalar, None),
     ("min_cpu_interval", Shape::Scalar, Some("00:05:00")),
     ("processors", Shape::Scalar, Some("UNDEFINED")),
     ("qtype", Shape::Words, None),
@@ -286,6 +300,13 @@ pub fn set_queue_attr(q: &mut QueueConfig, attr: &str, value: &str) -> Result<()
             q.shell_start_mode = v.to_string();
         }
         "notify" => q.notify = time_value(attr, v)?,
+        "priority" => {
+            // SGE's qmaster checks the text with `atoi` and keeps it as written.
+            if let Some(line) = crate::config::priority_error(v) {
+                return Err(AttrError::verified(line));
+            }
+            q.priority = (v != "0").then(|| v.to_string());
+        }
         "complex_values" => q.complex_values = pairs(v)?,
         "calendar" => q.calendar = (!v.eq_ignore_ascii_case("NONE")).then(|| v.to_string()),
         "initial_state" => {
@@ -805,8 +826,14 @@ pub fn set_exechost_attr(
 pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, AttrError> {
     use crate::config::ShareTreeNode;
     let bad = |what: String| AttrError::new([what]);
-    // id -> (name, shares, children)
-    let mut nodes: BTreeMap<u32, (String, u32, Vec<u32>)> = BTreeMap::new();
+    // id -> the node's fields and its children's ids
+    struct Read {
+        name: String,
+        node_type: u32,
+        shares: u32,
+        children: Vec<u32>,
+    }
+    let mut nodes: BTreeMap<u32, Read> = BTreeMap::new();
     let mut current: Option<u32> = None;
     for line in text
         .lines()
@@ -825,7 +852,15 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
         };
         if key == "id" {
             let id = number(value)?;
-            nodes.insert(id, (String::new(), 0, Vec::new()));
+            nodes.insert(
+                id,
+                Read {
+                    name: String::new(),
+                    node_type: 0,
+                    shares: 0,
+                    children: Vec::new(),
+                },
+            );
             current = Some(id);
             continue;
         }
@@ -833,11 +868,11 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
             .and_then(|id| nodes.get_mut(&id))
             .ok_or_else(|| bad(format!("\"{key}\" before any id")))?;
         match key {
-            "name" => node.0 = value.trim().to_string(),
-            "type" => {}
-            "shares" => node.1 = number(value)?,
+            "name" => node.name = value.trim().to_string(),
+            "type" => node.node_type = number(value)?,
+            "shares" => node.shares = number(value)?,
             "childnodes" => {
-                node.2 = words(value)
+                node.children = words(value)
                     .iter()
                     .map(|w| number(w))
                     .collect::<Result<_, _>>()?
@@ -847,20 +882,22 @@ pub fn share_tree_from_text(text: &str) -> Result<crate::config::ShareTreeNode, 
     }
     fn build(
         id: u32,
-        nodes: &BTreeMap<u32, (String, u32, Vec<u32>)>,
+        nodes: &BTreeMap<u32, Read>,
         seen: &mut Vec<u32>,
     ) -> Result<ShareTreeNode, AttrError> {
         if seen.contains(&id) {
             return Err(AttrError::new([format!("node {id} is in the tree twice")]));
         }
         seen.push(id);
-        let (name, shares, children) = nodes
+        let node = nodes
             .get(&id)
             .ok_or_else(|| AttrError::new([format!("node {id} is missing")]))?;
         Ok(ShareTreeNode {
-            name: name.clone(),
-            shares: *shares,
-            children: children
+            name: node.name.clone(),
+            shares: node.shares,
+            node_type: node.node_type,
+            children: node
+                .children
                 .iter()
                 .map(|c| build(*c, nodes, seen))
                 .collect::<Result<_, _>>()?,
@@ -1001,7 +1038,7 @@ mod tests {
         )
         .expect("config");
         let tree = config.share_tree.expect("tree");
-        let text = crate::compat::qconf::share_tree(&tree);
+        let text = crate::compat::qconf::share_tree(&tree, &config.projects);
         assert_eq!(share_tree_from_text(&text).expect("parse"), tree);
         assert!(share_tree_from_text("id=0\nname=Root\nshares=1\nchildnodes=1\n").is_err());
     }

@@ -115,6 +115,31 @@ pub fn with_fixed_values(
     (out, changed)
 }
 
+/// What `qconf -se` shows of an execution host that its host measured (`load_values`,
+/// `processors`): SGE's `-Ae`/`-Me` refuse them, and a new cell measures its own.
+pub const MEASURED_HOST_ATTRS: &[&str] = &["load_values", "processors"];
+
+/// `text` without the attributes `attrs` (continuation lines and all).
+pub fn without_attrs(text: &str, attrs: &[&str]) -> String {
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        let continued = line.ends_with('\\');
+        if !skipping {
+            let name = line.split([' ', '\t']).next().unwrap_or("");
+            skipping = attrs.contains(&name);
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if !continued {
+            skipping = false;
+        }
+    }
+    out
+}
+
 /// The value of attribute `attr` in an object's text (continuation lines joined).
 pub fn attr_value(text: &str, attr: &str) -> Option<String> {
     let mut joined = String::new();
@@ -197,6 +222,15 @@ mod tests {
                 value: "other.q=1, third.q".into(),
                 shown: "NONE".into(),
             }]
+        );
+    }
+
+    #[test]
+    fn a_hosts_measured_values_are_left_out() {
+        let text = "hostname vm\nload_values arch=lx-amd64, \\\n   num_proc=2\nprocessors 2\nusage_scaling NONE\n";
+        assert_eq!(
+            without_attrs(text, MEASURED_HOST_ATTRS),
+            "hostname vm\nusage_scaling NONE\n"
         );
     }
 

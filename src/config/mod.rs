@@ -263,6 +263,11 @@ pub struct QueueConfig {
     /// `notify` time before SIGKILL/SIGSTOP for `-notify` jobs.
     #[serde(default = "default_notify")]
     pub notify: String,
+    /// queue_conf(5)'s `priority`: the nice value (-20 to 20) the queue's jobs start with,
+    /// kept as it was written because SGE shows it so (`+7`, `1.5`; its leading integer is
+    /// the value, [`nice_value`]); `None` is SGE's default, 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
     /// Queue disabled by an administrator (`qmod -d`), shown as `d`.
     #[serde(default)]
     pub disabled: bool,
@@ -368,6 +373,38 @@ fn default_notify() -> String {
     "00:00:60".to_string()
 }
 
+/// What SGE's qmaster says of a queue's `priority` text it refuses (`cqueue_verify_priority`:
+/// `atoi` of it is 0 but the text does not start with `0`, or it is outside -20..20).
+pub fn priority_error(text: &str) -> Option<&'static str> {
+    let nice = nice_value(text);
+    if nice == 0 && !text.starts_with('0') {
+        Some("Invalid character")
+    } else if !(-20..=20).contains(&nice) {
+        Some("Priority not in range -20 to +20")
+    } else {
+        None
+    }
+}
+
+/// The value of a queue's `priority` text as SGE's shepherd takes it (C's `atoi`: blanks,
+/// a sign, the digits that follow; anything after them ignored, 0 without digits).
+pub fn nice_value(text: &str) -> i32 {
+    let t = text.trim_start();
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| {
+            (n * 10 + i64::from(d - b'0')).min(i64::from(i32::MAX) + 1)
+        });
+    let n = if negative { -n } else { n };
+    n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
 /// A parallel environment (`sge_pe(5)`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeConfig {
@@ -427,8 +464,17 @@ pub struct UserConfig {
 pub struct ShareTreeNode {
     pub name: String,
     pub shares: u32,
+    /// share_tree(5)'s `type` as the file that set the tree gave it (SGE keeps what it
+    /// reads, 0 user, 1 project), shown by `qconf -sstree`; a leaf that names a project
+    /// shows 1 whatever it says, as SGE's qmaster sets it (`compat::qconf::share_tree`).
+    #[serde(rename = "type", default, skip_serializing_if = "is_zero")]
+    pub node_type: u32,
     #[serde(default)]
     pub children: Vec<ShareTreeNode>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Which ordering the scheduler uses (Qube!'s `supervisor_queue_algorithm`, extended).
@@ -915,6 +961,18 @@ impl ClusterConfig {
                 return Err(format!("queue {}: unknown calendar {c}", q.name));
             }
         }
+        for q in &self.queues {
+            let per_host = q.per_host.iter().filter_map(|(key, over)| {
+                let text = over.get("priority")?.as_str()?;
+                Some((format!("{}@{key}", q.name), text))
+            });
+            let own = q.priority.iter().map(|p| (q.name.clone(), p.as_str()));
+            for (queue, text) in own.chain(per_host) {
+                if let Some(e) = priority_error(text) {
+                    return Err(format!("queue {queue}: priority {text:?}: {e}"));
+                }
+            }
+        }
         self.check_access_references()?;
         self.validate_per_host()?;
         let complexes = self.complexes();
@@ -1123,6 +1181,40 @@ mod tests {
         assert_eq!(config.scheduler.weight_tickets_share, 10_000.0);
         assert_eq!(config.scheduler.halftime, 336.0);
         assert!(config.is_manager("root", 0));
+    }
+
+    /// A queue's priority is the leading integer of its text, as C's `atoi` reads it, and a
+    /// configuration whose priority SGE's qmaster would refuse (its own or a host's) is
+    /// refused too.
+    #[test]
+    fn queue_priorities_read_as_sge_reads_them() {
+        for (text, nice) in [
+            ("5", 5),
+            ("+7", 7),
+            ("-20", -20),
+            ("1.5", 1),
+            ("5x", 5),
+            ("abc", 0),
+        ] {
+            assert_eq!(nice_value(text), nice, "{text}");
+        }
+        assert_eq!(priority_error("-0"), Some("Invalid character"));
+        assert_eq!(
+            priority_error("21"),
+            Some("Priority not in range -20 to +20")
+        );
+        assert_eq!(priority_error("0"), None);
+        let text = ClusterConfig::default_text("node1", 4);
+        let with = |p: &str| text.replace("    tmpdir: /tmp", &format!("    tmpdir: /tmp\n{p}"));
+        assert!(ClusterConfig::parse(&with("    priority: \"-5\"")).is_ok());
+        let err = ClusterConfig::parse(&with("    priority: \"30\"")).expect_err("30");
+        assert!(err.contains("queue all.q: priority \"30\""), "{err}");
+        let err =
+            ClusterConfig::parse(&with("    per_host: {node1: {priority: abc}}")).expect_err("abc");
+        assert!(
+            err.contains("queue all.q@node1: priority \"abc\": Invalid character"),
+            "{err}"
+        );
     }
 
     #[test]

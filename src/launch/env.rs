@@ -245,6 +245,7 @@ mod tests {
             exec_spool: "/r/default/execd/h".into(),
             prolog: None,
             starter_method: None,
+            nice: 0,
             interactive: None,
             devices: Vec::new(),
             pe_task: None,

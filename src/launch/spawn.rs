@@ -12,7 +12,9 @@
 //!   thread), so no lock of another thread is held in the child; nonetheless the child does
 //!   nothing but what POSIX lists as async-signal-safe (`signal-safety(7)`): `sigprocmask`,
 //!   `signal`, `setsid`, `setgroups`, `setgid`, `setuid`, `setrlimit`, `umask`, `chdir`,
-//!   `open`, `dup2`, `stat`, `access`, `write`, `execve`, `_exit`. Everything that allocates
+//!   `open`, `dup2`, `stat`, `access`, `write`, `execve`, `_exit`, and `setpriority`, which
+//!   POSIX does not list but which glibc makes a bare system call, as it makes `setrlimit`
+//!   (no lock, no allocation). Everything that allocates
 //!   or reads `/etc` (the group list, the C strings, the `argv`/`envp` pointer arrays) is
 //!   built before the fork, in [`JobExec::new`].
 //! - The pointer arrays point into `CString`s owned by the same [`JobExec`], which outlives
@@ -133,6 +135,8 @@ pub(super) enum Identity {
 /// Everything the child needs, prepared before the fork.
 pub(super) struct JobExec {
     pub identity: Identity,
+    /// The nice value the job starts at (queue_conf(5)'s `priority`).
+    pub nice: i32,
     pub rlimits: Vec<(Resource, rlim_t, rlim_t)>,
     pub workdir: CString,
     pub stdout: CString,
@@ -162,6 +166,7 @@ impl JobExec {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         identity: Identity,
+        nice: i32,
         rlimits: Vec<(Resource, rlim_t, rlim_t)>,
         workdir: CString,
         stdout: CString,
@@ -183,6 +188,7 @@ impl JobExec {
         let envp_ptrs = nul_terminated(&envp);
         JobExec {
             identity,
+            nice,
             rlimits,
             workdir,
             stdout,
@@ -354,6 +360,10 @@ fn child(exec: &JobExec) -> ChildFailure {
     let _ = unsafe { nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) };
     // Its own session and process group: kills and signals address the job as a whole.
     let _ = nix::unistd::setsid();
+    // queue_conf(5)'s priority, set while still root (a value below the current one needs
+    // it), as SGE's shepherd sets it for each of its children; a failure is ignored there too.
+    // SAFETY: setpriority(2) of this process, with no memory passed.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, exec.nice) };
     if let Identity::Switch { uid, gid, groups } = &exec.identity {
         if let Err(e) = nix::unistd::setgroups(groups) {
             return fail(Step::Groups, e);

@@ -93,6 +93,10 @@ pub struct LaunchSpec {
     /// The queue's `starter_method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starter_method: Option<String>,
+    /// The queue's `priority` on this host, as the nice value its processes start at
+    /// ([`crate::config::nice_value`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nice: i32,
     /// A `qrsh` job: where its client waits for the command's input and output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive: Option<crate::model::InteractiveSession>,
@@ -111,6 +115,10 @@ pub struct LaunchSpec {
     /// The host's cgroups setting (`launch::cgroup`); none: rlimits only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroups: Option<crate::config::CgroupPolicy>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// The files (`hosts[].device_files`, `{id}` replaced) of the host's device ids that are not
@@ -259,6 +267,10 @@ impl LaunchSpec {
             prolog: procedure(&queue.prolog, &config.prolog),
             epilog: procedure(&queue.epilog, &config.epilog),
             starter_method: procedure(&queue.starter_method, &None),
+            nice: queue
+                .priority
+                .as_deref()
+                .map_or(0, crate::config::nice_value),
             interactive: spec.interactive.clone(),
             denied_device_files: denied_device_files(host, &devices),
             devices,

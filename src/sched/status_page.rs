@@ -351,18 +351,22 @@ mod tests {
         let tree = ShareTreeNode {
             name: "Root".into(),
             shares: 1,
+            node_type: 0,
             children: vec![
                 ShareTreeNode {
                     name: "a".into(),
                     shares: 3,
+                    node_type: 0,
                     children: vec![],
                 },
                 ShareTreeNode {
                     name: "b".into(),
                     shares: 1,
+                    node_type: 0,
                     children: vec![ShareTreeNode {
                         name: "c".into(),
                         shares: 1,
+                        node_type: 0,
                         children: vec![],
                     }],
                 },

@@ -73,6 +73,7 @@ impl Supervisor {
             prepared.workdir.clone(),
             paths,
             &[],
+            spec.nice,
             JobProgram {
                 program: program.clone(),
                 argv0: program.clone(),
@@ -316,6 +317,7 @@ impl Supervisor {
             workdir.clone(),
             paths.clone(),
             &spec.limits.rlimits,
+            spec.nice,
             JobProgram {
                 program,
                 argv0,
@@ -428,6 +430,7 @@ impl JobStart {
         workdir: String,
         paths: OutputPaths,
         rlimits: &[crate::launch::limits::RLimitValue],
+        nice: i32,
         job: JobProgram,
         env: &[(String, String)],
     ) -> Result<JobStart, SetupFailure> {
@@ -489,6 +492,7 @@ impl JobStart {
         let envp: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let exec = spawn::JobExec::new(
             identity,
+            nice,
             limits,
             c(&workdir)?,
             c(&paths.stdout)?,
