@@ -24,8 +24,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-ar [ar_id]]",
         "list [matching] advance reservations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-A",
         Arity::Optional,
@@ -143,12 +142,16 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     ],
     description: &[
         "qacct reads the accounting file $SGE_ROOT/$SGE_CELL/common/accounting, which sched_d appends one record to for every finished job or array task, in SGE 8.1.9's format (sge_accounting(5)), and prints either a summary or the records of selected jobs.",
-        "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, groups whose wallclock total is zero are not printed.",
+        "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -ar, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, the table has no rows when the selected records' total wallclock is zero (a group of its own can have none: the jobs that never ran).",
         "With -j it prints every selected record in SGE's long format, one block per job or task, separated by lines of equals signs.",
-        "-json, a gridspool extension (not listed by -help): with -j, each selected record as one line of JSON with the fields and units of accounting(5) (qname, hostname, group, owner, job_name, job_number, account, priority, submission_time, start_time and end_time in seconds since the epoch, failed, exit_status, ru_wallclock, ru_utime, ru_stime and the other ru_ fields, project, department, granted_pe, slots, task_number, cpu, mem, io, category, iow, pe_taskid, maxvmem, arid, ar_submission_time); without -j, one JSON object {\"totals\": {...}, \"groups\": [...]} with wallclock, utime, stime, cpu, mem, io and iow, and per group its grouping columns (host, queue, group, owner, project, department, pe, slots, account).",
+        "-json, a gridspool extension (not listed by -help): with -j, each selected record as one line of JSON with the fields and units of accounting(5) (qname, hostname, group, owner, job_name, job_number, account, priority, submission_time, start_time and end_time in seconds since the epoch, failed, exit_status, ru_wallclock, ru_utime, ru_stime and the other ru_ fields, project, department, granted_pe, slots, task_number, cpu, mem, io, category, iow, pe_taskid, maxvmem, arid, ar_submission_time); without -j, one JSON object {\"totals\": {...}, \"groups\": [...]} with wallclock, utime, stime, cpu, mem, io and iow, and per group its grouping columns (host, queue, group, owner, project, department, pe, slots, ar, account).",
         "The file is streamed once; records that cannot be parsed are reported on standard error by line number and skipped.",
     ],
     option_details: &[
+        (
+            "-ar",
+            "The advance reservation each job ran in (qrsub), 0 for none; with an id, only that reservation's jobs. As in SGE, -ar 0 neither selects nor groups.",
+        ),
         (
             "-b",
             "Only records of jobs started at or after begin_time (with -E: ended). -e bounds from the other side, -d counts days back from now.",
@@ -175,7 +178,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         ),
     ],
     compatibility: &[
-        "-ar (advance reservations) and -l (selection by queue complex attributes) are refused: gridspool has neither advance reservations nor per-queue complex lists in its accounting.",
+        "-l (selecting jobs by the complex attributes of the queue they ran in, which SGE asks its qmaster for) is refused.",
         "ru_* fields that Linux does not report are 0, as in SGE on Linux.",
     ],
     see_also: &["qsub", "qstat", "sched_d", "sge_accounting"],
@@ -231,6 +234,8 @@ struct Options {
     department: Column,
     pe: Column,
     slots: Column,
+    /// `-ar`: the advance reservation a job ran in (0: none).
+    ar: Column,
     account: Column,
     job: Option<JobSelect>,
     tasks: Option<TaskRange>,
@@ -288,12 +293,10 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
         };
         let value = opt.values.first().cloned();
         if opt.spec.support == Support::Unsupported {
-            return Err(UsageError::Refused(match opt.spec.name {
-                "-ar" => "error: -ar: gridspool has no advance reservations".into(),
-                name => format!(
-                    "error: {name}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct"
-                ),
-            }));
+            return Err(UsageError::Refused(format!(
+                "error: {}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct",
+                opt.spec.name
+            )));
         }
         match opt.spec.name {
             "-o" | "-u" => column(&mut o.owner, value),
@@ -358,6 +361,19 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                     }
                 }
             },
+            "-ar" => match value {
+                None => column(&mut o.ar, None),
+                // `sscanf("%u")`: `11x` is reservation 11; 0 neither filters nor shows.
+                Some(v) => match scanned_number(&v) {
+                    Some(0) => {}
+                    Some(n) => column(&mut o.ar, Some(n.to_string())),
+                    None => {
+                        return Err(UsageError::Message(
+                            "invalid advance reservation id, must be an unsigned integer".into(),
+                        ));
+                    }
+                },
+            },
             "-A" => column(&mut o.account, value),
             "-f" => o.file = value.map(PathBuf::from),
             "-help" => help = true,
@@ -371,6 +387,12 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
 fn leading_number(s: &str) -> Option<u32> {
     let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
+}
+
+/// `sscanf("%u")` proper, as `-ar` reads its value: blanks and a `+` may come first.
+fn scanned_number(s: &str) -> Option<u32> {
+    let t = s.trim_start();
+    leading_number(t.strip_prefix('+').unwrap_or(t))
 }
 
 fn parse_task_range(s: &str) -> Option<TaskRange> {
@@ -391,8 +413,9 @@ fn parse_task_range(s: &str) -> Option<TaskRange> {
     Some(TaskRange { first, last, step })
 }
 
-/// The grouping key of a record: one slot per column, empty when the column is not shown.
-/// The account is the last element but is not sorted: see [`Groups`].
+/// The grouping key of a record: one slot per column, empty (0) when the column is not
+/// shown: host, queue, group, owner, project, department, PE, slots, advance reservation and
+/// account. The account is the last element but is not sorted: see [`Groups`].
 type Key = (
     String,
     String,
@@ -402,14 +425,25 @@ type Key = (
     String,
     String,
     u32,
+    u32,
     String,
 );
 
 /// The sorted key without the account.
-type SortKey = (String, String, String, String, String, String, String, u32);
+type SortKey = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    u32,
+    u32,
+);
 
-/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE and
-/// slots; accounts are not sorted — SGE inserts a new account in front of the others of the
+/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE,
+/// slots and advance reservation; accounts are not sorted — SGE inserts a new account in front of the others of the
 /// same sorted key, so they appear newest first. Collected in a hash map (one lookup per
 /// record), sorted once for printing.
 #[derive(Debug, Default)]
@@ -419,8 +453,8 @@ struct Groups {
 
 impl Groups {
     fn add(&mut self, k: Key, r: &Totals) {
-        let (h, q, g, o, p, d, pe, sl, account) = k;
-        let run = self.map.entry((h, q, g, o, p, d, pe, sl)).or_default();
+        let (h, q, g, o, p, d, pe, sl, ar, account) = k;
+        let run = self.map.entry((h, q, g, o, p, d, pe, sl, ar)).or_default();
         match run.iter_mut().find(|(a, _)| *a == account) {
             Some((_, t)) => t.merge(r),
             None => run.insert(0, (account, *r)),
@@ -444,6 +478,7 @@ impl Groups {
                             k.5.clone(),
                             k.6.clone(),
                             k.7,
+                            k.8,
                             a.clone(),
                         ),
                         t,
@@ -465,6 +500,7 @@ fn key(o: &Options, r: AccountingRecord) -> Key {
         s(&o.department, r.department),
         s(&o.pe, r.granted_pe),
         if o.slots.shown { r.slots } else { 0 },
+        if o.ar.shown { r.arid } else { 0 },
         s(&o.account, r.account),
     )
 }
@@ -482,6 +518,7 @@ impl Options {
             &self.department,
             &self.pe,
             &self.slots,
+            &self.ar,
             &self.account,
         ]
         .iter()
@@ -498,6 +535,7 @@ impl Options {
             &self.department,
             &self.pe,
             &self.slots,
+            &self.ar,
             &self.account,
         ]
         .iter()
@@ -550,6 +588,11 @@ impl Options {
                 .filter
                 .as_deref()
                 .is_none_or(|h| h.eq_ignore_ascii_case(&r.hostname))
+            && self
+                .ar
+                .filter
+                .as_deref()
+                .is_none_or(|f| f == r.arid.to_string())
             && eq(&self.account, &r.account)
     }
 
@@ -704,9 +747,8 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
 
 /// `-json` without `-j`: `{"totals": {...}, "groups": [...]}`, each group with its shown
 /// grouping columns (`host`, `queue`, `group`, `owner`, `project`, `department`, `pe`,
-/// `slots`, `account`) and its totals: `wallclock`, `utime`, `stime`, `cpu` (seconds),
-/// `mem` (GB·s), `io` (GB), `iow` (seconds). Groups whose wallclock is zero are left out, as
-/// in the table.
+/// `slots`, `ar`, `account`) and its totals: `wallclock`, `utime`, `stime`, `cpu` (seconds),
+/// `mem` (GB·s), `io` (GB), `iow` (seconds). The groups are the table's rows.
 fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
     use serde_json::{Map, Value, json};
     let numbers = |t: &Totals| {
@@ -716,13 +758,12 @@ fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
         })
     };
     let mut rows = Vec::new();
-    if o.grouped() {
+    // As the table: every group (one of jobs that never ran has no wallclock), or none when
+    // the selected records have no wallclock at all.
+    if o.grouped() && totals.wallclock != 0.0 {
         for (k, t) in groups.iter() {
-            if t.wallclock == 0.0 {
-                continue;
-            }
             let mut row = Map::new();
-            let columns: [(&Column, &str, Value); 9] = [
+            let columns: [(&Column, &str, Value); 10] = [
                 (&o.host, "host", json!(k.0)),
                 (&o.queue, "queue", json!(k.1)),
                 (&o.group, "group", json!(k.2)),
@@ -731,7 +772,8 @@ fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
                 (&o.department, "department", json!(k.5)),
                 (&o.pe, "pe", json!(k.6)),
                 (&o.slots, "slots", json!(k.7)),
-                (&o.account, "account", json!(k.8)),
+                (&o.ar, "ar", json!(k.8)),
+                (&o.account, "account", json!(k.9)),
             ];
             for (c, name, v) in columns {
                 if c.shown {
@@ -761,7 +803,7 @@ fn print_table(
 ) {
     let rows: Vec<(Key, &Totals)> = groups.iter().collect();
     let summary_view = o.summary_view();
-    let specs: [(&Column, &str, usize); 9] = [
+    let specs: [(&Column, &str, usize); 10] = [
         (&o.host, "HOST", 0),
         (&o.queue, "CLUSTER QUEUE", 1),
         (&o.group, "GROUP", 2),
@@ -770,8 +812,10 @@ fn print_table(
         (&o.department, "DEPARTMENT", 5),
         (&o.pe, "PE", 6),
         (&o.slots, "SLOTS", 7),
-        (&o.account, "ACCOUNT", 8),
+        (&o.ar, "AR", 8),
+        (&o.account, "ACCOUNT", 9),
     ];
+    let numeric = |idx: usize| idx == 7 || idx == 8;
     let field = |k: &Key, idx: usize| -> String {
         match idx {
             0 => k.0.clone(),
@@ -782,26 +826,15 @@ fn print_table(
             5 => k.5.clone(),
             6 => k.6.clone(),
             7 => format!("{:>5}", k.7),
-            _ => k.8.clone(),
+            8 => format!("{:>5}", k.8),
+            _ => k.9.clone(),
         }
     };
-    let mut header = String::new();
-    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
-    for (c, title, idx) in specs {
-        if !c.shown {
-            continue;
-        }
-        let mut w = if idx == 7 {
-            5
-        } else {
-            c.filter.as_ref().map_or(title.len() + 1, |f| f.len() + 1)
-        };
-        if idx != 7 {
-            w = w.max(title.len() + 1);
-        }
-        // Grouped values widen their column; slots are always measured (as "%5d"), even
-        // for a filtered column, as SGE does.
-        if summary_view && (c.filter.is_none() || idx == 7) {
+    // Numbers are printed as "%5d" in a column of 5, widened in a summary by every grouped
+    // value (hidden ones are 0), shown or filtered.
+    let numeric_width = |idx: usize| {
+        let mut w = 5;
+        if summary_view {
             for (k, _) in &rows {
                 let len = field(k, idx).len();
                 if w <= len {
@@ -809,9 +842,39 @@ fn print_table(
                 }
             }
         }
-        header.push_str(&format!("{title:<w$}"));
+        w
+    };
+    let mut header = String::new();
+    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
+    for (c, title, idx) in specs {
+        if !c.shown {
+            continue;
+        }
+        let w = if numeric(idx) {
+            numeric_width(idx)
+        } else {
+            let mut w = c
+                .filter
+                .as_ref()
+                .map_or(title.len() + 1, |f| f.len() + 1)
+                .max(title.len() + 1);
+            // Grouped values widen their column.
+            if summary_view && c.filter.is_none() {
+                for (k, _) in &rows {
+                    let len = field(k, idx).len();
+                    if w <= len {
+                        w = len + 1;
+                    }
+                }
+            }
+            w
+        };
+        // SGE pads the AR title to the slots column's width (which it computes whether or
+        // not that column is shown), not to its own.
+        let title_width = if idx == 8 { numeric_width(7) } else { w };
+        header.push_str(&format!("{title:<title_width$}"));
         let fixed = c.filter.as_ref().map(|f| match idx {
-            7 => format!("{f:>5}"),
+            7 | 8 => format!("{f:>5}"),
             // SGE prints the host name as resolved (`-h VM` shows `vm`): the record's.
             0 => first_host.clone().unwrap_or_else(|| f.clone()),
             _ => f.clone(),
@@ -869,7 +932,7 @@ mod tests {
         /// Issue 12: any words parse or are refused; never a panic.
         #[test]
         fn any_words_parse_or_are_refused(
-            words in crate::compat::options::hostile_words(&["-A", "-b", "-d", "-D", "-e", "-f", "-g", "-h", "-help", "-j", "-l", "-o", "-pe", "-P", "-q", "-t", "-slots"]),
+            words in crate::compat::options::hostile_words(&["-A", "-ar", "-b", "-d", "-D", "-e", "-f", "-g", "-h", "-help", "-j", "-l", "-o", "-pe", "-P", "-q", "-t", "-slots"]),
         ) {
             let _ = parse_args(&words, 1_795_000_000);
         }

@@ -1,0 +1,71 @@
+#!/bin/bash
+# Records the real qacct of SGE 8.1.9 over the accounting file of the issue-26 fixture
+# (tests/compat/import/sge-cell/accounting), with options the fixture's own qacct-*.txt do not
+# show: no option, every grouping column with and without a value, time windows, -j by number,
+# by name and pattern (with the records SGE writes for jobs that never ran and for a job of an
+# advance reservation), -t, -ar, -m. qacct -f reads only the file, so the captures do not depend
+# on the cell's state; the dates of -j are in this machine's zone (Etc/UTC, TZ unset).
+# Run as root, holding the oracle lock: flock /work/sge-oracle.lock record-issue26-qacct.sh [OUTDIR]
+# (OUTDIR defaults to this directory; the captures go to OUTDIR/qacct/issue26-CASE.txt).
+set -u
+export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:-$HERE}
+TMP=$(mktemp -d /tmp/issue26-qacct-cap.XXXXXX)
+. "$HERE/capture-lib.sh"
+# The file where sgeuser can read it; the tests put the fixture's path in place of this one.
+DIR=/tmp/issue26-qacct
+A=$DIR/accounting
+mkdir -p "$DIR"
+cp "$HERE/import/sge-cell/accounting" "$A"
+chmod 755 "$DIR"; chmod 644 "$A"
+CONTEXT="qacct -f over tests/compat/import/sge-cell/accounting copied to $A; TZ unset, /etc/localtime $(readlink /etc/localtime); now=$(date +%s); recorded $(date -u +%F) for issue 26"
+q() {  # q CASE 'options'
+    cap "qacct/issue26-$1" sgeuser "qacct -f $A $2"
+}
+q summary ''
+for o in o u g P q h D A pe slots ar; do q "$o" "-$o"; done
+q o-sgeuser '-o sgeuser'
+q u-sgeuser2 '-u sgeuser2'
+q g-sgeuser2 '-g sgeuser2'
+q P-fx_proj '-P fx_proj'
+q P-NONE '-P NONE'
+q q-fx_batch.q '-q fx_batch.q'
+q q-fx_long.q-at-vm '-q fx_long.q@vm'
+q q-pattern "-q 'fx_*'"
+q h-vm '-h vm'
+q D-fx_phys '-D fx_phys'
+q A-sge '-A sge'
+q pe-smp '-pe smp'
+q slots-2 '-slots 2'
+q ar-11 '-ar 11'
+q ar-0 '-ar 0'
+q ar-bad '-ar abc'
+q o-P '-o -P'
+q o-sgeuser-P '-o sgeuser -P'
+q q-o-P-D '-q -o -P -D'
+q all-columns '-h -q -g -o -P -D -pe -slots -A -ar'
+q P-pe-slots '-P -pe -slots'
+q b '-b 202611270331'
+q e '-e 202611270331'
+q b-e '-b 202611262300 -e 202611270331.30'
+q b-E '-b 202611270331.40 -E'
+q e-E-o '-e 202611270331 -E -o'
+q b-d '-b 202611260000 -d 1'
+q e-d '-e 202611271200 -d 1'
+q m '-m'
+q j-all '-j'
+q j-10 '-j 10'
+q j-20 '-j 20'
+q j-94 '-j 94'
+q j-fx_a1 '-j fx_a1'
+q j-pattern-fx_b "-j 'fx_b*'"
+q j-sleep-q-cal25 '-j sleep -q cal25.q'
+q j-145-t '-j 145 -t 1'
+q j-999 '-j 999'
+q j-nosuch '-j nosuch'
+q j-145-o-sgeuser2 '-j 145 -o sgeuser2'
+q j-94-ar-11 '-j 94 -ar 11'
+q j-ar-11 '-j -ar 11'
+q j-P-fx_other-pe-smp '-j -P fx_other -pe smp'
+rm -rf "$TMP" "$DIR"
