@@ -165,6 +165,23 @@ capture_tests! {
     qacct_import_j_ar: "j-94-ar-11";
     qacct_import_j_all_ar: "j-ar-11";
     qacct_import_j_all_project_pe: "j-P-fx_other-pe-smp";
+    qacct_import_h_unknown_host: "h-nosuch";
+    qacct_import_q_unknown_queue: "q-nosuch";
+    qacct_import_o_unknown_owner: "o-nosuch";
+    qacct_import_big_p_unknown_o: "P-nosuch-o";
+    qacct_import_slots_0: "slots-0";
+    qacct_import_pe_none: "pe-NONE";
+    qacct_import_ar_11_o: "ar-11-o";
+    qacct_import_ar_big_a: "ar-A";
+    qacct_import_ar_unknown: "ar-12";
+    qacct_import_j_all_by_ar: "j-ar";
+    qacct_import_j_t_range_of_a_job_that_is_no_array: "j-145-t-range";
+    qacct_import_j_name_t: "j-fx_a1-t";
+    qacct_import_j_0: "j-0";
+    qacct_import_j_owner_and_queue: "j-o-sgeuser2-q-fx_long.q";
+    qacct_import_big_e_alone: "E";
+    qacct_import_m_o: "m-o";
+    qacct_import_big_d_j_by_name: "D-j-fx_p1";
 }
 
 /// Every line of the file SGE wrote is a record gridspool reads (none is reported invalid:

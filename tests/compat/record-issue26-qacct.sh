@@ -19,7 +19,7 @@ A=$DIR/accounting
 mkdir -p "$DIR"
 cp "$HERE/import/sge-cell/accounting" "$A"
 chmod 755 "$DIR"; chmod 644 "$A"
-CONTEXT="qacct -f over tests/compat/import/sge-cell/accounting copied to $A; TZ unset, /etc/localtime $(readlink /etc/localtime); now=$(date +%s); recorded $(date -u +%F) for issue 26"
+CONTEXT="qacct -f over tests/compat/import/sge-cell/accounting copied to $A; TZ unset, /etc/localtime $(readlink /etc/localtime); recorded $(date -u +%F) for issue 26"
 q() {  # q CASE 'options'
     cap "qacct/issue26-$1" sgeuser "qacct -f $A $2"
 }
@@ -68,4 +68,21 @@ q j-145-o-sgeuser2 '-j 145 -o sgeuser2'
 q j-94-ar-11 '-j 94 -ar 11'
 q j-ar-11 '-j -ar 11'
 q j-P-fx_other-pe-smp '-j -P fx_other -pe smp'
+q h-nosuch '-h nosuchhost'
+q q-nosuch '-q nosuch.q'
+q o-nosuch '-o nosuch'
+q P-nosuch-o '-P nosuch -o'
+q slots-0 '-slots 0'
+q pe-NONE '-pe NONE'
+q ar-11-o '-ar 11 -o'
+q ar-A '-ar -A'
+q ar-12 '-ar 12'
+q j-ar '-j -ar'
+q j-145-t-range '-j 145 -t 1-3'
+q j-fx_a1-t '-j fx_a1 -t 1'
+q j-0 '-j 0'
+q j-o-sgeuser2-q-fx_long.q '-j -o sgeuser2 -q fx_long.q'
+q E '-E'
+q m-o '-m -o'
+q D-j-fx_p1 '-D -j fx_p1'
 rm -rf "$TMP" "$DIR"
