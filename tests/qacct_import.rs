@@ -182,6 +182,19 @@ capture_tests! {
     qacct_import_big_e_alone: "E";
     qacct_import_m_o: "m-o";
     qacct_import_big_d_j_by_name: "D-j-fx_p1";
+    qacct_import_h_upper_case: "h-upper";
+    qacct_import_q_upper_case: "q-upper";
+    qacct_import_slots_not_a_number: "slots-abc";
+    qacct_import_d_not_a_number: "d-abc";
+    qacct_import_t_without_j: "t-without-j";
+    qacct_import_j_t_without_range: "j-t-without-range";
+    qacct_import_b_two_digit_year: "b-yy";
+    qacct_import_b_bad_seconds: "b-bad-seconds";
+    qacct_import_b_after_e: "b-after-e";
+    qacct_import_o_then_u: "o-then-u";
+    qacct_import_big_p_twice: "P-twice";
+    qacct_import_j_twice: "j-twice";
+    qacct_import_j_pattern_then_t: "j-pattern-then-t";
 }
 
 /// Every line of the file SGE wrote is a record gridspool reads (none is reported invalid:
