@@ -7,13 +7,14 @@
 //! rows are only printed when the total wallclock is non-zero, a filter value sets its
 //! column's width — and options gridspool cannot honour are refused, never ignored.
 
-use super::Output;
+use super::{ClientEnv, Output};
 use crate::acct::report::{self, Totals};
 use crate::acct::{AccountingRecord, Entry, Reader};
 use crate::compat::docs::{SyntaxItem, ValueHint};
-use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support, help_lines};
+use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, help_lines};
 use crate::compat::pattern;
-use std::collections::HashMap;
+use crate::config::{ClusterConfig, ComplexType};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// `qacct`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
@@ -71,8 +72,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-l attr=val,...]",
         "request given complex attributes",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-m", Arity::Flag, "[-m]", "list only master tasks"),
     OptionSpec::new(
         "-o",
@@ -161,6 +161,10 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
             "Reads another accounting file, for example a rotated one.",
         ),
         (
+            "-l",
+            "Only jobs whose queue instance, as the cell has it now, offers every attr=val (compared as qstat -l compares them, with all its slots free). The records of queue instances that no longer exist are left out and counted (N jobs ignored for accounting. Jobs' master queue no longer exists.); so are, without being counted, those of jobs that never started. A resource the cell does not have or a value not of its type is an error, as SGE reports it: at the first record whose queue still exists.",
+        ),
+        (
             "-j",
             "A job number, a job name or a wildcard pattern over job names; without a value every selected record is listed. With -t, only the listed tasks of an array job.",
         ),
@@ -178,7 +182,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         ),
     ],
     compatibility: &[
-        "-l (selecting jobs by the complex attributes of the queue they ran in, which SGE asks its qmaster for) is refused.",
+        "-l compares with the cell's configuration and the hosts' last load reports, as qstat -l and qselect -l do, where SGE asks its qmaster.",
         "ru_* fields that Linux does not report are 0, as in SGE on Linux.",
     ],
     see_also: &["qsub", "qstat", "sched_d", "sge_accounting"],
@@ -244,6 +248,9 @@ struct Options {
     days: Option<i64>,
     by_end_time: bool,
     master_only: bool,
+    /// `-l name=value,…`: only jobs whose queue instance, as the cell has it now, offers
+    /// these.
+    requests: Vec<(String, String)>,
     file: Option<PathBuf>,
 }
 
@@ -254,8 +261,6 @@ enum UsageError {
     Plain,
     /// A message, then the usage.
     Message(String),
-    /// A message without the usage (gridspool's refusals).
-    Refused(String),
     /// SGE's date parser complains on stderr (after an empty line), then the usage.
     BadDate(crate::time::DateTimeError),
 }
@@ -292,12 +297,6 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             }
         };
         let value = opt.values.first().cloned();
-        if opt.spec.support == Support::Unsupported {
-            return Err(UsageError::Refused(format!(
-                "error: {}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct",
-                opt.spec.name
-            )));
-        }
         match opt.spec.name {
             "-o" | "-u" => column(&mut o.owner, value),
             "-g" => column(&mut o.group, value.map(group_name)),
@@ -376,6 +375,22 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             },
             "-A" => column(&mut o.account, value),
             "-f" => o.file = value.map(PathBuf::from),
+            "-l" => {
+                for item in value
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|i| !i.is_empty())
+                {
+                    let Some((name, v)) = item.split_once('=') else {
+                        return Err(UsageError::Message(format!(
+                            "error: denied: missing value for resource \"{item}\""
+                        )));
+                    };
+                    // SGE keeps the last request of a resource.
+                    o.requests.retain(|(n, _)| n != name);
+                    o.requests.push((name.to_string(), v.to_string()));
+                }
+            }
             "-help" => help = true,
             _ => return Err(UsageError::Plain),
         }
@@ -607,10 +622,121 @@ impl Options {
     }
 }
 
+/// The queue instances `-l` reads, as the cell has them now (SGE asks its qmaster): every
+/// instance, those that offer the requests (compared as `qstat -l` and `qselect -l` do, on an
+/// empty cell: every slot free), and what is wrong with the requests, which SGE says only at
+/// the first record whose queue instance still exists.
+struct QueueSelection {
+    all: HashSet<(String, String)>,
+    selected: HashSet<(String, String)>,
+    invalid: Option<String>,
+}
+
+/// A record's queue instance in the form [`QueueSelection`] holds: host names compare
+/// without case.
+fn instance_key(queue: &str, host: &str) -> (String, String) {
+    (queue.to_string(), host.to_ascii_lowercase())
+}
+
+impl QueueSelection {
+    fn of_cell(env: &ClientEnv, requests: &[(String, String)]) -> Result<Self, String> {
+        use crate::compat::qstat::{HostLoad, QstatArgs, View, queues};
+        let now = crate::time::now();
+        let host_loads = super::qhost::host_loads(env, &super::qhost::proc_dir(), now)?;
+        let load = HostLoad::local(&env.host);
+        let instance_states = env.spool.queue_instance_states();
+        let view = View {
+            jobs: &[],
+            ended: &[],
+            config: &env.config,
+            caller: &env.caller.user,
+            now,
+            load: &load,
+            host_loads: &host_loads,
+            storage_blocked: None,
+            instance_states: &instance_states,
+        };
+        let list: Vec<String> = requests.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let instances = |words: &[&str]| -> Result<HashSet<(String, String)>, String> {
+            let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            let args = QstatArgs::parse(&words).map_err(|e| format!("error: {e}"))?;
+            Ok(queues::instances(&args, &view)
+                .iter()
+                .map(|i| instance_key(&i.queue.name, &i.host))
+                .collect())
+        };
+        let invalid = requests
+            .iter()
+            .find_map(|(name, value)| invalid_request(&env.config, name, value));
+        Ok(QueueSelection {
+            all: instances(&["-f"])?,
+            selected: if invalid.is_some() {
+                HashSet::new()
+            } else {
+                instances(&["-f", "-l", &list.join(",")])?
+            },
+            invalid,
+        })
+    }
+}
+
+/// SGE's complaint about one `-l` request, if any: a resource the cell does not have, a
+/// value that is not of the resource's type, a host name that names no host.
+fn invalid_request(config: &ClusterConfig, name: &str, value: &str) -> Option<String> {
+    use crate::compat::submit::{is_memory_value, time_value};
+    let Some(complex) = config.complex(name) else {
+        return Some(format!("error: unknown resource \"{name}\""));
+    };
+    let not_a = |what: &str| {
+        Some(format!(
+            "error: attribute \"{}\" is not a {what} value",
+            complex.name
+        ))
+    };
+    let number = |v: &str| v.eq_ignore_ascii_case("infinity") || v.parse::<f64>().is_ok();
+    match complex.kind {
+        ComplexType::Time if time_value(value).is_none() => not_a("time"),
+        ComplexType::Memory if !is_memory_value(value) => not_a("memory"),
+        ComplexType::Int
+            if !(value.parse::<i64>().is_ok() || value.eq_ignore_ascii_case("infinity")) =>
+        {
+            not_a("integer")
+        }
+        ComplexType::Double if !number(value) => not_a("double"),
+        ComplexType::Host
+            if !value.contains(['*', '?', '[', '|', '!'])
+                && !config
+                    .hosts
+                    .iter()
+                    .any(|h| h.name.eq_ignore_ascii_case(value)) =>
+        {
+            Some(format!("error: can't resolve hostname \"{value}\""))
+        }
+        _ => None,
+    }
+}
+
+/// Runs `qacct` with `args` (without the program name) and no cell to ask for its queues
+/// (`-l` fails): see [`run_in`].
+pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
+    run_in(
+        args,
+        default_file,
+        &|| Err("error: -l needs the cell's queues, and no cell was found".to_string()),
+        now,
+    )
+}
+
 /// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
 /// accounting file, used when no `-f` is given (`Err` with the message when no cell could be
-/// found); `now` anchors `-d` and years left out of `-b`/`-e`.
-pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
+/// found); `cell` loads the cell when `-l` needs its queues; `now` anchors `-d` and years
+/// left out of `-b`/`-e`.
+pub fn run_in(
+    args: &[String],
+    default_file: Result<PathBuf, String>,
+    cell: &dyn Fn() -> Result<ClientEnv, String>,
+    now: i64,
+) -> Output {
     let mut out = Output::default();
     // `-json` is gridspool's (not in SGE's `-help`): records as JSON lines, totals as one
     // JSON object.
@@ -624,7 +750,6 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
                     out.err(m);
                     out.stderr.push_str(&usage());
                 }
-                UsageError::Refused(m) => out.err(m),
                 UsageError::BadDate(why) => {
                     out.err(format!("\n{why}"));
                     out.stderr.push_str(&usage());
@@ -638,6 +763,19 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         out.stdout.push_str(&usage());
         return out;
     }
+    // SGE fetches the queues from its qmaster before it opens the file.
+    let selection = if o.requests.is_empty() {
+        None
+    } else {
+        match cell().and_then(|env| QueueSelection::of_cell(&env, &o.requests)) {
+            Ok(s) => Some(s),
+            Err(message) => {
+                out.err(message);
+                out.code = 1;
+                return out;
+            }
+        }
+    };
     let path = match o.file.clone().map_or(default_file, Ok) {
         Ok(p) => p,
         Err(message) => {
@@ -671,7 +809,9 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
     let mut totals = Totals::default();
     let mut groups = Groups::default();
     let mut found = false;
+    let mut ignored = 0u64;
     let mut first_host: Option<String> = None;
+    let one_job = matches!(o.job, Some(JobSelect::Number(_) | JobSelect::Name(_)));
     for entry in reader {
         let r = match entry {
             Ok(Entry::Record(r)) => r,
@@ -688,7 +828,35 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         if !o.selects(&r, begin, end) {
             continue;
         }
-        if o.job_selects(&r) {
+        // With -l, SGE 8.1.9 reads a job that never started (deleted or failed before its
+        // start) as if it were not in the file: not found by -j, not counted as ignored
+        // (captured: `qacct/issue26-l-*`, a start time of 0 alone is enough).
+        if selection.is_some() && r.start_time == 0 {
+            continue;
+        }
+        let shown = o.job_selects(&r);
+        // SGE's reader drops the records of other jobs (so `-l` does not count them), and a
+        // job is found even when `-l` then leaves it out.
+        if one_job && !shown {
+            continue;
+        }
+        found |= shown;
+        if let Some(sel) = &selection {
+            let instance = instance_key(&r.qname, &r.hostname);
+            if !sel.all.contains(&instance) {
+                ignored += 1;
+                continue;
+            }
+            if let Some(message) = &sel.invalid {
+                out.err(message.clone());
+                out.code = 1;
+                return out;
+            }
+            if !sel.selected.contains(&instance) {
+                continue;
+            }
+        }
+        if shown {
             if json {
                 out.stdout
                     .push_str(&serde_json::to_string(&*r).unwrap_or_default());
@@ -696,7 +864,6 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             } else {
                 out.stdout.push_str(&report::detail(&r));
             }
-            found = true;
         }
         let mut this = Totals::default();
         this.add(&r);
@@ -709,6 +876,14 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         }
     }
 
+    if ignored > 0 {
+        out.err(format!(
+            "{ignored} jobs ignored for accounting. Jobs' master queue no longer exists."
+        ));
+        if !json {
+            out.stdout.push('\n');
+        }
+    }
     match (&o.job, o.tasks) {
         // SGE reads the file before it notices (so invalid lines are reported first).
         (None | Some(JobSelect::All), Some(_)) => {
@@ -914,14 +1089,15 @@ fn print_table(
 /// The `qacct` binary: the cell's accounting file unless `-f` names another.
 pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
     let spool = super::take_spool_arg(&mut args);
-    let default_file = super::locate_spool(spool)
+    let default_file = super::locate_spool(spool.clone())
         .map_err(|e| e.to_string())
         .and_then(|dir| {
             crate::spool::Spool::open(dir)
                 .map(|s| s.accounting_path())
                 .map_err(|e| format!("error: {e}"))
         });
-    run_with(&args, default_file, crate::time::now()).finish()
+    let cell = || super::ClientEnv::load(spool.clone()).map_err(|e| e.to_string());
+    run_in(&args, default_file, &cell, crate::time::now()).finish()
 }
 
 #[cfg(test)]

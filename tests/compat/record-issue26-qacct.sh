@@ -98,4 +98,50 @@ q o-then-u '-o sgeuser -u sgeuser2'
 q P-twice '-P fx_proj -P fx_other'
 q j-twice '-j 145 -j 146'
 q j-pattern-then-t "-j 'fx_a*' -t 1-2"
+# -l compares each job's queue instance as the cell has it now: here all.q on vm (2 slots, no
+# limits), the fixture's queues gone.
+CONTEXT="$CONTEXT; the oracle's queues: $(qconf -sql | tr '\n' ' ')(all.q: hostlist $(qconf -sq all.q | awk '$1=="hostlist"{print $2}'), slots $(qconf -sq all.q | awk '$1=="slots"{print $2}'), h_rt $(qconf -sq all.q | awk '$1=="h_rt"{print $2}'), h_vmem $(qconf -sq all.q | awk '$1=="h_vmem"{print $2}'))"
+q l-h_rt '-l h_rt=100'
+q l-h_rt-hms-o '-l h_rt=1:0:0 -o'
+q l-qname-and-h_rt '-l h_rt=100,qname=all.q'
+q l-q-pattern "-l 'qname=all*'"
+q l-h '-l h=vm'
+q l-hostname-pattern "-l 'hostname=v*'"
+q l-slots-2 '-l slots=2'
+q l-slots-3-o '-l slots=3 -o'
+q l-h_vmem '-l h_vmem=1G'
+q l-s_rt-P '-l s_rt=10 -P'
+q l-qname-nosuch-o '-l qname=nosuch.q -o'
+q l-unknown '-l fx_lic=1'
+q l-not-a-time '-l h_rt=abc'
+q l-last-wins '-l h_rt=100,h_rt=abc'
+q l-not-a-memory '-l h_vmem=abc'
+q l-not-an-integer '-l slots=abc'
+q l-not-a-double '-l load_avg=abc'
+q l-unknown-host '-l hostname=nosuch'
+q l-no-value '-l arch'
+q l-j-9 '-l qname=all.q -j 9'
+q l-j-145 '-l qname=all.q -j 145'
+q l-j-all-q '-l qname=all.q -j -q'
+q l-slots-column '-l h_rt=100 -slots'
+q l-j-10 '-l qname=all.q -j 10'
+q l-j-nosuch '-l qname=all.q -j nosuch'
+# Which of a job's values makes -l drop it: copies of job 9's record (all.q) with one value
+# zeroed each (901 slots, 902 start time, 903 failed 8, 904 submission time, 905 end time,
+# 906 usage) and two in a queue that does not exist (907 start time 0, 908 not).
+C=$HERE/qacct/issue26-start-time-0.accounting
+grep ':true:9:' "$HERE/import/sge-cell/accounting" | awk -F: -v OFS=: '{ a = $0
+    $6 = 901; $35 = 0; print; $0 = a
+    $6 = 902; $10 = 0; print; $1 = "nosuch.q"; $6 = 907; print; $0 = a
+    $1 = "nosuch.q"; $6 = 908; print; $0 = a
+    $6 = 903; $12 = 8; print; $0 = a
+    $6 = 904; $9 = 0; print; $0 = a
+    $6 = 905; $11 = 0; print; $0 = a
+    $6 = 906; $14 = 0; $15 = "0.000000"; $16 = "0.000000"; $37 = "0.000000"; print }' > "$C"
+cp "$C" "$DIR/issue26-start-time-0.accounting"; chmod 644 "$DIR/issue26-start-time-0.accounting"
+A=$DIR/issue26-start-time-0.accounting
+q l-crafted-j '-l qname=all.q -j'
+q l-crafted-E-j '-l qname=all.q -E -j'
+q l-crafted-j-902 '-l qname=all.q -j 902'
+q crafted-j '-j'
 rm -rf "$TMP" "$DIR"
