@@ -2,6 +2,7 @@
 _gridspool_qacct() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     case "$prev" in
+        -ar) COMPREPLY=(); return ;;
         -A) COMPREPLY=(); return ;;
         -b) COMPREPLY=(); return ;;
         -d) COMPREPLY=(); return ;;
@@ -11,6 +12,7 @@ _gridspool_qacct() {
         -g) COMPREPLY=(); return ;;
         -h) COMPREPLY=(); return ;;
         -j) COMPREPLY=(); return ;;
+        -l) COMPREPLY=(); return ;;
         -o) COMPREPLY=($(compgen -u -- "$cur")); return ;;
         -u) COMPREPLY=($(compgen -u -- "$cur")); return ;;
         -pe) COMPREPLY=(); return ;;
@@ -20,7 +22,7 @@ _gridspool_qacct() {
         -t) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-A -b -d -D -e -E -f -g -h -help -j -m -o -u -pe -P -q -slots -t" -- "$cur"))
+        COMPREPLY=($(compgen -W "-ar -A -b -d -D -e -E -f -g -h -help -j -l -m -o -u -pe -P -q -slots -t" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

@@ -23,6 +23,7 @@ mod metrics;
 mod pe_tasks;
 mod prolog;
 mod qacct;
+mod qacct_import;
 mod qalter;
 mod qconf;
 mod qconf_acl;

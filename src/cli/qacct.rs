@@ -7,13 +7,14 @@
 //! rows are only printed when the total wallclock is non-zero, a filter value sets its
 //! column's width — and options gridspool cannot honour are refused, never ignored.
 
-use super::Output;
+use super::{ClientEnv, Output};
 use crate::acct::report::{self, Totals};
 use crate::acct::{AccountingRecord, Entry, Reader};
 use crate::compat::docs::{SyntaxItem, ValueHint};
-use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, Support, help_lines};
+use crate::compat::options::{self, Arity, OperandMode, OptionSpec, Origin, help_lines};
 use crate::compat::pattern;
-use std::collections::HashMap;
+use crate::config::{ClusterConfig, ComplexType};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// `qacct`'s options in SGE 8.1.9's `-help` order: the one table behind parsing, `-help`,
@@ -24,8 +25,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-ar [ar_id]]",
         "list [matching] advance reservations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-A",
         Arity::Optional,
@@ -72,8 +72,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-l attr=val,...]",
         "request given complex attributes",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-m", Arity::Flag, "[-m]", "list only master tasks"),
     OptionSpec::new(
         "-o",
@@ -143,12 +142,16 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
     ],
     description: &[
         "qacct reads the accounting file $SGE_ROOT/$SGE_CELL/common/accounting, which sched_d appends one record to for every finished job or array task, in SGE 8.1.9's format (sge_accounting(5)), and prints either a summary or the records of selected jobs.",
-        "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, groups whose wallclock total is zero are not printed.",
+        "Without -j it prints the total wallclock, user and system cpu, cpu, memory, io and iow of the selected records; each of -A, -ar, -D, -g, -h, -o, -P, -pe, -q and -slots adds a grouping column (and, with a value, selects the records that match it). As in SGE, the table has no rows when the selected records' total wallclock is zero (a group of its own can have none: the jobs that never ran).",
         "With -j it prints every selected record in SGE's long format, one block per job or task, separated by lines of equals signs.",
-        "-json, a gridspool extension (not listed by -help): with -j, each selected record as one line of JSON with the fields and units of accounting(5) (qname, hostname, group, owner, job_name, job_number, account, priority, submission_time, start_time and end_time in seconds since the epoch, failed, exit_status, ru_wallclock, ru_utime, ru_stime and the other ru_ fields, project, department, granted_pe, slots, task_number, cpu, mem, io, category, iow, pe_taskid, maxvmem, arid, ar_submission_time); without -j, one JSON object {\"totals\": {...}, \"groups\": [...]} with wallclock, utime, stime, cpu, mem, io and iow, and per group its grouping columns (host, queue, group, owner, project, department, pe, slots, account).",
+        "-json, a gridspool extension (not listed by -help): with -j, each selected record as one line of JSON with the fields and units of accounting(5) (qname, hostname, group, owner, job_name, job_number, account, priority, submission_time, start_time and end_time in seconds since the epoch, failed, exit_status, ru_wallclock, ru_utime, ru_stime and the other ru_ fields, project, department, granted_pe, slots, task_number, cpu, mem, io, category, iow, pe_taskid, maxvmem, arid, ar_submission_time); without -j, one JSON object {\"totals\": {...}, \"groups\": [...]} with wallclock, utime, stime, cpu, mem, io and iow, and per group its grouping columns (host, queue, group, owner, project, department, pe, slots, ar, account).",
         "The file is streamed once; records that cannot be parsed are reported on standard error by line number and skipped.",
     ],
     option_details: &[
+        (
+            "-ar",
+            "The advance reservation each job ran in (qrsub), 0 for none; with an id, only that reservation's jobs. As in SGE, -ar 0 neither selects nor groups.",
+        ),
         (
             "-b",
             "Only records of jobs started at or after begin_time (with -E: ended). -e bounds from the other side, -d counts days back from now.",
@@ -156,6 +159,10 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         (
             "-f",
             "Reads another accounting file, for example a rotated one.",
+        ),
+        (
+            "-l",
+            "Only jobs whose queue instance, as the cell has it now, offers every attr=val (compared as qstat -l compares them, with all its slots free). The records of queue instances that no longer exist are left out and counted (N jobs ignored for accounting. Jobs' master queue no longer exists.); so are, without being counted, those of jobs that never started. A resource the cell does not have or a value not of its type is an error, as SGE reports it: at the first record whose queue still exists.",
         ),
         (
             "-j",
@@ -175,7 +182,7 @@ pub const DOC: crate::compat::docs::CommandDoc = crate::compat::docs::CommandDoc
         ),
     ],
     compatibility: &[
-        "-ar (advance reservations) and -l (selection by queue complex attributes) are refused: gridspool has neither advance reservations nor per-queue complex lists in its accounting.",
+        "-l compares with the cell's configuration and the hosts' last load reports, as qstat -l and qselect -l do, where SGE asks its qmaster.",
         "ru_* fields that Linux does not report are 0, as in SGE on Linux.",
     ],
     see_also: &["qsub", "qstat", "sched_d", "sge_accounting"],
@@ -231,6 +238,8 @@ struct Options {
     department: Column,
     pe: Column,
     slots: Column,
+    /// `-ar`: the advance reservation a job ran in (0: none).
+    ar: Column,
     account: Column,
     job: Option<JobSelect>,
     tasks: Option<TaskRange>,
@@ -239,6 +248,9 @@ struct Options {
     days: Option<i64>,
     by_end_time: bool,
     master_only: bool,
+    /// `-l name=value,…`: only jobs whose queue instance, as the cell has it now, offers
+    /// these.
+    requests: Vec<(String, String)>,
     file: Option<PathBuf>,
 }
 
@@ -249,8 +261,6 @@ enum UsageError {
     Plain,
     /// A message, then the usage.
     Message(String),
-    /// A message without the usage (gridspool's refusals).
-    Refused(String),
     /// SGE's date parser complains on stderr (after an empty line), then the usage.
     BadDate(crate::time::DateTimeError),
 }
@@ -287,14 +297,6 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
             }
         };
         let value = opt.values.first().cloned();
-        if opt.spec.support == Support::Unsupported {
-            return Err(UsageError::Refused(match opt.spec.name {
-                "-ar" => "error: -ar: gridspool has no advance reservations".into(),
-                name => format!(
-                    "error: {name}: selecting jobs by the complex attributes of their queue is not supported by gridspool's qacct"
-                ),
-            }));
-        }
         match opt.spec.name {
             "-o" | "-u" => column(&mut o.owner, value),
             "-g" => column(&mut o.group, value.map(group_name)),
@@ -358,8 +360,37 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
                     }
                 }
             },
+            "-ar" => match value {
+                None => column(&mut o.ar, None),
+                // `sscanf("%u")`: `11x` is reservation 11; 0 neither filters nor shows.
+                Some(v) => match scanned_number(&v) {
+                    Some(0) => {}
+                    Some(n) => column(&mut o.ar, Some(n.to_string())),
+                    None => {
+                        return Err(UsageError::Message(
+                            "invalid advance reservation id, must be an unsigned integer".into(),
+                        ));
+                    }
+                },
+            },
             "-A" => column(&mut o.account, value),
             "-f" => o.file = value.map(PathBuf::from),
+            "-l" => {
+                for item in value
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|i| !i.is_empty())
+                {
+                    let Some((name, v)) = item.split_once('=') else {
+                        return Err(UsageError::Message(format!(
+                            "error: denied: missing value for resource \"{item}\""
+                        )));
+                    };
+                    // SGE keeps the last request of a resource.
+                    o.requests.retain(|(n, _)| n != name);
+                    o.requests.push((name.to_string(), v.to_string()));
+                }
+            }
             "-help" => help = true,
             _ => return Err(UsageError::Plain),
         }
@@ -371,6 +402,12 @@ fn parse_args(args: &[String], now: i64) -> Result<(Options, bool), UsageError> 
 fn leading_number(s: &str) -> Option<u32> {
     let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
+}
+
+/// `sscanf("%u")` proper, as `-ar` reads its value: blanks and a `+` may come first.
+fn scanned_number(s: &str) -> Option<u32> {
+    let t = s.trim_start();
+    leading_number(t.strip_prefix('+').unwrap_or(t))
 }
 
 fn parse_task_range(s: &str) -> Option<TaskRange> {
@@ -391,8 +428,9 @@ fn parse_task_range(s: &str) -> Option<TaskRange> {
     Some(TaskRange { first, last, step })
 }
 
-/// The grouping key of a record: one slot per column, empty when the column is not shown.
-/// The account is the last element but is not sorted: see [`Groups`].
+/// The grouping key of a record: one slot per column, empty (0) when the column is not
+/// shown: host, queue, group, owner, project, department, PE, slots, advance reservation and
+/// account. The account is the last element but is not sorted: see [`Groups`].
 type Key = (
     String,
     String,
@@ -402,14 +440,25 @@ type Key = (
     String,
     String,
     u32,
+    u32,
     String,
 );
 
 /// The sorted key without the account.
-type SortKey = (String, String, String, String, String, String, String, u32);
+type SortKey = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    u32,
+    u32,
+);
 
-/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE and
-/// slots; accounts are not sorted — SGE inserts a new account in front of the others of the
+/// Groups in SGE's order: sorted by host, queue, group, owner, project, department, PE,
+/// slots and advance reservation; accounts are not sorted — SGE inserts a new account in front of the others of the
 /// same sorted key, so they appear newest first. Collected in a hash map (one lookup per
 /// record), sorted once for printing.
 #[derive(Debug, Default)]
@@ -419,8 +468,8 @@ struct Groups {
 
 impl Groups {
     fn add(&mut self, k: Key, r: &Totals) {
-        let (h, q, g, o, p, d, pe, sl, account) = k;
-        let run = self.map.entry((h, q, g, o, p, d, pe, sl)).or_default();
+        let (h, q, g, o, p, d, pe, sl, ar, account) = k;
+        let run = self.map.entry((h, q, g, o, p, d, pe, sl, ar)).or_default();
         match run.iter_mut().find(|(a, _)| *a == account) {
             Some((_, t)) => t.merge(r),
             None => run.insert(0, (account, *r)),
@@ -444,6 +493,7 @@ impl Groups {
                             k.5.clone(),
                             k.6.clone(),
                             k.7,
+                            k.8,
                             a.clone(),
                         ),
                         t,
@@ -465,6 +515,7 @@ fn key(o: &Options, r: AccountingRecord) -> Key {
         s(&o.department, r.department),
         s(&o.pe, r.granted_pe),
         if o.slots.shown { r.slots } else { 0 },
+        if o.ar.shown { r.arid } else { 0 },
         s(&o.account, r.account),
     )
 }
@@ -482,6 +533,7 @@ impl Options {
             &self.department,
             &self.pe,
             &self.slots,
+            &self.ar,
             &self.account,
         ]
         .iter()
@@ -498,6 +550,7 @@ impl Options {
             &self.department,
             &self.pe,
             &self.slots,
+            &self.ar,
             &self.account,
         ]
         .iter()
@@ -550,6 +603,11 @@ impl Options {
                 .filter
                 .as_deref()
                 .is_none_or(|h| h.eq_ignore_ascii_case(&r.hostname))
+            && self
+                .ar
+                .filter
+                .as_deref()
+                .is_none_or(|f| f == r.arid.to_string())
             && eq(&self.account, &r.account)
     }
 
@@ -564,10 +622,121 @@ impl Options {
     }
 }
 
+/// The queue instances `-l` reads, as the cell has them now (SGE asks its qmaster): every
+/// instance, those that offer the requests (compared as `qstat -l` and `qselect -l` do, on an
+/// empty cell: every slot free), and what is wrong with the requests, which SGE says only at
+/// the first record whose queue instance still exists.
+struct QueueSelection {
+    all: HashSet<(String, String)>,
+    selected: HashSet<(String, String)>,
+    invalid: Option<String>,
+}
+
+/// A record's queue instance in the form [`QueueSelection`] holds: host names compare
+/// without case.
+fn instance_key(queue: &str, host: &str) -> (String, String) {
+    (queue.to_string(), host.to_ascii_lowercase())
+}
+
+impl QueueSelection {
+    fn of_cell(env: &ClientEnv, requests: &[(String, String)]) -> Result<Self, String> {
+        use crate::compat::qstat::{HostLoad, QstatArgs, View, queues};
+        let now = crate::time::now();
+        let host_loads = super::qhost::host_loads(env, &super::qhost::proc_dir(), now)?;
+        let load = HostLoad::local(&env.host);
+        let instance_states = env.spool.queue_instance_states();
+        let view = View {
+            jobs: &[],
+            ended: &[],
+            config: &env.config,
+            caller: &env.caller.user,
+            now,
+            load: &load,
+            host_loads: &host_loads,
+            storage_blocked: None,
+            instance_states: &instance_states,
+        };
+        let list: Vec<String> = requests.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let instances = |words: &[&str]| -> Result<HashSet<(String, String)>, String> {
+            let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            let args = QstatArgs::parse(&words).map_err(|e| format!("error: {e}"))?;
+            Ok(queues::instances(&args, &view)
+                .iter()
+                .map(|i| instance_key(&i.queue.name, &i.host))
+                .collect())
+        };
+        let invalid = requests
+            .iter()
+            .find_map(|(name, value)| invalid_request(&env.config, name, value));
+        Ok(QueueSelection {
+            all: instances(&["-f"])?,
+            selected: if invalid.is_some() {
+                HashSet::new()
+            } else {
+                instances(&["-f", "-l", &list.join(",")])?
+            },
+            invalid,
+        })
+    }
+}
+
+/// SGE's complaint about one `-l` request, if any: a resource the cell does not have, a
+/// value that is not of the resource's type, a host name that names no host.
+fn invalid_request(config: &ClusterConfig, name: &str, value: &str) -> Option<String> {
+    use crate::compat::submit::{is_memory_value, time_value};
+    let Some(complex) = config.complex(name) else {
+        return Some(format!("error: unknown resource \"{name}\""));
+    };
+    let not_a = |what: &str| {
+        Some(format!(
+            "error: attribute \"{}\" is not a {what} value",
+            complex.name
+        ))
+    };
+    let number = |v: &str| v.eq_ignore_ascii_case("infinity") || v.parse::<f64>().is_ok();
+    match complex.kind {
+        ComplexType::Time if time_value(value).is_none() => not_a("time"),
+        ComplexType::Memory if !is_memory_value(value) => not_a("memory"),
+        ComplexType::Int
+            if !(value.parse::<i64>().is_ok() || value.eq_ignore_ascii_case("infinity")) =>
+        {
+            not_a("integer")
+        }
+        ComplexType::Double if !number(value) => not_a("double"),
+        ComplexType::Host
+            if !value.contains(['*', '?', '[', '|', '!'])
+                && !config
+                    .hosts
+                    .iter()
+                    .any(|h| h.name.eq_ignore_ascii_case(value)) =>
+        {
+            Some(format!("error: can't resolve hostname \"{value}\""))
+        }
+        _ => None,
+    }
+}
+
+/// Runs `qacct` with `args` (without the program name) and no cell to ask for its queues
+/// (`-l` fails): see [`run_in`].
+pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
+    run_in(
+        args,
+        default_file,
+        &|| Err("error: -l needs the cell's queues, and no cell was found".to_string()),
+        now,
+    )
+}
+
 /// Runs `qacct` with `args` (without the program name); `default_file` is the cell's
 /// accounting file, used when no `-f` is given (`Err` with the message when no cell could be
-/// found); `now` anchors `-d` and years left out of `-b`/`-e`.
-pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64) -> Output {
+/// found); `cell` loads the cell when `-l` needs its queues; `now` anchors `-d` and years
+/// left out of `-b`/`-e`.
+pub fn run_in(
+    args: &[String],
+    default_file: Result<PathBuf, String>,
+    cell: &dyn Fn() -> Result<ClientEnv, String>,
+    now: i64,
+) -> Output {
     let mut out = Output::default();
     // `-json` is gridspool's (not in SGE's `-help`): records as JSON lines, totals as one
     // JSON object.
@@ -581,7 +750,6 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
                     out.err(m);
                     out.stderr.push_str(&usage());
                 }
-                UsageError::Refused(m) => out.err(m),
                 UsageError::BadDate(why) => {
                     out.err(format!("\n{why}"));
                     out.stderr.push_str(&usage());
@@ -595,6 +763,19 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         out.stdout.push_str(&usage());
         return out;
     }
+    // SGE fetches the queues from its qmaster before it opens the file.
+    let selection = if o.requests.is_empty() {
+        None
+    } else {
+        match cell().and_then(|env| QueueSelection::of_cell(&env, &o.requests)) {
+            Ok(s) => Some(s),
+            Err(message) => {
+                out.err(message);
+                out.code = 1;
+                return out;
+            }
+        }
+    };
     let path = match o.file.clone().map_or(default_file, Ok) {
         Ok(p) => p,
         Err(message) => {
@@ -628,7 +809,9 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
     let mut totals = Totals::default();
     let mut groups = Groups::default();
     let mut found = false;
+    let mut ignored = 0u64;
     let mut first_host: Option<String> = None;
+    let one_job = matches!(o.job, Some(JobSelect::Number(_) | JobSelect::Name(_)));
     for entry in reader {
         let r = match entry {
             Ok(Entry::Record(r)) => r,
@@ -645,7 +828,35 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         if !o.selects(&r, begin, end) {
             continue;
         }
-        if o.job_selects(&r) {
+        // With -l, SGE 8.1.9 reads a job that never started (deleted or failed before its
+        // start) as if it were not in the file: not found by -j, not counted as ignored
+        // (captured: `qacct/issue26-l-*`, a start time of 0 alone is enough).
+        if selection.is_some() && r.start_time == 0 {
+            continue;
+        }
+        let shown = o.job_selects(&r);
+        // SGE's reader drops the records of other jobs (so `-l` does not count them), and a
+        // job is found even when `-l` then leaves it out.
+        if one_job && !shown {
+            continue;
+        }
+        found |= shown;
+        if let Some(sel) = &selection {
+            let instance = instance_key(&r.qname, &r.hostname);
+            if !sel.all.contains(&instance) {
+                ignored += 1;
+                continue;
+            }
+            if let Some(message) = &sel.invalid {
+                out.err(message.clone());
+                out.code = 1;
+                return out;
+            }
+            if !sel.selected.contains(&instance) {
+                continue;
+            }
+        }
+        if shown {
             if json {
                 out.stdout
                     .push_str(&serde_json::to_string(&*r).unwrap_or_default());
@@ -653,7 +864,6 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
             } else {
                 out.stdout.push_str(&report::detail(&r));
             }
-            found = true;
         }
         let mut this = Totals::default();
         this.add(&r);
@@ -666,6 +876,14 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
         }
     }
 
+    if ignored > 0 {
+        out.err(format!(
+            "{ignored} jobs ignored for accounting. Jobs' master queue no longer exists."
+        ));
+        if !json {
+            out.stdout.push('\n');
+        }
+    }
     match (&o.job, o.tasks) {
         // SGE reads the file before it notices (so invalid lines are reported first).
         (None | Some(JobSelect::All), Some(_)) => {
@@ -704,9 +922,8 @@ pub fn run_with(args: &[String], default_file: Result<PathBuf, String>, now: i64
 
 /// `-json` without `-j`: `{"totals": {...}, "groups": [...]}`, each group with its shown
 /// grouping columns (`host`, `queue`, `group`, `owner`, `project`, `department`, `pe`,
-/// `slots`, `account`) and its totals: `wallclock`, `utime`, `stime`, `cpu` (seconds),
-/// `mem` (GB·s), `io` (GB), `iow` (seconds). Groups whose wallclock is zero are left out, as
-/// in the table.
+/// `slots`, `ar`, `account`) and its totals: `wallclock`, `utime`, `stime`, `cpu` (seconds),
+/// `mem` (GB·s), `io` (GB), `iow` (seconds). The groups are the table's rows.
 fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
     use serde_json::{Map, Value, json};
     let numbers = |t: &Totals| {
@@ -716,13 +933,12 @@ fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
         })
     };
     let mut rows = Vec::new();
-    if o.grouped() {
+    // As the table: every group (one of jobs that never ran has no wallclock), or none when
+    // the selected records have no wallclock at all.
+    if o.grouped() && totals.wallclock != 0.0 {
         for (k, t) in groups.iter() {
-            if t.wallclock == 0.0 {
-                continue;
-            }
             let mut row = Map::new();
-            let columns: [(&Column, &str, Value); 9] = [
+            let columns: [(&Column, &str, Value); 10] = [
                 (&o.host, "host", json!(k.0)),
                 (&o.queue, "queue", json!(k.1)),
                 (&o.group, "group", json!(k.2)),
@@ -731,7 +947,8 @@ fn json_totals(o: &Options, totals: &Totals, groups: &Groups) -> String {
                 (&o.department, "department", json!(k.5)),
                 (&o.pe, "pe", json!(k.6)),
                 (&o.slots, "slots", json!(k.7)),
-                (&o.account, "account", json!(k.8)),
+                (&o.ar, "ar", json!(k.8)),
+                (&o.account, "account", json!(k.9)),
             ];
             for (c, name, v) in columns {
                 if c.shown {
@@ -761,7 +978,7 @@ fn print_table(
 ) {
     let rows: Vec<(Key, &Totals)> = groups.iter().collect();
     let summary_view = o.summary_view();
-    let specs: [(&Column, &str, usize); 9] = [
+    let specs: [(&Column, &str, usize); 10] = [
         (&o.host, "HOST", 0),
         (&o.queue, "CLUSTER QUEUE", 1),
         (&o.group, "GROUP", 2),
@@ -770,8 +987,10 @@ fn print_table(
         (&o.department, "DEPARTMENT", 5),
         (&o.pe, "PE", 6),
         (&o.slots, "SLOTS", 7),
-        (&o.account, "ACCOUNT", 8),
+        (&o.ar, "AR", 8),
+        (&o.account, "ACCOUNT", 9),
     ];
+    let numeric = |idx: usize| idx == 7 || idx == 8;
     let field = |k: &Key, idx: usize| -> String {
         match idx {
             0 => k.0.clone(),
@@ -782,26 +1001,15 @@ fn print_table(
             5 => k.5.clone(),
             6 => k.6.clone(),
             7 => format!("{:>5}", k.7),
-            _ => k.8.clone(),
+            8 => format!("{:>5}", k.8),
+            _ => k.9.clone(),
         }
     };
-    let mut header = String::new();
-    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
-    for (c, title, idx) in specs {
-        if !c.shown {
-            continue;
-        }
-        let mut w = if idx == 7 {
-            5
-        } else {
-            c.filter.as_ref().map_or(title.len() + 1, |f| f.len() + 1)
-        };
-        if idx != 7 {
-            w = w.max(title.len() + 1);
-        }
-        // Grouped values widen their column; slots are always measured (as "%5d"), even
-        // for a filtered column, as SGE does.
-        if summary_view && (c.filter.is_none() || idx == 7) {
+    // Numbers are printed as "%5d" in a column of 5, widened in a summary by every grouped
+    // value (hidden ones are 0), shown or filtered.
+    let numeric_width = |idx: usize| {
+        let mut w = 5;
+        if summary_view {
             for (k, _) in &rows {
                 let len = field(k, idx).len();
                 if w <= len {
@@ -809,9 +1017,39 @@ fn print_table(
                 }
             }
         }
-        header.push_str(&format!("{title:<w$}"));
+        w
+    };
+    let mut header = String::new();
+    let mut columns: Vec<(usize, usize, Option<String>)> = Vec::new();
+    for (c, title, idx) in specs {
+        if !c.shown {
+            continue;
+        }
+        let w = if numeric(idx) {
+            numeric_width(idx)
+        } else {
+            let mut w = c
+                .filter
+                .as_ref()
+                .map_or(title.len() + 1, |f| f.len() + 1)
+                .max(title.len() + 1);
+            // Grouped values widen their column.
+            if summary_view && c.filter.is_none() {
+                for (k, _) in &rows {
+                    let len = field(k, idx).len();
+                    if w <= len {
+                        w = len + 1;
+                    }
+                }
+            }
+            w
+        };
+        // SGE pads the AR title to the slots column's width (which it computes whether or
+        // not that column is shown), not to its own.
+        let title_width = if idx == 8 { numeric_width(7) } else { w };
+        header.push_str(&format!("{title:<title_width$}"));
         let fixed = c.filter.as_ref().map(|f| match idx {
-            7 => format!("{f:>5}"),
+            7 | 8 => format!("{f:>5}"),
             // SGE prints the host name as resolved (`-h VM` shows `vm`): the record's.
             0 => first_host.clone().unwrap_or_else(|| f.clone()),
             _ => f.clone(),
@@ -851,14 +1089,15 @@ fn print_table(
 /// The `qacct` binary: the cell's accounting file unless `-f` names another.
 pub fn main(mut args: Vec<String>) -> std::process::ExitCode {
     let spool = super::take_spool_arg(&mut args);
-    let default_file = super::locate_spool(spool)
+    let default_file = super::locate_spool(spool.clone())
         .map_err(|e| e.to_string())
         .and_then(|dir| {
             crate::spool::Spool::open(dir)
                 .map(|s| s.accounting_path())
                 .map_err(|e| format!("error: {e}"))
         });
-    run_with(&args, default_file, crate::time::now()).finish()
+    let cell = || super::ClientEnv::load(spool.clone()).map_err(|e| e.to_string());
+    run_in(&args, default_file, &cell, crate::time::now()).finish()
 }
 
 #[cfg(test)]
@@ -869,7 +1108,7 @@ mod tests {
         /// Issue 12: any words parse or are refused; never a panic.
         #[test]
         fn any_words_parse_or_are_refused(
-            words in crate::compat::options::hostile_words(&["-A", "-b", "-d", "-D", "-e", "-f", "-g", "-h", "-help", "-j", "-l", "-o", "-pe", "-P", "-q", "-t", "-slots"]),
+            words in crate::compat::options::hostile_words(&["-A", "-ar", "-b", "-d", "-D", "-e", "-f", "-g", "-h", "-help", "-j", "-l", "-o", "-pe", "-P", "-q", "-t", "-slots"]),
         ) {
             let _ = parse_args(&words, 1_795_000_000);
         }
