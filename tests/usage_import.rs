@@ -6,11 +6,13 @@
 
 use crate::sched::{SchedD, wait_for};
 use crate::support::*;
-use gridspool::acct::{Entry, Reader, import_history, load_usage_from, read_usage_dumps};
+use gridspool::acct::{
+    Entry, Reader, UsageBaseline, import_history, load_usage_from, read_usage_dumps,
+};
 use gridspool::config::ClusterConfig;
 use gridspool::model::JobId;
 use gridspool::sched::{PriorityInput, PriorityPolicy, SgePriority, SharedUsage};
-use gridspool_policy::sharetree::{DecayConfig, UsageStore};
+use gridspool_policy::sharetree::{DecayConfig, UsageRecord, UsageStore};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -190,6 +192,25 @@ fn fixture_history_and_usage_import_into_a_cell() {
     );
     let (store2, _) = load_usage_from(&acct, &base, &decay()).expect("fold");
     assert_same_store(&store2, &store);
+}
+
+/// The store with every time stamp `by` seconds later.
+fn shifted(store: &UsageStore, by: i64) -> UsageStore {
+    let shift = |r: &UsageRecord| UsageRecord {
+        stamp: r.stamp.map(|s| s + by),
+        ..*r
+    };
+    let mut out = UsageStore::new();
+    for (n, r) in store.users() {
+        out.set_user(n, shift(r));
+    }
+    for (n, r) in store.projects() {
+        out.set_project(n, shift(r));
+    }
+    for ((u, p), r) in store.user_projects() {
+        out.set_user_in_project(u, p, shift(r));
+    }
+    out
 }
 
 fn assert_same_store(a: &UsageStore, b: &UsageStore) {
@@ -380,6 +401,13 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
     let acct = cell.spool.accounting_path();
     let base = cell.spool.usage_baseline_path();
     import_history(&fixture(), &acct, &base, &decay()).expect("import");
+    // The test must not depend on the day it runs: the usage is stamped as if SGE had
+    // spooled it as long before now as it had before share_mon's capture (how decay over
+    // time changes the tickets is the policy test's).
+    let mut baseline = UsageBaseline::read(&base).expect("read").expect("baseline");
+    let capture: i64 = share_mon()[0]["curr_time"].parse().expect("curr_time");
+    baseline.store = shifted(&baseline.store, gridspool::time::now() - capture);
+    baseline.write(&base).expect("write");
     cell.set_next_job_id(151);
     let d = SchedD::start(&cell, &[]);
     let sge = sge_rows();
