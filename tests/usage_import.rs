@@ -241,7 +241,10 @@ fn assert_same_store(a: &UsageStore, b: &UsageStore) {
 #[derive(Debug, Clone, PartialEq)]
 struct ExtRow {
     job: u32,
+    prior: String,
+    ntckts: String,
     user: String,
+    department: String,
     project: String,
     state: String,
     tckts: String,
@@ -260,7 +263,10 @@ fn ext_rows(text: &str) -> Vec<ExtRow> {
             let t = if state.contains('r') { 11 } else { 8 };
             Some(ExtRow {
                 job,
+                prior: w.get(1)?.to_string(),
+                ntckts: w.get(2)?.to_string(),
                 user: w.get(4)?.to_string(),
+                department: w.get(6)?.to_string(),
                 project: w.get(5)?.to_string(),
                 state,
                 tckts: w.get(t)?.to_string(),
@@ -269,6 +275,40 @@ fn ext_rows(text: &str) -> Vec<ExtRow> {
             })
         })
         .collect()
+}
+
+/// The columns of `qstat -ext -xml`'s jobs that the policy decides, job by job in order
+/// (`JAT_share` with five decimals where the text form has two).
+fn ext_xml_rows(text: &str) -> Vec<Vec<(String, String)>> {
+    const TAGS: [&str; 12] = [
+        "JB_job_number",
+        "JAT_prio",
+        "JAT_ntix",
+        "JB_owner",
+        "JB_project",
+        "JB_department",
+        "state",
+        "tickets",
+        "otickets",
+        "ftickets",
+        "stickets",
+        "JAT_share",
+    ];
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("<job_list") {
+            row = Vec::new();
+        } else if line == "</job_list>" {
+            rows.push(std::mem::take(&mut row));
+        } else if let Some((tag, rest)) = line.strip_prefix('<').and_then(|l| l.split_once('>'))
+            && TAGS.contains(&tag)
+            && let Some(value) = rest.strip_suffix(&format!("</{tag}>"))
+        {
+            row.push((tag.to_string(), value.to_string()));
+        }
+    }
+    rows
 }
 
 /// The fixture's jobs, by number.
@@ -361,16 +401,40 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
             .map(|(r, p)| {
                 (
                     r.job,
+                    format!("{:.5}", p.prio),
+                    format!("{:.5}", p.ntckts),
                     printed_tickets(p.tickets),
                     printed_tickets(p.stickets),
-                    format!("{:.2}", p.share),
+                    format!("{:.5}", p.share),
                 )
             })
             .collect::<Vec<_>>()
     };
-    let expected: Vec<(u32, String, String, String)> = rows
+    // The share with the five decimals of `qstat -ext -xml`.
+    let xml_share: BTreeMap<u32, String> = ext_xml_rows(&fixture_text("qstat-ext-xml.txt"))
+        .into_iter()
+        .map(|row| {
+            let get = |t: &str| {
+                row.iter()
+                    .find(|(k, _)| k == t)
+                    .map(|(_, v)| v.clone())
+                    .expect("tag")
+            };
+            (get("JB_job_number").parse().expect("job"), get("JAT_share"))
+        })
+        .collect();
+    let expected: Vec<_> = rows
         .iter()
-        .map(|r| (r.job, r.tckts.clone(), r.stckt.clone(), r.share.clone()))
+        .map(|r| {
+            (
+                r.job,
+                r.prior.clone(),
+                r.ntckts.clone(),
+                r.tckts.clone(),
+                r.stckt.clone(),
+                xml_share[&r.job].clone(),
+            )
+        })
         .collect();
     assert_eq!(tickets_at(&mut policy, capture), expected);
     // A month later, without new usage: every node's usage decayed alike, the same tickets.
@@ -383,7 +447,8 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
 
 /// The tickets through a real `sched_d` on the imported cell: the fixture's jobs submitted
 /// again as sgeuser and sgeuser2 with `-P` (one held), 151, 152 and 154 running on the cell's
-/// three slots, and `qstat -ext -u '*'` shows SGE's tckts, stckt and share for every job.
+/// three slots, and `qstat -ext -u '*'` shows SGE's rows: the same order, priorities,
+/// normalised tickets, states, and tckts, stckt and share for every job.
 #[test]
 fn imported_usage_gives_sges_qstat_ext_tickets() {
     let (Some(u1), Some(u2)) = (user1(), user2()) else {
@@ -434,22 +499,15 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
     }
     let run = cell.run(&u1, "qrls", &["153"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let expected: Vec<(u32, String, String, String)> = sge
-        .values()
-        .map(|r| (r.job, r.tckts.clone(), r.stckt.clone(), r.share.clone()))
-        .collect();
+    // Every row as SGE printed it, in its order (by priority), but for the job names, the
+    // queues and the usage sampled so far.
+    let expected: Vec<ExtRow> = ext_rows(&fixture_text("qstat-ext.txt"));
     let mut last = String::new();
     let matched = (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(200));
         let run = cell.run(&u1, "qstat", &["-ext", "-u", "*"]);
         last = run.stdout.clone();
-        let got: Vec<(u32, String, String, String)> = ext_rows(&run.stdout)
-            .into_iter()
-            .map(|r| (r.job, r.tckts, r.stckt, r.share))
-            .collect();
-        let mut got = got;
-        got.sort_by_key(|r| r.0);
-        got == expected
+        ext_rows(&run.stdout) == expected
     });
     assert!(
         matched,
@@ -457,14 +515,10 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
         fixture_text("qstat-ext.txt"),
         d.log_text()
     );
-    let states: Vec<(u32, String)> = ext_rows(&last)
-        .into_iter()
-        .map(|r| (r.job, r.state))
-        .collect();
-    let mut states = states;
-    states.sort();
-    let sge_states: Vec<(u32, String)> = sge.values().map(|r| (r.job, r.state.clone())).collect();
-    assert_eq!(states, sge_states);
+    let expected = ext_xml_rows(&fixture_text("qstat-ext-xml.txt"));
+    assert_eq!(expected.len(), 8);
+    let run = cell.run(&u1, "qstat", &["-ext", "-xml", "-u", "*"]);
+    assert_eq!(ext_xml_rows(&run.stdout), expected, "{}", run.stdout);
     // Nothing left running when the cell goes.
     for (id, row) in &sge {
         let user = if row.user == USER1 { &u1 } else { &u2 };
