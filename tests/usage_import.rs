@@ -7,11 +7,11 @@
 use crate::sched::{SchedD, wait_for};
 use crate::support::*;
 use gridspool::acct::{
-    Entry, Reader, UsageBaseline, import_history, load_usage_from, read_usage_dumps,
+    Entry, Reader, UsageBaseline, import_history, load_usage_from, read_share_mon, read_usage_dumps,
 };
 use gridspool::config::ClusterConfig;
 use gridspool::model::JobId;
-use gridspool::sched::{PriorityInput, PriorityPolicy, SgePriority, SharedUsage};
+use gridspool::sched::{PriorityInput, PriorityPolicy, SgePriority};
 use gridspool_policy::sharetree::{DecayConfig, UsageRecord, UsageStore};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -149,7 +149,8 @@ fn fixture_history_and_usage_import_into_a_cell() {
         ),
         (sge_records, 0, 0, 2, 2)
     );
-    assert!(got.usage_imported && got.invalid_lines.is_empty());
+    assert_eq!(got.usage_from, Some(fixture().join("bdb")));
+    assert!(got.invalid_lines.is_empty());
     let sge_text = fixture_text("accounting");
     assert_eq!(std::fs::read_to_string(&acct).expect("read"), sge_text);
     assert_eq!(got.covered_bytes, sge_text.len() as u64);
@@ -366,51 +367,34 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
     let base = cell.spool.usage_baseline_path();
     import_history(&fixture(), &acct, &base, &decay()).expect("import");
     let (store, _) = load_usage_from(&acct, &base, &decay()).expect("fold");
-    let usage: SharedUsage = Arc::new(Mutex::new(store));
-    let mut policy = SgePriority::new(&config, usage);
-    let sge = sge_rows();
-    let capture: i64 = share_mon()[0]["curr_time"].parse().expect("curr_time");
-    let rows: Vec<&ExtRow> = sge.values().filter(|r| !r.state.contains('h')).collect();
-    let dept = |u: &str| {
-        if u == USER2 {
-            "fx_phys"
-        } else {
-            "defaultdepartment"
-        }
-    };
-    let tickets_at = |policy: &mut SgePriority, now: i64| {
-        let inputs: Vec<PriorityInput<'_>> = rows
-            .iter()
-            .map(|r| PriorityInput {
-                job: JobId(r.job),
-                uid: if r.user == USER1 { 1001 } else { 1002 },
-                owner: &r.user,
-                project: Some(&r.project),
-                department: Some(dept(&r.user)),
-                submission_time: capture - 60 + i64::from(r.job),
-                posix_priority: 0,
-                slots: 1,
-                rrcontr: 1000.0,
-                deadline: None,
-                running_since: r.state.contains('r').then_some(capture - 30),
-            })
-            .collect();
-        let got = policy.compute(&config.scheduler, now, &inputs);
-        rows.iter()
-            .zip(got)
-            .map(|(r, p)| {
-                (
-                    r.job,
-                    format!("{:.5}", p.prio),
-                    format!("{:.5}", p.ntckts),
-                    printed_tickets(p.tickets),
-                    printed_tickets(p.stickets),
-                    format!("{:.5}", p.share),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    // The share with the five decimals of `qstat -ext -xml`.
+    let mut policy = SgePriority::new(&config, Arc::new(Mutex::new(store)));
+    let expected = sge_policy_rows();
+    let capture = capture_time();
+    assert_eq!(policy_rows(&mut policy, &config, capture), expected);
+    // A month later, without new usage: every node's usage decayed alike, the same tickets.
+    let day = 86_400;
+    assert_eq!(
+        policy_rows(&mut policy, &config, capture + 30 * day),
+        expected
+    );
+    // Once usage falls below the long-term targets it no longer decides: the tickets move
+    // towards the shares (fx_proj 60 against fx_other 40).
+    assert_ne!(
+        policy_rows(&mut policy, &config, capture + 60 * day),
+        expected
+    );
+}
+
+/// share_mon's `curr_time`: when SGE showed the fixture's usage and tickets.
+fn capture_time() -> i64 {
+    share_mon()[0]["curr_time"].parse().expect("curr_time")
+}
+
+/// One job's priority columns: (job, prior, ntckts, tckts, stckt, share to five decimals).
+type PolicyRow = (u32, String, String, String, String, String);
+
+/// The fixture's jobs that are not held, as SGE showed them (`JAT_share` of the XML form).
+fn sge_policy_rows() -> Vec<PolicyRow> {
     let xml_share: BTreeMap<u32, String> = ext_xml_rows(&fixture_text("qstat-ext-xml.txt"))
         .into_iter()
         .map(|row| {
@@ -423,8 +407,9 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
             (get("JB_job_number").parse().expect("job"), get("JAT_share"))
         })
         .collect();
-    let expected: Vec<_> = rows
-        .iter()
+    sge_rows()
+        .values()
+        .filter(|r| !r.state.contains('h'))
         .map(|r| {
             (
                 r.job,
@@ -435,14 +420,100 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
                 xml_share[&r.job].clone(),
             )
         })
+        .collect()
+}
+
+/// The same jobs through the policy at `now` (running ones started just before the capture).
+fn policy_rows(policy: &mut SgePriority, config: &ClusterConfig, now: i64) -> Vec<PolicyRow> {
+    let capture = capture_time();
+    let sge = sge_rows();
+    let rows: Vec<&ExtRow> = sge.values().filter(|r| !r.state.contains('h')).collect();
+    let inputs: Vec<PriorityInput<'_>> = rows
+        .iter()
+        .map(|r| PriorityInput {
+            job: JobId(r.job),
+            uid: if r.user == USER1 { 1001 } else { 1002 },
+            owner: &r.user,
+            project: Some(&r.project),
+            department: Some(if r.user == USER2 {
+                "fx_phys"
+            } else {
+                "defaultdepartment"
+            }),
+            submission_time: capture - 60 + i64::from(r.job),
+            posix_priority: 0,
+            slots: 1,
+            rrcontr: 1000.0,
+            deadline: None,
+            running_since: r.state.contains('r').then_some(capture - 30),
+        })
         .collect();
-    assert_eq!(tickets_at(&mut policy, capture), expected);
-    // A month later, without new usage: every node's usage decayed alike, the same tickets.
-    let day = 86_400;
-    assert_eq!(tickets_at(&mut policy, capture + 30 * day), expected);
-    // Once usage falls below the long-term targets it no longer decides: the tickets move
-    // towards the shares (fx_proj 60 against fx_other 40).
-    assert_ne!(tickets_at(&mut policy, capture + 60 * day), expected);
+    let got = policy.compute(&config.scheduler, now, &inputs);
+    rows.iter()
+        .zip(got)
+        .map(|(r, p)| {
+            (
+                r.job,
+                format!("{:.5}", p.prio),
+                format!("{:.5}", p.ntckts),
+                printed_tickets(p.tickets),
+                printed_tickets(p.stickets),
+                format!("{:.5}", p.share),
+            )
+        })
+        .collect()
+}
+
+/// Where SGE's spool cannot be dumped, `sge_share_mon`'s text (either form) gives the same
+/// usage for the tree's users and projects, within its six decimals, and an export with it
+/// instead of `bdb/` imports to the same tickets.
+#[test]
+fn share_mon_text_gives_the_spools_usage_and_tickets() {
+    let dumps = read_usage_dumps(&fixture().join("bdb"), &decay()).expect("dumps");
+    let capture = capture_time();
+    for file in ["sge_share_mon-n.txt", "sge_share_mon-h.txt"] {
+        let mon = read_share_mon(&fixture().join(file)).expect("share_mon");
+        assert_eq!((mon.users, mon.projects), (2, 2), "{file}");
+        let mut pairs = 0;
+        for ((u, p), r) in dumps.store.user_projects() {
+            let m = mon.store.user_in_project(u, p).expect("in share_mon");
+            let (a, b) = (r.usage_at(capture, &decay()), m.usage_at(capture, &decay()));
+            for (x, y) in [(a.cpu, b.cpu), (a.mem, b.mem), (a.io, b.io)] {
+                assert!((x - y).abs() <= 1e-6, "{file} {u}/{p}: {x} {y}");
+            }
+            assert!((r.long_term.cpu - m.long_term.cpu).abs() <= 1e-6);
+            pairs += 1;
+        }
+        assert_eq!(pairs, 4);
+        for (p, r) in dumps.store.projects() {
+            let m = mon.store.project(p).expect("project in share_mon");
+            let (a, b) = (r.usage_at(capture, &decay()), m.usage_at(capture, &decay()));
+            assert!((a.cpu - b.cpu).abs() <= 1.5e-6, "{file} {p}");
+        }
+    }
+    let Some(cell) = fixture_cell(3) else {
+        return skip(
+            "share_mon_text_gives_the_spools_usage_and_tickets",
+            "qconf's changes need root",
+        );
+    };
+    let export = cell.root.join("export");
+    std::fs::create_dir(&export).expect("mkdir");
+    for f in ["accounting", "sge_share_mon-n.txt"] {
+        std::fs::copy(fixture().join(f), export.join(f)).expect("copy");
+    }
+    let acct = cell.spool.accounting_path();
+    let base = cell.spool.usage_baseline_path();
+    let got = import_history(&export, &acct, &base, &decay()).expect("import");
+    assert_eq!(got.usage_from, Some(export.join("sge_share_mon-n.txt")));
+    let config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
+    let (store, report) = load_usage_from(&acct, &base, &decay()).expect("fold");
+    assert_eq!(report.records, 0);
+    let mut policy = SgePriority::new(&config, Arc::new(Mutex::new(store)));
+    assert_eq!(
+        policy_rows(&mut policy, &config, capture),
+        sge_policy_rows()
+    );
 }
 
 /// The tickets through a real `sched_d` on the imported cell: the fixture's jobs submitted
@@ -470,7 +541,7 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
     // spooled it as long before now as it had before share_mon's capture (how decay over
     // time changes the tickets is the policy test's).
     let mut baseline = UsageBaseline::read(&base).expect("read").expect("baseline");
-    let capture: i64 = share_mon()[0]["curr_time"].parse().expect("curr_time");
+    let capture = capture_time();
     baseline.store = shifted(&baseline.store, gridspool::time::now() - capture);
     baseline.write(&base).expect("write");
     cell.set_next_job_id(151);

@@ -13,13 +13,13 @@
 use super::baseline::{Covered, Fingerprint, UsageBaseline, split};
 use super::file::AcctError;
 use super::record::AccountingRecord;
-use super::sge_usage::read_usage_dumps;
+use super::sge_usage::{read_share_mon, read_usage_dumps};
 use gridspool_policy::sharetree::DecayConfig;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What [`import_history`] did, for the import to print.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,9 +35,11 @@ pub struct HistoryImport {
     pub invalid_lines: Vec<u64>,
     /// The bytes at the head of the cell's file that are SGE's (what the baseline covers).
     pub covered_bytes: u64,
-    /// Whether the export had SGE's spooled usage (`bdb/`): if not, no baseline is written
-    /// (an old one is removed) and `sched_d` charges every record of the file, SGE's too.
-    pub usage_imported: bool,
+    /// Where SGE's usage was read: the export's `bdb/` dumps, else its `sge_share_mon`
+    /// text (`sge_share_mon-n.txt` or `-h.txt`: the tree's nodes only). `None`: the export
+    /// has neither, no baseline is written (an old one is removed) and `sched_d` charges
+    /// every record of the file, SGE's too.
+    pub usage_from: Option<PathBuf>,
     /// Users whose usage was imported.
     pub users_with_usage: usize,
     /// Projects whose usage was imported.
@@ -51,7 +53,8 @@ pub struct HistoryImport {
 }
 
 /// Imports the SGE export at `export_dir` (laid out as `tests/compat/import/sge-cell/`: its
-/// `accounting`, and `bdb/USER:*.txt`, `bdb/PROJECT:*.txt`) into the cell whose accounting
+/// `accounting`, and `bdb/USER:*.txt`, `bdb/PROJECT:*.txt`, or else `sge_share_mon-n.txt`)
+/// into the cell whose accounting
 /// file is `accounting` and whose usage baseline is `baseline`
 /// (`Spool::accounting_path()`, `Spool::usage_baseline_path()`); `decay` is the cell's
 /// (`acct::decay_config`), for projects whose usage is summed from users stamped at
@@ -64,16 +67,22 @@ pub fn import_history(
     decay: &DecayConfig,
 ) -> Result<HistoryImport, AcctError> {
     let dumps = export_dir.join("bdb");
-    let usage = if dumps.is_dir() {
-        Some(read_usage_dumps(&dumps, decay)?)
+    let share_mon = ["sge_share_mon-n.txt", "sge_share_mon-h.txt"]
+        .iter()
+        .map(|n| export_dir.join(n))
+        .find(|p| p.is_file());
+    let (usage, usage_from) = if dumps.is_dir() {
+        (Some(read_usage_dumps(&dumps, decay)?), Some(dumps))
+    } else if let Some(path) = share_mon {
+        (Some(read_share_mon(&path)?), Some(path))
     } else {
-        None
+        (None, None)
     };
     let mut out = merge_accounting(&export_dir.join("accounting"), accounting)?;
+    out.usage_from = usage_from;
     let (dir, name) = split(baseline)?;
     match usage {
         Some(u) => {
-            out.usage_imported = true;
             out.users_with_usage = u.users;
             out.projects_with_usage = u.projects;
             out.projects_summed = u.projects_summed;
@@ -351,7 +360,7 @@ mod tests {
             (2, 1, 1, sge.len() as u64)
         );
         // No bdb/: no usage, no baseline.
-        assert!(!got.usage_imported && !base.exists());
+        assert!(got.usage_from.is_none() && !base.exists());
         let text = std::fs::read_to_string(&cell).expect("read");
         assert_eq!(text, format!("{sge}{}# a note\n", record("c", 7)));
         assert_eq!(jobs(&cell), vec![1, 2, 7]);

@@ -20,7 +20,7 @@ pub use baseline::{BaselineStart, UsageBaseline, load_usage_from};
 pub use file::{AcctError, Entry, HEADER, Reader, append};
 pub use history::{HistoryImport, import_history};
 pub use record::{AccountingRecord, RecordError, category};
-pub use sge_usage::{SpoolUsage, UsageDumpError, read_usage_dumps};
+pub use sge_usage::{SpoolUsage, UsageDumpError, read_share_mon, read_usage_dumps};
 pub use usage::{FoldReport, charge, decay_config, load as load_usage, usage_of};
 
 use crate::config::ClusterConfig;

@@ -444,6 +444,100 @@ pub fn read_usage_dumps(dir: &Path, decay: &DecayConfig) -> Result<SpoolUsage, U
     Ok(out)
 }
 
+/// Reads `sge_share_mon -n` (or `-h`: a header line of names, then tab-separated rows) into a
+/// [`UsageStore`]: for a cell whose spool cannot be dumped, the one text form of its usage a
+/// running SGE gives. Each node that names a user and a project is that user's usage in the
+/// project, a project node (its last path component is its project) the project's, a user
+/// node outside projects the user's own; the usage is as decayed to `curr_time`, which
+/// becomes its stamp. Only what the tree shows is there: users and projects without a node
+/// (or a `default` node standing for them) are not.
+pub fn read_share_mon(path: &Path) -> Result<SpoolUsage, UsageDumpError> {
+    let text = crate::file::open::read_to_string(path).map_err(|e| UsageDumpError::Io {
+        op: "read",
+        path: path.to_path_buf(),
+        source: e.into(),
+    })?;
+    let err = |line: u64, what: String| UsageDumpError::Syntax {
+        path: path.to_path_buf(),
+        line,
+        what,
+    };
+    let mut header: Option<Vec<&str>> = None;
+    let mut out = SpoolUsage::default();
+    let mut users = std::collections::BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').filter(|f| !f.is_empty()).collect();
+        let node: BTreeMap<&str, &str> = if line.contains('=') {
+            fields.iter().filter_map(|f| f.split_once('=')).collect()
+        } else if let Some(names) = &header {
+            // Empty columns (a node without user or project) are empty between tabs.
+            let values: Vec<&str> = line.split('\t').collect();
+            names.iter().copied().zip(values).collect()
+        } else {
+            header = Some(line.split('\t').filter(|f| !f.is_empty()).collect());
+            continue;
+        };
+        let get = |k: &str| -> Result<&str, UsageDumpError> {
+            node.get(k)
+                .copied()
+                .ok_or_else(|| err(n, format!("no {k} column")))
+        };
+        let num = |k: &str| -> Result<f64, UsageDumpError> {
+            let v = get(k)?;
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| err(n, format!("{k}: not a number: `{v}`")))
+        };
+        let stamp = get("curr_time")?;
+        let stamp: i64 = stamp
+            .parse()
+            .map_err(|_| err(n, format!("curr_time: not a time: `{stamp}`")))?;
+        let record = UsageRecord {
+            usage: Usage {
+                cpu: num("cpu")?,
+                mem: num("mem")?,
+                io: num("io")?,
+            },
+            long_term: Usage {
+                cpu: num("ltcpu")?,
+                mem: num("ltmem")?,
+                io: num("ltio")?,
+            },
+            stamp: Some(stamp),
+        };
+        let (name, user, project) = (get("node_name")?, get("user_name")?, get("project_name")?);
+        let last = name.rsplit('/').next().unwrap_or("");
+        match (user.is_empty(), project.is_empty()) {
+            (false, false) => {
+                if out.store.user_in_project(user, project).is_none() {
+                    out.store.set_user_in_project(user, project, record);
+                }
+                if out.store.user(user).is_none() {
+                    out.store.set_user(user, UsageRecord::default());
+                }
+                users.insert(user.to_string());
+            }
+            (false, true) if last == user => {
+                out.store.set_user(user, record);
+                users.insert(user.to_string());
+            }
+            (true, false) if last == project => {
+                out.store.set_project(project, record);
+                out.projects += 1;
+            }
+            _ => {}
+        }
+    }
+    out.users = users.len();
+    Ok(out)
+}
+
 /// The sum of records, decayed to the latest of their stamps.
 fn sum_records(records: &[UsageRecord], decay: &DecayConfig) -> UsageRecord {
     let stamp = records.iter().filter_map(|r| r.stamp).max();
@@ -555,6 +649,41 @@ mod tests {
         // Cut short.
         let e = owner_of(Path::new("u"), &text[..text.len() / 2], true).expect_err("short");
         assert!(e.to_string().contains("the dump ends where"), "{e}");
+    }
+
+    #[test]
+    fn share_mon_nodes_and_its_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("mon");
+        let row = |node: &str, user: &str, project: &str, cpu: &str| {
+            format!(
+                "curr_time=2000\tusage_time=0\tnode_name={node}\tuser_name={user}\tproject_name={project}\tshares=1\tcpu={cpu}\tmem=0\tio=0\tltcpu=9\tltmem=0\tltio=0\t\n"
+            )
+        };
+        let text = [
+            row("/", "", "", "0"),
+            row("/p", "", "p", "5"),
+            row("/p/default", "", "p", "0"),
+            row("/p/default/bob", "bob", "p", "5"),
+            row("/carol", "carol", "", "2.5"),
+        ]
+        .concat();
+        std::fs::write(&path, &text).expect("write");
+        let got = read_share_mon(&path).expect("read");
+        assert_eq!((got.users, got.projects), (2, 1));
+        let bob = got.store.user_in_project("bob", "p").expect("bob");
+        assert_eq!(
+            (bob.usage.cpu, bob.long_term.cpu, bob.stamp),
+            (5.0, 9.0, Some(2000))
+        );
+        assert_eq!(got.store.project("p").expect("p").usage.cpu, 5.0);
+        assert_eq!(got.store.user("carol").expect("carol").usage.cpu, 2.5);
+        std::fs::write(&path, text.replace("cpu=2.5", "cpu=lots")).expect("write");
+        let e = read_share_mon(&path).expect_err("bad number");
+        assert_eq!(
+            e.to_string(),
+            format!("{}:5: cpu: not a number: `lots`", path.display())
+        );
     }
 
     #[test]
