@@ -78,7 +78,7 @@ pub fn import_history(
     } else {
         (None, None)
     };
-    let mut out = merge_accounting(&export_dir.join("accounting"), accounting)?;
+    let (mut out, fingerprint) = merge_accounting(&export_dir.join("accounting"), accounting)?;
     out.usage_from = usage_from;
     let (dir, name) = split(baseline)?;
     match usage {
@@ -91,7 +91,7 @@ pub fn import_history(
                 store: u.store,
                 covered: Covered {
                     bytes: out.covered_bytes,
-                    fingerprint: out_fingerprint(accounting, out.covered_bytes)?,
+                    fingerprint,
                 },
             }
             .write(baseline)?;
@@ -101,23 +101,6 @@ pub fn import_history(
         }
     }
     Ok(out)
-}
-
-/// The fingerprint of the first `bytes` of `path` (as the start-up fold computes it).
-fn out_fingerprint(path: &Path, bytes: u64) -> Result<u64, AcctError> {
-    let file = File::open(path).map_err(|e| AcctError::io("open", path, e))?;
-    let mut r = BufReader::with_capacity(1 << 16, std::io::Read::take(file, bytes));
-    let mut fp = Fingerprint::default();
-    loop {
-        let buf = r.fill_buf().map_err(|e| AcctError::io("read", path, e))?;
-        if buf.is_empty() {
-            break;
-        }
-        fp.add(buf);
-        let n = buf.len();
-        r.consume(n);
-    }
-    Ok(fp.value())
 }
 
 /// Where each of SGE's lines is in its file, by a hash of the line: the cell's lines are
@@ -171,8 +154,9 @@ fn is_record(line: &[u8]) -> Option<bool> {
     )
 }
 
-/// Writes SGE's file followed by the cell's own lines into the cell's file, atomically.
-fn merge_accounting(sge: &Path, cell: &Path) -> Result<HistoryImport, AcctError> {
+/// Writes SGE's file followed by the cell's own lines into the cell's file, atomically;
+/// returns what it did and the fingerprint of SGE's part (as the start-up fold computes it).
+fn merge_accounting(sge: &Path, cell: &Path) -> Result<(HistoryImport, u64), AcctError> {
     let sge_file = match File::open(sge) {
         Ok(f) => Some(f),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -190,13 +174,14 @@ fn merge_accounting(sge: &Path, cell: &Path) -> Result<HistoryImport, AcctError>
     let mode = old.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
     let (dir, name) = split(cell)?;
     let mut out = HistoryImport::default();
+    let mut fp = Fingerprint::default();
     // Errors inside the writer are I/O errors of one of the two inputs: say which.
     let mut failed: Option<AcctError> = None;
     let written = crate::file::durable::write_replace_with(dir, name, mode, |w| {
         let mut index = None;
         if let Some(f) = &sge_file {
             let reader = f.try_clone()?;
-            match copy_sge(reader, w, &mut out) {
+            match copy_sge(reader, w, &mut out, &mut fp) {
                 Ok(at) => {
                     index = Some(LineIndex {
                         file: f.try_clone()?,
@@ -229,14 +214,16 @@ fn merge_accounting(sge: &Path, cell: &Path) -> Result<HistoryImport, AcctError>
                 .map_err(|e| AcctError::io("chown", cell, e))?;
         }
     }
-    Ok(out)
+    Ok((out, fp.value()))
 }
 
-/// Copies SGE's lines (a last one without its end gets one); returns where each is.
+/// Copies SGE's lines (a last one without its end gets one), adding what it writes to `fp`;
+/// returns where each line is.
 fn copy_sge(
     file: File,
     w: &mut dyn Write,
     out: &mut HistoryImport,
+    fp: &mut Fingerprint,
 ) -> std::io::Result<HashMap<u64, Vec<(u64, usize)>>> {
     let mut at: HashMap<u64, Vec<(u64, usize)>> = HashMap::new();
     let mut r = BufReader::with_capacity(1 << 16, file);
@@ -258,12 +245,12 @@ fn copy_sge(
             Some(false) => out.invalid_lines.push(number),
             None => {}
         }
-        w.write_all(&line)?;
         if !line.ends_with(b"\n") {
-            w.write_all(b"\n")?;
-            out.covered_bytes += 1;
+            line.push(b'\n');
         }
-        out.covered_bytes += n as u64;
+        w.write_all(&line)?;
+        fp.add(&line);
+        out.covered_bytes += line.len() as u64;
     }
     Ok(at)
 }
@@ -287,13 +274,14 @@ fn copy_cell(
             Some(index) => index.contains(content(&line))?,
             None => false,
         };
-        let record = is_record(&line).is_some();
-        match (present, record) {
+        // A record, or a line that should be one (comments and blank lines are not).
+        let entry = is_record(&line).is_some();
+        match (present, entry) {
             (true, true) => out.records_skipped += 1,
             // SGE's header again, say.
             (true, false) => {}
-            (false, record) => {
-                if record {
+            (false, entry) => {
+                if entry {
                     out.records_kept += 1;
                 }
                 w.write_all(&line)?;
