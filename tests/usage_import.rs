@@ -383,6 +383,12 @@ fn imported_usage_gives_sges_tickets_in_the_policy() {
         policy_rows(&mut policy, &config, capture + 60 * day),
         expected
     );
+    // Charging SGE's records instead (what sched_d did without a baseline) is not SGE's
+    // usage: the file also holds the jobs of earlier users and projects of the same names
+    // (jobs 103 to 140, of earlier recordings), whose usage SGE dropped with them.
+    let (folded, _) = gridspool::acct::load_usage(&acct, &decay()).expect("fold");
+    let mut charged = SgePriority::new(&config, Arc::new(Mutex::new(folded)));
+    assert_ne!(policy_rows(&mut charged, &config, capture), expected);
 }
 
 /// share_mon's `curr_time`: when SGE showed the fixture's usage and tickets.
@@ -519,7 +525,9 @@ fn share_mon_text_gives_the_spools_usage_and_tickets() {
 /// The tickets through a real `sched_d` on the imported cell: the fixture's jobs submitted
 /// again as sgeuser and sgeuser2 with `-P` (one held), 151, 152 and 154 running on the cell's
 /// three slots, and `qstat -ext -u '*'` shows SGE's rows: the same order, priorities,
-/// normalised tickets, states, and tckts, stckt and share for every job.
+/// normalised tickets, states, and tckts, stckt and share for every job. (A `sched_d` that
+/// charged SGE's records instead of starting from the baseline showed 2620 tickets for 151
+/// and 152, 4759 for 154, and 158 ahead of 156.)
 #[test]
 fn imported_usage_gives_sges_qstat_ext_tickets() {
     let (Some(u1), Some(u2)) = (user1(), user2()) else {
