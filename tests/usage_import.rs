@@ -523,7 +523,8 @@ fn share_mon_text_gives_the_spools_usage_and_tickets() {
 }
 
 /// The tickets through a real `sched_d` on the imported cell: the fixture's jobs submitted
-/// again as sgeuser and sgeuser2 with `-P` (one held), 151, 152 and 154 running on the cell's
+/// again as sgeuser and sgeuser2 (one held; `-P` only for 158, the others are in their
+/// owner's default project), 151, 152 and 154 running on the cell's
 /// three slots, and `qstat -ext -u '*'` shows SGE's rows: the same order, priorities,
 /// normalised tickets, states, and tckts, stckt and share for every job. (A `sched_d` that
 /// charged SGE's records instead of starting from the baseline showed 2620 tickets for 151
@@ -556,10 +557,16 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
     let d = SchedD::start(&cell, &[]);
     let sge = sge_rows();
     let running = |id: u32| cell.job(id).is_some_and(|j| !j.tasks.running.is_empty());
-    // In SGE's order; a job that must not start yet is held until the slots are taken.
+    // In SGE's order; a job that must not start yet is held until the slots are taken. A
+    // job in its owner's default project (`qconf-suser-*.txt`) is submitted without `-P`, as
+    // a site's users do: SGE's qmaster puts it in that project (`sge_job_verify.c`).
+    let default_project = |user: &str| if user == USER1 { "fx_proj" } else { "fx_other" };
     for (id, row) in &sge {
         let user = if row.user == USER1 { &u1 } else { &u2 };
-        let mut args = vec!["-terse", "-o", "/dev/null", "-j", "y", "-P", &row.project];
+        let mut args = vec!["-terse", "-o", "/dev/null", "-j", "y"];
+        if row.project != default_project(&row.user) {
+            args.extend(["-P", row.project.as_str()]);
+        }
         let hold = row.state.contains('h') || *id == 153;
         if hold {
             args.push("-h");
