@@ -615,3 +615,48 @@ fn imported_usage_gives_sges_qstat_ext_tickets() {
     });
     drop(d);
 }
+
+/// A job without `-P` is in its owner's default project, as SGE's qmaster puts it: `qstat
+/// -ext` shows the project; and a default project whose acl does not admit the owner refuses
+/// the job as a `-P` of it would (`record-issue26-usage.sh`).
+#[test]
+fn jobs_without_p_are_in_the_default_project() {
+    let (Some(root), Some(u1)) = (root(), user1()) else {
+        return skip(
+            "jobs_without_p_are_in_the_default_project",
+            "needs root and sgeuser",
+        );
+    };
+    let cell = TestCell::new();
+    let qconf = |opt: &str, text: &str| {
+        let path = cell.root.join("object.txt");
+        std::fs::write(&path, text).expect("write");
+        let run = cell.run(&root, "qconf", &[opt, &path.to_string_lossy()]);
+        assert_eq!(run.code, 0, "qconf {opt} {text}: {run:?}");
+    };
+    qconf(
+        "-Au",
+        "name    us_acl\ntype    ACL\nfshare  0\noticket 0\nentries sgeuser2\n",
+    );
+    qconf(
+        "-Aprj",
+        "name us_proj\noticket 0\nfshare 0\nacl NONE\nxacl NONE\n",
+    );
+    qconf(
+        "-Aprj",
+        "name us_closed\noticket 0\nfshare 0\nacl us_acl\nxacl NONE\n",
+    );
+    let user = |project: &str| {
+        format!("name sgeuser\noticket 0\nfshare 0\ndelete_time 0\ndefault_project {project}\n")
+    };
+    qconf("-Auser", &user("us_proj"));
+    cell.set_next_job_id(159);
+    replay_capture(&cell, &u1, &Capture::load("qsub/default-project.txt"));
+    replay_capture(&cell, &u1, &Capture::load("qstat/ext-default-project.txt"));
+    qconf("-Muser", &user("us_closed"));
+    replay_capture(
+        &cell,
+        &u1,
+        &Capture::load("qsub/default-project-no-access.txt"),
+    );
+}
