@@ -166,7 +166,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         if b.replaced {
             tracing::warn!(
                 covered_bytes = b.covered_bytes,
-                "the accounting file no longer starts with the records the usage baseline                  covers (rotated or replaced since the import): all its records are charged                  on top of the baseline"
+                "the accounting file no longer starts with the records the usage baseline covers (rotated or replaced since the import): all its records are charged on top of the baseline"
             );
         } else {
             tracing::info!(
