@@ -154,6 +154,15 @@ fn fixture_history_and_usage_import_into_a_cell() {
     let sge_text = fixture_text("accounting");
     assert_eq!(std::fs::read_to_string(&acct).expect("read"), sge_text);
     assert_eq!(got.covered_bytes, sge_text.len() as u64);
+    // qacct reads the history: the record of a job of SGE's as SGE's qacct showed it.
+    if let Some(root) = root() {
+        let run = cell.run(&root, "qacct", &["-j", "145"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(
+            normalise_dates(&run.stdout),
+            normalise_dates(&fixture_text("qacct-j-145.txt"))
+        );
+    }
     let dumps = read_usage_dumps(&fixture().join("bdb"), &decay()).expect("dumps");
     let (store, report) = load_usage_from(&acct, &base, &decay()).expect("fold");
     assert_eq!(report.records, 0, "SGE's records are in its usage already");
