@@ -45,4 +45,5 @@ mod sim_equality;
 mod sim_seeds;
 mod spool_faults;
 mod sync_env;
+mod usage_import;
 mod workflow;

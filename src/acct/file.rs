@@ -27,10 +27,23 @@ pub enum AcctError {
         #[source]
         source: std::io::Error,
     },
+    /// A usage baseline (`Spool::usage_baseline_path()`) that cannot be read.
+    #[error("{path}:{line}: {what}")]
+    Baseline {
+        path: PathBuf,
+        line: u64,
+        what: String,
+    },
+    /// SGE's spooled usage (`spooledit dump` texts) that cannot be read.
+    #[error(transparent)]
+    UsageDump(#[from] super::sge_usage::UsageDumpError),
+    /// A file that could not be written whole (`file::durable`).
+    #[error(transparent)]
+    File(Box<crate::file::FileError>),
 }
 
 impl AcctError {
-    fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub(super) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         AcctError::Io {
             op,
             path: path.to_path_buf(),
@@ -42,6 +55,9 @@ impl AcctError {
     pub fn kind(&self) -> std::io::ErrorKind {
         match self {
             AcctError::Io { source, .. } => source.kind(),
+            AcctError::Baseline { .. } | AcctError::UsageDump(_) | AcctError::File(_) => {
+                std::io::ErrorKind::Other
+            }
         }
     }
 }

@@ -4,16 +4,23 @@
 //! `sched_d` turns every [`crate::model::TaskResult`] into an
 //! [`AccountingRecord`] ([`AccountingRecord::from_task`]) and [`append`]s it to
 //! `Spool::accounting_path()` as soon as the result arrives; `qacct`, cron jobs and the
-//! share-tree start-up fold ([`load_usage`]) read the same file.
+//! share-tree start-up fold ([`load_usage`], or [`load_usage_from`] a baseline imported from
+//! SGE, [`import_history`]) read the same file.
 
+pub mod baseline;
 pub mod file;
+pub mod history;
 pub mod load;
 pub mod record;
 pub mod report;
+pub mod sge_usage;
 pub mod usage;
 
+pub use baseline::{BaselineStart, UsageBaseline, load_usage_from};
 pub use file::{AcctError, Entry, HEADER, Reader, append};
+pub use history::{HistoryImport, import_history};
 pub use record::{AccountingRecord, RecordError, category};
+pub use sge_usage::{SpoolUsage, UsageDumpError, read_share_mon, read_usage_dumps};
 pub use usage::{FoldReport, charge, decay_config, load as load_usage, usage_of};
 
 use crate::config::ClusterConfig;

@@ -19,6 +19,9 @@ pub struct FoldReport {
     pub records: u64,
     /// Physical line numbers of lines that are not records (reported, skipped).
     pub invalid_lines: Vec<u64>,
+    /// The usage baseline the fold started from, if the cell has one
+    /// ([`super::baseline::load_usage_from`]).
+    pub baseline: Option<super::baseline::BaselineStart>,
 }
 
 /// The usage an accounting record charges: SGE's `cpu`, `mem` and `io` fields.

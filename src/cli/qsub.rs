@@ -478,6 +478,16 @@ pub(crate) fn submit(
         manager: requester.manager,
         host: env.host.clone(),
     };
+    // As qmaster (`sge_job_verify.c`): a job without `-P` is in its owner's default project
+    // (`user(5)`), checked as a requested one; the share tree and `qstat` see that project.
+    if spec.project.is_none() {
+        spec.project = env
+            .config
+            .users
+            .iter()
+            .find(|u| u.name == env.caller.user)
+            .and_then(|u| u.default_project.clone());
+    }
     validate_job(&spec, &env.config, &rights)?;
     if let Some(ar) = spec.ar {
         // As qmaster: the reservation must exist (granted, not over); SGE checks the

@@ -177,9 +177,27 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         running_state_delay: Duration::from_millis(args.running_state_delay),
     };
     let config = crate::config::ClusterConfig::load(&spool.config_path())?;
-    // Share-tree usage from the whole accounting history, then charged as tasks end.
+    // Share-tree usage from the whole accounting history (or from the usage imported from
+    // SGE and the records after the part of the file it covers), then charged as tasks end.
     let decay = crate::acct::decay_config(&config);
-    let (usage, report) = crate::acct::load_usage(&spool.accounting_path(), &decay)?;
+    let (usage, report) = crate::acct::load_usage_from(
+        &spool.accounting_path(),
+        &spool.usage_baseline_path(),
+        &decay,
+    )?;
+    if let Some(b) = report.baseline {
+        if b.replaced {
+            tracing::warn!(
+                covered_bytes = b.covered_bytes,
+                "the accounting file no longer starts with the records the usage baseline covers (rotated or replaced since the import): all its records are charged on top of the baseline"
+            );
+        } else {
+            tracing::info!(
+                covered_bytes = b.covered_bytes,
+                "share-tree usage starts from the imported baseline"
+            );
+        }
+    }
     if !report.invalid_lines.is_empty() {
         tracing::warn!(
             lines = ?report.invalid_lines,

@@ -79,6 +79,41 @@ pub fn write_replace(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resu
     sync_dir(dir)
 }
 
+/// [`write_replace`] for contents too large to hold in memory (an accounting file merged
+/// with another): `fill` streams them into the temporary file, which then replaces `name`
+/// as `write_replace` does. A failing `fill` leaves the old file as it was.
+pub fn write_replace_with(
+    dir: &Path,
+    name: &str,
+    mode: u32,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), FileError> {
+    let tmp = temp_path(dir, name);
+    let result = (|| {
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        fill(&mut w)?;
+        let f = w
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        f.sync_data()
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(FileError::io("write", &dir.join(name), e));
+    }
+    let target = dir.join(name);
+    if let Err(e) = fs::rename(&tmp, &target) {
+        let _ = fs::remove_file(&tmp);
+        return Err(FileError::io("rename", &target, e));
+    }
+    sync_dir(dir)
+}
+
 /// Whether an error is the storage refusing a write that may succeed later: no space
 /// (`ENOSPC`), a quota (`EDQUOT`), an I/O error (`EIO`).
 pub fn is_storage_failure(e: &std::io::Error) -> bool {

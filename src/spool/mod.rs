@@ -217,6 +217,12 @@ impl Spool {
         self.common_dir().join("accounting")
     }
 
+    /// `usage/baseline`: share-tree usage imported from SGE and the part of the accounting
+    /// file it covers (`acct::baseline`); `sched_d` starts its usage from it.
+    pub fn usage_baseline_path(&self) -> PathBuf {
+        self.root.join("usage").join("baseline")
+    }
+
     pub fn seq_dir(&self) -> PathBuf {
         self.root.join("seq")
     }

@@ -221,6 +221,13 @@ impl UsageStore {
         self.projects.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// Every user's record within a project, as ((user, project), record).
+    pub fn user_projects(&self) -> impl Iterator<Item = ((&str, &str), &UsageRecord)> {
+        self.user_projects
+            .iter()
+            .map(|((u, p), v)| ((u.as_str(), p.as_str()), v))
+    }
+
     pub fn user(&self, user: &str) -> Option<&UsageRecord> {
         self.users.get(user)
     }
