@@ -64,6 +64,13 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             o.code = 1;
             return o;
         };
+        if spec.support == crate::compat::options::Support::Unsupported && word.contains("ckpt") {
+            o.err(format!(
+                "qconf: the {word} option is not supported by gridspool: it has no checkpointing interfaces (checkpoint(5))"
+            ));
+            o.code = 1;
+            return o;
+        }
         if spec.support == crate::compat::options::Support::Unsupported {
             o.err(format!(
                 "qconf: the {word} option is not supported by gridspool yet: edit config.yaml in the cell and send SIGHUP to sched_d"
@@ -81,6 +88,8 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                 _ if word == "-purge" => 3,
                 // `-arqs [rqs_list]`, `-mrqs [rqs_list]`: a name list or nothing.
                 _ if word == "-arqs" || word == "-mrqs" => 0,
+                // `-mconf [host_list|global]`.
+                _ if word == "-mconf" => 0,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -96,7 +105,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                     }
                 }
             }
-            if wanted == 4 || matches!(word.as_str(), "-arqs" | "-mrqs" | "-Mrqs") {
+            if wanted == 4 || matches!(word.as_str(), "-arqs" | "-mrqs" | "-Mrqs" | "-mconf") {
                 // The attribute forms' object names; the rule-set names of -arqs, -mrqs and
                 // -Mrqs fname [rqs_list].
                 while let Some(w) = words.next_if(|w| !w.starts_with('-')) {
@@ -216,7 +225,7 @@ fn show(
     match option {
         "-sel" => list(
             o,
-            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            config.exec_hosts().map(|h| h.name.clone()).collect(),
             "no execution host defined",
         ),
         "-sql" => list(
@@ -346,31 +355,23 @@ fn show(
             }
             Ok(())
         }
-        "-sconf" => {
-            for name in value.split(',') {
-                match name {
-                    "" | "global" => {
-                        // The execution hosts' task directories: `execd` in the cell.
-                        let exec = env.spool.root().join("execd");
-                        o.stdout
-                            .push_str(&qconf::global_conf(config, &exec.display().to_string()));
-                    }
-                    host => match config
-                        .host(host)
-                        .and_then(|h| h.reschedule_unknown.as_ref())
-                    {
-                        // A host's own configuration: what it overrides.
-                        Some(t) => o
-                            .stdout
-                            .push_str(&format!("#{host}:\n{:<29}{t}\n", "reschedule_unknown")),
-                        None => return Err(format!("configuration {host} not defined")),
-                    },
-                }
-            }
-            Ok(())
-        }
+        "-sconf" | "-sconfl" => super::qconf_conf::show(option, value, env, o),
+        // gridspool has no checkpointing interfaces (docs/sge-objects.md): SGE's words for
+        // none.
+        "-sckptl" => Err("no ckpt interface definition defined".to_string()),
+        "-sckpt" => Err(format!(
+            "{value} is not a checkpointing interface definition"
+        )),
         "-sc" => {
             o.stdout.push_str(&qconf::complexes(config));
+            Ok(())
+        }
+        // The global pseudo-host always exists, as in SGE, and reports no load.
+        "-se" if value == crate::config::GLOBAL_HOST => {
+            o.stdout.push_str(&qconf::exechost(
+                &crate::config::ClusterConfig::global_host_or_blank(config),
+                None,
+            ));
             Ok(())
         }
         "-se" => {
@@ -390,7 +391,7 @@ fn show(
         // administer it and submit to it; these are the configured hosts.
         "-sh" | "-ss" => list(
             o,
-            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            config.exec_hosts().map(|h| h.name.clone()).collect(),
             if option == "-sh" {
                 "no administrative host defined"
             } else {
