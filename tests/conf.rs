@@ -609,3 +609,72 @@ fn checkpointing_lists_as_sge_shows_none() {
         )
     );
 }
+
+/// Item 3, end to end: the consumable set on the global host by `qconf -mattr` bounds the
+/// jobs `sched_d` starts across the cluster, and the pseudo-host is never probed as a host
+/// (no load report of it beside this host's).
+#[test]
+fn sched_d_bounds_the_cluster_by_the_global_hosts_consumables() {
+    let (Some(root), Some(user)) = (root(), user1()) else {
+        return skip(
+            "sched_d_bounds_the_cluster_by_the_global_hosts_consumables",
+            "needs root and sgeuser",
+        );
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\"}}\n\
+             hostgroups:\n  \"@allhosts\": [\"{host}\"]\n\
+             queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 4}}\n\
+             complexes:\n  - {{name: conf26_lic, shortcut: c26, type: INT, relop: \"<=\", requestable: YES, consumable: YES, default: \"0\", urgency: 0}}\n\
+             scheduler: {{policy: sge}}\n"
+        )
+    });
+    let run = cell.run(
+        &root,
+        "qconf",
+        &[
+            "-mattr",
+            "exechost",
+            "complex_values",
+            "conf26_lic=1",
+            "global",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let _d = crate::sched::SchedD::start(&cell, &[]);
+    for _ in 0..3 {
+        let run = cell.run(
+            &user,
+            "qsub",
+            &[
+                "-b",
+                "y",
+                "-o",
+                "/dev/null",
+                "-j",
+                "y",
+                "-l",
+                "conf26_lic=1",
+                "sleep",
+                "1",
+            ],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let mut most = 0;
+    crate::sched::wait_for(
+        "every job to end",
+        std::time::Duration::from_secs(60),
+        || {
+            let jobs = cell.spool.scan_jobs().expect("scan").jobs;
+            most = most.max(jobs.iter().map(|j| j.tasks.running.len()).sum::<usize>());
+            jobs.is_empty()
+        },
+    );
+    assert_eq!(most, 1, "one licence: one job at a time");
+    let reports = cell.cell.join("daemon/hosts");
+    assert!(reports.join(format!("{host}.json")).exists());
+    assert!(!reports.join("global.json").exists());
+}
