@@ -497,6 +497,7 @@ fn the_global_host_as_sge_has_it() {
         "Me-global",
         "se-global-after-Me",
         "Ae-global",
+        "me-global-true",
         "de-global",
         "se-global-after-de",
         "sel-after-de",

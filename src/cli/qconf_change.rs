@@ -585,7 +585,13 @@ fn named_file(
                     kind.word()
                 )])
             })?;
-            (edit_text(&text)?, "<editor>".to_string())
+            let edited = edit_text(&text)?;
+            if option == "-me" && edited == text {
+                // SGE 8.1.9's words for an execution host left as it was
+                // (`qconf/i26-me-global-true.txt`).
+                return Err(Stop(vec!["file unchanged".to_string()]));
+            }
+            (edited, "<editor>".to_string())
         }
         _ => (read_input(value, None)?, value.to_string()),
     };
