@@ -24,7 +24,32 @@ pub const DOC: CommandDoc = CommandDoc {
         "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Mconf and -mconf for the global configuration (sge_conf(5): a file named global, or the editor, gives the whole configuration, what it leaves out of what gridspool keeps going back to gridspool's default; an attribute gridspool does not have takes only the value -sconf shows, and every other value is refused at once with a line naming its attribute) and -Aconf, -aconf, -Mconf, -mconf and -dconf for a host's local configuration (a file named after the host; it holds only reschedule_unknown in gridspool), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE; -Me global and -mattr exechost complex_values NAME=N global set the global consumables, and the global host takes nothing else and cannot be deleted), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)), -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); -arqs, -Arqs, -mrqs, -Mrqs and -drqs for resource quota sets (sge_resource_quota(5): enforced by the scheduling pass under every policy, shown against running jobs by qquota); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). Root, or the administrator who owns config.yaml, writes it directly; for any other manager sched_d writes it (the request says who asks, from the kernel's uid), if the file has not changed since qconf read it, and qconf waits up to 15 s for its answer.",
     ],
-    option_details: &[],
+    option_details: &[
+        (
+            "-Mconf",
+            "Each file holds one configuration (sge_conf(5), as -sconf prints it) and is named after it: global, or a host's name for its local configuration. The global one is the whole configuration: an attribute gridspool keeps that the file leaves out goes back to gridspool's default. An attribute gridspool does not have takes only the value -sconf shows; any other value, an unknown attribute or a value that does not parse is refused with a line naming the attribute (all of them at once), and nothing is changed. execd_spool_dir is always execd in the cell.",
+        ),
+        (
+            "-mconf",
+            "Edits the global configuration (no argument, or global), or a host's local configuration (a host without one gets one, as in SGE), with the rules of -Mconf; left as it was: configuration unchanged, exit 1.",
+        ),
+        (
+            "-Aconf",
+            "Adds the local configuration of the host each file is named after (it holds only reschedule_unknown in gridspool); configuration HOST already exists if it has one.",
+        ),
+        (
+            "-dconf",
+            "Removes the hosts' local configurations (their reschedule_unknown); the global configuration cannot be removed.",
+        ),
+        (
+            "-se",
+            "global is the global pseudo-host: its complex_values are the cluster's global consumables (set with -Me global or -mattr exechost complex_values NAME=N global); it has no load values and no other attribute in gridspool.",
+        ),
+        (
+            "-sckptl",
+            "gridspool has no checkpointing interfaces: no ckpt interface definition defined, exit 1, as SGE says of a cell without one.",
+        ),
+    ],
     value_hints: &[],
     exit_status: &[
         (
