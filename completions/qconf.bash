@@ -5,6 +5,8 @@ _gridspool_qconf() {
         -aattr) COMPREPLY=(); return ;;
         -acal) COMPREPLY=(); return ;;
         -Acal) COMPREPLY=(); return ;;
+        -aconf) COMPREPLY=(); return ;;
+        -Aconf) COMPREPLY=(); return ;;
         -ae) COMPREPLY=(); return ;;
         -Ae) COMPREPLY=(); return ;;
         -ahgrp) COMPREPLY=(); return ;;
@@ -22,6 +24,7 @@ _gridspool_qconf() {
         -Auser) COMPREPLY=(); return ;;
         -dattr) COMPREPLY=(); return ;;
         -dcal) COMPREPLY=(); return ;;
+        -dconf) COMPREPLY=(); return ;;
         -de) COMPREPLY=(); return ;;
         -dhgrp) COMPREPLY=(); return ;;
         -drqs) COMPREPLY=(); return ;;
@@ -37,6 +40,8 @@ _gridspool_qconf() {
         -Mc) COMPREPLY=(); return ;;
         -mcal) COMPREPLY=(); return ;;
         -Mcal) COMPREPLY=(); return ;;
+        -mconf) COMPREPLY=(); return ;;
+        -Mconf) COMPREPLY=(); return ;;
         -me) COMPREPLY=(); return ;;
         -Me) COMPREPLY=(); return ;;
         -mhgrp) COMPREPLY=(); return ;;
@@ -59,6 +64,7 @@ _gridspool_qconf() {
         -rattr) COMPREPLY=(); return ;;
         -rsstnode) COMPREPLY=(); return ;;
         -scal) COMPREPLY=(); return ;;
+        -sckpt) COMPREPLY=(); return ;;
         -sconf) COMPREPLY=(); return ;;
         -se) COMPREPLY=(); return ;;
         -shgrp) COMPREPLY=(); return ;;
@@ -73,7 +79,7 @@ _gridspool_qconf() {
         -suser) COMPREPLY=(); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "-aattr -acal -Acal -ae -Ae -ahgrp -Ahgrp -arqs -Arqs -am -ao -Ap -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -de -dhgrp -drqs -dm -do -dp -dprj -dq -dstree -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -me -Me -mhgrp -Mhgrp -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -rsstnode -sc -scal -scall -sconf -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sstnode -sst -sstree -su -sul -suser -suserl" -- "$cur"))
+        COMPREPLY=($(compgen -W "-aattr -acal -Acal -aconf -Aconf -ae -Ae -ahgrp -Ahgrp -arqs -Arqs -am -ao -Ap -aprj -Aprj -Aq -astree -Astree -au -Au -auser -Auser -dattr -dcal -dconf -de -dhgrp -drqs -dm -do -dp -dprj -dq -dstree -du -dul -duser -help -mattr -mc -Mc -mcal -Mcal -mconf -Mconf -me -Me -mhgrp -Mhgrp -mrqs -Mrqs -mp -Mp -mprj -Mprj -mq -Mq -msconf -Msconf -mstree -Mstree -mu -Mu -muser -Muser -purge -rattr -rsstnode -sc -scal -scall -sckpt -sckptl -sconf -sconfl -se -sel -sh -shgrp -shgrp_tree -shgrp_resolved -shgrpl -sm -so -sp -spl -sprj -sprjl -sq -sql -srqsl -srqs -ss -ssconf -sstnode -sst -sstree -su -sul -suser -suserl" -- "$cur"))
     fi
 }
 complete -F _gridspool_qconf qconf

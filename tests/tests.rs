@@ -7,6 +7,7 @@ mod ar;
 mod calendar;
 mod cgroups;
 mod cluster;
+mod conf;
 mod demo;
 mod devices;
 mod docs;

@@ -18,6 +18,7 @@ pub mod qconf;
 mod qconf_acl;
 mod qconf_calendar;
 mod qconf_change;
+mod qconf_conf;
 mod qconf_hostgroup;
 mod qconf_rqs;
 pub mod qdel;

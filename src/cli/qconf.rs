@@ -20,21 +20,50 @@ pub const DOC: CommandDoc = CommandDoc {
     syntax: qconf::SYNTAX,
     description: &[
         "-json, a gridspool extension (not listed by -help), prints what a show form (-s...) shows as JSON: a list of names (-sql, -sel, -spl...) as an array of strings; SGE's name value objects (-sq, -sp, -se, -sconf, -ssconf...) as an object of strings (values as the text form prints them, continuation lines joined), or an array of objects when several are shown.",
-        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group, -shgrp_tree with its subgroups as a tree and -shgrp_resolved as its hosts; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, min_uid, min_gid, load_report_time, max_unheard, reschedule_unknown and qmaster_params, SGE's defaults elsewhere) or a host's own (its reschedule_unknown); -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5), its nodes numbered depth first as SGE numbers them), -sst as a tree of name=shares lines and -sstnode and -rsstnode the nodes of paths (/project/user, a name found at any depth, * for any name) with their subtrees; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -srqs resource quota sets (sge_resource_quota(5)) and -srqsl their names; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
-        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)) and -dstree to remove it, -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); -arqs, -Arqs, -mrqs, -Mrqs and -drqs for resource quota sets (sge_resource_quota(5): enforced by the scheduling pass under every policy, shown against running jobs by qquota); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's priority (queue_conf(5), -20 to 20, per host too) is the nice value its jobs, prologs and epilogs start at, set by the shepherd before it becomes the job's owner. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
+        "qconf shows the cluster configuration (config.yaml in the cell) in the text formats of SGE 8.1.9: -sq a cluster queue (queue_conf(5)) or, as queue@host, one queue instance; -sp a parallel environment (sge_pe(5)); -shgrp a host group, -shgrp_tree with its subgroups as a tree and -shgrp_resolved as its hosts; -suser and -sprj a user or project entry; -sc the complexes (complex(5)); -sconf the global configuration (sge_conf(5): gridspool's mailer, prolog, epilog, min_uid, min_gid, user_lists, xuser_lists, projects, xprojects, load_report_time, max_unheard, reschedule_unknown and qmaster_params, the cell's execd directory as execd_spool_dir, SGE's defaults elsewhere) or a host's local configuration (its reschedule_unknown), and -sconfl the hosts that have one; -sckptl and -sckpt say, in SGE's words, that there is no checkpointing interface; -ssconf the scheduler configuration (sched_conf(5)); -sstree the share tree (share_tree(5), its nodes numbered depth first as SGE numbers them), -sst as a tree of name=shares lines and -sstnode and -rsstnode the nodes of paths (/project/user, a name found at any depth, * for any name) with their subtrees; -se an execution host (host_conf(5)) with the load values of its last report (this host's measured now), or the global pseudo-host (-se global: its complex_values are the cluster's global consumables; it is never an execution host, and is not in -sel or qhost's host list); -su an access list (access_list(5)); -scal a calendar (calendar_conf(5)) and -scall the list of calendars; -srqs resource quota sets (sge_resource_quota(5)) and -srqsl their names; -sql, -spl, -shgrpl, -sel, -suserl, -sprjl, -sul, -sm and -so the lists of queues, parallel environments, host groups, execution hosts, users, projects, access lists, managers and operators; -sh and -ss the configured hosts (gridspool keeps no administrative or submit host lists: any host that shares the cell may use it). Attributes gridspool does not have show the value of a fresh SGE cell.",
+        "Managers change the configuration with the attribute forms -mattr, -aattr, -dattr and -rattr (obj_nm queue, exechost, hostgroup or pe; -aattr and -dattr add and remove elements of a list such as pe_list, hostlist or complex_values; an obj_id queue@host or queue@@group changes the value of that host or host group, queue_conf(5)'s slots 4,[@big=16],[node01=32], and -purge queue attr_nm queue@host, or * for every attribute, removes it), the file forms -Mq, -Aq, -Mp and -Ap (the text -sq and -sp print), the editor forms -mq and -mp ($EDITOR, else vi, on that text), -dq and -dp, -ahgrp, -Ahgrp, -mhgrp, -Mhgrp and -dhgrp for host groups (hostgroup(5)), and -am, -dm, -ao and -do for the manager and operator lists, -Msconf and -msconf for the scheduler configuration (sched_conf(5)), -Mconf and -mconf for the global configuration (sge_conf(5): a file named global, or the editor, gives the whole configuration, what it leaves out of what gridspool keeps going back to gridspool's default; an attribute gridspool does not have takes only the value -sconf shows, and every other value is refused at once with a line naming its attribute) and -Aconf, -aconf, -Mconf, -mconf and -dconf for a host's local configuration (a file named after the host; it holds only reschedule_unknown in gridspool), -Ae, -Me, -ae, -me and -de for execution hosts (host_conf(5): a new host is reached over ssh, or locally if it is this host, a slots=N of its complex_values bounds all its queue instances together, as in SGE; -Me global and -mattr exechost complex_values NAME=N global set the global consumables, and the global host takes nothing else and cannot be deleted), -Auser, -Muser, -auser, -muser, -duser and -Aprj, -Mprj, -aprj, -mprj, -dprj for users and projects, -Astree, -Mstree, -astree and -mstree for the share tree (share_tree(5)) and -dstree to remove it, -Mc and -mc for the complexes (complex(5): what differs from SGE's built-in table is kept; the built-in complexes cannot be removed), -Acal, -Mcal, -acal, -mcal and -dcal for calendars (calendar_conf(5); a calendar a queue names cannot be deleted); -arqs, -Arqs, -mrqs, -Mrqs and -drqs for resource quota sets (sge_resource_quota(5): enforced by the scheduling pass under every policy, shown against running jobs by qquota); operators change access lists with -au and -du (users and @groups into and out of lists, a list made on first use), -Au, -Mu and -mu (a whole list) and -dul (SGE's arusers, deadlineusers and defaultdepartment cannot be removed, nor a list a queue, host, project or the global configuration refers to). Queues' and hosts' user_lists, xuser_lists, projects and xprojects (and projects' acl and xacl) decide whose jobs run where. A queue's priority (queue_conf(5), -20 to 20, per host too) is the nice value its jobs, prologs and epilogs start at, set by the shepherd before it becomes the job's owner. A queue's calendar disables (D) or suspends (C) its instances at the times it says, in the local time zone; sched_d applies it at each change, stopping the jobs of a suspended instance with SIGSTOP and continuing them with SIGCONT when it opens. Attributes gridspool does not have take only the value -sq shows for them, so that -Mq of a -sq output changes nothing and anything else is refused.",
         "A change is written to config.yaml in the cell: only the keys that change are rewritten, the administrator's comments, order and style are kept, and nothing is written unless the new file parses, by sched_d's own rules, to exactly the configuration meant. sched_d reloads it at once. config.yaml stays the configuration's source and may still be edited by hand (then reloaded with SIGHUP). Root, or the administrator who owns config.yaml, writes it directly; for any other manager sched_d writes it (the request says who asks, from the kernel's uid), if the file has not changed since qconf read it, and qconf waits up to 15 s for its answer.",
     ],
-    option_details: &[],
+    option_details: &[
+        (
+            "-Mconf",
+            "Each file holds one configuration (sge_conf(5), as -sconf prints it) and is named after it: global, or a host's name for its local configuration. The global one is the whole configuration: an attribute gridspool keeps that the file leaves out goes back to gridspool's default. An attribute gridspool does not have takes only the value -sconf shows; any other value, an unknown attribute or a value that does not parse is refused with a line naming the attribute (all of them at once), and nothing is changed. execd_spool_dir is always execd in the cell.",
+        ),
+        (
+            "-mconf",
+            "Edits the global configuration (no argument, or global), or a host's local configuration (a host without one gets one, as in SGE), with the rules of -Mconf; left as it was: configuration unchanged, exit 1.",
+        ),
+        (
+            "-Aconf",
+            "Adds the local configuration of the host each file is named after (it holds only reschedule_unknown in gridspool); configuration HOST already exists if it has one.",
+        ),
+        (
+            "-dconf",
+            "Removes the hosts' local configurations (their reschedule_unknown); the global configuration cannot be removed.",
+        ),
+        (
+            "-se",
+            "global is the global pseudo-host: its complex_values are the cluster's global consumables (set with -Me global or -mattr exechost complex_values NAME=N global); it has no load values and no other attribute in gridspool.",
+        ),
+        (
+            "-sckptl",
+            "gridspool has no checkpointing interfaces: no ckpt interface definition defined, exit 1, as SGE says of a cell without one.",
+        ),
+    ],
     value_hints: &[],
     exit_status: &[
-        ("0", "Shown (also -suser of an unknown user, as SGE does)."),
+        (
+            "0",
+            "Shown or changed (also -suser of an unknown user, and -dconf of a host without a local configuration or of global, as SGE does).",
+        ),
         (
             "1",
             "An unknown or unsupported option, a missing argument, an object that does not exist or an empty list, or a configuration that cannot be read.",
         ),
     ],
     compatibility: &[
-        "The options for objects gridspool does not have (checkpointing interfaces, administrative and submit hosts) and those not carried out yet (-mstnode, -Mattr and the other file forms of attributes) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
+        "The options for objects gridspool does not have (checkpointing interfaces: -Ackpt, -dckpt, -mckpt, -Mckpt; administrative and submit hosts) and those not carried out yet (-mstnode, -Mattr and the other file forms of attributes) are refused with a message. The messages of a value that does not parse leave out SGE's line about its temporary file.",
+        "-Mconf and -mconf refuse what gridspool cannot hold (an attribute sge_conf(5) does not have, a value that does not parse, a value of an attribute gridspool does not have other than the one -sconf shows, such as execd_spool_dir: the execution spool is always execd in the cell), where SGE 8.1.9 takes any text; a host's local configuration holds only reschedule_unknown, where SGE's may hold any attribute a host may override.",
     ],
     see_also: &["qstat", "qhost", "sched_d"],
 };
@@ -64,6 +93,13 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
             o.code = 1;
             return o;
         };
+        if spec.support == crate::compat::options::Support::Unsupported && word.contains("ckpt") {
+            o.err(format!(
+                "qconf: the {word} option is not supported by gridspool: it has no checkpointing interfaces (checkpoint(5))"
+            ));
+            o.code = 1;
+            return o;
+        }
         if spec.support == crate::compat::options::Support::Unsupported {
             o.err(format!(
                 "qconf: the {word} option is not supported by gridspool yet: edit config.yaml in the cell and send SIGHUP to sched_d"
@@ -81,6 +117,8 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                 _ if word == "-purge" => 3,
                 // `-arqs [rqs_list]`, `-mrqs [rqs_list]`: a name list or nothing.
                 _ if word == "-arqs" || word == "-mrqs" => 0,
+                // `-mconf [host_list|global]`.
+                _ if word == "-mconf" => 0,
                 _ => 1,
             };
             let mut taken: Vec<String> = Vec::new();
@@ -96,7 +134,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
                     }
                 }
             }
-            if wanted == 4 || matches!(word.as_str(), "-arqs" | "-mrqs" | "-Mrqs") {
+            if wanted == 4 || matches!(word.as_str(), "-arqs" | "-mrqs" | "-Mrqs" | "-mconf") {
                 // The attribute forms' object names; the rule-set names of -arqs, -mrqs and
                 // -Mrqs fname [rqs_list].
                 while let Some(w) = words.next_if(|w| !w.starts_with('-')) {
@@ -250,7 +288,7 @@ fn show(
     match option {
         "-sel" => list(
             o,
-            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            config.exec_hosts().map(|h| h.name.clone()).collect(),
             "no execution host defined",
         ),
         "-sql" => list(
@@ -380,31 +418,23 @@ fn show(
             }
             Ok(())
         }
-        "-sconf" => {
-            for name in value.split(',') {
-                match name {
-                    "" | "global" => {
-                        // The execution hosts' task directories: `execd` in the cell.
-                        let exec = env.spool.root().join("execd");
-                        o.stdout
-                            .push_str(&qconf::global_conf(config, &exec.display().to_string()));
-                    }
-                    host => match config
-                        .host(host)
-                        .and_then(|h| h.reschedule_unknown.as_ref())
-                    {
-                        // A host's own configuration: what it overrides.
-                        Some(t) => o
-                            .stdout
-                            .push_str(&format!("#{host}:\n{:<29}{t}\n", "reschedule_unknown")),
-                        None => return Err(format!("configuration {host} not defined")),
-                    },
-                }
-            }
-            Ok(())
-        }
+        "-sconf" | "-sconfl" => super::qconf_conf::show(option, value, env, o),
+        // gridspool has no checkpointing interfaces (docs/sge-objects.md): SGE's words for
+        // none.
+        "-sckptl" => Err("no ckpt interface definition defined".to_string()),
+        "-sckpt" => Err(format!(
+            "{value} is not a checkpointing interface definition"
+        )),
         "-sc" => {
             o.stdout.push_str(&qconf::complexes(config));
+            Ok(())
+        }
+        // The global pseudo-host always exists, as in SGE, and reports no load.
+        "-se" if value == crate::config::GLOBAL_HOST => {
+            o.stdout.push_str(&qconf::exechost(
+                &crate::config::ClusterConfig::global_host_or_blank(config),
+                None,
+            ));
             Ok(())
         }
         "-se" => {
@@ -424,7 +454,7 @@ fn show(
         // administer it and submit to it; these are the configured hosts.
         "-sh" | "-ss" => list(
             o,
-            config.hosts.iter().map(|h| h.name.clone()).collect(),
+            config.exec_hosts().map(|h| h.name.clone()).collect(),
             if option == "-sh" {
                 "no administrative host defined"
             } else {

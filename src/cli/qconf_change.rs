@@ -15,7 +15,7 @@ use super::{ClientEnv, Output};
 use crate::compat::qconf;
 use crate::compat::qconf_attrs::{self as attrs, AttrError, Shape};
 use crate::config::edit::{ConfigEditor, EditError};
-use crate::config::{ClusterConfig, PeConfig, QueueConfig};
+use crate::config::{ClusterConfig, GLOBAL_HOST, PeConfig, QueueConfig};
 use crate::model::RequestAction;
 
 /// The options this module carries out.
@@ -74,6 +74,7 @@ pub fn handles(option: &str) -> bool {
             | "-Mcal"
             | "-dcal"
     ) || super::qconf_acl::handles(option)
+        || super::qconf_conf::handles(option)
         || super::qconf_rqs::handles(option)
 }
 
@@ -139,6 +140,9 @@ pub fn change(
         }
         "-Astree" | "-Mstree" | "-astree" | "-mstree" => share_tree(option, value, cx, o)?,
         "-dstree" => delete_share_tree(&me, cx, o)?,
+        conf if super::qconf_conf::handles(conf) => {
+            super::qconf_conf::change(option, value, &me, cx, o)?
+        }
         "-duser" | "-dprj" | "-de" => delete_named(option, value, &me, cx, o)?,
         "-Auser" | "-Muser" | "-auser" | "-muser" | "-Aprj" | "-Mprj" | "-aprj" | "-mprj"
         | "-Ae" | "-Me" | "-ae" | "-me" => named_file(option, value, &me, cx, env, o)?,
@@ -553,6 +557,10 @@ fn named_file(
                     .iter()
                     .find(|p| p.name == name)
                     .map(qconf::project),
+                // The global pseudo-host always exists, as in SGE.
+                Named::ExecHost if name == GLOBAL_HOST => {
+                    Some(qconf::exechost_conf(&config.global_host_or_blank()))
+                }
                 Named::ExecHost => config.host(name).map(qconf::exechost_conf),
             }
         };
@@ -585,7 +593,13 @@ fn named_file(
                     kind.word()
                 )])
             })?;
-            (edit_text(&text)?, "<editor>".to_string())
+            let edited = edit_text(&text)?;
+            if option == "-me" && edited == text {
+                // SGE 8.1.9's words for an execution host left as it was
+                // (`qconf/i26-me-global-true.txt`).
+                return Err(Stop(vec!["file unchanged".to_string()]));
+            }
+            (edited, "<editor>".to_string())
         }
         _ => (read_input(value, None)?, value.to_string()),
     };
@@ -659,9 +673,10 @@ fn named_file(
             attrs::set_project_attr
         ),
         Named::ExecHost => {
-            // A new host: reached over ssh (locally if it is this host).
+            // A new host: reached over ssh (locally if it is this host); the global
+            // pseudo-host is never reached.
             let mut fresh: crate::config::HostConfig = blank(serde_json::json!({"name": name}))?;
-            if !name.eq_ignore_ascii_case(&env.host) {
+            if !name.eq_ignore_ascii_case(&env.host) && name != GLOBAL_HOST {
                 fresh.launch = crate::config::LaunchMethod::Ssh {
                     address: None,
                     port: None,
@@ -732,6 +747,11 @@ fn delete_named(
             Named::Project => config.projects.iter().any(|p| p.name == name),
             Named::ExecHost => config.host(name).is_some(),
         };
+        if kind == Named::ExecHost && name == GLOBAL_HOST {
+            return Err(Stop(vec![format!(
+                "denied: pseudo host \"{GLOBAL_HOST}\" may not be deleted"
+            )]));
+        }
         if !there {
             let what = if kind == Named::ExecHost {
                 "execution host"
@@ -1255,8 +1275,13 @@ fn attribute(
                 format!("{me} modified \"{id}\" in parallel environment list")
             }
             "exechost" => {
-                let Some(old) = config.host(id).cloned() else {
-                    return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")]));
+                // The global pseudo-host always exists (as SGE has it in a fresh cell until
+                // it is first changed).
+                let existed = config.host(id).is_some();
+                let old = match config.host(id) {
+                    Some(h) => h.clone(),
+                    None if id == GLOBAL_HOST => config.global_host_or_blank(),
+                    None => return Err(Stop(vec![format!("can't resolve hostname \"{id}\"")])),
                 };
                 let current = if attr == "complex_values" {
                     qconf::pairs_or_none(&ClusterConfig::shown_complex_values(&old))
@@ -1284,10 +1309,24 @@ fn attribute(
                         "gridspool has no {attr} of execution hosts: its only value is NONE"
                     )]));
                 }
-                if let Some(h) = config.hosts.iter_mut().find(|h| h.name == *id) {
-                    *h = new.clone();
+                if !notes.is_empty()
+                    && serde_json::to_value(&old).ok() == serde_json::to_value(&new).ok()
+                {
+                    // Nothing changes: SGE says only why (`-aattr` of what is there).
+                    for n in notes {
+                        o.out(n);
+                    }
+                    continue;
                 }
-                editor.update_item("hosts", id, &old, &new)?;
+                if existed {
+                    if let Some(h) = config.hosts.iter_mut().find(|h| h.name == *id) {
+                        *h = new.clone();
+                    }
+                    editor.update_item("hosts", id, &old, &new)?;
+                } else {
+                    config.hosts.push(new.clone());
+                    editor.add_item("hosts", &new)?;
+                }
                 format!("{me} modified \"{id}\" in exechost list")
             }
             _ => {

@@ -420,7 +420,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
     let config = &input.config;
     if let Some(hosts) = &o.hosts {
         for h in hosts {
-            if config.hosts.iter().all(|c| !c.name.eq_ignore_ascii_case(h)) {
+            if config.exec_hosts().all(|c| !c.name.eq_ignore_ascii_case(h)) {
                 out.stderr.push_str(&usage());
                 out.err(format!("error: can't resolve hostname \"{h}\""));
                 out.code = 1;
@@ -436,8 +436,7 @@ pub fn run_with(args: &[String], input: &QhostInput) -> Output {
         }
     }
     let mut hosts: Vec<&HostConfig> = config
-        .hosts
-        .iter()
+        .exec_hosts()
         .filter(|h| {
             o.hosts
                 .as_ref()
@@ -734,7 +733,7 @@ pub fn host_loads(
     now: i64,
 ) -> Result<BTreeMap<String, HostStatus>, String> {
     let mut loads = BTreeMap::new();
-    for h in &env.config.hosts {
+    for h in env.config.exec_hosts() {
         let status = if h.name.eq_ignore_ascii_case(&env.host) {
             let load = HostLoad::measure(proc_dir, &h.arch).map_err(|e| format!("error: {e}"))?;
             HostStatus {

@@ -15,6 +15,7 @@ pub mod qconf_attrs;
 pub mod qquota;
 pub mod qstat;
 pub mod qsub_options;
+pub mod sge_conf;
 pub mod sge_export;
 pub mod submit;
 pub mod sync;

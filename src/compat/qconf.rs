@@ -54,15 +54,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-aconf host_list]",
         "add configurations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Aconf",
         Arity::One,
         "[-Aconf file_list]",
         "add configurations from file_list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-ae",
         Arity::Optional,
@@ -236,8 +234,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-dconf host_list]",
         "delete local configurations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-de", Arity::One, "[-de host_list]", "delete exec host"),
     OptionSpec::new(
         "-display",
@@ -397,15 +394,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Optional,
         "[-mconf [host_list|global]]",
         "modify configurations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-Mconf",
         Arity::One,
         "[-Mconf file_list]",
         "modify configurations from file_list",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-me", Arity::One, "[-me server]", "modify exec server"),
     OptionSpec::new(
         "-Me",
@@ -553,15 +548,13 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::One,
         "[-sckpt ckpt_name]",
         "show checkpointing interface definition",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-sckptl",
         Arity::Flag,
         "[-sckptl]",
         "show all checkpointing interface definitions",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new(
         "-sconf",
         Arity::Optional,
@@ -573,8 +566,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         Arity::Flag,
         "[-sconfl]",
         "show a list of all local configurations",
-    )
-    .unsupported(),
+    ),
     OptionSpec::new("-sds", Arity::Flag, "[-sds]", "show detached settings").unsupported(),
     OptionSpec::new("-se", Arity::One, "[-se server]", "show given exec server"),
     OptionSpec::new("-secl", Arity::Flag, "[-secl]", "show event client list").unsupported(),

@@ -700,6 +700,11 @@ pub struct ClusterConfig {
     pub resource_quotas: Vec<resource_quotas::ResourceQuotaSet>,
 }
 
+/// The pseudo-host whose `complex_values` are the cluster's global consumables (SGE's global
+/// execution host, `qconf -se global`): a `hosts[]` entry of that name offers no slots, is in
+/// no queue or host group, and is never reached, probed or listed as an execution host.
+pub const GLOBAL_HOST: &str = "global";
+
 /// gridspool's `max_unheard` when none is configured (see [`ClusterConfig::max_unheard`]).
 pub const DEFAULT_MAX_UNHEARD: Duration = Duration::from_secs(20);
 /// gridspool's `reschedule_unknown` when none is configured.
@@ -932,8 +937,15 @@ impl ClusterConfig {
                 }
             }
         }
+        self.validate_global_host()?;
         for q in &self.queues {
             for h in &q.hostlist {
+                if h == GLOBAL_HOST {
+                    return Err(format!(
+                        "queue {}: {GLOBAL_HOST} is the global pseudo-host, not an execution host",
+                        q.name
+                    ));
+                }
                 if h.starts_with('@') {
                     if !self.hostgroups.contains_key(h) {
                         return Err(format!("queue {}: unknown host group {h}", q.name));
@@ -989,6 +1001,11 @@ impl ClusterConfig {
                 if !h.starts_with('@') && self.host(h).is_none() {
                     return Err(format!("host group {group}: unknown host {h}"));
                 }
+                if h == GLOBAL_HOST {
+                    return Err(format!(
+                        "host group {group}: {GLOBAL_HOST} is the global pseudo-host, not an execution host"
+                    ));
+                }
             }
         }
         for q in &self.queues {
@@ -1011,6 +1028,36 @@ impl ClusterConfig {
             }
         }
         Ok(())
+    }
+
+    /// The global pseudo-host carries the cluster's consumables only: the scheduler reads
+    /// nothing else of it (its slots would bound nothing, its access lists fence nothing: the
+    /// global configuration's `cluster_access` does that), so anything else is refused
+    /// rather than ignored.
+    fn validate_global_host(&self) -> Result<(), String> {
+        let Some(g) = self.host(GLOBAL_HOST) else {
+            return Ok(());
+        };
+        let held = [
+            (
+                g.slots.is_some() || g.complex_values.contains_key("slots"),
+                "slots",
+            ),
+            (!g.devices.is_empty(), "devices"),
+            (!matches!(g.launch, LaunchMethod::Local), "launch"),
+            (
+                !g.fence().is_open(),
+                "user_lists, xuser_lists, projects or xprojects (the global configuration's cluster_access fences the cluster)",
+            ),
+            (g.reschedule_unknown.is_some(), "reschedule_unknown"),
+            (!g.attributes.is_empty(), "attributes"),
+        ];
+        match held.iter().find(|(there, _)| *there) {
+            Some((_, what)) => Err(format!(
+                "host {GLOBAL_HOST}: the global pseudo-host holds only complex_values (consumables and fixed values), not {what}"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// What is valid but probably not what the administrator meant: logged by `sched_d` when
@@ -1080,6 +1127,35 @@ impl ClusterConfig {
 
     pub fn host(&self, name: &str) -> Option<&HostConfig> {
         self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The global pseudo-host as configured, else as SGE has it in a fresh cell (no
+    /// consumables).
+    pub fn global_host_or_blank(&self) -> HostConfig {
+        self.host(GLOBAL_HOST)
+            .cloned()
+            .unwrap_or_else(|| HostConfig {
+                name: GLOBAL_HOST.to_string(),
+                slots: None,
+                launch: LaunchMethod::Local,
+                complex_values: BTreeMap::new(),
+                attributes: Vec::new(),
+                cluster: None,
+                arch: default_arch(),
+                reschedule_unknown: None,
+                devices: BTreeMap::new(),
+                device_files: BTreeMap::new(),
+                cgroups: CgroupSetting::default(),
+                user_lists: Vec::new(),
+                xuser_lists: Vec::new(),
+                projects: Vec::new(),
+                xprojects: Vec::new(),
+            })
+    }
+
+    /// The execution hosts: every configured host but the global pseudo-host.
+    pub fn exec_hosts(&self) -> impl Iterator<Item = &HostConfig> {
+        self.hosts.iter().filter(|h| h.name != GLOBAL_HOST)
     }
 
     pub fn queue(&self, name: &str) -> Option<&QueueConfig> {

@@ -102,7 +102,7 @@ fn probe_all(
     control_dir: &Path,
     liveness: &HostLiveness,
 ) {
-    for host in &config.hosts {
+    for host in config.exec_hosts() {
         // An unknown host is published as such already; asking it would only make the round
         // wait for its ssh timeouts. It is probed again once it is heard from.
         if liveness.is_unknown(&host.name) {

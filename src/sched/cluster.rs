@@ -12,7 +12,7 @@ use crate::config::{ClusterConfig, Complex, Consumable};
 use std::collections::HashMap;
 
 /// The name of the pseudo-host that carries cluster-wide consumables.
-pub const GLOBAL_HOST: &str = "global";
+pub const GLOBAL_HOST: &str = crate::config::GLOBAL_HOST;
 
 /// Capacities and current use of consumables at one level.
 #[derive(Debug, Clone, Default)]
