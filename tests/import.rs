@@ -15,7 +15,10 @@ pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/compat/imp
 
 /// What the import cannot carry of the fixture, as it prints it, each with its reason.
 const NOT_CARRIED: &[&str] = &[
-    "not carried: global configuration: gridspool's qconf refused it: qconf: the -Mconf option is not supported by gridspool yet: edit config.yaml in the cell and send SIGHUP to sched_d",
+    "not carried: global configuration: execd_spool_dir /var/spool/gridengine/execd: gridspool keeps the execution spool in the cell: CELL/execd",
+    "not carried: usage of job 152 of sgeuser: the job was running under SGE: its usage comes with its record, in SGE's accounting file",
+    "not carried: usage of job 151 of sgeuser: the job was running under SGE: its usage comes with its record, in SGE's accounting file",
+    "not carried: usage of job 154 of sgeuser2: the job was running under SGE: its usage comes with its record, in SGE's accounting file",
 ];
 
 /// `bin args…` as root on the host `vm` (its own UTS namespace), in `cell`.
@@ -60,9 +63,10 @@ pub fn imported_cell(test: &str) -> Option<(TestCell, Run)> {
 }
 
 /// The lines of the import's report that say what was not carried, the scratch directory's
-/// name made constant.
-fn not_carried(stdout: &str) -> Vec<String> {
+/// name and the cell's made constant.
+fn not_carried(cell: &TestCell, stdout: &str) -> Vec<String> {
     stdout
+        .replace(&cell.cell.display().to_string(), "CELL")
         .lines()
         .filter(|l| l.starts_with("not carried: "))
         .map(|l| {
@@ -132,20 +136,7 @@ fn saved_qconf_outputs() -> Vec<(String, Option<String>, String, String)> {
 }
 
 /// Outputs that still differ after the import, each with the reason (DIVERGENCES.md).
-const DIFFERENT: &[(&str, &str)] = &[
-    ("sel", "gridspool lists the global host"),
-    ("sh", "gridspool lists the global host"),
-    ("ss", "gridspool lists the global host"),
-    (
-        "sconf",
-        "gridspool's qconf cannot change the global configuration yet",
-    ),
-    ("sconfl", "gridspool's qconf has no host configurations yet"),
-    (
-        "sckptl",
-        "gridspool's qconf says checkpointing is not supported",
-    ),
-];
+const DIFFERENT: &[(&str, &str)] = &[];
 
 #[test]
 fn the_sge_cell_imports_and_qconf_shows_every_object_as_sge_did() {
@@ -155,7 +146,12 @@ fn the_sge_cell_imports_and_qconf_shows_every_object_as_sge_did() {
         return;
     };
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(not_carried(&run.stdout), NOT_CARRIED, "{}", run.stdout);
+    assert_eq!(
+        not_carried(&cell, &run.stdout),
+        NOT_CARRIED,
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout.ends_with(&format!(
             "imported; {} not carried (listed above)\n",
@@ -174,6 +170,11 @@ fn the_sge_cell_imports_and_qconf_shows_every_object_as_sge_did() {
         args.extend(object.clone());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let got = on_vm(&cell, "qconf", &args);
+        // The execution spool is always the cell's (NOT_CARRIED).
+        let stdout = stdout.replace(
+            "/var/spool/gridengine/execd",
+            &format!("{}/execd", cell.cell.display()),
+        );
         let same = without_load_values(&got.stdout) == without_load_values(&stdout)
             && got.stderr == stderr;
         let excused = DIFFERENT.iter().any(|(k, _)| *k == key);
@@ -191,6 +192,27 @@ fn the_sge_cell_imports_and_qconf_shows_every_object_as_sge_did() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+    // qacct over the imported accounting file prints what SGE's printed over SGE's.
+    let mut names: Vec<String> = std::fs::read_dir(FIXTURE)
+        .expect("fixture")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("qacct-"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11, "{names:?}");
+    for name in names {
+        let stem = &name["qacct-".len()..name.len() - ".txt".len()];
+        let args: Vec<String> = match stem.split_once('-') {
+            Some((o, v)) => vec![format!("-{o}"), v.to_string()],
+            None => vec![format!("-{stem}")],
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = on_vm(&cell, "qacct", &args);
+        let sge = std::fs::read_to_string(Path::new(FIXTURE).join(&name)).expect("read");
+        assert_eq!(got.stdout, sge, "qacct {args:?}: {got:?}");
+    }
+    // The share tree's usage: the cell's baseline, which sched_d starts from.
+    assert!(cell.spool.usage_baseline_path().is_file());
 }
 
 #[test]
@@ -204,7 +226,7 @@ fn an_import_twice_changes_nothing_the_second_time() {
     let before = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
     let again = import(&cell, Path::new(FIXTURE), &[]);
     assert_eq!(again.code, 0, "{again:?}");
-    assert_eq!(not_carried(&again.stdout), NOT_CARRIED);
+    assert_eq!(not_carried(&cell, &again.stdout), NOT_CARRIED);
     let after = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
     assert_eq!(before, after);
 }
@@ -236,7 +258,7 @@ fn an_import_into_a_cell_with_jobs_is_refused_unless_forced_and_keeps_them() {
     );
     let forced = import(&cell, Path::new(FIXTURE), &["--force"]);
     assert_eq!(forced.code, 0, "{forced:?}");
-    assert_eq!(not_carried(&forced.stdout), NOT_CARRIED);
+    assert_eq!(not_carried(&cell, &forced.stdout), NOT_CARRIED);
     let job = cell.job(1).expect("the job is still there");
     assert_eq!(job.spec.name, "kept");
     let shown = cell.run(&user, "qstat", &[]);
@@ -325,7 +347,17 @@ fn a_dry_run_says_what_the_import_would_not_carry_and_changes_nothing() {
     let config = std::fs::read_to_string(cell.cell.join("config.yaml")).expect("config");
     let run = import(&cell, Path::new(FIXTURE), &["--dry-run"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(not_carried(&run.stdout), NOT_CARRIED);
+    // All but the usage of the jobs SGE was running: the history is not imported.
+    let without_history: Vec<&str> = NOT_CARRIED
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with("not carried: usage of job"))
+        .collect();
+    assert_eq!(not_carried(&cell, &run.stdout), without_history);
+    assert!(
+        run.stdout
+            .contains("accounting file and share-tree usage: not imported in a dry run\n")
+    );
     assert!(
         run.stdout
             .contains("added \"fx_batch.q\" to cluster queue list")
@@ -333,7 +365,7 @@ fn a_dry_run_says_what_the_import_would_not_carry_and_changes_nothing() {
     assert!(
         run.stdout.ends_with(&format!(
             "dry run: nothing was changed; {} not carried (listed above)\n",
-            NOT_CARRIED.len()
+            without_history.len()
         )),
         "{}",
         run.stdout

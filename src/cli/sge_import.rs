@@ -284,7 +284,7 @@ pub fn import(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportE
     if !opts.force {
         refuse_a_cell_in_use(&spool)?;
     }
-    import_objects(cell, opts)
+    import_objects(cell, cell, opts)
 }
 
 /// The import into a copy of the cell's configuration, thrown away: what an import would
@@ -301,16 +301,22 @@ fn dry_run(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportErro
             source: e,
         })?;
     }
-    let mut report = import_objects(&copy_cell, opts)?;
+    let mut report = import_objects(&copy_cell, cell, opts)?;
     report.dry_run = true;
     Ok(report)
 }
 
 /// Every object of the export, into `cell`.
-fn import_objects(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+/// `target` is the cell the report speaks of (`cell` itself, or the cell a dry run copied).
+fn import_objects(
+    cell: &Path,
+    target: &Path,
+    opts: &ImportOptions,
+) -> Result<ImportReport, ImportError> {
     let scratch = Scratch::new("gridspool-import")?;
     let mut run = Importer {
         cell: cell.to_path_buf(),
+        target: target.to_path_buf(),
         export: opts.export.clone(),
         scratch,
         report: ImportReport::default(),
@@ -327,7 +333,8 @@ fn import_objects(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, Imp
         "-Msconf",
         qconf_attrs::SCHED_ATTRS,
     );
-    run.single("global configuration", "sconf", "-Mconf", &[]);
+    run.global_configuration();
+    run.host_configurations();
     run.people("manager", "sm", "-am", "-dm", &["root"]);
     run.people("operator", "so", "-ao", "-do", &[]);
     run.not_kept("administrative host", "sh");
@@ -335,6 +342,13 @@ fn import_objects(cell: &Path, opts: &ImportOptions) -> Result<ImportReport, Imp
     run.checkpointing();
     for kind in KINDS.iter().rev() {
         run.remove_leftovers(kind);
+    }
+    if opts.dry_run {
+        run.report
+            .changes
+            .push("accounting file and share-tree usage: not imported in a dry run".into());
+    } else {
+        run.history()?;
     }
     Ok(run.report)
 }
@@ -411,6 +425,8 @@ impl Drop for Scratch {
 
 struct Importer {
     cell: PathBuf,
+    /// The cell the report speaks of: `cell`, or the one a dry run copied into `cell`.
+    target: PathBuf,
     export: PathBuf,
     scratch: Scratch,
     report: ImportReport,
@@ -605,10 +621,8 @@ impl Importer {
         let object = "execution host global";
         let text = sge_export::without_attrs(&saved.stdout, sge_export::MEASURED_HOST_ATTRS);
         let text = self.carried_text(object, &text, qconf_attrs::EXECHOST_ATTRS);
-        let have = self
-            .config()
-            .is_some_and(|c| c.hosts.iter().any(|h| h.name == "global"));
-        self.apply(object, if have { "-Me" } else { "-Ae" }, &path, &text);
+        // Every cell has it, as SGE's has: only ever modified.
+        self.apply(object, "-Me", &path, &text);
     }
 
     fn share_tree(&mut self) {
@@ -626,6 +640,112 @@ impl Importer {
         }
         let option = if have { "-Mstree" } else { "-Astree" };
         self.apply(object, option, &path, &saved.stdout);
+    }
+
+    /// The global configuration, by `-Mconf` of a file named `global` (SGE's way). Its
+    /// `execd_spool_dir` is always the cell's `execd`: reported when SGE's was elsewhere.
+    fn global_configuration(&mut self) {
+        let object = "global configuration";
+        let Some((_, saved)) = self.saved(object, "sconf", None) else {
+            return;
+        };
+        let ours = self.cell.join("execd").display().to_string();
+        let shown = self.target.join("execd").display().to_string();
+        let mut text = String::new();
+        for line in saved.stdout.lines() {
+            match line.split_once([' ', '\t']) {
+                Some(("execd_spool_dir", value)) => {
+                    if value.trim() != shown {
+                        self.omit(
+                            object,
+                            format!("execd_spool_dir {}", value.trim()),
+                            format!("gridspool keeps the execution spool in the cell: {shown}"),
+                        );
+                    }
+                    text.push_str(&format!("execd_spool_dir {ours}\n"));
+                }
+                _ => {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+        let text = self.carried_text(object, &text, crate::compat::sge_conf::CONF_ATTRS);
+        self.apply(object, "-Mconf", Path::new("global"), &text);
+    }
+
+    /// Hosts' local configurations (`-sconfl`), by `-Aconf`/`-Mconf` of a file named after
+    /// the host; the cell's others removed (`-dconf`).
+    fn host_configurations(&mut self) {
+        let wanted = self.listed("sconfl");
+        let configured = |c: &ClusterConfig| -> Vec<String> {
+            c.hosts
+                .iter()
+                .filter(|h| crate::compat::sge_conf::host_conf(h).is_some())
+                .map(|h| h.name.clone())
+                .collect()
+        };
+        for name in &wanted {
+            let object = format!("host configuration {name}");
+            let Some((_, saved)) = self.saved(&object, "sconf", Some(name)) else {
+                continue;
+            };
+            let have = self.config().is_some_and(|c| configured(&c).contains(name));
+            let option = if have { "-Mconf" } else { "-Aconf" };
+            self.apply(&object, option, Path::new(name), &saved.stdout);
+        }
+        let have = self.config().map(|c| configured(&c)).unwrap_or_default();
+        for name in have.iter().filter(|n| !wanted.contains(n)) {
+            let out = self.qconf(&["-dconf", name]);
+            self.take(&format!("host configuration {name}"), out);
+        }
+    }
+
+    /// SGE's accounting file at the head of the cell's, and its share-tree usage as the
+    /// cell's usage baseline (`acct::import_history`).
+    fn history(&mut self) -> Result<(), ImportError> {
+        let spool = Spool::open(&self.cell)?;
+        let config = self
+            .config()
+            .ok_or_else(|| ImportError::Cell("the imported configuration does not load".into()))?;
+        let decay = crate::acct::decay_config(&config);
+        let h = match crate::acct::import_history(
+            &self.export,
+            &spool.accounting_path(),
+            &spool.usage_baseline_path(),
+            &decay,
+        ) {
+            Ok(h) => h,
+            Err(e) => {
+                self.omit("accounting file and share-tree usage", "", e.to_string());
+                return Ok(());
+            }
+        };
+        self.report.changes.push(format!(
+            "accounting: {} records of the SGE cell first, then {} of this cell's ({} already there left out)",
+            h.records_imported, h.records_kept, h.records_skipped
+        ));
+        match &h.usage_from {
+            Some(from) => self.report.changes.push(format!(
+                "share-tree usage: {} users and {} projects, from {}",
+                h.users_with_usage,
+                h.projects_with_usage,
+                from.display()
+            )),
+            None => self.omit(
+                "share-tree usage",
+                "",
+                "the export has none (no bdb/ dumps, no sge_share_mon text): sched_d rebuilds it from the accounting file",
+            ),
+        }
+        for (owner, job) in &h.debited_jobs_not_carried {
+            self.omit(
+                format!("usage of job {job} of {owner}"),
+                "",
+                "the job was running under SGE: its usage comes with its record, in SGE's accounting file",
+            );
+        }
+        Ok(())
     }
 
     /// An object every cell has one of (the scheduler or global configuration).

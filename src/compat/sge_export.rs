@@ -98,7 +98,7 @@ pub fn with_fixed_values(
             .find(|(n, _, _)| *n == name)
             .and_then(|(_, _, shown)| *shown);
         match shown {
-            Some(shown) if !t.starts_with('#') && !value.eq_ignore_ascii_case(shown) => {
+            Some(shown) if !t.starts_with('#') && !same_value(value, shown) => {
                 out.push_str(&format!("{name} {shown}\n"));
                 changed.push(FixedAttr {
                     attr: name.to_string(),
@@ -138,6 +138,17 @@ pub fn without_attrs(text: &str, attrs: &[&str]) -> String {
         }
     }
     out
+}
+
+/// Whether two values are the same but for case and how blanks break them (SGE wraps long
+/// values over continuation lines).
+fn same_value(a: &str, b: &str) -> bool {
+    let words = |v: &str| {
+        v.split_whitespace()
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>()
+    };
+    words(a) == words(b)
 }
 
 /// The value of attribute `attr` in an object's text (continuation lines joined).
