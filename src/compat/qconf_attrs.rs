@@ -555,14 +555,9 @@ pub fn set_pe_attr(p: &mut PeConfig, attr: &str, value: &str) -> Result<(), Attr
     Ok(())
 }
 
-/// An object's `NAME VALUE` lines (a `qconf -s*` output, or a file for `-M*`/`-A*`):
-/// continuation lines (`\` at the end) joined, comments and blank lines left out. `Err`:
-/// an attribute `table` does not have, or one it has missing (SGE's words).
-pub fn read_object(
-    text: &str,
-    table: &[(&str, Shape, Option<&str>)],
-    required: bool,
-) -> Result<Vec<(String, String)>, AttrError> {
+/// An object's text as its logical lines: a line ending in `\\` goes on on the next (SGE
+/// wraps long values so).
+pub fn joined_lines(text: &str) -> Vec<String> {
     let mut joined = String::new();
     let mut lines = Vec::new();
     for raw in text.lines() {
@@ -571,7 +566,24 @@ pub fn read_object(
             continue;
         }
         joined.push_str(raw);
-        let line = std::mem::take(&mut joined);
+        lines.push(std::mem::take(&mut joined));
+    }
+    if !joined.is_empty() {
+        lines.push(joined);
+    }
+    lines
+}
+
+/// An object's `NAME VALUE` lines (a `qconf -s*` output, or a file for `-M*`/`-A*`):
+/// continuation lines (`\` at the end) joined, comments and blank lines left out. `Err`:
+/// an attribute `table` does not have, or one it has missing (SGE's words).
+pub fn read_object(
+    text: &str,
+    table: &[(&str, Shape, Option<&str>)],
+    required: bool,
+) -> Result<Vec<(String, String)>, AttrError> {
+    let mut lines = Vec::new();
+    for line in joined_lines(text) {
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') {
             continue;

@@ -9,7 +9,7 @@
 //! `qconf -A*`/`-M*` read back; a classic spool directory holds the same objects in nearly the
 //! same texts, but not every cell has one.
 
-use super::qconf_attrs::Shape;
+use super::qconf_attrs::{Shape, joined_lines};
 use std::path::{Path, PathBuf};
 
 /// The line before a saved command's standard error.
@@ -80,14 +80,7 @@ pub fn with_fixed_values(
 ) -> (String, Vec<FixedAttr>) {
     let mut out = String::new();
     let mut changed = Vec::new();
-    let mut joined = String::new();
-    for raw in text.lines() {
-        if let Some(head) = raw.strip_suffix('\\') {
-            joined.push_str(head);
-            continue;
-        }
-        joined.push_str(raw);
-        let line = std::mem::take(&mut joined);
+    for line in joined_lines(text) {
         let t = line.trim();
         let (name, value) = match t.split_once([' ', '\t']) {
             Some((n, v)) => (n, v.trim()),
@@ -153,14 +146,7 @@ fn same_value(a: &str, b: &str) -> bool {
 
 /// The value of attribute `attr` in an object's text (continuation lines joined).
 pub fn attr_value(text: &str, attr: &str) -> Option<String> {
-    let mut joined = String::new();
-    for raw in text.lines() {
-        if let Some(head) = raw.strip_suffix('\\') {
-            joined.push_str(head);
-            continue;
-        }
-        joined.push_str(raw);
-        let line = std::mem::take(&mut joined);
+    for line in joined_lines(text) {
         if let Some((name, value)) = line.trim().split_once([' ', '\t'])
             && name == attr
         {
