@@ -21,6 +21,7 @@ use crate::compat::qconf_attrs::{self, Shape};
 use crate::compat::sge_export::{self, Saved};
 use crate::config::ClusterConfig;
 use crate::spool::Spool;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Why an import did not happen.
@@ -415,8 +416,6 @@ impl Scratch {
     }
 }
 
-use std::os::unix::fs::DirBuilderExt;
-
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -587,11 +586,14 @@ impl Importer {
         } else {
             names
         };
+        // What the cell has of the kind, read once: adding an object of one kind never
+        // adds or removes another of it.
+        let there: std::collections::HashSet<String> = self
+            .config()
+            .map(|c| existing(kind, &c).into_iter().collect())
+            .unwrap_or_default();
         for name in names {
-            let have = kind.builtin.contains(&name.as_str())
-                || self
-                    .config()
-                    .is_some_and(|c| existing(kind, &c).contains(&name));
+            let have = kind.builtin.contains(&name.as_str()) || there.contains(&name);
             let object = format!("{} {name}", kind.word);
             let Some((path, saved)) = self.saved(&object, kind.show, Some(&name)) else {
                 continue;
