@@ -507,13 +507,28 @@ impl Importer {
     ///
     /// The file has the export's file name, which qconf's messages then name.
     fn apply(&mut self, object: &str, option: &str, saved: &Path, text: &str) -> bool {
+        self.apply_to(object, option, saved, text, None)
+    }
+
+    /// [`Self::apply`] with the object named after the file (`-Mrqs FILE NAME`: without it,
+    /// the file's sets replace them all).
+    fn apply_to(
+        &mut self,
+        object: &str,
+        option: &str,
+        saved: &Path,
+        text: &str,
+        name: Option<&str>,
+    ) -> bool {
         let file = self.scratch.0.join(saved.file_name().unwrap_or_default());
         if let Err(e) = std::fs::write(&file, text) {
             self.omit(object, "", format!("write {}: {e}", file.display()));
             return false;
         }
         let file = file.to_string_lossy().into_owned();
-        let out = self.qconf(&[option, file.as_str()]);
+        let mut args = vec![option, file.as_str()];
+        args.extend(name);
+        let out = self.qconf(&args);
         let _ = std::fs::remove_file(&file);
         self.take(object, out)
     }
@@ -604,12 +619,9 @@ impl Importer {
                 saved.stdout
             };
             let text = self.carried_text(&object, &text, kind.fixed);
-            self.apply(
-                &object,
-                if have { kind.modify } else { kind.add },
-                &path,
-                &text,
-            );
+            let option = if have { kind.modify } else { kind.add };
+            let named = (have && kind.list == "srqsl").then_some(name.as_str());
+            self.apply_to(&object, option, &path, &text, named);
         }
     }
 
