@@ -16,6 +16,8 @@
 #                                  the same from a classic spool directory
 #   sge_share_mon-*.txt            the share tree's nodes with their usage, as the scheduler sees it
 #   spooling-method.txt            the bootstrap file's spooling lines
+#   spool/qmaster/jobseqnum, arseqnum
+#                                  the last job and reservation ids
 # Nothing in the SGE cell is changed. The qmaster writes usage to its spool every 4 minutes
 # (STREE_SPOOL_INTERVAL): export at least that long after the last job ended.
 set -euo pipefail
@@ -76,6 +78,12 @@ fi
 grep -E '^(spooling_method|spooling_lib|spooling_params|qmaster_spool_dir|admin_user)' "$bootstrap" \
     >"$out/spooling-method.txt"
 method=$(awk '$1=="spooling_method"{print $2}' "$bootstrap")
+qmaster_spool=$(awk '$1=="qmaster_spool_dir"{print $2}' "$bootstrap")
+# The last job and reservation ids: the new cell's go on above them.
+mkdir -p "$out/spool/qmaster"
+for f in jobseqnum arseqnum; do
+    if [ -r "$qmaster_spool/$f" ]; then cp "$qmaster_spool/$f" "$out/spool/qmaster/$f"; fi
+done
 admin=$(awk '$1=="admin_user"{print $2}' "$bootstrap")
 arch=$("$SGE_ROOT/util/arch" 2>/dev/null || echo lx-amd64)
 
@@ -105,11 +113,10 @@ berkeleydb)
     fi
     ;;
 classic)
-    spool=$(awk '$1=="qmaster_spool_dir"{print $2}' "$bootstrap")
     for kind in users projects; do
-        if [ -d "$spool/$kind" ]; then
+        if [ -d "$qmaster_spool/$kind" ]; then
             mkdir -p "$out/classic/$kind"
-            cp -p "$spool/$kind"/* "$out/classic/$kind/" 2>/dev/null || true
+            cp -p "$qmaster_spool/$kind"/* "$out/classic/$kind/" 2>/dev/null || true
         fi
     done
     ;;

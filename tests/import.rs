@@ -213,6 +213,25 @@ fn the_sge_cell_imports_and_qconf_shows_every_object_as_sge_did() {
     }
     // The share tree's usage: the cell's baseline, which sched_d starts from.
     assert!(cell.spool.usage_baseline_path().is_file());
+    // Ids go on above SGE's last job (158) and reservation (11).
+    assert!(
+        run.stdout
+            .contains("\njob ids go on from 159 (the SGE cell's last: 158)\n")
+            && run
+                .stdout
+                .contains("\nadvance reservation ids go on from 12 (the SGE cell's last: 11)\n"),
+        "{}",
+        run.stdout
+    );
+    let seq = cell.spool.seq_dir();
+    assert_eq!(
+        gridspool::spool::sequence::current(&seq, "jobid").expect("jobid"),
+        158
+    );
+    assert_eq!(
+        gridspool::spool::sequence::current(&seq, "arid").expect("arid"),
+        11
+    );
 }
 
 #[test]
@@ -356,7 +375,7 @@ fn a_dry_run_says_what_the_import_would_not_carry_and_changes_nothing() {
     assert_eq!(not_carried(&cell, &run.stdout), without_history);
     assert!(
         run.stdout
-            .contains("accounting file and share-tree usage: not imported in a dry run\n")
+            .contains("accounting file, share-tree usage and job ids: not imported in a dry run\n")
     );
     assert!(
         run.stdout

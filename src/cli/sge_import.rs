@@ -345,11 +345,12 @@ fn import_objects(
         run.remove_leftovers(kind);
     }
     if opts.dry_run {
-        run.report
-            .changes
-            .push("accounting file and share-tree usage: not imported in a dry run".into());
+        run.report.changes.push(
+            "accounting file, share-tree usage and job ids: not imported in a dry run".into(),
+        );
     } else {
         run.history()?;
+        run.sequence_numbers()?;
     }
     Ok(run.report)
 }
@@ -758,6 +759,57 @@ impl Importer {
                 "",
                 "the job was running under SGE: its usage comes with its record, in SGE's accounting file",
             );
+        }
+        Ok(())
+    }
+
+    /// Job and reservation ids go on above SGE's last (`jobseqnum`, `arseqnum` of its
+    /// qmaster spool): a workflow tool that keeps ids, or `qacct -j` over the imported
+    /// history, never sees one twice.
+    fn sequence_numbers(&mut self) -> Result<(), ImportError> {
+        let spool = Spool::open(&self.cell)?;
+        for (file, counter, what) in [
+            ("jobseqnum", "jobid", "job"),
+            ("arseqnum", "arid", "advance reservation"),
+        ] {
+            let path = self.export.join("spool/qmaster").join(file);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.omit(
+                        format!("{what} ids"),
+                        "",
+                        format!(
+                            "the export has no {}: ids go on from this cell's",
+                            path.display()
+                        ),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    return Err(ImportError::Io {
+                        what: "read",
+                        path,
+                        source: e,
+                    });
+                }
+            };
+            let Ok(last) = text.trim().parse::<u64>() else {
+                self.omit(
+                    format!("{what} ids"),
+                    "",
+                    format!(
+                        "{}: not a number: ids go on from this cell's",
+                        path.display()
+                    ),
+                );
+                continue;
+            };
+            let now = crate::spool::sequence::raise_to(&spool.seq_dir(), counter, last)?;
+            self.report.changes.push(format!(
+                "{what} ids go on from {} (the SGE cell's last: {last})",
+                now + 1
+            ));
         }
         Ok(())
     }

@@ -190,6 +190,25 @@ pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     Ok(value)
 }
 
+/// Makes the counter `name` at least `floor`, durably, as if every number up to it had been
+/// issued (an imported cell's: SGE's jobs had those ids); a higher counter is left as it is.
+/// Returns the counter's value.
+pub fn raise_to(dir: &Path, name: &str, floor: u64) -> Result<u64, SpoolError> {
+    let path = dir.join(name);
+    let mut file = open_counter(&path)?;
+    file.lock().map_err(|e| SpoolError::io("lock", &path, e))?;
+    let (counter, len) = read_counter(&mut file, &path)?;
+    let last = match counter {
+        Counter::Value(v) => v,
+        Counter::Empty | Counter::Garbled(_) => 0,
+    };
+    if last >= floor {
+        return Ok(last);
+    }
+    write_value(&mut file, &path, floor, len, Sync::Now)?;
+    Ok(floor)
+}
+
 /// The last number issued (0 before the first).
 pub fn current(dir: &Path, name: &str) -> Result<u64, SpoolError> {
     let path = dir.join(name);
@@ -204,6 +223,15 @@ pub fn current(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_counter_raised_goes_on_above_the_floor_and_is_never_lowered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(raise_to(dir.path(), "jobid", 158).expect("raise"), 158);
+        assert_eq!(next(dir.path(), "jobid").expect("next"), 159);
+        assert_eq!(raise_to(dir.path(), "jobid", 100).expect("raise"), 159);
+        assert_eq!(next(dir.path(), "jobid").expect("next"), 160);
+    }
 
     #[test]
     fn concurrent_clients_get_distinct_sequential_numbers() {
