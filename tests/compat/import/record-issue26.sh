@@ -275,28 +275,10 @@ save() {  # save NAME command...: stdout and stderr of a command as NAME.txt (st
     "$@" > "$OUT/$name.txt" 2> "$TMP/err"
     if [ -s "$TMP/err" ]; then { echo "# stderr:"; cat "$TMP/err"; } >> "$OUT/$name.txt"; fi
 }
-for l in sql shgrpl sel sh ss spl sul scall sprjl suserl srqsl sm so sckptl sstnode; do
-    [ $l = sstnode ] && continue
-    save "qconf-$l" qconf -$l
-done
-for x in $(qconf -sql); do save "qconf-sq-$x" qconf -sq "$x"; done
-for x in $(qconf -shgrpl); do save "qconf-shgrp-$x" qconf -shgrp "$x"; save "qconf-shgrp_tree-$x" qconf -shgrp_tree "$x"; done
-save qconf-se-global qconf -se global
-for x in $(qconf -sel); do save "qconf-se-$x" qconf -se "$x"; done
-for x in $(qconf -spl); do save "qconf-sp-$x" qconf -sp "$x"; done
-for x in $(qconf -sckptl 2>/dev/null); do save "qconf-sckpt-$x" qconf -sckpt "$x"; done
-for x in $(qconf -sul); do save "qconf-su-$x" qconf -su "$x"; done
-for x in $(qconf -scall); do save "qconf-scal-$x" qconf -scal "$x"; done
-for x in $(qconf -sprjl); do save "qconf-sprj-$x" qconf -sprj "$x"; done
-for x in $(qconf -suserl); do save "qconf-suser-$x" qconf -suser "$x"; done
-for x in $(qconf -srqsl); do save "qconf-srqs-$x" qconf -srqs "$x"; done
-save qconf-srqs qconf -srqs
-save qconf-sc qconf -sc
-save qconf-sstree qconf -sstree
-save qconf-ssconf qconf -ssconf
-save qconf-sconf qconf -sconf
+# Every object's qconf text, the accounting file, the usage and the last ids, as a site's
+# export saves them (the importer's input: the fixture is an export plus the captures below).
+"$HERE/../../../scripts/sge-export.sh" "$OUT" >/dev/null
 save "qconf-sconf-$H" qconf -sconf "$H"
-save qconf-sconfl qconf -sconfl
 save qstat-ext qstat -ext -u '*'
 save qstat-ext-xml qstat -ext -xml -u '*'
 save qstat-pri qstat -pri -u '*'
