@@ -4,7 +4,7 @@
 //! by `user_lists` or `xuser_lists` never runs an outsider's job, which stays pending with
 //! SGE's reason, while the members' run.
 
-use crate::sched::{SchedD, accounting_records, state, wait_for};
+use crate::sched::{SchedD, accounting_records, qconf_reloaded as qconf, state, wait_for};
 use crate::support::*;
 use gridspool::model::JobId;
 use std::time::Duration;
@@ -118,25 +118,6 @@ fn running(cell: &TestCell, id: JobId) -> bool {
 
 fn ended(cell: &TestCell, id: JobId) -> bool {
     !accounting_records(cell, id).is_empty()
-}
-
-/// `qconf` as root, once `sched_d` has reloaded the change.
-fn qconf(cell: &TestCell, root: &TestUser, args: &[&str]) {
-    let log = cell
-        .root
-        .join(format!("sched_d.{}.stderr", std::process::id()));
-    let reloads = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("configuration reloaded")
-            .count()
-    };
-    let before = reloads();
-    let run = cell.run(root, "qconf", args);
-    assert_eq!(run.code, 0, "{run:?}");
-    wait_for("sched_d reloads", Duration::from_secs(10), || {
-        reloads() > before
-    });
 }
 
 /// Waits for the pass's verdict on `id` and checks `qstat -j`'s reason against capture

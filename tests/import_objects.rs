@@ -3,6 +3,7 @@
 //! after, against what SGE printed; with the oracle's captures of the cases around them
 //! (`tests/compat/qconf/i26-*.txt`, recorded by `tests/compat/record-issue26-stree.sh`).
 
+use crate::sched::qconf_reloaded;
 use crate::support::*;
 use std::path::{Path, PathBuf};
 
@@ -243,28 +244,6 @@ fn nice_of_a_job(cell: &TestCell, user: &TestUser, out: &str) -> String {
         .expect("the job's output")
         .trim()
         .to_string()
-}
-
-/// A `qconf` change, once `sched_d` has reloaded it (else the next job could meet the
-/// configuration before it).
-fn qconf_reloaded(cell: &TestCell, root: &TestUser, args: &[&str]) {
-    let log = cell
-        .root
-        .join(format!("sched_d.{}.stderr", std::process::id()));
-    let reloads = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("configuration reloaded")
-            .count()
-    };
-    let before = reloads();
-    let run = cell.run(root, "qconf", args);
-    assert_eq!(run.code, 0, "{run:?}");
-    crate::sched::wait_for(
-        "sched_d reloads the configuration",
-        std::time::Duration::from_secs(10),
-        || reloads() > before,
-    );
 }
 
 /// The jobs of a queue run at its `priority` as their nice value, set by the shepherd as

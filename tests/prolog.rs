@@ -6,7 +6,7 @@
 //! in error, a failing epilog is accounted with `failed` 15. And the queue's
 //! `starter_method`, which starts the job instead of its shell.
 
-use crate::sched::{SchedD, accounting_records, state, wait_for};
+use crate::sched::{SchedD, accounting_records, qconf_reloaded as qconf, state, wait_for};
 use crate::support::*;
 use gridspool::model::JobId;
 use std::time::Duration;
@@ -41,28 +41,6 @@ fn script(cell: &TestCell, name: &str, body: &str) -> String {
         .expect("script");
     assert!(sh.wait().expect("sh").success());
     path.to_string_lossy().into_owned()
-}
-
-/// A `qconf` change, once `sched_d` has reloaded it (a job submitted in the same instant
-/// could otherwise meet the configuration before it).
-fn qconf(cell: &TestCell, root: &TestUser, args: &[&str]) {
-    let log = cell
-        .root
-        .join(format!("sched_d.{}.stderr", std::process::id()));
-    let reloads = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("configuration reloaded")
-            .count()
-    };
-    let before = reloads();
-    let run = cell.run(root, "qconf", args);
-    assert_eq!(run.code, 0, "{run:?}");
-    wait_for(
-        "sched_d reloads the configuration",
-        Duration::from_secs(10),
-        || reloads() > before,
-    );
 }
 
 fn submit(cell: &TestCell, user: &TestUser, args: &[&str]) -> JobId {

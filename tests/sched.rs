@@ -128,6 +128,29 @@ impl Drop for SchedD {
     }
 }
 
+/// A `qconf` change as root, once the cell's `sched_d` (started by [`SchedD`], which logs to
+/// `sched_d.PID.stderr` in the cell's root) has reloaded it: a job submitted in the same
+/// instant could otherwise meet the configuration before it.
+pub(crate) fn qconf_reloaded(cell: &TestCell, root: &TestUser, args: &[&str]) {
+    let log = cell
+        .root
+        .join(format!("sched_d.{}.stderr", std::process::id()));
+    let reloads = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("configuration reloaded")
+            .count()
+    };
+    let before = reloads();
+    let run = cell.run(root, "qconf", args);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for(
+        "sched_d reloads the configuration",
+        Duration::from_secs(10),
+        || reloads() > before,
+    );
+}
+
 pub(crate) fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !cond() {
