@@ -50,8 +50,13 @@ const FORGET: u8 = 0;
 pub(super) const FROM_JOB_FILE: u8 = 1;
 pub(super) const FROM_STATE_FILE: u8 = 2;
 
-/// Merge the log into a new base when it is this large against the base.
+/// Merge the log into a new base when it has grown by this many bytes beyond a quarter of
+/// the base's size, or by this many entries beyond a quarter of the base's entries: an
+/// entry that forgets a job takes a few bytes, so a queue that emptied (10,000 jobs
+/// forgotten) would otherwise leave every listing reading a base of 10,000 entries until
+/// the log grew by a quarter of it in bytes.
 const COMPACT_MIN_LOG: u64 = 256 * 1024;
+const COMPACT_MIN_ENTRIES: u64 = 1024;
 
 /// A job's listing entry as `sched_d` hands it to the index: the binary summary of what one
 /// of its files holds, and which file.
@@ -471,8 +476,12 @@ enum Mode {
         log: File,
         log_len: u64,
         base_len: u64,
-        /// Entries of this wake-up, appended by [`IndexWriter::commit`].
+        /// Entries in the base and in the log (pending ones too).
+        base_entries: u64,
+        log_entries: u64,
+        /// Entries of this wake-up, appended by [`IndexWriter::commit`], and their number.
         pending: Vec<u8>,
+        pending_entries: u64,
         /// The merge into the next generation, running on its own thread.
         merging: Option<Merging>,
     },
@@ -488,6 +497,7 @@ enum Mode {
 #[derive(Debug)]
 struct Merging {
     tail: Vec<u8>,
+    tail_entries: u64,
     thread: std::thread::JoinHandle<Result<MergedBase, SpoolError>>,
 }
 
@@ -496,6 +506,7 @@ struct Merging {
 struct MergedBase {
     temp: PathBuf,
     len: u64,
+    entries: u64,
 }
 
 /// The temporary name of a base being merged (removed by [`IndexWriter::begin`] if left).
@@ -515,7 +526,7 @@ fn encode_merged(
     generation: u64,
     covered: Option<u64>,
     next: &Header,
-) -> Result<Vec<u8>, SpoolError> {
+) -> Result<(Vec<u8>, u64), SpoolError> {
     let base_path = dir.join(BASE_NAME);
     let log_path = dir.join(LOG_NAME);
     let base =
@@ -535,7 +546,9 @@ fn encode_merged(
     if header.generation != generation || g != generation || header.writer != next.writer {
         return Err(damaged(&base_path));
     }
-    Ok(encode_base(next, merge(items, log_items).into_iter()))
+    let merged = merge(items, log_items);
+    let entries = merged.len() as u64;
+    Ok((encode_base(next, merged.into_iter()), entries))
 }
 
 /// Reads the base of `generation` and its log up to `covered` bytes, and writes their merge,
@@ -552,12 +565,13 @@ fn merge_next_generation(
         writer: writer.clone(),
         jobs_stamp: (0, 0, 0),
     };
-    let bytes = encode_merged(dir, generation, Some(covered), &header)?;
+    let (bytes, entries) = encode_merged(dir, generation, Some(covered), &header)?;
     let temp = merge_temp(dir);
     write_temp(&temp, &bytes)?;
     Ok(MergedBase {
         temp,
         len: bytes.len() as u64,
+        entries,
     })
 }
 
@@ -618,8 +632,20 @@ impl IndexWriter {
             (Mode::Building { entries, .. }, None) => {
                 entries.remove(&id);
             }
-            (Mode::Running { pending, .. }, Some(e)) => put_item(pending, id, e.kind, &e.bytes),
-            (Mode::Running { pending, .. }, None) => put_item(pending, id, FORGET, &[]),
+            (
+                Mode::Running {
+                    pending,
+                    pending_entries,
+                    ..
+                },
+                e,
+            ) => {
+                match e {
+                    Some(e) => put_item(pending, id, e.kind, &e.bytes),
+                    None => put_item(pending, id, FORGET, &[]),
+                }
+                *pending_entries += 1;
+            }
             (Mode::Off, _) => {}
         }
     }
@@ -648,9 +674,11 @@ impl IndexWriter {
             in_log: false,
         });
         let base = encode_base(&header, items);
+        let base_entries = entries.len() as u64;
         drop(entries);
-        let started = replace(&self.dir, BASE_NAME, &base, false)
-            .and_then(|()| self.start_generation(header, base.len() as u64, &[]));
+        let started = replace(&self.dir, BASE_NAME, &base, false).and_then(|()| {
+            self.start_generation(header, (base.len() as u64, base_entries), (&[], 0))
+        });
         match started {
             Ok(mode) => self.mode = mode,
             Err(e) => self.fail(&e),
@@ -660,12 +688,14 @@ impl IndexWriter {
     /// Writes the log of `header`'s generation, holding `entries`, once that generation's
     /// base is in place (a reader that finds the new base with the old log reads again), and
     /// opens it for appending.
+    /// `base` is the base's (bytes, entries); `log` the log's entries and their number.
     fn start_generation(
         &self,
         header: Header,
-        base_len: u64,
-        entries: &[u8],
+        base: (u64, u64),
+        log: (&[u8], u64),
     ) -> Result<Mode, SpoolError> {
+        let ((base_len, base_entries), (entries, log_entries)) = (base, log);
         let mut log_bytes = LOG_MAGIC.to_vec();
         put_u64(&mut log_bytes, header.generation);
         log_bytes.extend_from_slice(entries);
@@ -679,7 +709,10 @@ impl IndexWriter {
             log,
             log_len: log_bytes.len() as u64,
             base_len,
+            base_entries,
+            log_entries,
             pending: Vec::new(),
+            pending_entries: 0,
             merging: None,
         })
     }
@@ -693,7 +726,10 @@ impl IndexWriter {
             log,
             log_len,
             base_len,
+            base_entries,
+            log_entries,
             pending,
+            pending_entries,
             merging,
         } = &mut self.mode
         else {
@@ -706,16 +742,21 @@ impl IndexWriter {
                 return;
             }
             *log_len += pending.len() as u64;
+            *log_entries += *pending_entries;
             if let Some(m) = merging {
                 m.tail.extend_from_slice(pending);
+                m.tail_entries += *pending_entries;
             }
             pending.clear();
+            *pending_entries = 0;
         }
         if merging.as_ref().is_some_and(|m| m.thread.is_finished()) {
             self.install_merge();
             return;
         }
-        if merging.is_none() && *log_len > COMPACT_MIN_LOG + *base_len / 4 {
+        let grown = *log_len > COMPACT_MIN_LOG + *base_len / 4
+            || *log_entries > COMPACT_MIN_ENTRIES + *base_entries / 4;
+        if merging.is_none() && grown {
             let (dir, writer, generation, covered) =
                 (self.dir.clone(), writer.clone(), *generation, *log_len);
             let spawned = std::thread::Builder::new()
@@ -725,6 +766,7 @@ impl IndexWriter {
                 Ok(thread) => {
                     *merging = Some(Merging {
                         tail: Vec::new(),
+                        tail_entries: 0,
                         thread,
                     })
                 }
@@ -775,7 +817,7 @@ impl IndexWriter {
                 let _ = fs::remove_file(&base.temp);
                 SpoolError::io("rename", &base.temp, e)
             })?;
-            self.start_generation(header, base.len, &m.tail)
+            self.start_generation(header, (base.len, base.entries), (&m.tail, m.tail_entries))
         });
         match installed {
             Ok(mode) => self.mode = mode,
@@ -819,7 +861,7 @@ impl IndexWriter {
                     path: self.jobs.clone(),
                 })?,
             };
-            let bytes = encode_merged(&self.dir, generation, None, &header)?;
+            let (bytes, _) = encode_merged(&self.dir, generation, None, &header)?;
             // The log goes first: a stopped base is read without one.
             durable::remove(&self.dir, LOG_NAME)?;
             replace(&self.dir, BASE_NAME, &bytes, true)
@@ -934,6 +976,38 @@ mod tests {
         // A new writer removes what the last one left.
         let _w = IndexWriter::begin(&spool);
         assert!(!dir.path().join("daemon").join(BASE_NAME).exists());
+    }
+
+    /// Issue 27: a queue of 10,000 jobs that emptied leaves no base of 10,000 entries for
+    /// every listing to read: the forgets (a few bytes each) count as entries.
+    #[test]
+    fn a_queue_that_emptied_is_merged_away() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::create(dir.path()).expect("spool");
+        let entry = ListingEntry {
+            kind: FROM_STATE_FILE,
+            bytes: b"0123456789".to_vec(),
+        };
+        let mut w = IndexWriter::begin(&spool);
+        for id in 1..=10_000 {
+            w.put(JobId(id), Some(entry.clone()));
+        }
+        w.publish();
+        let base = dir.path().join("daemon").join(BASE_NAME);
+        let full = std::fs::metadata(&base).expect("base").len();
+        for batch in 0..100 {
+            for id in batch * 100 + 1..=(batch + 1) * 100 {
+                w.forget(JobId(id));
+            }
+            w.commit();
+            w.settle();
+        }
+        w.commit();
+        w.settle();
+        let emptied = std::fs::metadata(&base).expect("base").len();
+        assert!(emptied < full / 4, "{emptied} bytes of {full} left");
+        let view = IndexView::load(&spool).expect("running index");
+        assert!(view.get(JobId(1)).is_none() && view.get(JobId(10_000)).is_none());
     }
 
     #[test]
