@@ -322,6 +322,15 @@ impl TaskCgroup {
             .chain(self.v1.iter().map(|(d, h)| (d, h)))
     }
 
+    /// The task's group when it is a cgroup v2 group only (no v1 group of a hybrid host):
+    /// its directory, open, for a child to be born in (`spawn::spawn_into`).
+    pub fn v2_only(&self) -> Option<std::fs::File> {
+        if !self.v1.is_empty() {
+            return None;
+        }
+        std::fs::File::open(self.v2.as_ref()?).ok()
+    }
+
     /// Moves this process into the task's groups: what it forks now is born there.
     pub fn enter(&self) -> Result<(), LaunchError> {
         for (group, _) in self.groups() {

@@ -19,6 +19,9 @@
 //!   built before the fork, in [`JobExec::new`].
 //! - The pointer arrays point into `CString`s owned by the same [`JobExec`], which outlives
 //!   the `execve` call (the child never returns from [`spawn`] but by `execve` or `_exit`).
+//! - Where the task has a cgroup v2 group, the child is made by `clone3` with
+//!   `CLONE_INTO_CGROUP` instead of `fork` ([`fork_into_cgroup`]): the same copy of the
+//!   single-threaded supervisor, born in the group, and the same child code after it.
 //! - A failure in the child is written as a fixed-size record to a close-on-exec pipe and the
 //!   child `_exit`s (no destructors, no atexit handlers, no stdio flush of the parent's
 //!   buffers); a successful `execve` closes the pipe, so end-of-file without a record means
@@ -208,10 +211,29 @@ impl JobExec {
 /// group). `Ok(Err((pid, failure)))`: the child (still to be reaped, it has `_exit`ed or is
 /// about to) could not start the job. `Err`: no child (the pipe or the fork failed).
 pub(super) fn spawn(exec: &JobExec) -> Result<Result<Pid, (Pid, ChildFailure)>, Errno> {
+    spawn_into(exec, None)
+}
+
+/// [`spawn`], the child born in the cgroup v2 directory `cgroup` (`clone3`'s
+/// `CLONE_INTO_CGROUP`, Linux 5.7): a process written into a new group's `cgroup.procs`
+/// costs 5–20 ms (the kernel's migration of a task into a group it has no css_set for yet;
+/// measured on 6.18, `bench/README.md`), a child born there 0.3 ms. `Err(ENOSYS)`,
+/// `Err(EINVAL)` or `Err(E2BIG)`: this kernel cannot, and no child was made.
+pub(super) fn spawn_into(
+    exec: &JobExec,
+    cgroup: Option<std::os::fd::BorrowedFd<'_>>,
+) -> Result<Result<Pid, (Pid, ChildFailure)>, Errno> {
     let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    // SAFETY: the supervisor is single-threaded, and the child runs only `child`, which makes
-    // async-signal-safe calls on memory prepared before the fork and ends in execve or _exit.
-    match unsafe { nix::unistd::fork() }? {
+    let forked = match cgroup {
+        None => {
+            // SAFETY: the supervisor is single-threaded, and the child runs only `child`,
+            // which makes async-signal-safe calls on memory prepared before the fork and
+            // ends in execve or _exit.
+            unsafe { nix::unistd::fork() }
+        }
+        Some(dir) => fork_into_cgroup(dir),
+    };
+    match forked? {
         ForkResult::Child => {
             let failure = child(exec);
             report(&write_end, failure);
@@ -232,6 +254,58 @@ pub(super) fn spawn(exec: &JobExec) -> Result<Result<Pid, (Pid, ChildFailure)>, 
             let errno = Errno::from_raw(word(8) as i32);
             Ok(Err((child, ChildFailure { step, errno })))
         }
+    }
+}
+
+/// `struct clone_args` of `clone3(2)` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `CLONE_INTO_CGROUP` (`linux/sched.h`).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// A `fork` whose child starts in the cgroup v2 directory `dir`: `clone3` with only
+/// `CLONE_INTO_CGROUP` and `SIGCHLD` is `fork` otherwise (a copy of the memory, no shared
+/// anything), made as a bare system call, as Rust's own `Command` makes it when it asks for a
+/// pidfd. The child skips the C library's `fork` bookkeeping (its atfork handlers, of which
+/// a single-threaded supervisor has none to run, and its cached thread id, which nothing the
+/// child calls reads).
+fn fork_into_cgroup(dir: std::os::fd::BorrowedFd<'_>) -> Result<ForkResult, Errno> {
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: dir.as_raw_fd() as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: the arguments are a valid `clone_args` of the size passed, with no stack (the
+    // child continues on a copy of this one, as after `fork`); the caller is the
+    // single-threaded supervisor, and its child runs only `child` (see `spawn_into`).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    match r {
+        -1 => Err(Errno::last()),
+        0 => Ok(ForkResult::Child),
+        pid => Ok(ForkResult::Parent {
+            child: Pid::from_raw(pid as i32),
+        }),
     }
 }
 

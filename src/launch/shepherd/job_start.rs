@@ -343,17 +343,32 @@ impl Supervisor {
             failed: failed::BEFORE_JOB,
             error,
         };
-        // Born in the task's cgroup: the supervisor is in it while it forks, and only then.
-        if let Some(group) = &self.cgroup
-            && let Err(e) = group.enter()
+        // Born in the task's cgroup: by `clone3` into a cgroup v2 group; else (a v1 group on
+        // a hybrid host, or a kernel before 5.7) with the supervisor in the group while it
+        // forks, and only then.
+        let born_there = self.cgroup.as_ref().and_then(|g| g.v2_only());
+        let spawned = match born_there
+            .as_ref()
+            .map(|dir| spawn::spawn_into(&start.exec, Some(std::os::fd::AsFd::as_fd(dir))))
         {
-            group.leave();
-            return Err(before(format!("can't enter the task's cgroup: {e}")));
-        }
-        let spawned = spawn::spawn(&start.exec);
-        if let Some(group) = &self.cgroup {
-            group.leave();
-        }
+            Some(Err(
+                nix::errno::Errno::ENOSYS | nix::errno::Errno::EINVAL | nix::errno::Errno::E2BIG,
+            ))
+            | None => {
+                if let Some(group) = &self.cgroup
+                    && let Err(e) = group.enter()
+                {
+                    group.leave();
+                    return Err(before(format!("can't enter the task's cgroup: {e}")));
+                }
+                let spawned = spawn::spawn(&start.exec);
+                if let Some(group) = &self.cgroup {
+                    group.leave();
+                }
+                spawned
+            }
+            Some(spawned) => spawned,
+        };
         match spawned {
             Err(e) => Err(before(format!(
                 "can't start the job: {}",
