@@ -9,14 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// A fixture file of the site cell: (stdout, stderr) as `# stderr:` splits them.
 fn fixture(name: &str) -> (String, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/compat/import/sge-cell")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    match text.split_once("# stderr:\n") {
-        Some((out, err)) => (out.to_string(), err.to_string()),
-        None => (text, String::new()),
-    }
+    crate::import::fixture_saved(name)
 }
 
 /// The cell's own execution spool, which `execd_spool_dir` shows.

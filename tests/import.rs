@@ -21,6 +21,15 @@ const NOT_CARRIED: &[&str] = &[
     "not carried: usage of job 154 of sgeuser2: the job was running under SGE: its usage comes with its record, in SGE's accounting file",
 ];
 
+/// A file of the fixture: what the command wrote to stdout and to stderr (after its
+/// `# stderr:` line), as the importer splits it.
+pub fn fixture_saved(name: &str) -> (String, String) {
+    let path = Path::new(FIXTURE).join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let saved = gridspool::compat::sge_export::split_saved(&text);
+    (saved.stdout, saved.stderr)
+}
+
 /// `bin args…` as root on the host `vm` (its own UTS namespace), in `cell`.
 pub fn on_vm(cell: &TestCell, bin: &str, args: &[&str]) -> Run {
     let mut cmd = Command::new("unshare");
@@ -125,11 +134,7 @@ fn saved_qconf_outputs() -> Vec<(String, Option<String>, String, String)> {
             Some((o, x)) => (o.to_string(), Some(x.to_string())),
             None => (stem.to_string(), None),
         };
-        let text = std::fs::read_to_string(&path).expect("read");
-        let (stdout, stderr) = match text.split_once("# stderr:\n") {
-            Some((o, e)) => (o.to_string(), e.to_string()),
-            None => (text, String::new()),
-        };
+        let (stdout, stderr) = fixture_saved(&file);
         out.push((option, object, stdout, stderr));
     }
     out

@@ -8,9 +8,7 @@ use crate::support::*;
 use std::path::{Path, PathBuf};
 
 fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/compat/import/sge-cell")
-        .join(name)
+    Path::new(crate::import::FIXTURE).join(name)
 }
 
 fn fixture(name: &str) -> String {

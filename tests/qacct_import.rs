@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/import/sge-cell")
+    PathBuf::from(crate::import::FIXTURE)
 }
 
 fn fixture_accounting() -> PathBuf {

@@ -14,12 +14,12 @@ use gridspool::model::JobId;
 use gridspool::sched::{PriorityInput, PriorityPolicy, SgePriority};
 use gridspool_policy::sharetree::{DecayConfig, UsageRecord, UsageStore};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compat/import/sge-cell")
+    PathBuf::from(crate::import::FIXTURE)
 }
 
 fn fixture_text(name: &str) -> String {

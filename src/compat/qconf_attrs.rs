@@ -555,6 +555,12 @@ pub fn set_pe_attr(p: &mut PeConfig, attr: &str, value: &str) -> Result<(), Attr
     Ok(())
 }
 
+/// A value as compared with the one `qconf -s*` shows: its words, whatever blanks or
+/// continuation lines separated them (SGE wraps long values).
+pub fn normal_value(value: &str) -> String {
+    value.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// An object's text as its logical lines: a line ending in `\\` goes on on the next (SGE
 /// wraps long values so).
 pub fn joined_lines(text: &str) -> Vec<String> {

@@ -7,7 +7,7 @@
 //! with a line naming it, so that a text `qconf -sconf` printed reads back unchanged and an
 //! importer can say what it could not carry. Every refusal of a text is given at once.
 
-use super::qconf_attrs::{AttrError, Shape, words};
+use super::qconf_attrs::{AttrError, Shape, normal_value, words};
 use crate::config::ClusterConfig;
 
 /// The global configuration's attributes, in sge_conf(5) order (as `qconf -sconf` prints
@@ -80,12 +80,6 @@ pub const CONF_ATTRS: &[(&str, Shape, Option<&str>)] = &[
 /// `reschedule_unknown` (`hosts[].reschedule_unknown`).
 pub const HOST_CONF_ATTRS: &[&str] = &["reschedule_unknown"];
 
-/// A value as compared with what `-sconf` shows: its words, whatever blanks or continuation
-/// lines separated them.
-fn normal(value: &str) -> String {
-    value.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// The `NAME VALUE` lines of a configuration text (comments, blank lines and `#host:`
 /// headers left out, continuation lines joined); `Err`: names sge_conf(5) does not have,
 /// all of them.
@@ -106,7 +100,7 @@ fn conf_lines(text: &str) -> Result<Vec<(String, String)>, AttrError> {
             continue;
         }
         let (name, value) = match t.split_once([' ', '\t']) {
-            Some((n, v)) => (n, normal(v)),
+            Some((n, v)) => (n, normal_value(v)),
             None => (t, String::new()),
         };
         if !CONF_ATTRS.iter().any(|(n, _, _)| *n == name) {
@@ -191,7 +185,7 @@ pub fn global_from_text(
         };
         if let Some(only) = fixed {
             if let Some(v) = value
-                && !v.eq_ignore_ascii_case(&normal(only))
+                && !v.eq_ignore_ascii_case(&normal_value(only))
             {
                 refused.push(format!("gridspool has no {attr}: its only value is {only}"));
             }

@@ -9,7 +9,7 @@
 //! `qconf -A*`/`-M*` read back; a classic spool directory holds the same objects in nearly the
 //! same texts, but not every cell has one.
 
-use super::qconf_attrs::{Shape, joined_lines};
+use super::qconf_attrs::{Shape, joined_lines, normal_value};
 use std::path::{Path, PathBuf};
 
 /// The line before a saved command's standard error.
@@ -91,11 +91,14 @@ pub fn with_fixed_values(
             .find(|(n, _, _)| *n == name)
             .and_then(|(_, _, shown)| *shown);
         match shown {
-            Some(shown) if !t.starts_with('#') && !same_value(value, shown) => {
+            Some(shown)
+                if !t.starts_with('#')
+                    && !normal_value(value).eq_ignore_ascii_case(&normal_value(shown)) =>
+            {
                 out.push_str(&format!("{name} {shown}\n"));
                 changed.push(FixedAttr {
                     attr: name.to_string(),
-                    value: value.split_whitespace().collect::<Vec<_>>().join(" "),
+                    value: normal_value(value),
                     shown: shown.to_string(),
                 });
             }
@@ -131,17 +134,6 @@ pub fn without_attrs(text: &str, attrs: &[&str]) -> String {
         }
     }
     out
-}
-
-/// Whether two values are the same but for case and how blanks break them (SGE wraps long
-/// values over continuation lines).
-fn same_value(a: &str, b: &str) -> bool {
-    let words = |v: &str| {
-        v.split_whitespace()
-            .map(str::to_ascii_lowercase)
-            .collect::<Vec<_>>()
-    };
-    words(a) == words(b)
 }
 
 /// The value of attribute `attr` in an object's text (continuation lines joined).
