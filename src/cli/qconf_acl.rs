@@ -140,16 +140,9 @@ pub fn change(
 
 /// Replaces (or adds) list `new` in `config` and in the editor's file.
 fn put(editor: &ConfigEditor, config: &mut ClusterConfig, new: AccessList) -> Result<(), Stop> {
-    match config.access_lists.iter().position(|l| l.name == new.name) {
-        Some(i) => {
-            let old = std::mem::replace(&mut config.access_lists[i], new.clone());
-            editor.update_item("access_lists", &new.name, &old, &new)?;
-        }
-        None => {
-            config.access_lists.push(new.clone());
-            editor.add_item("access_lists", &new)?;
-        }
-    }
+    let name = new.name.clone();
+    let lists = &mut config.access_lists;
+    editor.put_item("access_lists", lists, &name, |l| l.name.as_str(), new)?;
     Ok(())
 }
 

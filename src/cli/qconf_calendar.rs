@@ -101,22 +101,14 @@ pub(super) fn calendar_file(
         _ => {}
     }
     Calendar::parse(&new).map_err(|e| Stop(vec![e]))?;
-    match old {
-        Some(old) => {
-            if let Some(c) = config.calendars.iter_mut().find(|c| c.name == name) {
-                *c = new.clone();
-            }
-            editor.update_item("calendars", &name, &old, &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!("{me} modified \"{name}\" in calendar list"));
-        }
-        None => {
-            config.calendars.push(new.clone());
-            editor.add_item("calendars", &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!("{me} added \"{name}\" to calendar list"));
-        }
-    }
+    let calendars = &mut config.calendars;
+    let replaced = editor.put_item("calendars", calendars, &name, |c| c.name.as_str(), new)?;
+    commit(cx, editor, &config)?;
+    o.err(if replaced {
+        format!("{me} modified \"{name}\" in calendar list")
+    } else {
+        format!("{me} added \"{name}\" to calendar list")
+    });
     Ok(true)
 }
 

@@ -373,22 +373,19 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
             .unwrap_or("slots");
         check_host_key(&config, key, attr)?;
     }
-    match existing {
-        Some(old) => {
-            if let Some(q) = config.queues.iter_mut().find(|q| q.name == name) {
-                *q = new.clone();
-            }
-            editor.update_item("queues", &name, &old, &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!("{me} modified \"{name}\" in cluster queue list"));
-        }
-        None => {
-            config.queues.push(new.clone());
-            editor.add_item("queues", &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!("{me} added \"{name}\" to cluster queue list"));
-        }
-    }
+    let replaced = editor.put_item(
+        "queues",
+        &mut config.queues,
+        &name,
+        |q| q.name.as_str(),
+        new,
+    )?;
+    commit(cx, editor, &config)?;
+    o.err(if replaced {
+        format!("{me} modified \"{name}\" in cluster queue list")
+    } else {
+        format!("{me} added \"{name}\" to cluster queue list")
+    });
     Ok(true)
 }
 
@@ -429,30 +426,20 @@ fn pe_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Resu
     };
     let new =
         pe_from_text(&text, base).map_err(|e| file_error(e, &file, "parallel environment"))?;
-    match existing {
-        Some(old) => {
-            if let Some(p) = config
-                .parallel_environments
-                .iter_mut()
-                .find(|p| p.name == name)
-            {
-                *p = new.clone();
-            }
-            editor.update_item("parallel_environments", &name, &old, &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!(
-                "{me} modified \"{name}\" in parallel environment list"
-            ));
-        }
-        None => {
-            config.parallel_environments.push(new.clone());
-            editor.add_item("parallel_environments", &new)?;
-            commit(cx, editor, &config)?;
-            o.err(format!(
-                "{me} added \"{name}\" to parallel environment list"
-            ));
-        }
-    }
+    let pes = &mut config.parallel_environments;
+    let replaced = editor.put_item(
+        "parallel_environments",
+        pes,
+        &name,
+        |p| p.name.as_str(),
+        new,
+    )?;
+    commit(cx, editor, &config)?;
+    o.err(if replaced {
+        format!("{me} modified \"{name}\" in parallel environment list")
+    } else {
+        format!("{me} added \"{name}\" to parallel environment list")
+    });
     Ok(true)
 }
 
@@ -647,18 +634,7 @@ fn named_file(
             for (attr, v) in &lines {
                 $set(&mut new, attr, v).map_err(bad)?;
             }
-            match old {
-                Some(old) => {
-                    if let Some(x) = $list.iter_mut().find(|x| x.name == name) {
-                        *x = new.clone();
-                    }
-                    editor.update_item(kind.list(), &name, &old, &new)?;
-                }
-                None => {
-                    $list.push(new.clone());
-                    editor.add_item(kind.list(), &new)?;
-                }
-            }
+            editor.put_item(kind.list(), &mut $list, &name, |x| x.name.as_str(), new)?;
         }};
     }
     match kind {
@@ -694,18 +670,8 @@ fn named_file(
             // where it now stays.
             new.slots = None;
             check_host_slots(&new)?;
-            match old {
-                Some(old) => {
-                    if let Some(h) = config.hosts.iter_mut().find(|h| h.name == name) {
-                        *h = new.clone();
-                    }
-                    editor.update_item(kind.list(), &name, &old, &new)?;
-                }
-                None => {
-                    config.hosts.push(new.clone());
-                    editor.add_item(kind.list(), &new)?;
-                }
-            }
+            let hosts = &mut config.hosts;
+            editor.put_item(kind.list(), hosts, &name, |h| h.name.as_str(), new)?;
         }
     }
     commit(cx, editor, &config)?;
@@ -1277,7 +1243,6 @@ fn attribute(
             "exechost" => {
                 // The global pseudo-host always exists (as SGE has it in a fresh cell until
                 // it is first changed).
-                let existed = config.host(id).is_some();
                 let old = match config.host(id) {
                     Some(h) => h.clone(),
                     None if id == GLOBAL_HOST => config.global_host_or_blank(),
@@ -1318,15 +1283,8 @@ fn attribute(
                     }
                     continue;
                 }
-                if existed {
-                    if let Some(h) = config.hosts.iter_mut().find(|h| h.name == *id) {
-                        *h = new.clone();
-                    }
-                    editor.update_item("hosts", id, &old, &new)?;
-                } else {
-                    config.hosts.push(new.clone());
-                    editor.add_item("hosts", &new)?;
-                }
+                // The global host's entry is made by its first change.
+                editor.put_item("hosts", &mut config.hosts, id, |h| h.name.as_str(), new)?;
                 format!("{me} modified \"{id}\" in exechost list")
             }
             _ => {

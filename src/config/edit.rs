@@ -148,6 +148,32 @@ impl ConfigEditor {
         Ok(())
     }
 
+    /// Puts `new` in the top-level list `list`, in the file and in `items` (that list of the
+    /// configuration in memory): in place of the item named `name` when there is one (only
+    /// its changed keys rewritten, [`Self::update_item`]), else at the end. Returns whether
+    /// it replaced one.
+    pub fn put_item<T: Serialize>(
+        &self,
+        list: &str,
+        items: &mut Vec<T>,
+        name: &str,
+        name_of: impl Fn(&T) -> &str,
+        new: T,
+    ) -> Result<bool, EditError> {
+        match items.iter().position(|x| name_of(x) == name) {
+            Some(i) => {
+                let old = std::mem::replace(&mut items[i], new);
+                self.update_item(list, name, &old, &items[i])?;
+                Ok(true)
+            }
+            None => {
+                self.add_item(list, &new)?;
+                items.push(new);
+                Ok(false)
+            }
+        }
+    }
+
     /// Appends `new` to the top-level list `list` (created if absent).
     pub fn add_item<T: Serialize>(&self, list: &str, new: &T) -> Result<(), EditError> {
         let root = self.root()?;
