@@ -424,6 +424,24 @@ fn parse_week(field: &str) -> Result<Vec<WeekEntry>, String> {
 
 const GOT_EQUAL: &str = "got \"=\" without daytime_range/state";
 
+/// What follows an entry's days (and their `=`): `daytime_range_list=state`, either part
+/// optional (the state `off` when absent), the same in year and week entries.
+fn times_and_state(sc: &mut Scanner) -> Result<(Option<Daytimes>, CalendarState), String> {
+    let mut times = None;
+    if let Tok::Number(_) = sc.peek() {
+        times = Some(daytime_range_list(sc)?);
+        if sc.peek() != Tok::Equal {
+            return Ok((times, CalendarState::Off));
+        }
+        sc.eat();
+    }
+    if sc.peek() == Tok::Word {
+        Ok((times, action(sc)?))
+    } else {
+        Err(GOT_EQUAL.to_string())
+    }
+}
+
 /// `year_day_range_list=daytime_range_list=state`, each part optional as calendar_conf(5)
 /// says; the state `off` when absent.
 fn year_entry(sc: &mut Scanner) -> Result<YearEntry, String> {
@@ -438,18 +456,7 @@ fn year_entry(sc: &mut Scanner) -> Result<YearEntry, String> {
             }
             sc.eat();
         }
-        if let Tok::Number(_) = sc.peek() {
-            times = Some(daytime_range_list(sc)?);
-            if sc.peek() != Tok::Equal {
-                break 'entry;
-            }
-            sc.eat();
-        }
-        if sc.peek() == Tok::Word {
-            state = action(sc)?;
-        } else {
-            return Err(GOT_EQUAL.to_string());
-        }
+        (times, state) = times_and_state(sc)?;
     }
     Ok(YearEntry {
         days,
@@ -481,18 +488,7 @@ fn week_entry(sc: &mut Scanner) -> Result<WeekEntry, String> {
             }
             sc.eat();
         }
-        if let Tok::Number(_) = sc.peek() {
-            times = Some(daytime_range_list(sc)?);
-            if sc.peek() != Tok::Equal {
-                break 'entry;
-            }
-            sc.eat();
-        }
-        if sc.peek() == Tok::Word {
-            state = action(sc)?;
-        } else {
-            return Err(GOT_EQUAL.to_string());
-        }
+        (times, state) = times_and_state(sc)?;
     }
     Ok(WeekEntry {
         days: days.unwrap_or([true; 7]),
