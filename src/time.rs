@@ -3,9 +3,29 @@
 
 use jiff::{Timestamp, tz::TimeZone};
 
+/// The local time zone, as C's `localtime` finds it: `TZ` when set, else `/etc/localtime`,
+/// read once per process. Read as a zone without a name: jiff's `TimeZone::system()` names
+/// it by walking the whole zoneinfo database (some 1,800 files, a good part of a `qstat`'s
+/// time), and no SGE output shows the zone's name. `sched_d` too reads it once: restart it
+/// after changing the host's zone.
+pub fn local_zone() -> TimeZone {
+    static LOCAL: std::sync::OnceLock<TimeZone> = std::sync::OnceLock::new();
+    LOCAL
+        .get_or_init(|| {
+            if std::env::var_os("TZ").is_some() {
+                return TimeZone::system();
+            }
+            std::fs::read("/etc/localtime")
+                .ok()
+                .and_then(|data| TimeZone::tzif("localtime", &data).ok())
+                .unwrap_or_else(TimeZone::system)
+        })
+        .clone()
+}
+
 fn zoned(epoch: i64) -> jiff::Zoned {
     let ts = Timestamp::from_second(epoch).unwrap_or(Timestamp::UNIX_EPOCH);
-    ts.to_zoned(TimeZone::system())
+    ts.to_zoned(local_zone())
 }
 
 /// `11/21/2026 22:45:02`: qstat's `submit/start at` column.
@@ -139,7 +159,7 @@ pub fn sge_date_time(text: &str, now: i64) -> Result<i64, DateTimeError> {
         .seconds(i64::from(second));
     let epoch = first_of_month
         .checked_add(offset)
-        .and_then(|dt| dt.to_zoned(TimeZone::system()))
+        .and_then(|dt| dt.to_zoned(local_zone()))
         .map(|z| z.timestamp().as_second())
         .map_err(|_| DateTimeError::BeforeEpoch)?;
     if epoch < 0 {

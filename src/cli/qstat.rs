@@ -73,7 +73,6 @@ fn run(args: &mut Vec<String>) -> super::Output {
     if parsed.ext || parsed.job_detail.is_some() {
         attach_usage(&mut scan.jobs, &env.spool.daemon_dir());
     }
-    let load = HostLoad::local(&env.host);
     // SGE answers `-l` with an unknown resource with nothing at all and exit status 1.
     if parsed.resource_requests.iter().any(|(name, _)| {
         !matches!(
@@ -92,6 +91,11 @@ fn run(args: &mut Vec<String>) -> super::Output {
         || parsed.queue_states.is_some()
         || parsed.resources.is_some()
         || !parsed.resource_requests.is_empty();
+    let load = if queue_listing {
+        HostLoad::local(&env.host)
+    } else {
+        HostLoad::not_read(&env.host)
+    };
     let host_loads = if queue_listing {
         match super::qhost::host_loads(&env, &super::qhost::proc_dir(), time::now()) {
             Ok(l) => l,

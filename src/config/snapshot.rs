@@ -12,8 +12,8 @@
 //! * it was written by a build whose configuration code is this one: the header carries a
 //!   fingerprint of the configuration module's source, the crate version and `Cargo.lock`
 //!   (a field added, a default or a parser changed: the fingerprint changes);
-//! * the JSON parses back to exactly the configuration the YAML gave: the writer checks this
-//!   before writing (a float that JSON would not carry exactly, for instance, means no
+//! * the JSON parses back to exactly the configuration the YAML gave, which passed
+//!   validation: the writer checks both before writing (a float that JSON would not carry exactly, for instance, means no
 //!   snapshot), and parsing is deterministic;
 //! * its owner is root or the owner of `config.yaml`, and neither group nor others may write
 //!   it (checked by the caller, who has the file's metadata).
@@ -69,6 +69,8 @@ fn header(yaml_len: usize) -> String {
 /// The snapshot of `config`, parsed from `yaml`; `None` when the configuration would not come
 /// back exactly from its JSON form (then clients keep parsing the YAML).
 pub fn encode(yaml: &[u8], config: &ClusterConfig) -> Option<Vec<u8>> {
+    // Checked here, once, rather than by every client that reads the snapshot back.
+    config.validate().ok()?;
     let json = serde_json::to_vec(config).ok()?;
     let back: ClusterConfig = serde_json::from_slice(&json).ok()?;
     if back != *config {
@@ -94,8 +96,9 @@ pub fn decode(snapshot: &[u8], yaml: &[u8]) -> Option<ClusterConfig> {
         return None;
     }
     let json = std::str::from_utf8(&rest[yaml.len()..]).ok()?;
+    // Not validated again: `encode` wrote only a configuration that passed, and the JSON
+    // comes back to exactly it (validation was a tenth of a `qsub`'s instructions).
     let config: ClusterConfig = serde_json::from_str(json).ok()?;
-    config.validate().ok()?;
     Some(config)
 }
 

@@ -22,6 +22,16 @@ pub struct HostLoad {
 pub const LOAD_OVERRIDE_ENV: &str = "GRIDSPOOL_QSTAT_LOADAVG";
 
 impl HostLoad {
+    /// The figures of a listing that shows no queue instance, and so no load: reading
+    /// them (`/proc/loadavg`, the processors the process may use) would be wasted.
+    pub fn not_read(host: &str) -> HostLoad {
+        HostLoad {
+            host: host.to_string(),
+            load_avg: None,
+            num_proc: 1,
+        }
+    }
+
     /// The local host's load: [`LOAD_OVERRIDE_ENV`] if set, else `/proc/loadavg`.
     pub fn local(host: &str) -> HostLoad {
         let nproc = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);

@@ -13,7 +13,7 @@ impl Daemon {
     /// without one lose any they had) and returns the next time a calendar changes.
     pub(super) fn apply_calendars(&mut self, t: i64) -> Option<i64> {
         let config = &self.state.config;
-        let tz = jiff::tz::TimeZone::system();
+        let tz = crate::time::local_zone();
         let mut next: Option<i64> = None;
         let mut wanted = Vec::new();
         let mut parsed: std::collections::HashMap<&str, Option<CalendarState>> =

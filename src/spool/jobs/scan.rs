@@ -83,7 +83,7 @@ impl Spool {
         // the directory.
         let expected = index.map_or(0, IndexView::len);
         let (listed, mut slots) = std::thread::scope(|s| {
-            let ready = (expected > 0).then(|| {
+            let ready = (expected >= PARALLEL_SLOTS_FROM).then(|| {
                 s.spawn(move || {
                     let mut slots: Vec<Option<JobRecord>> = Vec::new();
                     slots.resize_with(expected, || None);
@@ -148,6 +148,10 @@ impl Spool {
         Ok(collect_jobs(slots, problems))
     }
 }
+
+/// The jobs from which a listing makes its records' slots ready on a second core: below,
+/// starting the thread costs more than the page faults it takes off the critical path.
+const PARALLEL_SLOTS_FROM: usize = 8192;
 
 /// The records read, in order (jobs that just ended or whose files are malformed left out).
 fn collect_jobs(slots: Vec<Option<JobRecord>>, problems: Vec<ScanProblem>) -> JobScan {
@@ -214,10 +218,16 @@ fn in_parallel_chunks<S, R: Send>(
         }
         done
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
-        .min(chunks);
+    // Asked only when there is work to share: `available_parallelism` reads the process's
+    // cgroup files, and a thread costs more than a small cell's whole listing.
+    let threads = if chunks <= 1 {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(chunks)
+    };
     let mut done = if threads <= 1 {
         run()
     } else {
