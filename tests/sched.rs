@@ -1179,6 +1179,46 @@ fn frozen_listings(d: &SchedD, cell: &TestCell) -> (Listings, Listings) {
 }
 
 #[test]
+fn an_idle_daemon_puts_the_listing_merge_in_place_after_a_purge() {
+    // No periodic pass and no rescan within the test: once the jobs are retired, only the
+    // merge's own wake-up can put the merged index in place.
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1}}\nscheduler: {{policy: sge, schedule_interval: \"0:10:0\"}}\n"
+        )
+    });
+    let _d = SchedD::start(&cell, &["--retention", "1", "--rescan", "600"]);
+    let ids: Vec<JobId> = (0..1500)
+        .map(|_| submit(&cell.spool, "true", |_, h| h.user = true))
+        .collect();
+    let base = cell.cell.join("daemon/listing");
+    let base_len = || std::fs::metadata(&base).map_or(0, |m| m.len());
+    wait_for(
+        "the held jobs merged into the index's base",
+        Duration::from_secs(60),
+        || base_len() > 100_000,
+    );
+    cell.spool
+        .publish_request(
+            requester(me().uid),
+            ids.iter()
+                .map(|&job| RequestAction::Delete {
+                    job,
+                    tasks: TaskSelector::All,
+                    force: false,
+                })
+                .collect(),
+        )
+        .expect("qdel request");
+    wait_for(
+        "the purged index's base in place",
+        Duration::from_secs(60),
+        || base_len() < 10_000,
+    );
+}
+
+#[test]
 fn listings_from_the_index_match_listings_from_the_job_files() {
     let cell = cell(6);
     let dir = workdir(&cell);

@@ -775,6 +775,19 @@ impl IndexWriter {
         }
     }
 
+    /// Whether a merge is being written: it is put in place by the next [`Self::commit`],
+    /// so the writer's owner wakes for one soon even when nothing else happens (after a
+    /// purge the cell may stay idle, and every listing would read the old base).
+    pub fn merging(&self) -> bool {
+        matches!(
+            self.mode,
+            Mode::Running {
+                merging: Some(_),
+                ..
+            }
+        )
+    }
+
     /// Waits for the merge in progress, if any, and installs it.
     #[cfg(test)]
     fn settle(&mut self) {

@@ -66,6 +66,9 @@ fn announces_input(ev: &notify::Event) -> bool {
     })
 }
 
+/// How often an otherwise idle loop looks whether the listing index's merge has finished.
+const LISTING_MERGE_POLL: Duration = Duration::from_millis(200);
+
 impl Daemon {
     /// Runs until SIGTERM/SIGINT: recovery, watching, passes. Returns after draining.
     pub fn run(mut self) -> Result<(), DaemonError> {
@@ -119,6 +122,10 @@ impl Daemon {
             }
             if let Some(at) = self.settling.values().min() {
                 deadline = deadline.min(*at);
+            }
+            // A finished merge of the listing index is put in place by the next wake-up.
+            if self.index.merging() {
+                deadline = deadline.min(Instant::now() + LISTING_MERGE_POLL);
             }
             // Refreshing priorities is background work: inputs go first, and it goes on
             // once none has come for a moment, or now and then while they keep coming.
