@@ -225,6 +225,20 @@ mod tests {
     }
 
     #[test]
+    fn the_local_zone_read_once_gives_the_system_zone_offsets() {
+        // Across a year and its daylight-saving changes, wherever the machine is.
+        let system = TimeZone::system();
+        for day in 0..400 {
+            let ts = Timestamp::from_second(1_767_225_600 + day * 86_400 + 3_600).expect("ts");
+            assert_eq!(
+                local_zone().to_offset(ts),
+                system.to_offset(ts),
+                "day {day}"
+            );
+        }
+    }
+
+    #[test]
     fn formats_match_sge_in_utc() {
         // The captures were made in UTC: job 2 was submitted at 1795301101.
         if TimeZone::system() != TimeZone::UTC {
