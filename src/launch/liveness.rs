@@ -13,6 +13,7 @@
 //! two hosts. Local hosts are this machine: never unknown.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,12 +26,28 @@ pub enum Connection {
     Failed,
 }
 
+/// What the launcher answers for the host probe: the probe's text read over the host's
+/// session (`None`: the host has no session of that kind, the probe uses ssh itself).
+pub trait HostRequests: Send + Sync {
+    fn probe_text(&self, host: &str) -> Option<Result<String, String>>;
+}
+
 /// Last word heard from each ssh host, shared by the launcher and the host probe.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct HostLiveness {
+    /// The launcher, through which the probe reaches hosts (set by the launcher).
+    requests: Mutex<Option<std::sync::Weak<dyn HostRequests>>>,
     hosts: Mutex<HashMap<String, Heard>>,
     /// A host came back: the probe should publish its load now rather than at its next round.
     probe_wanted: AtomicBool,
+}
+
+impl fmt::Debug for HostLiveness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostLiveness")
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +138,23 @@ impl HostLiveness {
         if state == Connection::Made {
             h.at = now;
         }
+    }
+
+    /// The launcher serves the probe's requests from now on.
+    pub fn serve_requests(&self, launcher: std::sync::Weak<dyn HostRequests>) {
+        *self.requests.lock().unwrap_or_else(|e| e.into_inner()) = Some(launcher);
+    }
+
+    /// The probe's text of `host`, asked over the launcher's session with it; `None` when
+    /// there is no launcher or the host has no such session.
+    pub fn probe_text(&self, host: &str) -> Option<Result<String, String>> {
+        let launcher = self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()?
+            .upgrade()?;
+        launcher.probe_text(host)
     }
 
     /// Asks the probe for a round now (a host returned).
