@@ -1859,6 +1859,7 @@ impl Inner {
             match self.connect(host) {
                 Ok(Link::Session(end)) => {
                     self.liveness.connection(&host.name, Connection::Made);
+                    self.liveness.want_probe_of(&host.name);
                     let began = std::time::Instant::now();
                     end.wait();
                     if began.elapsed() >= STEADY_SESSION {

@@ -12,7 +12,7 @@
 //! Silence is measured on this machine's monotonic clock only, never by comparing clocks of
 //! two hosts. Local hosts are this machine: never unknown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +40,9 @@ pub struct HostLiveness {
     hosts: Mutex<HashMap<String, Heard>>,
     /// A host came back: the probe should publish its load now rather than at its next round.
     probe_wanted: AtomicBool,
+    /// Hosts whose session was just opened: the probe asks them at once (it asks a host
+    /// only over its open session).
+    probe_hosts: Mutex<HashSet<String>>,
 }
 
 impl fmt::Debug for HostLiveness {
@@ -160,6 +163,21 @@ impl HostLiveness {
     /// Asks the probe for a round now (a host returned).
     pub fn want_probe(&self) {
         self.probe_wanted.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the probe to ask `host` now (its session was just opened).
+    pub fn want_probe_of(&self, host: &str) {
+        self.probe_hosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host.to_string());
+    }
+
+    /// The hosts asked for with [`HostLiveness::want_probe_of`] since the last call.
+    pub fn take_probe_hosts(&self) -> Option<HashSet<String>> {
+        let hosts =
+            std::mem::take(&mut *self.probe_hosts.lock().unwrap_or_else(|e| e.into_inner()));
+        (!hosts.is_empty()).then_some(hosts)
     }
 
     /// Whether a round was asked for since the last call.

@@ -23,6 +23,7 @@ use super::usage;
 use crate::acct::load::{self, HOST_REPORT_VERSION, HostLoad, HostReport, ProcTexts};
 use crate::config::ClusterConfig;
 use crate::model::UsageReport;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,11 +60,23 @@ impl HostProbe {
         let thread = std::thread::Builder::new()
             .name("host-probe".into())
             .spawn(move || {
+                // The hosts of a partial round: those whose session was just opened.
+                let mut only: Option<HashSet<String>> = None;
+                let mut round = Instant::now();
                 while !flag.load(Ordering::Relaxed) {
-                    let round = Instant::now();
+                    if only.is_none() {
+                        round = Instant::now();
+                    }
                     let interval = match ClusterConfig::load(&config_path) {
                         Ok(config) => {
-                            probe_all(&config, &spool_root, &daemon_dir, &control_dir, &liveness);
+                            probe_all(
+                                &config,
+                                &spool_root,
+                                &daemon_dir,
+                                &control_dir,
+                                &liveness,
+                                only.as_ref(),
+                            );
                             config.load_report_interval()
                         }
                         Err(e) => {
@@ -71,11 +84,16 @@ impl HostProbe {
                             LOAD_REPORT_INTERVAL
                         }
                     };
+                    only = None;
                     // Sleep in short steps so that a stop is quick.
-                    while !flag.load(Ordering::Relaxed)
-                        && round.elapsed() < interval
-                        && !liveness.take_probe_request()
-                    {
+                    while !flag.load(Ordering::Relaxed) && round.elapsed() < interval {
+                        if liveness.take_probe_request() {
+                            break;
+                        }
+                        if let Some(hosts) = liveness.take_probe_hosts() {
+                            only = Some(hosts);
+                            break;
+                        }
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
@@ -96,14 +114,19 @@ impl Drop for HostProbe {
     }
 }
 
+/// Probes the hosts of the cell, or with `only` those among them.
 fn probe_all(
     config: &ClusterConfig,
     spool_root: &Path,
     daemon_dir: &Path,
     control_dir: &Path,
     liveness: &HostLiveness,
+    only: Option<&HashSet<String>>,
 ) {
     for host in config.exec_hosts() {
+        if only.is_some_and(|hosts| !hosts.contains(&host.name)) {
+            continue;
+        }
         // An unknown host is published as such already; asking it would only make the round
         // wait for its ssh timeouts. It is probed again once it is heard from.
         if liveness.is_unknown(&host.name) {
