@@ -302,8 +302,8 @@ fn each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_
             &["-terse", "-cwd", "-l", &format!("h={}", h.name), &script],
         ));
     }
-    for i in 0..cluster.hosts.len() {
-        wait_for(&format!("job {} runs", ids[i]), Duration::from_secs(60), || {
+    for (i, id) in ids.iter().enumerate() {
+        wait_for(&format!("job {id} runs"), Duration::from_secs(60), || {
             state_of(&format!("sleep 613{i}")).is_some()
         });
     }
