@@ -6,11 +6,18 @@
 //!
 //! Also printed, for the limits of one `sched_d` over many hosts: its peak resident memory,
 //! its own CPU per job and the whole machine's (every sshd, shepherd and job included), and,
-//! while the jobs run, its file descriptors and the processes below it (one ssh ControlMaster
-//! per host, and the sessions over them). Needs root; prints why not otherwise.
+//! while the jobs run, its file descriptors and the processes below it (the ssh processes
+//! among them, and their proportional resident memory together). Then the re-attach of a
+//! restarted master (issue 27): with a task running on every host but the last, `sched_d` is
+//! killed with SIGKILL and a new one started; printed are the time until every host's start
+//! server names the new master (its session is up) and until a job bound to the last host has
+//! run and been accounted, the new `sched_d`'s CPU meanwhile, and its ssh processes then.
+//! Needs root; prints why not otherwise.
 //!
 //!     cargo bench --bench cluster_throughput                  # 16 and 64 hosts, 2,000 jobs
 //!     CLUSTER_HOSTS=8,32 CLUSTER_JOBS=500 cargo bench --bench cluster_throughput
+//!     CLUSTER_HOSTS=256 GRIDSPOOL_SSH_CONNECTS=8 cargo bench --bench cluster_throughput
+//!     CLUSTER_SCHED_D=/path/to/sched_d ...   # another build's sched_d (and its shepherd)
 //!
 //! Prints figures; asserts nothing about time.
 
@@ -93,15 +100,20 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         )
     });
     let root = support::root().ok_or("needs root")?;
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_sched_d"))
-        .arg("--spool")
-        .arg(&cell.cell)
-        .args(["--log-level", "warn", "--retention", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+    let sched_d = std::env::var("CLUSTER_SCHED_D")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_sched_d").to_string());
+    let start_daemon = || {
+        Command::new(&sched_d)
+            .arg("--spool")
+            .arg(&cell.cell)
+            .args(["--log-level", "warn", "--retention", "1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())
+    };
+    let mut daemon = start_daemon()?;
     let pid = daemon.id();
     let result = (|| {
         let acct = cell.cell.join("common/accounting");
@@ -116,9 +128,10 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         // Warm-up: one job per host, so that every host has its ssh master and start server
         // (their start is timed apart: it is a once-per-host cost, not a per-job one).
         let t = Instant::now();
-        let qsub = |extra: &[&str]| {
+        let qsub_command = |extra: &[&str], command: &[&str]| {
             let mut args = extra.to_vec();
-            args.extend(["-b", "y", "-o", "/dev/null", "-e", "/dev/null", "true"]);
+            args.extend(["-b", "y", "-o", "/dev/null", "-e", "/dev/null"]);
+            args.extend(command);
             let r = cell.run(&root, "qsub", &args);
             if r.code == 0 {
                 Ok(())
@@ -126,6 +139,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
                 Err(format!("qsub: {r:?}"))
             }
         };
+        let qsub = |extra: &[&str]| qsub_command(extra, &["true"]);
         for h in &cluster.hosts {
             qsub(&["-l", &format!("h={}", h.name)])?;
         }
@@ -232,14 +246,101 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         println!(
             "  sched_d: peak resident {} MB, CPU {:.2} ms per job; the machine's CPU {:.2} ms per job; \
              while running: {fds} file descriptors, {procs} processes below it ({masters} ssh, \
-             {} MB proportional resident together)",
+             {} MB proportional resident together, {:.2} MB per ssh process)",
             status_kb(pid, "VmHWM:") / 1024,
             (own1 - own0) as f64 * tick_ms / jobs as f64,
             (busy1 - busy0) as f64 * tick_ms / jobs as f64,
             ssh_kb / 1024,
+            ssh_kb as f64 / 1024.0 / masters.max(1) as f64,
+        );
+
+        // Re-attach: a task running on every host but the last, then sched_d killed.
+        let sleepers = &cluster.hosts[..hosts - 1];
+        for h in sleepers {
+            qsub_command(&["-l", &format!("h={}", h.name)], &["sleep", "300"])?;
+        }
+        let exec_spool = |name: &str| gridspool::launch::exec_spool_dir(&cell.cell, name);
+        let running = || {
+            sleepers
+                .iter()
+                .filter(|h| {
+                    std::fs::read_dir(exec_spool(&h.name).join("active_jobs"))
+                        .is_ok_and(|mut d| d.next().is_some())
+                })
+                .count()
+        };
+        let t = Instant::now();
+        while running() < sleepers.len() {
+            if t.elapsed() > Duration::from_secs(120) {
+                return Err(format!("{} of {} sleepers run", running(), sleepers.len()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let accounted = records().len();
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        let start = Instant::now();
+        daemon = start_daemon()?;
+        let new_pid = daemon.id();
+        let own0 = own_ticks(new_pid);
+        let master = format!(":{new_pid}");
+        let served_by_new = |name: &str| {
+            std::fs::read_to_string(exec_spool(name).join("start-server")).is_ok_and(|t| {
+                t.split_whitespace()
+                    .nth(2)
+                    .is_some_and(|m| m.ends_with(&master))
+            })
+        };
+        while !cluster.hosts.iter().all(|h| served_by_new(&h.name)) {
+            if start.elapsed() > Duration::from_secs(600) {
+                let n = cluster
+                    .hosts
+                    .iter()
+                    .filter(|h| served_by_new(&h.name))
+                    .count();
+                return Err(format!("re-attach: {n} of {hosts} sessions after 600 s"));
+            }
+            if daemon.try_wait().map_err(|e| e.to_string())?.is_some() {
+                return Err("the new sched_d died".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sessions_up = start.elapsed();
+        let sessions_cpu = own_ticks(new_pid) - own0;
+        let last = &cluster.hosts[hosts - 1].name;
+        qsub(&["-l", &format!("h={last}")])?;
+        while records().len() <= accounted {
+            if start.elapsed() > Duration::from_secs(900) {
+                return Err("re-attach: the job on the last host did not run".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let job_ran = start.elapsed();
+        let ssh: Vec<u64> = descendants(new_pid)
+            .iter()
+            .filter(|(n, _)| n == "ssh")
+            .map(|(_, kb)| *kb)
+            .collect();
+        println!(
+            "  re-attach after kill -9 (tasks running on {} hosts, load {}): every host's session \
+             up in {:.2} s ({:.0} ms of sched_d CPU per host), a new job on the last host run \
+             and accounted at {:.2} s; {} ssh processes below the new sched_d, {:.1} MB \
+             proportional resident together",
+            sleepers.len(),
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+            sessions_up.as_secs_f64(),
+            sessions_cpu as f64 * tick_ms / hosts as f64,
+            job_ran.as_secs_f64(),
+            ssh.len(),
+            ssh.iter().sum::<u64>() as f64 / 1024.0,
         );
         Ok(())
     })();
+    let pid = daemon.id();
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGTERM,

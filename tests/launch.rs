@@ -1852,7 +1852,11 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
         user,
     };
     let wd = rig.workdir();
-    let job = rig.job(9081, binary_job_in(&wd, "older", "echo via older; exit 3"), "");
+    let job = rig.job(
+        9081,
+        binary_job_in(&wd, "older", "echo via older; exit 3"),
+        "",
+    );
     rig.start_on(&job, 1, &rig.placement("oldhost", 1, None));
     let r = rig.ended(60);
     assert_eq!(
@@ -1863,13 +1867,17 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
     // The older ways are in use: a `watch` session, over a master connection.
     let exec_spool = rig.cell.spool.root().join("execd");
     let running = |needle: &str| {
-        std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(needle)
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
             })
-        })
     };
     wait_for("the watcher session", 30, || {
         running(&format!("watch {}", exec_spool.display()))

@@ -62,6 +62,9 @@ pub struct LauncherOptions {
     /// server: no `exec` per task); `false`: in this process, one `exec` of the supervisor
     /// per task (the fallback when the start server cannot be started).
     pub local_start_server: bool,
+    /// How many ssh hosts are connected to at once ([`CONNECTS_AT_ONCE`], or
+    /// `$GRIDSPOOL_SSH_CONNECTS`, which `cargo bench --bench cluster_throughput` varies).
+    pub connects_at_once: u32,
 }
 
 impl LauncherOptions {
@@ -96,6 +99,11 @@ impl LauncherOptions {
             ),
             poll_interval: Duration::from_millis(500),
             local_start_server: true,
+            connects_at_once: std::env::var("GRIDSPOOL_SSH_CONNECTS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(CONNECTS_AT_ONCE),
         })
     }
 }
@@ -437,6 +445,7 @@ impl Launcher {
         {
             create_private_dir(&opts.control_dir)?;
         }
+        let connects_at_once = opts.connects_at_once;
         let inner = Arc::new(Inner {
             config: RwLock::new(config.clone()),
             spool: spool.clone(),
@@ -454,7 +463,7 @@ impl Launcher {
             ),
             shutdown: AtomicBool::new(false),
             pe_tasks: Mutex::new(HashMap::new()),
-            connect_slots: Sessions::new(CONNECTS_AT_ONCE),
+            connect_slots: Sessions::new(connects_at_once),
             next_request: AtomicU64::new(1),
         });
         let requests: std::sync::Weak<dyn HostRequests> = Arc::downgrade(&inner) as _;
