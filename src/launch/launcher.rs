@@ -1,21 +1,20 @@
 //! [`Launcher`]: what `sched_d` holds to start, kill and collect tasks.
 //!
 //! Every operation that may block (spawning a shepherd, an ssh session) runs on a thread of
-//! its own; outcomes arrive on the event channel. Per host there is one *watcher*: for a
-//! local host a thread that scans the host's execution spool, for an ssh host a long-lived
-//! `gridspool-shepherd watch` session over the host's master connection. The watcher reports
-//! each finished task once; its directory goes when the scheduler acknowledges it
-//! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
-//! result survives a `sched_d` crash until it has been recorded. Tasks started through a
-//! start server that speaks `--results` report on that session instead (its reading thread
-//! delivers them), and are acknowledged there while it lasts; the watcher then only sees the
-//! results left in files by supervisors whose server had gone.
+//! its own; outcomes arrive on the event channel. Per ssh host there is one long-lived
+//! session, the start server's (`start-server --session`), opened and reopened by the
+//! host's following thread (`watch_remote`): it carries starts, results (its supervisors'
+//! and those left in the execution spool), the heartbeat, acknowledgements and requests
+//! (kill, suspension, query, probe). A host whose shepherd is older keeps the older ways
+//! (`watch_older`: a `gridspool-shepherd watch` session over a master connection, short
+//! sessions for requests). For a local host the watcher is a thread that scans the host's
+//! execution spool. Each result is reported once; its directory goes when the scheduler
+//! acknowledges it ([`Launcher::acknowledge`], after the accounting record and exits line
+//! are durable), so a result survives a `sched_d` crash until it has been recorded.
 //!
-//! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
-//! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host
-//! run at once (the watcher and the start server hold one more each); a local host starts
-//! tasks through its start server (a child process, see `open_start_server`), or without
-//! one at most 8 at once.
+//! Threads: one per start or request while it lasts, one per host following it, one per
+//! host's start server (reading its lines). A local host starts tasks through its start
+//! server (a child process, see `open_start_server`), or without one at most 8 at once.
 //!
 //! One file over 1,000 lines: starting, killing, watching and collecting tasks share the
 //! per-host sessions and their state (start servers, watchers, the session budget); a split

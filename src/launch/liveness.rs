@@ -2,9 +2,10 @@
 //!
 //! SGE's qmaster declares a host unknown when its execd has not reported for `max_unheard`.
 //! gridspool has no execd; what it hears from a host is every line that comes back over the
-//! host's ssh sessions: the watcher session (which sends a heartbeat every
-//! [`crate::config::ClusterConfig::heartbeat_interval`] besides the results), the start
-//! server's replies, answered queries and load probes. A host silent for `max_unheard` is
+//! host's ssh session: the start server's heartbeat (every
+//! [`crate::config::ClusterConfig::heartbeat_interval`]), replies, results and answers (for a
+//! host with an older shepherd, its watcher session's heartbeat and results, and answered
+//! queries). A host silent for `max_unheard` is
 //! *unknown*: its queue instances show `au`, it gets no new work, and after
 //! `reschedule_unknown` its tasks are rescheduled (`sched::daemon`). The first word from it
 //! afterwards makes it known again.

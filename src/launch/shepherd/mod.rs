@@ -41,7 +41,12 @@
 //!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
 //!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
 //!   watcher's rescan.)
-//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]`: prints a [`WatchMessage`] line for every
+//!   With `--session` (greeting 3, for ssh hosts) it is also the host's only connection to
+//!   `sched_d`: it reports the results left in its execution spool (as `watch` does, every
+//!   `--poll` ms), says `alive` every `--heartbeat` ms, and answers `req` lines (kill,
+//!   suspend/resume, query, probe: [`SessionRequest`]); see [`START_SERVER_SESSION_VERSION`].
+//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]` (what `sched_d` runs on a host whose
+//!   start server it found older than the session, i.e. for an older `sched_d`): prints a [`WatchMessage`] line for every
 //!   finished task and removes its directory when `ack <job>.<task>` comes back on stdin; exits
 //!   on EOF. With `heartbeat_ms`, an `alive` line whenever nothing else was printed for that
 //!   long: what tells `sched_d` that the host is there (`launch::liveness`).
