@@ -45,8 +45,8 @@
 //!   `sched_d`: it reports the results left in its execution spool (as `watch` does, every
 //!   `--poll` ms), says `alive` every `--heartbeat` ms, and answers `req` lines (kill,
 //!   suspend/resume, query, probe: [`SessionRequest`]); see [`START_SERVER_SESSION_VERSION`].
-//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]` (what `sched_d` runs on a host whose
-//!   start server it found older than the session, i.e. for an older `sched_d`): prints a [`WatchMessage`] line for every
+//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]` (what an older `sched_d` runs, and
+//!   what `sched_d` runs where the start server predates the session): prints a [`WatchMessage`] line for every
 //!   finished task and removes its directory when `ack <job>.<task>` comes back on stdin; exits
 //!   on EOF. With `heartbeat_ms`, an `alive` line whenever nothing else was printed for that
 //!   long: what tells `sched_d` that the host is there (`launch::liveness`).
