@@ -228,6 +228,10 @@ const CONNECTS_AT_ONCE: u32 = 32;
 /// How long a request on a session waits for its answer.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the probe waits for a host's load: its round goes through the hosts one by one,
+/// and a host that does not answer soon is left for the next round.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Starts sent to a start server, by task, each with where its reply goes.
 type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>;
 
@@ -818,13 +822,15 @@ impl HostRequests for Inner {
         if host.target.is_none() || host.older.load(Ordering::SeqCst) {
             return None;
         }
-        Some(match self.send_request(&host, SessionOp::Probe) {
-            Ok(SessionAnswer {
-                error: Some(why), ..
-            }) => Err(why),
-            Ok(answer) => Ok(answer.text.unwrap_or_default()),
-            Err(e) => Err(e.to_string()),
-        })
+        Some(
+            match self.send_request(&host, SessionOp::Probe, PROBE_TIMEOUT) {
+                Ok(SessionAnswer {
+                    error: Some(why), ..
+                }) => Err(why),
+                Ok(answer) => Ok(answer.text.unwrap_or_default()),
+                Err(e) => Err(e.to_string()),
+            },
+        )
     }
 }
 
@@ -1357,7 +1363,12 @@ impl Inner {
     }
 
     /// Sends a request on the host's open session and waits for its answer.
-    fn send_request(&self, host: &HostState, op: SessionOp) -> Result<SessionAnswer, LaunchError> {
+    fn send_request(
+        &self,
+        host: &HostState,
+        op: SessionOp,
+        timeout: Duration,
+    ) -> Result<SessionAnswer, LaunchError> {
         let no_session = |why: &str| LaunchError::Unreachable {
             host: host.name.clone(),
             reason: why.to_string(),
@@ -1381,7 +1392,7 @@ impl Inner {
                 return Err(no_session("the session with the host ended"));
             }
         }
-        rx.recv_timeout(REQUEST_TIMEOUT)
+        rx.recv_timeout(timeout)
             .map_err(|_| no_session("the request on the session went unanswered"))
     }
 
@@ -1396,7 +1407,7 @@ impl Inner {
         match self.connect(host) {
             Err(e) => Some(Err(e)),
             Ok(Link::Older) => None,
-            Ok(Link::Session(_)) => Some(self.send_request(host, op)),
+            Ok(Link::Session(_)) => Some(self.send_request(host, op, REQUEST_TIMEOUT)),
         }
     }
 
