@@ -9,8 +9,8 @@
 //! while the jobs run, its file descriptors and the processes below it (the ssh processes
 //! among them, and their proportional resident memory together). Then the re-attach of a
 //! restarted master (issue 27): with a task running on every host but the last, `sched_d` is
-//! killed with SIGKILL and a new one started; printed are the time until every host's start
-//! server names the new master (its session is up) and until a job bound to the last host has
+//! killed with SIGKILL and a new one started; printed are the time until every host's session
+//! is up (the shepherd it runs there for the new master has started) and until a job bound to the last host has
 //! run and been accounted, the new `sched_d`'s CPU meanwhile, and its ssh processes then.
 //! Needs root; prints why not otherwise.
 //!
@@ -84,6 +84,33 @@ fn descendants(pid: u32) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The ssh processes of the cell anywhere on the machine, below `sched_d` or detached (an
+/// older `sched_d`'s ControlMasters): those whose command line names the cell's directory or
+/// a control directory of gridspool's. Their number and proportional kB together.
+fn cell_ssh(cell: &std::path::Path) -> (usize, u64) {
+    let cell = cell.to_string_lossy();
+    let mut n = 0;
+    let mut kb = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() != "ssh" {
+            continue;
+        }
+        let line = String::from_utf8_lossy(
+            &std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default(),
+        )
+        .into_owned();
+        if line.contains(cell.as_ref()) || line.contains("gridspool-ssh-") {
+            n += 1;
+            kb += pss_kb(pid);
+        }
+    }
+    (n, kb)
+}
+
 fn run(hosts: usize, jobs: usize) -> Result<(), String> {
     let t = Instant::now();
     let Some(cluster) = Cluster::start("cluster_throughput", hosts) else {
@@ -125,7 +152,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
                 .map(String::from)
                 .collect::<Vec<_>>()
         };
-        // Warm-up: one job per host, so that every host has its ssh master and start server
+        // Warm-up: one job per host, so that every host has its ssh connection and start server
         // (their start is timed apart: it is a once-per-host cost, not a per-job one).
         let t = Instant::now();
         let qsub_command = |extra: &[&str], command: &[&str]| {
@@ -179,6 +206,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             return Err(format!("qrls: {r:?}"));
         }
         let (mut fds, mut procs, mut masters, mut ssh_kb) = (0usize, 0usize, 0usize, 0u64);
+        let (mut all_ssh, mut all_ssh_kb) = (0usize, 0u64);
         let mut next_sample = Instant::now();
         loop {
             if Instant::now() >= next_sample {
@@ -193,6 +221,9 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
                     .collect();
                 masters = masters.max(ssh.len());
                 ssh_kb = ssh_kb.max(ssh.iter().sum());
+                let (n, kb) = cell_ssh(&cell.cell);
+                all_ssh = all_ssh.max(n);
+                all_ssh_kb = all_ssh_kb.max(kb);
                 next_sample = Instant::now() + Duration::from_millis(500);
             }
             let n = records().len() - hosts;
@@ -229,7 +260,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         }
         let tick_ms = 1000.0 / 100.0; // USER_HZ
         println!(
-            "{hosts} hosts (built in {:.1} s; the first job on every host, with its ssh master and \
+            "{hosts} hosts (built in {:.1} s; the first job on every host, with its ssh connection and \
              start server, {:.1} s), {jobs} jobs of 1 slot per host: submitted at {:.0} qsub/s; \
              executed in {:.2} s: {:.0} jobs/s from qrls to the last accounting record \
              (load {})",
@@ -246,12 +277,14 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         println!(
             "  sched_d: peak resident {} MB, CPU {:.2} ms per job; the machine's CPU {:.2} ms per job; \
              while running: {fds} file descriptors, {procs} processes below it ({masters} ssh, \
-             {} MB proportional resident together, {:.2} MB per ssh process)",
+             {} MB proportional resident together, {:.2} MB per ssh process); the cell's ssh \
+             processes anywhere (ControlMasters included): {all_ssh}, {:.1} MB",
             status_kb(pid, "VmHWM:") / 1024,
             (own1 - own0) as f64 * tick_ms / jobs as f64,
             (busy1 - busy0) as f64 * tick_ms / jobs as f64,
             ssh_kb / 1024,
             ssh_kb as f64 / 1024.0 / masters.max(1) as f64,
+            all_ssh_kb as f64 / 1024.0,
         );
 
         // Re-attach: a task running on every host but the last, then sched_d killed.
@@ -281,33 +314,55 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         let _ = daemon.kill();
         let _ = daemon.wait();
         let start = Instant::now();
+        let busy0 = busy_ticks();
         daemon = start_daemon()?;
         let new_pid = daemon.id();
         let own0 = own_ticks(new_pid);
+        // A host's session is up when the shepherd it runs there for the new master (the
+        // start server's session, or an older master's watcher) has started: a process
+        // whose own words name the new master after `--master` and the host's execution
+        // spool (the ssh client and the remote shell have the command as one word).
         let master = format!(":{new_pid}");
-        let served_by_new = |name: &str| {
-            std::fs::read_to_string(exec_spool(name).join("start-server")).is_ok_and(|t| {
-                t.split_whitespace()
-                    .nth(2)
-                    .is_some_and(|m| m.ends_with(&master))
-            })
-        };
-        while !cluster.hosts.iter().all(|h| served_by_new(&h.name)) {
-            if start.elapsed() > Duration::from_secs(600) {
-                let n = cluster
-                    .hosts
+        let execd = exec_spool("X")
+            .to_string_lossy()
+            .trim_end_matches('X')
+            .to_string();
+        let up = || {
+            let mut seen = std::collections::HashSet::new();
+            for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let Ok(line) = std::fs::read(e.path().join("cmdline")) else {
+                    continue;
+                };
+                let words: Vec<String> = line
+                    .split(|&b| b == 0)
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                let ours = words
                     .iter()
-                    .filter(|h| served_by_new(&h.name))
-                    .count();
-                return Err(format!("re-attach: {n} of {hosts} sessions after 600 s"));
+                    .position(|w| w == "--master")
+                    .and_then(|i| words.get(i + 1))
+                    .is_some_and(|m| m.ends_with(&master));
+                if ours && let Some(h) = words.iter().find_map(|w| w.strip_prefix(&execd)) {
+                    seen.insert(h.to_string());
+                }
+            }
+            seen.len()
+        };
+        while up() < hosts {
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(format!(
+                    "re-attach: {} of {hosts} sessions after 600 s",
+                    up()
+                ));
             }
             if daemon.try_wait().map_err(|e| e.to_string())?.is_some() {
                 return Err("the new sched_d died".into());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(100));
         }
         let sessions_up = start.elapsed();
         let sessions_cpu = own_ticks(new_pid) - own0;
+        let machine_cpu = busy_ticks() - busy0;
         let last = &cluster.hosts[hosts - 1].name;
         qsub(&["-l", &format!("h={last}")])?;
         while records().len() <= accounted {
@@ -317,6 +372,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(20));
         }
         let job_ran = start.elapsed();
+        let all = cell_ssh(&cell.cell);
         let ssh: Vec<u64> = descendants(new_pid)
             .iter()
             .filter(|(n, _)| n == "ssh")
@@ -324,9 +380,10 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             .collect();
         println!(
             "  re-attach after kill -9 (tasks running on {} hosts, load {}): every host's session \
-             up in {:.2} s ({:.0} ms of sched_d CPU per host), a new job on the last host run \
-             and accounted at {:.2} s; {} ssh processes below the new sched_d, {:.1} MB \
-             proportional resident together",
+             up in {:.2} s ({:.0} ms of sched_d CPU and {:.0} ms of the machine's per host), a \
+             new job on the last host run and accounted at {:.2} s; {} ssh processes below the \
+             new sched_d, {:.1} MB proportional resident together; the cell's anywhere: {}, \
+             {:.1} MB",
             sleepers.len(),
             load.split_whitespace()
                 .take(3)
@@ -334,9 +391,12 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
                 .join(" "),
             sessions_up.as_secs_f64(),
             sessions_cpu as f64 * tick_ms / hosts as f64,
+            machine_cpu as f64 * tick_ms / hosts as f64,
             job_ran.as_secs_f64(),
             ssh.len(),
             ssh.iter().sum::<u64>() as f64 / 1024.0,
+            all.0,
+            all.1 as f64 / 1024.0,
         );
         Ok(())
     })();
