@@ -363,6 +363,14 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         let sessions_up = start.elapsed();
         let sessions_cpu = own_ticks(new_pid) - own0;
         let machine_cpu = busy_ticks() - busy0;
+        // The master's side of the connections: the ssh clients' CPU so far.
+        let clients_cpu: u64 = support::descendants_of(new_pid)
+            .into_iter()
+            .filter(|&p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "ssh")
+            })
+            .map(own_ticks)
+            .sum();
         let last = &cluster.hosts[hosts - 1].name;
         qsub(&["-l", &format!("h={last}")])?;
         while records().len() <= accounted {
@@ -380,7 +388,8 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             .collect();
         println!(
             "  re-attach after kill -9 (tasks running on {} hosts, load {}): every host's session \
-             up in {:.2} s ({:.0} ms of sched_d CPU and {:.0} ms of the machine's per host), a \
+             up in {:.2} s ({:.0} ms of sched_d CPU, {:.0} ms of its ssh clients' and {:.0} ms of the \
+             machine's per host), a \
              new job on the last host run and accounted at {:.2} s; {} ssh processes below the \
              new sched_d, {:.1} MB proportional resident together; the cell's anywhere: {}, \
              {:.1} MB",
@@ -391,6 +400,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
                 .join(" "),
             sessions_up.as_secs_f64(),
             sessions_cpu as f64 * tick_ms / hosts as f64,
+            clients_cpu as f64 * tick_ms / hosts as f64,
             machine_cpu as f64 * tick_ms / hosts as f64,
             job_ran.as_secs_f64(),
             ssh.len(),
