@@ -18,6 +18,7 @@
 //!     CLUSTER_HOSTS=8,32 CLUSTER_JOBS=500 cargo bench --bench cluster_throughput
 //!     CLUSTER_HOSTS=256 GRIDSPOOL_SSH_CONNECTS=8 cargo bench --bench cluster_throughput
 //!     CLUSTER_SCHED_D=/path/to/sched_d ...   # another build's sched_d (and its shepherd)
+//!     CLUSTER_SSH_OPTIONS="-o KexAlgorithms=curve25519-sha256" ...   # more ssh options
 //!
 //! Prints figures; asserts nothing about time.
 
@@ -118,7 +119,15 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
     };
     let built = t.elapsed();
     let names = cluster.names_yaml();
-    let hosts_yaml = cluster.hosts_yaml(1);
+    let mut hosts_yaml = cluster.hosts_yaml(1);
+    // `CLUSTER_SSH_OPTIONS="-o KexAlgorithms=curve25519-sha256"`: more ssh options per host.
+    if let Ok(extra) = std::env::var("CLUSTER_SSH_OPTIONS") {
+        let words: Vec<String> = extra
+            .split_whitespace()
+            .map(|w| format!("\"{w}\", "))
+            .collect();
+        hosts_yaml = hosts_yaml.replace("options: [", &format!("options: [{}", words.concat()));
+    }
     let cell = support::TestCell::with_config(|_| {
         format!(
             "{hosts_yaml}hostgroups:\n  \"@allhosts\": {names}\n\
