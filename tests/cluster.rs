@@ -234,3 +234,157 @@ fn qrsh_runs_on_a_granted_namespace_host_and_connects_back() {
         "{run:?}"
     );
 }
+
+/// The processes of this machine: (pid, parent pid, `comm`, command-line words).
+fn processes() -> Vec<(u32, u32, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((left, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = left.split_once(" (").map_or("", |(_, c)| c).to_string();
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let words = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| {
+                c.split(|&b| b == 0)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push((pid, ppid, comm, words));
+    }
+    out
+}
+
+/// The state letter of the process whose command line is exactly `command`.
+fn state_of(command: &str) -> Option<char> {
+    let (pid, ..) = processes()
+        .into_iter()
+        .find(|(_, _, _, words)| words.join(" ") == command)?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Issue 27: an ssh host costs `sched_d` one ssh process, the start server's session, which
+/// carries the starts, the results, the heartbeat, `qmod -sj` and `qdel`; no ssh master
+/// connection (`ControlMaster`) exists, detached or not.
+#[test]
+fn each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_no_master() {
+    const TEST: &str =
+        "each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_no_master";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs root");
+    };
+    let Some(cluster) = Cluster::start(TEST, 3) else {
+        return;
+    };
+    let cell = cluster_cell(&cluster, 2);
+    let d = SchedD::start(&cell, &[]);
+    // One job on each host, each its own `sleep` to find it by.
+    let mut ids = Vec::new();
+    for (i, h) in cluster.hosts.iter().enumerate() {
+        let script = format!("hang{i}.sh");
+        cell.write_file(&user, &script, &format!("#!/bin/sh\nexec sleep 613{i}\n"));
+        ids.push(qsub(
+            &cell,
+            &user,
+            &["-terse", "-cwd", "-l", &format!("h={}", h.name), &script],
+        ));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        wait_for(&format!("job {id} runs"), Duration::from_secs(60), || {
+            state_of(&format!("sleep 613{i}")).is_some()
+        });
+    }
+    let ssh_processes = || -> (std::collections::BTreeMap<String, usize>, Vec<String>) {
+        let all = processes();
+        // Below sched_d: its descendants.
+        let mut below = BTreeSet::from([d.pid()]);
+        loop {
+            let before = below.len();
+            for (pid, ppid, ..) in &all {
+                if below.contains(ppid) {
+                    below.insert(*pid);
+                }
+            }
+            if below.len() == before {
+                break;
+            }
+        }
+        let mut per_host = std::collections::BTreeMap::new();
+        let mut masters = Vec::new();
+        for (pid, _, comm, words) in &all {
+            if comm != "ssh" {
+                continue;
+            }
+            let line = words.join(" ");
+            if line.contains("[mux]")
+                || line.contains("ControlMaster=yes")
+                || line.contains("ControlMaster=auto")
+            {
+                masters.push(format!("{pid}: {line}"));
+            }
+            if below.contains(pid) {
+                let host = cluster
+                    .hosts
+                    .iter()
+                    .find(|h| words.iter().any(|w| w == &h.address))
+                    .map_or_else(|| format!("? {line}"), |h| h.name.clone());
+                *per_host.entry(host).or_insert(0) += 1;
+            }
+        }
+        (per_host, masters)
+    };
+    let one_each: std::collections::BTreeMap<String, usize> =
+        cluster.hosts.iter().map(|h| (h.name.clone(), 1)).collect();
+    let (per_host, masters) = ssh_processes();
+    assert_eq!(per_host, one_each, "ssh processes below sched_d, by host");
+    assert!(masters.is_empty(), "ssh master connections: {masters:?}");
+
+    // Suspension and its end, then qdel, reach the job through that session.
+    let suspended = |stopped: bool| state_of("sleep 6130").is_some_and(|s| (s == 'T') == stopped);
+    for (option, stopped) in [("-sj", true), ("-usj", false)] {
+        let run = cell.run(&user, "qmod", &[option, &ids[0].to_string()]);
+        assert_eq!(run.code, 0, "{run:?}");
+        wait_for(
+            &format!("qmod {option} {}", ids[0]),
+            Duration::from_secs(30),
+            || suspended(stopped),
+        );
+    }
+    let run = cell.run(&user, "qdel", &[&ids[1].to_string()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    wait_for("the deleted job accounted", Duration::from_secs(30), || {
+        !crate::sched::accounting_records(&cell, gridspool::model::JobId(ids[1])).is_empty()
+    });
+    let record = &crate::sched::accounting_records(&cell, gridspool::model::JobId(ids[1]))[0];
+    assert_eq!(
+        (record[1].as_str(), record[11].as_str(), record[12].as_str()),
+        (cluster.hosts[1].name.as_str(), "100", "137"),
+        "{record:?}"
+    );
+    assert!(state_of("sleep 6131").is_none());
+    let (per_host, masters) = ssh_processes();
+    assert_eq!(per_host, one_each, "ssh processes below sched_d, by host");
+    assert!(masters.is_empty(), "ssh master connections: {masters:?}");
+    for (i, id) in ids.iter().enumerate() {
+        if i != 1 {
+            assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);
+        }
+    }
+}

@@ -1789,3 +1789,105 @@ fn a_start_server_whose_starter_or_spool_is_gone_exits_though_its_input_stays_op
     });
     drop(held_open);
 }
+
+/// A host whose shepherd predates the session protocol (its start server greets with 2: here
+/// the real shepherd without `--session`, which an older one ignores) is reached the older
+/// ways: results, kills and the heartbeat over the `watch` session and short sessions of a
+/// master connection.
+#[test]
+fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_connection() {
+    let Some(sshd) = Sshd::start(
+        "a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_connection",
+    ) else {
+        return;
+    };
+    let user = job_user();
+    let cell = TestCell::new();
+    let older = cell.root.join("older-shepherd");
+    std::fs::write(
+        &older,
+        format!(
+            "#!/bin/sh\nfor a; do shift; [ \"$a\" = --session ] || set -- \"$@\" \"$a\"; done\nexec {SHEPHERD} \"$@\"\n"
+        ),
+    )
+    .expect("wrapper");
+    set_mode(&older, 0o755);
+    let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
+    config.hosts.push(HostConfig {
+        name: "oldhost".into(),
+        slots: Some(2),
+        launch: LaunchMethod::Ssh {
+            address: Some("127.0.0.1".into()),
+            port: Some(sshd.port),
+            user: Some(if is_root() {
+                "root".into()
+            } else {
+                user.name.clone()
+            }),
+            options: sshd.client_options(),
+            max_sessions: 4,
+        },
+        complex_values: Default::default(),
+        attributes: vec![],
+        cluster: None,
+        arch: "lx-amd64".into(),
+        reschedule_unknown: None,
+        devices: Default::default(),
+        device_files: Default::default(),
+        cgroups: Default::default(),
+        user_lists: vec![],
+        xuser_lists: vec![],
+        projects: vec![],
+        xprojects: vec![],
+    });
+    let (tx, rx) = channel();
+    let mut opts = options(&cell);
+    opts.remote_shepherd = Some(older.display().to_string());
+    let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
+    let rig = Rig {
+        launcher: Some(launcher),
+        cell,
+        config,
+        events: rx,
+        user,
+    };
+    let wd = rig.workdir();
+    let job = rig.job(
+        9081,
+        binary_job_in(&wd, "older", "echo via older; exit 3"),
+        "",
+    );
+    rig.start_on(&job, 1, &rig.placement("oldhost", 1, None));
+    let r = rig.ended(60);
+    assert_eq!(
+        (r.exit_status, r.failed, r.host.as_str()),
+        (3, 0, "oldhost")
+    );
+    assert_eq!(read(&wd.join("older.o9081")), "via older\n");
+    // The older ways are in use: a `watch` session, over a master connection.
+    let exec_spool = rig.cell.spool.root().join("execd");
+    let running = |needle: &str| {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+            })
+    };
+    wait_for("the watcher session", 30, || {
+        running(&format!("watch {}", exec_spool.display()))
+    });
+    assert!(running("[mux]") || running("ControlMaster=yes"));
+    // A kill over a short session of the master connection.
+    let job = rig.job(9082, binary_job_in(&wd, "olderkill", "sleep 600"), "");
+    rig.start_on(&job, 1, &rig.placement("oldhost", 1, None));
+    rig.started();
+    rig.launcher().kill(JobId(9082), 1, false).expect("kill");
+    let r = rig.ended(30);
+    assert_eq!((r.exit_status, r.failed), (137, 100));
+}

@@ -82,7 +82,8 @@ pub enum LaunchMethod {
         /// Extra `-o` options and flags passed to `ssh` as they are.
         #[serde(default)]
         options: Vec<String>,
-        /// At most this many concurrent sessions over the host's master connection.
+        /// At most this many concurrent sessions over the host's master connection, which
+        /// only a host whose shepherd predates the start server's session gets.
         #[serde(default = "default_max_sessions")]
         max_sessions: u32,
     },
@@ -746,13 +747,13 @@ impl ClusterConfig {
     }
 
     /// `max_unheard`, else [`DEFAULT_MAX_UNHEARD`]. SGE's 5 minutes suit an execd that reports
-    /// every 40 s; `sched_d` hears from every ssh host every few seconds (its watcher session
+    /// every 40 s; `sched_d` hears from every ssh host every few seconds (its session
     /// sends a heartbeat), so a dead host can be known, and its work moved, much sooner.
     pub fn max_unheard(&self) -> Duration {
         positive_time(self.max_unheard.as_deref()).unwrap_or(DEFAULT_MAX_UNHEARD)
     }
 
-    /// How often an ssh host's watcher session says it is alive: a quarter of `max_unheard`,
+    /// How often an ssh host's session says it is alive: a quarter of `max_unheard`,
     /// between 0.25 and 5 s, so that a few lost beats never make a host unknown.
     pub fn heartbeat_interval(&self) -> Duration {
         (self.max_unheard() / 4).clamp(Duration::from_millis(250), Duration::from_secs(5))

@@ -1,33 +1,33 @@
 //! [`Launcher`]: what `sched_d` holds to start, kill and collect tasks.
 //!
 //! Every operation that may block (spawning a shepherd, an ssh session) runs on a thread of
-//! its own; outcomes arrive on the event channel. Per host there is one *watcher*: for a
-//! local host a thread that scans the host's execution spool, for an ssh host a long-lived
-//! `gridspool-shepherd watch` session over the host's master connection. The watcher reports
-//! each finished task once; its directory goes when the scheduler acknowledges it
-//! ([`Launcher::acknowledge`], after the accounting record and exits line are durable), so a
-//! result survives a `sched_d` crash until it has been recorded. Tasks started through a
-//! start server that speaks `--results` report on that session instead (its reading thread
-//! delivers them), and are acknowledged there while it lasts; the watcher then only sees the
-//! results left in files by supervisors whose server had gone.
+//! its own; outcomes arrive on the event channel. Per ssh host there is one long-lived
+//! session, the start server's (`start-server --session`), opened and reopened by the
+//! host's following thread (`watch_remote`): it carries starts, results (its supervisors'
+//! and those left in the execution spool), the heartbeat, acknowledgements and requests
+//! (kill, suspension, query, probe). A host whose shepherd is older keeps the older ways
+//! (`watch_older`: a `gridspool-shepherd watch` session over a master connection, short
+//! sessions for requests). For a local host the watcher is a thread that scans the host's
+//! execution spool. Each result is reported once; its directory goes when the scheduler
+//! acknowledges it ([`Launcher::acknowledge`], after the accounting record and exits line
+//! are durable), so a result survives a `sched_d` crash until it has been recorded.
 //!
-//! Threads: one per start or ssh kill while it lasts, one per host watcher, one per host's
-//! start server (reading its replies). At most `max_sessions - 2` short ssh sessions per host
-//! run at once (the watcher and the start server hold one more each); a local host starts
-//! tasks through its start server (a child process, see `open_start_server`), or without
-//! one at most 8 at once.
+//! Threads: one per start or request while it lasts, one per host following it, one per
+//! host's start server (reading its lines). A local host starts tasks through its start
+//! server (a child process, see `open_start_server`), or without one at most 8 at once.
 //!
 //! One file over 1,000 lines: starting, killing, watching and collecting tasks share the
 //! per-host sessions and their state (start servers, watchers, the session budget); a split
 //! by operation would scatter that state.
 
-use super::liveness::{Connection, HostLiveness};
+use super::liveness::{Connection, HostLiveness, HostRequests};
 use super::shepherd::{
-    self, RunReply, START_SERVER_RESULTS_VERSION, ServerResult, StartReply, StartServerHello,
-    TaskState, WatchMessage,
+    self, RunReply, START_SERVER_RESULTS_VERSION, START_SERVER_SESSION_VERSION, ServerResult,
+    SessionAnswer, SessionOp, SessionRequest, StartReply, StartServerHello, TaskState,
+    WatchMessage,
 };
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
-use super::ssh::{Sessions, SshTarget};
+use super::ssh::{Sessions, SshTarget, Transport};
 use super::taskdir::exec_spool_dir;
 use super::{LaunchError, LaunchEvent};
 use crate::config::ClusterConfig;
@@ -38,9 +38,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 /// How many shepherds a local host starts at once.
@@ -61,6 +61,9 @@ pub struct LauncherOptions {
     /// server: no `exec` per task); `false`: in this process, one `exec` of the supervisor
     /// per task (the fallback when the start server cannot be started).
     pub local_start_server: bool,
+    /// How many ssh hosts are connected to at once ([`CONNECTS_AT_ONCE`], or
+    /// `$GRIDSPOOL_SSH_CONNECTS`, which `cargo bench --bench cluster_throughput` varies).
+    pub connects_at_once: u32,
 }
 
 impl LauncherOptions {
@@ -95,6 +98,11 @@ impl LauncherOptions {
             ),
             poll_interval: Duration::from_millis(500),
             local_start_server: true,
+            connects_at_once: std::env::var("GRIDSPOOL_SSH_CONNECTS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(CONNECTS_AT_ONCE),
         })
     }
 }
@@ -169,7 +177,60 @@ struct StartServer {
     /// The session passes results back (`start-server --results`): the tasks it started
     /// report there, not through `result.json` and the watcher, as long as it lasts.
     results: bool,
+    /// The session is the host's only connection (`start-server --session`, an ssh host):
+    /// it also carries the results found in the execution spool, the heartbeat, and the
+    /// requests that an older shepherd gets short sessions for.
+    session: bool,
+    /// Requests sent on the session, by number, each with where its answer goes.
+    requests: Arc<Mutex<HashMap<u64, std::sync::mpsc::Sender<SessionAnswer>>>>,
+    /// Set when the open session has ended.
+    ended: Option<Arc<SessionEnd>>,
 }
+
+/// The end of a session, for the thread that follows the host (it opens the next).
+#[derive(Default)]
+struct SessionEnd {
+    over: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl SessionEnd {
+    fn set(&self) {
+        *lock(&self.over) = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut over = lock(&self.over);
+        while !*over {
+            over = self.cv.wait(over).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// What [`Inner::connect`] found or made.
+enum Link {
+    /// A session (`start-server --session`) that carries everything; ended when its
+    /// [`SessionEnd`] is set.
+    Session(Arc<SessionEnd>),
+    /// A local host, or an ssh host whose shepherd is older than the session: its start
+    /// server (if any) carries the starts and their results, the rest goes the older ways
+    /// (a `watch` session and short sessions over a master connection).
+    Older,
+}
+
+/// How many hosts a launcher connects to at once (a restarted master with many hosts):
+/// each connection is an `ssh` process's handshake, which costs this machine and the host
+/// CPU; more at once only queue for it. Hosts waiting for their turn are not unknown
+/// (`HostLiveness::connection`).
+const CONNECTS_AT_ONCE: u32 = 32;
+
+/// How long a request on a session waits for its answer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long the probe waits for a host's load: its round goes through the hosts one by one,
+/// and a host that does not answer soon is left for the next round.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts sent to a start server, by task, each with where its reply goes.
 type WaitingStarts = HashMap<(JobId, TaskId), std::sync::mpsc::Sender<RunReply>>;
@@ -237,6 +298,11 @@ struct HostState {
     /// acknowledgement goes back on that session (whose server removes the directory) as
     /// long as it lasts.
     served: Mutex<HashMap<(JobId, TaskId), u32>>,
+    /// Held while a session with the host is being opened: one at a time.
+    connecting: Mutex<()>,
+    /// The host's shepherd was found older than the session protocol (its start server
+    /// greeted with less, or not at all): the older ways are used for it.
+    older: AtomicBool,
 }
 
 struct Inner {
@@ -261,6 +327,10 @@ struct Inner {
     /// The sessions of running pe tasks (`qrsh -inherit`), by the task they belong to: the
     /// standard input of each, whose closing ends it.
     pe_tasks: Mutex<HashMap<(JobId, TaskId), Vec<PeTaskSession>>>,
+    /// Bounds the ssh connections being opened at once ([`CONNECTS_AT_ONCE`]).
+    connect_slots: Sessions,
+    /// The number of the next request on a session.
+    next_request: AtomicU64,
 }
 
 /// A running pe task's id and its shepherd's standard input.
@@ -378,6 +448,7 @@ impl Launcher {
         {
             create_private_dir(&opts.control_dir)?;
         }
+        let connects_at_once = opts.connects_at_once;
         let inner = Arc::new(Inner {
             config: RwLock::new(config.clone()),
             spool: spool.clone(),
@@ -395,7 +466,11 @@ impl Launcher {
             ),
             shutdown: AtomicBool::new(false),
             pe_tasks: Mutex::new(HashMap::new()),
+            connect_slots: Sessions::new(connects_at_once),
+            next_request: AtomicU64::new(1),
         });
+        let requests: std::sync::Weak<dyn HostRequests> = Arc::downgrade(&inner) as _;
+        inner.liveness.serve_requests(requests);
         let watching = Arc::clone(&inner);
         std::thread::Builder::new()
             .name("host-liveness".into())
@@ -543,7 +618,7 @@ impl Launcher {
         task: TaskId,
         what: &'static str,
         defer: impl FnOnce(&mut Running),
-        order: impl FnOnce(&Inner, &HostState) -> Result<(), LaunchError> + Send + 'static,
+        order: impl FnOnce(&Arc<Inner>, &Arc<HostState>) -> Result<(), LaunchError> + Send + 'static,
     ) -> Result<(), LaunchError> {
         let host_name = {
             let mut running = lock(&self.inner.running);
@@ -684,7 +759,9 @@ impl Drop for Launcher {
         let hosts: Vec<Arc<HostState>> = lock(&self.inner.hosts).values().cloned().collect();
         for h in hosts {
             stop_watcher(&h);
-            if let Some(t) = &h.target {
+            if let Some(t) = &h.target
+                && (h.older.load(Ordering::SeqCst) || lock(&h.master).is_some())
+            {
                 t.close_master();
                 // The socket may be gone (a removed spool): end the master by its pid, after
                 // checking that the pid is still an ssh process.
@@ -720,6 +797,40 @@ fn stop_watcher(host: &HostState) {
             nix::unistd::Pid::from_raw(pid as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
+    }
+}
+
+/// A request's answer as the outcome of a kill or suspension: its error is a refusal.
+fn carried_out(answer: Result<SessionAnswer, LaunchError>) -> Result<(), LaunchError> {
+    match answer? {
+        SessionAnswer {
+            error: Some(why), ..
+        } => Err(LaunchError::Refused(why)),
+        _ => Ok(()),
+    }
+}
+
+impl HostRequests for Inner {
+    /// Over an open session only: a probe round does not open connections. A host not
+    /// followed yet, or whose session is being opened, has no answer now; `None` only for a
+    /// host with an older shepherd, which the probe reaches itself.
+    fn probe_text(&self, name: &str) -> Option<Result<String, String>> {
+        let host = lock(&self.hosts).get(name).cloned();
+        let Some(host) = host else {
+            return Some(Err(format!("{name} is not connected yet")));
+        };
+        if host.target.is_none() || host.older.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(
+            match self.send_request(&host, SessionOp::Probe, PROBE_TIMEOUT) {
+                Ok(SessionAnswer {
+                    error: Some(why), ..
+                }) => Err(why),
+                Ok(answer) => Ok(answer.text.unwrap_or_default()),
+                Err(e) => Err(e.to_string()),
+            },
+        )
     }
 }
 
@@ -766,15 +877,17 @@ impl Inner {
             create_private_dir(&self.opts.control_dir)?;
         }
         // Local hosts: a bound on shepherds being started at once (a burst of array tasks
-        // would otherwise fork hundreds at the same moment). Ssh hosts: the watcher holds
-        // one session and the start server another, if there is room for it (3 or more).
+        // would otherwise fork hundreds at the same moment). Ssh hosts with an older
+        // shepherd: the watcher holds one session of the master connection and the start
+        // server another, if there is room for it (3 or more). (The session of a current
+        // shepherd is a connection of its own: `max_sessions` does not bound it.)
         let with_start_server = match &target {
-            Some(t) => t.max_sessions >= 3,
+            Some(_) => true,
             None => self.opts.local_start_server,
         };
         let short_sessions = target.as_ref().map_or(LOCAL_CONCURRENT_STARTS, |t| {
             t.max_sessions
-                .saturating_sub(if with_start_server { 2 } else { 1 })
+                .saturating_sub(if t.max_sessions >= 3 { 2 } else { 1 })
         });
         let state = Arc::new(HostState {
             name: name.to_string(),
@@ -790,6 +903,8 @@ impl Inner {
             supervisors: Mutex::new(Vec::new()),
             reported: Mutex::new(HashSet::new()),
             served: Mutex::new(HashMap::new()),
+            connecting: Mutex::new(()),
+            older: AtomicBool::new(false),
         });
         hosts.insert(name.to_string(), Arc::clone(&state));
         Ok(state)
@@ -917,19 +1032,18 @@ impl Inner {
     ) -> Option<Result<RunReply, LaunchError>> {
         let key = (spec.job, spec.task);
         let line = serde_json::to_string(spec).ok()?;
-        let rx = {
-            let mut st = lock(&host.starter);
-            if st.unsupported {
-                return None;
-            }
-            if st.stdin.is_none() {
-                match self.open_start_server(host, &mut st) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::info!(host = %host.name, "the shepherd there has no start server: a session per task");
-                        st.unsupported = true;
-                        return None;
-                    }
+        // A session that ended between two looks is opened again once.
+        for attempt in 0..2 {
+            let open = {
+                let st = lock(&host.starter);
+                if st.unsupported {
+                    return None;
+                }
+                st.stdin.is_some()
+            };
+            if !open {
+                match self.connect(host) {
+                    Ok(_) => {}
                     // A local start server that cannot be started now: this task gets the
                     // exec of its supervisor, and the next start tries the server again.
                     Err(e) if host.target.is_none() => {
@@ -939,33 +1053,54 @@ impl Inner {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            let (tx, rx) = std::sync::mpsc::channel();
-            lock(&st.waiting).insert(key, tx);
-            let sent = st
-                .stdin
-                .as_mut()
-                .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
-            if !matches!(sent, Some(Ok(()))) {
-                // The session is gone; the task never reached it.
-                lock(&st.waiting).remove(&key);
-                st.stdin = None;
-                return None;
-            }
-            rx
-        };
-        match rx.recv_timeout(START_REPLY_TIMEOUT) {
-            Ok(reply) => Some(Ok(reply)),
-            // The session ended (or hung) after the spec was sent: the task may have started.
-            // Ask the host rather than start it again.
-            Err(_) => Some(self.started_after_all(host, spec)),
+            let rx = {
+                let mut st = lock(&host.starter);
+                if st.unsupported {
+                    tracing::info!(host = %host.name, "the shepherd there has no start server: a session per task");
+                    return None;
+                }
+                let (tx, rx) = std::sync::mpsc::channel();
+                lock(&st.waiting).insert(key, tx);
+                let sent = st
+                    .stdin
+                    .as_mut()
+                    .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
+                if !matches!(sent, Some(Ok(()))) {
+                    // The session is gone; the task never reached it.
+                    lock(&st.waiting).remove(&key);
+                    st.stdin = None;
+                    // A host reached only through its session (no master connection to
+                    // fall back on) gets a new one.
+                    let again = host.target.is_some() && st.session && attempt == 0;
+                    drop(st);
+                    if again {
+                        continue;
+                    }
+                    if host.target.is_some() && !host.older.load(Ordering::SeqCst) {
+                        return Some(Err(LaunchError::Unreachable {
+                            host: host.name.clone(),
+                            reason: "the session with the host ended".to_string(),
+                        }));
+                    }
+                    return None;
+                }
+                rx
+            };
+            return match rx.recv_timeout(START_REPLY_TIMEOUT) {
+                Ok(reply) => Some(Ok(reply)),
+                // The session ended (or hung) after the spec was sent: the task may have
+                // started. Ask the host rather than start it again.
+                Err(_) => Some(self.started_after_all(host, spec)),
+            };
         }
+        None
     }
 
     /// Whether a task whose start went unanswered exists on its host: then it started (its
     /// result comes through the watcher); else it is reported unreachable, to be requeued.
     fn started_after_all(
-        &self,
-        host: &HostState,
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
         spec: &LaunchSpec,
     ) -> Result<RunReply, LaunchError> {
         let unanswered = |why: String| LaunchError::Unreachable {
@@ -1006,8 +1141,36 @@ impl Inner {
         t.run(&words, b"")
     }
 
-    /// Opens the host's start-server session: `Ok(false)` when the shepherd there does not
-    /// answer with the start server's greeting (an older shepherd). For a local host the
+    /// The host's start-server session, opened if there is none (one opening at a time per
+    /// host, at most [`CONNECTS_AT_ONCE`] ssh hosts at once). A host whose shepherd does not
+    /// speak the start server is marked `unsupported`.
+    fn connect(self: &Arc<Self>, host: &Arc<HostState>) -> Result<Link, LaunchError> {
+        let _one_at_a_time = lock(&host.connecting);
+        {
+            let st = lock(&host.starter);
+            if st.stdin.is_some() || st.unsupported {
+                return Ok(match &st.ended {
+                    Some(end) if st.session && st.stdin.is_some() => Link::Session(Arc::clone(end)),
+                    _ => Link::Older,
+                });
+            }
+        }
+        let _slot = host.target.as_ref().map(|_| self.connect_slots.acquire());
+        match self.open_start_server(host)? {
+            Some(link) => Ok(link),
+            None => {
+                lock(&host.starter).unsupported = true;
+                host.older.store(host.target.is_some(), Ordering::SeqCst);
+                Ok(Link::Older)
+            }
+        }
+    }
+
+    /// Opens the host's start-server session: `None` when the shepherd there does not
+    /// answer with the start server's greeting (an older shepherd), or (an ssh host whose
+    /// shepherd predates the session, with `max_sessions` below 3) there is no room for it
+    /// beside the watcher on the master connection. For an ssh host it is the host's one
+    /// connection (`--session`: see [`START_SERVER_SESSION_VERSION`]). For a local host the
     /// start server is our child, reached only through its stdin and stdout pipes (nothing
     /// else can ask it to start anything), in a process group of its own (a terminal's
     /// SIGINT to `sched_d`'s group does not end it); it exits when its stdin ends, so also
@@ -1015,50 +1178,52 @@ impl Inner {
     fn open_start_server(
         self: &Arc<Self>,
         host: &Arc<HostState>,
-        st: &mut StartServer,
-    ) -> Result<bool, LaunchError> {
+    ) -> Result<Option<Link>, LaunchError> {
         // Asked how the host confines tasks, which the start server says in its greeting.
-        let cgroups = self
-            .config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .host(&host.name)
-            .and_then(|h| h.cgroups.policy())
-            .map_or_else(|| "off".to_string(), |p| p.parent);
-        let mut child = match &host.target {
-            Some(t) => {
-                self.ensure_master(host)?;
-                t.command(&[
+        let (cgroups, heartbeat) = {
+            let config = self.config.read().unwrap_or_else(|e| e.into_inner());
+            (
+                config
+                    .host(&host.name)
+                    .and_then(|h| h.cgroups.policy())
+                    .map_or_else(|| "off".to_string(), |p| p.parent),
+                config.heartbeat_interval(),
+            )
+        };
+        let mut transport = match &host.target {
+            Some(t) => Transport::ssh(
+                t,
+                &[
                     self.remote_shepherd(),
                     "start-server".to_string(),
                     "--results".to_string(),
+                    "--session".to_string(),
+                    "--heartbeat".to_string(),
+                    heartbeat.as_millis().to_string(),
+                    "--poll".to_string(),
+                    self.opts.poll_interval.as_millis().to_string(),
                     "--master".to_string(),
                     self.master_id.clone(),
                     "--spool".to_string(),
                     host.exec_spool.to_string_lossy().into_owned(),
                     "--cgroups".to_string(),
                     cgroups,
-                ])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| LaunchError::io("spawn", "ssh", e))?
-            }
+                ],
+            )?,
             None => {
                 use std::os::unix::process::CommandExt;
-                std::process::Command::new(&self.opts.shepherd)
+                let mut command = std::process::Command::new(&self.opts.shepherd);
+                command
                     .args(["start-server", "--results", "--cgroups", &cgroups])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
-                    .process_group(0)
-                    .spawn()
-                    .map_err(|e| LaunchError::io("spawn", &self.opts.shepherd, e))?
+                    .process_group(0);
+                Transport::local(command)?
             }
         };
-        let Some(out) = child.stdout.take() else {
-            return Ok(false);
+        let Some((stdin, out)) = transport.take_io() else {
+            transport.kill();
+            transport.wait();
+            return Ok(None);
         };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -1075,8 +1240,8 @@ impl Inner {
                     .flatten(),
             ),
             Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                transport.kill();
+                transport.wait();
                 return Err(LaunchError::Unreachable {
                     host: host.name.clone(),
                     reason: "the start server did not answer within 30 s".to_string(),
@@ -1084,28 +1249,42 @@ impl Inner {
             }
         };
         let Some(hello) = hello else {
-            let _ = child.kill();
-            let status = child.wait();
-            if status.is_ok_and(|s| s.code() == Some(super::ssh::SSH_CONNECTION_FAILED)) {
+            transport.kill();
+            if transport.wait() && host.target.is_some() {
                 return Err(LaunchError::Unreachable {
                     host: host.name.clone(),
                     reason: "the start server's session failed".to_string(),
                 });
             }
-            return Ok(false);
+            return Ok(None);
         };
-        let pid = child.id();
+        let session = host.target.is_some() && hello.start_server >= START_SERVER_SESSION_VERSION;
+        if host.target.as_ref().is_some_and(|t| t.max_sessions < 3) && !session {
+            transport.kill();
+            transport.wait();
+            return Ok(None);
+        }
+        host.older
+            .store(host.target.is_some() && !session, Ordering::SeqCst);
+        let pid = transport.pid();
         let results = hello.start_server >= START_SERVER_RESULTS_VERSION;
-        tracing::info!(host = %host.name, pid, results, "start server running");
+        tracing::info!(host = %host.name, pid, results, session, "start server running");
         if let Some(how) = &hello.confinement {
             tracing::info!(host = %host.name, "tasks there run under {how}");
         }
-        st.stdin = child.stdin.take();
-        st.pid = Some(pid);
-        st.results = results;
-        let waiting = Arc::clone(&st.waiting);
+        let end = Arc::new(SessionEnd::default());
+        let (waiting, requests) = {
+            let mut st = lock(&host.starter);
+            st.stdin = Some(stdin);
+            st.pid = Some(pid);
+            st.results = results;
+            st.session = session;
+            st.ended = Some(Arc::clone(&end));
+            (Arc::clone(&st.waiting), Arc::clone(&st.requests))
+        };
         let h = Arc::clone(host);
         let inner = Arc::clone(self);
+        let ended = Arc::clone(&end);
         let spawned = std::thread::Builder::new()
             .name(format!("starts-{}", host.name))
             .spawn(move || {
@@ -1124,6 +1303,23 @@ impl Inner {
                         }
                         continue;
                     }
+                    if session && line.starts_with("{\"answer\"") {
+                        match serde_json::from_str::<SessionAnswer>(&line) {
+                            Ok(a) => {
+                                if let Some(tx) = lock(&requests).remove(&a.answer) {
+                                    let _ = tx.send(a);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(host = %h.name, "bad start server line {line:?}: {e}")
+                            }
+                        }
+                        continue;
+                    }
+                    if session && line.starts_with("{\"msg\"") {
+                        // The heartbeat: heard, nothing more.
+                        continue;
+                    }
                     match serde_json::from_str::<StartReply>(&line) {
                         Ok(r) => {
                             if let Some(tx) = lock(&waiting).remove(&(r.job, r.task)) {
@@ -1140,18 +1336,79 @@ impl Inner {
                     if st.pid == Some(pid) {
                         st.stdin = None;
                         st.pid = None;
+                        st.session = false;
+                        st.ended = None;
                     }
                 }
                 // Whoever still waits learns that the session is gone.
                 lock(&waiting).clear();
-                let _ = child.wait();
+                lock(&requests).clear();
+                transport.wait();
+                ended.set();
             });
         if let Err(e) = spawned {
+            let mut st = lock(&host.starter);
             st.stdin = None;
             st.pid = None;
+            st.session = false;
+            st.ended = None;
+            end.set();
             return Err(LaunchError::io("spawn thread", "start server", e));
         }
-        Ok(true)
+        Ok(Some(if session {
+            Link::Session(end)
+        } else {
+            Link::Older
+        }))
+    }
+
+    /// Sends a request on the host's open session and waits for its answer.
+    fn send_request(
+        &self,
+        host: &HostState,
+        op: SessionOp,
+        timeout: Duration,
+    ) -> Result<SessionAnswer, LaunchError> {
+        let no_session = |why: &str| LaunchError::Unreachable {
+            host: host.name.clone(),
+            reason: why.to_string(),
+        };
+        let request = self.next_request.fetch_add(1, Ordering::SeqCst);
+        let line = serde_json::to_string(&SessionRequest { request, op })
+            .map_err(|e| LaunchError::Protocol(e.to_string()))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let mut st = lock(&host.starter);
+            if !st.session {
+                return Err(no_session("no session with the host"));
+            }
+            lock(&st.requests).insert(request, tx);
+            let sent = st
+                .stdin
+                .as_mut()
+                .map(|stdin| writeln!(stdin, "req {line}").and_then(|()| stdin.flush()));
+            if !matches!(sent, Some(Ok(()))) {
+                lock(&st.requests).remove(&request);
+                return Err(no_session("the session with the host ended"));
+            }
+        }
+        rx.recv_timeout(timeout)
+            .map_err(|_| no_session("the request on the session went unanswered"))
+    }
+
+    /// A request over the host's session, opened if need be; `None` for a host reached the
+    /// older ways (a local host, an older shepherd).
+    fn request(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        op: SessionOp,
+    ) -> Option<Result<SessionAnswer, LaunchError>> {
+        host.target.as_ref()?;
+        match self.connect(host) {
+            Err(e) => Some(Err(e)),
+            Ok(Link::Older) => None,
+            Ok(Link::Session(_)) => Some(self.send_request(host, op, REQUEST_TIMEOUT)),
+        }
     }
 
     /// Runs a pe task's shepherd session to its end: a local child, or an ssh connection of
@@ -1215,8 +1472,8 @@ impl Inner {
     /// Runs the shepherd's `suspend`/`resume` for a task on `host` (locally for a local
     /// host).
     fn remote_suspend(
-        &self,
-        host: &HostState,
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
         job: JobId,
         task: TaskId,
         stop: bool,
@@ -1225,6 +1482,15 @@ impl Inner {
         let Some(t) = &host.target else {
             return super::suspend::request_suspend(&host.exec_spool, job, task, stop, seq);
         };
+        let op = SessionOp::Suspend {
+            job,
+            task,
+            stop,
+            seq,
+        };
+        if let Some(answer) = self.request(host, op) {
+            return carried_out(answer);
+        }
         self.run_remote(
             host,
             t,
@@ -1260,8 +1526,8 @@ impl Inner {
     }
 
     fn remote_kill(
-        &self,
-        host: &HostState,
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
         job: JobId,
         task: TaskId,
         notify: bool,
@@ -1269,6 +1535,9 @@ impl Inner {
         let Some(t) = &host.target else {
             return shepherd::request_kill(&host.exec_spool, job, task, notify);
         };
+        if let Some(answer) = self.request(host, SessionOp::Kill { job, task, notify }) {
+            return carried_out(answer);
+        }
         let mut words = vec![self.remote_shepherd(), "kill".to_string()];
         if notify {
             words.push("--notify".to_string());
@@ -1411,10 +1680,26 @@ impl Inner {
 
     /// The tasks present in a host's execution spool, or why they cannot be known now (host
     /// unreachable, shepherd failing, spool unreadable).
-    fn host_task_states(&self, host: &HostState) -> Result<Vec<TaskState>, LaunchError> {
+    fn host_task_states(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+    ) -> Result<Vec<TaskState>, LaunchError> {
         let Some(t) = &host.target else {
             return shepherd::query(&host.exec_spool);
         };
+        match self.request(host, SessionOp::Query) {
+            Some(Ok(SessionAnswer {
+                error: Some(why), ..
+            })) => {
+                return Err(LaunchError::Unreachable {
+                    host: host.name.clone(),
+                    reason: format!("the query of its tasks failed: {why}"),
+                });
+            }
+            Some(Ok(answer)) => return Ok(answer.states.unwrap_or_default()),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
         let out = self.remote_query(host, t)?;
         self.heard(host);
         if !out.status.success() {
@@ -1450,8 +1735,10 @@ impl Inner {
                     let present: HashSet<(JobId, TaskId)> =
                         states.iter().map(|s| (s.job, s.task)).collect();
                     // Only a start server's starts are over once it is gone; a start through
-                    // a session of its own may still be on its way.
-                    let served = host.target.as_ref().is_some_and(|t| t.max_sessions >= 3);
+                    // a session of its own may still be on its way. (The query went after
+                    // the previous master's start server was ended: by the `query` mode, or
+                    // by this master's session server as it began.)
+                    let served = host.target.is_some() && !lock(&host.starter).unsupported;
                     for &(job, task) in tasks {
                         if present.contains(&(job, task)) {
                             continue;
@@ -1575,6 +1862,9 @@ impl Inner {
         }
     }
 
+    /// Follows an ssh host: keeps its session open (opened again when it ends, at once
+    /// after one that lasted, with backoff after one that did not); for a host with an
+    /// older shepherd, keeps its `watch` session instead.
     fn watch_remote(self: &Arc<Self>, host: &Arc<HostState>) {
         let Some(t) = &host.target else {
             return;
@@ -1582,84 +1872,121 @@ impl Inner {
         let mut retry = Retry::new();
         while self.current(host) {
             let attempt = std::time::Instant::now();
+            // Set before the wait for a connection slot: a host waiting for its turn is
+            // not silent.
             self.liveness.connection(&host.name, Connection::Connecting);
-            let connected = self.ensure_master(host);
-            self.liveness.connection(
-                &host.name,
-                if connected.is_ok() {
-                    Connection::Made
-                } else {
-                    Connection::Failed
-                },
-            );
-            if let Err(e) = connected {
-                let wait = retry.failed(attempt.elapsed());
-                tracing::warn!(host = %host.name, "watcher cannot connect, trying again in {wait:?}: {e}");
-                std::thread::sleep(wait);
-                continue;
-            }
-            let heartbeat = self
-                .config
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .heartbeat_interval();
-            let words = vec![
-                self.remote_shepherd(),
-                "watch".to_string(),
-                host.exec_spool.to_string_lossy().into_owned(),
-                self.opts.poll_interval.as_millis().to_string(),
-                heartbeat.as_millis().to_string(),
-                "--master".to_string(),
-                self.master_id.clone(),
-            ];
-            let child = t
-                .command(&words)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn();
-            let mut child = match child {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::error!(host = %host.name, "cannot run ssh: {e}");
-                    std::thread::sleep(retry.failed(attempt.elapsed()));
-                    continue;
+            match self.connect(host) {
+                Ok(Link::Session(end)) => {
+                    self.liveness.connection(&host.name, Connection::Made);
+                    self.liveness.want_probe_of(&host.name);
+                    let began = std::time::Instant::now();
+                    end.wait();
+                    if began.elapsed() >= STEADY_SESSION {
+                        retry.reset();
+                    }
+                    let wait = retry.failed(attempt.elapsed());
+                    if self.current(host) {
+                        tracing::info!(host = %host.name, "the session with the host ended, opening another in {wait:?}");
+                        std::thread::sleep(wait);
+                    }
                 }
-            };
-            {
-                let mut w = lock(&host.watcher);
-                w.pid = Some(child.id());
-                w.acks = child.stdin.take();
+                Ok(Link::Older) => self.watch_older(host, t, &mut retry, attempt),
+                Err(e) => {
+                    self.liveness.connection(&host.name, Connection::Failed);
+                    let wait = retry.failed(attempt.elapsed());
+                    tracing::warn!(host = %host.name, "cannot connect, trying again in {wait:?}: {e}");
+                    std::thread::sleep(wait);
+                }
             }
-            let began = std::time::Instant::now();
-            if let Some(out) = child.stdout.take() {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    self.heard(host);
-                    match serde_json::from_str::<WatchMessage>(&line) {
-                        Ok(WatchMessage::Ended { result }) => self.deliver(host, *result),
-                        Ok(WatchMessage::Alive) => {}
-                        Err(e) => {
-                            tracing::warn!(host = %host.name, "bad watcher line {line:?}: {e}")
-                        }
+        }
+    }
+
+    /// One `gridspool-shepherd watch` session over the master connection, for a host whose
+    /// shepherd predates the start server's session: it reports the results left in files
+    /// and says the host is alive.
+    fn watch_older(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        t: &SshTarget,
+        retry: &mut Retry,
+        attempt: std::time::Instant,
+    ) {
+        let connected = self.ensure_master(host);
+        self.liveness.connection(
+            &host.name,
+            if connected.is_ok() {
+                Connection::Made
+            } else {
+                Connection::Failed
+            },
+        );
+        if let Err(e) = connected {
+            let wait = retry.failed(attempt.elapsed());
+            tracing::warn!(host = %host.name, "watcher cannot connect, trying again in {wait:?}: {e}");
+            std::thread::sleep(wait);
+            return;
+        }
+        let heartbeat = self
+            .config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .heartbeat_interval();
+        let words = vec![
+            self.remote_shepherd(),
+            "watch".to_string(),
+            host.exec_spool.to_string_lossy().into_owned(),
+            self.opts.poll_interval.as_millis().to_string(),
+            heartbeat.as_millis().to_string(),
+            "--master".to_string(),
+            self.master_id.clone(),
+        ];
+        let child = t
+            .command(&words)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(host = %host.name, "cannot run ssh: {e}");
+                std::thread::sleep(retry.failed(attempt.elapsed()));
+                return;
+            }
+        };
+        {
+            let mut w = lock(&host.watcher);
+            w.pid = Some(child.id());
+            w.acks = child.stdin.take();
+        }
+        let began = std::time::Instant::now();
+        if let Some(out) = child.stdout.take() {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                self.heard(host);
+                match serde_json::from_str::<WatchMessage>(&line) {
+                    Ok(WatchMessage::Ended { result }) => self.deliver(host, *result),
+                    Ok(WatchMessage::Alive) => {}
+                    Err(e) => {
+                        tracing::warn!(host = %host.name, "bad watcher line {line:?}: {e}")
                     }
                 }
             }
-            {
-                let mut w = lock(&host.watcher);
-                w.pid = None;
-                w.acks = None;
-            }
-            let _ = child.wait();
-            // A host that keeps dropping its session (flapping) is retried ever later; one
-            // whose session lasted is retried at once.
-            if began.elapsed() >= STEADY_SESSION {
-                retry.reset();
-            }
-            let wait = retry.failed(attempt.elapsed());
-            if self.current(host) {
-                std::thread::sleep(wait);
-            }
+        }
+        {
+            let mut w = lock(&host.watcher);
+            w.pid = None;
+            w.acks = None;
+        }
+        let _ = child.wait();
+        // A host that keeps dropping its session (flapping) is retried ever later; one
+        // whose session lasted is retried at once.
+        if began.elapsed() >= STEADY_SESSION {
+            retry.reset();
+        }
+        let wait = retry.failed(attempt.elapsed());
+        if self.current(host) {
+            std::thread::sleep(wait);
         }
     }
 

@@ -2,9 +2,10 @@
 //!
 //! SGE's qmaster declares a host unknown when its execd has not reported for `max_unheard`.
 //! gridspool has no execd; what it hears from a host is every line that comes back over the
-//! host's ssh sessions: the watcher session (which sends a heartbeat every
-//! [`crate::config::ClusterConfig::heartbeat_interval`] besides the results), the start
-//! server's replies, answered queries and load probes. A host silent for `max_unheard` is
+//! host's ssh session: the start server's heartbeat (every
+//! [`crate::config::ClusterConfig::heartbeat_interval`]), replies, results and answers (for a
+//! host with an older shepherd, its watcher session's heartbeat and results, and answered
+//! queries). A host silent for `max_unheard` is
 //! *unknown*: its queue instances show `au`, it gets no new work, and after
 //! `reschedule_unknown` its tasks are rescheduled (`sched::daemon`). The first word from it
 //! afterwards makes it known again.
@@ -12,7 +13,8 @@
 //! Silence is measured on this machine's monotonic clock only, never by comparing clocks of
 //! two hosts. Local hosts are this machine: never unknown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,12 +27,31 @@ pub enum Connection {
     Failed,
 }
 
+/// What the launcher answers for the host probe: the probe's text read over the host's
+/// session (`None`: the host has no session of that kind, the probe uses ssh itself).
+pub trait HostRequests: Send + Sync {
+    fn probe_text(&self, host: &str) -> Option<Result<String, String>>;
+}
+
 /// Last word heard from each ssh host, shared by the launcher and the host probe.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct HostLiveness {
+    /// The launcher, through which the probe reaches hosts (set by the launcher).
+    requests: Mutex<Option<std::sync::Weak<dyn HostRequests>>>,
     hosts: Mutex<HashMap<String, Heard>>,
     /// A host came back: the probe should publish its load now rather than at its next round.
     probe_wanted: AtomicBool,
+    /// Hosts whose session was just opened: the probe asks them at once (it asks a host
+    /// only over its open session).
+    probe_hosts: Mutex<HashSet<String>>,
+}
+
+impl fmt::Debug for HostLiveness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostLiveness")
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -123,9 +144,41 @@ impl HostLiveness {
         }
     }
 
+    /// The launcher serves the probe's requests from now on.
+    pub fn serve_requests(&self, launcher: std::sync::Weak<dyn HostRequests>) {
+        *self.requests.lock().unwrap_or_else(|e| e.into_inner()) = Some(launcher);
+    }
+
+    /// The probe's text of `host`, asked over the launcher's session with it; `None` when
+    /// there is no launcher or the host has no such session.
+    pub fn probe_text(&self, host: &str) -> Option<Result<String, String>> {
+        let launcher = self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()?
+            .upgrade()?;
+        launcher.probe_text(host)
+    }
+
     /// Asks the probe for a round now (a host returned).
     pub fn want_probe(&self) {
         self.probe_wanted.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the probe to ask `host` now (its session was just opened).
+    pub fn want_probe_of(&self, host: &str) {
+        self.probe_hosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host.to_string());
+    }
+
+    /// The hosts asked for with [`HostLiveness::want_probe_of`] since the last call.
+    pub fn take_probe_hosts(&self) -> Option<HashSet<String>> {
+        let hosts =
+            std::mem::take(&mut *self.probe_hosts.lock().unwrap_or_else(|e| e.into_inner()));
+        (!hosts.is_empty()).then_some(hosts)
     }
 
     /// Whether a round was asked for since the last call.

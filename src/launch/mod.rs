@@ -37,16 +37,22 @@
 //! per task, and reaps those supervisors ([`LauncherOptions::local_start_server`] turns the
 //! server off). The shepherd binary is `$GRIDSPOOL_SHEPHERD`, else `gridspool-shepherd` next to
 //! the running executable (install it beside `sched_d`); see [`LauncherOptions`]. For an ssh
-//! host the start server runs over the system `ssh` client, one session per host (a session
-//! per task running `gridspool-shepherd run` when `max_sessions` leaves no room for it); the
-//! shepherd's path there is the same as here unless [`LauncherOptions::remote_shepherd`]
-//! says otherwise. Results do not come back on those sessions, and one `watch` session per
-//! host carries every result. A session per running job would hold one of sshd's
-//! `MaxSessions` for the job's whole life and so cap a host's running jobs at
-//! `max_sessions`; this way `max_sessions` bounds only the short kill/query sessions
-//! (`max_sessions - 2` of them, the watcher and the start server holding one each).
+//! host the start server's session (`start-server --session`) is the host's one connection:
+//! one `ssh` process of its own (`ControlMaster=no`: nothing detached), opened when the
+//! launcher starts (at most [`LauncherOptions::connects_at_once`] hosts at once) and again
+//! whenever it ends. It carries the starts and their replies, every result (those of its own
+//! supervisors, and those it finds left in the execution spool by supervisors of an earlier
+//! server or master), the heartbeat that `liveness` hears, the acknowledgements, and kill,
+//! suspension, query and load-probe requests. The shepherd's path there is the same as here
+//! unless [`LauncherOptions::remote_shepherd`] says otherwise. A host whose shepherd is older
+//! (its start server greets with less than `START_SERVER_SESSION_VERSION`) gets the older
+//! ways: a master connection, a `watch` session over it for the results left in files and
+//! the heartbeat, and short sessions for kills and queries (`max_sessions - 2` of them, the
+//! watcher and the start server holding one each; with `max_sessions` below 3, a session per
+//! task running `gridspool-shepherd run`). `qrsh -inherit`'s pe tasks get an ssh connection
+//! each (`SshTarget::separate_command`).
 //!
-//! An ssh host whose master connection cannot be established yields
+//! An ssh host whose session cannot be established yields
 //! `LaunchEvent::Failed { host_unreachable: true }`; requeueing and backoff are the
 //! scheduler's.
 //!

@@ -2,8 +2,9 @@
 //!
 //! SGE's execution daemons report their load to qmaster every `load_report_time` (40 s).
 //! gridspool has no execution daemon, so `sched_d` runs this probe: every interval it reads
-//! each configured host's `/proc/loadavg`, `meminfo`, `cpuinfo` and `stat` — locally, or with
-//! one `cat` over the host's ssh master connection, the same one the launcher uses — and
+//! each configured host's `/proc/loadavg`, `meminfo`, `cpuinfo` and `stat` — locally, or as a
+//! request over the launcher's session with the host (for a host with an older shepherd, one
+//! `cat` over its ssh master connection) — and
 //! publishes the values as `daemon/hosts/<name>.json` ([`crate::acct::load::HostReport`]).
 //! Whether a host is reachable is not the probe's to say: a host is unknown (`au` in `qhost`
 //! and `qstat -f`) when nothing was heard from it for `max_unheard` ([`HostLiveness`]). A
@@ -22,6 +23,7 @@ use super::usage;
 use crate::acct::load::{self, HOST_REPORT_VERSION, HostLoad, HostReport, ProcTexts};
 use crate::config::ClusterConfig;
 use crate::model::UsageReport;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,11 +60,23 @@ impl HostProbe {
         let thread = std::thread::Builder::new()
             .name("host-probe".into())
             .spawn(move || {
+                // The hosts of a partial round: those whose session was just opened.
+                let mut only: Option<HashSet<String>> = None;
+                let mut round = Instant::now();
                 while !flag.load(Ordering::Relaxed) {
-                    let round = Instant::now();
+                    if only.is_none() {
+                        round = Instant::now();
+                    }
                     let interval = match ClusterConfig::load(&config_path) {
                         Ok(config) => {
-                            probe_all(&config, &spool_root, &daemon_dir, &control_dir, &liveness);
+                            probe_all(
+                                &config,
+                                &spool_root,
+                                &daemon_dir,
+                                &control_dir,
+                                &liveness,
+                                only.as_ref(),
+                            );
                             config.load_report_interval()
                         }
                         Err(e) => {
@@ -70,11 +84,16 @@ impl HostProbe {
                             LOAD_REPORT_INTERVAL
                         }
                     };
+                    only = None;
                     // Sleep in short steps so that a stop is quick.
-                    while !flag.load(Ordering::Relaxed)
-                        && round.elapsed() < interval
-                        && !liveness.take_probe_request()
-                    {
+                    while !flag.load(Ordering::Relaxed) && round.elapsed() < interval {
+                        if liveness.take_probe_request() {
+                            break;
+                        }
+                        if let Some(hosts) = liveness.take_probe_hosts() {
+                            only = Some(hosts);
+                            break;
+                        }
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
@@ -95,14 +114,19 @@ impl Drop for HostProbe {
     }
 }
 
+/// Probes the hosts of the cell, or with `only` those among them.
 fn probe_all(
     config: &ClusterConfig,
     spool_root: &Path,
     daemon_dir: &Path,
     control_dir: &Path,
     liveness: &HostLiveness,
+    only: Option<&HashSet<String>>,
 ) {
     for host in config.exec_hosts() {
+        if only.is_some_and(|hosts| !hosts.contains(&host.name)) {
+            continue;
+        }
         // An unknown host is published as such already; asking it would only make the round
         // wait for its ssh timeouts. It is probed again once it is heard from.
         if liveness.is_unknown(&host.name) {
@@ -114,7 +138,7 @@ fn probe_all(
             None => HostLoad::measure(Path::new("/proc"), &host.arch)
                 .map(|load| (load, usage::collect(&exec_spool)))
                 .map_err(|e| e.to_string()),
-            Some(target) => remote_load(&target, &host.arch, &exec_spool),
+            Some(target) => remote_load(&target, &host.arch, &exec_spool, liveness),
         };
         let report = match load {
             Ok((load, tasks)) => HostReport {
@@ -146,13 +170,39 @@ fn probe_all(
     }
 }
 
-/// The four `/proc` files of an ssh host and the usage files of its running tasks, read with
-/// one command over its master connection.
+/// What [`remote_load`] reads on a host, read here: the four `/proc` files, each followed by
+/// the separator line, then each running task's usage file and a newline. What a start
+/// server's session answers a probe with (`shepherd::SessionOp::Probe`).
+pub(crate) fn local_text(exec_spool: &Path) -> String {
+    let mut text = String::new();
+    for f in ["loadavg", "meminfo", "cpuinfo", "stat"] {
+        if let Ok(t) = std::fs::read_to_string(Path::new("/proc").join(f)) {
+            text.push_str(&t);
+        }
+        text.push_str(SEPARATOR);
+        text.push('\n');
+    }
+    for (_, _, dir) in super::shepherd::task_dirs(exec_spool) {
+        if let Ok(t) = std::fs::read_to_string(dir.path.join(usage::USAGE_FILE)) {
+            text.push_str(&t);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The load and usage of an ssh host: asked over the launcher's session with the host
+/// ([`HostLiveness::probe_text`]), or, for a host whose shepherd has no session (an older
+/// one), with one command over its master connection.
 fn remote_load(
     target: &SshTarget,
     arch: &str,
     exec_spool: &Path,
+    liveness: &HostLiveness,
 ) -> Result<(HostLoad, Vec<UsageReport>), String> {
+    if let Some(text) = liveness.probe_text(&target.host) {
+        return parse_load(&text?, arch);
+    }
     target.ensure_master().map_err(|e| e.to_string())?;
     let usage_files = active_jobs(exec_spool).join("*").join(usage::USAGE_FILE);
     let script = format!(
@@ -169,8 +219,11 @@ fn remote_load(
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (texts, usage_lines) = split_proc_texts(&text);
+    parse_load(&String::from_utf8_lossy(&out.stdout), arch)
+}
+
+fn parse_load(text: &str, arch: &str) -> Result<(HostLoad, Vec<UsageReport>), String> {
+    let (texts, usage_lines) = split_proc_texts(text);
     let load =
         HostLoad::from_texts(&texts, arch).ok_or_else(|| "unexpected /proc/loadavg".to_string())?;
     Ok((load, usage::parse_lines(usage_lines)))

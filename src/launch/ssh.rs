@@ -1,6 +1,9 @@
-//! The system OpenSSH client, as the launcher uses it: one master connection per host
-//! (`ControlMaster`/`ControlPath`/`ControlPersist`), `BatchMode` (never a password prompt), the
-//! host's own options, and a cap on concurrent sessions per host.
+//! The system OpenSSH client, as the launcher uses it: one connection per host that lasts
+//! ([`Transport`], carrying the start server's session; `ControlMaster=no`, so nothing
+//! detached stays behind), `BatchMode` (never a password prompt), the host's own options.
+//! For a host whose shepherd is older than the session protocol, the older ways: a master
+//! connection (`ControlMaster`/`ControlPath`/`ControlPersist`) whose short sessions run each
+//! kill, query and probe, with a cap on concurrent sessions per host.
 
 use super::LaunchError;
 use crate::config::LaunchMethod;
@@ -222,6 +225,61 @@ impl SshTarget {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+/// The process that carries a host's session: its stdin and stdout are the start server's
+/// input and output. An OpenSSH client of its own for an ssh host (about 1.3 MB of memory
+/// each), the start server itself for a local one. Everything that knows the session is a
+/// process is here, so that another transport (an in-process ssh client multiplexing every
+/// host) would replace this type alone.
+pub struct Transport {
+    child: std::process::Child,
+}
+
+impl Transport {
+    /// `words` run on `target` over a connection of their own, their stderr discarded.
+    pub fn ssh(target: &SshTarget, words: &[String]) -> Result<Self, LaunchError> {
+        let child = target
+            .separate_command(words)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+        Ok(Transport { child })
+    }
+
+    /// A local process (the caller sets its arguments and stderr).
+    pub fn local(mut command: Command) -> Result<Self, LaunchError> {
+        let child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| LaunchError::io("spawn", command.get_program(), e))?;
+        Ok(Transport { child })
+    }
+
+    /// Its input and output (once).
+    pub fn take_io(&mut self) -> Option<(std::process::ChildStdin, std::process::ChildStdout)> {
+        Some((self.child.stdin.take()?, self.child.stdout.take()?))
+    }
+
+    /// The process's id, to end it from elsewhere ([`Transport::end`] by pid).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Ends it at once.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    /// Waits for its end; `true` when the connection (not the remote command) failed.
+    pub fn wait(&mut self) -> bool {
+        self.child
+            .wait()
+            .is_ok_and(|s| s.code() == Some(SSH_CONNECTION_FAILED))
     }
 }
 

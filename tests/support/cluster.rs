@@ -6,7 +6,8 @@
 //! (in the root namespace) reaches each host by ssh exactly as on a real cluster and finds the
 //! shepherd at the same path there.
 //!
-//! Addresses are `10.231.K.0/24` (the root namespace's bridge is `.1`, host `i` is `.10+i`),
+//! Addresses are `10.231.K.0/24` (the root namespace's bridge is `.1`, host `i` is `.10+i`;
+//! hosts past the 240th go on in `10.232.K.0/24` and so on, the bridge holding `.1` of each),
 //! used only on these veths: traffic stays between this machine's namespaces. Hosts resolve by
 //! the addresses in the gridspool host configuration ([`Cluster::hosts_yaml`]), not through
 //! `/etc/hosts`. `K` is the first bridge number free on the machine (`ip link add` is the
@@ -43,6 +44,9 @@ pub struct Cluster {
 }
 
 const NETNS_PREFIX: &str = "gridspool-";
+
+/// Hosts per `/24` (addresses `.10` to `.249`).
+const HOSTS_PER_NET: usize = 240;
 
 fn run(cmd: &mut Command) -> Result<(), String> {
     let out = cmd
@@ -140,7 +144,7 @@ fn remove_stale() {
 }
 
 impl Cluster {
-    /// Builds `n` hosts named `node01`, `node02`, … (at most 200).
+    /// Builds `n` hosts named `node01`, `node02`, … (at most 960).
     pub fn start(test: &str, n: usize) -> Option<Cluster> {
         if !super::is_root() {
             super::skip(test, "needs root for network and UTS namespaces");
@@ -159,7 +163,7 @@ impl Cluster {
             );
             return None;
         }
-        assert!(n <= 200, "at most 200 hosts");
+        assert!(n <= 4 * HOSTS_PER_NET, "at most 960 hosts");
         remove_stale();
         // Claim a bridge number: the first `ip link add` that succeeds.
         let (net, bridge) = (1u8..=250)
@@ -194,13 +198,15 @@ impl Cluster {
 
     fn build(&mut self, n: usize) -> Result<(), String> {
         let net = self.net;
-        ip(&[
-            "addr",
-            "add",
-            &format!("10.231.{net}.1/24"),
-            "dev",
-            &self.bridge,
-        ])?;
+        for block in 0..n.div_ceil(HOSTS_PER_NET).max(1) {
+            ip(&[
+                "addr",
+                "add",
+                &format!("10.{}.{net}.1/24", 231 + block),
+                "dev",
+                &self.bridge,
+            ])?;
+        }
         ip(&["link", "set", &self.bridge, "up"])?;
         keygen(&self.client_key);
         let authorized = self.dir.path().join("authorized_keys");
@@ -213,7 +219,11 @@ impl Cluster {
         for i in 0..n {
             let host = ClusterHost {
                 name: format!("node{:02}", i + 1),
-                address: format!("10.231.{net}.{}", 10 + i),
+                address: format!(
+                    "10.{}.{net}.{}",
+                    231 + i / HOSTS_PER_NET,
+                    10 + i % HOSTS_PER_NET
+                ),
                 netns: format!("{NETNS_PREFIX}{}-{net}-{i}", std::process::id()),
             };
             // Registered first, so that a failure below still removes it.

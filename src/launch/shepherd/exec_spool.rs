@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 /// Reads one task's result if it has ended; a task whose supervisor died without a result
 /// gets one written now (failed 100), so that it is reported exactly like any other.
-fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
+pub(super) fn finished_result(dir: &TaskDir, job: JobId, task: TaskId) -> Option<TaskResult> {
     if let Ok(bytes) = crate::file::open::read(&dir.result()) {
         return serde_json::from_slice(&bytes).ok();
     }

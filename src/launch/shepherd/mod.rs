@@ -41,7 +41,12 @@
 //!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
 //!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
 //!   watcher's rescan.)
-//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]`: prints a [`WatchMessage`] line for every
+//!   With `--session` (greeting 3, for ssh hosts) it is also the host's only connection to
+//!   `sched_d`: it reports the results left in its execution spool (as `watch` does, every
+//!   `--poll` ms), says `alive` every `--heartbeat` ms, and answers `req` lines (kill,
+//!   suspend/resume, query, probe: [`SessionRequest`]); see [`START_SERVER_SESSION_VERSION`].
+//! - `watch <exec_spool> [interval_ms [heartbeat_ms]]` (what an older `sched_d` runs, and
+//!   what `sched_d` runs where the start server predates the session): prints a [`WatchMessage`] line for every
 //!   finished task and removes its directory when `ack <job>.<task>` comes back on stdin; exits
 //!   on EOF. With `heartbeat_ms`, an `alive` line whenever nothing else was printed for that
 //!   long: what tells `sched_d` that the host is there (`launch::liveness`).
@@ -81,12 +86,13 @@ mod start_server;
 mod supervisor;
 mod task_start;
 
+use exec_spool::finished_result;
 pub use exec_spool::{acknowledge, collect_finished, query, request_kill, task_dirs};
 use exec_spool::{kill_mode, query_stdio, watch_stdio};
 pub use procs::supervisor_alive;
 pub(super) use procs::{descendants, live_supervisor, proc_ppid_and_state, supervisor_signals};
 pub use start_server::{ServerResult, displace_start_server};
-use start_server::{record_start_server, start_server_mode};
+use start_server::{SessionTiming, record_start_server, start_server_mode};
 pub(super) use supervisor::Supervisor;
 use supervisor::supervise_mode;
 pub(super) use task_start::prepare_task_dir;
@@ -187,6 +193,57 @@ pub const START_SERVER_VERSION: u32 = 1;
 /// through `watch` as before.)
 pub const START_SERVER_RESULTS_VERSION: u32 = 2;
 
+/// The version of `start-server --session`: as [`START_SERVER_RESULTS_VERSION`], and the
+/// session is the host's only connection to `sched_d`. The server also reports the results
+/// it finds in the execution spool (left there by supervisors of an earlier server, or of an
+/// earlier master's), as [`ServerResult`] lines acknowledged like the others; prints
+/// [`WatchMessage::Alive`] every `--heartbeat` ms; and answers `req <SessionRequest>` lines
+/// (kill, suspend, query, probe) with a [`SessionAnswer`] line. (An older shepherd greets
+/// with 2 or 1: `sched_d` then keeps its `watch` session and short sessions for that host.)
+pub const START_SERVER_SESSION_VERSION: u32 = 3;
+
+/// A request over a `--session` start server (the input line `req <json>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRequest {
+    /// Repeated in the answer, which may come after other lines.
+    pub request: u64,
+    #[serde(flatten)]
+    pub op: SessionOp,
+}
+
+/// What a [`SessionRequest`] asks: what the `kill`, `suspend`/`resume` and `query` modes do,
+/// and the host's load (`probe`: the text `launch::probe` parses).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum SessionOp {
+    Kill {
+        job: JobId,
+        task: TaskId,
+        notify: bool,
+    },
+    Suspend {
+        job: JobId,
+        task: TaskId,
+        stop: bool,
+        seq: u64,
+    },
+    Query,
+    Probe,
+}
+
+/// The answer to a [`SessionRequest`]: `error` when it failed, else `states` (query) or
+/// `text` (probe).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAnswer {
+    pub answer: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<TaskState>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
 /// `start-server`'s answer for one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartReply {
@@ -245,8 +302,21 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 });
                 super::cgroup::describe(policy.as_ref())
             });
+            let millis = |flag: &str| {
+                flag_value(rest, flag)
+                    .and_then(|v| v.parse().ok())
+                    .map(Duration::from_millis)
+            };
+            let session = rest
+                .iter()
+                .any(|a| a == "--session")
+                .then(|| SessionTiming {
+                    heartbeat: millis("--heartbeat").unwrap_or(Duration::from_secs(5)),
+                    poll: millis("--poll").unwrap_or(Duration::from_millis(500)),
+                });
             start_server_mode(
-                rest.iter().any(|a| a == "--results"),
+                rest.iter().any(|a| a == "--results") || session.is_some(),
+                session,
                 confinement,
                 flag_value(rest, "--spool").map(PathBuf::from),
                 parent,

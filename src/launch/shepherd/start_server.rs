@@ -9,8 +9,9 @@ use super::procs::proc_start_time;
 use super::supervisor::supervise;
 use super::task_start::prepare_task_dir;
 use super::{
-    RunReply, START_SERVER_RESULTS_VERSION, START_SERVER_VERSION, StartReply, StartServerHello,
-    print_line,
+    RunReply, START_SERVER_RESULTS_VERSION, START_SERVER_SESSION_VERSION, START_SERVER_VERSION,
+    SessionAnswer, SessionOp, SessionRequest, StartReply, StartServerHello, WatchMessage,
+    finished_result, print_line,
 };
 use crate::launch::LaunchError;
 use crate::launch::spawn;
@@ -22,7 +23,7 @@ use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, User};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -129,6 +130,7 @@ const SERVER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// been removed: nobody could collect a result there again.
 pub(super) fn start_server_mode(
     results: bool,
+    session: Option<SessionTiming>,
     confinement: Option<String>,
     exec_spool: Option<PathBuf>,
     parent: Pid,
@@ -137,7 +139,9 @@ pub(super) fn start_server_mode(
     use std::os::fd::AsFd;
     let stdout_err = |e| LaunchError::io("write", "<stdout>", e);
     print_line(&StartServerHello {
-        start_server: if results {
+        start_server: if session.is_some() {
+            START_SERVER_SESSION_VERSION
+        } else if results {
             START_SERVER_RESULTS_VERSION
         } else {
             START_SERVER_VERSION
@@ -167,6 +171,12 @@ pub(super) fn start_server_mode(
             None
         },
         exec_spool,
+        session: session.map(|timing| SessionState {
+            timing,
+            reported: HashSet::new(),
+            next_scan: Instant::now(),
+            next_beat: Instant::now() + timing.heartbeat,
+        }),
         ..Server::default()
     };
     let stdin = std::io::stdin();
@@ -181,7 +191,10 @@ pub(super) fn start_server_mode(
             .map(|s| s.deadline.saturating_duration_since(now))
             .min()
             .unwrap_or(SERVER_CHECK_INTERVAL)
-            .min(SERVER_CHECK_INTERVAL);
+            .min(SERVER_CHECK_INTERVAL)
+            .min(server.session.as_ref().map_or(Duration::MAX, |s| {
+                s.next_scan.min(s.next_beat).saturating_duration_since(now)
+            }));
         // Rounded up: a deadline is not missed by a poll that returns a little early.
         let timeout = {
             let ms = timeout.as_millis().saturating_add(1).min(i32::MAX as u128) as i32;
@@ -240,6 +253,7 @@ pub(super) fn start_server_mode(
         for s in &mut server.starting {
             s.read_pipes(&mut buf);
         }
+        server.session_round();
         let now = Instant::now();
         let mut i = 0;
         while i < server.starting.len() {
@@ -276,9 +290,28 @@ fn reply(r: StartReply) {
     let _ = print_line(&r);
 }
 
+/// How often a `--session` server says it is alive and looks for results left in its
+/// execution spool.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SessionTiming {
+    pub(super) heartbeat: Duration,
+    pub(super) poll: Duration,
+}
+
+/// What a `--session` server does besides starting tasks: the `watch` mode's work.
+struct SessionState {
+    timing: SessionTiming,
+    /// Results found in the execution spool and reported, until acknowledged (or gone).
+    reported: HashSet<(JobId, TaskId)>,
+    next_scan: Instant,
+    next_beat: Instant,
+}
+
 /// The state of a start server.
 #[derive(Default)]
 struct Server {
+    /// With `--session`: the heartbeat and the results found in the execution spool.
+    session: Option<SessionState>,
     /// Supervisors forked and not yet answered for.
     starting: Vec<Starting>,
     /// With results over the session: the pipe the supervisors write their results to.
@@ -358,6 +391,10 @@ impl Server {
             }
             return;
         }
+        if let Some(json) = line.strip_prefix(b"req ") {
+            self.request_line(json);
+            return;
+        }
         if let Some(answer) = self.start_line(line) {
             reply(answer);
         }
@@ -369,10 +406,16 @@ impl Server {
     /// its supervisor exits. A task whose result did not come through here is not ours to
     /// acknowledge (its directory holds `result.json`; the launcher removes it).
     fn acknowledge(&mut self, job: JobId, task: TaskId) {
-        let Some(t) = self.tasks.get(&(job, task)) else {
-            return;
-        };
-        if !t.forwarded {
+        if !self.tasks.get(&(job, task)).is_some_and(|t| t.forwarded) {
+            // With `--session`: a result this server found in the spool (the launcher
+            // acknowledges every result of the session here), or one its own supervisor
+            // left there.
+            if let (Some(s), Some(spool)) = (self.session.as_mut(), self.exec_spool.as_deref()) {
+                s.reported.remove(&(job, task));
+                if let Err(e) = crate::launch::shepherd::acknowledge(spool, job, task) {
+                    eprintln!("gridspool-shepherd: {e}");
+                }
+            }
             return;
         }
         if let Some(t) = self.tasks.remove(&(job, task)) {
@@ -388,6 +431,90 @@ impl Server {
                 let _ = kill(pid, RESULT_ACK_SIGNAL);
             }
         }
+    }
+
+    /// With `--session`: the heartbeat when it is due, and the results left in the
+    /// execution spool (by supervisors whose server has gone) when a scan is due.
+    fn session_round(&mut self) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        if now >= s.next_beat {
+            let _ = print_line(&WatchMessage::Alive);
+            s.next_beat = now + s.timing.heartbeat;
+        }
+        if now < s.next_scan {
+            return;
+        }
+        s.next_scan = now + s.timing.poll;
+        let Some(spool) = self.exec_spool.as_deref() else {
+            return;
+        };
+        let mut present = HashSet::new();
+        for (job, task, dir) in super::task_dirs(spool) {
+            present.insert((job, task));
+            // Ours report through the pipe (or are being started).
+            if self.tasks.contains_key(&(job, task))
+                || self
+                    .starting
+                    .iter()
+                    .any(|st| (st.spec_job, st.spec_task) == (job, task))
+                || s.reported.contains(&(job, task))
+            {
+                continue;
+            }
+            if let Some(result) = finished_result(&dir, job, task) {
+                s.reported.insert((job, task));
+                let _ = print_line(&ServerResult { result });
+            }
+        }
+        s.reported.retain(|k| present.contains(k));
+    }
+
+    /// One `req` line: carried out at once (each is a few system calls) and answered.
+    fn request_line(&mut self, json: &[u8]) {
+        let request: SessionRequest = match serde_json::from_slice(json) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "gridspool-shepherd: bad request {:?}: {e}",
+                    String::from_utf8_lossy(json)
+                );
+                return;
+            }
+        };
+        let mut answer = SessionAnswer {
+            answer: request.request,
+            ..SessionAnswer::default()
+        };
+        let Some(spool) = self.exec_spool.as_deref() else {
+            answer.error = Some("the start server serves no execution spool".to_string());
+            let _ = print_line(&answer);
+            return;
+        };
+        let outcome = match request.op {
+            SessionOp::Kill { job, task, notify } => {
+                crate::launch::shepherd::request_kill(spool, job, task, notify)
+            }
+            SessionOp::Suspend {
+                job,
+                task,
+                stop,
+                seq,
+            } => crate::launch::suspend::request_suspend(spool, job, task, stop, seq),
+            SessionOp::Query => {
+                crate::launch::shepherd::query(spool).map(|states| answer.states = Some(states))
+            }
+            SessionOp::Probe => {
+                answer.text = Some(crate::launch::probe::local_text(spool));
+                Ok(())
+            }
+        };
+        if let Err(e) = outcome {
+            answer.error = Some(e.to_string());
+        }
+        let _ = print_line(&answer);
     }
 
     /// Passes on the results the supervisors have written to the result pipe.
