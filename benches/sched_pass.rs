@@ -18,7 +18,49 @@ use gridspool::model::{
     JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, SlotRange, Submitter,
 };
 use gridspool::sched::SchedState;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Counts the bytes the process holds from the allocator, so that the resident set can be
+/// told apart from what is live (the rest is the allocator's free lists and fragmentation).
+struct CountingAlloc;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+// The one unsafe item of the benchmark: a global allocator must implement the unsafe trait;
+// it forwards every call to the system allocator unchanged and only counts.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        LIVE_BYTES.fetch_add(new, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Bytes live on the heap, in MB.
+fn live_mb() -> f64 {
+    LIVE_BYTES.load(Ordering::Relaxed) as f64 / (1024.0 * 1024.0)
+}
 
 const HOSTS: usize = 1000;
 const SLOTS: u32 = 8;
@@ -198,12 +240,13 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
     }
     state.compact();
     println!(
-        "[{name}] state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB",
+        "[{name}] state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB, heap live {:.0} MB",
         state.job_count(),
         state.category_count(),
         HOSTS,
         t.elapsed().as_secs_f64() * 1e3,
-        rss_mb()
+        rss_mb(),
+        live_mb()
     );
 
     let t = Instant::now();
@@ -292,14 +335,23 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
     let (p_best, p_median) = best_median(&mut periodic_ms);
     let (pc_best, pc_median) = best_median(&mut periodic_cpu);
     println!(
-        "[{name}] SUMMARY first {:.1} ms wall ({first_cpu:.1} cpu); event best {ev_best:.1} / median {ev_median:.1} ms wall (cpu {evc_best:.1} / {evc_median:.1}) over {n_events}; periodic best {p_best:.1} / median {p_median:.1} ms wall (cpu {pc_best:.1} / {pc_median:.1}) over {periodics}; resident {:.0} MB",
+        "[{name}] SUMMARY first {:.1} ms wall ({first_cpu:.1} cpu); event best {ev_best:.1} / median {ev_median:.1} ms wall (cpu {evc_best:.1} / {evc_median:.1}) over {n_events}; periodic best {p_best:.1} / median {p_median:.1} ms wall (cpu {pc_best:.1} / {pc_median:.1}) over {periodics}; resident {:.0} MB, heap live {:.0} MB",
         first.as_secs_f64() * 1e3,
-        rss_mb()
+        rss_mb(),
+        live_mb()
     );
+    // SCHED_PASS_KEEP=1: the state is not freed, so that a heap profiler's "leaked" report
+    // (`heaptrack`) is what the state holds after its passes.
+    if std::env::var_os("SCHED_PASS_KEEP").is_some() {
+        std::mem::forget(state);
+    }
     (first.as_secs_f64() * 1e3, ev_median, p_median)
 }
 
 fn main() {
+    if std::env::var_os("SCHED_PASS_SHOW").is_some() {
+        println!("{}", serde_json::to_string(&job(12345)).unwrap_or_default());
+    }
     println!(
         "size_of JobRecord {} B, JobSpec {} B, Submitter {} B (inline, before heap strings)",
         std::mem::size_of::<JobRecord>(),
