@@ -9,7 +9,8 @@
 #   END=run (default): `qrls -u '*'`, and all of them run (until the N-th accounting record);
 #   END=delete: `qdel -u '*'` while they wait.
 # With `--retention 1` the finished jobs' files and records go a second after their end; the
-# last figure is read once `jobs/` is empty and sched_d has been idle for a few seconds.
+# last figure is read once `jobs/` is empty and 20 s later (past a periodic pass, 15 s by
+# default, which is when sched_d gives back what a drained queue held).
 # Prints the three figures in MB and sched_d's peak (VmHWM). Memory only: nothing is timed.
 #
 # Usage: [SLOTS=8] [END=run|delete] bench/daemon-memory.sh [N]   (default N 10000)
@@ -60,8 +61,9 @@ submit() {
     done
 }
 submit $((N / 2)) &
+SUBMITTER=$!
 submit $((N - N / 2))
-wait %1 2>/dev/null || wait
+wait "$SUBMITTER"
 t=0
 while [ "$(states)" -lt "$N" ] && [ "$t" -lt 1200 ]; do sleep 0.1; t=$((t + 1)); done
 sleep 2
@@ -78,7 +80,7 @@ while [ "$(files)" -gt 0 ] && [ "$t" -lt 3000 ]; do
     fi
     sleep 0.1; t=$((t + 1))
 done
-sleep 5
+sleep 20
 after=$(status_mb VmRSS)
 peak=$(status_mb VmHWM)
 echo "sched_d resident: empty $empty MB, holding $N pending $holding MB, after they $( [ "$END" = delete ] && echo 'were deleted' || echo 'ran') $after MB (peak $peak MB; $(files) files left; load average $(cut -d' ' -f1 /proc/loadavg))"

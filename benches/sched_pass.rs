@@ -57,6 +57,18 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
+/// Gives the heap's free pages back to the kernel (glibc's `malloc_trim`): between two
+/// policies, so that each one's resident set is not inflated by the previous state's freed
+/// heap (`sched_d` holds one state), and after the passes, to tell the live heap from what
+/// the allocator keeps.
+#[allow(unsafe_code)]
+fn trim_heap() {
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks.
+    unsafe {
+        nix::libc::malloc_trim(0);
+    }
+}
+
 /// Bytes live on the heap, in MB.
 fn live_mb() -> f64 {
     LIVE_BYTES.load(Ordering::Relaxed) as f64 / (1024.0 * 1024.0)
@@ -340,6 +352,12 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
         rss_mb(),
         live_mb()
     );
+    let resident = rss_mb();
+    trim_heap();
+    println!(
+        "[{name}] resident {resident:.0} MB after the passes, {:.0} MB once the allocator gave its free pages back (malloc_trim)",
+        rss_mb()
+    );
     // SCHED_PASS_KEEP=1: the state is not freed, so that a heap profiler's "leaked" report
     // (`heaptrack`) is what the state holds after its passes.
     if std::env::var_os("SCHED_PASS_KEEP").is_some() {
@@ -349,9 +367,6 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
 }
 
 fn main() {
-    if std::env::var_os("SCHED_PASS_SHOW").is_some() {
-        println!("{}", serde_json::to_string(&job(12345)).unwrap_or_default());
-    }
     println!(
         "size_of JobRecord {} B, JobSpec {} B, Submitter {} B (inline, before heap strings)",
         std::mem::size_of::<JobRecord>(),
@@ -387,8 +402,10 @@ fn main() {
             continue;
         }
         // Each policy in a fresh state; the memory figure is the process's resident set
-        // with that state alive (earlier states are dropped).
+        // with that state alive (earlier states are dropped, and their freed heap given back
+        // to the kernel, as a `sched_d` holding one state would not have it).
         let figures = run_policy(name, sched, events, periodics);
+        trim_heap();
         results.push((name, figures));
     }
     for (name, (first, event, periodic)) in &results {

@@ -334,6 +334,24 @@ impl SchedState {
         self.invalidate_order();
     }
 
+    /// After most jobs left (a queue drained): gives back what was sized for the largest
+    /// queue and is kept between passes: the job map's and the rows' room (repacked), the
+    /// pass buffers, the ordered candidates, the policy's per-job caches and the hash maps'
+    /// spare buckets. The next pass rebuilds what it needs, for the jobs there are. What the
+    /// allocator then holds free is for the daemon to give back ([`crate::launch::trim_heap`]).
+    pub fn release_spare_memory(&mut self) {
+        self.compact();
+        self.tidy_rows();
+        self.order_cache = None;
+        self.scratch = Default::default();
+        self.ends_cache = None;
+        self.policy.forget_caches();
+        self.running.shrink_to_fit();
+        self.user_running.shrink_to_fit();
+        self.started_in_pass.shrink_to_fit();
+        self.devices_used.shrink_to_fit();
+    }
+
     /// Forgets the cached order: the next event pass is a full one.
     pub fn invalidate_order(&mut self) {
         // The allocation is kept for the next full pass's order.
