@@ -547,6 +547,21 @@ fn is_regular_file(path: &CStr) -> bool {
     nix::sys::stat::stat(path).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
 }
 
+/// Gives the heap's free pages back to the kernel (glibc's `malloc_trim(0)`).
+///
+/// `sched_d` calls it after most of its jobs left: the state of a large queue is freed in
+/// pieces spread over the heap, which glibc keeps (it returns only free memory at the top
+/// of the heap), so a daemon that once held 10,000 jobs kept three times the resident set
+/// of an empty one. Sound: `malloc_trim` takes glibc's arena locks like any allocation and
+/// touches nothing of the caller's; it is not async-signal-safe and is never called from a
+/// signal handler or between `fork` and `exec`.
+pub fn trim_heap() {
+    // SAFETY: see above; the argument is the padding to leave at the top of the heap.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,20 +587,5 @@ mod tests {
             assert_eq!(Step::decode(code, index), Some(step));
         }
         assert_eq!(Step::decode(99, 0), None);
-    }
-}
-
-/// Gives the heap's free pages back to the kernel (glibc's `malloc_trim(0)`).
-///
-/// `sched_d` calls it after most of its jobs left: the state of a large queue is freed in
-/// pieces spread over the heap, which glibc keeps (it returns only free memory at the top
-/// of the heap), so a daemon that once held 10,000 jobs kept three times the resident set
-/// of an empty one. Sound: `malloc_trim` takes glibc's arena locks like any allocation and
-/// touches nothing of the caller's; it is not async-signal-safe and is never called from a
-/// signal handler or between `fork` and `exec`.
-pub fn trim_heap() {
-    // SAFETY: see above; the argument is the padding to leave at the top of the heap.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
