@@ -562,6 +562,22 @@ pub fn trim_heap() {
     }
 }
 
+/// Sets how many arenas glibc's malloc may make (`mallopt(M_ARENA_MAX, n)`); called by
+/// `sched_d` before it starts any thread.
+///
+/// By default every thread that allocates while another holds an arena gets an arena of its
+/// own (up to eight per core), and [`trim_heap`] gives back only the free pages inside an
+/// arena's chunks, never a thread arena's free top: what `sched_d`'s launcher and index
+/// threads once used stayed resident. Its threads allocate little at once (the
+/// scheduling runs on one), and small blocks come from each thread's cache without the
+/// arena's lock. Sound: `mallopt` only sets a parameter under glibc's own lock.
+pub fn limit_malloc_arenas(n: i32) {
+    // SAFETY: see above.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
