@@ -11,7 +11,10 @@
 //!
 //! `SCHED_PASS_POLICIES=sge,fifo` runs only the named policies; `SCHED_PASS_EVENTS` and
 //! `SCHED_PASS_PERIODIC` set how many event and periodic passes are timed (best and median
-//! are printed).
+//! are printed). Memory: the resident set and the heap's live bytes (a counting allocator),
+//! and the resident set once `malloc_trim` gave the free heap back; `SCHED_PASS_KEEP=1`
+//! leaves each state unfreed (for `heaptrack`'s report of what is still allocated);
+//! `SCHED_PASS_TRIM=1` gives the heap back after every pass (what that costs the passes).
 
 use gridspool::config::ClusterConfig;
 use gridspool::model::{
