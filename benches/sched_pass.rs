@@ -11,14 +11,71 @@
 //!
 //! `SCHED_PASS_POLICIES=sge,fifo` runs only the named policies; `SCHED_PASS_EVENTS` and
 //! `SCHED_PASS_PERIODIC` set how many event and periodic passes are timed (best and median
-//! are printed).
+//! are printed). Memory: the resident set and the heap's live bytes (a counting allocator),
+//! and the resident set once `malloc_trim` gave the free heap back; `SCHED_PASS_KEEP=1`
+//! leaves each state unfreed (for `heaptrack`'s report of what is still allocated);
+//! `SCHED_PASS_TRIM=1` gives the heap back after every pass (what that costs the passes).
 
 use gridspool::config::ClusterConfig;
 use gridspool::model::{
     JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, SlotRange, Submitter,
 };
 use gridspool::sched::SchedState;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Counts the bytes the process holds from the allocator, so that the resident set can be
+/// told apart from what is live (the rest is the allocator's free lists and fragmentation).
+struct CountingAlloc;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+// The one unsafe item of the benchmark: a global allocator must implement the unsafe trait;
+// it forwards every call to the system allocator unchanged and only counts.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        LIVE_BYTES.fetch_add(new, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Gives the heap's free pages back to the kernel (glibc's `malloc_trim`): between two
+/// policies, so that each one's resident set is not inflated by the previous state's freed
+/// heap (`sched_d` holds one state), and after the passes, to tell the live heap from what
+/// the allocator keeps.
+#[allow(unsafe_code)]
+fn trim_heap() {
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks.
+    unsafe {
+        nix::libc::malloc_trim(0);
+    }
+}
+
+/// Bytes live on the heap, in MB.
+fn live_mb() -> f64 {
+    LIVE_BYTES.load(Ordering::Relaxed) as f64 / (1024.0 * 1024.0)
+}
 
 const HOSTS: usize = 1000;
 const SLOTS: u32 = 8;
@@ -184,6 +241,9 @@ fn env_usize(name: &str, default: usize) -> usize {
 /// `schedule_interval`-like minute each, so every waiting time grows and the priorities of all
 /// 100,000 jobs are recomputed and the jobs re-ordered).
 fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64, f64, f64) {
+    // SCHED_PASS_TRIM=1: the heap is given back after every pass, outside the timed part
+    // (what the next pass then pays in page faults is in its time).
+    let trim_each = std::env::var_os("SCHED_PASS_TRIM").is_some();
     let config = if name.ends_with("+rqs") {
         config_with(sched, &hundred_rules())
     } else {
@@ -198,12 +258,13 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
     }
     state.compact();
     println!(
-        "[{name}] state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB",
+        "[{name}] state: {} jobs, {} categories, {} hosts built in {:.0} ms; resident {:.0} MB, heap live {:.0} MB",
         state.job_count(),
         state.category_count(),
         HOSTS,
         t.elapsed().as_secs_f64() * 1e3,
-        rss_mb()
+        rss_mb(),
+        live_mb()
     );
 
     let t = Instant::now();
@@ -242,6 +303,9 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
         event_cpu.push(cpu_ms() - c0);
         let _ = state.take_dirty();
         state.cool_idle();
+        if trim_each {
+            trim_heap();
+        }
         if i == 0 {
             println!(
                 "[{name}] event pass (full cluster, one task ended): {} starts, {} fits, {} considered; phases us {:?}",
@@ -270,6 +334,9 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
         }
         let _ = state.take_dirty();
         state.cool_idle();
+        if trim_each {
+            trim_heap();
+        }
         if i == 0 {
             println!(
                 "[{name}] periodic pass (full cluster, one minute later: priorities recomputed, jobs re-ordered): {} starts, {} fits; phases us {:?}",
@@ -292,10 +359,22 @@ fn run_policy(name: &str, sched: &str, events: usize, periodics: usize) -> (f64,
     let (p_best, p_median) = best_median(&mut periodic_ms);
     let (pc_best, pc_median) = best_median(&mut periodic_cpu);
     println!(
-        "[{name}] SUMMARY first {:.1} ms wall ({first_cpu:.1} cpu); event best {ev_best:.1} / median {ev_median:.1} ms wall (cpu {evc_best:.1} / {evc_median:.1}) over {n_events}; periodic best {p_best:.1} / median {p_median:.1} ms wall (cpu {pc_best:.1} / {pc_median:.1}) over {periodics}; resident {:.0} MB",
+        "[{name}] SUMMARY first {:.1} ms wall ({first_cpu:.1} cpu); event best {ev_best:.1} / median {ev_median:.1} ms wall (cpu {evc_best:.1} / {evc_median:.1}) over {n_events}; periodic best {p_best:.1} / median {p_median:.1} ms wall (cpu {pc_best:.1} / {pc_median:.1}) over {periodics}; resident {:.0} MB, heap live {:.0} MB",
         first.as_secs_f64() * 1e3,
+        rss_mb(),
+        live_mb()
+    );
+    let resident = rss_mb();
+    trim_heap();
+    println!(
+        "[{name}] resident {resident:.0} MB after the passes, {:.0} MB once the allocator gave its free pages back (malloc_trim)",
         rss_mb()
     );
+    // SCHED_PASS_KEEP=1: the state is not freed, so that a heap profiler's "leaked" report
+    // (`heaptrack`) is what the state holds after its passes.
+    if std::env::var_os("SCHED_PASS_KEEP").is_some() {
+        std::mem::forget(state);
+    }
     (first.as_secs_f64() * 1e3, ev_median, p_median)
 }
 
@@ -335,8 +414,10 @@ fn main() {
             continue;
         }
         // Each policy in a fresh state; the memory figure is the process's resident set
-        // with that state alive (earlier states are dropped).
+        // with that state alive (earlier states are dropped, and their freed heap given back
+        // to the kernel, as a `sched_d` holding one state would not have it).
         let figures = run_policy(name, sched, events, periodics);
+        trim_heap();
         results.push((name, figures));
     }
     for (name, (first, event, periodic)) in &results {

@@ -116,6 +116,13 @@ pub fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
+    // One malloc arena for all threads, unless the environment sets it (issue 27: the
+    // launcher's and the index's threads each grew an arena of their own, whose free top
+    // `malloc_trim` does not give back; after 10,000 jobs ran, 43 MB stayed resident instead
+    // of 15, against 11 empty).
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        crate::launch::limit_malloc_arenas(1);
+    }
     if args.init {
         let dir = match args.spool {
             Some(d) => d,

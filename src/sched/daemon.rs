@@ -184,6 +184,8 @@ pub struct Daemon {
     full_pass: bool,
     /// Job count at the last [`SchedState::compact`].
     compacted_at: usize,
+    /// The most jobs held since memory was last given back ([`RELEASE_AFTER_JOBS`]).
+    jobs_high: usize,
     /// Job mail (`-m`), through the configured mailer.
     mailer: Mailer,
     /// Tasks whose end was taken in this wake-up, made durable together by [`Self::settle`].
@@ -224,6 +226,12 @@ pub struct Daemon {
     /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
     metrics: Option<(std::sync::Arc<super::metrics::Metrics>, super::SharedUsage)>,
 }
+
+/// A daemon that held at least this many jobs gives its spare memory back once they are down
+/// to a quarter ([`SchedState::release_spare_memory`], `malloc_trim`): below it there is
+/// little to give back, and a daemon whose queue breathes around a few hundred jobs would
+/// trim every few passes.
+const RELEASE_AFTER_JOBS: usize = 1000;
 
 /// How long a task that started may still show `t` in its state file (the default of
 /// `--running-state-delay`). `t` → `r` is the one change that need not be durable at once (a
@@ -313,6 +321,7 @@ impl Daemon {
             periodic_due: false,
             full_pass: true,
             compacted_at: 0,
+            jobs_high: 0,
             ended: Vec::new(),
             recorded: Vec::new(),
             index: crate::spool::IndexWriter::off(&spool_for_index),

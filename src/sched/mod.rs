@@ -32,6 +32,7 @@ pub mod accounting;
 pub mod ar;
 pub mod armada;
 pub mod cluster;
+pub mod cold;
 pub mod daemon;
 pub mod fbsng;
 pub mod fit;

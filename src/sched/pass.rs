@@ -1123,6 +1123,11 @@ impl SchedState {
             }
         }
         record.tasks.pending.retain(|g| !g.tasks.is_empty());
+        // Most jobs run one task: room for one, not the four a first push makes (a running
+        // task is 168 bytes).
+        if record.tasks.running.is_empty() {
+            record.tasks.running.reserve_exact(1);
+        }
         let granted = if placement.pe.is_some() {
             placement.granted.clone()
         } else {
@@ -1156,6 +1161,8 @@ impl SchedState {
         );
         self.refresh_hot(id);
         self.started_in_pass.insert(id);
+        // Decoded above: cooled once it stops being used (`cool_idle`).
+        self.warm.insert(id);
         self.mark_dirty(id);
         restarted
     }

@@ -72,6 +72,10 @@ pub trait PriorityPolicy: Send {
 
     /// The configuration was reloaded (SIGHUP): rebuild what depends on it.
     fn reconfigure(&mut self, _config: &crate::config::ClusterConfig) {}
+
+    /// Most jobs left: drop what is kept between passes and sized by the jobs (the next pass
+    /// rebuilds it for the jobs there are), so that its memory goes back.
+    fn forget_caches(&mut self) {}
 }
 
 /// The sort key of a pending job under `policy`: smaller sorts first.

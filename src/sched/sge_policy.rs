@@ -161,6 +161,10 @@ fn usage_weights(c: &SchedulerConfig) -> UsageWeights {
 }
 
 impl PriorityPolicy for SgePriority {
+    fn forget_caches(&mut self) {
+        self.share_cache = ShareTreeCache::new();
+    }
+
     fn reconfigure(&mut self, config: &ClusterConfig) {
         self.rebuild(config);
     }

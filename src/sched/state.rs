@@ -66,14 +66,16 @@ pub struct JobEntry {
     pub written_priority: Option<u64>,
 }
 
-/// A job record, decoded ("warm") while the scheduler works with it, else kept as its
-/// compact JSON ("cold"): a decoded record takes about 1.9 KB with its strings, its JSON
-/// about half that, and 100,000 pending jobs must fit in `sched_d`'s 200 MB. Pending jobs
-/// are cooled after each pass; a job is warmed when it is dispatched, altered or written.
+/// A job record, decoded ("warm") while the scheduler works with it, else kept as the
+/// difference of its JSON from a reference record of the same owner ("cold",
+/// [`super::cold`]): a decoded record takes about 1.9 KB with its strings, its JSON about
+/// 530 bytes, the difference 40–80, and 100,000 pending jobs must fit in `sched_d`'s
+/// memory. Pending jobs are cooled after each pass; a job is warmed when it is dispatched,
+/// altered or written.
 #[derive(Debug, Clone)]
 pub enum Rec {
     Warm(Box<JobRecord>),
-    Cold(Box<[u8]>),
+    Cold(Arc<super::cold::Base>, Box<[u8]>),
 }
 
 impl Rec {
@@ -81,30 +83,36 @@ impl Rec {
     pub fn get(&self) -> Option<std::borrow::Cow<'_, JobRecord>> {
         match self {
             Rec::Warm(b) => Some(std::borrow::Cow::Borrowed(&**b)),
-            Rec::Cold(bytes) => serde_json::from_slice(bytes)
-                .ok()
-                .map(std::borrow::Cow::Owned),
+            Rec::Cold(base, delta) => {
+                let json = super::cold::decode(base, delta)?;
+                serde_json::from_slice(&json)
+                    .ok()
+                    .map(std::borrow::Cow::Owned)
+            }
         }
     }
 
     /// Decodes in place and gives mutable access.
     pub fn warm(&mut self) -> Option<&mut JobRecord> {
-        if let Rec::Cold(bytes) = self {
-            let r: JobRecord = serde_json::from_slice(bytes).ok()?;
+        if let Rec::Cold(base, delta) = self {
+            let json = super::cold::decode(base, delta)?;
+            let r: JobRecord = serde_json::from_slice(&json).ok()?;
             *self = Rec::Warm(Box::new(r));
         }
         match self {
             Rec::Warm(b) => Some(&mut **b),
-            Rec::Cold(_) => None,
+            Rec::Cold(..) => None,
         }
     }
 
-    /// Encodes a warm record (kept warm if encoding fails).
-    pub fn cool(&mut self) {
+    /// Encodes a warm record against `owner`'s reference record (kept warm if encoding
+    /// fails).
+    pub fn cool(&mut self, bases: &mut super::cold::Bases, owner: u32) {
         if let Rec::Warm(b) = self
             && let Ok(v) = serde_json::to_vec(&**b)
         {
-            *self = Rec::Cold(v.into_boxed_slice());
+            let (base, delta) = bases.encode(owner, &v);
+            *self = Rec::Cold(base, delta);
         }
     }
 
@@ -225,8 +233,12 @@ pub struct SchedState {
     /// Running tasks sorted by expected end, for reservations within one pass (with the
     /// number of running tasks it was built from).
     pub(crate) ends_cache: Option<(usize, Vec<EndOfTask>)>,
-    /// Jobs whose record is decoded, to be cooled when idle.
-    warm: BTreeSet<JobId>,
+    /// Jobs whose record was decoded since the last [`SchedState::cool_idle`].
+    pub(crate) warm: BTreeSet<JobId>,
+    /// Running jobs whose record [`SchedState::cool_idle`] kept decoded.
+    warm_running: BTreeSet<JobId>,
+    /// The reference records cold records are kept against ([`super::cold`]).
+    cold_bases: super::cold::Bases,
     /// Per-job rows in job-id order, with the last pass's priorities, reasons and terms.
     pub(crate) rows: super::rows::JobRows,
     /// The Armada policy's decayed queue priorities and random state.
@@ -306,6 +318,8 @@ impl SchedState {
             dependent_jobs: 0,
             ends_cache: None,
             warm: BTreeSet::new(),
+            warm_running: BTreeSet::new(),
+            cold_bases: Default::default(),
             rows: Default::default(),
             armada: super::armada::ArmadaState::default(),
             fbsng: super::fbsng::FbsngState::default(),
@@ -321,6 +335,24 @@ impl SchedState {
         let jobs = std::mem::take(&mut self.jobs);
         self.jobs = jobs.into_iter().collect();
         self.invalidate_order();
+    }
+
+    /// After most jobs left (a queue drained): gives back what was sized for the largest
+    /// queue and is kept between passes: the job map's and the rows' room (repacked), the
+    /// pass buffers, the ordered candidates, the policy's per-job caches and the hash maps'
+    /// spare buckets. The next pass rebuilds what it needs, for the jobs there are. What the
+    /// allocator then holds free is for the daemon to give back ([`crate::launch::trim_heap`]).
+    pub fn release_spare_memory(&mut self) {
+        self.compact();
+        self.tidy_rows();
+        self.order_cache = None;
+        self.scratch = Default::default();
+        self.ends_cache = None;
+        self.policy.forget_caches();
+        self.running.shrink_to_fit();
+        self.user_running.shrink_to_fit();
+        self.started_in_pass.shrink_to_fit();
+        self.devices_used.shrink_to_fit();
     }
 
     /// Forgets the cached order: the next event pass is a full one.
@@ -447,18 +479,29 @@ impl SchedState {
         self.jobs.keys().copied().collect()
     }
 
-    /// Encodes the records of jobs that only wait (no running task) and were decoded since
-    /// the last call; returns how many. The daemon calls it after each pass.
+    /// Encodes the records decoded since the last call of jobs that only wait (no running
+    /// task), and those of running jobs that were kept decoded at the last call and not
+    /// touched since; returns how many. The daemon calls it after each pass. A running job's
+    /// record is read again at its end (and by usage reports and writes), so it stays
+    /// decoded for one call; one that runs for long would otherwise hold its 1.4 KB decoded
+    /// for hours (6,000 running tasks: 12 MB).
     pub fn cool_idle(&mut self) -> usize {
-        let warm = std::mem::take(&mut self.warm);
+        let touched = std::mem::take(&mut self.warm);
+        let carried = std::mem::take(&mut self.warm_running);
         let mut n = 0;
-        for id in warm {
+        for id in carried.difference(&touched) {
+            if let Some(e) = self.jobs.get_mut(id) {
+                e.record.cool(&mut self.cold_bases, e.hot.owner);
+                n += 1;
+            }
+        }
+        for id in touched {
             if let Some(e) = self.jobs.get_mut(&id) {
                 if e.hot.running == 0 {
-                    e.record.cool();
+                    e.record.cool(&mut self.cold_bases, e.hot.owner);
                     n += 1;
                 } else {
-                    self.warm.insert(id);
+                    self.warm_running.insert(id);
                 }
             }
         }
@@ -911,6 +954,7 @@ impl SchedState {
             self.release(id, r.task);
         }
         self.warm.remove(&id);
+        self.warm_running.remove(&id);
         self.dirty.remove(&id);
         record
     }

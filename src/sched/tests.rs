@@ -732,3 +732,42 @@ fn a_job_in_error_keeps_its_priority() {
         crate::model::PriorityInfo::default()
     );
 }
+
+/// A queue that drained gives back what was sized for it (issue 27: `sched_d` kept 31 MB after
+/// holding 10,000 jobs against 10 MB before), and schedules what is left as before.
+#[test]
+fn a_drained_queue_gives_back_what_was_sized_for_it() {
+    let jobs = || (1..=3000).map(|id| job(id, |_, _| {})).collect();
+    let mut drained = state(config(4, 2, ""), jobs());
+    let mut kept = state(config(4, 2, ""), jobs());
+    for s in [&mut drained, &mut kept] {
+        s.cool_idle();
+        assert_eq!(pass(s).len(), 8);
+        s.cool_idle();
+        assert!(s.running_tasks().iter().all(|t| t.0.0 <= 8));
+        let ended = s.running_tasks()[0];
+        s.task_ended(ended.0, ended.1).expect("running");
+        let _ = s.schedule_event(NOW + 1);
+        for id in 20..=3000 {
+            s.remove_job(JobId(id));
+        }
+    }
+    let sized = |s: &SchedState| {
+        s.rows.rows.capacity()
+            + s.scratch.order.capacity()
+            + s.order_cache.as_ref().map_or(0, Vec::capacity)
+    };
+    assert!(sized(&drained) > 3000);
+    drained.release_spare_memory();
+    assert!(sized(&drained) < 100, "{}", sized(&drained));
+    assert!(drained.rows.rows.len() < 20);
+    for id in [3, 12, 19] {
+        drained.task_ended(JobId(id), 1).ok();
+        kept.task_ended(JobId(id), 1).ok();
+    }
+    assert_eq!(pass(&mut drained), pass(&mut kept));
+    for id in 1..=19 {
+        assert_eq!(reasons(&drained, id), reasons(&kept, id));
+        assert_eq!(drained.priority(JobId(id)), kept.priority(JobId(id)));
+    }
+}

@@ -7,7 +7,7 @@
 use super::priority_refresh::{
     PRIORITY_REFRESH_BUSY_EVERY, PRIORITY_REFRESH_PER_PASS, PRIORITY_REFRESH_QUIET,
 };
-use super::{Daemon, DaemonError, Input, io, load_config, now};
+use super::{Daemon, DaemonError, Input, RELEASE_AFTER_JOBS, io, load_config, now};
 use crate::mail::Mailer;
 use crate::model::JobId;
 use notify::Watcher;
@@ -285,6 +285,7 @@ impl Daemon {
                 error!("cannot remove request {name}: {e}");
             }
         }
+        self.jobs_high = self.jobs_high.max(self.state.job_count());
         if self.periodic_due {
             self.periodic_due = false;
             // Repack the job map when it grew by a quarter since the last time.
@@ -292,6 +293,14 @@ impl Daemon {
             if n > 1000 && n > self.compacted_at + self.compacted_at / 4 {
                 self.state.compact();
                 self.compacted_at = n;
+            }
+            // A queue of thousands that drained to a quarter: what was sized for it goes back
+            // to the kernel (the freed pieces are spread over the heap, which glibc keeps).
+            if self.jobs_high >= RELEASE_AFTER_JOBS && n * 4 <= self.jobs_high {
+                self.state.release_spare_memory();
+                crate::launch::trim_heap();
+                self.compacted_at = n;
+                self.jobs_high = n;
             }
             self.refresh_budget = PRIORITY_REFRESH_PER_PASS;
         }
