@@ -104,11 +104,12 @@ pub(super) fn calendar_file(
     let calendars = &mut config.calendars;
     let replaced = editor.put_item("calendars", calendars, &name, |c| c.name.as_str(), new)?;
     commit(cx, editor, &config)?;
-    o.err(if replaced {
-        format!("{me} modified \"{name}\" in calendar list")
-    } else {
-        format!("{me} added \"{name}\" to calendar list")
-    });
+    o.err(crate::compat::messages::put_in_list(
+        me,
+        &name,
+        replaced,
+        "calendar list",
+    ));
     Ok(true)
 }
 

@@ -381,11 +381,12 @@ fn queue_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> R
         new,
     )?;
     commit(cx, editor, &config)?;
-    o.err(if replaced {
-        format!("{me} modified \"{name}\" in cluster queue list")
-    } else {
-        format!("{me} added \"{name}\" to cluster queue list")
-    });
+    o.err(crate::compat::messages::put_in_list(
+        me,
+        &name,
+        replaced,
+        "cluster queue list",
+    ));
     Ok(true)
 }
 
@@ -435,11 +436,12 @@ fn pe_file(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Resu
         new,
     )?;
     commit(cx, editor, &config)?;
-    o.err(if replaced {
-        format!("{me} modified \"{name}\" in parallel environment list")
-    } else {
-        format!("{me} added \"{name}\" to parallel environment list")
-    });
+    o.err(crate::compat::messages::put_in_list(
+        me,
+        &name,
+        replaced,
+        "parallel environment list",
+    ));
     Ok(true)
 }
 
@@ -822,12 +824,13 @@ fn complexes(option: &str, value: &str, me: &str, cx: &Cx, o: &mut Output) -> Re
     let mut lines = Vec::new();
     for c in &table {
         match now.iter().find(|n| n.name == c.name) {
-            None => lines.push(format!("{me} added \"{}\" to complex entry list", c.name)),
-            Some(n) if n != c => lines.push(format!(
-                "{me} modified \"{}\" in complex entry list",
-                c.name
+            Some(n) if n == c => {}
+            found => lines.push(crate::compat::messages::put_in_list(
+                me,
+                &c.name,
+                found.is_some(),
+                "complex entry list",
             )),
-            Some(_) => {}
         }
     }
     for n in &now {

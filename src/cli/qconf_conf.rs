@@ -185,11 +185,12 @@ fn from_file(option: &str, file: &str, me: &str, cx: &Cx, o: &mut Output) -> Res
         _ => {
             let text = read_input(file, None)?;
             write_host(cx, &name, &text)?;
-            o.err(if adding {
-                format!("{me} added \"{name}\" to configuration list")
-            } else {
-                format!("{me} modified \"{name}\" in configuration list")
-            });
+            o.err(crate::compat::messages::put_in_list(
+                me,
+                &name,
+                !adding,
+                "configuration list",
+            ));
             Ok(true)
         }
     }

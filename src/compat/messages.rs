@@ -35,6 +35,16 @@ pub fn denied(d: &Denied) -> String {
     }
 }
 
+/// qconf's words for an object put into one of its lists: `root@vm added "x" to calendar
+/// list`, or `... modified "x" in calendar list` when one of that name was there.
+pub fn put_in_list(me: &str, name: &str, replaced: bool, list: &str) -> String {
+    if replaced {
+        format!("{me} modified \"{name}\" in {list}")
+    } else {
+        format!("{me} added \"{name}\" to {list}")
+    }
+}
+
 /// A quoted value of SGE's messages (`SFQ`, `"%-.100s"`): at most its first 100 bytes (cut at
 /// a character boundary), so `Your job 5 ("…")` shows 100 characters of a 511-character name.
 pub fn sfq(text: &str) -> &str {
