@@ -29,6 +29,15 @@ use std::path::Path;
 /// Width of the counter record: 20 digits (any u64) and a newline.
 const RECORD_LEN: usize = 21;
 
+/// The counter at `path`, opened, locked exclusively (the lock goes with the file) and read:
+/// what it holds and the record's length.
+fn lock_counter(path: &Path) -> Result<(File, Counter, usize), SpoolError> {
+    let mut file = open_counter(path)?;
+    file.lock().map_err(|e| SpoolError::io("lock", path, e))?;
+    let (counter, len) = read_counter(&mut file, path)?;
+    Ok((file, counter, len))
+}
+
 /// Opens (creating if needed) a counter every client of the spool group must be able to
 /// rewrite. The creator's umask would strip the group's write bit from `mode`, so it is set
 /// explicitly by whoever owns the file.
@@ -155,9 +164,7 @@ pub fn next_free(
     rebuild: impl FnOnce() -> Result<u64, SpoolError>,
 ) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    let mut file = open_counter(&path)?;
-    file.lock().map_err(|e| SpoolError::io("lock", &path, e))?;
-    let (counter, len) = read_counter(&mut file, &path)?;
+    let (mut file, counter, len) = lock_counter(&path)?;
     let last = match counter {
         Counter::Value(v) => v,
         Counter::Empty | Counter::Garbled(_) => rebuild()?,
@@ -195,9 +202,7 @@ pub fn sync(dir: &Path, name: &str) -> Result<u64, SpoolError> {
 /// Returns the counter's value.
 pub fn raise_to(dir: &Path, name: &str, floor: u64) -> Result<u64, SpoolError> {
     let path = dir.join(name);
-    let mut file = open_counter(&path)?;
-    file.lock().map_err(|e| SpoolError::io("lock", &path, e))?;
-    let (counter, len) = read_counter(&mut file, &path)?;
+    let (mut file, counter, len) = lock_counter(&path)?;
     let last = match counter {
         Counter::Value(v) => v,
         Counter::Empty | Counter::Garbled(_) => 0,
