@@ -462,6 +462,39 @@ fn ended_while_down_in_state_t(cell: &TestCell) -> (JobId, PathBuf, PathBuf) {
     (id, count, task_dir)
 }
 
+/// `sched_d &` in a script starts it with SIGINT and SIGQUIT ignored, which `exec` keeps: its
+/// jobs must still start with every signal at its default action, as SGE's shepherd starts
+/// them (a job's `kill -INT` or Ctrl-C in a `qrsh` would otherwise do nothing).
+#[test]
+fn jobs_of_a_sched_d_started_in_the_background_start_with_default_signal_actions() {
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let out = dir.join("sigign");
+    // What a non-interactive shell does for `cmd &`: ignore SIGINT and SIGQUIT, then exec.
+    let prefix: Vec<String> = ["/bin/sh", "-c", "trap '' INT QUIT; exec \"$0\" \"$@\""]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let _d = SchedD::spawn_with(&cell, &[], &prefix);
+    let id = submit(
+        &cell.spool,
+        &format!("grep '^SigIgn' /proc/self/status > {}\n", out.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    wait_for("the job ended", Duration::from_secs(20), || {
+        !exits(&cell.spool, id).is_empty()
+    });
+    let text = std::fs::read_to_string(&out).expect("SigIgn line");
+    let mask = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|m| u64::from_str_radix(m, 16).ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    // glibc's two internal signals (32, 33) cannot be set by a program.
+    let glibc_internal = (1u64 << 31) | (1u64 << 32);
+    assert_eq!(mask & !glibc_internal, 0, "ignored: {text}");
+}
+
 /// kill -9 while a task's state file says `t` although the task runs; it ends before the
 /// next `sched_d` starts, which asks the host, finds the result and records it once (exit
 /// status 0, not a lost task), without running the task again.

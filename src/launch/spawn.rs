@@ -47,7 +47,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::libc;
 use nix::sys::resource::{Resource, rlim_t};
-use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{SigSet, SigmaskHow};
 use nix::sys::stat::Mode;
 use nix::unistd::{ForkResult, Gid, Pid, Uid};
 use std::ffi::{CStr, CString};
@@ -418,6 +418,21 @@ fn report(fd: &OwnedFd, failure: ChildFailure) {
     let _ = unsafe { libc::write(fd.as_raw_fd(), record.as_ptr().cast(), record.len()) };
 }
 
+/// Every signal back to its default action, as SGE's shepherd does for its job
+/// (`sge_set_def_sig_mask`). A signal ignored here stays ignored across `exec`: the Rust
+/// runtime ignores SIGPIPE, and a `sched_d` started in the background of a script (`sched_d &`)
+/// has SIGINT and SIGQUIT ignored, which every job would inherit. Handlers need no reset (exec
+/// drops them); glibc refuses its two internal signals, 32 and 33, and SIGKILL and SIGSTOP
+/// cannot change.
+fn reset_signal_dispositions() {
+    for sig in 1..=libc::SIGRTMAX() {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: signal(2) with SIG_DFL installs no handler and is async-signal-safe.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// The child: set-up in the order the former `exec` helper followed; returns only on failure.
 fn child(exec: &JobExec) -> ChildFailure {
     let fail = |step: Step, errno: Errno| ChildFailure { step, errno };
@@ -430,8 +445,7 @@ fn child(exec: &JobExec) -> ChildFailure {
     {
         return fail(Step::Sigmask, e);
     }
-    // SAFETY: resetting a disposition to SIG_DFL installs no handler.
-    let _ = unsafe { nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+    reset_signal_dispositions();
     // Its own session and process group: kills and signals address the job as a whole.
     let _ = nix::unistd::setsid();
     // queue_conf(5)'s priority, set while still root (a value below the current one needs
