@@ -90,19 +90,6 @@ fn fill_other_hosts(cell: &TestCell, user: &TestUser) -> [Vec<u32>; 2] {
     blockers
 }
 
-/// [`wait_for`], with `sched_d`'s log in the message when it times out.
-fn wait_logged(d: &SchedD, what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}; sched_d's log:\n{}",
-            d.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Three hosts of two slots with the tuned times, `sched_d` running, and `node02` and
 /// `node03` full ([`fill_other_hosts`]); `None` (the test skipped) when not root.
 struct Setup {
@@ -152,7 +139,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     );
     let rerun = qsub(&cell, &user, &["-terse", "-cwd", "-r", "y", "mark.sh"]);
     let once = qsub(&cell, &user, &["-terse", "-cwd", "-r", "n", "mark.sh"]);
-    wait_logged(&d, "both run", Duration::from_secs(30), || {
+    d.wait_for("both run", Duration::from_secs(30), || {
         log_lines(&cell, &user).len() == 2
     });
     let lines = log_lines(&cell, &user);
@@ -160,7 +147,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     assert!(lines.contains(&format!("{once} node01 0")), "{lines:?}");
 
     cluster.crash(0);
-    wait_logged(&d, "all.q@node01 unknown", Duration::from_secs(30), || {
+    d.wait_for("all.q@node01 unknown", Duration::from_secs(30), || {
         qi_states(&cell, &user, "all.q@node01") == "au"
     });
     let qhost = cell.run(&user, "qhost", &["-h", "node01"]);
@@ -174,8 +161,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
 
     // reschedule_unknown: `-r y` is pending again, with SGE's record of the run given up;
     // `-r n` ends as never run, with no record (SGE's "reaping").
-    wait_logged(
-        &d,
+    d.wait_for(
         "the rerunnable job's rescheduling record",
         Duration::from_secs(30),
         || !records(&cell, rerun).is_empty(),
@@ -184,7 +170,7 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
         records(&cell, rerun),
         vec![("node01".to_string(), "25".to_string())]
     );
-    wait_logged(&d, "the other job ended", Duration::from_secs(30), || {
+    d.wait_for("the other job ended", Duration::from_secs(30), || {
         !listed(&cell, &user, once)
     });
     assert!(
@@ -198,18 +184,15 @@ fn a_crashed_host_goes_unknown_its_tasks_are_rescheduled_and_it_takes_work_when_
     for id in &on2 {
         assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);
     }
-    wait_logged(&d, "the rerun on node02", Duration::from_secs(30), || {
+    d.wait_for("the rerun on node02", Duration::from_secs(30), || {
         log_lines(&cell, &user).contains(&format!("{rerun} node02 1"))
     });
 
     // The host returns: known again, it takes work.
     cluster.reboot(0);
-    wait_logged(
-        &d,
-        "all.q@node01 known again",
-        Duration::from_secs(60),
-        || qi_states(&cell, &user, "all.q@node01").is_empty(),
-    );
+    d.wait_for("all.q@node01 known again", Duration::from_secs(60), || {
+        qi_states(&cell, &user, "all.q@node01").is_empty()
+    });
     cell.write_file(&user, "where.sh", "#!/bin/sh\nhostname\n");
     let bound = qsub(
         &cell,
@@ -263,30 +246,28 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
         ],
     );
     let moved = qsub(&cell, &user, &["-terse", "-cwd", "-r", "y", "long.sh"]);
-    wait_logged(&d, "both run", Duration::from_secs(30), || {
+    d.wait_for("both run", Duration::from_secs(30), || {
         log_lines(&cell, &user).len() == 2
     });
     assert!(log_lines(&cell, &user).contains(&format!("{moved} node01 0")));
 
     cluster.set_link(0, false);
-    wait_logged(&d, "all.q@node01 unknown", Duration::from_secs(30), || {
+    d.wait_for("all.q@node01 unknown", Duration::from_secs(30), || {
         qi_states(&cell, &user, "all.q@node01") == "au"
     });
-    wait_logged(&d, "both rescheduled", Duration::from_secs(30), || {
+    d.wait_for("both rescheduled", Duration::from_secs(30), || {
         records(&cell, kept).len() == 1 && records(&cell, moved).len() == 1
     });
     for id in &on2 {
         assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);
     }
-    wait_logged(
-        &d,
+    d.wait_for(
         "the moved job's rerun on node02",
         Duration::from_secs(30),
         || log_lines(&cell, &user).contains(&format!("{moved} node02 1")),
     );
     // Behind the cut, node01 runs on: the bound job finishes there, its copy waits.
-    wait_logged(
-        &d,
+    d.wait_for(
         "the bound job done on node01",
         Duration::from_secs(30),
         || log_lines(&cell, &user).contains(&format!("done {kept}")),
@@ -294,19 +275,13 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
     assert!(listed(&cell, &user, kept));
 
     cluster.set_link(0, true);
-    wait_logged(
-        &d,
-        "all.q@node01 known again",
-        Duration::from_secs(60),
-        || qi_states(&cell, &user, "all.q@node01").is_empty(),
-    );
+    d.wait_for("all.q@node01 known again", Duration::from_secs(60), || {
+        qi_states(&cell, &user, "all.q@node01").is_empty()
+    });
     // The result node01 kept is the bound job's end: recorded once, the copy cancelled.
-    wait_logged(
-        &d,
-        "the kept result recorded",
-        Duration::from_secs(30),
-        || records(&cell, kept).len() == 2,
-    );
+    d.wait_for("the kept result recorded", Duration::from_secs(30), || {
+        records(&cell, kept).len() == 2
+    });
     assert_eq!(
         records(&cell, kept),
         vec![
@@ -314,11 +289,11 @@ fn a_host_behind_a_cut_link_keeps_its_result_and_its_stray_run_is_killed_when_it
             ("node01".to_string(), "0".to_string())
         ]
     );
-    wait_logged(&d, "the bound job gone", Duration::from_secs(30), || {
+    d.wait_for("the bound job gone", Duration::from_secs(30), || {
         !listed(&cell, &user, kept)
     });
     // The moved job's first run, still going on node01, is killed; its rerun goes on.
-    wait_logged(&d, "the stray run killed", Duration::from_secs(30), || {
+    d.wait_for("the stray run killed", Duration::from_secs(30), || {
         !cluster.runs(0, "sleep 617")
     });
     assert!(cluster.runs(1, "sleep 617"), "the rerun on node02 goes on");
@@ -447,22 +422,16 @@ fn a_task_not_rerun_that_ended_behind_a_cut_link_is_recorded_with_its_real_resul
                 ],
             )
         });
-        wait_logged(
-            &d,
-            "the job runs on node01",
-            Duration::from_secs(30),
-            || {
-                log_lines(&cell, &user)
-                    .iter()
-                    .any(|l| l.ends_with(" node01 0"))
-            },
-        );
+        d.wait_for("the job runs on node01", Duration::from_secs(30), || {
+            log_lines(&cell, &user)
+                .iter()
+                .any(|l| l.ends_with(" node01 0"))
+        });
         cluster.set_link(0, false);
-        wait_logged(&d, "the task given up", Duration::from_secs(30), || {
+        d.wait_for("the task given up", Duration::from_secs(30), || {
             d.log_text().contains("task not restartable")
         });
-        wait_logged(
-            &d,
+        d.wait_for(
             "the job done behind the cut",
             Duration::from_secs(30),
             || {
@@ -520,7 +489,7 @@ fn rerunnable_on_node01(cell: &TestCell, user: &TestUser, d: &SchedD, seconds: u
             "bound.sh",
         ],
     );
-    wait_logged(d, "the job runs on node01", Duration::from_secs(30), || {
+    d.wait_for("the job runs on node01", Duration::from_secs(30), || {
         log_lines(cell, user).contains(&format!("{id} node01 0"))
     });
     id
@@ -556,20 +525,20 @@ fn a_host_back_from_a_cut_link_kills_its_old_runs_before_it_takes_their_tasks_ag
     };
     let id = rerunnable_on_node01(&cell, &user, &d, 618);
     cluster.set_link(0, false);
-    wait_logged(&d, "the job rescheduled", Duration::from_secs(30), || {
+    d.wait_for("the job rescheduled", Duration::from_secs(30), || {
         records(&cell, id).len() == 1
     });
     cluster.set_link(0, true);
-    wait_logged(&d, "the rerun on node01", Duration::from_secs(90), || {
+    d.wait_for("the rerun on node01", Duration::from_secs(90), || {
         log_lines(&cell, &user).contains(&format!("{id} node01 1"))
     });
-    wait_logged(&d, "the rerun running", Duration::from_secs(30), || {
+    d.wait_for("the rerun running", Duration::from_secs(30), || {
         let s = job_state(&cell, &user, id);
         assert!(!s.contains('E'), "in error: {s}\n{}", d.log_text());
         s == "Rr"
     });
     // The run given up was killed: one `sleep 618` on node01, the rerun's.
-    wait_logged(&d, "the old run gone", Duration::from_secs(30), || {
+    d.wait_for("the old run gone", Duration::from_secs(30), || {
         cluster.count(0, "sleep 618") == 1
     });
     assert_eq!(
@@ -603,18 +572,18 @@ fn a_restarted_sched_d_settles_the_runs_given_up_on_a_host_before_it_sends_it_wo
         state
     };
     // Rescheduled, and pending again on disk.
-    wait_logged(&d, "the job rescheduled", Duration::from_secs(30), || {
+    d.wait_for("the job rescheduled", Duration::from_secs(30), || {
         records(&cell, id).len() == 1 && state(&d).contains('q')
     });
     d.signal(nix::sys::signal::Signal::SIGKILL);
     let _ = d.wait();
     cluster.set_link(0, true);
     let d = SchedD::start(&cell, &[]);
-    wait_logged(&d, "the rerun on node01", Duration::from_secs(90), || {
+    d.wait_for("the rerun on node01", Duration::from_secs(90), || {
         state(&d);
         log_lines(&cell, &user).contains(&format!("{id} node01 1"))
     });
-    wait_logged(&d, "the old run gone", Duration::from_secs(30), || {
+    d.wait_for("the old run gone", Duration::from_secs(30), || {
         cluster.count(0, "sleep 619") == 1
     });
     assert_eq!(

@@ -114,6 +114,19 @@ impl SchedD {
         }
     }
 
+    /// [`wait_for`], with this daemon's log in the message when it times out.
+    pub(crate) fn wait_for(&self, what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !cond() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; sched_d's log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -444,7 +457,7 @@ fn ended_while_down_in_state_t(cell: &TestCell) -> (JobId, PathBuf, PathBuf) {
         &format!("echo run >> {}\nsleep 1\n", count.display()),
         |s, _| s.cwd = cwd(&dir),
     );
-    wait_for("the job running", Duration::from_secs(10), || {
+    d.wait_for("the job running", Duration::from_secs(10), || {
         lines(&count) == 1
     });
     d.signal(Signal::SIGKILL);

@@ -1602,6 +1602,7 @@ impl Inner {
             host = %host.name,
             exit_status = result.exit_status,
             failed = result.failed,
+            error = result.error.as_deref().unwrap_or(""),
             "task ended"
         );
         // The task directory stays until the scheduler has made the result durable and

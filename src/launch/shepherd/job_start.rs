@@ -7,6 +7,7 @@
 
 use super::supervisor::Supervisor;
 use super::task_start::check_identity;
+use super::tmpdir::TaskTmpdir;
 use super::{SetupFailure, failed};
 use crate::launch::env::{ExecContext, job_environment, pe_hostfile};
 use crate::launch::limits::RLimit;
@@ -16,7 +17,6 @@ use crate::launch::spec::JobCommand;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Pid, User};
 use std::ffi::CString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 impl Supervisor {
@@ -131,19 +131,18 @@ impl Supervisor {
         if let Some(id) = &spec.pe_task {
             tmpdir_name = format!("{tmpdir_name}.{id}");
         }
-        let tmpdir = Path::new(&spec.tmpdir).join(tmpdir_name);
-        // Also a dangling symlink someone planted under the predictable name.
-        if tmpdir.symlink_metadata().is_ok() {
-            let _ = std::fs::remove_dir_all(&tmpdir).or_else(|_| std::fs::remove_file(&tmpdir));
-        }
-        // `create_dir`, not `_all`: the name is predictable, so it must be ours, new.
-        std::fs::create_dir(&tmpdir)
-            .map_err(|e| before(format!("can't create tmpdir {}: {e}", tmpdir.display())))?;
-        let _ = std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o755));
-        if nix::unistd::geteuid().is_root() {
-            let _ = nix::unistd::chown(&tmpdir, Some(user.uid), Some(user.gid));
-        }
-        self.tmpdir = Some(tmpdir.clone());
+        let owner = nix::unistd::geteuid()
+            .is_root()
+            .then_some((user.uid, user.gid));
+        let task_tmpdir = TaskTmpdir::create(Path::new(&spec.tmpdir), &tmpdir_name, owner)
+            .map_err(|e| {
+                before(format!(
+                    "can't create tmpdir {}: {e}",
+                    Path::new(&spec.tmpdir).join(&tmpdir_name).display()
+                ))
+            })?;
+        let tmpdir = task_tmpdir.path().to_path_buf();
+        self.tmpdir = Some(task_tmpdir);
         let script_path = self.dir.script().to_string_lossy().into_owned();
         let pe_hostfile_path = self.dir.pe_hostfile().to_string_lossy().into_owned();
         if let JobCommand::Script { script, .. } = &spec.command {

@@ -85,6 +85,7 @@ mod procs;
 mod start_server;
 mod supervisor;
 mod task_start;
+mod tmpdir;
 
 use exec_spool::finished_result;
 pub use exec_spool::{acknowledge, collect_finished, query, request_kill, task_dirs};

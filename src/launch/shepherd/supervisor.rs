@@ -21,7 +21,7 @@ use crate::model::{Rusage, TaskResult};
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub(super) fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
@@ -148,7 +148,7 @@ pub(in crate::launch) struct Supervisor {
     pub(super) spec: LaunchSpec,
     pub(super) dir: TaskDir,
     signals: SigSet,
-    pub(super) tmpdir: Option<PathBuf>,
+    pub(super) tmpdir: Option<super::tmpdir::TaskTmpdir>,
     start_wall: f64,
     started: Instant,
     job_pid: Option<Pid>,
@@ -472,7 +472,7 @@ impl Supervisor {
 
     pub(in crate::launch) fn cleanup(&mut self) {
         if let Some(t) = self.tmpdir.take() {
-            let _ = std::fs::remove_dir_all(t);
+            t.remove();
         }
         if let Some(group) = self.cgroup.take() {
             group.remove();
