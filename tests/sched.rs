@@ -475,6 +475,32 @@ fn ended_while_down_in_state_t(cell: &TestCell) -> (JobId, PathBuf, PathBuf) {
     (id, count, task_dir)
 }
 
+/// A master frozen while it held the accounting file's lock (SIGSTOP, a hung mount) is
+/// replaced by its shadow, which must still record the ends: here the test holds the lock, as
+/// the frozen master would, and the job's record is written without it after the patience.
+#[test]
+fn a_frozen_holder_of_the_accounting_lock_does_not_stop_the_accounting() {
+    let cell = cell(1);
+    let path = cell.cell.join("common/accounting");
+    std::fs::write(&path, gridspool::acct::HEADER).expect("accounting file");
+    let frozen = std::fs::File::open(&path).expect("open");
+    frozen.lock().expect("lock");
+    let d = SchedD::start(&cell, &[]);
+    let dir = workdir(&cell);
+    let id = submit(&cell.spool, "true\n", |s, _| s.cwd = cwd(&dir));
+    d.wait_for(
+        "the record, written without the lock",
+        gridspool::acct::LOCK_PATIENCE + Duration::from_secs(20),
+        || accounting_records(&cell, id).len() == 1,
+    );
+    assert!(
+        d.log_text().contains("appending without it"),
+        "{}",
+        d.log_text()
+    );
+    drop(frozen);
+}
+
 /// `sched_d &` in a script starts it with SIGINT and SIGQUIT ignored, which `exec` keeps: its
 /// jobs must still start with every signal at its default action, as SGE's shepherd starts
 /// them (a job's `kill -INT` or Ctrl-C in a `qrsh` would otherwise do nothing).

@@ -9,9 +9,10 @@
 //! stops at the last newline, and a final line without its newline is left for the next read.
 
 use super::record::{AccountingRecord, RecordError};
-use std::fs::File;
+use std::fs::{File, TryLockError};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// What SGE 8.1.9 writes at the top of a new accounting file (capture
 /// `accounting/file-head.txt`; the blank comment lines keep their trailing blank).
@@ -62,10 +63,29 @@ impl AcctError {
     }
 }
 
+/// How long an append waits for another writer's lock. An append holds it for one write and
+/// one sync, milliseconds; a holder past this is frozen (SIGSTOP, a hung mount), in practice
+/// a master that its shadow has replaced, which is fenced and will not write once it runs
+/// again ([`append_checked`]): waiting for it would stop the live master's accounting, and
+/// every end behind it, for as long as the frozen one lives.
+pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+
 /// Appends records to the accounting file at `path`, creating it with SGE's [`HEADER`] when
 /// it does not exist (or is empty). All of `records` are written in one `write` under an
-/// exclusive lock and synced before returning.
+/// exclusive lock (given up on after [`LOCK_PATIENCE`]) and synced before returning.
 pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError> {
+    append_checked(path, records, LOCK_PATIENCE, || ())
+}
+
+/// [`append`], waiting at most `patience` for the lock, and calling `under_lock` once it is
+/// held, just before the write: where a daemon that was replaced while it waited (or was
+/// frozen) learns it and exits instead of writing records that its successor owns.
+pub fn append_checked(
+    path: &Path,
+    records: &[AccountingRecord],
+    patience: Duration,
+    under_lock: impl FnOnce(),
+) -> Result<(), AcctError> {
     let mut text = String::with_capacity(records.len() * 320);
     for r in records {
         text.push_str(&r.to_line());
@@ -75,7 +95,14 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
     // Never through a link, never blocking on a FIFO (`file::open`).
     let mut file = crate::file::open::open_append(path, 0o644)
         .map_err(|e| AcctError::io("open", path, e.into()))?;
-    file.lock().map_err(|e| AcctError::io("lock", path, e))?;
+    if !lock_within(&file, patience).map_err(|e| AcctError::io("lock", path, e))? {
+        tracing::warn!(
+            path = %path.display(),
+            "the accounting file's lock has been held for {} s (a frozen writer, fenced): appending without it",
+            patience.as_secs_f64()
+        );
+    }
+    under_lock();
     let len = file
         .metadata()
         .map_err(|e| AcctError::io("stat", path, e))?
@@ -94,6 +121,21 @@ pub fn append(path: &Path, records: &[AccountingRecord]) -> Result<(), AcctError
             .map_err(|e| AcctError::io("fsync", dir, e))?;
     }
     Ok(())
+}
+
+/// Takes `file`'s exclusive lock, waiting at most `patience`; false when it is still held.
+fn lock_within(file: &File, patience: Duration) -> std::io::Result<bool> {
+    let deadline = Instant::now() + patience;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TryLockError::WouldBlock) => return Ok(false),
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
 }
 
 /// One item of the stream: a record, or a line that is not one.
@@ -237,6 +279,43 @@ mod tests {
             })
             .collect();
         assert_eq!(jobs, vec![7, 8]);
+    }
+
+    /// A writer frozen while it held the lock (a replaced master under SIGSTOP) does not stop
+    /// the appends of the one that lives; one whose lock goes in time is waited for.
+    #[test]
+    fn an_append_waits_for_a_live_writer_and_gives_up_on_a_frozen_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("accounting");
+        let record = |job| AccountingRecord {
+            qname: "all.q".into(),
+            job_number: job,
+            ..AccountingRecord::default()
+        };
+        append(&path, &[record(1)]).expect("append");
+        let frozen = File::open(&path).expect("open");
+        frozen.lock().expect("lock");
+        let mut checked = false;
+        append_checked(&path, &[record(2)], Duration::from_millis(50), || {
+            checked = true
+        })
+        .expect("append without the lock");
+        assert!(checked, "the caller's check runs before the write");
+        // Released while the next append waits: it takes the lock and writes.
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(frozen);
+        });
+        append_checked(&path, &[record(3)], Duration::from_secs(60), || ()).expect("append");
+        releaser.join().expect("join");
+        let jobs: Vec<u32> = Reader::open(&path)
+            .expect("open")
+            .filter_map(|e| match e.expect("io") {
+                Entry::Record(r) => Some(r.job_number),
+                Entry::Invalid { .. } => None,
+            })
+            .collect();
+        assert_eq!(jobs, vec![1, 2, 3]);
     }
 
     #[test]

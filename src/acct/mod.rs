@@ -17,7 +17,7 @@ pub mod sge_usage;
 pub mod usage;
 
 pub use baseline::{BaselineStart, UsageBaseline, load_usage_from};
-pub use file::{AcctError, Entry, HEADER, Reader, append};
+pub use file::{AcctError, Entry, HEADER, LOCK_PATIENCE, Reader, append, append_checked};
 pub use history::{HistoryImport, import_history};
 pub use record::{AccountingRecord, RecordError, category};
 pub use sge_usage::{SpoolUsage, UsageDumpError, read_share_mon, read_usage_dumps};

@@ -175,6 +175,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
     };
     let master = mastership::Mastership::claim(&spool, heartbeat_interval)?;
     let heartbeat = mastership::Heartbeat::start(master.clone())?;
+    let accounting_fence = master.clone();
     let opts = DaemonOptions {
         mastership: Some(master),
         poll: args.poll.map(Duration::from_millis),
@@ -228,11 +229,10 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
                 crate::sched::LaunchRunner::new(spool, runner_config, events, runner_liveness)?;
             Ok(Box::new(runner) as Box<dyn crate::sched::TaskRunner>)
         },
-        Box::new(crate::sched::Accounting::new(
-            spool.accounting_path(),
-            config.clone(),
-            usage.clone(),
-        )),
+        Box::new(
+            crate::sched::Accounting::new(spool.accounting_path(), config.clone(), usage.clone())
+                .fenced_by(accounting_fence),
+        ),
     )?;
     if let Some(addr) = &args.metrics {
         let metrics = std::sync::Arc::new(crate::sched::metrics::Metrics::new());

@@ -27,6 +27,10 @@ pub struct Accounting {
     /// died after its accounting commit and before the exits lines that say so is told those
     /// ends again, and must not record them twice.
     recorded_before: HashSet<RunKey>,
+    /// This daemon's mastership: checked under the accounting file's lock, before each
+    /// append, so that a master replaced while it waited there (or was frozen) exits
+    /// instead of writing what its successor records.
+    mastership: Option<Arc<crate::sched::mastership::Mastership>>,
 }
 
 /// What tells one run of a task from every other: job ids are never reused, and a requeued
@@ -47,7 +51,14 @@ impl Accounting {
             usage,
             pending: Vec::new(),
             recorded_before,
+            mastership: None,
         }
+    }
+
+    /// Fences the appends by `mastership` (see the field).
+    pub fn fenced_by(mut self, mastership: Arc<crate::sched::mastership::Mastership>) -> Self {
+        self.mastership = Some(mastership);
+        self
     }
 }
 
@@ -147,7 +158,20 @@ impl AccountingHook for Accounting {
         // A failed append leaves the file as it was (`acct::append`); the records stay here,
         // in order, and the daemon, which holds their results unacknowledged meanwhile,
         // commits again until they are written, once (issue 12).
-        crate::acct::append(&self.path, &self.pending).map_err(|e| e.to_string())?;
+        let mastership = self.mastership.as_deref();
+        crate::acct::append_checked(
+            &self.path,
+            &self.pending,
+            crate::acct::LOCK_PATIENCE,
+            || {
+                if let Some(m) = mastership
+                    && let Err(replaced) = m.check()
+                {
+                    crate::sched::mastership::exit_replaced(&replaced);
+                }
+            },
+        )
+        .map_err(|e| e.to_string())?;
         self.pending.clear();
         Ok(())
     }
