@@ -144,11 +144,12 @@ fn qdel_kills_what_left_the_process_group_and_unwaited_cpu_is_counted() {
     );
     record(&cell, id);
     // A child whose parent ignores SIGCHLD is reaped by the kernel: getrusage(2) of the
-    // supervisor never sees its second of CPU; the cgroup does.
+    // supervisor never sees its second of CPU; the cgroup does. The parent waits for the
+    // child's word, not for a time: on a loaded machine two seconds held less than one of CPU.
     cell.write_file(
         &user,
         "burn.py",
-        "import os, signal, time\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\nif os.fork() == 0:\n    end = time.process_time() + 1.0\n    while time.process_time() < end:\n        pass\n    os._exit(0)\ntime.sleep(2.0)\n",
+        "import os, signal, time\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\nif os.fork() == 0:\n    end = time.process_time() + 1.0\n    while time.process_time() < end:\n        pass\n    open('burnt', 'w').close()\n    os._exit(0)\nwhile not os.path.exists('burnt'):\n    time.sleep(0.05)\n",
     );
     let id = qsub(
         &cell,

@@ -6,8 +6,9 @@
 //! copy cancelled, and a run still going there is killed. And `kill -9` of `sched_d` while
 //! hosts die and return loses nothing and runs nothing twice.
 //!
-//! The cells use tuned times (`max_unheard` 2–4 s, `reschedule_unknown` 1–2 s) so that each
-//! test takes seconds, not the defaults' half minute.
+//! The cells use tuned times (`max_unheard` 4–5 s, `reschedule_unknown` 1–2 s) so that each
+//! test takes seconds, not the defaults' half minute; not shorter: on a machine loaded by the
+//! rest of the suite a live host's heartbeat is now and then 2 s late, and it went unknown.
 
 use crate::cluster::{cluster_cell_with, output, qsub};
 use crate::sched::{SchedD, accounting_records, wait_for};
@@ -16,7 +17,7 @@ use crate::support::*;
 use gridspool::model::JobId;
 use std::time::Duration;
 
-const TUNED: &str = "max_unheard: \"0:0:2\"\nreschedule_unknown: \"0:0:1\"\n";
+const TUNED: &str = "max_unheard: \"0:0:5\"\nreschedule_unknown: \"0:0:1\"\n";
 
 /// The state letters of queue instance `qi` in `qstat -f` (empty when it has none).
 fn qi_states(cell: &TestCell, user: &TestUser, qi: &str) -> String {
