@@ -301,8 +301,10 @@ fn prolog_exit_100_puts_the_job_in_error_and_a_failing_epilog_is_accounted() {
     });
     assert_eq!(failed_codes(&cell, id), ["30"]);
     assert!(cell.spool.queue_instance_states().errors.is_empty());
-    let run = cell.run(&user, "qstat", &[]);
-    assert!(run.stdout.contains(" Eqw "), "{run:?}");
+    // The listing index follows the state file within the daemon's wake-up.
+    wait_for("qstat shows Eqw", Duration::from_secs(10), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" Eqw ")
+    });
     qconf(
         &cell,
         &root,
