@@ -108,10 +108,62 @@ impl Dates {
     }
 }
 
-/// What every line of a table shares: the view it is drawn from and the date cache.
+/// Appends `n` right-aligned in `width` columns (`{n:width}`), without the formatting
+/// machinery: the tables print several numbers a line.
+pub(crate) fn right(out: &mut String, n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - at;
+    if len < width {
+        spaces(out, width - len);
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+}
+
+/// `n` as `{n}`.
+pub(crate) fn number(out: &mut String, n: u64) {
+    right(out, n, 0);
+}
+
+/// The last priority written as `{:7.5}` and its text: a listing's neighbouring jobs mostly
+/// share their priority (all zeros before the scheduler's first pass), and a float's
+/// formatting is the dearest part of a line.
+#[derive(Debug, Default)]
+pub(crate) struct LastPriority {
+    last: Option<(u64, String)>,
+}
+
+impl LastPriority {
+    /// Appends `x` as `{:7.5}`.
+    pub(crate) fn write(&mut self, out: &mut String, x: f64) {
+        use std::fmt::Write;
+        let bits = x.to_bits();
+        match &mut self.last {
+            Some((b, text)) if *b == bits => out.push_str(text),
+            slot => {
+                let mut text = String::with_capacity(8);
+                let _ = write!(text, "{x:7.5}");
+                out.push_str(&text);
+                *slot = Some((bits, text));
+            }
+        }
+    }
+}
+
+/// What every line of a table shares: the view it is drawn from and the caches.
 pub(crate) struct LineCx<'v, 'a> {
     pub view: &'v super::View<'a>,
     pub dates: Dates,
+    pub prio: LastPriority,
 }
 
 impl<'v, 'a> LineCx<'v, 'a> {
@@ -119,6 +171,7 @@ impl<'v, 'a> LineCx<'v, 'a> {
         LineCx {
             view,
             dates: Dates::default(),
+            prio: LastPriority::default(),
         }
     }
 }
@@ -209,6 +262,33 @@ mod tests {
             let mut b = String::new();
             d.iso(&mut b, e);
             assert_eq!(b, time::xml_date(e));
+        }
+    }
+
+    #[test]
+    fn numbers_are_formatted_as_std_does() {
+        let mut last = LastPriority::default();
+        for n in [0u64, 7, 10, 999_999, 1_000_000, 12_345_678, u64::MAX] {
+            for w in [0, 5, 7] {
+                let mut s = String::new();
+                right(&mut s, n, w);
+                assert_eq!(s, format!("{n:w$}"));
+            }
+        }
+        for x in [
+            0.0,
+            0.5,
+            0.5,
+            0.123456789,
+            1.0,
+            -0.25,
+            12345.678,
+            f64::NAN,
+            0.5,
+        ] {
+            let mut s = String::new();
+            last.write(&mut s, x);
+            assert_eq!(s, format!("{x:7.5}"));
         }
     }
 

@@ -38,7 +38,7 @@ pub(crate) fn queue_width(view: &View<'_>) -> usize {
 }
 
 /// The column header and its underline.
-fn header(out: &mut String, args: &QstatArgs, qw: usize) {
+pub(super) fn header(out: &mut String, args: &QstatArgs, qw: usize) {
     out.push_str("job-ID  prior  ");
     if args.pri || args.urg {
         out.push_str(" nurg   ");

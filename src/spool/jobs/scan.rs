@@ -70,6 +70,28 @@ impl Spool {
     /// entry stands for the file the directory holds now (its state file, or its job file
     /// while it has none); from the files for the others, and for jobs with pending
     /// requests (`full_for`), which are read whole.
+    /// Reads the jobs of `wanted` (listing records; those of `full_for` whole) from their
+    /// files into the matching places of the result, for the jobs a listing's index does
+    /// not stand for; returns the problems met too.
+    pub(super) fn read_job_files(
+        &self,
+        wanted: &[WantedJob],
+        full_for: &[JobId],
+    ) -> Result<(Vec<Option<JobRecord>>, Vec<ScanProblem>), SpoolError> {
+        let dir = self.jobs_dir();
+        let dir_file = File::open(&dir).map_err(|e| SpoolError::io("open", &dir, e))?;
+        let reader = JobReader {
+            spool: self,
+            dir: &dir_file,
+            depth: ScanDepth::Listing,
+            full_for,
+        };
+        let mut slots: Vec<Option<JobRecord>> = Vec::new();
+        slots.resize_with(wanted.len(), || None);
+        let problems = reader.read_all(wanted, &mut slots);
+        Ok((slots, problems))
+    }
+
     fn scan_job_files(
         &self,
         depth: ScanDepth,
@@ -257,9 +279,9 @@ pub enum ScanDepth {
 /// the names that are not job files. Read with `getdents` into a fixed buffer (no allocation
 /// per name, which `fs::read_dir` makes twice) and sorted once instead of hashed.
 /// A job id of `jobs/` and whether it has a state file (else only its submission).
-type WantedJob = (JobId, bool);
+pub(super) type WantedJob = (JobId, bool);
 
-fn list_job_files(dir: &Path) -> Result<(Vec<WantedJob>, Vec<ScanProblem>), SpoolError> {
+pub(super) fn list_job_files(dir: &Path) -> Result<(Vec<WantedJob>, Vec<ScanProblem>), SpoolError> {
     use nix::dir::Dir;
     use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
