@@ -83,14 +83,14 @@ impl Dates {
 
     fn tail(out: &mut String, offset: i64) {
         let (m, s) = (offset / 60, offset % 60);
-        let digits = [
-            b'0' + (m / 10) as u8,
-            b'0' + (m % 10) as u8,
-            b':',
-            b'0' + (s / 10) as u8,
-            b'0' + (s % 10) as u8,
-        ];
-        out.push_str(std::str::from_utf8(&digits).unwrap_or("00:00"));
+        let digit = |n: i64| char::from(b'0' + n as u8);
+        out.extend([
+            digit(m / 10),
+            digit(m % 10),
+            ':',
+            digit(s / 10),
+            digit(s % 10),
+        ]);
     }
 
     /// `11/21/2026 22:45:02` (`qstat`'s submit/start column).
@@ -126,7 +126,8 @@ pub(crate) fn right(out: &mut String, n: u64, width: usize) {
     if len < width {
         spaces(out, width - len);
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+    // ASCII digits pushed as they are: cheaper than a UTF-8 check of the few bytes.
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// `n` as `{n}`.

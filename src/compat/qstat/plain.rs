@@ -40,10 +40,13 @@ enum Tasks<'b> {
     Owned(TaskSet),
 }
 
+/// What a line shows, small enough that sorting 100,000 pending lines moves little: a
+/// pending line names its group, whose tasks are read again when the line is written, as
+/// `rows::RowKind` does; a running task (at most one per slot) is kept whole.
 enum Kind<'b> {
-    Running(RunningLine<'b>),
+    Running(Box<RunningLine<'b>>),
     Pending {
-        tasks: Tasks<'b>,
+        group: u32,
         /// One task of the group, with `-g d`.
         task: Option<TaskId>,
         state: PendingState,
@@ -111,7 +114,8 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
     };
     let alive = |id: JobId| lines.jobs.binary_search_by_key(&id, |j| j.id).is_ok();
     let mut running: Vec<Row<'j, 'b>> = Vec::new();
-    let mut pending: Vec<Row<'j, 'b>> = Vec::new();
+    // Sized for one line per job: growing it would copy it, into fresh pages each time.
+    let mut pending: Vec<Row<'j, 'b>> = Vec::with_capacity(lines.jobs.len());
     let mut zombies: Vec<Row<'j, 'b>> = Vec::new();
     for job in &lines.jobs {
         if !selected(job) {
@@ -127,7 +131,7 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
             if running_selected(args, &t) {
                 running.push(Row {
                     job,
-                    kind: Kind::Running(t),
+                    kind: Kind::Running(Box::new(t)),
                 });
             }
         }
@@ -137,8 +141,8 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
         let start_time = job.start_time.is_some_and(|t| t > view.now);
         let dependency = job.predecessors.iter().any(alive);
         let array_dependency = job.array_predecessors.iter().any(alive);
-        let mut groups: Vec<(TaskRanges<'b>, PendingState)> = Vec::new();
-        for (ranges, holds) in job.pending.iter() {
+        let mut groups: Vec<(u32, TaskRanges<'b>, PendingState)> = Vec::new();
+        for (group, (ranges, holds)) in (0u32..).zip(job.pending.iter()) {
             if ranges.is_empty() {
                 continue;
             }
@@ -151,10 +155,11 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
                 restarted: false,
             };
             if !job.restarted.is_empty() {
-                let group = ranges.to_task_set();
-                let again = group.intersection(&job.restarted.to_task_set());
+                let tasks = ranges.to_task_set();
+                let again = tasks.intersection(&job.restarted.to_task_set());
                 if !again.is_empty() {
                     groups.push((
+                        group,
                         ranges,
                         PendingState {
                             restarted: true,
@@ -162,18 +167,17 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
                         },
                     ));
                 }
-                if again.len() == group.len() {
+                if again.len() == tasks.len() {
                     continue;
                 }
             }
-            groups.push((ranges, state));
+            groups.push((group, ranges, state));
         }
-        groups.retain(|(_, s)| pending_selected(args, s));
-        groups.sort_by_key(|(_, s)| s.held());
-        for (ranges, state) in groups {
-            let tasks = pending_tasks(job, ranges, state.restarted);
+        groups.retain(|(_, _, s)| pending_selected(args, s));
+        groups.sort_by_key(|(_, _, s)| s.held());
+        for (group, ranges, state) in groups {
             if args.group.each_task && job.is_array() {
-                let each: Vec<TaskId> = match &tasks {
+                let each: Vec<TaskId> = match &pending_tasks(job, ranges, state.restarted) {
                     Tasks::Stored(r) => r
                         .iter()
                         .flat_map(|r| (r.first..=r.last).step_by(r.step as usize))
@@ -184,7 +188,7 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
                     pending.push(Row {
                         job,
                         kind: Kind::Pending {
-                            tasks: Tasks::Stored(TaskRanges::default()),
+                            group,
                             task: Some(t),
                             state,
                         },
@@ -194,7 +198,7 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
                 pending.push(Row {
                     job,
                     kind: Kind::Pending {
-                        tasks,
+                        group,
                         task: None,
                         state,
                     },
@@ -234,9 +238,11 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
         }
         zombies.sort_by_key(|r| r.job.id);
     }
-    running.append(&mut pending);
-    running.append(&mut zombies);
-    running
+    // Running lines first: the few moved in before the many, which move once, in place.
+    pending.reserve(running.len() + zombies.len());
+    pending.splice(0..0, running);
+    pending.append(&mut zombies);
+    pending
 }
 
 /// `qstat`'s `ja-task-ID` form of stored ranges (`TaskSet`'s `Display`).
@@ -268,13 +274,16 @@ fn task_text(out: &mut String, row: &Row<'_, '_>) -> bool {
         Kind::Running(t) => number(out, t.task.into()),
         Kind::Pending { task: Some(t), .. } => number(out, (*t).into()),
         Kind::Pending {
-            tasks: Tasks::Stored(r),
-            ..
-        } => write_ranges(out, r.iter()),
-        Kind::Pending {
-            tasks: Tasks::Owned(set),
-            ..
-        } => write_ranges(out, set.ranges().iter().copied()),
+            group,
+            task: None,
+            state,
+        } => {
+            let ranges = job.pending.iter().nth(*group as usize).map(|(r, _)| r);
+            match pending_tasks(job, ranges.unwrap_or_default(), state.restarted) {
+                Tasks::Stored(r) => write_ranges(out, r.iter()),
+                Tasks::Owned(set) => write_ranges(out, set.ranges().iter().copied()),
+            }
+        }
         Kind::Zombie if job.finished_tasks.is_empty() => {
             write_ranges(out, TaskSet::from_range(array).ranges().iter().copied())
         }
