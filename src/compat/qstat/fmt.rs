@@ -135,6 +135,29 @@ pub(crate) fn number(out: &mut String, n: u64) {
     right(out, n, 0);
 }
 
+/// Appends `x` as `{x:7.5}` when that is plain to compute: a non-negative `x` whose
+/// hundred-thousandths are not near a half, so that rounding the product `x * 1e5` (off
+/// by less than a millionth) rounds as the exact value does. Returns false, and appends
+/// nothing, for the others (halves, negative, huge, NaN), which `fmt` writes.
+fn fixed5(out: &mut String, x: f64) -> bool {
+    if !(x.is_sign_positive() && x < 1e9) {
+        return false;
+    }
+    let scaled = x * 100_000.0;
+    let rounded = scaled.round();
+    if (scaled - rounded).abs() > 0.49 {
+        return false;
+    }
+    let n = rounded as u64;
+    let whole = n / 100_000;
+    right(out, whole, 1);
+    out.push('.');
+    let frac = n % 100_000;
+    let digits = [10_000, 1_000, 100, 10, 1].map(|p| char::from(b'0' + (frac / p % 10) as u8));
+    out.extend(digits);
+    true
+}
+
 /// The last priority written as `{:7.5}` and its text: a listing's neighbouring jobs mostly
 /// share their priority (all zeros before the scheduler's first pass), and a float's
 /// formatting is the dearest part of a line.
@@ -152,7 +175,10 @@ impl LastPriority {
             Some((b, text)) if *b == bits => out.push_str(text),
             slot => {
                 let mut text = String::with_capacity(8);
-                let _ = write!(text, "{x:7.5}");
+                // Below 10 the number fills the 7 columns; from 10 on it is wider.
+                if !fixed5(&mut text, x) {
+                    let _ = write!(text, "{x:7.5}");
+                }
                 out.push_str(&text);
                 *slot = Some((bits, text));
             }
@@ -278,6 +304,7 @@ mod tests {
         }
         for x in [
             0.0,
+            -0.0,
             0.5,
             0.5,
             0.123456789,
@@ -286,10 +313,39 @@ mod tests {
             12345.678,
             f64::NAN,
             0.5,
+            0.000005,
+            0.000015,
+            0.100005,
+            0.015625,
+            2.5e-6,
+            0.99999999,
+            9.999995,
+            1e9,
+            1e300,
+            f64::INFINITY,
         ] {
             let mut s = String::new();
             last.write(&mut s, x);
-            assert_eq!(s, format!("{x:7.5}"));
+            assert_eq!(s, format!("{x:7.5}"), "{x:e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The plain path of `{:7.5}` writes what `fmt` writes, for priorities as the
+        /// scheduler makes them (0 to 1, some beyond) and for any float.
+        #[test]
+        fn priorities_are_written_as_fmt_does(
+            a in 0.0f64..1.0,
+            b in 0.0f64..20_000.0,
+            steps in 0u32..200_000,
+            any in proptest::num::f64::ANY,
+        ) {
+            let half_steps = f64::from(steps) / 200_000.0;
+            for x in [a, b, f64::from(steps) / 100_000.0, half_steps, any] {
+                let mut s = String::new();
+                LastPriority::default().write(&mut s, x);
+                proptest::prop_assert_eq!(s, format!("{x:7.5}"));
+            }
         }
     }
 
