@@ -163,7 +163,9 @@ fn fixed5(out: &mut String, x: f64) -> bool {
 /// formatting is the dearest part of a line.
 #[derive(Debug, Default)]
 pub(crate) struct LastPriority {
-    last: Option<(u64, String)>,
+    /// The bits of the last value and its text (the string reused, not reallocated).
+    bits: Option<u64>,
+    text: String,
 }
 
 impl LastPriority {
@@ -171,18 +173,15 @@ impl LastPriority {
     pub(crate) fn write(&mut self, out: &mut String, x: f64) {
         use std::fmt::Write;
         let bits = x.to_bits();
-        match &mut self.last {
-            Some((b, text)) if *b == bits => out.push_str(text),
-            slot => {
-                let mut text = String::with_capacity(8);
-                // Below 10 the number fills the 7 columns; from 10 on it is wider.
-                if !fixed5(&mut text, x) {
-                    let _ = write!(text, "{x:7.5}");
-                }
-                out.push_str(&text);
-                *slot = Some((bits, text));
+        if self.bits != Some(bits) {
+            self.text.clear();
+            // Below 10 the number fills the 7 columns; from 10 on it is wider.
+            if !fixed5(&mut self.text, x) {
+                let _ = write!(self.text, "{x:7.5}");
             }
+            self.bits = Some(bits);
         }
+        out.push_str(&self.text);
     }
 }
 

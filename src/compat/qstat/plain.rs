@@ -117,6 +117,8 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
     // Sized for one line per job: growing it would copy it, into fresh pages each time.
     let mut pending: Vec<Row<'j, 'b>> = Vec::with_capacity(lines.jobs.len());
     let mut zombies: Vec<Row<'j, 'b>> = Vec::new();
+    // A job's pending groups as its lines show them: one vector for all jobs.
+    let mut groups: Vec<(u32, TaskRanges<'b>, PendingState)> = Vec::new();
     for job in &lines.jobs {
         if !selected(job) {
             continue;
@@ -141,7 +143,7 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
         let start_time = job.start_time.is_some_and(|t| t > view.now);
         let dependency = job.predecessors.iter().any(alive);
         let array_dependency = job.array_predecessors.iter().any(alive);
-        let mut groups: Vec<(u32, TaskRanges<'b>, PendingState)> = Vec::new();
+        groups.clear();
         for (group, (ranges, holds)) in (0u32..).zip(job.pending.iter()) {
             if ranges.is_empty() {
                 continue;
@@ -175,7 +177,7 @@ fn select<'j, 'b>(args: &QstatArgs, view: &View<'_>, lines: &'j JobLines<'b>) ->
         }
         groups.retain(|(_, _, s)| pending_selected(args, s));
         groups.sort_by_key(|(_, _, s)| s.held());
-        for (group, ranges, state) in groups {
+        for &(group, ranges, state) in &groups {
             if args.group.each_task && job.is_array() {
                 let each: Vec<TaskId> = match &pending_tasks(job, ranges, state.restarted) {
                     Tasks::Stored(r) => r
