@@ -35,6 +35,7 @@ mod qmod;
 mod qrsh;
 mod qselect;
 mod qstat;
+mod qstat_plain;
 mod qsub;
 mod queues;
 mod rqs;

@@ -52,6 +52,9 @@ fn run(args: &mut Vec<String>) -> super::Output {
         Ok(env) => env,
         Err(o) => return o,
     };
+    if qstat::plain::serves(&parsed) {
+        return plain_table(&parsed, &env);
+    }
     // `-j` and `-r` show what a listing leaves out: only they read whole records.
     let whole = parsed.job_detail.is_some() || parsed.requests;
     let scanned = if whole {
@@ -147,6 +150,54 @@ fn run(args: &mut Vec<String>) -> super::Output {
     // The process ends right after printing: freeing 100,000 records one by one would only
     // delay the exit.
     std::mem::forget(scan);
+    o
+}
+
+/// The plain job table: the jobs read in place from the listing index
+/// (`Spool::with_job_lines`), no record built per job.
+fn plain_table(parsed: &QstatArgs, env: &super::ClientEnv) -> super::Output {
+    let load = HostLoad::not_read(&env.host);
+    let host_loads = BTreeMap::new();
+    let instance_states = Default::default();
+    let now = time::now();
+    let listed = env.spool.with_job_lines(|lines| {
+        let view = View {
+            instance_states: &instance_states,
+            storage_blocked: None,
+            host_loads: &host_loads,
+            jobs: &[],
+            ended: &[],
+            config: &env.config,
+            caller: &env.caller.user,
+            now,
+            load: &load,
+        };
+        let r = qstat::plain::render(parsed, &view, lines);
+        (r, lines.problems.len(), lines.problems.first().cloned())
+    });
+    let (r, problems, first) = match listed {
+        Ok(x) => x,
+        Err(e) => {
+            let mut o = super::Output {
+                code: 1,
+                ..Default::default()
+            };
+            o.err(format!("error: {e}"));
+            return o;
+        }
+    };
+    let mut o = super::Output {
+        stdout: r.stdout,
+        stderr: r.stderr,
+        code: r.code,
+    };
+    if let Some(first) = first {
+        o.err(format!(
+            "warning: {problems} spool file(s) could not be read, first {}: {}",
+            first.path.display(),
+            first.reason
+        ));
+    }
     o
 }
 

@@ -29,7 +29,10 @@ pub mod sequence;
 
 pub use ars::ArScan;
 pub use index::{IndexWriter, ListingEntry};
-pub use jobs::{JobScan, ScanProblem, encode_state, listing_entry};
+pub use jobs::{
+    JobIds, JobLine, JobLines, JobScan, PendingGroups, RunningLine, RunningTasks, ScanProblem,
+    TaskRanges, encode_state, listing_entry,
+};
 pub use qinstances::{QueueInstanceStates, Reply};
 
 use crate::file::open::OpenError;

@@ -83,14 +83,14 @@ impl Dates {
 
     fn tail(out: &mut String, offset: i64) {
         let (m, s) = (offset / 60, offset % 60);
-        let digits = [
-            b'0' + (m / 10) as u8,
-            b'0' + (m % 10) as u8,
-            b':',
-            b'0' + (s / 10) as u8,
-            b'0' + (s % 10) as u8,
-        ];
-        out.push_str(std::str::from_utf8(&digits).unwrap_or("00:00"));
+        let digit = |n: i64| char::from(b'0' + n as u8);
+        out.extend([
+            digit(m / 10),
+            digit(m % 10),
+            ':',
+            digit(s / 10),
+            digit(s % 10),
+        ]);
     }
 
     /// `11/21/2026 22:45:02` (`qstat`'s submit/start column).
@@ -108,10 +108,88 @@ impl Dates {
     }
 }
 
-/// What every line of a table shares: the view it is drawn from and the date cache.
+/// Appends `n` right-aligned in `width` columns (`{n:width}`), without the formatting
+/// machinery: the tables print several numbers a line.
+pub(crate) fn right(out: &mut String, n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - at;
+    if len < width {
+        spaces(out, width - len);
+    }
+    // ASCII digits pushed as they are: cheaper than a UTF-8 check of the few bytes.
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+/// `n` as `{n}`.
+pub(crate) fn number(out: &mut String, n: u64) {
+    right(out, n, 0);
+}
+
+/// Appends `x` as `{x:7.5}` when that is plain to compute: a non-negative `x` whose
+/// hundred-thousandths are not near a half, so that rounding the product `x * 1e5` (off
+/// by less than a millionth) rounds as the exact value does. Returns false, and appends
+/// nothing, for the others (halves, negative, huge, NaN), which `fmt` writes.
+fn fixed5(out: &mut String, x: f64) -> bool {
+    if !(x.is_sign_positive() && x < 1e9) {
+        return false;
+    }
+    let scaled = x * 100_000.0;
+    let rounded = scaled.round();
+    if (scaled - rounded).abs() > 0.49 {
+        return false;
+    }
+    let n = rounded as u64;
+    let whole = n / 100_000;
+    right(out, whole, 1);
+    out.push('.');
+    let frac = n % 100_000;
+    let digits = [10_000, 1_000, 100, 10, 1].map(|p| char::from(b'0' + (frac / p % 10) as u8));
+    out.extend(digits);
+    true
+}
+
+/// The last priority written as `{:7.5}` and its text: a listing's neighbouring jobs mostly
+/// share their priority (all zeros before the scheduler's first pass), and a float's
+/// formatting is the dearest part of a line.
+#[derive(Debug, Default)]
+pub(crate) struct LastPriority {
+    /// The bits of the last value and its text (the string reused, not reallocated).
+    bits: Option<u64>,
+    text: String,
+}
+
+impl LastPriority {
+    /// Appends `x` as `{:7.5}`.
+    pub(crate) fn write(&mut self, out: &mut String, x: f64) {
+        use std::fmt::Write;
+        let bits = x.to_bits();
+        if self.bits != Some(bits) {
+            self.text.clear();
+            // Below 10 the number fills the 7 columns; from 10 on it is wider.
+            if !fixed5(&mut self.text, x) {
+                let _ = write!(self.text, "{x:7.5}");
+            }
+            self.bits = Some(bits);
+        }
+        out.push_str(&self.text);
+    }
+}
+
+/// What every line of a table shares: the view it is drawn from and the caches.
 pub(crate) struct LineCx<'v, 'a> {
     pub view: &'v super::View<'a>,
     pub dates: Dates,
+    pub prio: LastPriority,
 }
 
 impl<'v, 'a> LineCx<'v, 'a> {
@@ -119,6 +197,7 @@ impl<'v, 'a> LineCx<'v, 'a> {
         LineCx {
             view,
             dates: Dates::default(),
+            prio: LastPriority::default(),
         }
     }
 }
@@ -209,6 +288,63 @@ mod tests {
             let mut b = String::new();
             d.iso(&mut b, e);
             assert_eq!(b, time::xml_date(e));
+        }
+    }
+
+    #[test]
+    fn numbers_are_formatted_as_std_does() {
+        let mut last = LastPriority::default();
+        for n in [0u64, 7, 10, 999_999, 1_000_000, 12_345_678, u64::MAX] {
+            for w in [0, 5, 7] {
+                let mut s = String::new();
+                right(&mut s, n, w);
+                assert_eq!(s, format!("{n:w$}"));
+            }
+        }
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            0.5,
+            0.123456789,
+            1.0,
+            -0.25,
+            12345.678,
+            f64::NAN,
+            0.5,
+            0.000005,
+            0.000015,
+            0.100005,
+            0.015625,
+            2.5e-6,
+            0.99999999,
+            9.999995,
+            1e9,
+            1e300,
+            f64::INFINITY,
+        ] {
+            let mut s = String::new();
+            last.write(&mut s, x);
+            assert_eq!(s, format!("{x:7.5}"), "{x:e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The plain path of `{:7.5}` writes what `fmt` writes, for priorities as the
+        /// scheduler makes them (0 to 1, some beyond) and for any float.
+        #[test]
+        fn priorities_are_written_as_fmt_does(
+            a in 0.0f64..1.0,
+            b in 0.0f64..20_000.0,
+            steps in 0u32..200_000,
+            any in proptest::num::f64::ANY,
+        ) {
+            let half_steps = f64::from(steps) / 200_000.0;
+            for x in [a, b, f64::from(steps) / 100_000.0, half_steps, any] {
+                let mut s = String::new();
+                LastPriority::default().write(&mut s, x);
+                proptest::prop_assert_eq!(s, format!("{x:7.5}"));
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod detail;
 pub(crate) mod fmt;
 pub mod json;
+pub mod plain;
 pub mod queues;
 pub mod resources;
 pub mod rows;

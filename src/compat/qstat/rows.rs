@@ -77,22 +77,39 @@ pub fn pending_state(job: &JobRecord, holds: Holds, derived: DerivedHolds) -> Pe
 
 /// The state string of a running task: `[d][S][h][R]r|t|s`.
 pub fn running_code(t: &RunningTask) -> StateCode {
+    task_code(
+        t.state,
+        t.deleting,
+        t.queue_suspended,
+        t.holds.any(),
+        t.restarted,
+    )
+}
+
+/// [`running_code`] from a running task's flags (the plain table reads them in place).
+pub(super) fn task_code(
+    state: RunState,
+    deleting: bool,
+    queue_suspended: bool,
+    held: bool,
+    restarted: bool,
+) -> StateCode {
     // SGE's letter order (job_get_state_string): deletion, suspension of the queue, hold,
     // restarted, then the run state; a task of a suspended queue is not shown `r` (qstat
     // clears JRUNNING for it): `S`, or `Ss` when the job is suspended too.
     let mut code = StateCode::default();
     for (on, letter) in [
-        (t.deleting, "d"),
-        (t.queue_suspended, "S"),
-        (t.holds.any(), "h"),
-        (t.restarted, "R"),
+        (deleting, "d"),
+        (queue_suspended, "S"),
+        (held, "h"),
+        (restarted, "R"),
     ] {
         if on {
             code.push(letter);
         }
     }
-    match t.state {
-        RunState::Running if t.queue_suspended => {}
+    match state {
+        RunState::Running if queue_suspended => {}
         RunState::Running => code.push("r"),
         RunState::Transferring => code.push("t"),
         RunState::Suspended => code.push("s"),
@@ -267,13 +284,13 @@ fn pending_tasks(
 
 /// The users `-u` names: user names, and `@group` resolved through the group database
 /// (its members, and every user whose primary group it is).
-struct UserSelection<'x> {
+pub(super) struct UserSelection<'x> {
     names: Vec<&'x str>,
     groups: Vec<(u32, Vec<String>)>,
 }
 
 impl<'x> UserSelection<'x> {
-    fn new(names: &'x [String]) -> Self {
+    pub(super) fn new(names: &'x [String]) -> Self {
         let mut sel = UserSelection {
             names: Vec::new(),
             groups: Vec::new(),
@@ -292,12 +309,16 @@ impl<'x> UserSelection<'x> {
     }
 
     fn selects(&self, job: &JobRecord) -> bool {
-        let owner = job.submitter.owner.as_str();
+        self.selects_owner(&job.submitter.owner, job.submitter.gid)
+    }
+
+    /// Whether a job of `owner` submitted with the group `gid` is selected.
+    pub(super) fn selects_owner(&self, owner: &str, gid: u32) -> bool {
         self.names.contains(&owner)
             || self
                 .groups
                 .iter()
-                .any(|(gid, mem)| *gid == job.submitter.gid || mem.iter().any(|m| m == owner))
+                .any(|(g, mem)| *g == gid || mem.iter().any(|m| m == owner))
     }
 }
 
@@ -314,7 +335,7 @@ fn user_selected(
     }
 }
 
-fn pending_selected(args: &QstatArgs, s: &PendingState) -> bool {
+pub(super) fn pending_selected(args: &QstatArgs, s: &PendingState) -> bool {
     let f = &args.states;
     f.pending
         || (f.user_hold && s.holds.user)

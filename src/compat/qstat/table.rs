@@ -2,7 +2,7 @@
 //! columns, the `-f` queue listing, and the `-g c` cluster queue summary. Column widths,
 //! truncation and padding are SGE 8.1.9's (`qstat(1)` output as captured).
 
-use super::fmt::{LineCx, pad, spaces};
+use super::fmt::{LineCx, pad, right, spaces};
 use super::queues::{self, QueueInstance};
 use super::rows::{Row, RowKind};
 use super::{QstatArgs, View};
@@ -38,7 +38,7 @@ pub(crate) fn queue_width(view: &View<'_>) -> usize {
 }
 
 /// The column header and its underline.
-fn header(out: &mut String, args: &QstatArgs, qw: usize) {
+pub(super) fn header(out: &mut String, args: &QstatArgs, qw: usize) {
     out.push_str("job-ID  prior  ");
     if args.pri || args.urg {
         out.push_str(" nurg   ");
@@ -125,7 +125,10 @@ fn job_line(
     let job = row.job;
     let p = row.priority();
     let running = row.running();
-    let _ = write!(out, "{:7} {:7.5} ", job.id.0, p.prio);
+    right(out, job.id.0.into(), 7);
+    out.push(' ');
+    cx.prio.write(out, p.prio);
+    out.push(' ');
     if args.pri || args.urg {
         let _ = write!(out, "{:7.5} ", p.nurg);
     }

@@ -8,6 +8,7 @@
 
 mod format;
 mod ids;
+mod lines;
 mod listing;
 mod read;
 mod scan;
@@ -16,6 +17,8 @@ mod tests;
 mod write;
 
 pub use format::{encode_state, listing_entry};
+pub use lines::JobLines;
+pub use listing::line::{JobIds, JobLine, PendingGroups, RunningLine, RunningTasks, TaskRanges};
 
 use super::SpoolError;
 use crate::model::{JobId, JobRecord};

@@ -170,14 +170,14 @@ pub(in crate::spool) fn encode(s: &Summary<'_>, out: &mut Vec<u8>) {
 }
 
 /// Reads what [`encode`] wrote, checking every length.
-struct Cursor<'b> {
-    b: &'b [u8],
+pub(super) struct Cursor<'b> {
+    pub(super) b: &'b [u8],
 }
 
-type R<T> = Result<T, &'static str>;
+pub(super) type R<T> = Result<T, &'static str>;
 
 impl<'b> Cursor<'b> {
-    fn take(&mut self, n: usize) -> R<&'b [u8]> {
+    pub(super) fn take(&mut self, n: usize) -> R<&'b [u8]> {
         if n > self.b.len() {
             return Err("entry cut short");
         }
@@ -185,58 +185,60 @@ impl<'b> Cursor<'b> {
         self.b = rest;
         Ok(head)
     }
-    fn array<const N: usize>(&mut self) -> R<[u8; N]> {
+    pub(super) fn array<const N: usize>(&mut self) -> R<[u8; N]> {
         self.take(N)?.try_into().map_err(|_| "entry cut short")
     }
-    fn u8(&mut self) -> R<u8> {
+    pub(super) fn u8(&mut self) -> R<u8> {
         Ok(self.array::<1>()?[0])
     }
-    fn flag(&mut self) -> R<bool> {
+    pub(super) fn flag(&mut self) -> R<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
             _ => Err("bad option tag"),
         }
     }
-    fn u32(&mut self) -> R<u32> {
+    pub(super) fn u32(&mut self) -> R<u32> {
         self.array().map(u32::from_le_bytes)
     }
-    fn i32(&mut self) -> R<i32> {
+    pub(super) fn i32(&mut self) -> R<i32> {
         self.array().map(i32::from_le_bytes)
     }
-    fn u64(&mut self) -> R<u64> {
+    pub(super) fn u64(&mut self) -> R<u64> {
         self.array().map(u64::from_le_bytes)
     }
-    fn i64(&mut self) -> R<i64> {
+    pub(super) fn i64(&mut self) -> R<i64> {
         self.array().map(i64::from_le_bytes)
     }
-    fn f64(&mut self) -> R<f64> {
+    pub(super) fn f64(&mut self) -> R<f64> {
         self.u64().map(f64::from_bits)
     }
     /// A count of items of at least `min_size` bytes each: bounded by what is left, so
     /// that a damaged count cannot make us reserve gigabytes.
-    fn count(&mut self, min_size: usize) -> R<usize> {
+    pub(super) fn count(&mut self, min_size: usize) -> R<usize> {
         let n = self.u32()? as usize;
         if n.saturating_mul(min_size) > self.b.len() {
             return Err("count beyond the entry");
         }
         Ok(n)
     }
-    fn string(&mut self) -> R<String> {
+    pub(super) fn string(&mut self) -> R<String> {
+        self.str().map(str::to_owned)
+    }
+    /// A string borrowed from the entry.
+    pub(super) fn str(&mut self) -> R<&'b str> {
         let n = self.count(1)?;
         let bytes = self.take(n)?;
-        std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|_| "string not UTF-8")
+        std::str::from_utf8(bytes).map_err(|_| "string not UTF-8")
     }
-    fn opt_i64(&mut self) -> R<Option<i64>> {
+    pub(super) fn opt_i64(&mut self) -> R<Option<i64>> {
         if self.flag()? {
             self.i64().map(Some)
         } else {
             Ok(None)
         }
     }
-    fn holds(&mut self) -> R<Holds> {
+    pub(super) fn holds(&mut self) -> R<Holds> {
         let b = self.u8()?;
         if b > 7 {
             return Err("bad holds");
@@ -247,18 +249,18 @@ impl<'b> Cursor<'b> {
             system: b & 4 != 0,
         })
     }
-    fn range(&mut self) -> R<Range> {
+    pub(super) fn range(&mut self) -> R<Range> {
         Ok((self.u32()?, self.u32()?, self.u32()?))
     }
-    fn ranges(&mut self) -> R<Vec<Range>> {
+    pub(super) fn ranges(&mut self) -> R<Vec<Range>> {
         let n = self.count(12)?;
         (0..n).map(|_| self.range()).collect()
     }
-    fn ids(&mut self) -> R<Vec<JobId>> {
+    pub(super) fn ids(&mut self) -> R<Vec<JobId>> {
         let n = self.count(4)?;
         (0..n).map(|_| self.u32().map(JobId)).collect()
     }
-    fn running(&mut self) -> R<RunningTask> {
+    pub(super) fn running(&mut self) -> R<RunningTask> {
         let task = self.u32()?;
         let state = match self.u8()? {
             0 => RunState::Transferring,

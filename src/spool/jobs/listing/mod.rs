@@ -247,6 +247,7 @@ impl<'a> Summary<'a> {
 }
 
 pub(super) mod binary;
+pub(super) mod line;
 
 #[derive(Deserialize)]
 pub(super) struct Record {
