@@ -235,6 +235,16 @@ impl Output {
         self.stderr.push('\n');
     }
 
+    /// Exit code 1 with `line` on stderr and nothing else.
+    pub fn failure(line: impl AsRef<str>) -> Output {
+        let mut o = Output {
+            code: 1,
+            ..Default::default()
+        };
+        o.err(line);
+        o
+    }
+
     /// Writes both streams and returns the exit code.
     pub fn finish(self) -> std::process::ExitCode {
         let mut out = std::io::stdout().lock();

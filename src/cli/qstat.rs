@@ -65,12 +65,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
     let mut scan = match scanned {
         Ok(s) => s,
         Err(e) => {
-            let mut o = super::Output {
-                code: 1,
-                ..Default::default()
-            };
-            o.err(format!("error: {e}"));
-            return o;
+            return super::Output::failure(format!("error: {e}"));
         }
     };
     if parsed.ext || parsed.job_detail.is_some() {
@@ -103,12 +98,7 @@ fn run(args: &mut Vec<String>) -> super::Output {
         match super::qhost::host_loads(&env, &super::qhost::proc_dir(), time::now()) {
             Ok(l) => l,
             Err(message) => {
-                let mut o = super::Output {
-                    code: 1,
-                    ..Default::default()
-                };
-                o.err(message);
-                return o;
+                return super::Output::failure(message);
             }
         }
     } else {
@@ -178,12 +168,7 @@ fn plain_table(parsed: &QstatArgs, env: &super::ClientEnv) -> super::Output {
     let (r, problems, first) = match listed {
         Ok(x) => x,
         Err(e) => {
-            let mut o = super::Output {
-                code: 1,
-                ..Default::default()
-            };
-            o.err(format!("error: {e}"));
-            return o;
+            return super::Output::failure(format!("error: {e}"));
         }
     };
     let mut o = super::Output {

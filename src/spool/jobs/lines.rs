@@ -10,7 +10,7 @@
 
 use super::ScanProblem;
 use super::listing::{self, line::JobLine};
-use super::scan::{WantedJob, apply_pending, list_job_files};
+use super::scan::{WantedJob, apply_pending, jobs_named_in, list_job_files};
 use crate::model::{JobId, JobRecord};
 use crate::spool::index::IndexView;
 use crate::spool::{Spool, SpoolError};
@@ -36,12 +36,7 @@ impl Spool {
     /// Requests are listed before the jobs are read, as in [`Spool::scan_jobs`].
     pub fn with_job_lines<T>(&self, f: impl FnOnce(&JobLines<'_>) -> T) -> Result<T, SpoolError> {
         let (requests, mut problems) = self.scan_requests()?;
-        let mut full_for: Vec<JobId> = requests
-            .iter()
-            .flat_map(|r| r.actions.iter().filter_map(|a| a.job()))
-            .collect();
-        full_for.sort_unstable();
-        full_for.dedup();
+        let full_for = jobs_named_in(&requests);
         let index = IndexView::load(self);
         let (wanted, mut listed) = list_job_files(&self.jobs_dir())?;
         problems.append(&mut listed);

@@ -48,12 +48,7 @@ impl Spool {
 
     fn scan(&self, depth: ScanDepth, use_index: bool) -> Result<JobScan, SpoolError> {
         let (requests, mut problems) = self.scan_requests()?;
-        let mut full_for: Vec<JobId> = requests
-            .iter()
-            .flat_map(|r| r.actions.iter().filter_map(|a| a.job()))
-            .collect();
-        full_for.sort_unstable();
-        full_for.dedup();
+        let full_for = jobs_named_in(&requests);
         let index = if depth == ScanDepth::Listing && use_index {
             IndexView::load(self)
         } else {
@@ -501,6 +496,18 @@ fn parse_job_file_name(name: &[u8]) -> Option<(JobId, JobFileKind)> {
 
 /// Applies requests (sorted by sequence) that a job's record has not absorbed yet.
 /// Denied actions change nothing: the client that wrote them already reported the refusal.
+/// The jobs that pending requests name, sorted: a listing reads them whole from their files,
+/// where the requests are applied, not from the index.
+pub(super) fn jobs_named_in(requests: &[Request]) -> Vec<JobId> {
+    let mut jobs: Vec<JobId> = requests
+        .iter()
+        .flat_map(|r| r.actions.iter().filter_map(|a| a.job()))
+        .collect();
+    jobs.sort_unstable();
+    jobs.dedup();
+    jobs
+}
+
 pub(super) fn apply_pending(jobs: &mut Vec<JobRecord>, requests: &[Request]) {
     if requests.is_empty() {
         return;
