@@ -19,6 +19,12 @@
 //!     CLUSTER_HOSTS=256 GRIDSPOOL_SSH_CONNECTS=8 cargo bench --bench cluster_throughput
 //!     CLUSTER_SCHED_D=/path/to/sched_d ...   # another build's sched_d (and its shepherd)
 //!     CLUSTER_SSH_OPTIONS="-o KexAlgorithms=curve25519-sha256" ...   # more ssh options
+//!     CLUSTER_SSH_CLIENTS=builtin ...   # only the builtin client (default: builtin,openssh,
+//!                                       # alternated at each number of hosts)
+//!
+//! The master's memory for the connections: `sched_d`'s resident and proportional memory
+//! once it has read the cell, and again once every host has its session (after the warm-up),
+//! plus its ssh processes' proportional memory: the growth per host.
 //!
 //! Prints figures; asserts nothing about time.
 
@@ -112,7 +118,7 @@ fn cell_ssh(cell: &std::path::Path) -> (usize, u64) {
     (n, kb)
 }
 
-fn run(hosts: usize, jobs: usize) -> Result<(), String> {
+fn run(hosts: usize, jobs: usize, client: &str) -> Result<(), String> {
     let t = Instant::now();
     let Some(cluster) = Cluster::start("cluster_throughput", hosts) else {
         return Ok(());
@@ -128,6 +134,10 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             .collect();
         hosts_yaml = hosts_yaml.replace("options: [", &format!("options: [{}", words.concat()));
     }
+    hosts_yaml = hosts_yaml.replace(
+        "method: ssh,",
+        &format!("method: ssh, ssh_client: {client},"),
+    );
     let cell = support::TestCell::with_config(|_| {
         format!(
             "{hosts_yaml}hostgroups:\n  \"@allhosts\": {names}\n\
@@ -176,6 +186,21 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             }
         };
         let qsub = |extra: &[&str]| qsub_command(extra, &["true"]);
+        // Memory before any connection: sched_d has read the cell (its pid file is written).
+        let pid_file = cell.cell.join("daemon/sched_d.pid");
+        while std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            != Some(pid)
+        {
+            if t.elapsed() > Duration::from_secs(30) {
+                return Err("sched_d wrote no pid file".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let (rss0, pss0) = (status_kb(pid, "VmRSS:"), pss_kb(pid));
+        let t = Instant::now();
         for h in &cluster.hosts {
             qsub(&["-l", &format!("h={}", h.name)])?;
         }
@@ -186,6 +211,30 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(50));
         }
         let warm_up = t.elapsed();
+        let (rss1, pss1) = (status_kb(pid, "VmRSS:"), pss_kb(pid));
+        let below = descendants(pid);
+        let ssh_now: u64 = below
+            .iter()
+            .filter(|(n, _)| n == "ssh")
+            .map(|(_, kb)| *kb)
+            .sum();
+        let fds_now = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+        let threads_now = status_kb(pid, "Threads:");
+        println!(
+            "{hosts} hosts, ssh_client {client}: connections' memory: sched_d resident {:.1} → {:.1} MB, \
+             proportional {:.1} → {:.1} MB, plus {} ssh processes {:.1} MB proportional: \
+             {:.1} MB in all for the connections, {:.0} kB per host; {fds_now} file descriptors, \
+             {threads_now} threads, {} processes below sched_d",
+            rss0 as f64 / 1024.0,
+            rss1 as f64 / 1024.0,
+            pss0 as f64 / 1024.0,
+            pss1 as f64 / 1024.0,
+            below.iter().filter(|(n, _)| n == "ssh").count(),
+            ssh_now as f64 / 1024.0,
+            (pss1.saturating_sub(pss0) + ssh_now) as f64 / 1024.0,
+            (pss1.saturating_sub(pss0) + ssh_now) as f64 / hosts as f64,
+            below.len(),
+        );
         let t = Instant::now();
         for _ in 0..jobs {
             qsub(&["-h"])?;
@@ -269,7 +318,7 @@ fn run(hosts: usize, jobs: usize) -> Result<(), String> {
         }
         let tick_ms = 1000.0 / 100.0; // USER_HZ
         println!(
-            "{hosts} hosts (built in {:.1} s; the first job on every host, with its ssh connection and \
+            "  {hosts} hosts, ssh_client {client} (built in {:.1} s; the first job on every host, with its ssh connection and \
              start server, {:.1} s), {jobs} jobs of 1 slot per host: submitted at {:.0} qsub/s; \
              executed in {:.2} s: {:.0} jobs/s from qrls to the last accounting record \
              (load {})",
@@ -447,10 +496,17 @@ fn main() {
         .ok()
         .and_then(|j| j.parse().ok())
         .unwrap_or(2000);
+    let clients: Vec<String> = std::env::var("CLUSTER_SSH_CLIENTS")
+        .unwrap_or_else(|_| "builtin,openssh".into())
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .collect();
     for h in hosts {
-        if let Err(e) = run(h, jobs) {
-            eprintln!("{h} hosts: {e}");
-            std::process::exit(1);
+        for client in &clients {
+            if let Err(e) = run(h, jobs, client) {
+                eprintln!("{h} hosts, ssh_client {client}: {e}");
+                std::process::exit(1);
+            }
         }
     }
 }

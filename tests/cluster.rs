@@ -236,7 +236,7 @@ fn qrsh_runs_on_a_granted_namespace_host_and_connects_back() {
 }
 
 /// The processes of this machine: (pid, parent pid, `comm`, command-line words).
-fn processes() -> Vec<(u32, u32, String, Vec<String>)> {
+pub(crate) fn processes() -> Vec<(u32, u32, String, Vec<String>)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -280,20 +280,90 @@ fn state_of(command: &str) -> Option<char> {
     stat.rsplit_once(") ")?.1.chars().next()
 }
 
-/// Issue 27: an ssh host costs `sched_d` one ssh process, the start server's session, which
+/// sched_d's established TCP connections to port 22, by remote address (IPv4).
+pub(crate) fn ssh_connections_of(pid: u32) -> std::collections::BTreeMap<String, usize> {
+    let inodes: BTreeSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let link = std::fs::read_link(e.path()).ok()?;
+            let link = link.to_str()?;
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let mut out = std::collections::BTreeMap::new();
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+        if f.len() < 10 || f[3] != "01" || !inodes.contains(f[9]) {
+            continue;
+        }
+        let Some((addr, port)) = f[2].split_once(':') else {
+            continue;
+        };
+        if u16::from_str_radix(port, 16) != Ok(22) {
+            continue;
+        }
+        let Ok(a) = u32::from_str_radix(addr, 16) else {
+            continue;
+        };
+        *out.entry(std::net::Ipv4Addr::from(a.to_le_bytes()).to_string())
+            .or_insert(0) += 1;
+    }
+    out
+}
+
+/// Issue 27: an ssh host costs `sched_d` one connection, the start server's session, which
 /// carries the starts, the results, the heartbeat, `qmod -sj` and `qdel`; no ssh master
-/// connection (`ControlMaster`) exists, detached or not.
+/// connection (`ControlMaster`) exists, detached or not. With the builtin client (the
+/// default) that connection is a TCP connection of `sched_d` itself: no ssh process at all.
 #[test]
-fn each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_no_master() {
-    const TEST: &str =
-        "each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_no_master";
+fn each_host_has_one_builtin_ssh_connection_in_sched_d_carrying_qdel_and_suspension_and_no_ssh_process()
+ {
+    one_connection_per_host(
+        "each_host_has_one_builtin_ssh_connection_in_sched_d_carrying_qdel_and_suspension_and_no_ssh_process",
+        false,
+    );
+}
+
+/// [`each_host_has_one_builtin_ssh_connection_in_sched_d_carrying_qdel_and_suspension_and_no_ssh_process`]
+/// with `ssh_client: openssh`: one OpenSSH client process below `sched_d` per host.
+#[test]
+fn with_ssh_client_openssh_each_host_has_one_ssh_session_below_sched_d_and_no_master() {
+    one_connection_per_host(
+        "with_ssh_client_openssh_each_host_has_one_ssh_session_below_sched_d_and_no_master",
+        true,
+    );
+}
+
+fn one_connection_per_host(test: &str, openssh: bool) {
     let Some(user) = user1() else {
-        return skip(TEST, "needs root");
+        return skip(test, "needs root");
     };
-    let Some(cluster) = Cluster::start(TEST, 3) else {
+    let Some(cluster) = Cluster::start(test, 3) else {
         return;
     };
-    let cell = cluster_cell(&cluster, 2);
+    let cell = if openssh {
+        let hosts = cluster
+            .hosts_yaml(2)
+            .replace("method: ssh,", "method: ssh, ssh_client: openssh,");
+        let names = cluster.names_yaml();
+        TestCell::with_config(|_| {
+            format!(
+                "{hosts}hostgroups:\n  \"@allhosts\": {names}\n\
+                 queues:\n  - {{name: all.q, hostlist: [\"@allhosts\"], slots: 2}}\n\
+                 scheduler: {{policy: sge}}\n"
+            )
+        })
+    } else {
+        cluster_cell(&cluster, 2)
+    };
     let d = SchedD::start(&cell, &[]);
     // One job on each host, each its own `sleep` to find it by.
     let mut ids = Vec::new();
@@ -352,9 +422,29 @@ fn each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_
     };
     let one_each: std::collections::BTreeMap<String, usize> =
         cluster.hosts.iter().map(|h| (h.name.clone(), 1)).collect();
-    let (per_host, masters) = ssh_processes();
-    assert_eq!(per_host, one_each, "ssh processes below sched_d, by host");
-    assert!(masters.is_empty(), "ssh master connections: {masters:?}");
+    let one_connection_each: std::collections::BTreeMap<String, usize> = cluster
+        .hosts
+        .iter()
+        .map(|h| (h.address.clone(), 1))
+        .collect();
+    let check = || {
+        let (per_host, masters) = ssh_processes();
+        assert!(masters.is_empty(), "ssh master connections: {masters:?}");
+        if openssh {
+            assert_eq!(per_host, one_each, "ssh processes below sched_d, by host");
+        } else {
+            assert!(
+                per_host.is_empty(),
+                "ssh processes below sched_d: {per_host:?}"
+            );
+            assert_eq!(
+                ssh_connections_of(d.pid()),
+                one_connection_each,
+                "sched_d's ssh connections, by host address"
+            );
+        }
+    };
+    check();
 
     // Suspension and its end, then qdel, reach the job through that session.
     let suspended = |stopped: bool| state_of("sleep 6130").is_some_and(|s| (s == 'T') == stopped);
@@ -379,9 +469,7 @@ fn each_host_has_one_ssh_session_below_sched_d_carrying_qdel_and_suspension_and_
         "{record:?}"
     );
     assert!(state_of("sleep 6131").is_none());
-    let (per_host, masters) = ssh_processes();
-    assert_eq!(per_host, one_each, "ssh processes below sched_d, by host");
-    assert!(masters.is_empty(), "ssh master connections: {masters:?}");
+    check();
     for (i, id) in ids.iter().enumerate() {
         if i != 1 {
             assert_eq!(cell.run(&user, "qdel", &[&id.to_string()]).code, 0);

@@ -46,6 +46,7 @@ mod sim;
 mod sim_equality;
 mod sim_seeds;
 mod spool_faults;
+mod ssh_client;
 mod sync_env;
 mod usage_import;
 mod workflow;

@@ -661,6 +661,7 @@ fn named_file(
                     user: None,
                     options: Vec::new(),
                     max_sessions: 8,
+                    ssh_client: Default::default(),
                 };
             }
             let old = config.host(&name).cloned();

@@ -27,7 +27,7 @@ use super::shepherd::{
     WatchMessage,
 };
 use super::spec::{LaunchSpec, SHEPHERD_BINARY};
-use super::ssh::{Sessions, SshTarget, Transport};
+use super::ssh::{SessionId, Sessions, SshTarget, Transport};
 use super::taskdir::exec_spool_dir;
 use super::{LaunchError, LaunchEvent};
 use crate::config::ClusterConfig;
@@ -168,10 +168,10 @@ struct StartServer {
     /// does not speak it, or (local) it is switched off. Tasks get a session (ssh) or an
     /// `exec` of the supervisor (local) each.
     unsupported: bool,
-    /// The session's stdin, for spec lines; `None` while no session is open.
-    stdin: Option<std::process::ChildStdin>,
-    /// The ssh process of the session, or the local start server (our child).
-    pid: Option<u32>,
+    /// The session's input, for spec lines; `None` while no session is open.
+    stdin: Option<std::fs::File>,
+    /// The session (its ssh connection or process, or the local start server, our child).
+    pid: Option<SessionId>,
     /// Starts waiting for their reply.
     waiting: Arc<Mutex<WaitingStarts>>,
     /// The session passes results back (`start-server --results`): the tasks it started
@@ -297,7 +297,7 @@ struct HostState {
     /// Tasks whose result came through the start server session with this pid: their
     /// acknowledgement goes back on that session (whose server removes the directory) as
     /// long as it lasts.
-    served: Mutex<HashMap<(JobId, TaskId), u32>>,
+    served: Mutex<HashMap<(JobId, TaskId), SessionId>>,
     /// Held while a session with the host is being opened: one at a time.
     connecting: Mutex<()>,
     /// The host's shepherd was found older than the session protocol (its start server
@@ -726,11 +726,11 @@ impl Launcher {
                     SshTarget::from_config(name, &h.launch, &self.inner.opts.control_dir)
                 });
                 now.as_ref()
-                    .map(|t| (&t.address, t.port, &t.user, &t.options))
+                    .map(|t| (&t.address, t.port, &t.user, &t.options, t.client))
                     != state
                         .target
                         .as_ref()
-                        .map(|t| (&t.address, t.port, &t.user, &t.options))
+                        .map(|t| (&t.address, t.port, &t.user, &t.options, t.client))
             })
             .map(|(n, _)| n.clone())
             .collect();
@@ -783,11 +783,8 @@ fn stop_watcher(host: &HostState) {
     {
         let mut st = lock(&host.starter);
         st.stdin = None;
-        if let Some(pid) = st.pid.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
+        if let Some(session) = st.pid.take() {
+            session.end();
         }
     }
     let mut w = lock(&host.watcher);
@@ -1250,10 +1247,12 @@ impl Inner {
         };
         let Some(hello) = hello else {
             transport.kill();
-            if transport.wait() && host.target.is_some() {
+            if let Some(why) = transport.wait()
+                && host.target.is_some()
+            {
                 return Err(LaunchError::Unreachable {
                     host: host.name.clone(),
-                    reason: "the start server's session failed".to_string(),
+                    reason: format!("the start server's session failed: {why}"),
                 });
             }
             return Ok(None);
@@ -1266,9 +1265,9 @@ impl Inner {
         }
         host.older
             .store(host.target.is_some() && !session, Ordering::SeqCst);
-        let pid = transport.pid();
+        let pid = transport.id();
         let results = hello.start_server >= START_SERVER_RESULTS_VERSION;
-        tracing::info!(host = %host.name, pid, results, session, "start server running");
+        tracing::info!(host = %host.name, %pid, results, session, "start server running");
         if let Some(how) = &hello.confinement {
             tracing::info!(host = %host.name, "tasks there run under {how}");
         }

@@ -111,6 +111,7 @@ pub mod shepherd;
 mod spawn;
 mod spec;
 mod ssh;
+mod ssh_builtin;
 mod suspend;
 mod taskdir;
 pub mod usage;

@@ -6,10 +6,11 @@
 //! kill, query and probe, with a cap on concurrent sessions per host.
 
 use super::LaunchError;
-use crate::config::LaunchMethod;
+use super::ssh_builtin::{self, BuiltinPlan, Outcome, SessionControl};
+use crate::config::{LaunchMethod, SshClient};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How long an idle master connection stays up after its last session.
 const CONTROL_PERSIST_SECS: u32 = 600;
@@ -40,6 +41,8 @@ pub struct SshTarget {
     pub options: Vec<String>,
     pub max_sessions: u32,
     pub control_path: PathBuf,
+    /// The host's `ssh_client` (the session's client; the older ways always use OpenSSH).
+    pub client: SshClient,
 }
 
 impl SshTarget {
@@ -53,6 +56,7 @@ impl SshTarget {
                 user,
                 options,
                 max_sessions,
+                ssh_client,
             } => Some(SshTarget {
                 host: host.to_string(),
                 address: address.clone().unwrap_or_else(|| host.to_string()),
@@ -62,6 +66,7 @@ impl SshTarget {
                 max_sessions: (*max_sessions).max(1),
                 // `%C` is a hash of host, port and user: short enough for a socket path.
                 control_path: control_dir.join("cm-%C"),
+                client: *ssh_client,
             }),
         }
     }
@@ -82,17 +87,36 @@ impl SshTarget {
     /// What every connection has: timeouts, keep-alives, quiet, the port, user and the
     /// host's own options.
     fn common_options(&self, mut cmd: Command) -> Command {
-        cmd.args(["-o", "ConnectTimeout=10"])
-            .args(["-o", "ServerAliveInterval=15"])
-            .args(["-o", "LogLevel=ERROR"]);
+        cmd.args(self.common_words());
+        cmd
+    }
+
+    /// The words of [`SshTarget::common_options`], which the builtin client reads too.
+    fn common_words(&self) -> Vec<String> {
+        let mut words: Vec<String> = [
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        .map(String::from)
+        .into();
         if let Some(p) = self.port {
-            cmd.args(["-p", &p.to_string()]);
+            words.extend(["-p".to_string(), p.to_string()]);
         }
         if let Some(u) = &self.user {
-            cmd.args(["-l", u]);
+            words.extend(["-l".to_string(), u.clone()]);
         }
-        cmd.args(&self.options);
-        cmd
+        words.extend(self.options.iter().cloned());
+        words
+    }
+
+    /// How the builtin client would reach the host, or why it cannot (the host's session then
+    /// uses OpenSSH).
+    pub fn builtin_plan(&self) -> Result<BuiltinPlan, String> {
+        BuiltinPlan::for_target(&self.host, &self.address, &self.common_words(), self.client)
     }
 
     /// The pid of the running master connection (`ssh -O check` says `Master running
@@ -228,26 +252,92 @@ impl SshTarget {
     }
 }
 
-/// The process that carries a host's session: its stdin and stdout are the start server's
-/// input and output. An OpenSSH client of its own for an ssh host (about 1.3 MB of memory
-/// each), the start server itself for a local one. Everything that knows the session is a
-/// process is here, so that another transport (an in-process ssh client multiplexing every
-/// host) would replace this type alone.
+/// What carries a host's session: its input and output are the start server's. The builtin
+/// ssh client's connection (`ssh_builtin`: no process, one TCP connection in `sched_d`), an
+/// OpenSSH client of its own (about 1.4 MB each) for an ssh host whose options only OpenSSH
+/// honours, the start server itself for a local host. Everything that knows what carries the
+/// session is here.
 pub struct Transport {
-    child: std::process::Child,
+    via: Via,
+}
+
+enum Via {
+    Process(std::process::Child),
+    Builtin {
+        id: u64,
+        io: Option<(std::fs::File, std::fs::File)>,
+        control: Arc<SessionControl>,
+    },
+}
+
+/// Names a session to end it from elsewhere ([`SessionId::end`]): a process (ours) or a
+/// builtin client's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionId {
+    Process(u32),
+    Builtin(u64),
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionId::Process(pid) => write!(f, "pid {pid}"),
+            SessionId::Builtin(n) => write!(f, "builtin session {n}"),
+        }
+    }
+}
+
+impl SessionId {
+    /// Ends the session: SIGTERM to the process, or the builtin connection closed.
+    pub fn end(self) {
+        match self {
+            SessionId::Process(pid) => {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            SessionId::Builtin(id) => ssh_builtin::end_session(id),
+        }
+    }
+}
+
+/// A pipe end as a `File`: the launcher reads and writes sessions through `File`s whatever
+/// carries them.
+fn as_file(fd: impl Into<std::os::fd::OwnedFd>) -> std::fs::File {
+    std::fs::File::from(fd.into())
 }
 
 impl Transport {
-    /// `words` run on `target` over a connection of their own, their stderr discarded.
+    /// `words` run on `target` over a connection of their own, their stderr discarded: the
+    /// builtin client's where it honours the host's options, else OpenSSH's.
     pub fn ssh(target: &SshTarget, words: &[String]) -> Result<Self, LaunchError> {
-        let child = target
-            .separate_command(words)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
-        Ok(Transport { child })
+        match target.builtin_plan() {
+            Ok(plan) => {
+                let line: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+                let opened = ssh_builtin::open(plan, line.join(" "))?;
+                Ok(Transport {
+                    via: Via::Builtin {
+                        id: opened.id,
+                        io: Some((opened.input, opened.output)),
+                        control: opened.control,
+                    },
+                })
+            }
+            Err(reason) => {
+                ssh_builtin::log_openssh_once(&target.host, &reason);
+                let child = target
+                    .separate_command(words)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| LaunchError::io("spawn", "ssh", e))?;
+                Ok(Transport {
+                    via: Via::Process(child),
+                })
+            }
+        }
     }
 
     /// A local process (the caller sets its arguments and stderr).
@@ -257,29 +347,56 @@ impl Transport {
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| LaunchError::io("spawn", command.get_program(), e))?;
-        Ok(Transport { child })
+        Ok(Transport {
+            via: Via::Process(child),
+        })
     }
 
     /// Its input and output (once).
-    pub fn take_io(&mut self) -> Option<(std::process::ChildStdin, std::process::ChildStdout)> {
-        Some((self.child.stdin.take()?, self.child.stdout.take()?))
+    pub fn take_io(&mut self) -> Option<(std::fs::File, std::fs::File)> {
+        match &mut self.via {
+            Via::Process(child) => {
+                let (stdin, stdout) = (child.stdin.take()?, child.stdout.take()?);
+                Some((as_file(stdin), as_file(stdout)))
+            }
+            Via::Builtin { io, .. } => io.take(),
+        }
     }
 
-    /// The process's id, to end it from elsewhere ([`Transport::end`] by pid).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// What names it, to end it from elsewhere ([`SessionId::end`]).
+    pub fn id(&self) -> SessionId {
+        match &self.via {
+            Via::Process(child) => SessionId::Process(child.id()),
+            Via::Builtin { id, .. } => SessionId::Builtin(*id),
+        }
     }
 
     /// Ends it at once.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
+        match &mut self.via {
+            Via::Process(child) => {
+                let _ = child.kill();
+            }
+            Via::Builtin { control, .. } => control.end(),
+        }
     }
 
-    /// Waits for its end; `true` when the connection (not the remote command) failed.
-    pub fn wait(&mut self) -> bool {
-        self.child
-            .wait()
-            .is_ok_and(|s| s.code() == Some(SSH_CONNECTION_FAILED))
+    /// Waits for its end; `Some(why)` when the connection (not the remote command) failed.
+    pub fn wait(&mut self) -> Option<String> {
+        match &mut self.via {
+            Via::Process(child) => child
+                .wait()
+                .is_ok_and(|s| s.code() == Some(SSH_CONNECTION_FAILED))
+                .then(|| "the ssh connection failed".to_string()),
+            Via::Builtin { io, control, .. } => {
+                // Our ends closed first: a session whose output nobody reads anymore ends.
+                io.take();
+                match control.wait() {
+                    Outcome::ConnectionFailed(why) => Some(why),
+                    Outcome::Exited(_) | Outcome::Ended => None,
+                }
+            }
+        }
     }
 }
 
