@@ -19,11 +19,12 @@ const DAEMONS: [&str; 2] = ["sched_d", "gridspool-shepherd"];
 /// Tools users run on their own files, in `bin` beside the clients.
 const TOOLS: [&str; 1] = ["gridspool-sim"];
 /// The ceiling for the installed set, which `scripts/install-multiuser.sh` builds
-/// with `cargo build --release` (`bench/README.md`: 7.7 MB). Tests built without
-/// optimisation (`cargo test`) install their own program, unoptimised code about four times
-/// the size: there the ceiling guards against growth at that scale.
+/// with `cargo build --release` (`bench/README.md`). Tests built without optimisation
+/// (`cargo test`) install their own program, unoptimised code about three times the size:
+/// there the ceiling guards against growth at that scale (45.8 MB since `sched_d`'s own ssh
+/// client, russh and its crypto, came in on 2026-11-27).
 const MAX_INSTALLED_BYTES: u64 = if cfg!(debug_assertions) {
-    40 * 1024 * 1024
+    52 * 1024 * 1024
 } else {
     30 * 1024 * 1024
 };
