@@ -20,7 +20,7 @@ use std::time::Duration;
 const TUNED: &str = "max_unheard: \"0:0:5\"\nreschedule_unknown: \"0:0:1\"\n";
 
 /// The state letters of queue instance `qi` in `qstat -f` (empty when it has none).
-fn qi_states(cell: &TestCell, user: &TestUser, qi: &str) -> String {
+pub(crate) fn qi_states(cell: &TestCell, user: &TestUser, qi: &str) -> String {
     let run = cell.run(user, "qstat", &["-f"]);
     assert_eq!(run.code, 0, "{run:?}");
     run.stdout

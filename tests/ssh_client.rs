@@ -3,21 +3,11 @@
 //! an unknown one refused with the reason in the log and the host unknown to the user.
 
 use crate::cluster::{processes, qsub, ssh_connections_of};
+use crate::host_failure::qi_states;
 use crate::sched::{SchedD, wait_for};
 use crate::support::cluster::Cluster;
 use crate::support::*;
 use std::time::Duration;
-
-/// The state letters of queue instance `qi` in `qstat -f` (empty when it has none).
-fn qi_states(cell: &TestCell, user: &TestUser, qi: &str) -> String {
-    let run = cell.run(user, "qstat", &["-f"]);
-    assert_eq!(run.code, 0, "{run:?}");
-    run.stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(qi))
-        .map(|l| l.split_whitespace().nth(5).unwrap_or("").to_string())
-        .unwrap_or_else(|| panic!("{qi} not in qstat -f:\n{}", run.stdout))
-}
 
 /// The value of the quoted option word that starts with `prefix` in a hosts line.
 fn option_value(line: &str, prefix: &str) -> String {
