@@ -187,6 +187,17 @@ struct StartServer {
     ended: Option<Arc<SessionEnd>>,
 }
 
+impl StartServer {
+    /// Writes one line to the open session; false when there is none or it has ended.
+    fn send(&mut self, line: std::fmt::Arguments<'_>) -> bool {
+        self.stdin.as_mut().is_some_and(|stdin| {
+            writeln!(stdin, "{line}")
+                .and_then(|()| stdin.flush())
+                .is_ok()
+        })
+    }
+}
+
 /// The end of a session, for the thread that follows the host (it opens the next).
 #[derive(Default)]
 struct SessionEnd {
@@ -1058,11 +1069,7 @@ impl Inner {
                 }
                 let (tx, rx) = std::sync::mpsc::channel();
                 lock(&st.waiting).insert(key, tx);
-                let sent = st
-                    .stdin
-                    .as_mut()
-                    .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
-                if !matches!(sent, Some(Ok(()))) {
+                if !st.send(format_args!("{line}")) {
                     // The session is gone; the task never reached it.
                     lock(&st.waiting).remove(&key);
                     st.stdin = None;
@@ -1382,11 +1389,7 @@ impl Inner {
                 return Err(no_session("no session with the host"));
             }
             lock(&st.requests).insert(request, tx);
-            let sent = st
-                .stdin
-                .as_mut()
-                .map(|stdin| writeln!(stdin, "req {line}").and_then(|()| stdin.flush()));
-            if !matches!(sent, Some(Ok(()))) {
+            if !st.send(format_args!("req {line}")) {
                 lock(&st.requests).remove(&request);
                 return Err(no_session("the session with the host ended"));
             }
@@ -1618,12 +1621,7 @@ impl Inner {
         // the host (a requeue) finds its old directory gone.
         if let Some(session) = lock(&host.served).remove(&(job, task)) {
             let mut st = lock(&host.starter);
-            if st.pid == Some(session)
-                && let Some(stdin) = st.stdin.as_mut()
-                && writeln!(stdin, "ack {job}.{task}")
-                    .and_then(|()| stdin.flush())
-                    .is_ok()
-            {
+            if st.pid == Some(session) && st.send(format_args!("ack {job}.{task}")) {
                 return;
             }
             // The session is gone: its server has ended, and the supervisor, told so, has
