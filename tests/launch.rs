@@ -1015,10 +1015,10 @@ fn launch_over_ssh_through_a_real_sshd() {
     let port = sshd.port;
     let owner = user.name.clone();
     let rig = Rig::with(|c| {
-        c.hosts.push(HostConfig {
-            name: "sshowner".into(),
-            slots: Some(1),
-            launch: LaunchMethod::Ssh {
+        c.hosts.push(HostConfig::new(
+            "sshowner",
+            Some(1),
+            LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
                 user: Some(owner),
@@ -1026,23 +1026,11 @@ fn launch_over_ssh_through_a_real_sshd() {
                 max_sessions: 2,
                 ssh_client: Default::default(),
             },
-            complex_values: Default::default(),
-            attributes: vec![],
-            cluster: None,
-            arch: "lx-amd64".into(),
-            reschedule_unknown: None,
-            devices: Default::default(),
-            device_files: Default::default(),
-            cgroups: Default::default(),
-            user_lists: vec![],
-            xuser_lists: vec![],
-            projects: vec![],
-            xprojects: vec![],
-        });
-        c.hosts.push(HostConfig {
-            name: "sshhost".into(),
-            slots: Some(2),
-            launch: LaunchMethod::Ssh {
+        ));
+        c.hosts.push(HostConfig::new(
+            "sshhost",
+            Some(2),
+            LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
                 // As root, log in as root (which runs sgeuser's job); else as ourselves.
@@ -1055,19 +1043,7 @@ fn launch_over_ssh_through_a_real_sshd() {
                 max_sessions: 4,
                 ssh_client: Default::default(),
             },
-            complex_values: Default::default(),
-            attributes: vec![],
-            cluster: None,
-            arch: "lx-amd64".into(),
-            reschedule_unknown: None,
-            devices: Default::default(),
-            device_files: Default::default(),
-            cgroups: Default::default(),
-            user_lists: vec![],
-            xuser_lists: vec![],
-            projects: vec![],
-            xprojects: vec![],
-        });
+        ));
     });
     let wd = rig.workdir();
     // The shepherds of both logins share the cell's execution spool directory.
@@ -1125,10 +1101,10 @@ fn launch_over_ssh_through_a_real_sshd() {
 fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
     let port = free_port();
     let rig = Rig::with(|c| {
-        c.hosts.push(HostConfig {
-            name: "deadhost".into(),
-            slots: Some(1),
-            launch: LaunchMethod::Ssh {
+        c.hosts.push(HostConfig::new(
+            "deadhost",
+            Some(1),
+            LaunchMethod::Ssh {
                 address: Some("127.0.0.1".into()),
                 port: Some(port),
                 user: None,
@@ -1141,19 +1117,7 @@ fn launch_to_an_unreachable_host_fails_with_host_unreachable() {
                 max_sessions: 2,
                 ssh_client: Default::default(),
             },
-            complex_values: Default::default(),
-            attributes: vec![],
-            cluster: None,
-            arch: "lx-amd64".into(),
-            reschedule_unknown: None,
-            devices: Default::default(),
-            device_files: Default::default(),
-            cgroups: Default::default(),
-            user_lists: vec![],
-            xuser_lists: vec![],
-            projects: vec![],
-            xprojects: vec![],
-        });
+        ));
     });
     // The name the ssh master's stderr once had in the shared temporary directory: a link
     // planted there must not be followed (the launcher runs as root).
@@ -1362,10 +1326,10 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
     let user = job_user();
     let cell = TestCell::new();
     let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
-    config.hosts.push(HostConfig {
-        name: "bare".into(),
-        slots: Some(1),
-        launch: LaunchMethod::Ssh {
+    config.hosts.push(HostConfig::new(
+        "bare",
+        Some(1),
+        LaunchMethod::Ssh {
             address: Some("127.0.0.1".into()),
             port: Some(sshd.port),
             user: Some(user.name.clone()),
@@ -1373,19 +1337,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
             max_sessions: 2,
             ssh_client: Default::default(),
         },
-        complex_values: Default::default(),
-        attributes: vec![],
-        cluster: None,
-        arch: "lx-amd64".into(),
-        reschedule_unknown: None,
-        devices: Default::default(),
-        device_files: Default::default(),
-        cgroups: Default::default(),
-        user_lists: vec![],
-        xuser_lists: vec![],
-        projects: vec![],
-        xprojects: vec![],
-    });
+    ));
     let (tx, rx) = channel();
     let mut opts = options(&cell);
     opts.remote_shepherd = Some("/nonexistent/gridspool-shepherd".into());
@@ -1817,10 +1769,10 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
     .expect("wrapper");
     set_mode(&older, 0o755);
     let mut config = ClusterConfig::load(&cell.spool.config_path()).expect("config");
-    config.hosts.push(HostConfig {
-        name: "oldhost".into(),
-        slots: Some(2),
-        launch: LaunchMethod::Ssh {
+    config.hosts.push(HostConfig::new(
+        "oldhost",
+        Some(2),
+        LaunchMethod::Ssh {
             address: Some("127.0.0.1".into()),
             port: Some(sshd.port),
             user: Some(if is_root() {
@@ -1832,19 +1784,7 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
             max_sessions: 4,
             ssh_client: Default::default(),
         },
-        complex_values: Default::default(),
-        attributes: vec![],
-        cluster: None,
-        arch: "lx-amd64".into(),
-        reschedule_unknown: None,
-        devices: Default::default(),
-        device_files: Default::default(),
-        cgroups: Default::default(),
-        user_lists: vec![],
-        xuser_lists: vec![],
-        projects: vec![],
-        xprojects: vec![],
-    });
+    ));
     let (tx, rx) = channel();
     let mut opts = options(&cell);
     opts.remote_shepherd = Some(older.display().to_string());

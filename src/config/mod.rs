@@ -169,6 +169,28 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
+    /// A host reached by `launch` with `slots`, and SGE's defaults for the rest (no
+    /// complex values, attributes, devices or access lists; the default arch and cgroups).
+    pub fn new(name: &str, slots: Option<u32>, launch: LaunchMethod) -> HostConfig {
+        HostConfig {
+            name: name.to_string(),
+            slots,
+            launch,
+            complex_values: BTreeMap::new(),
+            attributes: Vec::new(),
+            cluster: None,
+            arch: default_arch(),
+            reschedule_unknown: None,
+            devices: BTreeMap::new(),
+            device_files: BTreeMap::new(),
+            cgroups: CgroupSetting::default(),
+            user_lists: Vec::new(),
+            xuser_lists: Vec::new(),
+            projects: Vec::new(),
+            xprojects: Vec::new(),
+        }
+    }
+
     pub fn fence(&self) -> Fence<'_> {
         Fence {
             user_lists: &self.user_lists,
@@ -1157,23 +1179,7 @@ impl ClusterConfig {
     pub fn global_host_or_blank(&self) -> HostConfig {
         self.host(GLOBAL_HOST)
             .cloned()
-            .unwrap_or_else(|| HostConfig {
-                name: GLOBAL_HOST.to_string(),
-                slots: None,
-                launch: LaunchMethod::Local,
-                complex_values: BTreeMap::new(),
-                attributes: Vec::new(),
-                cluster: None,
-                arch: default_arch(),
-                reschedule_unknown: None,
-                devices: BTreeMap::new(),
-                device_files: BTreeMap::new(),
-                cgroups: CgroupSetting::default(),
-                user_lists: Vec::new(),
-                xuser_lists: Vec::new(),
-                projects: Vec::new(),
-                xprojects: Vec::new(),
-            })
+            .unwrap_or_else(|| HostConfig::new(GLOBAL_HOST, None, LaunchMethod::Local))
     }
 
     /// The execution hosts: every configured host but the global pseudo-host.

@@ -268,21 +268,8 @@ fn consumables_per_host_and_global() {
         h.complex_values.insert("mem".into(), "4G".into());
     }
     c.hosts.push(crate::config::HostConfig {
-        name: "global".into(),
-        slots: None,
-        launch: crate::config::LaunchMethod::Local,
         complex_values: [("lic".to_string(), "1".to_string())].into(),
-        attributes: vec![],
-        cluster: None,
-        arch: "lx-amd64".into(),
-        reschedule_unknown: None,
-        devices: Default::default(),
-        device_files: Default::default(),
-        cgroups: Default::default(),
-        user_lists: vec![],
-        xuser_lists: vec![],
-        projects: vec![],
-        xprojects: vec![],
+        ..crate::config::HostConfig::new("global", None, crate::config::LaunchMethod::Local)
     });
     let jobs = vec![
         job(1, |s, _| s.hard_resources = vec![res("mem", "3G")]),
