@@ -260,14 +260,25 @@ impl<'b> Cursor<'b> {
         let n = self.count(4)?;
         (0..n).map(|_| self.u32().map(JobId)).collect()
     }
+    /// A running task's state, as `encode` writes it.
+    pub(super) fn run_state(&mut self) -> R<RunState> {
+        match self.u8()? {
+            0 => Ok(RunState::Transferring),
+            1 => Ok(RunState::Running),
+            2 => Ok(RunState::Suspended),
+            _ => Err("bad run state"),
+        }
+    }
+    /// A running task's flags: deleting 1, restarted 2, queue suspended 4, rescheduling 8.
+    pub(super) fn task_flags(&mut self) -> R<u8> {
+        match self.u8()? {
+            f if f <= 15 => Ok(f),
+            _ => Err("bad task flags"),
+        }
+    }
     pub(super) fn running(&mut self) -> R<RunningTask> {
         let task = self.u32()?;
-        let state = match self.u8()? {
-            0 => RunState::Transferring,
-            1 => RunState::Running,
-            2 => RunState::Suspended,
-            _ => return Err("bad run state"),
-        };
+        let state = self.run_state()?;
         let start_time = self.i64()?;
         let queue = self.string()?;
         let host = self.string()?;
@@ -276,10 +287,7 @@ impl<'b> Cursor<'b> {
         let granted = (0..n)
             .map(|_| Ok((self.string()?, self.string()?, self.u32()?)))
             .collect::<R<Vec<_>>>()?;
-        let flags = self.u8()?;
-        if flags > 15 {
-            return Err("bad task flags");
-        }
+        let flags = self.task_flags()?;
         let holds = self.holds()?;
         let usage = if self.flag()? {
             Some(TaskUsage {

@@ -165,12 +165,7 @@ impl<'b> RunningTasks<'b> {
 /// Reads one running task as `binary`'s `Cursor::running` does, with the same checks.
 fn running<'b>(c: &mut Cursor<'b>) -> R<RunningLine<'b>> {
     let task = c.u32()?;
-    let state = match c.u8()? {
-        0 => RunState::Transferring,
-        1 => RunState::Running,
-        2 => RunState::Suspended,
-        _ => return Err("bad run state"),
-    };
+    let state = c.run_state()?;
     let start_time = c.i64()?;
     let queue = c.str()?;
     let host = c.str()?;
@@ -180,10 +175,7 @@ fn running<'b>(c: &mut Cursor<'b>) -> R<RunningLine<'b>> {
         c.str()?;
         c.u32()?;
     }
-    let flags = c.u8()?;
-    if flags > 15 {
-        return Err("bad task flags");
-    }
+    let flags = c.task_flags()?;
     let holds = c.holds()?;
     if c.flag()? {
         c.take(5 * 8)?;
