@@ -59,6 +59,26 @@ impl Rig {
         Self::with(|_| {})
     }
 
+    /// A rig over `cell` and `config` whose launcher runs `shepherd` on the ssh hosts.
+    fn with_remote_shepherd(
+        cell: TestCell,
+        config: ClusterConfig,
+        user: TestUser,
+        shepherd: &str,
+    ) -> Rig {
+        let (tx, rx) = channel();
+        let mut opts = options(&cell);
+        opts.remote_shepherd = Some(shepherd.to_string());
+        let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
+        Rig {
+            launcher: Some(launcher),
+            cell,
+            config,
+            events: rx,
+            user,
+        }
+    }
+
     /// A new launcher over the same cell, as a restarted `sched_d` makes one (the old one
     /// dropped first by the caller), with its own event channel.
     fn new_launcher(&mut self) {
@@ -1338,17 +1358,7 @@ fn launch_over_ssh_without_a_shepherd_there_is_a_host_fault() {
             ssh_client: Default::default(),
         },
     ));
-    let (tx, rx) = channel();
-    let mut opts = options(&cell);
-    opts.remote_shepherd = Some("/nonexistent/gridspool-shepherd".into());
-    let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
-    let rig = Rig {
-        launcher: Some(launcher),
-        cell,
-        config,
-        events: rx,
-        user,
-    };
+    let rig = Rig::with_remote_shepherd(cell, config, user, "/nonexistent/gridspool-shepherd");
     let job = rig.job(9076, binary_job("bare", "true", &[]), "");
     rig.start_on(&job, 1, &rig.placement("bare", 1, None));
     match rig.event(60) {
@@ -1785,17 +1795,7 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
             ssh_client: Default::default(),
         },
     ));
-    let (tx, rx) = channel();
-    let mut opts = options(&cell);
-    opts.remote_shepherd = Some(older.display().to_string());
-    let launcher = Launcher::with_options(&config, &cell.spool, tx, opts).expect("launcher");
-    let rig = Rig {
-        launcher: Some(launcher),
-        cell,
-        config,
-        events: rx,
-        user,
-    };
+    let rig = Rig::with_remote_shepherd(cell, config, user, &older.display().to_string());
     let wd = rig.workdir();
     let job = rig.job(
         9081,
