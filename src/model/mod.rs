@@ -5,6 +5,7 @@
 //! derives; the spool decides where it lives, `compat` decides how it looks.
 
 mod ar;
+mod estimate;
 mod holds;
 mod ids;
 mod job;
@@ -13,6 +14,9 @@ mod task_run;
 mod tasks;
 
 pub use ar::{AR_SCHEMA_VERSION, ArGrant, ArOwner, ArRecord, ArState, ArSubmission};
+pub use estimate::{
+    FORECAST_SCHEMA_VERSION, JobStartEstimate, StartEstimate, StartForecast, TaskStartEstimate,
+};
 pub use holds::{HoldType, Holds};
 pub use ids::{JobId, TaskId};
 pub use job::{

@@ -36,6 +36,7 @@ pub mod cold;
 pub mod daemon;
 pub mod fbsng;
 pub mod fit;
+pub mod forecast;
 pub mod http_server;
 pub mod launcher;
 pub mod mastership;

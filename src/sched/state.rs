@@ -1260,6 +1260,13 @@ impl SchedState {
         self.invalidate_order();
     }
 
+    /// Takes the queue instances' states as the spool holds them (the forecast's copy of the
+    /// cell, `sched::forecast::cell`), calendars' included.
+    pub(crate) fn restore_instance_states(&mut self, states: crate::spool::QueueInstanceStates) {
+        self.instance_states = states;
+        self.apply_instance_states();
+    }
+
     /// Hosts marked unreachable, with the time they will be retried.
     pub fn hosts_down(&self) -> Vec<(String, i64)> {
         self.cluster
@@ -1341,6 +1348,15 @@ impl SchedState {
             .filter(|(_, e)| e.hot.is_done())
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// Sets when a running task is expected to end: the forecast (`sched::forecast`) plays
+    /// run times of its own, where a start books its limit.
+    pub(crate) fn set_expected_end(&mut self, id: JobId, task: TaskId, end: i64) {
+        if let Some(b) = self.running.get_mut(&(id, task)) {
+            b.expected_end = end;
+        }
+        self.ends_cache = None;
     }
 
     /// Running tasks as (job, task, expected end).

@@ -14,13 +14,14 @@
 //! | `ars/<id>.ar`, `ars/<id>.state` | `qrsub`, `sched_d` | advance reservations ([`ars`]) |
 //! | `requests/<seq>.req` | `qdel`, `qalter`, `qhold`, `qrls` | change requests, applied in order |
 //! | `quarantine/` | `sched_d` | malformed or foreign files set aside, each with a `.reason` |
-//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked` |
+//! | `daemon/` | `sched_d` | lock, pid file, log, the listing index ([`index`]), `storage_blocked`, the start-time forecast (`estimates`) |
 //!
 //! Names starting with a dot are temporary files of [`crate::file::durable`] and are never
 //! read. Every file under the spool is opened through [`crate::file::open`]: never through a
 //! link, never blocking on a FIFO, regular files only.
 
 mod ars;
+mod estimates;
 pub mod index;
 mod jobs;
 mod qinstances;

@@ -40,6 +40,13 @@ impl Spool {
         self.scan(ScanDepth::Listing, false)
     }
 
+    /// The ids of the jobs in `jobs/` (a job file or a state file), ascending: for a reader
+    /// that takes one job at a time ([`Spool::read_job_owned`]).
+    pub fn job_ids(&self) -> Result<Vec<JobId>, SpoolError> {
+        let (wanted, _) = list_job_files(&self.jobs_dir())?;
+        Ok(wanted.into_iter().map(|(id, _)| id).collect())
+    }
+
     /// Whether a job listing now would read the listing index (`spool::index`) rather than
     /// every job file (for tests and diagnostics).
     pub fn listing_index_usable(&self) -> bool {

@@ -1,0 +1,77 @@
+//! The live cell as a state to play forward, read from the spool as a restarting `sched_d`
+//! reads it (configuration, queue instance states, jobs, advance reservations, the policies'
+//! saved states, share-tree usage from the accounting file), changing nothing in it: the
+//! forecast runs beside the daemon, in a process of its own, and `gridspool-sim` starts from
+//! the same copy.
+
+use crate::config::ConfigError;
+use crate::sched::{SchedState, SgePriority, SharedUsage};
+use crate::spool::{Spool, SpoolError};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CellError {
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("share-tree usage: {0}")]
+    Usage(#[from] crate::acct::AcctError),
+    #[error("{0}")]
+    Spool(#[from] SpoolError),
+}
+
+/// The cell's state now, with the share-tree usage its priorities start from.
+pub struct CellState {
+    pub state: SchedState,
+    pub usage: SharedUsage,
+    /// Jobs whose files could not be read or belong to no one they name (the daemon sets
+    /// them aside; the copy leaves them out).
+    pub unreadable: usize,
+}
+
+/// Reads the cell in `spool`.
+pub fn load(spool: &Spool) -> Result<CellState, CellError> {
+    let config = spool.load_config()?;
+    let decay = crate::acct::decay_config(&config);
+    let (usage, _) = crate::acct::load_usage_from(
+        &spool.accounting_path(),
+        &spool.usage_baseline_path(),
+        &decay,
+    )?;
+    let usage: SharedUsage = Arc::new(Mutex::new(usage));
+    let policy = SgePriority::new(&config, usage.clone());
+    let mut state = SchedState::with_policy(config, Box::new(policy));
+    state.restore_instance_states(spool.queue_instance_states());
+    let mut unreadable = 0;
+    for id in spool.job_ids()? {
+        match spool.read_job_owned(id) {
+            Ok(Some((record, _, owner))) if record.id == id && owner == record.submitter.uid => {
+                state.add_job(record);
+            }
+            Ok(None) => {}
+            Ok(Some(_)) | Err(_) => unreadable += 1,
+        }
+        // Waiting jobs are kept encoded, as in the daemon (`sched::cold`).
+        if id.0 % 1024 == 0 {
+            state.cool_idle();
+        }
+    }
+    state.cool_idle();
+    if let Ok(scan) = spool.scan_ars() {
+        for r in scan.records.into_iter().filter(|r| r.refused.is_none()) {
+            state.restore_ar(r);
+        }
+    }
+    state.compact();
+    let daemon_dir = spool.daemon_dir();
+    if let Some(f) = crate::sched::fbsng::FbsngState::load(&daemon_dir) {
+        state.set_fbsng_state(f);
+    }
+    if let Some(a) = crate::sched::armada::ArmadaState::load(&daemon_dir) {
+        state.set_armada_state(a);
+    }
+    Ok(CellState {
+        state,
+        usage,
+        unreadable,
+    })
+}
