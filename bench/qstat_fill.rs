@@ -79,6 +79,7 @@ fn render_only(n: u32) -> anyhow::Result<()> {
         load: &load,
         host_loads: &Default::default(),
         instance_states: &Default::default(),
+        estimates: None,
     };
     for extra in [&[][..], &["-xml".to_string()][..]] {
         let mut words = vec!["-u".to_string(), "*".to_string()];

@@ -312,6 +312,7 @@ fn both(cell: &TestCell) -> Vec<(String, String, String)> {
     let scan = cell.spool.scan_job_listing().expect("scan");
     let full_view = View {
         instance_states: &states,
+        estimates: None,
         storage_blocked: None,
         host_loads: &loads,
         jobs: &scan.jobs,

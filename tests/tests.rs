@@ -12,6 +12,7 @@ mod demo;
 mod devices;
 mod docs;
 mod drmaa;
+mod estimates;
 mod harness;
 mod host_failure;
 mod import;

@@ -655,6 +655,7 @@ impl QueueSelection {
             host_loads: &host_loads,
             storage_blocked: None,
             instance_states: &instance_states,
+            estimates: None,
         };
         let list: Vec<String> = requests.iter().map(|(n, v)| format!("{n}={v}")).collect();
         let instances = |words: &[&str]| -> Result<HashSet<(String, String)>, String> {

@@ -218,6 +218,7 @@ pub fn run(args: &[String], env: &super::ClientEnv) -> Output {
         host_loads: &host_loads,
         storage_blocked: None,
         instance_states: &instance_states,
+        estimates: None,
     };
     let selected = queues::instances(&parsed, &view);
     if selected.is_empty() {

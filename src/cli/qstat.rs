@@ -110,7 +110,18 @@ fn run(args: &mut Vec<String>) -> super::Output {
     } else {
         Default::default()
     };
+    let forecast = if parsed.start {
+        match read_forecast(&env.spool, parsed.job_detail.as_deref()) {
+            Ok(f) => f,
+            Err(e) => return super::Output::failure(format!("error: {e}")),
+        }
+    } else {
+        None
+    };
     let view = View {
+        estimates: parsed.start.then_some(qstat::start::StartView {
+            forecast: forecast.as_ref(),
+        }),
         instance_states: &instance_states,
         storage_blocked: storage_blocked.as_deref(),
         host_loads: &host_loads,
@@ -143,6 +154,20 @@ fn run(args: &mut Vec<String>) -> super::Output {
     o
 }
 
+/// The start-time forecast for `-start`: for `-j` with job numbers only their lines of it.
+fn read_forecast(
+    spool: &crate::spool::Spool,
+    detail: Option<&[String]>,
+) -> Result<Option<crate::model::StartForecast>, crate::spool::SpoolError> {
+    let numbers: Option<Vec<crate::model::JobId>> = detail
+        .filter(|w| !w.is_empty())
+        .and_then(|words| words.iter().map(|w| w.parse().ok()).collect());
+    match numbers {
+        Some(ids) => spool.read_estimates_of(&ids),
+        None => spool.read_estimates(),
+    }
+}
+
 /// The plain job table: the jobs read in place from the listing index
 /// (`Spool::with_job_lines`), no record built per job.
 fn plain_table(parsed: &QstatArgs, env: &super::ClientEnv) -> super::Output {
@@ -153,6 +178,7 @@ fn plain_table(parsed: &QstatArgs, env: &super::ClientEnv) -> super::Output {
     let listed = env.spool.with_job_lines(|lines| {
         let view = View {
             instance_states: &instance_states,
+            estimates: None,
             storage_blocked: None,
             host_loads: &host_loads,
             jobs: &[],

@@ -94,6 +94,10 @@ pub struct Args {
     /// Internal: this process is the detached child of `--daemon`.
     #[arg(long, hide = true)]
     pub detached: bool,
+    /// Internal: make the start-time forecast of the cell once (daemon/estimates) and exit;
+    /// the running sched_d starts this after the events that move the estimates.
+    #[arg(long, hide = true)]
+    pub forecast: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -153,6 +157,9 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
             .filter(|d| !d.is_zero())
             .ok_or_else(|| anyhow::anyhow!("--{flag} {v}: not a positive number of seconds"))
     };
+    if args.forecast {
+        return forecast(&dir);
+    }
     let takeover_after = seconds("takeover-after", args.takeover_after)?;
     let heartbeat_interval = seconds("heartbeat-interval", args.heartbeat_interval)?;
     if args.daemon {
@@ -183,6 +190,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         retention: Duration::from_secs(args.retention),
         periodic: args.interval.map(|s| Duration::from_secs(s.max(1))),
         running_state_delay: Duration::from_millis(args.running_state_delay),
+        forecast_program: std::env::current_exe().ok(),
     };
     let config = crate::config::ClusterConfig::load(&spool.config_path())?;
     // Share-tree usage from the whole accounting history (or from the usage imported from
@@ -266,6 +274,15 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
         tracing::error!("sched_d stopped: {e}");
     }
     result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--forecast`: one start-time forecast of the cell, written to `daemon/estimates`, at a
+/// lower CPU priority than the daemon's (it runs beside it and must not slow a dispatch).
+fn forecast(dir: &std::path::Path) -> Result<ExitCode, anyhow::Error> {
+    crate::launch::lower_own_priority(10);
+    let spool = Spool::open(dir)?;
+    crate::sched::forecast::refresh(&spool, crate::time::now())?;
     Ok(ExitCode::SUCCESS)
 }
 

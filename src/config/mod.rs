@@ -579,6 +579,42 @@ pub struct SchedulerConfig {
     pub preemption: PreemptionSetting,
     /// Armada fair share (`armada` policy; gridspool extension).
     pub armada: ArmadaConfig,
+    /// Start-time estimates (`qstat --start`; gridspool extension).
+    pub start_estimates: StartEstimatesConfig,
+}
+
+/// `scheduler.start_estimates`: `sched_d` plays the cell forward in a process of its own
+/// (`sched::forecast`) after the events that move the estimates, at most once per `refresh`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StartEstimatesConfig {
+    pub enabled: bool,
+    /// The shortest time between two forecasts (`h:m:s` or seconds).
+    pub refresh: String,
+    /// How far ahead the forecast plays (`h:m:s` or seconds); later starts are unknown.
+    pub horizon: String,
+}
+
+impl StartEstimatesConfig {
+    /// `refresh` in seconds (checked when the configuration is loaded).
+    pub fn refresh_secs(&self) -> i64 {
+        crate::time::parse_time(&self.refresh).unwrap_or(10)
+    }
+
+    /// `horizon` in seconds (checked when the configuration is loaded).
+    pub fn horizon_secs(&self) -> i64 {
+        crate::time::parse_time(&self.horizon).unwrap_or(30 * 86_400)
+    }
+}
+
+impl Default for StartEstimatesConfig {
+    fn default() -> Self {
+        StartEstimatesConfig {
+            enabled: true,
+            refresh: "0:0:10".to_string(),
+            horizon: "720:0:0".to_string(),
+        }
+    }
 }
 
 /// `scheduler.preemption` (Qube!'s preemption policies).
@@ -664,6 +700,7 @@ impl Default for SchedulerConfig {
             schedule_interval: "0:0:15".to_string(),
             preemption: PreemptionSetting::None,
             armada: ArmadaConfig::default(),
+            start_estimates: StartEstimatesConfig::default(),
         }
     }
 }
@@ -911,6 +948,17 @@ impl ClusterConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
+        let estimates = &self.scheduler.start_estimates;
+        for (key, t) in [
+            ("refresh", &estimates.refresh),
+            ("horizon", &estimates.horizon),
+        ] {
+            if !crate::time::parse_time(t).is_some_and(|secs| secs > 0 && secs < 1 << 31) {
+                return Err(format!(
+                    "scheduler: start_estimates: {key}: {t:?} is not a positive time (h:m:s or seconds)"
+                ));
+            }
+        }
         if let Some(t) = &self.load_report_time
             && !crate::time::parse_time(t).is_some_and(|secs| secs > 0 && secs < i64::MAX)
         {

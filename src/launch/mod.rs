@@ -127,6 +127,6 @@ pub use paths::{OutputPaths, expand_pseudo_variables, resolve_output_paths};
 pub use probe::{HostProbe, LOAD_REPORT_INTERVAL};
 pub use protocol::LaunchEvent;
 pub use relay::pump;
-pub use spawn::{limit_malloc_arenas, trim_heap};
+pub use spawn::{limit_malloc_arenas, lower_own_priority, trim_heap};
 pub use spec::{JobCommand, LOGIN_SHELLS, LaunchSpec, SHEPHERD_BINARY, SPEC_VERSION};
 pub use taskdir::{TaskDir, exec_spool_dir};

@@ -576,6 +576,13 @@ pub fn trim_heap() {
     }
 }
 
+/// Lowers this process's CPU priority to `nice` (`setpriority(2)`): for background work
+/// beside `sched_d` (its start-time forecast), which must not slow a dispatch.
+pub fn lower_own_priority(nice: i32) {
+    // SAFETY: setpriority(2) of this process, with no memory passed.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+}
+
 /// Sets how many arenas glibc's malloc may make (`mallopt(M_ARENA_MAX, n)`); called by
 /// `sched_d` before it starts any thread.
 ///

@@ -45,6 +45,7 @@ use tracing::{info, warn};
 
 mod ars;
 mod calendars;
+mod estimates;
 mod event_loop;
 mod lock;
 mod pe_tasks;
@@ -57,6 +58,7 @@ mod status;
 mod task_ends;
 mod unknown;
 
+pub use estimates::ForecastDone;
 pub use lock::SpoolLock;
 use task_ends::{Blocked, EndedTask, exits_line};
 
@@ -77,6 +79,9 @@ pub struct DaemonOptions {
     pub periodic: Option<Duration>,
     /// How late a started task's `r` may reach its state file (default 1 s).
     pub running_state_delay: Duration,
+    /// The program the start-time forecast runs as (`sched_d --forecast`): `sched_d`'s own;
+    /// `None`, no estimates (daemons that tests build in process).
+    pub forecast_program: Option<PathBuf>,
 }
 
 impl Default for DaemonOptions {
@@ -88,6 +93,7 @@ impl Default for DaemonOptions {
             retention: Duration::from_secs(60),
             periodic: None,
             running_state_delay: RUNNING_STATE_DELAY,
+            forecast_program: None,
         }
     }
 }
@@ -141,6 +147,8 @@ pub enum Input {
     Scrape(Sender<()>),
     /// `--metrics`: the status page's part that comes from the state (`status_page`).
     StatusPage(Sender<String>),
+    /// A start-time forecast process ended.
+    ForecastDone(ForecastDone),
 }
 
 fn now() -> i64 {
@@ -223,6 +231,8 @@ pub struct Daemon {
     pe_tasks: pe_tasks::PeTasks,
     /// Refused advance reservations, and when their answer leaves `ars/`.
     ar_refusals: BTreeMap<u32, i64>,
+    /// The start-time forecasts (`estimates`).
+    estimates: estimates::EstimateRefresh,
     /// `--metrics`: what the endpoint shows, and the share-tree usage it reports.
     metrics: Option<(std::sync::Arc<super::metrics::Metrics>, super::SharedUsage)>,
 }
@@ -279,6 +289,7 @@ impl Daemon {
         acct: Box<dyn AccountingHook>,
     ) -> Result<Self, DaemonError> {
         let config = load_config(&spool)?;
+        let forecast_program = opts.forecast_program.clone();
         let (tx, rx) = mpsc::channel();
         let (launch_tx, launch_rx) = mpsc::channel::<LaunchEvent>();
         let fwd = tx.clone();
@@ -336,6 +347,7 @@ impl Daemon {
             pe_tasks: pe_tasks::PeTasks::default(),
             metrics: None,
             ar_refusals: BTreeMap::new(),
+            estimates: estimates::EstimateRefresh::new(forecast_program),
         })
     }
 
@@ -371,6 +383,7 @@ impl Daemon {
     /// running and are re-attached by the next daemon.
     fn drain(&mut self) {
         self.save_armada(true);
+        self.stop_forecast();
         self.running_deadlines.clear();
         for id in std::mem::take(&mut self.running_unwritten).into_keys() {
             self.state.mark_dirty(id);

@@ -564,6 +564,9 @@ fn text(out: &mut String, job: &JobRecord, view: &View<'_>) {
         out.push_str(r);
         out.push('\n');
     }
+    if let Some(start) = view.estimates {
+        super::start::detail_lines(out, start, job);
+    }
 }
 
 /// Escapes text for an XML element.

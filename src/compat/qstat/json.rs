@@ -21,6 +21,10 @@
 //! a running array task or the task range of a pending group, null for a job that is no
 //! array; `queue` is null for a pending job. A job is one entry per line that `qstat` would
 //! print (a parallel job once, its master queue named).
+//!
+//! With `-start`, each entry has `estimated_start`: null for a running task, else a list of
+//! `{"tasks": "1-3" or null, "kind": "at", "time": …, "queue": "all.q", "hosts": […],
+//! "slots": 1}` or `{"tasks": …, "kind": "unknown" or "never", "why": "…"}`.
 
 //!
 //! With `-j job_list`: `{"jobs": [{"job_number": "7", "exec_file": "job_scripts/7", …,
@@ -89,6 +93,9 @@ struct Job<'a> {
     normalized_urgency: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     normalized_tickets: Option<f64>,
+    /// With `-start`: a pending row's estimates, null for a running one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimated_start: Option<Option<Vec<super::start::RowEstimate>>>,
 }
 
 #[derive(Serialize)]
@@ -107,11 +114,12 @@ struct QueueInstance {
 struct Jobs<'r, 'a> {
     args: &'r QstatArgs,
     rows: &'r [Row<'a>],
+    start: Option<super::start::StartView<'r>>,
 }
 
 impl Serialize for Jobs<'_, '_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.rows.iter().map(|r| job(self.args, r)))
+        s.collect_seq(self.rows.iter().map(|r| job(self.args, self.start, r)))
     }
 }
 
@@ -122,7 +130,7 @@ struct Listing<'r, 'a> {
     queues: Option<Vec<QueueInstance>>,
 }
 
-fn job<'a>(args: &QstatArgs, row: &Row<'a>) -> Job<'a> {
+fn job<'a>(args: &QstatArgs, start: Option<super::start::StartView<'_>>, row: &Row<'a>) -> Job<'a> {
     let j = row.job;
     let p = row.priority();
     let running = row.running();
@@ -161,13 +169,18 @@ fn job<'a>(args: &QstatArgs, row: &Row<'a>) -> Job<'a> {
         normalized_posix_priority: pri(p.npprior),
         normalized_urgency: pri(p.nurg),
         normalized_tickets: pri(p.ntckts),
+        estimated_start: start.map(|s| super::start::row_estimates(s, row)),
     }
 }
 
 /// The listing of `rows` (and with `-f` the queue instances), one line of JSON.
 pub fn jobs(out: &mut String, args: &QstatArgs, view: &View<'_>, rows: &[Row<'_>]) {
     let listing = Listing {
-        jobs: Jobs { args, rows },
+        jobs: Jobs {
+            args,
+            rows,
+            start: view.estimates.filter(|_| args.start),
+        },
         queues: args.full.then(|| {
             queues::instances(args, view)
                 .iter()

@@ -13,6 +13,7 @@ pub mod plain;
 pub mod queues;
 pub mod resources;
 pub mod rows;
+pub mod start;
 pub mod table;
 pub mod xml;
 
@@ -168,6 +169,7 @@ pub const QSTAT_DOC: super::docs::CommandDoc = super::docs::CommandDoc {
     description: &[
         "qstat lists jobs and queues of the cell $SGE_ROOT/$SGE_CELL in Grid Engine 8.1.9's formats, column for column: by default the caller's own jobs (nothing at all when there are none), with -u the jobs of other users ('*' for all), with -f the queue instances and their jobs, with -xml the same as XML.",
         "-json, a gridspool extension (not listed by -help), prints the job listing as one JSON object on one line: {\"jobs\": [...]} with per job job, name, owner, state, priority, submitted and started (seconds since the epoch; started null while pending), queue (null while pending), slots and task (the task id or pending range of an array job, else null); -ext adds project, cpu_seconds, mem_gbs, io_gb, tickets, override_tickets, functional_tickets, share_tickets and share; -urg adds urgency, resource_urgency, waiting_urgency, deadline_urgency and deadline; -pri adds posix_priority, normalized_posix_priority, normalized_urgency and normalized_tickets; -f adds \"queues\": [...] with name, type, slots_used, slots_total, load_avg, arch and states. It takes the same selections (-u, -s, -q, -l...). With -j job_list it prints {\"jobs\": [...]} with per job every line of qstat -j as a field: its label without the colon, blanks written _, its value as printed (a field of several lines, or one that repeats, as a list). It is refused with -j alone, -g c and -xml.",
+        "-start, a gridspool extension (not listed by -help), shows when the pending jobs are expected to start: sched_d plays the cell forward through its scheduling policy (priorities, reservations, quotas, dependencies) with each job's expected run time (its h_rt or s_rt, else its queue's, else the scheduler's default_duration) after the passes that move the estimates, at most once per scheduler.start_estimates.refresh (10 s). qstat -start lists the pending jobs (with -u and -s as usual) with their submission time, estimated start and where (queue@host, +N for the other hosts of a parallel job); a job without an honest time shows unknown (held, in error, waiting for jobs without a run time limit, beyond the horizon) or never (no queue instance can take it), and why on the next line. qstat -j job_list -start adds an estimated start: line per task range; qstat -json -start adds estimated_start to each job: null while it runs, else a list of {tasks, kind (at, unknown or never), time, queue, hosts, slots} or {tasks, kind, why}. It is refused with -xml, -f, -g c, -ext, -urg, -pri and -r.",
         "The priority columns (-pri, -urg, -ext) show what sched_d computed at its last scheduling pass; a job the scheduler has not considered yet shows zeros, as in SGE. qstat -j always explains why a pending job is not running (holds, dependencies, start time, resources, the active policy's gaps and quotas), where SGE needs schedd_job_info.",
         "When the scheduler configuration orders jobs by a policy other than SGE's (cluster, fbsng, armada), -pri and -ext end each job line with that policy's terms as name=value words (cluster_order=2, queue_priority=37, share=0.6667…), and qstat -j prints them on a policy: line. Under SGE's policy there are none and every output is SGE's.",
         "Changes requested with qdel, qalter, qhold and qrls show at once, also while sched_d is not running.",
@@ -343,6 +345,10 @@ pub struct QstatArgs {
     pub xml: bool,
     /// `-json` (a gridspool extension, not in SGE's `-help`): the listing as JSON (`json`).
     pub json: bool,
+    /// `-start` (a gridspool extension, not in SGE's `-help`): start-time estimates
+    /// (`start`): the pending jobs' table, an `estimated start:` line of `-j`, a field of
+    /// `-json`.
+    pub start: bool,
     /// `-explain a|c|A|E`: implies `-f`.
     pub explain: Option<char>,
     /// `-j [list]`: `Some(vec![])` for `-j` alone.
@@ -376,6 +382,7 @@ impl Default for QstatArgs {
             group: Grouping::default(),
             xml: false,
             json: false,
+            start: false,
             explain: None,
             job_detail: None,
             queues: None,
@@ -414,6 +421,7 @@ impl QstatArgs {
         // `-json` is gridspool's: taken here, so that SGE's option table (and `-help`) stays
         // SGE's.
         let (json, words) = options::take_flag(words, "-json");
+        let (start, words) = options::take_flag(&words, "-start");
         let parsed = options::parse(
             QSTAT_OPTIONS,
             &words,
@@ -423,6 +431,7 @@ impl QstatArgs {
         .map_err(|e| QstatArgError::Usage(e.to_string()))?;
         let mut a = QstatArgs {
             json,
+            start,
             ..QstatArgs::default()
         };
         let mut state_seen = false;
@@ -585,6 +594,8 @@ pub struct View<'a> {
     /// Queue instances `qmod -d` disabled (`daemon/qinstances.json`; empty unless queues are
     /// listed).
     pub instance_states: &'a crate::spool::QueueInstanceStates,
+    /// With `-start`: the start-time forecast to show (`start`).
+    pub estimates: Option<start::StartView<'a>>,
 }
 
 impl<'a> View<'a> {
@@ -619,6 +630,20 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
         r.code = 1;
         return r;
     }
+    if args.start
+        && (args.xml
+            || args.full
+            || args.group.cluster_summary
+            || args.ext
+            || args.urg
+            || args.pri
+            || args.requests)
+    {
+        r.stderr = "qstat: -start is for the pending jobs' table, -j and -json; not with -xml, -f, -g c, -ext, -urg, -pri or -r\n"
+            .to_string();
+        r.code = 1;
+        return r;
+    }
     if let Some(ids) = &args.job_detail {
         return detail::render(args, ids, view);
     }
@@ -637,6 +662,8 @@ pub fn render(args: &QstatArgs, view: &View<'_>) -> Rendered {
         xml::jobs(&mut r.stdout, args, view, &rows);
     } else if args.full {
         table::full(&mut r.stdout, args, view, &rows);
+    } else if let Some(start) = view.estimates.filter(|_| args.start) {
+        start::table(&mut r.stdout, args, view, start);
     } else {
         table::jobs(&mut r.stdout, args, view, &rows);
     }

@@ -21,6 +21,7 @@ pub fn serves(args: &QstatArgs) -> bool {
         && !args.requests
         && !args.xml
         && !args.json
+        && !args.start
         && !args.ext
         && !args.urg
         && !args.pri

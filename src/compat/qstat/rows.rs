@@ -260,7 +260,7 @@ impl<'a> Row<'a> {
 }
 
 /// The tasks of pending group `group` a line shows: those restarted, or the others.
-fn pending_tasks(
+pub(super) fn pending_tasks(
     job: &JobRecord,
     group: usize,
     restarted: bool,

@@ -101,6 +101,7 @@ impl Daemon {
             if self.terminate {
                 break;
             }
+            self.refresh_estimates();
             let t = now();
             let mut deadline = next_periodic.min(next_rescan);
             let mut soonest = self.retire_at.values().copied().min();
@@ -122,6 +123,9 @@ impl Daemon {
             }
             if let Some(at) = self.settling.values().min() {
                 deadline = deadline.min(*at);
+            }
+            if let Some(at) = self.estimates.due_at(self.estimates_refresh()) {
+                deadline = deadline.min(at);
             }
             // A finished merge of the listing index is put in place by the next wake-up.
             if self.index.merging() {
@@ -330,6 +334,10 @@ impl Daemon {
             }
             Input::StatusPage(answer) => {
                 let _ = answer.send(self.status_page());
+                return false;
+            }
+            Input::ForecastDone(done) => {
+                self.forecast_done(done);
                 return false;
             }
             Input::Signal(sig) => {

@@ -95,6 +95,7 @@ impl Daemon {
         self.drop_immediate_not_started();
         self.flush();
         self.state.cool_idle();
+        self.estimates_moved();
         debug!(
             considered = result.considered,
             started = result.starts.len(),

@@ -112,6 +112,21 @@ enum Stop {
     Passes,
 }
 
+/// Makes the forecast of the cell in `spool` as of `now` and replaces `daemon/estimates`
+/// with it (`sched_d --forecast`).
+pub fn refresh(spool: &crate::spool::Spool, now: i64) -> Result<ForecastStats, cell::CellError> {
+    let started = std::time::Instant::now();
+    let mut cell = cell::load(spool)?;
+    let opts = ForecastOptions {
+        horizon: cell.state.config.scheduler.start_estimates.horizon_secs(),
+        ..ForecastOptions::default()
+    };
+    let (mut made, stats) = forecast(&mut cell.state, now, &RunTimeLimits, &opts);
+    made.took_ms = started.elapsed().as_millis() as u64;
+    spool.write_estimates(&made)?;
+    Ok(stats)
+}
+
 /// Plays `state` (the live cell's, loaded for the purpose: the play changes it) forward from
 /// `now` and returns the estimate of every task pending at `now`.
 pub fn forecast(
@@ -270,8 +285,8 @@ impl Forecast<'_> {
                 }
             }
             for p in result.preemptions.iter().filter(|p| p.kill) {
-                if self.runs.contains_key(&(p.job, p.task)) {
-                    self.runs.insert((p.job, p.task), t);
+                if let Some(end) = self.runs.get_mut(&(p.job, p.task)) {
+                    *end = t;
                     self.ends.push(Reverse((t, p.job, p.task)));
                 }
             }
