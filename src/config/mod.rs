@@ -593,6 +593,20 @@ pub struct StartEstimatesConfig {
     pub refresh: String,
     /// How far ahead the forecast plays (`h:m:s` or seconds); later starts are unknown.
     pub horizon: String,
+    /// Where a job's expected run time comes from.
+    pub run_times: RunTimeSource,
+}
+
+/// `scheduler.start_estimates.run_times`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunTimeSource {
+    /// `h_rt`/`s_rt`, else the queue's, else `default_duration` (Slurm's method).
+    #[default]
+    Limits,
+    /// The median of the owner's recent runs of the same kind (accounting file), capped by
+    /// the limits (`sched::forecast::run_times`).
+    Learned,
 }
 
 impl StartEstimatesConfig {
@@ -613,6 +627,7 @@ impl Default for StartEstimatesConfig {
             enabled: true,
             refresh: "0:0:10".to_string(),
             horizon: "720:0:0".to_string(),
+            run_times: RunTimeSource::Limits,
         }
     }
 }

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 pub enum CellError {
     #[error("configuration: {0}")]
     Config(#[from] ConfigError),
-    #[error("share-tree usage: {0}")]
-    Usage(#[from] crate::acct::AcctError),
+    /// The accounting file (share-tree usage, learned run times).
+    #[error("accounting: {0}")]
+    Accounting(#[from] crate::acct::AcctError),
     #[error("{0}")]
     Spool(#[from] SpoolError),
 }

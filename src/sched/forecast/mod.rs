@@ -24,7 +24,7 @@ use crate::model::{
     FORECAST_SCHEMA_VERSION, JobId, JobStartEstimate, Placement, StartEstimate, StartForecast,
     TaskId, TaskSet, TaskStartEstimate,
 };
-pub use run_times::{ExpectedRunTimes, JobRunTime, RunTimeLimits};
+pub use run_times::{ExpectedRunTimes, JobRunTime, LearnedRunTimes, RunTimeLimits};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
@@ -121,7 +121,14 @@ pub fn refresh(spool: &crate::spool::Spool, now: i64) -> Result<ForecastStats, c
         horizon: cell.state.config.scheduler.start_estimates.horizon_secs(),
         ..ForecastOptions::default()
     };
-    let (mut made, stats) = forecast(&mut cell.state, now, &RunTimeLimits, &opts);
+    let run_times: Box<dyn ExpectedRunTimes> =
+        match cell.state.config.scheduler.start_estimates.run_times {
+            crate::config::RunTimeSource::Limits => Box::new(RunTimeLimits),
+            crate::config::RunTimeSource::Learned => {
+                Box::new(LearnedRunTimes::from_accounting(&spool.accounting_path())?)
+            }
+        };
+    let (mut made, stats) = forecast(&mut cell.state, now, run_times.as_ref(), &opts);
     made.took_ms = started.elapsed().as_millis() as u64;
     spool.write_estimates(&made)?;
     Ok(stats)

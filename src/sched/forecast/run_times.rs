@@ -3,16 +3,34 @@
 //! By the limits (Slurm's method, and SGE's for reservations): the job's `h_rt` or `s_rt`
 //! (the smaller), else its queue's, else the scheduler's `default_duration`; no figure where
 //! all are INFINITY.
+//!
+//! Learned (`scheduler.start_estimates.run_times: learned`): the median of the owner's last
+//! [`RECENT`] run times of jobs of the same name and category (SGE's summary of the hard
+//! requests: `-l h_rt=3600 -pe smp 4`), else of the same category, else of all the owner's
+//! jobs, from the cell's accounting file, each level used once it has [`ENOUGH`] runs;
+//! capped by the limit, which alone decides when there is no history. A median of recent
+//! runs because it is what a user would say ("my jobs of this kind take about that long"),
+//! follows a change of habits within a few runs, and one job killed early or hung to its
+//! limit does not move it.
 
 use crate::config::ClusterConfig;
 use crate::model::{JobRecord, ResourceRequest};
 use crate::time::parse_time;
+use std::collections::{HashMap, VecDeque};
+
+/// How many recent runs of a kind the learned run time is the median of.
+pub const RECENT: usize = 16;
+
+/// How many runs a kind needs before its median is used.
+pub const ENOUGH: usize = 3;
 
 /// What of a job its expected run time depends on, taken once per job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobRunTime {
     /// The job's own limit: the smaller of its hard `h_rt` and `s_rt` (seconds).
     pub limit: Option<i64>,
+    /// What its owner's past jobs of its kind ran (seconds), when they are known.
+    pub learned: Option<i64>,
 }
 
 /// A source of expected run times.
@@ -33,17 +51,139 @@ impl ExpectedRunTimes for RunTimeLimits {
     fn of_job(&self, job: &JobRecord) -> JobRunTime {
         JobRunTime {
             limit: time_limit(&job.spec.hard_resources),
+            learned: None,
         }
     }
 
     fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
-        job.limit
-            .or_else(|| queue_limit(config, queue))
-            .or_else(|| finite(parse_time(&config.scheduler.default_duration)?))
+        limit_of(job, queue, config)
     }
 
     fn source(&self) -> &'static str {
         "limits"
+    }
+}
+
+/// The limit that ends a task of `job` in `queue`: its own, else the queue's, else
+/// `default_duration`.
+fn limit_of(job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
+    job.limit
+        .or_else(|| queue_limit(config, queue))
+        .or_else(|| finite(parse_time(&config.scheduler.default_duration)?))
+}
+
+/// The recent run times of one kind of job, oldest first.
+#[derive(Debug, Clone, Default)]
+struct Recent(VecDeque<i64>);
+
+impl Recent {
+    fn push(&mut self, seconds: i64) {
+        if self.0.len() == RECENT {
+            self.0.pop_front();
+        }
+        self.0.push_back(seconds);
+    }
+
+    fn median(&self) -> Option<i64> {
+        if self.0.len() < ENOUGH {
+            return None;
+        }
+        let mut v: Vec<i64> = self.0.iter().copied().collect();
+        v.sort_unstable();
+        let n = v.len();
+        Some(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2
+        })
+    }
+}
+
+/// Run times learned from finished jobs, by owner, name and category.
+#[derive(Debug, Clone, Default)]
+pub struct LearnedRunTimes {
+    by_name: HashMap<(String, String, String), Recent>,
+    by_category: HashMap<(String, String), Recent>,
+    by_owner: HashMap<String, Recent>,
+}
+
+impl LearnedRunTimes {
+    /// Takes one finished task's run (a master task's record; a parallel job's slave tasks
+    /// and tasks that never started are left out).
+    pub fn learn(&mut self, r: &crate::acct::AccountingRecord) {
+        if r.start_time <= 0 || r.end_time < r.start_time || r.pe_taskid != "NONE" {
+            return;
+        }
+        let ran = r.end_time - r.start_time;
+        self.by_name
+            .entry((r.owner.clone(), r.job_name.clone(), r.category.clone()))
+            .or_default()
+            .push(ran);
+        self.by_category
+            .entry((r.owner.clone(), r.category.clone()))
+            .or_default()
+            .push(ran);
+        self.by_owner.entry(r.owner.clone()).or_default().push(ran);
+    }
+
+    /// Learns from every record of an accounting file, in its order (oldest first).
+    pub fn from_accounting(path: &std::path::Path) -> Result<Self, crate::acct::AcctError> {
+        let mut learned = LearnedRunTimes::default();
+        let reader = match crate::acct::Reader::open(path) {
+            Ok(r) => r,
+            Err(crate::acct::AcctError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(learned);
+            }
+            Err(e) => return Err(e),
+        };
+        for entry in reader {
+            if let crate::acct::Entry::Record(r) = entry? {
+                learned.learn(&r);
+            }
+        }
+        Ok(learned)
+    }
+
+    /// What the owner's past jobs of `job`'s kind ran, if enough of them did.
+    pub fn of(&self, owner: &str, name: &str, category: &str) -> Option<i64> {
+        let key = (owner.to_string(), name.to_string(), category.to_string());
+        self.by_name
+            .get(&key)
+            .and_then(Recent::median)
+            .or_else(|| {
+                self.by_category
+                    .get(&(key.0, key.2))
+                    .and_then(Recent::median)
+            })
+            .or_else(|| self.by_owner.get(owner).and_then(Recent::median))
+    }
+}
+
+impl ExpectedRunTimes for LearnedRunTimes {
+    fn of_job(&self, job: &JobRecord) -> JobRunTime {
+        JobRunTime {
+            limit: time_limit(&job.spec.hard_resources),
+            learned: self.of(
+                &job.submitter.owner,
+                &job.spec.name,
+                &crate::acct::category(job),
+            ),
+        }
+    }
+
+    fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
+        let limit = limit_of(job, queue, config);
+        match (job.learned, limit) {
+            (Some(l), Some(cap)) => Some(l.min(cap)),
+            (Some(l), None) => Some(l),
+            (None, limit) => limit,
+        }
+    }
+
+    fn source(&self) -> &'static str {
+        "learned"
     }
 }
 
@@ -89,6 +229,7 @@ mod tests {
         let limits = RunTimeLimits;
         let job = JobRunTime {
             limit: time_limit(&[request("h_rt", "600"), request("s_rt", "0:20:00")]),
+            learned: None,
         };
         assert_eq!(job.limit, Some(600));
         assert_eq!(limits.expected(&job, "all.q", &config), Some(600));
@@ -101,5 +242,74 @@ mod tests {
             time_limit(&[request("h_rt", "INFINITY"), request("h_vmem", "1G")]),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod learned_tests {
+    use super::*;
+    use crate::acct::AccountingRecord;
+
+    fn run(owner: &str, name: &str, category: &str, seconds: i64) -> AccountingRecord {
+        AccountingRecord {
+            owner: owner.into(),
+            job_name: name.into(),
+            category: category.into(),
+            start_time: 1_000,
+            end_time: 1_000 + seconds,
+            pe_taskid: "NONE".into(),
+            ..AccountingRecord::default()
+        }
+    }
+
+    /// The median of the kind's recent runs, the most specific kind with enough of them,
+    /// capped by the limit; a kind with too few runs falls back to a broader one.
+    #[test]
+    fn the_median_of_the_most_specific_kind_with_enough_runs_capped_by_the_limit() {
+        let mut l = LearnedRunTimes::default();
+        for s in [100, 120, 5000, 110] {
+            l.learn(&run("alice", "sim", "-l h_rt=3600", s));
+        }
+        l.learn(&run("alice", "post", "-l h_rt=3600", 10));
+        l.learn(&run("bob", "sim", "-l h_rt=3600", 900));
+        assert_eq!(l.of("alice", "sim", "-l h_rt=3600"), Some(115));
+        // One run of `post` is not enough: alice's jobs of that category (10, 100, 110,
+        // 120, 5000).
+        assert_eq!(l.of("alice", "post", "-l h_rt=3600"), Some(110));
+        assert_eq!(l.of("alice", "other", "NONE"), Some(110));
+        assert_eq!(l.of("bob", "sim", "-l h_rt=3600"), None);
+        assert_eq!(l.of("carol", "sim", "NONE"), None);
+        let config = ClusterConfig::parse(
+            "hosts:\n  - {name: n1, slots: 1}\nqueues:\n  - {name: all.q, hostlist: [n1], slots: 1}\n",
+        )
+        .expect("config");
+        let capped = JobRunTime {
+            limit: Some(60),
+            learned: Some(115),
+        };
+        assert_eq!(l.expected(&capped, "all.q", &config), Some(60));
+        let unlearned = JobRunTime {
+            limit: Some(60),
+            learned: None,
+        };
+        assert_eq!(l.expected(&unlearned, "all.q", &config), Some(60));
+        let unlimited = JobRunTime {
+            limit: None,
+            learned: Some(115),
+        };
+        assert_eq!(l.expected(&unlimited, "all.q", &config), Some(115));
+    }
+
+    /// Only the last `RECENT` runs count: a changed habit takes over.
+    #[test]
+    fn old_runs_leave_the_window() {
+        let mut l = LearnedRunTimes::default();
+        for _ in 0..RECENT {
+            l.learn(&run("alice", "sim", "NONE", 1000));
+        }
+        for _ in 0..RECENT / 2 + 1 {
+            l.learn(&run("alice", "sim", "NONE", 10));
+        }
+        assert_eq!(l.of("alice", "sim", "NONE"), Some(10));
     }
 }
