@@ -34,6 +34,13 @@ pub struct Args {
     /// Also write the reports as JSON to FILE (`-` for standard output instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also measure start-time estimates (`qstat -start`): at every submission the forecast
+    /// is made on a copy of the replay, with run times by the limits (the requested time)
+    /// and with run times learned from the runs ended so far, and each job's estimate is
+    /// compared with its start in the replay; prints the median and 90th-percentile errors
+    /// of both after the report. Costs a forecast per submission.
+    #[arg(long)]
+    pub estimates: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -52,6 +59,7 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", args.workload.display()))?;
     let mut reports = Vec::new();
     let mut replays = Vec::new();
+    let mut accuracies = Vec::new();
     for path in &args.compare {
         let yaml = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let config = crate::config::ClusterConfig::parse(&yaml)
@@ -78,9 +86,15 @@ fn run(args: &Args) -> Result<(), String> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar.set_message(path.display().to_string());
-        let replay = crate::sim::replay::replay_with_progress(&config, &jobs, &mut |n| {
-            bar.set_position(n as u64);
-        });
+        let (replay, accuracy) = if args.estimates {
+            let (replay, accuracy) = crate::sim::accuracy::measure(&config, &jobs);
+            (replay, Some(accuracy))
+        } else {
+            let replay = crate::sim::replay::replay_with_progress(&config, &jobs, &mut |n| {
+                bar.set_position(n as u64);
+            });
+            (replay, None)
+        };
         bar.finish_and_clear();
         // Its file name, unless another configuration has the same: then its path (the
         // names also name the files of --runs and --charts).
@@ -99,6 +113,9 @@ fn run(args: &Args) -> Result<(), String> {
             _ => path.display().to_string().replace('/', "_"),
         };
         reports.push(crate::sim::report::report(&name, &config, &replay));
+        if let Some(a) = accuracy {
+            accuracies.push(crate::sim::accuracy::table(&name, &a));
+        }
         replays.push((name, replay));
     }
     if let Some(dir) = &args.runs {
@@ -138,6 +155,9 @@ fn run(args: &Args) -> Result<(), String> {
             print!("{}", crate::sim::report::text(&reports));
         }
         None => print!("{}", crate::sim::report::text(&reports)),
+    }
+    for a in &accuracies {
+        print!("\n{a}");
     }
     Ok(())
 }

@@ -249,6 +249,9 @@ pub struct SchedState {
     pub(crate) qube: super::qube::QubeState,
     /// Advance reservations and what their jobs use of them (`sched::ar`).
     pub(crate) ars: super::ar::ArBook,
+    /// No usage is charged at ends (the forecast's play, `sched::forecast`): an end then
+    /// moves no tickets and keeps the order of the pending jobs.
+    pub(crate) usage_frozen: bool,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -325,6 +328,7 @@ impl SchedState {
             fbsng: super::fbsng::FbsngState::default(),
             qube: super::qube::QubeState::default(),
             ars: Default::default(),
+            usage_frozen: false,
         }
     }
 
@@ -1060,6 +1064,9 @@ impl SchedState {
     /// task's end changes the order of the pending jobs.
     fn ends_move_tickets(&self) -> bool {
         use crate::config::PolicyOrder;
+        if self.usage_frozen {
+            return false;
+        }
         let s = &self.config.scheduler;
         matches!(
             s.policy,

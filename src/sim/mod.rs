@@ -3,6 +3,7 @@
 //! state and pass on a virtual clock ([`replay`]) and summed up per user, group and queue
 //! ([`report`]).
 
+pub mod accuracy;
 pub mod charts;
 pub mod replay;
 pub mod report;

@@ -172,6 +172,27 @@ pub fn replay(config: &ClusterConfig, jobs: &[TraceJob]) -> Replay {
     replay_with_progress(config, jobs, &mut |_| {})
 }
 
+/// What a measurement made during a replay is told (`sim::accuracy`).
+pub trait ReplayObserver {
+    /// Jobs `ids` (numbered from 1 in the workload's order) were submitted at `t`; the pass
+    /// at `t` has not run yet.
+    fn submitted(
+        &mut self,
+        _state: &SchedState,
+        _usage: &crate::sched::SharedUsage,
+        _t: i64,
+        _ids: &[JobId],
+    ) {
+    }
+    /// A run ended and was accounted as the daemon accounts it.
+    fn accounted(&mut self, _record: &crate::acct::AccountingRecord) {}
+}
+
+/// Observes nothing.
+struct Unobserved;
+
+impl ReplayObserver for Unobserved {}
+
 /// The run of a job in progress.
 struct Run {
     start: i64,
@@ -184,6 +205,7 @@ struct Run {
 /// The replay's state besides the scheduler's: the clock's events and what they did.
 struct Replayer<'a> {
     config: &'a ClusterConfig,
+    observer: &'a mut dyn ReplayObserver,
     jobs: &'a [TraceJob],
     state: SchedState,
     usage: crate::sched::SharedUsage,
@@ -292,6 +314,7 @@ impl Replayer<'_> {
             &acct,
             &self.decay,
         );
+        self.observer.accounted(&acct);
         let done = JobRun {
             number: job.number,
             task,
@@ -335,10 +358,21 @@ pub fn replay_with_progress(
     jobs: &[TraceJob],
     progress: &mut dyn FnMut(usize),
 ) -> Replay {
+    replay_observed(config, jobs, progress, &mut Unobserved)
+}
+
+/// [`replay_with_progress`], telling `observer` of each submission and end.
+pub fn replay_observed(
+    config: &ClusterConfig,
+    jobs: &[TraceJob],
+    progress: &mut dyn FnMut(usize),
+    observer: &mut dyn ReplayObserver,
+) -> Replay {
     let usage: crate::sched::SharedUsage = Arc::new(Mutex::new(Default::default()));
     let policy = crate::sched::SgePriority::new(config, usage.clone());
     let mut r = Replayer {
         config,
+        observer,
         jobs,
         state: SchedState::with_policy(config.clone(), Box::new(policy)),
         usage,
@@ -367,6 +401,7 @@ pub fn replay_with_progress(
     loop {
         // Arrivals, then ends, at `t`.
         let mut immediate = Vec::new();
+        let mut arrived = Vec::new();
         while next < jobs.len() && EPOCH + jobs[next].submit <= t {
             let id = next as u32 + 1;
             match job_record(id, &jobs[next], config) {
@@ -377,6 +412,7 @@ pub fn replay_with_progress(
                         immediate.push(id);
                     }
                     r.state.add_job(record);
+                    arrived.push(JobId(id));
                 }
                 // Options this configuration refuses (`gridspool-sim` checks them first).
                 None => r.out.never_started.push(jobs[next].number),
@@ -397,6 +433,9 @@ pub fn replay_with_progress(
         }
         if freed {
             progress(r.out.runs.len());
+        }
+        if !arrived.is_empty() {
+            r.observer.submitted(&r.state, &r.usage, t, &arrived);
         }
         // A pass: a full one when due (and jobs wait), else one for the events. Arrivals on a
         // cluster with no free slot start nothing: that pass is left out (the daemon's would

@@ -50,7 +50,7 @@ pub struct Report {
     pub cpu_assumed: usize,
 }
 
-fn percentile(sorted: &[i64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[i64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -76,3 +76,21 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
         unreadable,
     })
 }
+
+/// A copy of `state` to play forward, leaving `state` as it is (`gridspool-sim`'s estimates
+/// at each submission): the same configuration, queue instance states, jobs (running ones
+/// booked where they run) and policies' states, priorities from `usage`. Advance
+/// reservations and Qube! preemption's bookkeeping are not copied.
+pub fn copy_of(state: &SchedState, usage: SharedUsage) -> SchedState {
+    let policy = SgePriority::new(&state.config, usage);
+    let mut copy = SchedState::with_policy(state.config.clone(), Box::new(policy));
+    copy.restore_instance_states(state.instance_states.clone());
+    for id in state.job_ids() {
+        if let Some(record) = state.job(id) {
+            copy.add_job(record.into_owned());
+        }
+    }
+    copy.fbsng = state.fbsng.clone();
+    copy.armada = state.armada.clone();
+    copy
+}

@@ -35,6 +35,9 @@ pub const MIN_STEP: i64 = 10;
 /// How far ahead a step reaches, as a fraction of the distance from now (1/50: 2%).
 const STEP_FRACTION: i64 = 50;
 
+/// How often (played seconds) the play recomputes every priority with a full pass.
+const FULL_PASS_EVERY: i64 = 600;
+
 /// How the forecast is bounded.
 #[derive(Debug, Clone)]
 pub struct ForecastOptions {
@@ -260,14 +263,19 @@ impl Forecast<'_> {
     fn play(&mut self, opts: &ForecastOptions) {
         let limit = self.now.saturating_add(opts.horizon);
         let mut t = self.now;
-        let mut full = true;
+        // The played ends charge no usage, so they move no tickets: the order of the pending
+        // jobs is recomputed only by a full pass, once per `FULL_PASS_EVERY` of played time
+        // (for waiting times and the tickets of jobs that started), as the daemon's periodic
+        // passes recompute it; the passes between are event passes.
+        self.state.usage_frozen = true;
+        let mut next_full = t;
         loop {
-            let result = if full {
+            let result = if t >= next_full {
+                next_full = t + FULL_PASS_EVERY.max(self.step(t));
                 self.state.schedule(t)
             } else {
                 self.state.schedule_event(t)
             };
-            full = false;
             self.stats.passes += 1;
             self.stats.reached = t;
             for s in &result.starts {
@@ -290,6 +298,11 @@ impl Forecast<'_> {
                     // A task requeued by a played preemption: not one of those estimated.
                     self.expect_end(s.job, s.task, None);
                 }
+            }
+            // Started jobs' records were decoded to start them: kept encoded again, as in
+            // the daemon, or a play of 100,000 starts would hold them all decoded.
+            if self.stats.passes % 16 == 0 {
+                self.state.cool_idle();
             }
             for p in result.preemptions.iter().filter(|p| p.kill) {
                 if let Some(end) = self.runs.get_mut(&(p.job, p.task)) {
@@ -327,7 +340,7 @@ impl Forecast<'_> {
         }
     }
 
-    /// Plays the ends due by `t`: the tasks leave, a finished job leaves the state.
+    /// Plays the ends due by `t`: the tasks leave their slots.
     fn end_runs_until(&mut self, t: i64) {
         while let Some(Reverse((at, id, task))) = self.ends.peek().copied() {
             if at > t {
@@ -338,12 +351,10 @@ impl Forecast<'_> {
                 continue;
             }
             self.runs.remove(&(id, task));
-            let killed = self.state.preempted_task_ended(id, task).is_some();
-            if !killed && self.state.task_ended(id, task).is_err() {
-                continue;
-            }
-            if self.state.job(id).is_some_and(|j| j.tasks.is_done()) {
-                self.state.remove_job(id);
+            // A finished job stays in the state, done: removing it would make the next pass
+            // order every pending job again.
+            if self.state.preempted_task_ended(id, task).is_none() {
+                let _ = self.state.task_ended(id, task);
             }
         }
     }

@@ -6,9 +6,11 @@
 //!
 //! Learned (`scheduler.start_estimates.run_times: learned`): the median of the owner's last
 //! [`RECENT`] run times of jobs of the same name and category (SGE's summary of the hard
-//! requests: `-l h_rt=3600 -pe smp 4`), else of the same category, else of all the owner's
-//! jobs, from the cell's accounting file, each level used once it has [`ENOUGH`] runs;
-//! capped by the limit, which alone decides when there is no history. A median of recent
+//! requests: `-l h_rt=3600 -pe smp 4`), else of the same category; else, for a job with a
+//! run time limit, that limit times the median of the owner's recent runs' shares of their
+//! limits (who asks for twice what they use goes on doing so); else the median of all the
+//! owner's recent runs; from the cell's accounting file, each level used once it has
+//! [`ENOUGH`] runs; capped by the limit, which alone decides when there is no history. A median of recent
 //! runs because it is what a user would say ("my jobs of this kind take about that long"),
 //! follows a change of habits within a few runs, and one job killed early or hung to its
 //! limit does not move it.
@@ -105,6 +107,8 @@ pub struct LearnedRunTimes {
     by_name: HashMap<(String, String, String), Recent>,
     by_category: HashMap<(String, String), Recent>,
     by_owner: HashMap<String, Recent>,
+    /// Per owner, recent runs' shares of their limits, in thousandths.
+    share_of_limit: HashMap<String, Recent>,
 }
 
 impl LearnedRunTimes {
@@ -124,6 +128,12 @@ impl LearnedRunTimes {
             .or_default()
             .push(ran);
         self.by_owner.entry(r.owner.clone()).or_default().push(ran);
+        if let Some(limit) = limit_in_category(&r.category).filter(|l| *l > 0) {
+            self.share_of_limit
+                .entry(r.owner.clone())
+                .or_default()
+                .push(ran.min(limit) * 1000 / limit);
+        }
     }
 
     /// Learns from every record of an accounting file, in its order (oldest first).
@@ -146,8 +156,9 @@ impl LearnedRunTimes {
         Ok(learned)
     }
 
-    /// What the owner's past jobs of `job`'s kind ran, if enough of them did.
-    pub fn of(&self, owner: &str, name: &str, category: &str) -> Option<i64> {
+    /// What the owner's past jobs of `job`'s kind ran, if enough of them did; `limit` is the
+    /// job's own run time limit.
+    pub fn of(&self, owner: &str, name: &str, category: &str, limit: Option<i64>) -> Option<i64> {
         let key = (owner.to_string(), name.to_string(), category.to_string());
         self.by_name
             .get(&key)
@@ -157,18 +168,24 @@ impl LearnedRunTimes {
                     .get(&(key.0, key.2))
                     .and_then(Recent::median)
             })
+            .or_else(|| {
+                let share = self.share_of_limit.get(owner).and_then(Recent::median)?;
+                Some(limit? * share / 1000)
+            })
             .or_else(|| self.by_owner.get(owner).and_then(Recent::median))
     }
 }
 
 impl ExpectedRunTimes for LearnedRunTimes {
     fn of_job(&self, job: &JobRecord) -> JobRunTime {
+        let limit = time_limit(&job.spec.hard_resources);
         JobRunTime {
-            limit: time_limit(&job.spec.hard_resources),
+            limit,
             learned: self.of(
                 &job.submitter.owner,
                 &job.spec.name,
                 &crate::acct::category(job),
+                limit,
             ),
         }
     }
@@ -203,6 +220,23 @@ pub fn queue_limit(config: &ClusterConfig, queue: &str) -> Option<i64> {
         .iter()
         .filter_map(|k| finite(parse_time(q.limits.get(*k)?)?))
         .min()
+}
+
+/// The run time limit a category names (`-l h_rt=600,s_rt=…`), the smaller.
+fn limit_in_category(category: &str) -> Option<i64> {
+    let mut words = category.split(' ');
+    while let Some(w) = words.next() {
+        if w == "-l" {
+            let list = words.next()?;
+            return list
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .filter(|(k, _)| *k == "h_rt" || *k == "s_rt")
+                .filter_map(|(_, v)| finite(parse_time(v)?))
+                .min();
+        }
+    }
+    None
 }
 
 fn finite(seconds: i64) -> Option<i64> {
@@ -272,13 +306,19 @@ mod learned_tests {
         }
         l.learn(&run("alice", "post", "-l h_rt=3600", 10));
         l.learn(&run("bob", "sim", "-l h_rt=3600", 900));
-        assert_eq!(l.of("alice", "sim", "-l h_rt=3600"), Some(115));
+        assert_eq!(l.of("alice", "sim", "-l h_rt=3600", Some(3600)), Some(115));
         // One run of `post` is not enough: alice's jobs of that category (10, 100, 110,
         // 120, 5000).
-        assert_eq!(l.of("alice", "post", "-l h_rt=3600"), Some(110));
-        assert_eq!(l.of("alice", "other", "NONE"), Some(110));
-        assert_eq!(l.of("bob", "sim", "-l h_rt=3600"), None);
-        assert_eq!(l.of("carol", "sim", "NONE"), None);
+        assert_eq!(l.of("alice", "post", "-l h_rt=3600", Some(3600)), Some(110));
+        // A category alice never used: her runs' median share of their limits (110 of
+        // 3600: 30 thousandths) of this job's limit, or without a limit her runs' median.
+        assert_eq!(
+            l.of("alice", "other", "-l h_rt=7200", Some(7200)),
+            Some(216)
+        );
+        assert_eq!(l.of("alice", "other", "NONE", None), Some(110));
+        assert_eq!(l.of("bob", "sim", "-l h_rt=3600", Some(3600)), None);
+        assert_eq!(l.of("carol", "sim", "NONE", None), None);
         let config = ClusterConfig::parse(
             "hosts:\n  - {name: n1, slots: 1}\nqueues:\n  - {name: all.q, hostlist: [n1], slots: 1}\n",
         )
@@ -310,6 +350,6 @@ mod learned_tests {
         for _ in 0..RECENT / 2 + 1 {
             l.learn(&run("alice", "sim", "NONE", 10));
         }
-        assert_eq!(l.of("alice", "sim", "NONE"), Some(10));
+        assert_eq!(l.of("alice", "sim", "NONE", None), Some(10));
     }
 }
