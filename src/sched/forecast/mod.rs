@@ -301,7 +301,7 @@ impl Forecast<'_> {
             }
             // Started jobs' records were decoded to start them: kept encoded again, as in
             // the daemon, or a play of 100,000 starts would hold them all decoded.
-            if self.stats.passes % 16 == 0 {
+            if self.stats.passes.is_multiple_of(16) {
                 self.state.cool_idle();
             }
             for p in result.preemptions.iter().filter(|p| p.kill) {
