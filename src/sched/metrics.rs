@@ -147,6 +147,8 @@ const SCRAPE_WAIT: Duration = Duration::from_secs(5);
 pub struct PageSource {
     pub cell: String,
     pub accounting: std::path::PathBuf,
+    /// Where the start-time forecast is (`daemon/estimates`).
+    pub spool: crate::spool::Spool,
 }
 
 /// What `/` and `/metrics` accept: they only read.
@@ -199,11 +201,16 @@ pub fn serve(
     Ok(())
 }
 
-/// The status page: its head, the daemon's part, the charts.
+/// The status page: its head, the daemon's part (given the forecast, read here so that the
+/// daemon's loop never reads it), the charts.
 fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Response {
     let now = crate::time::now();
+    let forecast = Box::new(super::status_estimates::PageForecast::read(&page.spool));
     let (tx, rx) = std::sync::mpsc::channel();
-    let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
+    let state = if daemon
+        .send(super::daemon::Input::StatusPage(tx, forecast))
+        .is_ok()
+    {
         rx.recv_timeout(SCRAPE_WAIT)
             .unwrap_or_else(|_| "<p>sched_d did not answer in time.</p>".to_string())
     } else {
