@@ -146,10 +146,11 @@ pub enum Input {
     /// `--metrics`: a scrape wants the cell's gauges refreshed; answered when they are.
     Scrape(Sender<()>),
     /// `--metrics`: the status page's part that comes from the state (`status_page`), with
-    /// the start-time forecast the HTTP thread read for it.
+    /// the start-time forecast the HTTP thread read for it (shared: the HTTP thread keeps it
+    /// and frees it, not the loop).
     StatusPage(
         Sender<String>,
-        Box<crate::sched::status_estimates::PageForecast>,
+        std::sync::Arc<crate::sched::status_estimates::PageForecast>,
     ),
     /// A start-time forecast process ended.
     ForecastDone(ForecastDone),

@@ -205,10 +205,10 @@ pub fn serve(
 /// daemon's loop never reads it), the charts.
 fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Response {
     let now = crate::time::now();
-    let forecast = Box::new(super::status_estimates::PageForecast::read(&page.spool));
+    let forecast = std::sync::Arc::new(super::status_estimates::PageForecast::read(&page.spool));
     let (tx, rx) = std::sync::mpsc::channel();
     let state = if daemon
-        .send(super::daemon::Input::StatusPage(tx, forecast))
+        .send(super::daemon::Input::StatusPage(tx, forecast.clone()))
         .is_ok()
     {
         rx.recv_timeout(SCRAPE_WAIT)
@@ -216,6 +216,9 @@ fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Resp
     } else {
         "<p>sched_d has stopped.</p>".to_string()
     };
+    // Freed here once the loop has answered: a forecast of 100,000 jobs is as many
+    // allocations, which the loop has better things to do than free.
+    drop(forecast);
     let mut html = super::status_page::head(&page.cell, now);
     html.push_str(&state);
     html.push_str(&super::status_page::usage_charts(&page.accounting, now));
