@@ -439,18 +439,21 @@ fn the_status_page_shows_estimated_starts_and_pending_work_by_user() {
     });
     let waiting = qsub(&["-b", "y", "-l", "h_rt=60", "true"]);
     let held = qsub(&["-b", "y", "-h", "-l", "h_rt=60", "true"]);
-    // The waiting job's estimate, once a forecast has it.
-    let estimate = || -> Option<i64> {
+    // The estimates of `id`'s tasks by `qstat -json -start`.
+    let estimate_of = |id: u32| -> Option<serde_json::Value> {
         let run = cell.run(&user, "qstat", &["-json", "-start"]);
         let v: serde_json::Value = serde_json::from_str(&run.stdout).ok()?;
-        v["jobs"].as_array()?.iter().find(|j| j["job"] == waiting)?["estimated_start"][0]["time"]
-            .as_i64()
+        Some(v["jobs"].as_array()?.iter().find(|j| j["job"] == id)?["estimated_start"][0].clone())
     };
-    d.wait_for(
-        "a forecast of the waiting job",
-        Duration::from_secs(30),
-        || estimate().is_some(),
-    );
+    let estimate = || estimate_of(waiting).and_then(|e| e["time"].as_i64());
+    d.wait_for("a forecast of both jobs", Duration::from_secs(30), || {
+        estimate().is_some()
+            && estimate_of(held).is_some_and(|e| {
+                e["why"]
+                    .as_str()
+                    .is_some_and(|why| !why.starts_with("not in the last forecast"))
+            })
+    });
     let at = estimate().expect("estimate");
     let (head, page) = scrape(&addr, "/");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");

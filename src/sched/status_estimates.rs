@@ -219,8 +219,8 @@ impl PendingWork {
     }
 }
 
-/// Width of the timeline in pixels: the 24 hours ahead, 4 minutes a pixel.
-const TIMELINE_WIDTH: i64 = 360;
+/// Width of the timeline in pixels: the 24 hours ahead, 6 minutes a pixel.
+const TIMELINE_WIDTH: i64 = 240;
 
 /// A user's starts over the next 24 hours as a small inline SVG: a tick per pixel with
 /// starts, taller for more, marks at every 6 hours.
