@@ -446,3 +446,101 @@ fn drmaa_agent_answers_for_the_callers_jobs_only() {
         "{run:?}"
     );
 }
+
+/// `drmaa_gridspool_estimated_start` (gridspool's extension; DRMAA 1.0 has no start-time
+/// estimates) through `tests/drmaa/estimates.c`: one slot, held for 600 s by a job that
+/// started at S; the program's job of 60 s is expected at S+600 (as `qstat -start` says), its
+/// held job at no known time, its job for an architecture no host has never; a running job
+/// and one that does not exist have no estimate (18: DRMAA_ERRNO_INVALID_JOB), a NULL
+/// pointer is 4 (INVALID_ARGUMENT), a call without a session 5 (NO_ACTIVE_SESSION).
+#[test]
+fn drmaa_gridspool_estimated_start_gives_the_forecast() {
+    const TEST: &str = "drmaa_gridspool_estimated_start_gives_the_forecast";
+    let Some(lib) = library() else {
+        panic!(
+            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
+        );
+    };
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return skip(TEST, "no C compiler (gcc)");
+    }
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, start_estimates: {{refresh: \"1\"}}}}\n"
+        )
+    });
+    let d = SchedD::start(&cell, &[]);
+    let exe = cell.root.join("estimates");
+    let cc = Command::new("gcc")
+        .args(["-std=c99", "-Wall", "-Werror", "-D_DEFAULT_SOURCE", "-I"])
+        .arg(repo().join("drmaa/include"))
+        .arg(repo().join("tests/drmaa/estimates.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib.parent().expect("dir"))
+        .arg("-ldrmaa")
+        .output()
+        .expect("gcc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    std::fs::copy(&lib, cell.root.join("libdrmaa.so.1.0")).expect("copy");
+    set_mode(&cell.root, 0o755);
+    let run = cell.run(
+        &user,
+        "qsub",
+        &["-terse", "-b", "y", "-l", "h_rt=600", "sleep", "600"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let running: u32 = run.stdout.trim().parse().expect("job id");
+    let started = || -> Option<i64> {
+        let run = cell.run(&user, "qstat", &["-json"]);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).ok()?;
+        v["jobs"].as_array()?.iter().find(|j| j["job"] == running)?["started"].as_i64()
+    };
+    d.wait_for(
+        "the slot is taken",
+        std::time::Duration::from_secs(30),
+        || started().is_some(),
+    );
+    let s = started().expect("start");
+    let run = Run::from(
+        as_user(&cell, &user, &exe)
+            .arg(running.to_string())
+            .env("LD_LIBRARY_PATH", &cell.root)
+            .output()
+            .expect("run"),
+    );
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 7, "{run:?}");
+    assert!(lines[0].starts_with("no session: error 5 "), "{run:?}");
+    assert_eq!(
+        lines[1],
+        format!("waiting: at {} all.q on {host} (1 slot)", s + 600),
+        "{run:?}"
+    );
+    assert!(
+        lines[2].starts_with("held: unknown ") && lines[2].contains("held"),
+        "{run:?}"
+    );
+    assert!(
+        lines[3].starts_with("never: never ") && lines[3].contains("arch=nowhere"),
+        "{run:?}"
+    );
+    assert!(
+        lines[4].starts_with("running: error 18 ") && lines[4].contains("has started"),
+        "{run:?}"
+    );
+    assert!(
+        lines[5].starts_with("gone: error 18 ") && lines[5].contains("does not exist"),
+        "{run:?}"
+    );
+    assert_eq!(lines[6], "null: 4", "{run:?}");
+}

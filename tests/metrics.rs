@@ -389,3 +389,156 @@ fn methods_other_than_get_and_head_are_refused() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("gridspool_submissions_total 0"), "{answer}");
 }
+
+/// The cells of the table row `<tr {key}>` of `page`: what each `<td>` holds.
+fn row_cells(page: &str, key: &str) -> Vec<String> {
+    let row = page
+        .split(&format!("<tr {key}>"))
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap_or_else(|| panic!("no row {key}: {page}"));
+    row.split("<td")
+        .skip(1)
+        .map(|c| {
+            let c = c.split_once('>').map_or("", |(_, rest)| rest);
+            c.strip_suffix("</td>").unwrap_or(c).to_string()
+        })
+        .collect()
+}
+
+/// One slot, taken by a job of `h_rt` 600 s; behind it a job of 60 s and a held one. Once the
+/// forecast has them (as `qstat -json -start` shows), the status page gives the waiting
+/// job's estimated start in `qstat`'s date format, the held one `unknown` with its reason,
+/// and the owner's pending work: two tasks, one starting at that time, one unknown.
+#[test]
+fn the_status_page_shows_estimated_starts_and_pending_work_by_user() {
+    const TEST: &str = "the_status_page_shows_estimated_starts_and_pending_work_by_user";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, start_estimates: {{refresh: \"1\"}}}}\n"
+        )
+    });
+    let addr = format!("127.0.0.1:{}", free_port());
+    let d = SchedD::start(&cell, &["--metrics", &addr]);
+    let qsub = |args: &[&str]| -> u32 {
+        let run = cell.run(&user, "qsub", args);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.stdout
+            .split_whitespace()
+            .nth(2)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no job id in {run:?}"))
+    };
+    let running = qsub(&["-b", "y", "-l", "h_rt=600", "sleep", "600"]);
+    d.wait_for("the first job runs", Duration::from_secs(30), || {
+        cell.run(&user, "qstat", &[]).stdout.contains(" r ")
+    });
+    let waiting = qsub(&["-b", "y", "-l", "h_rt=60", "true"]);
+    let held = qsub(&["-b", "y", "-h", "-l", "h_rt=60", "true"]);
+    // The estimates of `id`'s tasks by `qstat -json -start`.
+    let estimate_of = |id: u32| -> Option<serde_json::Value> {
+        let run = cell.run(&user, "qstat", &["-json", "-start"]);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).ok()?;
+        Some(v["jobs"].as_array()?.iter().find(|j| j["job"] == id)?["estimated_start"][0].clone())
+    };
+    let estimate = || estimate_of(waiting).and_then(|e| e["time"].as_i64());
+    d.wait_for("a forecast of both jobs", Duration::from_secs(30), || {
+        estimate().is_some()
+            && estimate_of(held).is_some_and(|e| {
+                e["why"]
+                    .as_str()
+                    .is_some_and(|why| !why.starts_with("not in the last forecast"))
+            })
+    });
+    let at = estimate().expect("estimate");
+    let (head, page) = scrape(&addr, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(page.contains("<th>estimated start</th>"), "{page}");
+    // Columns: job, name, owner, state, tasks, slots, queue, estimated start, why pending.
+    let cells = row_cells(&page, &format!("data-job=\"{waiting}\""));
+    assert_eq!(
+        cells[7],
+        format!(
+            "<span class=\"start\" data-start=\"{at}\">{}</span>",
+            gridspool::time::qstat_date(at)
+        ),
+        "{cells:?}"
+    );
+    let cells = row_cells(&page, &format!("data-job=\"{held}\""));
+    assert!(
+        cells[7].starts_with("<span class=\"start\" data-start=\"unknown\" title=\""),
+        "{cells:?}"
+    );
+    assert!(cells[7].contains("held"), "{cells:?}");
+    let cells = row_cells(&page, &format!("data-job=\"{running}\""));
+    assert_eq!(cells[3], "r", "{cells:?}");
+    assert_eq!(cells[7], "", "{cells:?}");
+    // Pending work by user: tasks, first and last start, within 1 h / 24 h / later, unknown,
+    // never, the timeline (one tick).
+    assert!(page.contains("<h2>Pending work by user</h2>"), "{page}");
+    assert!(
+        page.contains("<p id=\"forecast\">Forecast made at "),
+        "{page}"
+    );
+    let cells = row_cells(&page, &format!("data-user=\"{}\"", user.name));
+    let date = gridspool::time::qstat_date(at);
+    assert_eq!(
+        cells[..4],
+        [user.name.clone(), "2".into(), date.clone(), date],
+        "{cells:?}"
+    );
+    let counts: Vec<u64> = cells[4..9]
+        .iter()
+        .map(|c| c.parse().expect("a count"))
+        .collect();
+    assert_eq!(counts[0] + counts[1] + counts[2], 1, "{cells:?}");
+    assert_eq!(counts[3..], [1, 0], "{cells:?}");
+    assert_eq!(cells[9].matches("<title>1 at +").count(), 1, "{cells:?}");
+}
+
+/// With start-time estimates off, the status page says no forecast was made and why, and
+/// gives a waiting job no time.
+#[test]
+fn the_status_page_says_when_there_is_no_forecast() {
+    const TEST: &str = "the_status_page_says_when_there_is_no_forecast";
+    let Some(user) = user1() else {
+        return skip(TEST, "needs the test users");
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1}}\nscheduler: {{policy: sge, start_estimates: {{enabled: false}}}}\n"
+        )
+    });
+    let addr = format!("127.0.0.1:{}", free_port());
+    let d = SchedD::start(&cell, &["--metrics", &addr]);
+    let run = cell.run(&user, "qsub", &["-b", "y", "-h", "true"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let id: u32 = run
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .expect("job id");
+    d.wait_for("a pass over the held job", Duration::from_secs(30), || {
+        cell.job(id).is_some_and(|j| j.priority.is_some())
+    });
+    let (_, page) = scrape(&addr, "/");
+    assert!(
+        page.contains("<p id=\"forecast\">No forecast yet: start-time estimates are off"),
+        "{page}"
+    );
+    let cells = row_cells(&page, &format!("data-job=\"{id}\""));
+    assert!(
+        cells[7].contains("data-start=\"unknown\"")
+            && cells[7].contains("no forecast has been made"),
+        "{cells:?}"
+    );
+    let cells = row_cells(&page, &format!("data-user=\"{}\"", user.name));
+    assert_eq!(cells[1], "1", "{cells:?}");
+    assert_eq!(cells[7], "1", "{cells:?}");
+}

@@ -7,6 +7,7 @@
 #define GRIDSPOOL_DRMAA_H
 
 #include <stddef.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -191,6 +192,26 @@ int drmaa_get_DRM_system(char *drm_system, size_t drm_system_len, char *error_di
                          size_t error_diag_len);
 int drmaa_get_DRMAA_implementation(char *drmaa_impl, size_t drmaa_impl_len,
                                    char *error_diagnosis, size_t error_diag_len);
+
+/* gridspool extensions: not part of DRMAA 1.0 (which has no start-time estimates), so a
+ * program that uses them tests GRIDSPOOL_DRMAA_EXTENSIONS and runs on gridspool only. */
+#define GRIDSPOOL_DRMAA_EXTENSIONS 1
+
+/* *start of drmaa_gridspool_estimated_start when no time can be given. */
+#define DRMAA_GRIDSPOOL_START_UNKNOWN ((time_t)-1)
+#define DRMAA_GRIDSPOOL_START_NEVER ((time_t)-2)
+
+/* When the cell's forecast (qstat -start) expects the pending job or bulk-job task job_id
+ * (an id of drmaa_run_job or drmaa_run_bulk_jobs) to start. DRMAA_ERRNO_SUCCESS with *start
+ * the time and detail where ("all.q on node1 (1 slot)"); or *start
+ * DRMAA_GRIDSPOOL_START_UNKNOWN (no honest time: held, behind a job without a time limit,
+ * not in the forecast yet...) or DRMAA_GRIDSPOOL_START_NEVER (no queue or host could ever
+ * take it) with detail why. DRMAA_ERRNO_INVALID_JOB for a job that is not pending (it
+ * started, it ended, it never was; the diagnosis says which), DRMAA_ERRNO_NO_ACTIVE_SESSION,
+ * DRMAA_ERRNO_INVALID_ARGUMENT, DRMAA_ERRNO_DRM_COMMUNICATION_FAILURE as drmaa_job_ps. */
+int drmaa_gridspool_estimated_start(const char *job_id, time_t *start, char *detail,
+                                    size_t detail_len, char *error_diagnosis,
+                                    size_t error_diag_len);
 
 #ifdef __cplusplus
 }

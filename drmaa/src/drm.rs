@@ -267,20 +267,7 @@ pub struct ActiveLine {
 
 impl ActiveLine {
     pub fn covers(&self, job: JobRef) -> bool {
-        if self.job != job.job {
-            return false;
-        }
-        match (job.task, &self.tasks) {
-            (None, _) | (_, None) => true,
-            (Some(t), Some(range)) => range.split(',').any(|part| {
-                let (span, step) = part.split_once(':').unwrap_or((part, "1"));
-                let (a, b) = span.split_once('-').unwrap_or((span, span));
-                match (a.parse::<u32>(), b.parse::<u32>(), step.parse::<u32>()) {
-                    (Ok(a), Ok(b), Ok(s)) => t >= a && t <= b && (t - a) % s.max(1) == 0,
-                    _ => false,
-                }
-            }),
-        }
+        self.job == job.job && tasks_cover(self.tasks.as_deref(), job.task)
     }
 
     /// `DRMAA_PS_*` of the state letters (`qw`, `hqw`, `r`, `s`, `S`, `Eqw`…), as Grid
@@ -318,6 +305,75 @@ impl ActiveLine {
         }
         v
     }
+}
+
+/// Whether a line's tasks (`3`, `1-10:1`, `1,3-5:1`; `None` for a job that is no array)
+/// hold `task` (`None`: the job's bare id, which every line of its job holds).
+fn tasks_cover(tasks: Option<&str>, task: Option<u32>) -> bool {
+    match (task, tasks) {
+        (None, _) | (_, None) => true,
+        (Some(t), Some(range)) => range.split(',').any(|part| {
+            let (span, step) = part.split_once(':').unwrap_or((part, "1"));
+            let (a, b) = span.split_once('-').unwrap_or((span, span));
+            match (a.parse::<u32>(), b.parse::<u32>(), step.parse::<u32>()) {
+                (Ok(a), Ok(b), Ok(s)) => t >= a && t <= b && (t - a) % s.max(1) == 0,
+                _ => false,
+            }
+        }),
+    }
+}
+
+/// What the cell's forecast says of a job's pending tasks (gridspool's own; DRMAA 1.0 has
+/// no start-time estimates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartEstimate {
+    /// At `time`, in `queue` on `hosts` (the master's first), `slots` in all.
+    At {
+        time: i64,
+        queue: String,
+        hosts: String,
+        slots: u32,
+    },
+    Unknown(String),
+    Never(String),
+}
+
+/// One line of the agent's answer to `start ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartLine {
+    tasks: Option<String>,
+    pub estimate: StartEstimate,
+}
+
+impl StartLine {
+    pub fn covers(&self, task: Option<u32>) -> bool {
+        tasks_cover(self.tasks.as_deref(), task)
+    }
+}
+
+/// An agent line of `start`: `TASKS at TIME QUEUE HOSTS SLOTS`, `TASKS unknown WHY`,
+/// `TASKS never WHY`.
+fn parse_start_line(line: &str) -> Option<StartLine> {
+    let (tasks, rest) = line.split_once(' ')?;
+    let (kind, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    let estimate = match kind {
+        "at" => {
+            let mut w = rest.split_ascii_whitespace();
+            StartEstimate::At {
+                time: w.next()?.parse().ok()?,
+                queue: w.next()?.to_string(),
+                hosts: w.next()?.to_string(),
+                slots: w.next()?.parse().ok()?,
+            }
+        }
+        "unknown" => StartEstimate::Unknown(rest.to_string()),
+        "never" => StartEstimate::Never(rest.to_string()),
+        _ => return None,
+    };
+    Some(StartLine {
+        tasks: (tasks != "-").then(|| tasks.to_string()),
+        estimate,
+    })
 }
 
 /// The `<job_list>` entries of `qstat -xml`: number, state and tasks of each.
@@ -515,6 +571,29 @@ impl States {
         self.lines(cell, None)
     }
 
+    /// The forecast's estimates of `job`'s pending tasks, which only the agent can read
+    /// (`qstat -xml` has none): none for a job with no pending task.
+    pub fn estimates(&mut self, cell: &Cell, job: u32) -> DrmaaResult<Vec<StartLine>> {
+        let Some(agent) = self.agent(cell) else {
+            return Err(DrmaaError::new(
+                Errno::DrmCommunicationFailure,
+                "start-time estimates need the session's qstat --drmaa-agent, which could not be started",
+            ));
+        };
+        match agent.ask(&format!("start {job}")) {
+            Ok(Ok(lines)) => Ok(lines.iter().filter_map(|l| parse_start_line(l)).collect()),
+            Ok(Err(why)) => Err(DrmaaError::new(Errno::DrmCommunicationFailure, why)),
+            Err(e) => {
+                self.agent = None;
+                self.by_qstat = true;
+                Err(DrmaaError::new(
+                    Errno::DrmCommunicationFailure,
+                    format!("the session's qstat --drmaa-agent failed: {e}"),
+                ))
+            }
+        }
+    }
+
     /// Waits at most `max` for the cell to change since the last look: returns early on a
     /// change where the agent sees it.
     pub fn wait_change(&mut self, cell: &Cell, max: Duration) {
@@ -666,6 +745,24 @@ mod tests {
             task: Some(3)
         }));
         assert!(parse_agent_line("! broken").is_none());
+        let at = parse_start_line("2-4:2 at 1800000600 all.q node1,node2 4").expect("line");
+        assert!(at.covers(Some(4)) && !at.covers(Some(3)));
+        assert_eq!(
+            at.estimate,
+            StartEstimate::At {
+                time: 1_800_000_600,
+                queue: "all.q".into(),
+                hosts: "node1,node2".into(),
+                slots: 4
+            }
+        );
+        let never = parse_start_line("- never no queue: arch=nowhere").expect("line");
+        assert!(never.covers(None));
+        assert_eq!(
+            never.estimate,
+            StartEstimate::Never("no queue: arch=nowhere".into())
+        );
+        assert!(parse_start_line("- soon").is_none());
         assert!(JobRef::parse("x").is_err());
     }
 }

@@ -624,6 +624,53 @@ pub unsafe extern "C" fn drmaa_job_ps(
 }
 
 // ---------------------------------------------------------------------------------------
+// gridspool extensions (not DRMAA 1.0: `drmaa.h`'s gridspool section)
+
+/// `DRMAA_GRIDSPOOL_START_UNKNOWN` and `DRMAA_GRIDSPOOL_START_NEVER`.
+const START_UNKNOWN: nix::libc::time_t = -1;
+const START_NEVER: nix::libc::time_t = -2;
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn drmaa_gridspool_estimated_start(
+    job_id: *const c_char,
+    start: *mut nix::libc::time_t,
+    detail: *mut c_char,
+    detail_len: usize,
+    error_diagnosis: *mut c_char,
+    error_diag_len: usize,
+) -> c_int {
+    use crate::drm::StartEstimate;
+    unsafe {
+        let r = (|| {
+            let id = required(job_id, "the job id")?;
+            if start.is_null() {
+                return Err(null_argument("the start time pointer"));
+            }
+            let (when, text) = match session::with(|s| s.estimated_start(&id))? {
+                StartEstimate::At {
+                    time,
+                    queue,
+                    hosts,
+                    slots,
+                } => (
+                    time as nix::libc::time_t,
+                    format!(
+                        "{queue} on {hosts} ({slots} slot{})",
+                        if slots == 1 { "" } else { "s" }
+                    ),
+                ),
+                StartEstimate::Unknown(why) => (START_UNKNOWN, why),
+                StartEstimate::Never(why) => (START_NEVER, why),
+            };
+            *start = when;
+            put(detail, detail_len, &text);
+            Ok(())
+        })();
+        answer(r, error_diagnosis, error_diag_len)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // information
 
 #[unsafe(no_mangle)]

@@ -383,6 +383,40 @@ impl Session {
         }
     }
 
+    /// `drmaa_gridspool_estimated_start`: what the cell's forecast says of the pending job
+    /// or bulk-job task `id`. Its ids are those of `drmaa_job_ps` (a bulk job's bare id names
+    /// none of its tasks); one that is in the cell but not pending (it started) or not in it
+    /// (it ended, or never was) has no estimate: `DRMAA_ERRNO_INVALID_JOB`, saying which.
+    pub fn estimated_start(&mut self, id: &str) -> DrmaaResult<crate::drm::StartEstimate> {
+        let job = JobRef::parse(id)?;
+        let lines = self.states.lines(&self.cell, Some(job.job))?;
+        let array = lines
+            .first()
+            .map(|l| l.array)
+            .or_else(|| self.session_array(job.job));
+        let invalid =
+            |what: &str| DrmaaError::new(Errno::InvalidJob, format!("job \"{job}\" {what}"));
+        if array.is_some_and(|a| a != job.task.is_some()) {
+            return Err(invalid("does not exist"));
+        }
+        let started = || invalid("is not pending: it has started, so it has no estimated start");
+        match lines.iter().find(|l| l.covers(job)) {
+            Some(l) if !l.state.contains('q') => return Err(started()),
+            Some(_) => {}
+            None if self.end_of(job).is_some() => {
+                return Err(invalid("is not pending: it has ended"));
+            }
+            None => return Err(invalid("does not exist")),
+        }
+        self.states
+            .estimates(&self.cell, job.job)?
+            .into_iter()
+            .find(|l| l.covers(job.task))
+            .map(|l| l.estimate)
+            // It left the pending tasks between the two looks.
+            .ok_or_else(started)
+    }
+
     /// The end of `job`, which the last look did not find in the cell: its record, or, for a
     /// job of the session with none, an end without usage (deleted while it waited).
     fn end_of(&mut self, job: JobRef) -> Option<Ended> {

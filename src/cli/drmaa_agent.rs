@@ -19,6 +19,11 @@
 //!   it costs the same with ten jobs in the cell or a hundred thousand).
 //! - `wait MS`: returns `changed` as soon as the spool differs from what the last `jobs` or
 //!   `job` answer was read from, else `timeout` after `MS` milliseconds.
+//! - `start ID`: when `sched_d`'s forecast (`daemon/estimates`, issue 28) expects the pending
+//!   tasks of the caller's job ID to start, a line per outcome: `TASKS at TIME QUEUE HOSTS
+//!   SLOTS` (`TIME` seconds since the epoch, `HOSTS` comma-separated, the master's first),
+//!   `TASKS unknown WHY` or `TASKS never WHY` (`TASKS` as above). No lines for a job that is
+//!   not the caller's or has no pending task. For `drmaa_gridspool_estimated_start`.
 
 use crate::compat::qstat::rows::{DerivedHolds, pending_state, running_code};
 use crate::model::{JobId, JobRecord};
@@ -148,6 +153,51 @@ fn read_one(spool: &Spool, uid: u32, id: JobId) -> Result<(String, bool), String
     Ok(lines_of(&job, &alive, crate::time::now()))
 }
 
+/// The `start ID` answer: the estimates of the caller's job's pending tasks.
+fn estimates_of(spool: &Spool, uid: u32, id: JobId) -> Result<String, String> {
+    use crate::compat::qstat::start::{StartView, of_tasks};
+    use crate::model::{StartEstimate, TaskSet};
+    use std::fmt::Write as _;
+    let job = match spool.read_job_in_system(id).map_err(|e| e.to_string())? {
+        Some(j) if j.submitter.uid == uid => j,
+        _ => return Ok(String::new()),
+    };
+    let mut tasks = TaskSet::new();
+    for g in &job.tasks.pending {
+        for t in g.tasks.iter() {
+            tasks.insert(t);
+        }
+    }
+    if tasks.is_empty() {
+        return Ok(String::new());
+    }
+    let forecast = spool.read_estimates_of(&[id]).map_err(|e| e.to_string())?;
+    let view = StartView {
+        forecast: forecast.as_ref(),
+    };
+    let mut out = String::new();
+    for (set, e) in of_tasks(view, id, &tasks) {
+        let set = if job.is_array() {
+            set.to_string()
+        } else {
+            "-".to_string()
+        };
+        // One line each: a reason with a line break would end the answer early.
+        let one_line = |why: &str| why.replace(['\n', '\r'], " ");
+        let _ = match e {
+            StartEstimate::At {
+                time,
+                queue,
+                hosts,
+                slots,
+            } => writeln!(out, "{set} at {time} {queue} {} {slots}", hosts.join(",")),
+            StartEstimate::Unknown { why } => writeln!(out, "{set} unknown {}", one_line(&why)),
+            StartEstimate::Never { why } => writeln!(out, "{set} never {}", one_line(&why)),
+        };
+    }
+    Ok(out)
+}
+
 /// Waits until the spool's stamp differs from `since` or `timeout` has passed: woken by the
 /// spool's events where the file system gives them, and looking at the stamp at least every
 /// 100 ms for those it does not (NFS).
@@ -249,6 +299,12 @@ pub fn serve(spool_dir: Option<std::path::PathBuf>) -> super::Output {
                             Err(why) => format!("! {why}\n"),
                         },
                     }
+                }
+                Err(_) => format!("! invalid job id {id}\n"),
+            },
+            ["start", id] => match id.parse::<u32>() {
+                Ok(id) => {
+                    estimates_of(&spool, uid, JobId(id)).unwrap_or_else(|why| format!("! {why}\n"))
                 }
                 Err(_) => format!("! invalid job id {id}\n"),
             },

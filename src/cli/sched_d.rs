@@ -251,6 +251,7 @@ fn run(args: Args) -> Result<ExitCode, anyhow::Error> {
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
             accounting: spool.accounting_path(),
+            spool: spool.clone(),
         };
         crate::sched::metrics::serve(addr, metrics, daemon.sender(), page)?;
     }

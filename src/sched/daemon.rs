@@ -145,8 +145,13 @@ pub enum Input {
     Signal(i32),
     /// `--metrics`: a scrape wants the cell's gauges refreshed; answered when they are.
     Scrape(Sender<()>),
-    /// `--metrics`: the status page's part that comes from the state (`status_page`).
-    StatusPage(Sender<String>),
+    /// `--metrics`: the status page's part that comes from the state (`status_page`), with
+    /// the start-time forecast the HTTP thread read for it (shared: the HTTP thread keeps it
+    /// and frees it, not the loop).
+    StatusPage(
+        Sender<String>,
+        std::sync::Arc<crate::sched::status_estimates::PageForecast>,
+    ),
     /// A start-time forecast process ended.
     ForecastDone(ForecastDone),
 }

@@ -147,6 +147,8 @@ const SCRAPE_WAIT: Duration = Duration::from_secs(5);
 pub struct PageSource {
     pub cell: String,
     pub accounting: std::path::PathBuf,
+    /// Where the start-time forecast is (`daemon/estimates`).
+    pub spool: crate::spool::Spool,
 }
 
 /// What `/` and `/metrics` accept: they only read.
@@ -199,16 +201,24 @@ pub fn serve(
     Ok(())
 }
 
-/// The status page: its head, the daemon's part, the charts.
+/// The status page: its head, the daemon's part (given the forecast, read here so that the
+/// daemon's loop never reads it), the charts.
 fn status_page(daemon: &Sender<super::daemon::Input>, page: &PageSource) -> Response {
     let now = crate::time::now();
+    let forecast = std::sync::Arc::new(super::status_estimates::PageForecast::read(&page.spool));
     let (tx, rx) = std::sync::mpsc::channel();
-    let state = if daemon.send(super::daemon::Input::StatusPage(tx)).is_ok() {
+    let state = if daemon
+        .send(super::daemon::Input::StatusPage(tx, forecast.clone()))
+        .is_ok()
+    {
         rx.recv_timeout(SCRAPE_WAIT)
             .unwrap_or_else(|_| "<p>sched_d did not answer in time.</p>".to_string())
     } else {
         "<p>sched_d has stopped.</p>".to_string()
     };
+    // Freed here once the loop has answered: a forecast of 100,000 jobs is as many
+    // allocations, which the loop has better things to do than free.
+    drop(forecast);
     let mut html = super::status_page::head(&page.cell, now);
     html.push_str(&state);
     html.push_str(&super::status_page::usage_charts(&page.accounting, now));

@@ -50,6 +50,7 @@ pub(crate) mod rows;
 pub mod runner;
 pub mod sge_policy;
 pub mod state;
+pub mod status_estimates;
 pub mod status_page;
 mod unknown_hosts;
 pub mod value;

@@ -6,7 +6,8 @@
 //!
 //! The daemon's loop renders the parts that come from its state ([`render_state`], on
 //! request, as for a scrape); the HTTP thread adds the charts ([`usage_charts`]), which read
-//! the accounting file's last records.
+//! the accounting file's last records, and reads the start-time forecast that the loop's
+//! part shows ([`super::status_estimates`]).
 
 use crate::config::{ClusterConfig, ShareTreeNode};
 use crate::model::{JobRecord, RunState};
@@ -30,7 +31,7 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left}th{background:#eee}td.num{text-align:right}.bar{background:#4a7;height:.8em;display:inline-block}.target{background:#47a;height:.8em;display:inline-block}";
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left}th{background:#eee}td.num{text-align:right}.bar{background:#4a7;height:.8em;display:inline-block}.target{background:#47a;height:.8em;display:inline-block}small.why{color:#666}";
 
 /// The page's head, up to the opening of its body.
 pub fn head(cell: &str, now: i64) -> String {
@@ -72,11 +73,12 @@ fn letters(job: &JobRecord, held: bool) -> &'static str {
 }
 
 /// What comes from the daemon's state: queue instances, jobs (with `reasons` of each pending
-/// one), the share tree with `usage`.
+/// one, and when `forecast` expects it to start), the share tree with `usage`.
 pub fn render_state(
     config: &ClusterConfig,
     jobs: &[(JobRecord, Vec<String>)],
     usage: &UsageStore,
+    forecast: &super::status_estimates::PageForecast,
     now: i64,
 ) -> String {
     let mut out = String::new();
@@ -102,7 +104,7 @@ pub fn render_state(
     }
     out.push_str("</table>\n");
     // Jobs: running tasks, then pending groups with why they wait.
-    out.push_str("<h2>Jobs</h2>\n<table id=\"jobs\"><tr><th>job</th><th>name</th><th>owner</th><th>state</th><th>tasks</th><th>slots</th><th>queue</th><th>why pending</th></tr>\n");
+    out.push_str("<h2>Jobs</h2>\n<table id=\"jobs\"><tr><th>job</th><th>name</th><th>owner</th><th>state</th><th>tasks</th><th>slots</th><th>queue</th><th>estimated start</th><th>why pending</th></tr>\n");
     for (job, reasons) in jobs {
         for t in &job.tasks.running {
             let state = match (t.state, t.queue_suspended) {
@@ -114,7 +116,7 @@ pub fn render_state(
             };
             let _ = writeln!(
                 out,
-                "<tr data-job=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{state}</td><td>{}</td><td class=\"num\">{}</td><td>{}@{}</td><td></td></tr>",
+                "<tr data-job=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{state}</td><td>{}</td><td class=\"num\">{}</td><td>{}@{}</td><td></td><td></td></tr>",
                 job.id,
                 job.id,
                 esc(&job.spec.name),
@@ -132,7 +134,7 @@ pub fn render_state(
         for g in &job.tasks.pending {
             let _ = writeln!(
                 out,
-                "<tr data-job=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td></td><td>{}</td></tr>",
+                "<tr data-job=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td></td><td class=\"start\">{}</td><td>{}</td></tr>",
                 job.id,
                 job.id,
                 esc(&job.spec.name),
@@ -144,6 +146,7 @@ pub fn render_state(
                     String::new()
                 },
                 job.spec.slots(),
+                super::status_estimates::start_cell(forecast, job.id, &g.tasks, job.is_array()),
                 esc(&reasons.join("; ")),
             );
         }

@@ -332,8 +332,8 @@ impl Daemon {
                 let _ = answer.send(());
                 return false;
             }
-            Input::StatusPage(answer) => {
-                let _ = answer.send(self.status_page());
+            Input::StatusPage(answer, forecast) => {
+                let _ = answer.send(self.status_page(&forecast));
                 return false;
             }
             Input::ForecastDone(done) => {

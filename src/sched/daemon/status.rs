@@ -2,14 +2,16 @@
 //! scrape and the status page's part drawn from the state. Apart because it only reads.
 
 use super::{Daemon, now};
+use crate::sched::status_estimates::{PageForecast, PendingWork};
 
 /// Jobs the status page lists at most (a page of 100,000 rows helps nobody).
 const STATUS_PAGE_JOBS: usize = 2000;
 
 impl Daemon {
     /// The status page's part from the state: the first [`STATUS_PAGE_JOBS`] jobs (by id)
-    /// with why each waits, and the share tree against the usage.
-    pub(super) fn status_page(&self) -> String {
+    /// with why each waits and when `forecast` expects it to start, the share tree against
+    /// the usage, and every user's pending work by when it starts.
+    pub(super) fn status_page(&self, forecast: &PageForecast) -> String {
         let mut ids = self.state.job_ids();
         ids.sort();
         let total = ids.len();
@@ -27,14 +29,66 @@ impl Daemon {
             .as_ref()
             .map(|(_, u)| u.lock().unwrap_or_else(|e| e.into_inner()));
         let usage = guard.as_deref().unwrap_or(&empty);
+        let t = now();
         let mut page =
-            crate::sched::status_page::render_state(&self.state.config, &jobs, usage, now());
+            crate::sched::status_page::render_state(&self.state.config, &jobs, usage, forecast, t);
         if total > STATUS_PAGE_JOBS {
             page.push_str(&format!(
                 "<p>The first {STATUS_PAGE_JOBS} of {total} jobs; qstat lists them all.</p>\n"
             ));
         }
+        page.push_str(&self.pending_work(forecast, t).render(
+            forecast,
+            self.state.config.scheduler.start_estimates.enabled,
+        ));
         page
+    }
+
+    /// Every job's pending tasks by owner and expected start. A job whose pending tasks are
+    /// as many as the forecast saw is counted from the forecast and the job's [`Hot`] fields
+    /// alone; only one that started tasks since (or otherwise changed its count) is decoded,
+    /// so that a page of a cell of 100,000 waiting jobs does not decode them all in the loop.
+    ///
+    /// [`Hot`]: crate::sched::state::Hot
+    fn pending_work(&self, forecast: &PageForecast, now: i64) -> PendingWork {
+        let mut work = PendingWork::new(now);
+        for (&id, e) in &self.state.jobs {
+            if !e.hot.has_pending || e.hot.pending_tasks == 0 {
+                continue;
+            }
+            let owner = self.state.name(e.hot.owner);
+            match PendingWork::forecast_of(forecast, id) {
+                Some(parts) if parts.iter().map(|p| p.0).sum::<u64>() == e.hot.pending_tasks => {
+                    for (n, estimate) in parts {
+                        work.add(owner, n, estimate);
+                    }
+                }
+                Some(_) => {
+                    let Some(job) = e.record.get() else {
+                        continue;
+                    };
+                    let mut tasks = crate::model::TaskSet::new();
+                    for g in &job.tasks.pending {
+                        for task in g.tasks.iter() {
+                            tasks.insert(task);
+                        }
+                    }
+                    work.add_job(forecast, owner, id, &tasks);
+                }
+                None => {
+                    let why = match forecast {
+                        PageForecast::Made(_) => "not in the last forecast",
+                        PageForecast::Missing | PageForecast::Unreadable(_) => "no forecast",
+                    };
+                    work.add(
+                        owner,
+                        e.hot.pending_tasks,
+                        &crate::model::StartEstimate::Unknown { why: why.into() },
+                    );
+                }
+            }
+        }
+        work
     }
 
     /// A scrape: the gauges that describe the whole cell, from the state (a walk over every
