@@ -13,14 +13,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin gridspool-sim
 K=${K:-125}
 policies=${*:-sge fifo}
-data=target/bench-data
-trace=$data/easy_mediumWL_smallPF.swf
-if [ ! -f "$trace" ]; then
-    mkdir -p "$data"
-    python3 -m pip download --quiet --no-deps --dest "$data" evalys==4.0.7
-    python3 -c "import sys, zipfile; open(sys.argv[2], 'wb').write(zipfile.ZipFile(sys.argv[1]).read('tests/easy_mediumWL_smallPF.swf'))" \
-        "$data/evalys-4.0.7-py2.py3-none-any.whl" "$trace"
-fi
+trace=$(swf_trace)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sim-trace.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 # K copies: job numbers made unique, submissions shifted by 0-300 s per copy, users u1..u50.

@@ -128,7 +128,7 @@ fn job_record(id: u32, j: &TraceJob, config: &ClusterConfig) -> Option<JobRecord
 /// The job a trace's fields describe.
 fn trace_spec(j: &TraceJob, config: &ClusterConfig) -> JobSpec {
     let mut spec = JobSpec {
-        name: format!("swf{}", j.number),
+        name: j.name.clone().unwrap_or_else(|| format!("swf{}", j.number)),
         script_file: "true".into(),
         binary: true,
         ..JobSpec::default()

@@ -43,6 +43,7 @@ pub fn parse(text: &str) -> Result<Vec<TraceJob>, WorkloadError> {
             group: format!("g{}", f[12].max(0)),
             queue: format!("q{}", f[14].max(0)),
             cpu: (f[5] >= 0).then(|| f[5] as f64 * processors.max(1) as f64),
+            name: (f[13] >= 0).then(|| format!("app{}", f[13])),
             ..TraceJob::default()
         });
     }
@@ -85,6 +86,9 @@ pub fn from_accounting(path: &std::path::Path) -> Result<Vec<TraceJob>, Workload
             io: r.io,
             project: Some(r.project.clone()).filter(|p| !p.is_empty() && p != "NONE"),
             priority: r.priority,
+            // The run time it asked for, from its category (`-l h_rt=…`).
+            requested_time: crate::sched::forecast::run_times::limit_in_category(&r.category),
+            name: Some(r.job_name.clone()),
             ..TraceJob::default()
         })
         .collect();

@@ -60,6 +60,9 @@ pub struct TraceJob {
     /// An accounting record's project and POSIX priority (`-P`, `-p`).
     pub project: Option<String>,
     pub priority: i32,
+    /// The job's name: an accounting record's, or `app<N>` for an SWF job's application
+    /// number (field 14); else the replay names it after its number.
+    pub name: Option<String>,
 }
 
 /// Why a workload cannot be read or replayed.

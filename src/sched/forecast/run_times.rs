@@ -223,7 +223,7 @@ pub fn queue_limit(config: &ClusterConfig, queue: &str) -> Option<i64> {
 }
 
 /// The run time limit a category names (`-l h_rt=600,s_rt=…`), the smaller.
-fn limit_in_category(category: &str) -> Option<i64> {
+pub fn limit_in_category(category: &str) -> Option<i64> {
     let mut words = category.split(' ');
     while let Some(w) = words.next() {
         if w == "-l" {
