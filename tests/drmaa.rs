@@ -9,7 +9,7 @@
 use crate::qrsh::cell;
 use crate::sched::SchedD;
 use crate::support::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `target/<profile>/deps/libdrmaa.so`: `cargo test --workspace` builds it there with the
@@ -78,26 +78,7 @@ fn a_c_program_runs_a_drmaa_workflow() {
     let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
     let exe = cell.root.join("workflow");
-    let cc = Command::new("gcc")
-        .arg("-std=c99")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-D_DEFAULT_SOURCE")
-        .arg("-I")
-        .arg(repo().join("drmaa/include"))
-        .arg(repo().join("tests/drmaa/workflow.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(lib.parent().expect("dir"))
-        .arg("-ldrmaa")
-        .output()
-        .expect("gcc");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    compile_c(&lib, "workflow.c", &exe);
     // The library beside the program, under its soname, as an installation has it.
     std::fs::copy(&lib, cell.root.join("libdrmaa.so.1.0")).expect("copy");
     set_mode(&cell.root, 0o755);
@@ -225,22 +206,7 @@ fn issue23_program(test: &str) -> Option<(PathBuf, TestUser)> {
         let dir = std::env::temp_dir().join(format!("gridspool-drmaa-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         std::fs::copy(&lib, dir.join("libdrmaa.so.1.0")).expect("copy");
-        let cc = Command::new("gcc")
-            .args(["-std=c99", "-Wall", "-Werror", "-D_DEFAULT_SOURCE", "-I"])
-            .arg(repo().join("drmaa/include"))
-            .arg(repo().join("tests/drmaa/issue23.c"))
-            .arg("-o")
-            .arg(dir.join("issue23"))
-            .arg("-L")
-            .arg(lib.parent().expect("dir"))
-            .arg("-ldrmaa")
-            .output()
-            .expect("gcc");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
+        compile_c(&lib, "issue23.c", &dir.join("issue23"));
         set_mode(&dir, 0o755);
         dir
     });
@@ -468,29 +434,10 @@ fn drmaa_gridspool_estimated_start_gives_the_forecast() {
         return skip(TEST, "needs the test users");
     };
     let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, start_estimates: {{refresh: \"1\"}}}}\n"
-        )
-    });
+    let cell = crate::estimates::one_slot_cell();
     let d = SchedD::start(&cell, &[]);
     let exe = cell.root.join("estimates");
-    let cc = Command::new("gcc")
-        .args(["-std=c99", "-Wall", "-Werror", "-D_DEFAULT_SOURCE", "-I"])
-        .arg(repo().join("drmaa/include"))
-        .arg(repo().join("tests/drmaa/estimates.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(lib.parent().expect("dir"))
-        .arg("-ldrmaa")
-        .output()
-        .expect("gcc");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    compile_c(&lib, "estimates.c", &exe);
     std::fs::copy(&lib, cell.root.join("libdrmaa.so.1.0")).expect("copy");
     set_mode(&cell.root, 0o755);
     let run = cell.run(
@@ -543,4 +490,24 @@ fn drmaa_gridspool_estimated_start_gives_the_forecast() {
         "{run:?}"
     );
     assert_eq!(lines[6], "null: 4", "{run:?}");
+}
+
+/// Compiles `tests/drmaa/<source>` against the installed header and `lib` into `exe`.
+fn compile_c(lib: &Path, source: &str, exe: &Path) {
+    let cc = Command::new("gcc")
+        .args(["-std=c99", "-Wall", "-Werror", "-D_DEFAULT_SOURCE", "-I"])
+        .arg(repo().join("drmaa/include"))
+        .arg(repo().join("tests/drmaa").join(source))
+        .arg("-o")
+        .arg(exe)
+        .arg("-L")
+        .arg(lib.parent().expect("dir"))
+        .arg("-ldrmaa")
+        .output()
+        .expect("gcc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
 }

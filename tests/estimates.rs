@@ -6,7 +6,7 @@ use crate::support::*;
 use std::time::Duration;
 
 /// A cell of this host with one slot, forecasts at most once a second.
-fn one_slot_cell() -> TestCell {
+pub(crate) fn one_slot_cell() -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(

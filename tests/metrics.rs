@@ -416,12 +416,7 @@ fn the_status_page_shows_estimated_starts_and_pending_work_by_user() {
     let Some(user) = user1() else {
         return skip(TEST, "needs the test users");
     };
-    let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, start_estimates: {{refresh: \"1\"}}}}\n"
-        )
-    });
+    let cell = crate::estimates::one_slot_cell();
     let addr = format!("127.0.0.1:{}", free_port());
     let d = SchedD::start(&cell, &["--metrics", &addr]);
     let qsub = |args: &[&str]| -> u32 {
