@@ -219,6 +219,26 @@ pub(crate) struct Candidate {
     pub(super) pending_tasks: u64,
 }
 
+impl Candidate {
+    /// The candidate of row `pos`: everything it holds is the row's, so that a pass keeps
+    /// only the candidates' positions until they are ordered (4 bytes a job instead of a
+    /// second 56-byte copy of each beside the last order's, at the top of its memory).
+    pub(super) fn of_row(pos: usize, h: &super::rows::Row) -> Candidate {
+        Candidate {
+            pos,
+            id: h.id,
+            cat: h.cat as CatId,
+            submitted: h.submitted,
+            reserve: h.reserve(),
+            array_deps: h.array_deps(),
+            cluster: h.cluster,
+            project: h.project,
+            owner: h.owner,
+            pending_tasks: h.pending_tasks,
+        }
+    }
+}
+
 /// Marks a priority input whose job is not eligible (`schedule`'s `input_pos`): rows are
 /// fewer than 2³¹.
 const BLOCKED_INPUT: u32 = 1 << 31;
@@ -235,17 +255,17 @@ pub(super) fn packed_key(first: i64, second: i64, tie: u32) -> u128 {
     (u128::from(first) << 64) | (u128::from(second as u64) << 32) | u128::from(tie)
 }
 
-/// `keys` (whose low 32 bits are the candidate's index in `cands`) in the order of `last`,
-/// the last pass's ordered candidates, then the keys of candidates it did not have, in
-/// their order. `last` is only a hint: each key appears exactly once whatever it holds
+/// `keys` (whose low 32 bits are the candidate's index in `cands`, the candidates' row
+/// positions) in the order of `last`, the last pass's ordered candidates, then the keys of
+/// candidates it did not have, in their order. `last` is only a hint: each key appears exactly once whatever it holds
 /// (a row position no longer a candidate's is skipped, and so is one seen twice), so a
 /// stale hint costs time, never correctness. `rows` is the number of rows.
-fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[Candidate], rows: usize) -> Vec<u128> {
+fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[u32], rows: usize) -> Vec<u128> {
     const NONE: u32 = u32::MAX;
     // The candidate index of each row position.
     let mut index_of_pos = vec![NONE; rows];
-    for (k, c) in cands.iter().enumerate() {
-        index_of_pos[c.pos] = k as u32;
+    for (k, &pos) in cands.iter().enumerate() {
+        index_of_pos[pos as usize] = k as u32;
     }
     let mut out = Vec::with_capacity(keys.len());
     for c in last {
@@ -257,9 +277,10 @@ fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[Candidate], rows: u
         }
     }
     if out.len() < keys.len() {
-        for c in cands {
-            if index_of_pos[c.pos] != NONE {
-                out.push(keys[index_of_pos[c.pos] as usize]);
+        for &pos in cands {
+            let k = index_of_pos[pos as usize];
+            if k != NONE {
+                out.push(keys[k as usize]);
             }
         }
     }
@@ -297,7 +318,9 @@ impl SchedState {
         let n = self.rows.len();
         let mut job_reasons = PassReasons::new(n);
         let mut blocked_pos: Vec<usize> = Vec::new();
-        let mut cands: Vec<Candidate> = Vec::with_capacity(n);
+        // The eligible jobs' row positions, in row order ([`Candidate::of_row`] makes each
+        // candidate once they are ordered).
+        let mut cands: Vec<u32> = Vec::with_capacity(n);
         // The row of each priority input, with [`BLOCKED_INPUT`] for a job that is not
         // eligible (it is prioritised for its running tasks).
         let mut input_pos: Vec<u32> = Vec::with_capacity(n);
@@ -330,18 +353,7 @@ impl SchedState {
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
-                    Ok(()) => cands.push(Candidate {
-                        pos,
-                        id,
-                        cat,
-                        submitted: h.submitted,
-                        reserve: h.reserve(),
-                        array_deps: h.array_deps(),
-                        cluster: h.cluster,
-                        project: h.project,
-                        owner: h.owner,
-                        pending_tasks: h.pending_tasks,
-                    }),
+                    Ok(()) => cands.push(pos as u32),
                     Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
                         let last = &self.rows.reasons[pos];
@@ -437,8 +449,11 @@ impl SchedState {
         // second key component fits in 32 bits (a submission time, or 0), the whole key packs
         // into one u128 that orders like the tuple, with the candidate's index in its low
         // bits: one integer comparison per step, and 16 bytes a key to sort.
+        let rows = &self.rows.rows;
         debug_assert!(
-            cands.windows(2).all(|w| w[0].id < w[1].id),
+            cands
+                .windows(2)
+                .all(|w| rows[w[0] as usize].id < rows[w[1] as usize].id),
             "rows in job-id order"
         );
         let mut keys: Vec<u128> = Vec::with_capacity(cands.len());
@@ -450,15 +465,16 @@ impl SchedState {
                 .filter(|(e, _)| **e & BLOCKED_INPUT == 0)
                 .map(|(e, p)| (*e, *p));
             // The eligible inputs are the candidates, in the same (row) order.
-            for (k, c) in cands.iter().enumerate() {
+            for (k, &pos) in cands.iter().enumerate() {
+                let pos = pos as usize;
                 let next = eligible.next();
-                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(c.pos), "input of {k}");
+                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(pos), "input of {k}");
                 let prio = match next {
                     // A policy that did not hand this job a priority leaves the last one.
                     Some((_, p)) if !p.is_nan() => p,
-                    _ => self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio),
+                    _ => self.rows.priority[pos].as_ref().map_or(0.0, |p| p.prio),
                 };
-                let key = order_key(sconf.policy, prio, c.submitted, c.id);
+                let key = order_key(sconf.policy, prio, rows[pos].submitted, rows[pos].id);
                 if !(0..=i64::from(u32::MAX)).contains(&key.1) {
                     packs = false;
                     break;
@@ -481,19 +497,27 @@ impl SchedState {
                 keys.sort();
             }
             ordered.clear();
-            ordered.extend(keys.iter().map(|&k| cands[k as u32 as usize]));
+            ordered.extend(keys.iter().map(|&k| {
+                let pos = cands[k as u32 as usize] as usize;
+                Candidate::of_row(pos, &rows[pos])
+            }));
         } else {
             ordered.clear();
             let mut keys: Vec<((i64, i64, JobId), u32)> = cands
                 .iter()
-                .enumerate()
-                .map(|(k, c)| {
-                    let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
-                    (order_key(sconf.policy, prio, c.submitted, c.id), k as u32)
+                .map(|&pos| {
+                    let h = &rows[pos as usize];
+                    let prio = self.rows.priority[pos as usize]
+                        .as_ref()
+                        .map_or(0.0, |p| p.prio);
+                    (order_key(sconf.policy, prio, h.submitted, h.id), pos)
                 })
                 .collect();
             keys.sort_unstable();
-            ordered.extend(keys.iter().map(|&(_, k)| cands[k as usize]));
+            ordered.extend(
+                keys.iter()
+                    .map(|&(_, pos)| Candidate::of_row(pos as usize, &rows[pos as usize])),
+            );
         }
         drop(prio_of_input);
         drop(cands);
@@ -1301,12 +1325,11 @@ mod tests {
             prios in proptest::collection::vec(-3..3i64, 60),
             last in proptest::collection::vec(0..70usize, 0..80),
         ) {
-            let cands: Vec<Candidate> =
-                (0..rows).filter(|&p| present[p]).map(candidate).collect();
+            let cands: Vec<u32> = (0..rows).filter(|&p| present[p]).map(|p| p as u32).collect();
             let keys: Vec<u128> = cands
                 .iter()
                 .enumerate()
-                .map(|(k, c)| packed_key(prios[c.pos], 0, k as u32))
+                .map(|(k, &pos)| packed_key(prios[pos as usize], 0, k as u32))
                 .collect();
             let last: Vec<Candidate> = last.into_iter().map(candidate).collect();
             let mut laid = in_last_order(&keys, &last, &cands, rows);
