@@ -171,6 +171,9 @@ impl Hot {
     }
 }
 
+/// How many running jobs' records [`SchedState::cool_idle`] keeps decoded (≈ 1.9 KB each).
+pub(crate) const WARM_RUNNING_MAX: usize = 1024;
+
 /// (expected end, job, task) of a running task, and a copy of what it holds (so that
 /// planning a reservation releases and re-books it without a lookup of the task).
 pub type EndOfTask = (i64, JobId, TaskId, super::cluster::Booking);
@@ -484,7 +487,9 @@ impl SchedState {
     /// touched since; returns how many. The daemon calls it after each pass. A running job's
     /// record is read again at its end (and by usage reports and writes), so it stays
     /// decoded for one call; one that runs for long would otherwise hold its 1.4 KB decoded
-    /// for hours (6,000 running tasks: 12 MB).
+    /// for hours (6,000 running tasks: 12 MB). At most [`WARM_RUNNING_MAX`] stay so: after
+    /// a pass that started thousands, their decoded records held through the next full
+    /// pass were the top of `sched_d`'s heap, which is what stays resident.
     pub fn cool_idle(&mut self) -> usize {
         let touched = std::mem::take(&mut self.warm);
         let carried = std::mem::take(&mut self.warm_running);
@@ -497,7 +502,7 @@ impl SchedState {
         }
         for id in touched {
             if let Some(e) = self.jobs.get_mut(&id) {
-                if e.hot.running == 0 {
+                if e.hot.running == 0 || self.warm_running.len() >= WARM_RUNNING_MAX {
                     e.record.cool(&mut self.cold_bases, e.hot.owner);
                     n += 1;
                 } else {

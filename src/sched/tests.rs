@@ -633,6 +633,37 @@ fn cold_records_are_dispatched_altered_and_written_like_warm_ones() {
     );
 }
 
+/// A pass that starts more jobs than [`WARM_RUNNING_MAX`] leaves only that many of their
+/// records decoded after `cool_idle` (the rest are encoded at once, not held through the
+/// next pass), and the jobs still end and are written like the others.
+#[test]
+fn a_burst_of_starts_keeps_a_bounded_number_of_records_decoded() {
+    use super::state::WARM_RUNNING_MAX;
+    let n = WARM_RUNNING_MAX as u32 + 100;
+    let mut s = state(
+        config(1, n, ""),
+        (1..=n).map(|i| job(i, |_, _| {})).collect(),
+    );
+    assert_eq!(s.cool_idle(), n as usize);
+    assert_eq!(pass(&mut s).len(), n as usize);
+    let warm = |s: &SchedState| s.jobs.values().filter(|e| e.record.is_warm()).count();
+    assert_eq!(
+        warm(&s),
+        n as usize,
+        "the pass decoded every started record"
+    );
+    assert_eq!(s.cool_idle(), 100);
+    assert_eq!(warm(&s), WARM_RUNNING_MAX);
+    // Untouched since, the kept ones are encoded by the next call.
+    assert_eq!(s.cool_idle(), WARM_RUNNING_MAX);
+    assert_eq!(warm(&s), 0);
+    for i in [1, n] {
+        s.task_ended(JobId(i), 1).expect("running");
+        let written = s.record_for_write(JobId(i)).expect("record");
+        assert!(written.tasks.running.is_empty(), "job {i}");
+    }
+}
+
 /// The periodic refresh of state files takes the stale ones a chunk at a time, in id order
 /// from where the last chunk stopped, and marks fewer than asked only once it has looked at
 /// every job (the daemon's budget relies on it).
