@@ -232,7 +232,7 @@ impl Candidate {
             reserve: h.reserve(),
             array_deps: h.array_deps(),
             cluster: h.cluster,
-            project: h.project,
+            project: h.project(),
             owner: h.owner,
             pending_tasks: h.pending_tasks,
         }
@@ -349,7 +349,7 @@ impl SchedState {
                         None => Err(String::new()),
                     }
                 };
-                if elig.is_ok() || h.running_since.is_some() || h.in_error_unheld() {
+                if elig.is_ok() || h.running_since().is_some() || h.in_error_unheld() {
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
@@ -396,7 +396,7 @@ impl SchedState {
                 let h = &rows[(e & !BLOCKED_INPUT) as usize];
                 let (slots, rr, queue_urgency) = cat_urgency[h.cat as CatId];
                 // A job in error that runs nothing is prioritised as a pending one.
-                let qu = if eligible || h.running_since.is_none() {
+                let qu = if eligible || h.running_since().is_none() {
                     queue_urgency
                 } else {
                     h.running_queue_urgency
@@ -407,15 +407,15 @@ impl SchedState {
                     owner: names.get(h.owner as usize).map_or("", String::as_str),
                     department: names.get(h.department as usize).map(String::as_str),
                     project: h
-                        .project
+                        .project()
                         .and_then(|p| names.get(p as usize))
                         .map(String::as_str),
                     submission_time: h.submitted,
                     posix_priority: h.posix_priority,
                     slots,
                     rrcontr: rr + qu,
-                    deadline: h.deadline,
-                    running_since: if eligible { None } else { h.running_since },
+                    deadline: h.deadline(),
+                    running_since: if eligible { None } else { h.running_since() },
                 }
             };
             prio_of_input = vec![f64::NAN; input_pos.len()];
@@ -527,7 +527,7 @@ impl SchedState {
             // A blocked job gets SGE's zeros, unless it has running tasks or is in error:
             // then it had a priority input and keeps its computed priority.
             let row = &self.rows.rows[pos];
-            if row.running_since.is_none() && !row.in_error_unheld() {
+            if row.running_since().is_none() && !row.in_error_unheld() {
                 self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }

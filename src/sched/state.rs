@@ -106,14 +106,18 @@ impl Rec {
     }
 
     /// Encodes a warm record against `owner`'s reference record (kept warm if encoding
-    /// fails).
-    pub fn cool(&mut self, bases: &mut super::cold::Bases, owner: u32) {
+    /// fails); returns the decoded record, for the caller to free when it is done
+    /// encoding ([`SchedState::cool_idle`]).
+    pub fn cool(&mut self, bases: &mut super::cold::Bases, owner: u32) -> Option<Box<JobRecord>> {
         if let Rec::Warm(b) = self
             && let Ok(v) = serde_json::to_vec(&**b)
         {
             let (base, delta) = bases.encode(owner, &v);
-            *self = Rec::Cold(base, delta);
+            if let Rec::Warm(old) = std::mem::replace(self, Rec::Cold(base, delta)) {
+                return Some(old);
+            }
         }
+        None
     }
 
     pub fn is_warm(&self) -> bool {
@@ -493,24 +497,25 @@ impl SchedState {
     pub fn cool_idle(&mut self) -> usize {
         let touched = std::mem::take(&mut self.warm);
         let carried = std::mem::take(&mut self.warm_running);
-        let mut n = 0;
+        // The decoded records are freed once every delta is made: freed one by one, each
+        // record's room took the next small delta, and thousands of such plugs left no run
+        // of free heap long enough for the next pass's vectors, which then grew the heap.
+        let mut decoded = Vec::new();
         for id in carried.difference(&touched) {
             if let Some(e) = self.jobs.get_mut(id) {
-                e.record.cool(&mut self.cold_bases, e.hot.owner);
-                n += 1;
+                decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
             }
         }
         for id in touched {
             if let Some(e) = self.jobs.get_mut(&id) {
                 if e.hot.running == 0 || self.warm_running.len() >= WARM_RUNNING_MAX {
-                    e.record.cool(&mut self.cold_bases, e.hot.owner);
-                    n += 1;
+                    decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
                 } else {
                     self.warm_running.insert(id);
                 }
             }
         }
-        n
+        decoded.len()
     }
 
     /// Why the job is not running, as of the last pass (`qstat -j`).
