@@ -12,7 +12,7 @@
 
 use super::fit::{self, FitMiss, FitQuery};
 use super::priority::{PriorityInput, order_key};
-use super::state::{CatId, JobEntry, RunningBooking, SchedState};
+use super::state::{CatId, JobEntry, RunningBooking, SchedState, WARM_RUNNING_MAX};
 use crate::config::PolicyOrder;
 use crate::model::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
@@ -418,21 +418,29 @@ impl SchedState {
                     running_since: if eligible { None } else { h.running_since() },
                 }
             };
-            prio_of_input = vec![f64::NAN; input_pos.len()];
+            // Sized at the first priority handed out, after the policy's own per-job
+            // vectors of its ticket read are freed: not held beside them at the top of the
+            // pass's memory.
+            prio_of_input = Vec::new();
+            let inputs = input_pos.len();
             let priority = &mut self.rows.priority;
             let prio = &mut prio_of_input;
             self.policy
-                .compute_each(&sconf, now, input_pos.len(), &input, &mut |i, p| {
+                .compute_each(&sconf, now, inputs, &input, &mut |i, p| {
                     if let Some(slot) = input_pos
                         .get(i)
                         .and_then(|&e| priority.get_mut((e & !BLOCKED_INPUT) as usize))
                     {
+                        if prio.is_empty() {
+                            prio.resize(inputs, f64::NAN);
+                        }
                         if let Some(q) = prio.get_mut(i) {
                             *q = p.prio;
                         }
                         *slot = Some(p);
                     }
                 });
+            prio_of_input.resize(inputs, f64::NAN);
         }
 
         let mut lap = |slot: &mut u64| {
@@ -1185,9 +1193,21 @@ impl SchedState {
         );
         self.refresh_hot(id);
         self.started_in_pass.insert(id);
-        // Decoded above: cooled once it stops being used (`cool_idle`).
-        self.warm.insert(id);
         self.mark_dirty(id);
+        // Decoded above: cooled once it stops being used (`cool_idle`), or at once when
+        // more than [`WARM_RUNNING_MAX`] records were decoded since and the job has nothing
+        // left to start: a first pass that starts thousands otherwise held all their
+        // decoded records (≈ 3.5 KB each with their strings) to its end, the top of the
+        // heap. The daemon's write decodes it again.
+        if self.warm.len() > WARM_RUNNING_MAX
+            && let Some(e) = self.jobs.get_mut(&id)
+            && !e.hot.pending_unheld
+        {
+            drop(e.record.cool(&mut self.cold_bases, e.hot.owner));
+            self.warm.remove(&id);
+        } else {
+            self.warm.insert(id);
+        }
         restarted
     }
 

@@ -245,7 +245,7 @@ pub struct SchedState {
     /// Running jobs whose record [`SchedState::cool_idle`] kept decoded.
     warm_running: BTreeSet<JobId>,
     /// The reference records cold records are kept against ([`super::cold`]).
-    cold_bases: super::cold::Bases,
+    pub(crate) cold_bases: super::cold::Bases,
     /// Per-job rows in job-id order, with the last pass's priorities, reasons and terms.
     pub(crate) rows: super::rows::JobRows,
     /// The Armada policy's decayed queue priorities and random state.
