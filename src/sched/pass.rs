@@ -866,7 +866,14 @@ impl SchedState {
             if started >= max_tasks {
                 break;
             }
-            let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
+            let (running, pending_unheld) = self.jobs.get(&id).map_or((0, false), |e| {
+                (e.hot.running as usize, e.hot.pending_unheld)
+            });
+            // Nothing left to start beside what runs: `next_task` would say so and give no
+            // reason, after reading a record `start_task` may just have encoded again.
+            if running > 0 && !pending_unheld {
+                break;
+            }
             let task = match self.next_task(id) {
                 Ok(t) => t,
                 Err(why) => {
