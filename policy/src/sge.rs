@@ -546,6 +546,16 @@ pub struct OverrideTables {
     pub departments: std::collections::HashMap<String, u32>,
 }
 
+impl OverrideTables {
+    /// Whether some user, project or department has override tickets: with none (and no
+    /// job's own), [`override_tickets`] gives every job 0.
+    pub fn any_tickets(&self) -> bool {
+        [&self.users, &self.projects, &self.departments]
+            .iter()
+            .any(|t| t.values().any(|&v| v > 0))
+    }
+}
+
 /// One job (or array task) for the override policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OverrideJob<'a> {
@@ -1253,13 +1263,11 @@ fn tickets_with<'a>(
         let got: &[f64] = match policy {
             TicketPolicy::Override => {
                 // Without override tickets anywhere every job gets none: nothing to compute
-                // (and zeros add nothing to the dependent policies' tickets).
-                let t = config.override_tables;
-                if t.users.is_empty()
-                    && t.projects.is_empty()
-                    && t.departments.is_empty()
-                    && !any_job_otickets
-                {
+                // (and zeros add nothing to the dependent policies' tickets). A table entry
+                // of 0 tickets hands out none either: the default configuration's
+                // `defaultdepartment` has one, and computing its zeros took a 90-byte
+                // vector entry per job, the top of the pass's memory.
+                if !config.override_tables.any_tickets() && !any_job_otickets {
                     continue;
                 }
                 if acc.is_empty() {
@@ -1352,6 +1360,8 @@ fn tickets_with<'a>(
             }
         }
     }
+    // The share tree's jobs are read no more: their room goes before the result's.
+    drop(tj);
     let mut max_tickets: f64 = 0.0;
     let (mut sum_running, mut sum_pending) = (0.0, 0.0);
     let mut out: Vec<JobTickets> = Vec::with_capacity(n);
@@ -1518,6 +1528,89 @@ mod tests {
         assert_eq!(o, vec![600.0, 300.0, 200.0, 300.0, 0.0]);
         let o = override_tickets(&t, false, true, &jobs);
         assert_eq!(o, vec![600.0, 600.0, 600.0, 300.0, 0.0]);
+    }
+
+    /// Tables whose entries all hold 0 tickets (the default `defaultdepartment`) give the
+    /// tickets of empty tables, bit for bit, whatever follows the override policy: the pass
+    /// skips computing their zeros.
+    #[test]
+    fn zero_override_tables_give_what_empty_tables_give() {
+        let tree = crate::sharetree::ShareTree::new(
+            &crate::sharetree::ShareTreeNodeSpec::group(
+                "Root",
+                1,
+                vec![crate::sharetree::ShareTreeNodeSpec::leaf("default", 1)],
+            ),
+            &[],
+        );
+        let usage = crate::sharetree::UsageStore::new();
+        let mut zero = OverrideTables::default();
+        zero.users.insert("a".into(), 0);
+        zero.departments.insert("defaultdepartment".into(), 0);
+        assert!(!zero.any_tickets());
+        let mut some = zero.clone();
+        some.projects.insert("p".into(), 1);
+        assert!(some.any_tickets());
+        let mut fshares = FunctionalShares::default();
+        fshares.users.insert("a".into(), 10);
+        fshares.users.insert("b".into(), 30);
+        let jobs: Vec<TicketJobInput<'_>> = (0..40u64)
+            .map(|i| TicketJobInput {
+                job_id: i + 1,
+                task_id: 1,
+                submission_time: 1_000 + (i % 7) as i64,
+                user: ["a", "b", "c"][(i % 3) as usize],
+                project: None,
+                department: Some("defaultdepartment"),
+                running: i % 5 == 0,
+                jobshare: 0,
+                job_otickets: 0,
+                pe_min_slots: 1 + (i % 4) as u32,
+            })
+            .collect();
+        let hierarchy = parse_policy_hierarchy("OFS").expect("OFS");
+        for share_override_tickets in [true, false] {
+            let tickets = |tables: &OverrideTables| {
+                let config = TicketConfig {
+                    hierarchy: &hierarchy,
+                    override_tables: tables,
+                    share_override_tickets,
+                    functional_shares: &fshares,
+                    functional: FunctionalPolicy {
+                        weight_tickets_functional: 1_000.0,
+                        ..FunctionalPolicy::default()
+                    },
+                    share_tree: Some((
+                        &tree,
+                        &usage,
+                        crate::sharetree::ShareTreePolicy {
+                            weight_tickets_share: 10_000.0,
+                            ..Default::default()
+                        },
+                    )),
+                };
+                compute_job_tickets(&config, 2_000, &jobs)
+            };
+            let (skipped, empty) = (tickets(&zero), tickets(&OverrideTables::default()));
+            assert_eq!(skipped, empty);
+            let bits = |p: &TicketPass| -> Vec<[u64; 4]> {
+                p.jobs
+                    .iter()
+                    .map(|t| [t.tckts, t.otckt, t.ftckt, t.stckt].map(f64::to_bits))
+                    .collect()
+            };
+            assert_eq!(bits(&skipped), bits(&empty));
+            // And what the override policy gives for such tables is indeed all zeros.
+            let oj: Vec<OverrideJob<'_>> = jobs
+                .iter()
+                .map(|j| OverrideJob {
+                    department: j.department,
+                    ..ojob(j.job_id, j.user, j.running)
+                })
+                .collect();
+            let o = override_tickets(&zero, share_override_tickets, true, &oj);
+            assert!(o.iter().all(|t| t.to_bits() == 0), "{o:?}");
+        }
     }
 
     fn fjob(id: u64, user: &str, running: bool) -> FunctionalJob<'_> {

@@ -12,7 +12,7 @@
 
 use super::fit::{self, FitMiss, FitQuery};
 use super::priority::{PriorityInput, order_key};
-use super::state::{CatId, JobEntry, RunningBooking, SchedState};
+use super::state::{CatId, JobEntry, RunningBooking, SchedState, WARM_RUNNING_MAX};
 use crate::config::PolicyOrder;
 use crate::model::Placement;
 use crate::model::{JobId, PriorityInfo, TaskId};
@@ -219,6 +219,26 @@ pub(crate) struct Candidate {
     pub(super) pending_tasks: u64,
 }
 
+impl Candidate {
+    /// The candidate of row `pos`: everything it holds is the row's, so that a pass keeps
+    /// only the candidates' positions until they are ordered (4 bytes a job instead of a
+    /// second 56-byte copy of each beside the last order's, at the top of its memory).
+    pub(super) fn of_row(pos: usize, h: &super::rows::Row) -> Candidate {
+        Candidate {
+            pos,
+            id: h.id,
+            cat: h.cat as CatId,
+            submitted: h.submitted,
+            reserve: h.reserve(),
+            array_deps: h.array_deps(),
+            cluster: h.cluster,
+            project: h.project(),
+            owner: h.owner,
+            pending_tasks: h.pending_tasks,
+        }
+    }
+}
+
 /// Marks a priority input whose job is not eligible (`schedule`'s `input_pos`): rows are
 /// fewer than 2³¹.
 const BLOCKED_INPUT: u32 = 1 << 31;
@@ -235,17 +255,17 @@ pub(super) fn packed_key(first: i64, second: i64, tie: u32) -> u128 {
     (u128::from(first) << 64) | (u128::from(second as u64) << 32) | u128::from(tie)
 }
 
-/// `keys` (whose low 32 bits are the candidate's index in `cands`) in the order of `last`,
-/// the last pass's ordered candidates, then the keys of candidates it did not have, in
-/// their order. `last` is only a hint: each key appears exactly once whatever it holds
+/// `keys` (whose low 32 bits are the candidate's index in `cands`, the candidates' row
+/// positions) in the order of `last`, the last pass's ordered candidates, then the keys of
+/// candidates it did not have, in their order. `last` is only a hint: each key appears exactly once whatever it holds
 /// (a row position no longer a candidate's is skipped, and so is one seen twice), so a
 /// stale hint costs time, never correctness. `rows` is the number of rows.
-fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[Candidate], rows: usize) -> Vec<u128> {
+fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[u32], rows: usize) -> Vec<u128> {
     const NONE: u32 = u32::MAX;
     // The candidate index of each row position.
     let mut index_of_pos = vec![NONE; rows];
-    for (k, c) in cands.iter().enumerate() {
-        index_of_pos[c.pos] = k as u32;
+    for (k, &pos) in cands.iter().enumerate() {
+        index_of_pos[pos as usize] = k as u32;
     }
     let mut out = Vec::with_capacity(keys.len());
     for c in last {
@@ -257,9 +277,10 @@ fn in_last_order(keys: &[u128], last: &[Candidate], cands: &[Candidate], rows: u
         }
     }
     if out.len() < keys.len() {
-        for c in cands {
-            if index_of_pos[c.pos] != NONE {
-                out.push(keys[index_of_pos[c.pos] as usize]);
+        for &pos in cands {
+            let k = index_of_pos[pos as usize];
+            if k != NONE {
+                out.push(keys[k as usize]);
             }
         }
     }
@@ -297,7 +318,9 @@ impl SchedState {
         let n = self.rows.len();
         let mut job_reasons = PassReasons::new(n);
         let mut blocked_pos: Vec<usize> = Vec::new();
-        let mut cands: Vec<Candidate> = Vec::with_capacity(n);
+        // The eligible jobs' row positions, in row order ([`Candidate::of_row`] makes each
+        // candidate once they are ordered).
+        let mut cands: Vec<u32> = Vec::with_capacity(n);
         // The row of each priority input, with [`BLOCKED_INPUT`] for a job that is not
         // eligible (it is prioritised for its running tasks).
         let mut input_pos: Vec<u32> = Vec::with_capacity(n);
@@ -326,22 +349,11 @@ impl SchedState {
                         None => Err(String::new()),
                     }
                 };
-                if elig.is_ok() || h.running_since.is_some() || h.in_error_unheld() {
+                if elig.is_ok() || h.running_since().is_some() || h.in_error_unheld() {
                     input_pos.push(pos as u32 | if elig.is_ok() { 0 } else { BLOCKED_INPUT });
                 }
                 match elig {
-                    Ok(()) => cands.push(Candidate {
-                        pos,
-                        id,
-                        cat,
-                        submitted: h.submitted,
-                        reserve: h.reserve(),
-                        array_deps: h.array_deps(),
-                        cluster: h.cluster,
-                        project: h.project,
-                        owner: h.owner,
-                        pending_tasks: h.pending_tasks,
-                    }),
+                    Ok(()) => cands.push(pos as u32),
                     Err(why) if h.has_pending() => {
                         blocked_pos.push(pos);
                         let last = &self.rows.reasons[pos];
@@ -384,7 +396,7 @@ impl SchedState {
                 let h = &rows[(e & !BLOCKED_INPUT) as usize];
                 let (slots, rr, queue_urgency) = cat_urgency[h.cat as CatId];
                 // A job in error that runs nothing is prioritised as a pending one.
-                let qu = if eligible || h.running_since.is_none() {
+                let qu = if eligible || h.running_since().is_none() {
                     queue_urgency
                 } else {
                     h.running_queue_urgency
@@ -395,32 +407,40 @@ impl SchedState {
                     owner: names.get(h.owner as usize).map_or("", String::as_str),
                     department: names.get(h.department as usize).map(String::as_str),
                     project: h
-                        .project
+                        .project()
                         .and_then(|p| names.get(p as usize))
                         .map(String::as_str),
                     submission_time: h.submitted,
                     posix_priority: h.posix_priority,
                     slots,
                     rrcontr: rr + qu,
-                    deadline: h.deadline,
-                    running_since: if eligible { None } else { h.running_since },
+                    deadline: h.deadline(),
+                    running_since: if eligible { None } else { h.running_since() },
                 }
             };
-            prio_of_input = vec![f64::NAN; input_pos.len()];
+            // Sized at the first priority handed out, after the policy's own per-job
+            // vectors of its ticket read are freed: not held beside them at the top of the
+            // pass's memory.
+            prio_of_input = Vec::new();
+            let inputs = input_pos.len();
             let priority = &mut self.rows.priority;
             let prio = &mut prio_of_input;
             self.policy
-                .compute_each(&sconf, now, input_pos.len(), &input, &mut |i, p| {
+                .compute_each(&sconf, now, inputs, &input, &mut |i, p| {
                     if let Some(slot) = input_pos
                         .get(i)
                         .and_then(|&e| priority.get_mut((e & !BLOCKED_INPUT) as usize))
                     {
+                        if prio.is_empty() {
+                            prio.resize(inputs, f64::NAN);
+                        }
                         if let Some(q) = prio.get_mut(i) {
                             *q = p.prio;
                         }
                         *slot = Some(p);
                     }
                 });
+            prio_of_input.resize(inputs, f64::NAN);
         }
 
         let mut lap = |slot: &mut u64| {
@@ -437,8 +457,11 @@ impl SchedState {
         // second key component fits in 32 bits (a submission time, or 0), the whole key packs
         // into one u128 that orders like the tuple, with the candidate's index in its low
         // bits: one integer comparison per step, and 16 bytes a key to sort.
+        let rows = &self.rows.rows;
         debug_assert!(
-            cands.windows(2).all(|w| w[0].id < w[1].id),
+            cands
+                .windows(2)
+                .all(|w| rows[w[0] as usize].id < rows[w[1] as usize].id),
             "rows in job-id order"
         );
         let mut keys: Vec<u128> = Vec::with_capacity(cands.len());
@@ -450,15 +473,16 @@ impl SchedState {
                 .filter(|(e, _)| **e & BLOCKED_INPUT == 0)
                 .map(|(e, p)| (*e, *p));
             // The eligible inputs are the candidates, in the same (row) order.
-            for (k, c) in cands.iter().enumerate() {
+            for (k, &pos) in cands.iter().enumerate() {
+                let pos = pos as usize;
                 let next = eligible.next();
-                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(c.pos), "input of {k}");
+                debug_assert_eq!(next.map(|(e, _)| e as usize), Some(pos), "input of {k}");
                 let prio = match next {
                     // A policy that did not hand this job a priority leaves the last one.
                     Some((_, p)) if !p.is_nan() => p,
-                    _ => self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio),
+                    _ => self.rows.priority[pos].as_ref().map_or(0.0, |p| p.prio),
                 };
-                let key = order_key(sconf.policy, prio, c.submitted, c.id);
+                let key = order_key(sconf.policy, prio, rows[pos].submitted, rows[pos].id);
                 if !(0..=i64::from(u32::MAX)).contains(&key.1) {
                     packs = false;
                     break;
@@ -481,19 +505,27 @@ impl SchedState {
                 keys.sort();
             }
             ordered.clear();
-            ordered.extend(keys.iter().map(|&k| cands[k as u32 as usize]));
+            ordered.extend(keys.iter().map(|&k| {
+                let pos = cands[k as u32 as usize] as usize;
+                Candidate::of_row(pos, &rows[pos])
+            }));
         } else {
             ordered.clear();
             let mut keys: Vec<((i64, i64, JobId), u32)> = cands
                 .iter()
-                .enumerate()
-                .map(|(k, c)| {
-                    let prio = self.rows.priority[c.pos].as_ref().map_or(0.0, |p| p.prio);
-                    (order_key(sconf.policy, prio, c.submitted, c.id), k as u32)
+                .map(|&pos| {
+                    let h = &rows[pos as usize];
+                    let prio = self.rows.priority[pos as usize]
+                        .as_ref()
+                        .map_or(0.0, |p| p.prio);
+                    (order_key(sconf.policy, prio, h.submitted, h.id), pos)
                 })
                 .collect();
             keys.sort_unstable();
-            ordered.extend(keys.iter().map(|&(_, k)| cands[k as usize]));
+            ordered.extend(
+                keys.iter()
+                    .map(|&(_, pos)| Candidate::of_row(pos as usize, &rows[pos as usize])),
+            );
         }
         drop(prio_of_input);
         drop(cands);
@@ -503,7 +535,7 @@ impl SchedState {
             // A blocked job gets SGE's zeros, unless it has running tasks or is in error:
             // then it had a priority input and keeps its computed priority.
             let row = &self.rows.rows[pos];
-            if row.running_since.is_none() && !row.in_error_unheld() {
+            if row.running_since().is_none() && !row.in_error_unheld() {
                 self.rows.priority[pos] = Some(PriorityInfo::default());
             }
         }
@@ -834,7 +866,14 @@ impl SchedState {
             if started >= max_tasks {
                 break;
             }
-            let running = self.jobs.get(&id).map_or(0, |e| e.hot.running as usize);
+            let (running, pending_unheld) = self.jobs.get(&id).map_or((0, false), |e| {
+                (e.hot.running as usize, e.hot.pending_unheld)
+            });
+            // Nothing left to start beside what runs: `next_task` would say so and give no
+            // reason, after reading a record `start_task` may just have encoded again.
+            if running > 0 && !pending_unheld {
+                break;
+            }
             let task = match self.next_task(id) {
                 Ok(t) => t,
                 Err(why) => {
@@ -1161,9 +1200,21 @@ impl SchedState {
         );
         self.refresh_hot(id);
         self.started_in_pass.insert(id);
-        // Decoded above: cooled once it stops being used (`cool_idle`).
-        self.warm.insert(id);
         self.mark_dirty(id);
+        // Decoded above: cooled once it stops being used (`cool_idle`), or at once when
+        // more than [`WARM_RUNNING_MAX`] records were decoded since and the job has nothing
+        // left to start: a first pass that starts thousands otherwise held all their
+        // decoded records (≈ 3.5 KB each with their strings) to its end, the top of the
+        // heap. The daemon's write decodes it again.
+        if self.warm.len() > WARM_RUNNING_MAX
+            && let Some(e) = self.jobs.get_mut(&id)
+            && !e.hot.pending_unheld
+        {
+            drop(e.record.cool(&mut self.cold_bases, e.hot.owner));
+            self.warm.remove(&id);
+        } else {
+            self.warm.insert(id);
+        }
         restarted
     }
 
@@ -1301,12 +1352,11 @@ mod tests {
             prios in proptest::collection::vec(-3..3i64, 60),
             last in proptest::collection::vec(0..70usize, 0..80),
         ) {
-            let cands: Vec<Candidate> =
-                (0..rows).filter(|&p| present[p]).map(candidate).collect();
+            let cands: Vec<u32> = (0..rows).filter(|&p| present[p]).map(|p| p as u32).collect();
             let keys: Vec<u128> = cands
                 .iter()
                 .enumerate()
-                .map(|(k, c)| packed_key(prios[c.pos], 0, k as u32))
+                .map(|(k, &pos)| packed_key(prios[pos as usize], 0, k as u32))
                 .collect();
             let last: Vec<Candidate> = last.into_iter().map(candidate).collect();
             let mut laid = in_last_order(&keys, &last, &cands, rows);

@@ -35,24 +35,64 @@ const RUNNING: u8 = 1 << 7;
 
 /// One job as a full pass reads it: [`Hot`]'s fields that the classify walk, the priority
 /// inputs and the candidates need, with its category.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// The optional project and times are kept as plain words with a value that means none
+/// ([`NO_PROJECT`], [`NO_TIME`]; read through the methods of the same names): 88 bytes a
+/// row instead of 112, of what a pass's heap holds for every job.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Row {
     pub id: JobId,
     pub cat: u32,
     pub uid: u32,
     pub owner: u32,
-    pub project: Option<u32>,
+    project: u32,
     pub cluster: u32,
     pub posix_priority: i32,
     flags: u8,
     /// Interned department of the owner (`DEPT` access lists), for the functional policy.
     pub department: u32,
     pub submitted: i64,
-    pub deadline: Option<i64>,
-    pub start_time: Option<i64>,
-    pub running_since: Option<i64>,
+    deadline: i64,
+    start_time: i64,
+    running_since: i64,
     pub running_queue_urgency: f64,
     pub pending_tasks: u64,
+}
+
+/// [`Row::project`] of a job without a project (interned names are fewer).
+const NO_PROJECT: u32 = u32::MAX;
+/// A time a row does not have (no deadline, start time or running task).
+const NO_TIME: i64 = i64::MIN;
+
+fn time_word(t: Option<i64>) -> i64 {
+    // A time of `i64::MIN` itself would read back as none: no job has one.
+    t.unwrap_or(NO_TIME)
+}
+
+fn word_time(w: i64) -> Option<i64> {
+    (w != NO_TIME).then_some(w)
+}
+
+impl Default for Row {
+    fn default() -> Self {
+        Row {
+            id: JobId::default(),
+            cat: 0,
+            uid: 0,
+            owner: 0,
+            project: NO_PROJECT,
+            cluster: 0,
+            posix_priority: 0,
+            flags: 0,
+            department: 0,
+            submitted: 0,
+            deadline: NO_TIME,
+            start_time: NO_TIME,
+            running_since: NO_TIME,
+            running_queue_urgency: 0.0,
+            pending_tasks: 0,
+        }
+    }
 }
 
 impl Row {
@@ -64,7 +104,7 @@ impl Row {
             cat: cat as u32,
             uid: h.uid,
             owner: h.owner,
-            project: h.project,
+            project: h.project.unwrap_or(NO_PROJECT),
             cluster: h.cluster,
             posix_priority: h.posix_priority,
             department: h.department,
@@ -77,12 +117,29 @@ impl Row {
                 | flag(h.array_deps, ARRAY_DEPS)
                 | flag(h.running > 0, RUNNING),
             submitted: h.submitted,
-            deadline: h.deadline,
-            start_time: h.start_time,
-            running_since: h.running_since,
+            deadline: time_word(h.deadline),
+            start_time: time_word(h.start_time),
+            running_since: time_word(h.running_since),
             running_queue_urgency: h.running_queue_urgency,
             pending_tasks: h.pending_tasks,
         }
+    }
+
+    /// The interned project (`None` without one).
+    pub fn project(&self) -> Option<u32> {
+        (self.project != NO_PROJECT).then_some(self.project)
+    }
+    /// `-dl`.
+    pub fn deadline(&self) -> Option<i64> {
+        word_time(self.deadline)
+    }
+    /// `-a`.
+    pub fn start_time(&self) -> Option<i64> {
+        word_time(self.start_time)
+    }
+    /// The start of the job's first running task.
+    pub fn running_since(&self) -> Option<i64> {
+        word_time(self.running_since)
     }
 
     /// The job is in the map (a removed job's row is dead until the rows are tidied).
@@ -115,7 +172,7 @@ impl Row {
     /// the record or other jobs, [`SchedState::eligibility_of`]).
     pub fn plainly_eligible(&self, now: i64) -> bool {
         self.flags & (ERROR | PENDING_UNHELD | PREDECESSORS) == PENDING_UNHELD
-            && self.start_time.is_none_or(|t| t <= now)
+            && self.start_time().is_none_or(|t| t <= now)
     }
 }
 
@@ -340,7 +397,15 @@ mod tests {
     fn check(s: &SchedState) {
         let mut live = 0;
         for (id, e) in &s.jobs {
-            assert_eq!(s.row_of(e), Row::of(*id, e.cat, &e.hot), "row of job {id}");
+            let row = s.row_of(e);
+            assert_eq!(row, Row::of(*id, e.cat, &e.hot), "row of job {id}");
+            // What the row keeps as words reads back as the entry's options.
+            assert_eq!(
+                (row.project(), row.deadline(), row.start_time()),
+                (e.hot.project, e.hot.deadline, e.hot.start_time),
+                "job {id}"
+            );
+            assert_eq!(row.running_since(), e.hot.running_since, "job {id}");
             live += 1;
         }
         assert_eq!(s.rows.rows.iter().filter(|r| r.live()).count(), live);

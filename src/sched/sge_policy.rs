@@ -11,7 +11,8 @@ use crate::model::PriorityInfo;
 use gridspool_policy::sge::{
     FunctionalPolicy, FunctionalShares, JobPriority, JobPriorityInput, JobTickets, OverrideTables,
     PriorityPass, PriorityRanges, PriorityWeights, TicketConfig, TicketJobInput, TicketPolicy,
-    compute_job_tickets_cached, compute_priorities_from_raw, parse_policy_hierarchy, raw_priority,
+    compute_job_tickets_cached, compute_priorities_from_raw, normalized_posix_priority,
+    parse_policy_hierarchy, raw_priority,
 };
 use gridspool_policy::sharetree::{
     DecayConfig, ShareTree, ShareTreeCache, ShareTreeNodeSpec, ShareTreePolicy, UsageWeights,
@@ -271,25 +272,22 @@ impl PriorityPolicy for SgePriority {
 }
 
 /// The columns of a job's [`raw_priority`] that do not depend on its tickets, kept from the
-/// ticket read for the priorities (48 bytes a job instead of a second read of its row).
+/// ticket read for the priorities (32 bytes a job instead of a second read of its row; `urg`
+/// and `npprior` are recomputed from them as [`raw_priority`] computes them).
 #[derive(Debug, Clone, Copy)]
 struct Urgency {
-    urg: f64,
     rrcontr: f64,
     wtcontr: f64,
     dlcontr: f64,
-    npprior: f64,
     ppri: i32,
 }
 
 impl Urgency {
     fn of(raw: &JobPriority) -> Self {
         Urgency {
-            urg: raw.urg,
             rrcontr: raw.rrcontr,
             wtcontr: raw.wtcontr,
             dlcontr: raw.dlcontr,
-            npprior: raw.npprior,
             ppri: raw.ppri,
         }
     }
@@ -300,11 +298,12 @@ impl Urgency {
         JobPriority {
             prio: 0.0,
             nurg: 0.0,
-            urg: self.urg,
+            // The same sum in the same order as `raw_priority`'s: the same bits.
+            urg: self.wtcontr + self.dlcontr + self.rrcontr,
             rrcontr: self.rrcontr,
             wtcontr: self.wtcontr,
             dlcontr: self.dlcontr,
-            npprior: self.npprior,
+            npprior: normalized_posix_priority(self.ppri),
             ntckts: 0.0,
             ppri: self.ppri,
             tckts,

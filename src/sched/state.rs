@@ -106,14 +106,18 @@ impl Rec {
     }
 
     /// Encodes a warm record against `owner`'s reference record (kept warm if encoding
-    /// fails).
-    pub fn cool(&mut self, bases: &mut super::cold::Bases, owner: u32) {
+    /// fails); returns the decoded record, for the caller to free when it is done
+    /// encoding ([`SchedState::cool_idle`]).
+    pub fn cool(&mut self, bases: &mut super::cold::Bases, owner: u32) -> Option<Box<JobRecord>> {
         if let Rec::Warm(b) = self
             && let Ok(v) = serde_json::to_vec(&**b)
         {
             let (base, delta) = bases.encode(owner, &v);
-            *self = Rec::Cold(base, delta);
+            if let Rec::Warm(old) = std::mem::replace(self, Rec::Cold(base, delta)) {
+                return Some(old);
+            }
         }
+        None
     }
 
     pub fn is_warm(&self) -> bool {
@@ -170,6 +174,9 @@ impl Hot {
         !self.has_pending && self.running == 0
     }
 }
+
+/// How many running jobs' records [`SchedState::cool_idle`] keeps decoded (≈ 1.9 KB each).
+pub(crate) const WARM_RUNNING_MAX: usize = 1024;
 
 /// (expected end, job, task) of a running task, and a copy of what it holds (so that
 /// planning a reservation releases and re-books it without a lookup of the task).
@@ -238,7 +245,7 @@ pub struct SchedState {
     /// Running jobs whose record [`SchedState::cool_idle`] kept decoded.
     warm_running: BTreeSet<JobId>,
     /// The reference records cold records are kept against ([`super::cold`]).
-    cold_bases: super::cold::Bases,
+    pub(crate) cold_bases: super::cold::Bases,
     /// Per-job rows in job-id order, with the last pass's priorities, reasons and terms.
     pub(crate) rows: super::rows::JobRows,
     /// The Armada policy's decayed queue priorities and random state.
@@ -488,28 +495,31 @@ impl SchedState {
     /// touched since; returns how many. The daemon calls it after each pass. A running job's
     /// record is read again at its end (and by usage reports and writes), so it stays
     /// decoded for one call; one that runs for long would otherwise hold its 1.4 KB decoded
-    /// for hours (6,000 running tasks: 12 MB).
+    /// for hours (6,000 running tasks: 12 MB). At most [`WARM_RUNNING_MAX`] stay so: after
+    /// a pass that started thousands, their decoded records held through the next full
+    /// pass were the top of `sched_d`'s heap, which is what stays resident.
     pub fn cool_idle(&mut self) -> usize {
         let touched = std::mem::take(&mut self.warm);
         let carried = std::mem::take(&mut self.warm_running);
-        let mut n = 0;
+        // The decoded records are freed once every delta is made: freed one by one, each
+        // record's room took the next small delta, and thousands of such plugs left no run
+        // of free heap long enough for the next pass's vectors, which then grew the heap.
+        let mut decoded = Vec::new();
         for id in carried.difference(&touched) {
             if let Some(e) = self.jobs.get_mut(id) {
-                e.record.cool(&mut self.cold_bases, e.hot.owner);
-                n += 1;
+                decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
             }
         }
         for id in touched {
             if let Some(e) = self.jobs.get_mut(&id) {
-                if e.hot.running == 0 {
-                    e.record.cool(&mut self.cold_bases, e.hot.owner);
-                    n += 1;
+                if e.hot.running == 0 || self.warm_running.len() >= WARM_RUNNING_MAX {
+                    decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
                 } else {
                     self.warm_running.insert(id);
                 }
             }
         }
-        n
+        decoded.len()
     }
 
     /// Why the job is not running, as of the last pass (`qstat -j`).

@@ -633,6 +633,43 @@ fn cold_records_are_dispatched_altered_and_written_like_warm_ones() {
     );
 }
 
+/// A pass that starts more jobs than [`WARM_RUNNING_MAX`] keeps only that many of their
+/// records decoded (the rest are encoded as they start, not held to the pass's end and
+/// through the next one), and the jobs are written, end and are written again like the
+/// others.
+#[test]
+fn a_burst_of_starts_keeps_a_bounded_number_of_records_decoded() {
+    use super::state::WARM_RUNNING_MAX;
+    let n = WARM_RUNNING_MAX as u32 + 100;
+    let mut s = state(
+        config(1, n, ""),
+        (1..=n).map(|i| job(i, |_, _| {})).collect(),
+    );
+    assert_eq!(s.cool_idle(), n as usize);
+    assert_eq!(pass(&mut s).len(), n as usize);
+    let warm = |s: &SchedState| s.jobs.values().filter(|e| e.record.is_warm()).count();
+    assert_eq!(warm(&s), WARM_RUNNING_MAX);
+    assert_eq!(s.take_dirty().len(), n as usize);
+    for i in [1, n] {
+        let written = s.record_for_write(JobId(i)).expect("record");
+        assert_eq!(written.tasks.running.len(), 1, "job {i}");
+    }
+    assert_eq!(
+        s.cool_idle(),
+        0,
+        "the running jobs kept decoded stay so for one call"
+    );
+    assert_eq!(warm(&s), WARM_RUNNING_MAX);
+    // Untouched since, the kept ones are encoded by the next call.
+    assert_eq!(s.cool_idle(), WARM_RUNNING_MAX);
+    assert_eq!(warm(&s), 0);
+    for i in [1, n] {
+        s.task_ended(JobId(i), 1).expect("running");
+        let written = s.record_for_write(JobId(i)).expect("record");
+        assert!(written.tasks.running.is_empty(), "job {i}");
+    }
+}
+
 /// The periodic refresh of state files takes the stale ones a chunk at a time, in id order
 /// from where the last chunk stopped, and marks fewer than asked only once it has looked at
 /// every job (the daemon's budget relies on it).
