@@ -187,9 +187,18 @@ struct StartServer {
     ended: Option<Arc<SessionEnd>>,
     /// The open session's server takes held starts (`shepherd::HELD_START`).
     held_starts: bool,
-    /// Starts held by the open session's server ([`Launcher::hold`]), each with where its
-    /// reply comes once it is committed; forgotten with the session (whose end dropped them).
-    held: HashMap<(JobId, TaskId), std::sync::mpsc::Receiver<RunReply>>,
+    /// Starts held by the open session's server ([`Launcher::hold`]); forgotten with the
+    /// session (whose end dropped them).
+    held: HashMap<(JobId, TaskId), HeldStart>,
+}
+
+/// A start held by a host's server ([`Launcher::hold`]).
+struct HeldStart {
+    /// Where its reply comes once it is committed.
+    reply: std::sync::mpsc::Receiver<RunReply>,
+    /// The thread that follows it once committed (started with the hold, so that the commit
+    /// does not wait for a thread to start): it gets `reply` here, or ends when this goes.
+    follower: std::sync::mpsc::Sender<std::sync::mpsc::Receiver<RunReply>>,
 }
 
 impl StartServer {
@@ -544,29 +553,24 @@ impl Launcher {
             );
         }
         tracing::info!(job = %spec.job, task = spec.task, host = %spec.host, "starting task");
-        // A held start is committed from here once the thread that follows it exists (a
-        // start committed with nobody to follow it would run unaccounted for); the thread
-        // gets where its reply comes through `committed`.
-        let (commit, committed) = std::sync::mpsc::channel();
-        let inner = Arc::clone(&self.inner);
-        let follow = Arc::clone(&host);
-        let name = spec.task_name();
-        std::thread::Builder::new()
-            .name(format!("start-{name}"))
-            .spawn(move || {
-                let committed = committed.recv().ok().flatten();
-                inner.start_task(&follow, spec, committed)
-            })
-            .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
-        let mut st = lock(&host.starter);
-        let held = st.held.remove(&key);
-        if held.is_some() {
-            // A session that ended meanwhile dropped it: the reply's sender is gone with its
-            // waiters, and the host is asked whether the task is there.
-            let _ = st.send(format_args!("{}{name}", shepherd::GO));
+        let held = lock(&host.starter).held.remove(&key);
+        if let Some(held) = held {
+            // Committed; a session that ended meanwhile dropped it: the reply's sender is
+            // gone with its waiters, and the host is asked whether the task is there.
+            let _ = lock(&host.starter).send(format_args!(
+                "{}{}.{}",
+                shepherd::GO,
+                spec.job,
+                spec.task
+            ));
+            let _ = held.follower.send(held.reply);
+            return Ok(());
         }
-        drop(st);
-        let _ = commit.send(held);
+        let inner = Arc::clone(&self.inner);
+        std::thread::Builder::new()
+            .name(format!("start-{}", spec.task_name()))
+            .spawn(move || inner.start_task(&host, spec, None))
+            .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
         Ok(())
     }
 
@@ -588,17 +592,36 @@ impl Launcher {
             return false;
         };
         let key = (spec.job, spec.task);
-        let mut st = lock(&host.starter);
-        if !st.held_starts || st.stdin.is_none() || st.held.contains_key(&key) {
+        {
+            let st = lock(&host.starter);
+            if !st.held_starts || st.stdin.is_none() || st.held.contains_key(&key) {
+                return false;
+            }
+        }
+        // The thread that will follow the task once it is committed, started now: a start
+        // committed with nobody to follow it would run unaccounted for.
+        let (follower, committed) = std::sync::mpsc::channel();
+        let inner = Arc::clone(&self.inner);
+        let follow = Arc::clone(&host);
+        let follow_spec = spec.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("start-{}", spec.task_name()))
+            .spawn(move || {
+                if let Ok(reply) = committed.recv() {
+                    inner.start_task(&follow, follow_spec, Some(reply));
+                }
+            });
+        if spawned.is_err() {
             return false;
         }
-        let (tx, rx) = std::sync::mpsc::channel();
+        let mut st = lock(&host.starter);
+        let (tx, reply) = std::sync::mpsc::channel();
         lock(&st.waiting).insert(key, tx);
         if !st.send(format_args!("{}{line}", shepherd::HELD_START)) {
             lock(&st.waiting).remove(&key);
             return false;
         }
-        st.held.insert(key, rx);
+        st.held.insert(key, HeldStart { reply, follower });
         true
     }
 
