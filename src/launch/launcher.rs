@@ -203,11 +203,13 @@ struct HeldStart {
 
 impl StartServer {
     /// Writes one line to the open session; false when there is none or it has ended.
+    /// In one `write` (a `writeln!` on the pipe makes one per piece of the format, and the
+    /// server wakes for each).
     fn send(&mut self, line: std::fmt::Arguments<'_>) -> bool {
         self.stdin.as_mut().is_some_and(|stdin| {
-            writeln!(stdin, "{line}")
-                .and_then(|()| stdin.flush())
-                .is_ok()
+            let mut text = line.to_string();
+            text.push('\n');
+            stdin.write_all(text.as_bytes()).is_ok()
         })
     }
 }
