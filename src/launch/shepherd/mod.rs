@@ -41,6 +41,9 @@
 //!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
 //!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
 //!   watcher's rescan.)
+//!   A server that greets with `held_starts` also takes held starts ([`HELD_START`]):
+//!   `hold <spec>` prepares a task up to its job's fork while `sched_d` makes the dispatch
+//!   durable, `go <job>.<task>` commits and starts it, `drop <job>.<task>` lets it go.
 //!   With `--session` (greeting 3, for ssh hosts) it is also the host's only connection to
 //!   `sched_d`: it reports the results left in its execution spool (as `watch` does, every
 //!   `--poll` ms), says `alive` every `--heartbeat` ms, and answers `req` lines (kill,
