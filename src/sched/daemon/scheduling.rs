@@ -66,6 +66,7 @@ impl Daemon {
         self.still_master();
         for s in &result.starts {
             let Some(job) = self.state.job(s.job) else {
+                self.runner.release(s.job, s.task);
                 continue;
             };
             info!(job = %s.job, task = s.task, host = %s.placement.host, queue = %s.placement.queue, slots = s.placement.slots, "dispatching");
