@@ -594,12 +594,20 @@ impl Launcher {
             return false;
         };
         let key = (spec.job, spec.task);
-        {
-            let st = lock(&host.starter);
+        let reply = {
+            let mut st = lock(&host.starter);
             if !st.held_starts || st.stdin.is_none() || st.held.contains_key(&key) {
                 return false;
             }
-        }
+            // First to the host, whose preparation is what the sync may end up waiting for.
+            let (tx, reply) = std::sync::mpsc::channel();
+            lock(&st.waiting).insert(key, tx);
+            if !st.send(format_args!("{}{line}", shepherd::HELD_START)) {
+                lock(&st.waiting).remove(&key);
+                return false;
+            }
+            reply
+        };
         // The thread that will follow the task once it is committed, started now: a start
         // committed with nobody to follow it would run unaccounted for.
         let (follower, committed) = std::sync::mpsc::channel();
@@ -613,14 +621,10 @@ impl Launcher {
                     inner.start_task(&follow, follow_spec, Some(reply));
                 }
             });
-        if spawned.is_err() {
-            return false;
-        }
         let mut st = lock(&host.starter);
-        let (tx, reply) = std::sync::mpsc::channel();
-        lock(&st.waiting).insert(key, tx);
-        if !st.send(format_args!("{}{line}", shepherd::HELD_START)) {
+        if spawned.is_err() {
             lock(&st.waiting).remove(&key);
+            let _ = st.send(format_args!("{}{}.{}", shepherd::DROP, spec.job, spec.task));
             return false;
         }
         st.held.insert(key, HeldStart { reply, follower });
