@@ -1836,3 +1836,130 @@ fn a_host_with_an_older_shepherd_is_reached_through_the_watcher_and_the_master_c
     let r = rig.ended(30);
     assert_eq!((r.exit_status, r.failed), (137, 100));
 }
+
+/// Issue 27: a held start (`hold <spec>`: the task prepared while `sched_d` makes its
+/// dispatch durable) runs its job only on `go`, and one let go by `drop`, by the end of the
+/// server's input (its master died before the `go`) or by the server's own death leaves
+/// nothing behind: no task directory for a new master to find, no supervisor, no `TMPDIR`,
+/// and the job never ran. Started afresh after that, it runs once.
+#[test]
+fn a_held_start_runs_only_on_go_and_a_dropped_one_leaves_nothing() {
+    use gridspool::launch::shepherd::{RunReply, StartReply, StartServerHello};
+    use std::io::{BufRead, BufReader, Write};
+    let rig = Rig::new();
+    let dir = rig.workdir();
+    let active = exec_spool_dir(rig.cell.spool.root(), &host()).join("active_jobs");
+    let ran = |id: u32| dir.join(format!("ran.{id}"));
+    let runs = |id: u32| {
+        std::fs::read_to_string(ran(id))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let specs: std::collections::BTreeMap<u32, LaunchSpec> = [9671, 9672, 9673, 9674]
+        .into_iter()
+        .map(|id| {
+            let js = binary_job_in(&dir, "held", "echo ran >> ran.$JOB_ID");
+            (id, rig.spec(&rig.job(id, js, ""), 1))
+        })
+        .collect();
+    let tmpdir = |id: u32| {
+        let s = &specs[&id];
+        Path::new(&s.tmpdir).join(format!("{id}.1.{}", s.queue_name()))
+    };
+    let server = |edit: &dyn Fn(&mut std::process::Command)| {
+        let mut command = std::process::Command::new(SHEPHERD);
+        command
+            .arg("start-server")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        edit(&mut command);
+        let mut child = command.spawn().expect("start-server");
+        let input = child.stdin.take().expect("stdin");
+        let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        output.read_line(&mut line).expect("hello");
+        let hello: StartServerHello = serde_json::from_str(&line).expect("hello line");
+        assert!(hello.held_starts, "{line}");
+        (child, input, output)
+    };
+    // The supervisor of a held task, once it has prepared the task and waits: its
+    // directory is under the hidden name, with its pid, and its TMPDIR exists.
+    let held_supervisor = |id: u32, server: u32| {
+        let staging = active.join(format!(".{id}.1.held.{server}"));
+        wait_for("the held task prepared", 30, || {
+            staging.join("shepherd.pid").exists() && tmpdir(id).exists()
+        });
+        read(&staging.join("shepherd.pid"))
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<i32>().ok())
+            .expect("pid")
+    };
+    let gone_without_a_trace = |id: u32, supervisor: i32| {
+        wait_for("the dropped supervisor's exit", 30, || !alive(supervisor));
+        let left: Vec<String> = std::fs::read_dir(&active)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(&id.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "task {id} left {left:?}");
+        assert!(!tmpdir(id).exists(), "task {id} left its TMPDIR");
+        assert_eq!(runs(id), 0, "task {id} ran");
+    };
+
+    let (mut first, mut input, output) = server(&|_| {});
+    for id in [9671, 9672, 9673] {
+        let json = serde_json::to_string(&specs[&id]).expect("json");
+        writeln!(input, "hold {json}").expect("hold");
+    }
+    let sup: Vec<i32> = [9671, 9672, 9673]
+        .into_iter()
+        .map(|id| held_supervisor(id, first.id()))
+        .collect();
+    // Prepared, and not run: no directory under the task's name, nothing ran.
+    for id in [9671, 9672, 9673] {
+        assert!(!active.join(format!("{id}.1")).exists());
+        assert_eq!(runs(id), 0);
+    }
+    writeln!(input, "go 9671.1").expect("go");
+    writeln!(input, "drop 9672.1").expect("drop");
+    gone_without_a_trace(9672, sup[1]);
+    // The master is gone: its `go` for 9673 never comes.
+    drop(input);
+    let replies: Vec<StartReply> = output
+        .lines()
+        .map(|l| serde_json::from_str::<StartReply>(&l.expect("line")).expect("reply"))
+        .collect();
+    assert!(first.wait().expect("wait").success());
+    gone_without_a_trace(9673, sup[2]);
+    // Only the committed start was answered, and its job ran once.
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0].job, JobId(9671));
+    assert!(matches!(replies[0].reply, RunReply::Started { pid } if pid > 0));
+    wait_for("the committed task's result", 30, || {
+        active.join("9671.1/result.json").exists()
+    });
+    assert_eq!(runs(9671), 1);
+
+    // A server killed while it holds a start: its supervisor gives the task up too.
+    let (mut second, mut input, _output) = server(&|_| {});
+    let json = serde_json::to_string(&specs[&9674]).expect("json");
+    writeln!(input, "hold {json}").expect("hold");
+    let held = held_supervisor(9674, second.id());
+    second.kill().expect("kill -9");
+    second.wait().expect("wait");
+    gone_without_a_trace(9674, held);
+    // Started afresh (as after the new master's recovery): it runs, once.
+    rig.launcher().start(specs[&9674].clone()).expect("start");
+    // (The launcher's watcher also reports 9671, whose result its server left on disk.)
+    let r = std::iter::repeat_with(|| rig.ended(30))
+        .find(|r| r.job == JobId(9674))
+        .expect("the result");
+    assert_eq!((r.exit_status, r.failed), (0, 0));
+    assert_eq!(runs(9674), 1);
+    assert_eq!(runs(9673), 0);
+    assert_eq!(runs(9672), 0);
+}

@@ -2075,3 +2075,111 @@ fn an_ended_job_has_left_the_system_for_every_command() {
         "{detail}"
     );
 }
+
+/// Issue 27: `sched_d` has its local host prepare a start (a held start) while it makes the
+/// dispatch durable, and starts it only once that is done. Killed (`kill -9`) in between —
+/// here while the directory sync that makes the task's `t` durable is held up (strace delays
+/// every `fsync` of `sched_d` by 2 s) — it leaves nothing on the host: the start server,
+/// whose input ended, lets the held start go, and its supervisor removes what it prepared.
+/// The next `sched_d` finds the task `t` with no trace on its host, and runs it, once.
+#[test]
+fn kill_9_of_sched_d_between_a_held_start_and_its_go_leaves_nothing_and_runs_the_task_once() {
+    const TEST: &str =
+        "kill_9_of_sched_d_between_a_held_start_and_its_go_leaves_nothing_and_runs_the_task_once";
+    if !Path::new("/usr/bin/strace").exists() {
+        return skip(TEST, "needs strace (to hold sched_d in its sync)");
+    }
+    let cell = cell(1);
+    let dir = workdir(&cell);
+    let active = gridspool::launch::exec_spool_dir(
+        cell.spool.root(),
+        &gridspool::identity::short_hostname(),
+    )
+    .join("active_jobs");
+    let strace: Vec<String> = [
+        "/usr/bin/strace",
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        "trace=fsync",
+        "-e",
+        "inject=fsync:delay_enter=2000000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let d = SchedD::spawn_with(&cell, &[], &strace);
+    let pid_file = cell.cell.join("daemon/sched_d.pid");
+    let sched_d = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    };
+    d.wait_for("sched_d's pid file", Duration::from_secs(60), || {
+        sched_d().is_some()
+    });
+    // A first job opens the local host's start server; the next start is held there.
+    let first = submit(&cell.spool, "exit 0\n", |s, _| s.cwd = cwd(&dir));
+    d.wait_for("the first job's end", Duration::from_secs(60), || {
+        !exits(&cell.spool, first).is_empty()
+    });
+    let count = dir.join("count");
+    let id = submit(
+        &cell.spool,
+        &format!("echo run >> {}\n", count.display()),
+        |s, _| s.cwd = cwd(&dir),
+    );
+    let staged = || {
+        std::fs::read_dir(&active).ok().and_then(|d| {
+            d.flatten().map(|e| e.path()).find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!(".{id}.1.held.")))
+            })
+        })
+    };
+    // Held on the host, and `t` renamed into place: sched_d is in the directory's sync.
+    d.wait_for("the held start and t", Duration::from_secs(60), || {
+        staged().is_some_and(|s| s.join("shepherd.pid").exists())
+            && state(&cell.spool, id).is_some_and(|s| !s.tasks.running.is_empty())
+    });
+    let staging = staged().expect("staging");
+    let supervisor: i32 = std::fs::read_to_string(staging.join("shepherd.pid"))
+        .expect("pid")
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid");
+    let _ = kill(Pid::from_raw(sched_d().expect("sched_d")), Signal::SIGKILL);
+    drop(d);
+    wait_for(
+        "the held supervisor's exit",
+        Duration::from_secs(30),
+        || !process_alive(supervisor as u32),
+    );
+    let left: Vec<_> = std::fs::read_dir(&active)
+        .expect("active_jobs")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left on the host: {left:?}");
+    assert_eq!(lines(&count), 0, "ran before its go");
+    let on_disk = state(&cell.spool, id).expect("state");
+    assert_eq!(
+        on_disk.tasks.running.first().map(|r| r.state),
+        Some(RunState::Transferring)
+    );
+    let d2 = SchedD::start(&cell, &[]);
+    d2.wait_for(
+        "the task's end after the restart",
+        Duration::from_secs(30),
+        || !exits(&cell.spool, id).is_empty(),
+    );
+    let e = &exits(&cell.spool, id);
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].exit_status, e[0].failed), (0, 0), "{}", d2.log_text());
+    assert_eq!(lines(&count), 1, "ran once; log:\n{}", d2.log_text());
+    assert!(d2.log_text().contains("pending again"), "{}", d2.log_text());
+}

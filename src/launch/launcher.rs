@@ -185,15 +185,31 @@ struct StartServer {
     requests: Arc<Mutex<HashMap<u64, std::sync::mpsc::Sender<SessionAnswer>>>>,
     /// Set when the open session has ended.
     ended: Option<Arc<SessionEnd>>,
+    /// The open session's server takes held starts (`shepherd::HELD_START`).
+    held_starts: bool,
+    /// Starts held by the open session's server ([`Launcher::hold`]); forgotten with the
+    /// session (whose end dropped them).
+    held: HashMap<(JobId, TaskId), HeldStart>,
+}
+
+/// A start held by a host's server ([`Launcher::hold`]).
+struct HeldStart {
+    /// Where its reply comes once it is committed.
+    reply: std::sync::mpsc::Receiver<RunReply>,
+    /// The thread that follows it once committed (started with the hold, so that the commit
+    /// does not wait for a thread to start): it gets `reply` here, or ends when this goes.
+    follower: std::sync::mpsc::Sender<std::sync::mpsc::Receiver<RunReply>>,
 }
 
 impl StartServer {
     /// Writes one line to the open session; false when there is none or it has ended.
+    /// In one `write` (a `writeln!` on the pipe makes one per piece of the format, and the
+    /// server wakes for each).
     fn send(&mut self, line: std::fmt::Arguments<'_>) -> bool {
         self.stdin.as_mut().is_some_and(|stdin| {
-            writeln!(stdin, "{line}")
-                .and_then(|()| stdin.flush())
-                .is_ok()
+            let mut text = line.to_string();
+            text.push('\n');
+            stdin.write_all(text.as_bytes()).is_ok()
         })
     }
 }
@@ -539,12 +555,93 @@ impl Launcher {
             );
         }
         tracing::info!(job = %spec.job, task = spec.task, host = %spec.host, "starting task");
+        let held = lock(&host.starter).held.remove(&key);
+        if let Some(held) = held {
+            // Committed; a session that ended meanwhile dropped it: the reply's sender is
+            // gone with its waiters, and the host is asked whether the task is there.
+            let _ = lock(&host.starter).send(format_args!(
+                "{}{}.{}",
+                shepherd::GO,
+                spec.job,
+                spec.task
+            ));
+            let _ = held.follower.send(held.reply);
+            return Ok(());
+        }
         let inner = Arc::clone(&self.inner);
         std::thread::Builder::new()
             .name(format!("start-{}", spec.task_name()))
-            .spawn(move || inner.start_task(&host, spec))
+            .spawn(move || inner.start_task(&host, spec, None))
             .map_err(|e| LaunchError::io("spawn thread", "start", e))?;
         Ok(())
+    }
+
+    /// This `sched_d` as its start servers name it on the hosts (`host:pid`).
+    pub fn master_id(&self) -> &str {
+        &self.inner.master_id
+    }
+
+    /// Prepares a task on its host while its dispatch is made durable
+    /// (`shepherd::HELD_START`): `true` when the host's start server holds it now; then
+    /// [`Launcher::start`] with the same spec commits it, and [`Launcher::release`] lets it
+    /// go. `false` leaves everything to `start`: the host has no open session, or its server
+    /// does not take held starts. Never waits for a host (no session is opened here).
+    pub fn hold(&self, spec: &LaunchSpec) -> bool {
+        let Ok(host) = self.inner.host(&spec.host) else {
+            return false;
+        };
+        let Ok(line) = serde_json::to_string(spec) else {
+            return false;
+        };
+        let key = (spec.job, spec.task);
+        let reply = {
+            let mut st = lock(&host.starter);
+            if !st.held_starts || st.stdin.is_none() || st.held.contains_key(&key) {
+                return false;
+            }
+            // First to the host, whose preparation is what the sync may end up waiting for.
+            let (tx, reply) = std::sync::mpsc::channel();
+            lock(&st.waiting).insert(key, tx);
+            if !st.send(format_args!("{}{line}", shepherd::HELD_START)) {
+                lock(&st.waiting).remove(&key);
+                return false;
+            }
+            reply
+        };
+        // The thread that will follow the task once it is committed, started now: a start
+        // committed with nobody to follow it would run unaccounted for.
+        let (follower, committed) = std::sync::mpsc::channel();
+        let inner = Arc::clone(&self.inner);
+        let follow = Arc::clone(&host);
+        let follow_spec = spec.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("start-{}", spec.task_name()))
+            .spawn(move || {
+                if let Ok(reply) = committed.recv() {
+                    inner.start_task(&follow, follow_spec, Some(reply));
+                }
+            });
+        let mut st = lock(&host.starter);
+        if spawned.is_err() {
+            lock(&st.waiting).remove(&key);
+            let _ = st.send(format_args!("{}{}.{}", shepherd::DROP, spec.job, spec.task));
+            return false;
+        }
+        st.held.insert(key, HeldStart { reply, follower });
+        true
+    }
+
+    /// A held task's dispatch did not become durable: its host lets it go, and it was never
+    /// there.
+    pub fn release(&self, job: JobId, task: TaskId, host: &str) {
+        let Ok(host) = self.inner.host(host) else {
+            return;
+        };
+        let mut st = lock(&host.starter);
+        if st.held.remove(&(job, task)).is_some() {
+            lock(&st.waiting).remove(&(job, task));
+            let _ = st.send(format_args!("{}{job}.{task}", shepherd::DROP));
+        }
     }
 
     /// Starts a pe task (`qrsh -inherit`, see [`super::pe_task`]) on `spec.host`; returns
@@ -941,27 +1038,61 @@ impl Inner {
         Ok(())
     }
 
-    fn start_task(self: &Arc<Self>, host: &Arc<HostState>, spec: LaunchSpec) {
-        let (job, task) = (spec.job, spec.task);
-        let reply = match &host.target {
-            None => match self.start_via_server(host, &spec) {
+    /// Starts a task and follows it. `committed`: its held start was committed
+    /// ([`Launcher::start`]), and its reply comes here.
+    fn start_task(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        spec: LaunchSpec,
+        committed: Option<std::sync::mpsc::Receiver<RunReply>>,
+    ) {
+        let reply = match committed {
+            Some(rx) => match rx.recv_timeout(START_REPLY_TIMEOUT) {
+                Ok(reply) => Ok(reply),
+                // The session ended (or hung) after the commit was sent: ask the host.
+                Err(_) => self.started_after_all(host, &spec),
+            },
+            None => self.start_unheld(host, &spec),
+        };
+        self.started(host, spec.job, spec.task, reply);
+    }
+
+    /// A start that was not held: through the host's start server, or a session or `exec`
+    /// of its own.
+    fn start_unheld(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        spec: &LaunchSpec,
+    ) -> Result<RunReply, LaunchError> {
+        match &host.target {
+            None => match self.start_via_server(host, spec) {
                 Some(reply) => reply,
                 None => {
                     let _permit = host.sessions.acquire();
-                    self.run_local(host, &spec)
+                    self.run_local(host, spec)
                 }
             },
-            Some(t) => match self.start_via_server(host, &spec) {
+            Some(t) => match self.start_via_server(host, spec) {
                 Some(reply) => reply,
                 None => self.ensure_master(host).and_then(|()| {
-                    let json = serde_json::to_vec(&spec)
+                    let json = serde_json::to_vec(spec)
                         .map_err(|e| LaunchError::Protocol(e.to_string()))?;
                     let _permit = host.sessions.acquire();
                     let out = t.run(&[self.remote_shepherd(), "run".to_string()], &json)?;
                     parse_reply(&host.name, &out.stdout, &out.stderr)
                 }),
             },
-        };
+        }
+    }
+
+    /// What follows a start's reply: `Started` and the task followed, or `Failed`.
+    fn started(
+        self: &Arc<Self>,
+        host: &Arc<HostState>,
+        job: JobId,
+        task: TaskId,
+        reply: Result<RunReply, LaunchError>,
+    ) {
         match reply {
             Ok(RunReply::Started { pid }) => {
                 tracing::info!(job = %job, task, host = %host.name, pid, "task started");
@@ -1217,8 +1348,15 @@ impl Inner {
             None => {
                 use std::os::unix::process::CommandExt;
                 let mut command = std::process::Command::new(&self.opts.shepherd);
+                // Recorded in the execution spool as this master's, so that the next master
+                // ends it before it looks for the tasks it was handed (a `go` still in its
+                // input is then never carried out: see `LaunchRunner::reattach`).
                 command
                     .args(["start-server", "--results", "--cgroups", &cgroups])
+                    .arg("--master")
+                    .arg(&self.master_id)
+                    .arg("--spool")
+                    .arg(&host.exec_spool)
                     .stderr(Stdio::inherit())
                     .process_group(0);
                 Transport::local(command)?
@@ -1286,6 +1424,8 @@ impl Inner {
             st.results = results;
             st.session = session;
             st.ended = Some(Arc::clone(&end));
+            st.held_starts = hello.held_starts;
+            st.held.clear();
             (Arc::clone(&st.waiting), Arc::clone(&st.requests))
         };
         let h = Arc::clone(host);
@@ -1344,6 +1484,9 @@ impl Inner {
                         st.pid = None;
                         st.session = false;
                         st.ended = None;
+                        st.held_starts = false;
+                        // Dropped by the server as its input ended: started afresh if at all.
+                        st.held.clear();
                     }
                 }
                 // Whoever still waits learns that the session is gone.

@@ -52,7 +52,7 @@ pub(super) fn pe_task_mode() -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::Protocol(format!("sigprocmask: {e}")))?;
     let _ = nix::unistd::setsid();
     let _ = nix::sys::prctl::set_child_subreaper(true);
-    let dir = prepare_task_dir(&spec, false)?;
+    let dir = prepare_task_dir(&spec, false, None)?;
     // The session's further lines suspend and resume the pe task with its job (`qmod -s`,
     // `-us`), and its end is the order to end (a thread started after the signals were
     // blocked: the SIGTERM goes to the supervisor's `sigwait`).

@@ -36,8 +36,9 @@
 //! stdio's locks, or be half-way through anything, in the copy of its memory the child gets.
 //! The start server never starts a thread, and [`fork_supervisor`] checks that the process
 //! has exactly one thread (`/proc/self/stat`) before it forks, refusing otherwise. The child
-//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, keeps the write
-//! end of the server's result pipe (if given) as descriptor 3, close-on-exec, closes every
+//! gets `/dev/null` on stdin and the two given pipes on stdout and stderr, keeps the
+//! descriptors it is given (the write end of the server's result pipe; a held start's wake
+//! pipe and staging directory) from descriptor 3 up, close-on-exec, closes every
 //! other descriptor it inherited (the server's session pipes, the other tasks' pipes), and never
 //! returns into the server's code: it ends with `_exit`, so no destructor of the server's
 //! objects (whose descriptors it closed) ever runs in it.
@@ -153,6 +154,9 @@ pub(super) struct JobExec {
     /// For a program without a slash (not searched): the directories of the job's `PATH`
     /// joined with it, tried in order as `execvp` does with the job's environment.
     pub exec_path: Vec<CString>,
+    /// The signals to set back to their default action ([`ignored_signals`], asked before
+    /// the fork: the child makes no call it need not).
+    ignored_signals: &'static [i32],
     /// The strings `argv_ptrs` and `envp_ptrs` point into, owned here so that they live as
     /// long as the pointers.
     _strings: (Vec<CString>, Vec<CString>),
@@ -200,6 +204,7 @@ impl JobExec {
             candidates,
             search,
             exec_path,
+            ignored_signals: ignored_signals(),
             _strings: (argv, envp),
             argv_ptrs,
             envp_ptrs,
@@ -317,23 +322,21 @@ fn thread_count() -> Option<u64> {
     after.split_whitespace().nth(17)?.parse().ok()
 }
 
-/// The descriptor a forked supervisor finds the start server's result pipe on.
-const RESULT_FD: i32 = 3;
-
 /// Forks a child that runs `supervise` and `_exit`s with the code it returns; returns the
 /// child's pid. The child's stdin is `/dev/null`, its stdout and stderr are `stdout` and
 /// `stderr` (the write ends of the caller's pipes), and it holds no other descriptor but
-/// `results` (the write end of the start server's result pipe, shared by all its
-/// supervisors), which it gets as descriptor 3, close-on-exec (the job, which the
-/// supervisor forks and `exec`s, never holds it), and which is passed to `supervise`.
+/// those of `kept`, each on descriptor 3 + its index, close-on-exec (the job, which the
+/// supervisor forks and `exec`s, never holds them), and passed to `supervise` in the same
+/// order: the write end of the start server's result pipe, shared by all its supervisors,
+/// and for a held start the pipe it waits on and its staging directory.
 /// `EDEADLK` without forking when this process has more than one thread (see the module
 /// documentation: the child runs ordinary code, which is sound only after the fork of a
 /// single-threaded process).
-pub(super) fn fork_supervisor(
+pub(super) fn fork_supervisor<const N: usize>(
     stdout: &OwnedFd,
     stderr: &OwnedFd,
-    results: Option<&OwnedFd>,
-    supervise: impl FnOnce(Option<OwnedFd>) -> i32,
+    kept: [Option<&OwnedFd>; N],
+    supervise: impl FnOnce([Option<OwnedFd>; N]) -> i32,
 ) -> Result<Pid, Errno> {
     if thread_count() != Some(1) {
         return Err(Errno::EDEADLK);
@@ -355,27 +358,49 @@ pub(super) fn fork_supervisor(
                 // SAFETY: `_exit` ends the child without running anything of the parent's.
                 unsafe { libc::_exit(1) }
             }
-            let results = results.map(|fd| {
-                let raw = fd.as_raw_fd();
-                // SAFETY: plain descriptor calls on descriptors this child holds; descriptor
-                // 3 is either `fd` itself or one closed below anyway (`close_from(3)` runs
-                // after, and spares only 4 and up when a result pipe is kept).
-                let moved = unsafe {
-                    if raw == RESULT_FD {
-                        libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC)
-                    } else {
-                        libc::dup3(raw, RESULT_FD, libc::O_CLOEXEC)
+            let first = 3;
+            let past = first + N as i32;
+            // Each kept descriptor first goes to a fresh number above the targets, so that
+            // placing one cannot close another; what is left from `past` up is closed below.
+            // SAFETY (these calls): plain descriptor calls on descriptors this child holds.
+            let copies = kept.map(|fd| {
+                fd.map(|fd| {
+                    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, past) };
+                    if copy < 0 {
+                        // SAFETY: as above.
+                        unsafe { libc::_exit(1) }
+                    }
+                    copy
+                })
+            });
+            for (i, copy) in copies.iter().enumerate() {
+                let target = first + i as i32;
+                // SAFETY: as above; a target without a descriptor to keep is not this
+                // child's to keep either.
+                let r = unsafe {
+                    match copy {
+                        Some(copy) => libc::dup3(*copy, target, libc::O_CLOEXEC),
+                        None => {
+                            libc::close(target);
+                            0
+                        }
                     }
                 };
-                if moved < 0 {
+                if r < 0 {
                     // SAFETY: as above.
                     unsafe { libc::_exit(1) }
                 }
-            });
-            close_from(if results.is_some() { 4 } else { 3 });
-            // SAFETY: descriptor 3 is open (moved there above), owned by nothing else in
+            }
+            close_from(past as u32);
+            let mut target = first;
+            // SAFETY: each target given is open (placed above) and owned by nothing else in
             // this child (every other owner's descriptor was closed or is another number).
-            let code = supervise(results.map(|()| unsafe { OwnedFd::from_raw_fd(RESULT_FD) }));
+            let owned = copies.map(|copy| {
+                let fd = copy.map(|_| unsafe { OwnedFd::from_raw_fd(target) });
+                target += 1;
+                fd
+            });
+            let code = supervise(owned);
             // SAFETY: as above; the supervisor has made its result durable before returning.
             unsafe { libc::_exit(code) }
         }
@@ -422,15 +447,34 @@ fn report(fd: &OwnedFd, failure: ChildFailure) {
 /// (`sge_set_def_sig_mask`). A signal ignored here stays ignored across `exec`: the Rust
 /// runtime ignores SIGPIPE, and a `sched_d` started in the background of a script (`sched_d &`)
 /// has SIGINT and SIGQUIT ignored, which every job would inherit. Handlers need no reset (exec
-/// drops them); glibc refuses its two internal signals, 32 and 33, and SIGKILL and SIGSTOP
-/// cannot change.
-fn reset_signal_dispositions() {
-    for sig in 1..=libc::SIGRTMAX() {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            // SAFETY: signal(2) with SIG_DFL installs no handler and is async-signal-safe.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
-        }
+/// drops them), so only the ignored signals are reset ([`ignored_signals`]): one system call
+/// each instead of one for every signal (62 on the job's critical path).
+fn reset_signal_dispositions(ignored: &[i32]) {
+    for &sig in ignored {
+        // SAFETY: signal(2) with SIG_DFL installs no handler and is async-signal-safe.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
+}
+
+/// The signals this process ignores, asked of the kernel once per process and before any
+/// fork (a start server asks before it forks its first supervisor, which inherits the
+/// answer with the dispositions it describes; nothing here ever ignores a signal later).
+/// glibc refuses its two internal signals, 32 and 33, and SIGKILL and SIGSTOP cannot change.
+pub(super) fn ignored_signals() -> &'static [i32] {
+    static IGNORED: std::sync::OnceLock<Vec<i32>> = std::sync::OnceLock::new();
+    IGNORED.get_or_init(|| {
+        (1..=libc::SIGRTMAX())
+            .filter(|&sig| sig != libc::SIGKILL && sig != libc::SIGSTOP)
+            .filter(|&sig| {
+                let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+                // SAFETY: sigaction(2) with no new action only reads the disposition into
+                // `old`, a zeroed `struct sigaction` of the right size.
+                let r = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+                // SAFETY: zero-initialised, and filled in by the kernel when `r` is 0.
+                r == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+            })
+            .collect()
+    })
 }
 
 /// The child: set-up in the order the former `exec` helper followed; returns only on failure.
@@ -445,7 +489,7 @@ fn child(exec: &JobExec) -> ChildFailure {
     {
         return fail(Step::Sigmask, e);
     }
-    reset_signal_dispositions();
+    reset_signal_dispositions(exec.ignored_signals);
     // Its own session and process group: kills and signals address the job as a whole.
     let _ = nix::unistd::setsid();
     // queue_conf(5)'s priority, set while still root (a value below the current one needs

@@ -14,6 +14,9 @@ pub struct LaunchRunner {
     launcher: Launcher,
     spool: Spool,
     config: ClusterConfig,
+    /// The specs of the tasks held on their hosts ([`TaskRunner::hold`]), until started or
+    /// released.
+    held: std::collections::HashMap<(JobId, TaskId), LaunchSpec>,
 }
 
 impl LaunchRunner {
@@ -32,6 +35,7 @@ impl LaunchRunner {
             launcher,
             spool: spool.clone(),
             config,
+            held: std::collections::HashMap::new(),
         })
     }
 
@@ -46,6 +50,9 @@ impl LaunchRunner {
             return false;
         }
         let exec_spool = crate::launch::exec_spool_dir(self.spool.root(), &task.host);
+        // The previous master's start server first: once it is gone, a start it was handed
+        // (or a held one it was told to commit) has its directory or never will.
+        shepherd::displace_start_server(&exec_spool, self.launcher.master_id());
         !shepherd::task_dirs(&exec_spool)
             .iter()
             .any(|(j, t, _)| *j == job && *t == task.task)
@@ -64,9 +71,36 @@ impl TaskRunner for LaunchRunner {
         placement: &Placement,
         restarted: bool,
     ) -> Result<(), RunnerError> {
-        let spec = LaunchSpec::build(&self.spool, &self.config, job, task, placement, restarted)
-            .map_err(other)?;
-        self.launcher.start(spec).map_err(other)
+        let held = self.held.remove(&(job.id, task));
+        let held_on = held.as_ref().map(|spec| spec.host.clone());
+        let spec = match held {
+            Some(spec) => spec,
+            None => LaunchSpec::build(&self.spool, &self.config, job, task, placement, restarted)
+                .map_err(other)?,
+        };
+        let started = self.launcher.start(spec).map_err(other);
+        if started.is_err()
+            && let Some(host) = held_on
+        {
+            // Not started: not left held either.
+            self.launcher.release(job.id, task, &host);
+        }
+        started
+    }
+
+    fn hold(&mut self, job: &JobRecord, task: TaskId, placement: &Placement, restarted: bool) {
+        if let Ok(spec) =
+            LaunchSpec::build(&self.spool, &self.config, job, task, placement, restarted)
+            && self.launcher.hold(&spec)
+        {
+            self.held.insert((job.id, task), spec);
+        }
+    }
+
+    fn release(&mut self, job: JobId, task: TaskId) {
+        if let Some(spec) = self.held.remove(&(job, task)) {
+            self.launcher.release(job, task, &spec.host);
+        }
     }
 
     fn kill(&mut self, job: JobId, task: TaskId, notify: bool) -> Result<(), RunnerError> {

@@ -60,6 +60,14 @@ pub trait TaskRunner: Send {
         restarted: bool,
     ) -> Result<(), RunnerError>;
 
+    /// Before the dispatch of the task is made durable: the runner may prepare it on its
+    /// host meanwhile, to be started by [`TaskRunner::start`] once the dispatch is durable,
+    /// or let go by [`TaskRunner::release`] if it never is. Must not wait for a host.
+    fn hold(&mut self, _job: &JobRecord, _task: TaskId, _placement: &Placement, _restarted: bool) {}
+
+    /// The dispatch of a held task did not become durable: it does not start.
+    fn release(&mut self, _job: JobId, _task: TaskId) {}
+
     /// Kills a task's whole process tree (`qdel`). With `notify`, SGE's `-notify`: warn
     /// with SIGUSR2 first and kill after the queue's notify time.
     fn kill(&mut self, job: JobId, task: TaskId, notify: bool) -> Result<(), RunnerError>;

@@ -146,12 +146,12 @@ impl Supervisor {
         let script_path = self.dir.script().to_string_lossy().into_owned();
         let pe_hostfile_path = self.dir.pe_hostfile().to_string_lossy().into_owned();
         if let JobCommand::Script { script, .. } = &spec.command {
-            self.dir
+            self.files_dir()
                 .write_unsynced("job_script", script, 0o755)
                 .map_err(|e| before(e.to_string()))?;
         }
         if spec.placement.pe.is_some() {
-            self.dir
+            self.files_dir()
                 .write_unsynced("pe_hostfile", pe_hostfile(&spec).as_bytes(), 0o644)
                 .map_err(|e| before(e.to_string()))?;
         }

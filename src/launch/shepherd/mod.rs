@@ -41,6 +41,9 @@
 //!   one whose result does not fit in one atomic write. (Until 2026-11 every result went
 //!   through `result.json`: an inode, an `fdatasync` and a directory sync per task, and a
 //!   watcher's rescan.)
+//!   A server that greets with `held_starts` also takes held starts ([`HELD_START`]):
+//!   `hold <spec>` prepares a task up to its job's fork while `sched_d` makes the dispatch
+//!   durable, `go <job>.<task>` commits and starts it, `drop <job>.<task>` lets it go.
 //!   With `--session` (greeting 3, for ssh hosts) it is also the host's only connection to
 //!   `sched_d`: it reports the results left in its execution spool (as `watch` does, every
 //!   `--poll` ms), says `alive` every `--heartbeat` ms, and answers `req` lines (kill,
@@ -183,7 +186,26 @@ pub struct StartServerHello {
     /// `--cgroups <parent>|off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<String>,
+    /// It takes held starts ([`HELD_START`]): a launcher that sees this may prepare a task
+    /// before its dispatch is durable and start it with [`GO`] once it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_starts: bool,
 }
+
+/// `hold <LaunchSpec>` on a start server's input: everything up to the job's start is done
+/// (the task's directory under a hidden name, its supervisor forked, `TMPDIR`, cgroup,
+/// environment, the owner's groups), and the supervisor waits. `go <job>.<task>` renames the
+/// directory into place and wakes the supervisor, which starts the job; that rename, made
+/// by the server, is the commit: a directory at its name has started or will. `drop
+/// <job>.<task>`, the server's end, or its input's, wake it without the rename: it removes
+/// what it made and exits, without a result or a reply, and the task was never on the host.
+/// Why: `sched_d` makes a dispatch durable (an `fdatasync` and a directory sync) before a
+/// task may start; a held start does the host's half of the work meanwhile.
+pub const HELD_START: &str = "hold ";
+/// See [`HELD_START`].
+pub const GO: &str = "go ";
+/// See [`HELD_START`].
+pub const DROP: &str = "drop ";
 
 /// The version of the `start-server` protocol.
 pub const START_SERVER_VERSION: u32 = 1;

@@ -6,7 +6,7 @@
 //! here; what it forks runs [`super::supervisor::supervise`].
 
 use super::procs::proc_start_time;
-use super::supervisor::supervise;
+use super::supervisor::{Held, supervise};
 use super::task_start::prepare_task_dir;
 use super::{
     RunReply, START_SERVER_RESULTS_VERSION, START_SERVER_SESSION_VERSION, START_SERVER_VERSION,
@@ -100,6 +100,17 @@ struct Starting {
     /// How the supervisor ended, once it has (and was reaped).
     status: Option<WaitStatus>,
     deadline: Instant,
+    /// A held start not yet committed or dropped (see `HELD_START`).
+    held: Option<HeldStart>,
+}
+
+/// What the server keeps of a held start until its `go` or `drop`.
+struct HeldStart {
+    /// Where its directory is prepared, under a name no listing takes for a task.
+    staging: PathBuf,
+    /// The write end of the pipe its supervisor waits on: a byte after the rename, or
+    /// closed without one.
+    wake: std::os::fd::OwnedFd,
 }
 
 /// How long a supervisor has to announce the job.
@@ -147,8 +158,11 @@ pub(super) fn start_server_mode(
             START_SERVER_VERSION
         },
         confinement,
+        held_starts: true,
     })
     .map_err(stdout_err)?;
+    // Asked once here, inherited by every supervisor forked below (`spawn::JobExec`).
+    crate::launch::spawn::ignored_signals();
     // glibc loads the NSS modules of a database (`libnss_systemd` for `group` here) at its
     // first lookup, with `dlopen` and symbol relocation. Loaded once here, every supervisor
     // forked later inherits them, instead of loading them again for its `getgrouplist`.
@@ -188,6 +202,7 @@ pub(super) fn start_server_mode(
         let timeout = server
             .starting
             .iter()
+            .filter(|s| s.held.is_none())
             .map(|s| s.deadline.saturating_duration_since(now))
             .min()
             .unwrap_or(SERVER_CHECK_INTERVAL)
@@ -245,6 +260,10 @@ pub(super) fn start_server_mode(
                 server.input_line(&line);
             }
         }
+        if eof {
+            // No `go` can come any more.
+            server.drop_held(None);
+        }
         while let Ok(Some(_)) = children.read_signal() {}
         server.reap_supervisors();
         if results_ready {
@@ -271,6 +290,7 @@ pub(super) fn start_server_mode(
                 std::process::id()
             );
             eof = true;
+            server.drop_held(None);
         }
         if let Some(gone) = server.abandoned() {
             eprintln!(
@@ -395,8 +415,89 @@ impl Server {
             self.request_line(json);
             return;
         }
-        if let Some(answer) = self.start_line(line) {
+        let task_named = |name: &[u8]| {
+            std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| TaskDir::parse_name(n.trim()))
+        };
+        if let Some(name) = line.strip_prefix(super::GO.as_bytes()) {
+            if let Some((job, task)) = task_named(name) {
+                self.commit_held(job, task);
+            }
+            return;
+        }
+        if let Some(name) = line.strip_prefix(super::DROP.as_bytes()) {
+            if let Some(key) = task_named(name) {
+                self.drop_held(Some(key));
+            }
+            return;
+        }
+        let (line, held) = match line.strip_prefix(super::HELD_START.as_bytes()) {
+            Some(spec) => (spec, true),
+            None => (line, false),
+        };
+        if let Some(answer) = self.start_line(line, held) {
             reply(answer);
+        }
+    }
+
+    /// `go <job>.<task>`: the held start's directory is renamed into place, which commits
+    /// it, and its supervisor woken to start the job. A start that is not held here (it
+    /// failed and was answered already, or this server is not the one that got it) is left
+    /// alone: its launcher has its answer, or learns from the host.
+    fn commit_held(&mut self, job: JobId, task: TaskId) {
+        let Some(at) = self
+            .starting
+            .iter()
+            .position(|s| (s.spec_job, s.spec_task) == (job, task) && s.held.is_some())
+        else {
+            return;
+        };
+        let s = &mut self.starting[at];
+        let Some(held) = s.held.take() else {
+            return;
+        };
+        s.deadline = Instant::now() + ANNOUNCE_TIMEOUT;
+        match rename_noreplace(&held.staging, &s.dir.path) {
+            Ok(()) => {
+                // Its end is seen as a byte; a failed write still wakes it (the pipe closes
+                // below), and it finds its directory renamed.
+                let _ = nix::unistd::write(&held.wake, b"g");
+            }
+            Err(e) => {
+                // The supervisor, woken by the pipe's end, finds its directory where it
+                // was and removes it.
+                let s = self.starting.swap_remove(at);
+                self.tasks.remove(&(job, task));
+                drop(held);
+                reply(StartReply {
+                    job,
+                    task,
+                    reply: failed_reply(LaunchError::io(
+                        "rename",
+                        &s.dir.path,
+                        std::io::Error::from(e),
+                    )),
+                });
+            }
+        }
+    }
+
+    /// `drop <job>.<task>` (`None`: every held start, when no `go` can come any more): the
+    /// supervisors are woken without the rename, remove what they prepared and exit, with
+    /// no result and no reply.
+    fn drop_held(&mut self, which: Option<(JobId, TaskId)>) {
+        let mut i = 0;
+        while i < self.starting.len() {
+            let s = &self.starting[i];
+            let key = (s.spec_job, s.spec_task);
+            if s.held.is_some() && which.is_none_or(|k| k == key) {
+                // Its pipes and the wake pipe close here; it is reaped with the others.
+                self.starting.swap_remove(i);
+                self.tasks.remove(&key);
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -579,7 +680,7 @@ impl Server {
 
     /// One spec line: forks its supervisor (then the answer comes when the supervisor
     /// announces the job) or answers at once why nothing was started.
-    fn start_line(&mut self, line: &[u8]) -> Option<StartReply> {
+    fn start_line(&mut self, line: &[u8], held: bool) -> Option<StartReply> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
@@ -605,10 +706,15 @@ impl Server {
         let (job, task) = (spec.job, spec.task);
         let results = self.results.as_ref().map(|r| &r.write);
         // The forked supervisor has the spec already: no `spec.json`.
-        let forked = prepare_task_dir(&spec, false).and_then(|dir| {
-            let outcome = fork_supervisor(spec, &dir, results);
+        let staging = held.then(|| held_staging_name(job, task));
+        let forked = prepare_task_dir(&spec, false, staging.as_deref()).and_then(|dir| {
+            let outcome = fork_supervisor(spec, &dir, results, staging.is_some());
             if outcome.is_err() {
-                let _ = std::fs::remove_dir_all(&dir.path);
+                let made = match &staging {
+                    Some(name) => dir.path.with_file_name(name),
+                    None => dir.path.clone(),
+                };
+                let _ = std::fs::remove_dir_all(made);
             }
             outcome
         });
@@ -658,21 +764,71 @@ pub(super) struct ResultChannel {
     pub(super) server: Pid,
 }
 
+/// The hidden name a held start's directory is prepared under, beside where it goes:
+/// `.<job>.<task>.held.<server pid>`, which no listing takes for a task (its name does not
+/// begin with a job number), and which no other live server uses.
+fn held_staging_name(job: JobId, task: TaskId) -> String {
+    format!(".{job}.{task}.held.{}", std::process::id())
+}
+
+/// `rename(2)` that never replaces what is at `to`.
+fn rename_noreplace(from: &Path, to: &Path) -> Result<(), nix::errno::Errno> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE) {
+        Err(nix::errno::Errno::EINVAL) => {
+            if to.symlink_metadata().is_ok() {
+                return Err(nix::errno::Errno::EEXIST);
+            }
+            nix::fcntl::renameat(AT_FDCWD, from, AT_FDCWD, to)
+        }
+        other => other,
+    }
+}
+
 /// Forks the supervisor of a prepared task (the start server's counterpart of
-/// [`supervise_task`]: the same supervisor, without the `exec` of this binary).
+/// [`supervise_task`]: the same supervisor, without the `exec` of this binary). `held`:
+/// `dir` is where the task's directory goes on `go`; it is prepared under
+/// [`held_staging_name`] meanwhile.
 fn fork_supervisor(
     spec: LaunchSpec,
     dir: &TaskDir,
     results: Option<&std::os::fd::OwnedFd>,
+    held: bool,
 ) -> Result<Starting, LaunchError> {
     let (out_r, out_w) = nonblocking_pipe()?;
     let (err_r, err_w) = nonblocking_pipe()?;
     let (job, task) = (spec.job, spec.task);
     let child_dir = dir.clone();
     let server = nix::unistd::getpid();
-    let pid = spawn::fork_supervisor(&out_w, &err_w, results, move |pipe| {
+    let staging = held.then(|| {
+        dir.path
+            .with_file_name(held_staging_name(spec.job, spec.task))
+    });
+    // A held start's supervisor gets the pipe it waits on and its staging directory, open
+    // before the fork: the `go` may rename the directory before the child runs at all.
+    let wake = match &staging {
+        Some(staging) => {
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| LaunchError::io("create", "pipe", e.into()))?;
+            let open =
+                std::fs::File::open(staging).map_err(|e| LaunchError::io("open", staging, e))?;
+            Some((read, std::os::fd::OwnedFd::from(open), write))
+        }
+        None => None,
+    };
+    let child_staging = staging.clone();
+    let kept = [
+        results,
+        wake.as_ref().map(|(read, _, _)| read),
+        wake.as_ref().map(|(_, open, _)| open),
+    ];
+    let pid = spawn::fork_supervisor(&out_w, &err_w, kept, move |[pipe, wake, open]| {
         let channel = pipe.map(|pipe| ResultChannel { pipe, server });
-        match supervise(child_dir, Some(spec), channel) {
+        let held = match (wake, open, child_staging) {
+            (Some(wake), Some(open), Some(staging)) => Some(Held::new(wake, open, staging)),
+            _ => None,
+        };
+        match supervise(child_dir, Some(spec), channel, held) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("gridspool-shepherd: {e}");
@@ -694,6 +850,9 @@ fn fork_supervisor(
         err_eof: false,
         status: None,
         deadline: Instant::now() + ANNOUNCE_TIMEOUT,
+        held: staging
+            .zip(wake)
+            .map(|(staging, (_, _, wake))| HeldStart { staging, wake }),
     })
 }
 
@@ -744,10 +903,14 @@ impl Starting {
             && self.err_eof
             && let Some(status) = self.status
         {
-            if self.dir.result().exists() {
+            if let Some(held) = &self.held {
+                // It died before its `go`: nothing was committed.
+                let _ = std::fs::remove_dir_all(&held.staging);
+            } else if self.dir.result().exists() {
                 return reply(RunReply::Started { pid: 0 });
+            } else {
+                let _ = std::fs::remove_dir_all(&self.dir.path);
             }
-            let _ = std::fs::remove_dir_all(&self.dir.path);
             let log = String::from_utf8_lossy(&self.err_buf);
             return reply(failed_reply(LaunchError::Protocol(format!(
                 "the supervisor of task {} exited ({}) before starting the job: {}",
@@ -756,7 +919,7 @@ impl Starting {
                 log.trim()
             ))));
         }
-        if now >= self.deadline {
+        if self.held.is_none() && now >= self.deadline {
             // Reaped later, with the other supervisors.
             let _ = kill(self.pid, Signal::SIGKILL);
             let _ = std::fs::remove_dir_all(&self.dir.path);

@@ -21,14 +21,45 @@ use crate::model::{Rusage, TaskResult};
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub(super) fn supervise_mode(dir: &Path) -> Result<(), LaunchError> {
     let dir = TaskDir {
         path: dir.to_path_buf(),
     };
-    supervise(dir, None, None)
+    supervise(dir, None, None, None)
+}
+
+/// A held start's supervisor (`HELD_START`): where its directory is prepared, and the pipe
+/// its server wakes it on.
+pub(super) struct Held {
+    wake: std::os::fd::OwnedFd,
+    staging: TaskDir,
+    /// The staging directory reached through a descriptor (`/proc/self/fd/N`): the server
+    /// may rename the directory into place at any moment after the `hold`, also while the
+    /// supervisor is still writing its files there.
+    files: TaskDir,
+    _open: std::os::fd::OwnedFd,
+}
+
+impl Held {
+    /// `open`: the staging directory, opened by the server before the fork.
+    pub(super) fn new(
+        wake: std::os::fd::OwnedFd,
+        open: std::os::fd::OwnedFd,
+        staging: PathBuf,
+    ) -> Held {
+        use std::os::fd::AsRawFd;
+        Held {
+            wake,
+            files: TaskDir {
+                path: PathBuf::from(format!("/proc/self/fd/{}", open.as_raw_fd())),
+            },
+            staging: TaskDir { path: staging },
+            _open: open,
+        }
+    }
 }
 
 /// The supervisor, in a process of its own: `supervise <taskdir>` after its `exec`, or the
@@ -38,6 +69,7 @@ pub(super) fn supervise(
     dir: TaskDir,
     spec: Option<LaunchSpec>,
     channel: Option<ResultChannel>,
+    held: Option<Held>,
 ) -> Result<(), LaunchError> {
     let signals = supervisor_signals();
     signals
@@ -58,7 +90,11 @@ pub(super) fn supervise(
     let _ = nix::sys::prctl::set_child_subreaper(true);
     let me = std::process::id();
     let start = proc_start_time(me).unwrap_or(0);
-    dir.write_unsynced("shepherd.pid", format!("{me} {start}\n").as_bytes(), 0o644)?;
+    held.as_ref().map_or(&dir, |h| &h.files).write_unsynced(
+        "shepherd.pid",
+        format!("{me} {start}\n").as_bytes(),
+        0o644,
+    )?;
     let spec = match spec {
         Some(spec) => spec,
         None => {
@@ -69,7 +105,13 @@ pub(super) fn supervise(
         }
     };
     let mut sup = Supervisor::new(spec, dir.clone(), signals);
+    sup.held = held;
     let result = sup.run();
+    if sup.dropped {
+        // Never committed: nothing ran, nothing is reported.
+        sup.cleanup();
+        return Ok(());
+    }
     server_gone |= sup.server_gone;
     // TMPDIR goes before the result is published: once it is out, the task is over for
     // everyone watching.
@@ -163,6 +205,11 @@ pub(in crate::launch) struct Supervisor {
     server_gone: bool,
     /// The task's cgroup, where the host has them (`launch::cgroup`).
     pub(super) cgroup: Option<crate::launch::cgroup::TaskCgroup>,
+    /// A held start not yet committed: the files written before `go` go to its staging
+    /// directory ([`Self::files_dir`]).
+    held: Option<Held>,
+    /// The held start was dropped: the task never was on this host.
+    dropped: bool,
 }
 
 impl Supervisor {
@@ -184,7 +231,33 @@ impl Supervisor {
             last_sample: Instant::now(),
             server_gone: false,
             cgroup: None,
+            held: None,
+            dropped: false,
         }
+    }
+
+    /// Where the task's files are written now: its staging directory until a held start is
+    /// committed, then its own. (What the job is told, `JOB_SCRIPT` and the like, names its
+    /// own: the job runs only after the commit.)
+    pub(super) fn files_dir(&self) -> &TaskDir {
+        self.held.as_ref().map_or(&self.dir, |h| &h.files)
+    }
+
+    /// A held start waits here for its server's word: `true` once the server has renamed its
+    /// directory into place (the commit; the byte that wakes us only says so), `false` when
+    /// it was dropped (the pipe closed without the rename: `drop`, the server's end, or its
+    /// input's), after its staging directory is gone. Without a held start, `true` at once.
+    fn committed(&mut self) -> bool {
+        let Some(held) = self.held.take() else {
+            return true;
+        };
+        let mut byte = [0u8; 1];
+        while let Err(nix::errno::Errno::EINTR) = nix::unistd::read(&held.wake, &mut byte) {}
+        if !held.staging.path.exists() && self.dir.path.exists() {
+            return true;
+        }
+        let _ = std::fs::remove_dir_all(&held.staging.path);
+        false
     }
 
     fn base_result(&self) -> TaskResult {
@@ -210,7 +283,26 @@ impl Supervisor {
     }
 
     pub(in crate::launch) fn run(&mut self) -> TaskResult {
-        let prepared = match self.prepare_job() {
+        let prepared = self.prepare_job();
+        if prepared.is_ok() {
+            self.cgroup = self.spec.cgroups.as_ref().and_then(|policy| {
+                crate::launch::cgroup::TaskCgroup::create(
+                    policy,
+                    &crate::launch::cgroup::cell_group(&self.spec.sge_root, &self.spec.sge_cell),
+                    &self.spec.task_name(),
+                    self.spec.limits.memory_max,
+                    self.spec.limits.slots,
+                    &self.spec.denied_device_files,
+                )
+            });
+        }
+        // A held start's failure to prepare is reported only once it is committed: before,
+        // the task is not on this host.
+        if !self.committed() {
+            self.dropped = true;
+            return self.base_result();
+        }
+        let prepared = match prepared {
             Ok(p) => p,
             Err(f) => {
                 announce_started(0);
@@ -228,16 +320,6 @@ impl Supervisor {
             }
             return self.setup_failure(f.failed, f.error);
         }
-        self.cgroup = self.spec.cgroups.as_ref().and_then(|policy| {
-            crate::launch::cgroup::TaskCgroup::create(
-                policy,
-                &crate::launch::cgroup::cell_group(&self.spec.sge_root, &self.spec.sge_cell),
-                &self.spec.task_name(),
-                self.spec.limits.memory_max,
-                self.spec.limits.slots,
-                &self.spec.denied_device_files,
-            )
-        });
         let job_pid = match self.spawn_job(&prepared.start) {
             Ok(pid) => pid,
             Err(f) => {

@@ -83,7 +83,7 @@ fn start_task(
     spec: &LaunchSpec,
     shepherd: &Path,
 ) -> Result<(u32, Option<std::process::Child>), LaunchError> {
-    let dir = prepare_task_dir(spec, true)?;
+    let dir = prepare_task_dir(spec, true, None)?;
     let outcome = supervise_task(spec, &dir, shepherd);
     if outcome.is_err() {
         // Nothing runs: leave no directory that a watcher would report as a lost task
@@ -98,10 +98,13 @@ fn start_task(
 /// `spec.json`, for a supervisor started by an `exec` (`supervise <taskdir>`), which reads it
 /// there; the start server's forked supervisors have it in memory, and nothing else reads it
 /// (a watcher that reports a supervisor's death takes the host from `spec.json` when there
-/// is one, else the launcher names the host it watches).
+/// is one, else the launcher names the host it watches). With `staging`, a held start's
+/// (`HELD_START`): the directory is made under that name beside where it goes, and the
+/// path returned is where it goes.
 pub(in crate::launch) fn prepare_task_dir(
     spec: &LaunchSpec,
     write_spec: bool,
+    staging: Option<&str>,
 ) -> Result<TaskDir, LaunchError> {
     if spec.v > SPEC_VERSION {
         return Err(LaunchError::Protocol(format!(
@@ -130,17 +133,26 @@ pub(in crate::launch) fn prepare_task_dir(
         // What is left of an earlier run that was collected or lost.
         std::fs::remove_dir_all(&dir.path).map_err(|e| LaunchError::io("remove", &dir.path, e))?;
     }
-    std::fs::create_dir(&dir.path).map_err(|e| LaunchError::io("mkdir", &dir.path, e))?;
+    let made = TaskDir {
+        path: staging.map_or_else(|| dir.path.clone(), |name| active.join(name)),
+    };
+    if staging.is_some() && made.path.symlink_metadata().is_ok() {
+        // Left by a server of the same pid before a reboot, or by a supervisor killed while
+        // held: never committed, nobody's.
+        std::fs::remove_dir_all(&made.path)
+            .map_err(|e| LaunchError::io("remove", &made.path, e))?;
+    }
+    std::fs::create_dir(&made.path).map_err(|e| LaunchError::io("mkdir", &made.path, e))?;
     let written = (|| {
-        let _ = std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::set_permissions(&made.path, std::fs::Permissions::from_mode(0o755));
         if !write_spec {
             return Ok(());
         }
         let json = serde_json::to_vec(spec).map_err(|e| LaunchError::Protocol(e.to_string()))?;
-        dir.write_unsynced("spec.json", &json, 0o600)
+        made.write_unsynced("spec.json", &json, 0o600)
     })();
     if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&dir.path);
+        let _ = std::fs::remove_dir_all(&made.path);
         return Err(e);
     }
     Ok(dir)

@@ -46,11 +46,18 @@ impl Daemon {
                 }
             }
         }
-        // Transferring is durable before anything starts.
+        // Transferring is durable before anything starts; meanwhile the hosts prepare the
+        // starts (`TaskRunner::hold`), which start only after the flush.
+        for s in &result.starts {
+            if let Some(job) = self.state.job(s.job) {
+                self.runner.hold(&job, s.task, &s.placement, s.restarted);
+            }
+        }
         self.flush();
         if self.failure.is_some() {
             // Not durable: none of these starts, they are pending again.
             for s in &result.starts {
+                self.runner.release(s.job, s.task);
                 let _ = self.state.requeue_task(s.job, s.task, None);
             }
             self.pass_needed = true;
@@ -59,6 +66,7 @@ impl Daemon {
         self.still_master();
         for s in &result.starts {
             let Some(job) = self.state.job(s.job) else {
+                self.runner.release(s.job, s.task);
                 continue;
             };
             info!(job = %s.job, task = s.task, host = %s.placement.host, queue = %s.placement.queue, slots = s.placement.slots, "dispatching");
