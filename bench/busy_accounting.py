@@ -6,10 +6,11 @@ Synthetic, and says so: USERS users, each with a few kinds of job (a name, a slo
 requested h_rt of 1 to 24 hours, and a typical share of that request it really runs, 5-90%);
 each run varies around its kind's typical time (log-normal), one in twenty fails within a
 minute and one in thirty runs into its limit. Submissions arrive in bursts (a user submits
-several jobs of one kind at once) at a rate that keeps HOSTS hosts of 8 slots about 90% busy
-over DAYS days. Deterministic (a fixed seed).
+several jobs of one kind at once) at a rate that offers HOSTS hosts of 8 slots LOAD times
+their capacity (default 1.0: busy, with a queue that comes and goes) over DAYS days.
+Deterministic (a fixed seed).
 
-Usage: bench/busy_accounting.py JOBS HOSTS DAYS USERS > accounting
+Usage: bench/busy_accounting.py JOBS HOSTS DAYS USERS [LOAD] > accounting
 """
 
 import math
@@ -17,6 +18,7 @@ import random
 import sys
 
 jobs, hosts, days, users = (int(a) for a in sys.argv[1:5])
+load = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
 rng = random.Random(4242)
 requests = [3600, 2 * 3600, 4 * 3600, 8 * 3600, 24 * 3600]
 kinds = {}
@@ -29,10 +31,10 @@ for u in range(users):
              rng.choice(requests), rng.uniform(0.05, 0.9))
         )
 
-# Mean slot-seconds of a job, to pace arrivals for 90% of the cluster's slots.
+# Mean slot-seconds of a job, to pace arrivals for LOAD times the cluster's slots.
 mean_work = sum(s * r * f for ks in kinds.values() for (_, s, r, f) in ks) / sum(
     len(ks) for ks in kinds.values())
-rate = 0.9 * hosts * 8 / mean_work  # jobs per second
+rate = load * hosts * 8 / mean_work  # jobs per second
 span = days * 86400
 start0 = 1_790_000_000
 print("# Version: 8.1.9\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# ")

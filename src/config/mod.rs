@@ -602,10 +602,11 @@ pub struct StartEstimatesConfig {
 #[serde(rename_all = "lowercase")]
 pub enum RunTimeSource {
     /// `h_rt`/`s_rt`, else the queue's, else `default_duration` (Slurm's method).
-    #[default]
     Limits,
     /// The median of the owner's recent runs of the same kind (accounting file), capped by
-    /// the limits (`sched::forecast::run_times`).
+    /// the limits (`sched::forecast::run_times`): the default, as it makes estimates several
+    /// times closer where jobs ask for more time than they use (`bench/estimates.sh`).
+    #[default]
     Learned,
 }
 
@@ -627,7 +628,7 @@ impl Default for StartEstimatesConfig {
             enabled: true,
             refresh: "0:0:10".to_string(),
             horizon: "720:0:0".to_string(),
-            run_times: RunTimeSource::Limits,
+            run_times: RunTimeSource::Learned,
         }
     }
 }

@@ -117,4 +117,22 @@ mod tests {
         );
         assert_eq!(parse("1 2 3\n").map_err(|e| e.line), Err(1));
     }
+
+    /// An accounting record's job name and the run time its category asked for are the
+    /// replayed job's (what learned run times and the requested-time estimate go by).
+    #[test]
+    fn an_accounting_record_gives_its_name_and_requested_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("accounting");
+        std::fs::write(
+            &path,
+            "all.q:n1:g0:alice:align0:7:sge:0:1790002689:1790002689:1790005307:0:0:2618:9424.800000:523.600000:4420.000000:0:0:0:0:441:0:0:0.000000:8:0:0:0:7:3:NONE:defaultdepartment:smp:4:0:9948.400000:0.000000:0.000000:-l h_rt=3600 -pe smp 4:0.000000:NONE:0.000000:0:0\n",
+        )
+        .expect("write");
+        let jobs = from_accounting(&path).expect("workload");
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].name.as_deref(), Some("align0"));
+        assert_eq!(jobs[0].requested_time, Some(3600));
+        assert_eq!((jobs[0].run_time, jobs[0].processors), (2618, 4));
+    }
 }
