@@ -161,3 +161,28 @@ fn array_tasks_get_a_start_each_and_the_horizon_bounds_the_play() {
     );
     assert_eq!(stats.passes, 3);
 }
+
+/// Learned run times: alice's last runs of the category `-l h_rt=1000` took 400 s, so her
+/// running job of that category (started at NOW - 100) is expected to end at +300, not at
+/// its limit's +900, and the job behind it starts then.
+#[test]
+fn learned_run_times_end_a_job_when_its_kind_usually_ends() {
+    let mut learned = LearnedRunTimes::default();
+    for _ in 0..3 {
+        learned.learn(&crate::acct::AccountingRecord {
+            owner: "alice".into(),
+            job_name: "earlier".into(),
+            category: "-l h_rt=1000".into(),
+            start_time: 1_000,
+            end_time: 1_400,
+            pe_taskid: "NONE".into(),
+            ..crate::acct::AccountingRecord::default()
+        });
+    }
+    let by = |run_times: &dyn ExpectedRunTimes| {
+        let mut state = cell(1, 1, vec![timed(1, 1000)], vec![timed(2, 300)]);
+        shown(&forecast(&mut state, NOW, run_times, &ForecastOptions::default()).0)
+    };
+    assert_eq!(by(&RunTimeLimits), ["2.1: +900@n1"]);
+    assert_eq!(by(&learned), ["2.1: +300@n1"]);
+}
