@@ -2152,8 +2152,14 @@ fn kill_9_of_sched_d_between_a_held_start_and_its_go_leaves_nothing_and_runs_the
         .next()
         .and_then(|p| p.parse().ok())
         .expect("pid");
-    let _ = kill(Pid::from_raw(sched_d().expect("sched_d")), Signal::SIGKILL);
+    let killed = sched_d().expect("sched_d");
+    let _ = kill(Pid::from_raw(killed), Signal::SIGKILL);
     drop(d);
+    // Under strace the killed daemon's threads leave their ptrace stops one by one: the next
+    // sched_d can take the cell only once the last is gone and the lock with it.
+    wait_for("the killed sched_d's exit", Duration::from_secs(60), || {
+        !process_alive(killed as u32)
+    });
     wait_for(
         "the held supervisor's exit",
         Duration::from_secs(30),
@@ -2171,10 +2177,15 @@ fn kill_9_of_sched_d_between_a_held_start_and_its_go_leaves_nothing_and_runs_the
         on_disk.tasks.running.first().map(|r| r.state),
         Some(RunState::Transferring)
     );
-    let d2 = SchedD::start(&cell, &[]);
+    let d2 = SchedD::spawn(&cell, &[]);
+    d2.wait_for(
+        "the restarted sched_d's pid file",
+        Duration::from_secs(60),
+        || sched_d() == Some(d2.pid() as i32),
+    );
     d2.wait_for(
         "the task's end after the restart",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         || !exits(&cell.spool, id).is_empty(),
     );
     let e = &exits(&cell.spool, id);
