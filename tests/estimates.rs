@@ -15,7 +15,7 @@ pub(crate) fn one_slot_cell() -> TestCell {
     })
 }
 
-fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
+pub(crate) fn qsub(cell: &TestCell, user: &TestUser, args: &[&str]) -> u32 {
     let run = cell.run(user, "qsub", args);
     assert_eq!(run.code, 0, "{run:?}");
     run.stdout

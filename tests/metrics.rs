@@ -419,15 +419,7 @@ fn the_status_page_shows_estimated_starts_and_pending_work_by_user() {
     let cell = crate::estimates::one_slot_cell();
     let addr = format!("127.0.0.1:{}", free_port());
     let d = SchedD::start(&cell, &["--metrics", &addr]);
-    let qsub = |args: &[&str]| -> u32 {
-        let run = cell.run(&user, "qsub", args);
-        assert_eq!(run.code, 0, "{run:?}");
-        run.stdout
-            .split_whitespace()
-            .nth(2)
-            .and_then(|w| w.parse().ok())
-            .unwrap_or_else(|| panic!("no job id in {run:?}"))
-    };
+    let qsub = |args: &[&str]| crate::estimates::qsub(&cell, &user, args);
     let running = qsub(&["-b", "y", "-l", "h_rt=600", "sleep", "600"]);
     d.wait_for("the first job runs", Duration::from_secs(30), || {
         cell.run(&user, "qstat", &[]).stdout.contains(" r ")

@@ -156,18 +156,13 @@ fn read_one(spool: &Spool, uid: u32, id: JobId) -> Result<(String, bool), String
 /// The `start ID` answer: the estimates of the caller's job's pending tasks.
 fn estimates_of(spool: &Spool, uid: u32, id: JobId) -> Result<String, String> {
     use crate::compat::qstat::start::{StartView, of_tasks};
-    use crate::model::{StartEstimate, TaskSet};
+    use crate::model::StartEstimate;
     use std::fmt::Write as _;
     let job = match spool.read_job_in_system(id).map_err(|e| e.to_string())? {
         Some(j) if j.submitter.uid == uid => j,
         _ => return Ok(String::new()),
     };
-    let mut tasks = TaskSet::new();
-    for g in &job.tasks.pending {
-        for t in g.tasks.iter() {
-            tasks.insert(t);
-        }
-    }
+    let tasks = job.tasks.pending_tasks();
     if tasks.is_empty() {
         return Ok(String::new());
     }

@@ -583,6 +583,17 @@ impl TaskStates {
         self.pending.iter().map(|g| g.tasks.len()).sum()
     }
 
+    /// Every pending task, held or not, as one set.
+    pub fn pending_tasks(&self) -> TaskSet {
+        let mut all = TaskSet::new();
+        for g in &self.pending {
+            for t in g.tasks.iter() {
+                all.insert(t);
+            }
+        }
+        all
+    }
+
     /// No task is pending or running: the job is over.
     pub fn is_done(&self) -> bool {
         self.running.is_empty() && self.pending.iter().all(|g| g.tasks.is_empty())

@@ -111,6 +111,18 @@ impl SchedState {
         &mut self.fbsng
     }
 
+    /// Takes the policies' priorities saved in `daemon_dir` (FBSNG's dynamic queue and section
+    /// priorities, Armada's decayed queue priorities): what a restart, and the forecast's copy
+    /// of the cell, start from.
+    pub fn restore_policy_states(&mut self, daemon_dir: &std::path::Path) {
+        if let Some(f) = FbsngState::load(daemon_dir) {
+            self.set_fbsng_state(f);
+        }
+        if let Some(a) = super::armada::ArmadaState::load(daemon_dir) {
+            self.set_armada_state(a);
+        }
+    }
+
     /// Restores the FBSNG priorities read back from the spool.
     pub fn set_fbsng_state(&mut self, state: FbsngState) {
         self.fbsng = state;

@@ -50,6 +50,21 @@ impl Spool {
 
     /// The whole forecast; `None` when there is none yet, or of another version.
     pub fn read_estimates(&self) -> Result<Option<StartForecast>, SpoolError> {
+        self.read_estimates_where(|_| true)
+    }
+
+    /// The forecast's header and the estimates of the jobs in `ids` alone (each parsed only
+    /// if its line is one of theirs); `None` as [`Spool::read_estimates`].
+    pub fn read_estimates_of(&self, ids: &[JobId]) -> Result<Option<StartForecast>, SpoolError> {
+        let prefixes: Vec<String> = ids.iter().map(|id| format!("{{\"job\":{id},")).collect();
+        self.read_estimates_where(|line| prefixes.iter().any(|p| line.starts_with(p.as_str())))
+    }
+
+    /// The forecast with the job lines `wanted` keeps.
+    fn read_estimates_where(
+        &self,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Option<StartForecast>, SpoolError> {
         let Some(text) = self.estimates_text()? else {
             return Ok(None);
         };
@@ -58,35 +73,9 @@ impl Spool {
             return Ok(None);
         };
         let jobs = lines
-            .filter(|l| !l.is_empty())
+            .filter(|l| !l.is_empty() && wanted(l))
             .map(|l| self.job_line(l))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(StartForecast {
-            v: header.v,
-            made_at: header.made_at,
-            took_ms: header.took_ms,
-            run_times: header.run_times,
-            jobs,
-        }))
-    }
-
-    /// The forecast's header and the estimates of the jobs in `ids` alone (each parsed only
-    /// if its line is one of theirs); `None` as [`Spool::read_estimates`].
-    pub fn read_estimates_of(&self, ids: &[JobId]) -> Result<Option<StartForecast>, SpoolError> {
-        let Some(text) = self.estimates_text()? else {
-            return Ok(None);
-        };
-        let mut lines = text.lines();
-        let Some(header) = self.header(lines.next())? else {
-            return Ok(None);
-        };
-        let prefixes: Vec<String> = ids.iter().map(|id| format!("{{\"job\":{id},")).collect();
-        let mut jobs = Vec::new();
-        for line in lines {
-            if prefixes.iter().any(|p| line.starts_with(p.as_str())) {
-                jobs.push(self.job_line(line)?);
-            }
-        }
         Ok(Some(StartForecast {
             v: header.v,
             made_at: header.made_at,

@@ -107,9 +107,9 @@ pub fn table(out: &mut String, args: &QstatArgs, view: &View<'_>, start: StartVi
         let job = row.job;
         for (set, e) in of_tasks(start, job.id, &tasks) {
             let _ = write!(out, "{:>7} {:7.5} ", job.id.0, row.priority().prio);
-            pad(out, truncated(&job.spec.name, 10), 10);
+            pad(out, &job.spec.name, 10);
             out.push(' ');
-            pad(out, truncated(&job.submitter.owner, 12), 12);
+            pad(out, &job.submitter.owner, 12);
             out.push(' ');
             pad(out, row.state_code().as_str(), 5);
             out.push(' ');
@@ -143,13 +143,6 @@ pub fn table(out: &mut String, args: &QstatArgs, view: &View<'_>, start: StartVi
     }
 }
 
-fn truncated(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
 /// One estimate of a `-json -start` row.
 #[derive(Debug, Serialize)]
 pub struct RowEstimate {
@@ -177,12 +170,7 @@ pub fn row_estimates(start: StartView<'_>, row: &Row<'_>) -> Option<Vec<RowEstim
 /// The `estimated start:` lines of `qstat -j … -start` for `job`'s pending tasks (none when
 /// it has none).
 pub fn detail_lines(out: &mut String, start: StartView<'_>, job: &crate::model::JobRecord) {
-    let mut tasks = TaskSet::new();
-    for g in &job.tasks.pending {
-        for t in g.tasks.iter() {
-            tasks.insert(t);
-        }
-    }
+    let tasks = job.tasks.pending_tasks();
     if tasks.is_empty() {
         return;
     }

@@ -36,14 +36,8 @@ impl Daemon {
         self.recover_ars();
         self.state.compact();
         self.compacted_at = self.state.job_count();
-        // Issue 4: the FBSNG policy's dynamic priorities survive a restart.
-        if let Some(f) = crate::sched::fbsng::FbsngState::load(&self.spool.daemon_dir()) {
-            self.state.set_fbsng_state(f);
-        }
-        // And Armada's decayed queue priorities.
-        if let Some(a) = crate::sched::armada::ArmadaState::load(&self.spool.daemon_dir()) {
-            self.state.set_armada_state(a);
-        }
+        // Issue 4: the FBSNG and Armada priorities survive a restart.
+        self.state.restore_policy_states(&self.spool.daemon_dir());
         let t = now();
         let retention = self.opts.retention.as_secs() as i64;
         for id in self.state.done_jobs() {

@@ -63,13 +63,7 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
         }
     }
     state.compact();
-    let daemon_dir = spool.daemon_dir();
-    if let Some(f) = crate::sched::fbsng::FbsngState::load(&daemon_dir) {
-        state.set_fbsng_state(f);
-    }
-    if let Some(a) = crate::sched::armada::ArmadaState::load(&daemon_dir) {
-        state.set_armada_state(a);
-    }
+    state.restore_policy_states(&spool.daemon_dir());
     Ok(CellState {
         state,
         usage,

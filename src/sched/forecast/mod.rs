@@ -189,19 +189,15 @@ impl Forecast<'_> {
             for r in &job.tasks.running {
                 running.push((id, r.task, r.start_time, r.queue.clone(), run_time));
             }
-            let mut tasks = TaskSet::new();
+            let tasks = job.tasks.pending_tasks();
             let mut held = TaskSet::new();
             let mut held_letters = String::new();
-            for g in &job.tasks.pending {
-                let on_hold = g.holds.user || g.holds.operator || g.holds.system;
-                if on_hold && held_letters.is_empty() {
-                    held_letters = hold_letters(&g.holds);
+            for g in job.tasks.pending.iter().filter(|g| g.holds.any()) {
+                if held_letters.is_empty() {
+                    held_letters = g.holds.letters();
                 }
                 for t in g.tasks.iter() {
-                    tasks.insert(t);
-                    if on_hold {
-                        held.insert(t);
-                    }
+                    held.insert(t);
                 }
             }
             if tasks.is_empty() || job.spec.now {
@@ -422,17 +418,6 @@ impl Forecast<'_> {
             .cloned()
             .unwrap_or_else(|| "no queue instance can take it".into())
     }
-}
-
-/// `qstat`'s hold letters of a pending group's holds, for the reason of an unknown start.
-fn hold_letters(h: &crate::model::Holds) -> String {
-    let mut s = String::new();
-    for (on, letter) in [(h.user, 'u'), (h.operator, 'o'), (h.system, 's')] {
-        if on {
-            s.push(letter);
-        }
-    }
-    s
 }
 
 /// A span ahead in words: `30 days`, else `h:mm:ss`.
