@@ -362,25 +362,30 @@ impl Session {
     /// recorded end, does not exist. A bulk job's bare id names none of its tasks, and a
     /// task id none of a single job.
     pub fn status(&mut self, id: &str) -> DrmaaResult<i32> {
-        let job = JobRef::parse(id)?;
-        let lines = self.states.lines(&self.cell, Some(job.job))?;
-        let array = lines
-            .first()
-            .map(|l| l.array)
-            .or_else(|| self.session_array(job.job));
-        let invalid =
-            || DrmaaError::new(Errno::InvalidJob, format!("job \"{job}\" does not exist"));
-        if array.is_some_and(|a| a != job.task.is_some()) {
-            return Err(invalid());
-        }
+        let (job, lines) = self.look_up(id)?;
         if let Some(l) = lines.iter().find(|l| l.covers(job)) {
             return Ok(l.ps());
         }
         match self.end_of(job) {
             Some(end) if end.stat & ABORTED != 0 => Ok(ps::FAILED),
             Some(_) => Ok(ps::DONE),
-            None => Err(invalid()),
+            None => Err(no_such_job(job)),
         }
+    }
+
+    /// Job `id` and the cell's lines of its job, from one look; a bare id of a bulk job, or
+    /// a task id of a single job, names no job.
+    fn look_up(&mut self, id: &str) -> DrmaaResult<(JobRef, Vec<crate::drm::ActiveLine>)> {
+        let job = JobRef::parse(id)?;
+        let lines = self.states.lines(&self.cell, Some(job.job))?;
+        let array = lines
+            .first()
+            .map(|l| l.array)
+            .or_else(|| self.session_array(job.job));
+        if array.is_some_and(|a| a != job.task.is_some()) {
+            return Err(no_such_job(job));
+        }
+        Ok((job, lines))
     }
 
     /// `drmaa_gridspool_estimated_start`: what the cell's forecast says of the pending job
@@ -388,17 +393,9 @@ impl Session {
     /// none of its tasks); one that is in the cell but not pending (it started) or not in it
     /// (it ended, or never was) has no estimate: `DRMAA_ERRNO_INVALID_JOB`, saying which.
     pub fn estimated_start(&mut self, id: &str) -> DrmaaResult<crate::drm::StartEstimate> {
-        let job = JobRef::parse(id)?;
-        let lines = self.states.lines(&self.cell, Some(job.job))?;
-        let array = lines
-            .first()
-            .map(|l| l.array)
-            .or_else(|| self.session_array(job.job));
+        let (job, lines) = self.look_up(id)?;
         let invalid =
             |what: &str| DrmaaError::new(Errno::InvalidJob, format!("job \"{job}\" {what}"));
-        if array.is_some_and(|a| a != job.task.is_some()) {
-            return Err(invalid("does not exist"));
-        }
         let started = || invalid("is not pending: it has started, so it has no estimated start");
         match lines.iter().find(|l| l.covers(job)) {
             Some(l) if !l.state.contains('q') => return Err(started()),
@@ -406,7 +403,7 @@ impl Session {
             None if self.end_of(job).is_some() => {
                 return Err(invalid("is not pending: it has ended"));
             }
-            None => return Err(invalid("does not exist")),
+            None => return Err(no_such_job(job)),
         }
         self.states
             .estimates(&self.cell, job.job)?
@@ -577,6 +574,11 @@ pub fn synchronize(ids: &[String], timeout: i64, dispose: bool) -> DrmaaResult<(
         }
         Ok(left.is_empty().then_some(()))
     })
+}
+
+/// `DRMAA_ERRNO_INVALID_JOB` for a job the cell does not hold.
+fn no_such_job(job: JobRef) -> DrmaaError {
+    DrmaaError::new(Errno::InvalidJob, format!("job \"{job}\" does not exist"))
 }
 
 #[cfg(test)]
