@@ -2155,11 +2155,15 @@ fn kill_9_of_sched_d_between_a_held_start_and_its_go_leaves_nothing_and_runs_the
     let killed = sched_d().expect("sched_d");
     let _ = kill(Pid::from_raw(killed), Signal::SIGKILL);
     drop(d);
-    // Under strace the killed daemon's threads leave their ptrace stops one by one: the next
-    // sched_d can take the cell only once the last is gone and the lock with it.
-    wait_for("the killed sched_d's exit", Duration::from_secs(60), || {
-        !process_alive(killed as u32)
-    });
+    // Under strace the killed daemon's threads leave their ptrace stops one by one (its
+    // leader shows as a zombie while they do): the next sched_d can take the cell only once
+    // the last is gone and the spool lock with it.
+    let lock = cell.cell.join("daemon/sched_d.lock");
+    wait_for(
+        &format!("the lock of the killed sched_d (pid {killed})"),
+        Duration::from_secs(60),
+        || std::fs::File::open(&lock).is_ok_and(|f| f.try_lock().is_ok()),
+    );
     wait_for(
         "the held supervisor's exit",
         Duration::from_secs(30),
