@@ -167,3 +167,54 @@ fn with_estimates_disabled_qstat_says_none_was_made() {
     assert_eq!(kind, "unknown");
     assert!(why.starts_with("no forecast has been made"), "{why}");
 }
+
+/// `daemon/estimates`' `made_at`, once there is one.
+fn made_at(cell: &TestCell) -> Option<i64> {
+    let text = std::fs::read_to_string(cell.cell.join("daemon/estimates")).ok()?;
+    let header: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    header["made_at"].as_i64()
+}
+
+/// Periodic passes (every second here) do not make the forecast again while nothing happens;
+/// a submission does.
+#[test]
+fn only_events_make_the_forecast_again() {
+    let Some(user) = user1() else {
+        skip(
+            "only_events_make_the_forecast_again",
+            "needs root to run jobs as sgeuser",
+        );
+        return;
+    };
+    let host = gridspool::identity::short_hostname();
+    let cell = TestCell::with_config(|_| {
+        format!(
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, schedule_interval: \"0:0:1\", start_estimates: {{refresh: \"1\"}}}}\n"
+        )
+    });
+    let d = SchedD::start(&cell, &[]);
+    qsub(&cell, &user, &["-b", "y", "-l", "h_rt=600", "sleep", "600"]);
+    let waiting = qsub(&cell, &user, &["-b", "y", "-l", "h_rt=60", "true"]);
+    d.wait_for(
+        "a forecast of the waiting job",
+        Duration::from_secs(30),
+        || estimate(&listing(&cell, &user), waiting).is_some_and(|e| e.is_ok()),
+    );
+    // The forecast of the last event may still be on its way: the one after it stays.
+    std::thread::sleep(Duration::from_millis(2500));
+    let settled = made_at(&cell).expect("a forecast");
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        made_at(&cell),
+        Some(settled),
+        "four periodic passes without an event made the forecast again"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let next = qsub(&cell, &user, &["-b", "y", "-l", "h_rt=60", "true"]);
+    d.wait_for(
+        "a forecast with the new job",
+        Duration::from_secs(30),
+        || estimate(&listing(&cell, &user), next).is_some_and(|e| e.is_ok()),
+    );
+    assert!(made_at(&cell).expect("a forecast") > settled);
+}

@@ -4,6 +4,12 @@
 //! `daemon/estimates`. In a process apart and at a lower CPU priority, the forecast never
 //! delays a dispatch, and the memory a copy of 100,000 jobs takes goes back when it exits.
 //! At most one runs at a time, and one starts at most once per `refresh`.
+//!
+//! What moves the estimates is an event: a submission, an end, a request, a start, a timed
+//! change (calendar, advance reservation, a host declared down). A periodic pass alone moves
+//! them only as time passes (waiting times, runs past their expected end), so without an
+//! event the forecast is made again only after [`UNPROMPTED_EVERY`]: at 100,000 jobs, where a
+//! forecast takes tens of seconds, periodic passes would otherwise keep one running always.
 
 use super::{Daemon, Input};
 use std::path::PathBuf;
@@ -11,6 +17,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
+
+/// How old the estimates of a cell with jobs may grow while no event moves them.
+pub(super) const UNPROMPTED_EVERY: Duration = Duration::from_secs(600);
 
 /// The forecasts' bookkeeping in the daemon.
 #[derive(Debug, Default)]
@@ -22,6 +31,9 @@ pub(super) struct EstimateRefresh {
     running: Option<u32>,
     /// A pass changed the state since the running or last forecast read it.
     stale: bool,
+    /// An input came (or a timed wake-up) since the last pass: the next one moves the
+    /// estimates.
+    prompted: bool,
     /// When the last forecast started.
     last_start: Option<Instant>,
     /// The last forecast had jobs: a cell that emptied gets one more, with none.
@@ -39,29 +51,47 @@ pub struct ForecastDone {
 
 impl EstimateRefresh {
     pub(super) fn new(program: Option<PathBuf>) -> Self {
+        // The first pass after a start moves them: the last forecast may be any age.
         EstimateRefresh {
             program,
+            prompted: true,
             ..Default::default()
         }
     }
 
-    /// When the next forecast may start, if one is wanted and none runs.
+    /// When the next forecast may start, if one is wanted and none runs: a `refresh` after
+    /// the last one once an event made them stale, else [`UNPROMPTED_EVERY`] after it while
+    /// there are jobs.
     pub(super) fn due_at(&self, refresh: Duration) -> Option<Instant> {
-        if self.program.is_none() || !self.stale || self.running.is_some() {
+        if self.program.is_none() || self.running.is_some() {
             return None;
         }
-        Some(self.last_start.map_or_else(Instant::now, |t| t + refresh))
+        match self.last_start {
+            None if self.stale => Some(Instant::now()),
+            Some(t) if self.stale => Some(t + refresh),
+            Some(t) if self.had_jobs => Some(t + UNPROMPTED_EVERY.max(refresh)),
+            _ => None,
+        }
+    }
+
+    /// An input came, or a timed wake-up: the next pass moves the estimates.
+    pub(super) fn prompt(&mut self) {
+        self.prompted = true;
     }
 }
 
 impl Daemon {
-    /// A pass ran: the estimates may have moved.
-    pub(super) fn estimates_moved(&mut self) {
+    /// A pass ran, after inputs (`prompted`) or one that started or preempted something
+    /// (`acted`): the estimates moved. A periodic pass that did neither leaves them.
+    pub(super) fn estimates_moved(&mut self, acted: bool) {
         let e = &mut self.estimates;
-        if self.state.job_count() > 0 || e.had_jobs {
+        let moved = std::mem::take(&mut e.prompted) || acted;
+        if moved && (self.state.job_count() > 0 || e.had_jobs) {
             e.stale = true;
         }
-        e.had_jobs = self.state.job_count() > 0;
+        if moved {
+            e.had_jobs = self.state.job_count() > 0;
+        }
     }
 
     /// The shortest time between two forecasts.

@@ -148,6 +148,7 @@ impl Daemon {
                     }
                     if work {
                         self.last_input = Instant::now();
+                        self.estimates.prompt();
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -175,6 +176,7 @@ impl Daemon {
             }
             if self.wakeup.is_some_and(|w| now() >= w) {
                 self.wakeup = None;
+                self.estimates.prompt();
                 self.pass_needed = true;
                 self.full_pass = true;
             }

@@ -103,7 +103,7 @@ impl Daemon {
         self.drop_immediate_not_started();
         self.flush();
         self.state.cool_idle();
-        self.estimates_moved();
+        self.estimates_moved(!result.starts.is_empty() || !result.preemptions.is_empty());
         debug!(
             considered = result.considered,
             started = result.starts.len(),
