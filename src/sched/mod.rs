@@ -31,6 +31,7 @@ pub mod access;
 pub mod accounting;
 pub mod ar;
 pub mod armada;
+pub mod calendars;
 pub mod cluster;
 pub mod cold;
 pub mod daemon;

@@ -21,6 +21,16 @@ impl SchedState {
         }
     }
 
+    /// The hosts that are unknown, in configuration order.
+    pub fn unknown_hosts(&self) -> Vec<String> {
+        self.cluster
+            .hosts
+            .iter()
+            .filter(|h| h.unknown)
+            .map(|h| h.name.clone())
+            .collect()
+    }
+
     /// Whether `host` is unknown.
     pub fn host_is_unknown(&self, host: &str) -> bool {
         self.cluster

@@ -27,6 +27,9 @@ pub struct CellState {
     /// Jobs whose files could not be read or belong to no one they name (the daemon sets
     /// them aside; the copy leaves them out).
     pub unreadable: usize,
+    /// Execution hosts that `sched_d` last found unreachable (`qhost`'s `au`): played as
+    /// taking no work, since when they come back is not known.
+    pub down: Vec<String>,
 }
 
 /// Reads the cell in `spool`.
@@ -42,6 +45,10 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     let policy = SgePriority::new(&config, usage.clone());
     let mut state = SchedState::with_policy(config, Box::new(policy));
     state.restore_instance_states(spool.queue_instance_states());
+    let down = down_hosts(spool, &state.config, crate::time::now());
+    for host in &down {
+        state.set_host_unknown(host, true);
+    }
     let mut unreadable = 0;
     for id in spool.job_ids()? {
         match spool.read_job_owned(id) {
@@ -68,17 +75,36 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
         state,
         usage,
         unreadable,
+        down,
     })
+}
+
+/// The execution hosts whose latest report (`daemon/hosts/<host>.json`, recent as `qhost`
+/// takes it) says `sched_d` could not reach them.
+fn down_hosts(spool: &Spool, config: &crate::config::ClusterConfig, now: i64) -> Vec<String> {
+    let dir = spool.daemon_dir();
+    config
+        .exec_hosts()
+        .filter(|h| {
+            crate::acct::load::read_report(&dir, &h.name).is_some_and(|r| {
+                !r.reachable && now - r.time <= crate::acct::load::MAX_UNHEARD_SECS
+            })
+        })
+        .map(|h| h.name.clone())
+        .collect()
 }
 
 /// A copy of `state` to play forward, leaving `state` as it is (`gridspool-sim`'s estimates
 /// at each submission): the same configuration, queue instance states, jobs (running ones
-/// booked where they run) and policies' states, priorities from `usage`. Advance
+/// booked where they run), unknown hosts and policies' states, priorities from `usage`. Advance
 /// reservations and Qube! preemption's bookkeeping are not copied.
 pub fn copy_of(state: &SchedState, usage: SharedUsage) -> SchedState {
     let policy = SgePriority::new(&state.config, usage);
     let mut copy = SchedState::with_policy(state.config.clone(), Box::new(policy));
     copy.restore_instance_states(state.instance_states.clone());
+    for host in state.unknown_hosts() {
+        copy.set_host_unknown(&host, true);
+    }
     for id in state.job_ids() {
         if let Some(record) = state.job(id) {
             copy.add_job(record.into_owned());

@@ -5,9 +5,11 @@
 //!
 //! Unlike Slurm's `squeue --start`, which reads its backfill plan, the forecast plays every
 //! pass of the policy as configured: priorities (from the usage of the start), reservations
-//! and backfilling, resource quotas, advance reservations, preemption, `-hold_jid` chains.
-//! What it does not play: usage charged by the played ends (tickets stay as at the start),
-//! calendars' future changes, hosts going down or coming back, new submissions.
+//! and backfilling, resource quotas, advance reservations, preemption, `-hold_jid` chains,
+//! queue calendars (an instance a calendar suspends holds its tasks' remaining run time
+//! until it opens). What it does not play: usage charged by the played ends (tickets stay as
+//! at the start), hosts going down or coming back (a host `sched_d` cannot reach takes no
+//! work in the whole play), new submissions.
 //!
 //! Cost: one pass per step of the clock, where a step merges the ends that fall in it; steps
 //! grow with the distance from now ([`Forecast::step`]), so a forecast far ahead needs a few
@@ -91,6 +93,10 @@ struct Forecast<'a> {
     runs: HashMap<(JobId, TaskId), i64>,
     /// Runs with no known end: what waits for them waits for an unknown time.
     endless: usize,
+    /// Runs stopped by their instance's calendar (`C`), with the run time they have left.
+    paused: HashMap<(JobId, TaskId), i64>,
+    /// Hosts that take no work in the play (unreachable at the start).
+    down: Vec<String>,
     /// Per job with pending tasks (at the start): what the play needs of its record.
     pending: BTreeMap<JobId, PendingJob>,
     /// The first played start of each task pending at the start.
@@ -100,6 +106,16 @@ struct Forecast<'a> {
     /// Why the play stopped.
     stop: Stop,
     stats: ForecastStats,
+}
+
+/// Whether a running task is stopped at the start of the play, and by what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    No,
+    /// By `qmod -sj` or `qmod -sq`: no known end.
+    Held,
+    /// By its queue instance's calendar: its run time goes on when the calendar opens.
+    ByCalendar,
 }
 
 /// Why the play stopped: what the tasks it did not start are told.
@@ -152,6 +168,8 @@ pub fn forecast(
         ends: BinaryHeap::new(),
         runs: HashMap::new(),
         endless: 0,
+        paused: HashMap::new(),
+        down: Vec::new(),
         pending: BTreeMap::new(),
         started: HashMap::new(),
         estimable: 0,
@@ -180,6 +198,7 @@ pub fn forecast(
 impl Forecast<'_> {
     /// The pending tasks and what blocks them; the running tasks' expected ends.
     fn take_stock(&mut self) {
+        self.down = self.state.unknown_hosts();
         let mut running = Vec::new();
         for id in self.state.job_ids() {
             let Some(job) = self.state.job(id) else {
@@ -187,7 +206,23 @@ impl Forecast<'_> {
             };
             let run_time = self.run_times.of_job(&job);
             for r in &job.tasks.running {
-                running.push((id, r.task, r.start_time, r.queue.clone(), run_time));
+                // Stopped by `qmod -sj` or `qmod -sq`: until someone continues it, its end
+                // is not known; by its calendar: its run time waits for the calendar.
+                let instance = format!("{}@{}", r.queue, r.host);
+                let stopped = match () {
+                    _ if r.state == crate::model::RunState::Suspended => Stopped::Held,
+                    _ if self.state.instance_states.suspended.contains(&instance) => Stopped::Held,
+                    _ if self
+                        .state
+                        .instance_states
+                        .calendar_suspended
+                        .contains(&instance) =>
+                    {
+                        Stopped::ByCalendar
+                    }
+                    _ => Stopped::No,
+                };
+                running.push((id, r.task, r.start_time, r.queue.clone(), run_time, stopped));
             }
             let tasks = job.tasks.pending_tasks();
             let mut held = TaskSet::new();
@@ -226,12 +261,17 @@ impl Forecast<'_> {
             .filter(|p| p.error.is_none() && p.never.is_none())
             .map(|p| (p.tasks.len() - p.held.len()) as usize)
             .sum();
-        for (id, task, start, queue, own) in running {
+        for (id, task, start, queue, own, stopped) in running {
             let end = self
                 .run_times
                 .expected(&own, &queue, &self.state.config)
                 .map(|d| start.saturating_add(d).max(self.now));
-            self.expect_end(id, task, end);
+            match (stopped, end) {
+                (Stopped::No, _) | (_, None) => self.expect_end(id, task, end),
+                (Stopped::Held, Some(_)) => self.expect_end(id, task, None),
+                // When it was stopped is not kept: its run time left counts from now.
+                (Stopped::ByCalendar, Some(end)) => self.pause((id, task), end - self.now),
+            }
         }
     }
 
@@ -251,6 +291,14 @@ impl Forecast<'_> {
         }
     }
 
+    /// Stops a run with `left` of its run time to go, until [`Self::apply_calendars`]
+    /// continues it.
+    fn pause(&mut self, key: (JobId, TaskId), left: i64) {
+        self.state.set_expected_end(key.0, key.1, i64::MAX);
+        self.runs.insert(key, i64::MAX);
+        self.paused.insert(key, left);
+    }
+
     /// How far the clock moves after a pass at `t`: the ends of that span are played together.
     fn step(&self, t: i64) -> i64 {
         MIN_STEP.max((t - self.now) / STEP_FRACTION)
@@ -266,6 +314,7 @@ impl Forecast<'_> {
         self.state.usage_frozen = true;
         let mut next_full = t;
         loop {
+            let calendar_change = self.apply_calendars(t);
             let result = if t >= next_full {
                 next_full = t + FULL_PASS_EVERY.max(self.step(t));
                 self.state.schedule(t)
@@ -318,6 +367,7 @@ impl Forecast<'_> {
             let next = [
                 self.ends.peek().map(|Reverse((at, _, _))| *at),
                 result.next_wakeup.filter(|w| *w > t),
+                calendar_change.filter(|c| *c > t),
             ]
             .into_iter()
             .flatten()
@@ -334,6 +384,29 @@ impl Forecast<'_> {
             t = until;
             self.end_runs_until(t);
         }
+    }
+
+    /// The queue calendars' states at `t`: the runs in an instance that a calendar suspends
+    /// keep their remaining run time until it opens. Returns the next change.
+    fn apply_calendars(&mut self, t: i64) -> Option<i64> {
+        let (changes, next) = self.state.apply_calendars(t);
+        for change in changes {
+            let stopped = self.state.instance_states.stops_tasks(&change.instance);
+            if stopped == change.stopped_before {
+                continue;
+            }
+            for key in self.state.tasks_in_instance(&change.instance) {
+                if stopped {
+                    match self.runs.get(&key) {
+                        Some(&end) if end != i64::MAX => self.pause(key, end - t),
+                        _ => {}
+                    }
+                } else if let Some(left) = self.paused.remove(&key) {
+                    self.expect_end(key.0, key.1, Some(t + left));
+                }
+            }
+        }
+        next
     }
 
     /// Plays the ends due by `t`: the tasks leave their slots.
@@ -374,6 +447,9 @@ impl Forecast<'_> {
                     },
                     _ if self.endless > 0 => StartEstimate::Unknown {
                         why: "it waits for jobs that run without a run time limit (h_rt, s_rt, default_duration) to end".into(),
+                    },
+                    _ if !self.down.is_empty() => StartEstimate::Unknown {
+                        why: format!("it may wait for hosts that cannot be reached ({}) to come back", self.down.join(", ")),
                     },
                     _ => StartEstimate::Never {
                         why: self.never_reason(id),

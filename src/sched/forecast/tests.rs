@@ -17,7 +17,15 @@ fn timed(id: u32, seconds: i64) -> JobRecord {
 
 /// The state at `NOW - 100` after a pass started `running`, with `pending` added then.
 fn cell(hosts: usize, slots: u32, running: Vec<JobRecord>, pending: Vec<JobRecord>) -> SchedState {
-    let mut state = SchedState::new(config(hosts, slots, ""));
+    cell_of(config(hosts, slots, ""), running, pending)
+}
+
+fn cell_of(
+    config: crate::config::ClusterConfig,
+    running: Vec<JobRecord>,
+    pending: Vec<JobRecord>,
+) -> SchedState {
+    let mut state = SchedState::new(config);
     for j in running {
         assert!(state.add_job(j));
     }
@@ -185,4 +193,72 @@ fn learned_run_times_end_a_job_when_its_kind_usually_ends() {
     };
     assert_eq!(by(&RunTimeLimits), ["2.1: +900@n1"]);
     assert_eq!(by(&learned), ["2.1: +300@n1"]);
+}
+
+/// `hosts` hosts of one slot whose queue `all.q` follows a calendar with `state` from 600 s
+/// before NOW to 1,000 s after it (local time, as `sched_d` reads calendars).
+fn calendar_config(hosts: usize, state: &str) -> crate::config::ClusterConfig {
+    let daytime = |offset: i64| {
+        let at = jiff::Timestamp::from_second(NOW + offset)
+            .expect("time")
+            .to_zoned(crate::time::local_zone());
+        format!("{}:{:02}:{:02}", at.hour(), at.minute(), at.second())
+    };
+    let extra = format!(
+        "calendars:\n  - {{name: cal, week: \"{}-{}={state}\"}}\n",
+        daytime(-600),
+        daytime(1000)
+    );
+    let mut config = config(hosts, 1, &extra);
+    config.queues[0].calendar = Some("cal".into());
+    config
+}
+
+/// A calendar that closes the queue until +1000 (`off`: running work goes on, none starts):
+/// the job waiting starts when it opens, although the slot is free before.
+#[test]
+fn a_job_waits_for_its_queue_calendar_to_open() {
+    let mut state = cell_of(calendar_config(1, "off"), vec![], vec![timed(1, 60)]);
+    let (f, _) = forecast(&mut state, NOW, &RunTimeLimits, &ForecastOptions::default());
+    assert_eq!(shown(&f), ["1.1: +1000@n1"]);
+}
+
+/// A calendar that suspends the queue until +1000 stops the running job (started at -100,
+/// h_rt 600: 500 s left) until then: it ends at +1500, when the job behind it starts.
+#[test]
+fn a_run_that_its_calendar_suspends_ends_that_much_later() {
+    let mut state = cell_of(
+        calendar_config(1, "suspended"),
+        vec![timed(1, 600)],
+        vec![timed(2, 60)],
+    );
+    let (f, _) = forecast(&mut state, NOW, &RunTimeLimits, &ForecastOptions::default());
+    assert_eq!(shown(&f), ["2.1: +1500@n1"]);
+}
+
+/// A host that cannot be reached takes no work in the play: the job that fits elsewhere
+/// starts there, and one that needs it too has no time, with the host named.
+#[test]
+fn a_host_that_cannot_be_reached_takes_no_work_and_what_needs_it_is_unknown() {
+    let two_hosts = |id| {
+        job(id, |s, _| {
+            s.hard_resources.push(h_rt(10));
+            s.pe = Some(PeRequest {
+                name: "rr".into(),
+                range: SlotRange { min: 2, max: 2 },
+            })
+        })
+    };
+    let mut state = cell(2, 1, vec![timed(1, 600)], vec![]);
+    state.set_host_unknown("n2", true);
+    assert!(state.add_job(timed(2, 60)));
+    assert!(state.add_job(two_hosts(3)));
+    let (f, _) = forecast(&mut state, NOW, &RunTimeLimits, &ForecastOptions::default());
+    assert_eq!(
+        shown(&f),
+        [
+            "2.1: +500@n1",
+            "3.1: unknown: it may wait for hosts that cannot be reached (n2) to come back"
+        ]
+    );
 }
