@@ -93,6 +93,8 @@ struct Forecast<'a> {
     runs: HashMap<(JobId, TaskId), i64>,
     /// Runs with no known end: what waits for them waits for an unknown time.
     endless: usize,
+    /// Of those, the runs stopped by `qmod -sj`/`-sq` at the start.
+    held_runs: usize,
     /// Runs stopped by their instance's calendar (`C`), with the run time they have left.
     paused: HashMap<(JobId, TaskId), i64>,
     /// Hosts that take no work in the play (unreachable at the start).
@@ -168,6 +170,7 @@ pub fn forecast(
         ends: BinaryHeap::new(),
         runs: HashMap::new(),
         endless: 0,
+        held_runs: 0,
         paused: HashMap::new(),
         down: Vec::new(),
         pending: BTreeMap::new(),
@@ -267,8 +270,11 @@ impl Forecast<'_> {
                 .expected(&own, &queue, &self.state.config)
                 .map(|d| start.saturating_add(d).max(self.now));
             match (stopped, end) {
-                (Stopped::No, _) | (_, None) => self.expect_end(id, task, end),
-                (Stopped::Held, Some(_)) => self.expect_end(id, task, None),
+                (Stopped::No, _) | (Stopped::ByCalendar, None) => self.expect_end(id, task, end),
+                (Stopped::Held, _) => {
+                    self.held_runs += 1;
+                    self.expect_end(id, task, None);
+                }
                 // When it was stopped is not kept: its run time left counts from now.
                 (Stopped::ByCalendar, Some(end)) => self.pause((id, task), end - self.now),
             }
@@ -444,6 +450,9 @@ impl Forecast<'_> {
                     },
                     _ if self.stop == Stop::Passes => StartEstimate::Unknown {
                         why: format!("later than the forecast's {} passes reached", opts.max_passes),
+                    },
+                    _ if self.held_runs > 0 => StartEstimate::Unknown {
+                        why: "it waits for jobs that are suspended (qmod -sj, -sq) to be continued".into(),
                     },
                     _ if self.endless > 0 => StartEstimate::Unknown {
                         why: "it waits for jobs that run without a run time limit (h_rt, s_rt, default_duration) to end".into(),

@@ -262,3 +262,17 @@ fn a_host_that_cannot_be_reached_takes_no_work_and_what_needs_it_is_unknown() {
         ]
     );
 }
+
+/// A run that `qmod -sj` stopped has no end until someone continues it: what waits for its
+/// slot has no time, and says why.
+#[test]
+fn what_waits_for_a_suspended_run_is_unknown() {
+    let mut state = cell(1, 1, vec![timed(1, 600)], vec![timed(2, 60)]);
+    let job = state.job_mut(JobId(1)).expect("job 1");
+    job.tasks.running[0].state = crate::model::RunState::Suspended;
+    let (f, _) = forecast(&mut state, NOW, &RunTimeLimits, &ForecastOptions::default());
+    assert_eq!(
+        shown(&f),
+        ["2.1: unknown: it waits for jobs that are suspended (qmod -sj, -sq) to be continued"]
+    );
+}
