@@ -271,8 +271,20 @@ pub fn load_usage_from(
     baseline: &Path,
     decay: &DecayConfig,
 ) -> Result<(UsageStore, FoldReport), AcctError> {
+    load_usage_observing(accounting, baseline, decay, &mut |_| {})
+}
+
+/// [`load_usage_from`], showing every record of the file to `observe` as well, in the file's
+/// order, the head the baseline covers included (parsed for it alone): the forecast learns
+/// run times from the same read.
+pub fn load_usage_observing(
+    accounting: &Path,
+    baseline: &Path,
+    decay: &DecayConfig,
+    observe: &mut dyn FnMut(&super::AccountingRecord),
+) -> Result<(UsageStore, FoldReport), AcctError> {
     let Some(base) = UsageBaseline::read(baseline)? else {
-        return super::usage::load(accounting, decay);
+        return super::usage::load_observing(accounting, decay, observe);
     };
     let mut store = base.store;
     let covered = base.covered;
@@ -333,6 +345,17 @@ pub fn load_usage_from(
         });
         head_lines = 0;
         file.seek(SeekFrom::Start(0)).map_err(io("seek"))?;
+    } else if covered.bytes > 0 {
+        // The head's records are in the baseline's usage, not charged; shown all the same.
+        file.seek(SeekFrom::Start(0)).map_err(io("seek"))?;
+        let head = BufReader::with_capacity(1 << 16, (&mut file).take(covered.bytes));
+        for entry in Reader::new(head, accounting) {
+            if let Entry::Record(r) = entry? {
+                observe(&r);
+            }
+        }
+        file.seek(SeekFrom::Start(covered.bytes))
+            .map_err(io("seek"))?;
     }
     let mut input = BufReader::with_capacity(1 << 16, file);
     // Nothing to do at the end of the file: saves the reader a read.
@@ -343,6 +366,7 @@ pub fn load_usage_from(
         match entry? {
             Entry::Record(r) => {
                 charge(&mut store, &r, decay);
+                observe(&r);
                 report.records += 1;
             }
             Entry::Invalid { line, .. } => report.invalid_lines.push(head_lines + line),
@@ -467,6 +491,13 @@ mod tests {
                 replaced: false
             })
         );
+        // Shown every record, the covered head's first, in the file's order, once each.
+        let mut seen = Vec::new();
+        let (store, _) =
+            load_usage_observing(&acct, &base_path, &decay, &mut |r| seen.push(r.job_number))
+                .expect("fold");
+        assert_eq!(seen, [1, 2]);
+        assert_eq!(store.user("alice").expect("alice").usage.cpu, 12.0);
         // Rotated: a new file without the head; all of it is charged on the baseline.
         std::fs::write(&acct, format!("{}{tail}", crate::acct::HEADER)).expect("write");
         let (store, report) = load_usage_from(&acct, &base_path, &decay).expect("fold");

@@ -16,7 +16,7 @@ pub mod report;
 pub mod sge_usage;
 pub mod usage;
 
-pub use baseline::{BaselineStart, UsageBaseline, load_usage_from};
+pub use baseline::{BaselineStart, UsageBaseline, load_usage_from, load_usage_observing};
 pub use file::{AcctError, Entry, HEADER, LOCK_PATIENCE, Reader, append, append_checked};
 pub use history::{HistoryImport, import_history};
 pub use record::{AccountingRecord, RecordError, category};

@@ -54,6 +54,16 @@ pub fn charge(store: &mut UsageStore, r: &AccountingRecord, decay: &DecayConfig)
 /// Rebuilds share-tree usage from the accounting file in one streaming pass. A missing file
 /// is an empty history; lines that are not records are reported and skipped.
 pub fn load(path: &Path, decay: &DecayConfig) -> Result<(UsageStore, FoldReport), AcctError> {
+    load_observing(path, decay, &mut |_| {})
+}
+
+/// [`load`], showing every record to `observe` as well, in the file's order (the forecast
+/// learns run times from the same read).
+pub fn load_observing(
+    path: &Path,
+    decay: &DecayConfig,
+    observe: &mut dyn FnMut(&super::AccountingRecord),
+) -> Result<(UsageStore, FoldReport), AcctError> {
     let mut store = UsageStore::new();
     let mut report = FoldReport::default();
     let reader = match Reader::open(path) {
@@ -65,6 +75,7 @@ pub fn load(path: &Path, decay: &DecayConfig) -> Result<(UsageStore, FoldReport)
         match entry? {
             Entry::Record(r) => {
                 charge(&mut store, &r, decay);
+                observe(&r);
                 report.records += 1;
             }
             Entry::Invalid { line, .. } => report.invalid_lines.push(line),

@@ -4,6 +4,7 @@
 //! forecast runs beside the daemon, in a process of its own, and `gridspool-sim` starts from
 //! the same copy.
 
+use super::LearnedRunTimes;
 use crate::config::ConfigError;
 use crate::sched::{SchedState, SgePriority, SharedUsage};
 use crate::spool::{Spool, SpoolError};
@@ -24,6 +25,9 @@ pub enum CellError {
 pub struct CellState {
     pub state: SchedState,
     pub usage: SharedUsage,
+    /// The run times learned from the accounting file, if the configuration's
+    /// `start_estimates.run_times` is `learned` (else none are learned).
+    pub learned: LearnedRunTimes,
     /// Jobs whose files could not be read or belong to no one they name (the daemon sets
     /// them aside; the copy leaves them out).
     pub unreadable: usize,
@@ -36,10 +40,19 @@ pub struct CellState {
 pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     let config = spool.load_config()?;
     let decay = crate::acct::decay_config(&config);
-    let (usage, _) = crate::acct::load_usage_from(
+    // One read of the accounting file gives the usage and, when they are wanted, the
+    // learned run times.
+    let mut learned = LearnedRunTimes::default();
+    let learn = config.scheduler.start_estimates.run_times == crate::config::RunTimeSource::Learned;
+    let (usage, _) = crate::acct::load_usage_observing(
         &spool.accounting_path(),
         &spool.usage_baseline_path(),
         &decay,
+        &mut |r| {
+            if learn {
+                learned.learn(r)
+            }
+        },
     )?;
     let usage: SharedUsage = Arc::new(Mutex::new(usage));
     let policy = SgePriority::new(&config, usage.clone());
@@ -74,6 +87,7 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     Ok(CellState {
         state,
         usage,
+        learned,
         unreadable,
         down,
     })

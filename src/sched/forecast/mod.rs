@@ -145,9 +145,7 @@ pub fn refresh(spool: &crate::spool::Spool, now: i64) -> Result<ForecastStats, c
     let run_times: Box<dyn ExpectedRunTimes> =
         match cell.state.config.scheduler.start_estimates.run_times {
             crate::config::RunTimeSource::Limits => Box::new(RunTimeLimits),
-            crate::config::RunTimeSource::Learned => {
-                Box::new(LearnedRunTimes::from_accounting(&spool.accounting_path())?)
-            }
+            crate::config::RunTimeSource::Learned => Box::new(std::mem::take(&mut cell.learned)),
         };
     let (mut made, stats) = forecast(&mut cell.state, now, run_times.as_ref(), &opts);
     made.took_ms = started.elapsed().as_millis() as u64;
