@@ -9,4 +9,5 @@ pub mod replay;
 pub mod report;
 pub mod shares;
 pub mod swf;
+pub mod what_if;
 pub mod workload;
