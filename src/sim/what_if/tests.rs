@@ -318,3 +318,83 @@ fn spans_are_clock_times_up_to_two_days_then_days() {
     assert_eq!(span(47.0 * 3600.0, false), "47:00:00");
     assert_eq!(span(3.0 * 86_400.0, false), "3.0 days");
 }
+
+/// An advance reservation of one slot over [+1500, +3000) is in both plays: the job bound to
+/// it starts at its start, with or without a change.
+#[test]
+fn advance_reservations_are_in_both_plays() {
+    let mut bound = job(4, "bob", 300, 0);
+    bound.spec.ar = Some(1);
+    let mut cell = cell(vec![job(3, "alice", 300, 0), bound]);
+    let granted = cell.state.decide_ar(
+        crate::model::ArSubmission {
+            v: 1,
+            id: 1,
+            name: None,
+            owner: crate::model::ArOwner {
+                uid: 1002,
+                user: "bob".into(),
+                gid: 1002,
+                group: "bob".into(),
+                host: "n1".into(),
+            },
+            submission_time: NOW,
+            start: NOW + 1500,
+            end: NOW + 3000,
+            account: None,
+            resources: Vec::new(),
+            pe: None,
+            queues: Vec::new(),
+            master_queues: Vec::new(),
+            users: Vec::new(),
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            now: false,
+        },
+        NOW,
+    );
+    assert!(granted.refused.is_none(), "{granted:?}");
+    let w = play(
+        &cell,
+        &Change {
+            add_hosts: Some(AddHosts {
+                like: "n1".into(),
+                names: NewHostNames::Count(1),
+            }),
+            ..Change::default()
+        },
+    );
+    let bob = &w.by_user["bob"];
+    assert_eq!(
+        (bob.before.median, bob.after.median),
+        (Some(1500.0), Some(1500.0))
+    );
+    // Alice's job takes the new host at once instead of n1 at +500.
+    assert_eq!(moved(&w.by_user["alice"]).2, Some(-500.0));
+}
+
+/// `--config FILE`: a whole other configuration, here the live one with a third host.
+#[test]
+fn another_whole_configuration_is_played_against_the_live_one() {
+    let cell = three_waiting();
+    let mut other = config();
+    let mut n3 = other.hosts[0].clone();
+    n3.name = "n3".into();
+    other.hosts.push(n3);
+    other
+        .hostgroups
+        .get_mut("@all")
+        .expect("@all")
+        .push("n3".into());
+    let w = play(
+        &cell,
+        &Change {
+            config: Some(("three.yaml".into(), other)),
+            ..Change::default()
+        },
+    );
+    assert_eq!(w.changes, ["configuration of three.yaml"]);
+    // As with a host added like n1: 550 s sooner for alice, 500 for bob.
+    assert_eq!(moved(&w.by_user["alice"]).2, Some(-550.0));
+    assert_eq!(moved(&w.by_user["bob"]).2, Some(-500.0));
+}
