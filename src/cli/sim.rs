@@ -11,6 +11,7 @@ use std::process::ExitCode;
 /// scheduling code, and reports waits, slowdowns, shares and utilisation.
 #[derive(Debug, Parser)]
 #[command(name = "gridspool-sim", version, about)]
+#[command(group(clap::ArgGroup::new("new_hosts").args(["add_hosts", "add_host"])))]
 pub struct Args {
     /// The workload: a trace in the Standard Workload Format (`.swf`), a cell's accounting
     /// file (`common/accounting`: what ran there), or `qsub` lines (`SUBMIT RUNTIME USER [cpu=CPU] qsub
@@ -76,13 +77,24 @@ pub struct Args {
     /// Add N hosts like --like's: its slots, complex values and other settings, in the
     /// queues and host groups that name it; named HOST-whatif-1, HOST-whatif-2… (skipping
     /// names the cell has).
-    #[arg(long, value_name = "N", requires = "like", conflicts_with = "add_host")]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "like",
+        conflicts_with = "add_host",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub add_hosts: Option<u32>,
     /// Add hosts of these names like --like's.
     #[arg(long, value_name = "NAME,…", value_delimiter = ',', requires = "like")]
     pub add_host: Vec<String>,
     /// The host that --add-hosts and --add-host copy.
-    #[arg(long, value_name = "HOST", requires = "what_if")]
+    #[arg(
+        long,
+        value_name = "HOST",
+        requires = "what_if",
+        requires = "new_hosts"
+    )]
     pub like: Option<String>,
     /// Drain a host: its queue instances take no new work, as after qmod -d; what runs there
     /// ends as forecast. Repeatable.
@@ -252,11 +264,7 @@ fn what_if(args: &Args) -> Result<(), String> {
             like: like.clone(),
             names,
         }),
-        (None, Some(like)) => {
-            return Err(format!(
-                "--like {like}: give --add-hosts N or --add-host NAME"
-            ));
-        }
+        // clap requires --like with either (and either with --like).
         _ => None,
     };
     let change = Change {

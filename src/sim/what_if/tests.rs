@@ -398,3 +398,26 @@ fn another_whole_configuration_is_played_against_the_live_one() {
     assert_eq!(moved(&w.by_user["alice"]).2, Some(-550.0));
     assert_eq!(moved(&w.by_user["bob"]).2, Some(-500.0));
 }
+
+/// A `--set` goes through the configuration's serialized form and back through its parser:
+/// every configuration the project ships comes back from the round trip as it was.
+#[test]
+fn shipped_configurations_survive_the_round_trip_of_a_set() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut texts = vec![ClusterConfig::default_text("node1", 4)];
+    for dir in ["docs/sim", "spool/examples"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("dir").flatten() {
+            if e.path().extension().is_some_and(|x| x == "yaml") {
+                texts.push(std::fs::read_to_string(e.path()).expect("read"));
+            }
+        }
+    }
+    assert!(texts.len() > 5);
+    for text in texts {
+        let config = ClusterConfig::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        let changed = set_key(&config, "scheduler.weight_urgency=0.25").expect("set");
+        let mut expected = config.clone();
+        expected.scheduler.weight_urgency = 0.25;
+        assert_eq!(changed, expected, "{text}");
+    }
+}
