@@ -52,7 +52,8 @@ fn listing(cell: &Path) -> BTreeMap<String, (u64, i64, i64, u32, u32, u32)> {
     out
 }
 
-/// One slot, taken since S by a job of `h_rt` 600; behind it a job of 300 s and one of 60 s.
+/// One slot, taken since S by a job of `h_rt` 600; behind it a job of 300 s and one of 60 s,
+/// all sgeuser's; sgeuser2 asks what one more host would do.
 /// As the cell stands they start at S+600 and S+900. With one more host like this one, the
 /// first starts now on it and the second when the first ends there, now+300: waits of
 /// S+600−now and S+900−now become 0 and 300.
@@ -88,10 +89,12 @@ fn what_if_one_more_host_shows_the_queue_start_sooner_and_leaves_the_cell_alone(
         },
     );
     let host = gridspool::identity::short_hostname();
-    // The user reads the cell through the spool's group, as a member of it would.
+    // Another user reads the cell (the jobs are sgeuser's) through the spool's group, as a
+    // member of it would.
+    let viewer = user2().expect("root makes sgeuser2");
     let spool_gid = std::fs::metadata(&cell.cell).expect("cell").gid();
     let sim = |args: &[&str]| -> Run {
-        let mut cmd = cell.command("gridspool-sim", &user);
+        let mut cmd = cell.command("gridspool-sim", &viewer);
         cmd.gid(spool_gid).arg("--what-if").args(args);
         cmd.output().expect("gridspool-sim").into()
     };

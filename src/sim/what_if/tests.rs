@@ -229,6 +229,7 @@ fn keys_are_set_by_path_and_list_entries_by_name_or_index() {
         "hosts[n1].complex_values.gpu=2",
         "hostgroups.@all=[n1]",
         "scheduler.start_estimates.run_times=limits",
+        "queues[all.q].per_host.n2.slots=3",
     ])
     .expect("changed");
     assert_eq!(c.scheduler.weight_ticket, 0.1);
@@ -237,6 +238,9 @@ fn keys_are_set_by_path_and_list_entries_by_name_or_index() {
     assert_eq!(c.hosts[0].complex_values["gpu"], "2");
     assert_eq!(c.hostgroups["@all"], ["n1"]);
     assert_eq!(c.scheduler.start_estimates.run_times, RunTimeSource::Limits);
+    // A mapping the configuration leaves out while empty is made.
+    assert_eq!(c.queues[0].per_host["n2"]["slots"], 3);
+    assert_eq!(c.queue_instance(&c.queues[0], "n2").slots, 3);
     // Unchanged otherwise: the round trip through the parser keeps the configuration.
     assert_eq!(set(&[]).expect("same"), live);
 
