@@ -12,7 +12,8 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Every file of the cell but those its daemon and shepherds write as they run (`daemon/`,
-/// `execd/`, job states and exits, the accounting file): path → (size, mtime, mode, owner).
+/// `execd/`, job states and exits, the accounting file): path → (size, mtime, mode, owner
+/// and group).
 fn listing(cell: &Path) -> BTreeMap<String, (u64, i64, i64, u32, u32, u32)> {
     fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, (u64, i64, i64, u32, u32, u32)>) {
         for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
@@ -31,17 +32,14 @@ fn listing(cell: &Path) -> BTreeMap<String, (u64, i64, i64, u32, u32, u32)> {
                 continue;
             }
             let m = std::fs::symlink_metadata(&path).expect("metadata");
-            out.insert(
-                rel,
-                (
-                    m.len(),
-                    m.mtime(),
-                    m.mtime_nsec(),
-                    m.mode(),
-                    m.uid(),
-                    m.gid(),
-                ),
-            );
+            // A directory's times and size change as the daemon writes job states in it:
+            // what is in it is listed instead.
+            let (size, sec, nsec) = if m.is_dir() {
+                (0, 0, 0)
+            } else {
+                (m.len(), m.mtime(), m.mtime_nsec())
+            };
+            out.insert(rel, (size, sec, nsec, m.mode(), m.uid(), m.gid()));
             if m.is_dir() {
                 walk(&path, root, out);
             }
