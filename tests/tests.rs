@@ -50,4 +50,5 @@ mod spool_faults;
 mod ssh_client;
 mod sync_env;
 mod usage_import;
+mod what_if;
 mod workflow;

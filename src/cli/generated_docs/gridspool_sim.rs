@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 const DESCRIPTION: &[&str] = &[
     "gridspool\\-sim shows what a scheduling policy would do to a site's workload before the site switches to it. It replays the workload under each configuration given (a cell's config.yaml: hosts, queues, parallel environments, complexes, share tree, scheduler policy) through gridspool's own scheduling code, the pass sched_d runs, on a virtual clock: each job is submitted at its time, started when a pass starts it, on the hosts that pass chooses, and ends its recorded run time later; its end is charged to the share\\-tree usage as sched_d's accounting charges it. Passes come when sched_d's would: after submissions and ends, and a full one every schedule_interval while jobs wait. Preemptions (scheduler.preemption) kill and requeue as in the daemon. No process runs and no file is written per job: a month of 100,000 jobs on 1,000 hosts takes a minute or two.",
+    "With \\-\\-what\\-if it starts from the live cell instead of a workload: it reads the cell's jobs, hosts, queue instance states, share\\-tree usage and configuration as sched_d's own start\\-time forecast does (read only, without the daemon's lock; it needs read access to the whole spool: root, or the spool's group), plays the cell forward from now through the scheduling pass once as it stands and once with the changes given, and prints how the estimated start of every pending task moves, per user and per queue.",
     "For each configuration it reports, per user, group, queue, project and Qube! cluster, the wait (mean, median, 95th percentile), the bounded slowdown, the share of the CPU time and the runs preemption killed; the utilisation and the jobs that never started; and the share each sharing entity got of the slot\\-seconds used, overall and in 24 intervals, against the share the configuration promises it: the share tree's leaves under the sge policy with share\\-tree tickets, the queues under fbsng (in proportion to 1/QPD), Armada's queues (the project, else the owner) under armada (what the policy holds to over time: in inverse proportion to the square root of the priority factor under mode: slices, to the priority factor itself under mode: drf; a single round divides in inverse proportion to the factor under both), the users under the other policies (no promise).",
 ];
 
@@ -33,7 +34,7 @@ pub fn man_page() -> String {
             1,
             "replay a workload under scheduling policies before switching to one",
         ),
-        ".B gridspool\\-sim\n\\-\\-workload FILE \\-\\-compare CONFIG... [\\-\\-json FILE] [\\-\\-charts DIR] [\\-\\-runs DIR]",
+        ".B gridspool\\-sim\n\\-\\-workload FILE \\-\\-compare CONFIG... [\\-\\-json FILE] [\\-\\-charts DIR] [\\-\\-runs DIR]\n.br\n.B gridspool\\-sim\n\\-\\-what\\-if [\\-\\-cell DIR] [\\-\\-set KEY=VALUE]... [\\-\\-config FILE] [\\-\\-add\\-hosts N | \\-\\-add\\-host NAME,... \\-\\-like HOST] [\\-\\-drain HOST]... [\\-\\-run\\-times limits|learned] [\\-\\-jobs N] [\\-\\-json FILE]",
         DESCRIPTION,
     );
     m.push_str(".SH OPTIONS\n");
@@ -44,7 +45,8 @@ pub fn man_page() -> String {
         let _ = writeln!(m, ".TP\n.B {}\n{what}", roff(name));
     }
     m.push_str(".SH EXAMPLES\nThe seed documents' worked examples, as workloads and configurations, are in the repository's docs/sim/, for example:\n.PP\n.nf\ngridspool\\-sim \\-\\-workload docs/sim/fbsng\\-70\\-30.txt \\e\n    \\-\\-compare docs/sim/fbsng\\-70\\-30.yaml docs/sim/fbsng\\-equal.yaml \\-\\-charts charts\n.fi\n");
-    m.push_str(".SH EXIT STATUS\n.TP\n.B 0\nEvery configuration was replayed.\n.TP\n.B 1\nA file cannot be read, a line of the workload or a configuration is not valid (named with its line), or an output cannot be written.\n.TP\n.B 2\nThe command line is wrong.\n");
+    m.push_str(".PP\nOne more host like node1, and the jobs that move most, on the cell of $SGE_ROOT/$SGE_CELL:\n.PP\n.nf\ngridspool\\-sim \\-\\-what\\-if \\-\\-add\\-hosts 1 \\-\\-like node1 \\-\\-jobs 10\n.fi\n.PP\nThe tickets weighing 0.05 in the priority, and node3 drained:\n.PP\n.nf\ngridspool\\-sim \\-\\-what\\-if \\-\\-set scheduler.weight_ticket=0.05 \\-\\-drain node3\n.fi\n");
+    m.push_str(".SH EXIT STATUS\n.TP\n.B 0\nEvery configuration was replayed (with \\-\\-what\\-if: both plays were made).\n.TP\n.B 1\nA file cannot be read, a line of the workload or a configuration is not valid (named with its line), or an output cannot be written; with \\-\\-what\\-if, the cell cannot be read, or a change names a key, a value or a host the configuration does not take (named in the message).\n.TP\n.B 2\nThe command line is wrong.\n");
     m.push_str(".SH SEE ALSO\n.BR sched_d (8),\n.BR qsub (1),\n.BR qacct (1),\n.BR sched_conf (5),\n.BR share_tree (5)\n");
     m
 }

@@ -5,7 +5,7 @@
 //! the same copy.
 
 use super::LearnedRunTimes;
-use crate::config::ConfigError;
+use crate::config::{ClusterConfig, ConfigError};
 use crate::sched::{SchedState, SgePriority, SharedUsage};
 use crate::spool::{Spool, SpoolError};
 use std::sync::{Arc, Mutex};
@@ -95,7 +95,7 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
 
 /// The execution hosts whose latest report (`daemon/hosts/<host>.json`, recent as `qhost`
 /// takes it) says `sched_d` could not reach them.
-fn down_hosts(spool: &Spool, config: &crate::config::ClusterConfig, now: i64) -> Vec<String> {
+fn down_hosts(spool: &Spool, config: &ClusterConfig, now: i64) -> Vec<String> {
     let dir = spool.daemon_dir();
     config
         .exec_hosts()
@@ -110,11 +110,23 @@ fn down_hosts(spool: &Spool, config: &crate::config::ClusterConfig, now: i64) ->
 
 /// A copy of `state` to play forward, leaving `state` as it is (`gridspool-sim`'s estimates
 /// at each submission): the same configuration, queue instance states, jobs (running ones
-/// booked where they run), unknown hosts and policies' states, priorities from `usage`. Advance
-/// reservations and Qube! preemption's bookkeeping are not copied.
+/// booked where they run), unknown hosts, advance reservations and policies' states,
+/// priorities from `usage`. Qube! preemption's bookkeeping is not copied.
 pub fn copy_of(state: &SchedState, usage: SharedUsage) -> SchedState {
-    let policy = SgePriority::new(&state.config, usage);
-    let mut copy = SchedState::with_policy(state.config.clone(), Box::new(policy));
+    copy_with_config(state, usage, state.config.clone())
+}
+
+/// [`copy_of`] under another configuration (`gridspool-sim --what-if`): the state is built
+/// anew on `config`, as `sched_d` rebuilds it when it starts on a changed `config.yaml`, so
+/// that added hosts, changed slots and weights are what the copy's passes see, while the
+/// jobs, the instance states and the usage stay the live cell's.
+pub fn copy_with_config(
+    state: &SchedState,
+    usage: SharedUsage,
+    config: ClusterConfig,
+) -> SchedState {
+    let policy = SgePriority::new(&config, usage);
+    let mut copy = SchedState::with_policy(config, Box::new(policy));
     copy.restore_instance_states(state.instance_states.clone());
     for host in state.unknown_hosts() {
         copy.set_host_unknown(&host, true);
@@ -123,6 +135,10 @@ pub fn copy_of(state: &SchedState, usage: SharedUsage) -> SchedState {
         if let Some(record) = state.job(id) {
             copy.add_job(record.into_owned());
         }
+    }
+    // As `load` does: reservations after the jobs, which are booked against them.
+    for hold in state.ars.holds.values() {
+        copy.restore_ar(hold.record.clone());
     }
     copy.fbsng = state.fbsng.clone();
     copy.armada = state.armada.clone();
