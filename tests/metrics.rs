@@ -485,6 +485,17 @@ fn the_status_page_shows_estimated_starts_and_pending_work_by_user() {
     assert_eq!(counts[0] + counts[1] + counts[2], 1, "{cells:?}");
     assert_eq!(counts[3..], [1, 0], "{cells:?}");
     assert_eq!(cells[9].matches("<title>1 at +").count(), 1, "{cells:?}");
+    // The forecasts that made them, and how long they took.
+    let (_, metrics) = scrape(&addr, "/metrics");
+    let value = |prefix: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {prefix}: {metrics}"))
+    };
+    assert!(value("gridspool_forecasts_total{outcome=\"ok\"} ") >= 1);
+    assert!(value("gridspool_forecast_seconds_count ") >= 1);
 }
 
 /// With start-time estimates off, the status page says no forecast was made and why, and

@@ -19,6 +19,8 @@
 //! | `gridspool_submissions_total`, `gridspool_task_ends_total` | | jobs in, tasks out |
 //! | `gridspool_quarantined_files_total`, `gridspool_spool_errors_total` | | spool trouble |
 //! | `gridspool_share_usage` | `kind` (user, project), `name`, `resource` (cpu, mem, io) | decayed usage |
+//! | `gridspool_forecast_seconds` | | a start-time forecast's duration, process start to exit (histogram) |
+//! | `gridspool_forecasts_total` | `outcome` (ok, failed) | start-time forecasts made |
 
 use super::http_server::{Request, Response};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -43,6 +45,11 @@ pub struct QueueLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UsageLabels {
     pub kind: String,
     pub name: String,
@@ -58,6 +65,8 @@ pub struct Metrics {
     pub share_usage: Family<UsageLabels, Gauge<f64, AtomicU64>>,
     pub pass_seconds: Histogram,
     pub dispatch_latency_seconds: Histogram,
+    pub forecast_seconds: Histogram,
+    pub forecasts: Family<OutcomeLabels, Counter>,
     pub submissions: Counter,
     pub task_ends: Counter,
     pub quarantined: Counter,
@@ -83,6 +92,9 @@ impl Metrics {
             pass_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             // 1 ms to about 9 hours.
             dispatch_latency_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 16)),
+            // 10 ms to about 5 minutes.
+            forecast_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 15)),
+            forecasts: Family::default(),
             submissions: Counter::default(),
             task_ends: Counter::default(),
             quarantined: Counter::default(),
@@ -113,6 +125,16 @@ impl Metrics {
             "dispatch_latency_seconds",
             "From a task's submission to its dispatch",
             m.dispatch_latency_seconds.clone(),
+        );
+        registry.register(
+            "forecast_seconds",
+            "Duration of a start-time forecast (sched_d --forecast)",
+            m.forecast_seconds.clone(),
+        );
+        registry.register(
+            "forecasts",
+            "Start-time forecasts made, by outcome",
+            m.forecasts.clone(),
         );
         registry.register("submissions", "Jobs submitted", m.submissions.clone());
         registry.register("task_ends", "Tasks ended", m.task_ends.clone());

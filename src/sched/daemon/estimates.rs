@@ -130,6 +130,15 @@ impl Daemon {
 
     pub(super) fn forecast_done(&mut self, done: ForecastDone) {
         self.estimates.running = None;
+        if let Some((m, _)) = &self.metrics {
+            m.forecast_seconds.observe(done.took.as_secs_f64());
+            let outcome = if done.ok { "ok" } else { "failed" };
+            m.forecasts
+                .get_or_create(&crate::sched::metrics::OutcomeLabels {
+                    outcome: outcome.into(),
+                })
+                .inc();
+        }
         if done.ok {
             debug!(
                 took_ms = done.took.as_millis() as u64,
