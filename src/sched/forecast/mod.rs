@@ -314,13 +314,14 @@ impl Forecast<'_> {
         // The played ends charge no usage, so they move no tickets: the order of the pending
         // jobs is recomputed only by a full pass, once per `FULL_PASS_EVERY` of played time
         // (for waiting times and the tickets of jobs that started), as the daemon's periodic
-        // passes recompute it; the passes between are event passes.
+        // passes recompute it; the passes between are event passes. Far ahead, where a step
+        // is longer than that, a full pass comes every 8 steps (a step's end is as coarse).
         self.state.usage_frozen = true;
         let mut next_full = t;
         loop {
             let calendar_change = self.apply_calendars(t);
             let result = if t >= next_full {
-                next_full = t + FULL_PASS_EVERY.max(self.step(t));
+                next_full = t + FULL_PASS_EVERY.max(8 * self.step(t));
                 self.state.schedule(t)
             } else {
                 self.state.schedule_event(t)
