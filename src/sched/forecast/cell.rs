@@ -36,25 +36,16 @@ pub struct CellState {
     pub down: Vec<String>,
 }
 
-/// Reads the cell in `spool`.
+/// Reads the cell in `spool`. Three threads: the accounting file (usage, learned run times)
+/// and the job files are read beside each other, while this one adds the jobs read to the
+/// state; the forecast runs at a low priority, so the second core it takes is one the
+/// daemon does not need.
 pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     let config = spool.load_config()?;
     let decay = crate::acct::decay_config(&config);
-    // One read of the accounting file gives the usage and, when they are wanted, the
-    // learned run times.
-    let mut learned = LearnedRunTimes::default();
     let learn = config.scheduler.start_estimates.run_times == crate::config::RunTimeSource::Learned;
-    let (usage, _) = crate::acct::load_usage_observing(
-        &spool.accounting_path(),
-        &spool.usage_baseline_path(),
-        &decay,
-        &mut |r| {
-            if learn {
-                learned.learn(r)
-            }
-        },
-    )?;
-    let usage: SharedUsage = Arc::new(Mutex::new(usage));
+    // The policy holds the usage from the start; it is filled in before any pass reads it.
+    let usage: SharedUsage = Arc::new(Mutex::new(Default::default()));
     let policy = SgePriority::new(&config, usage.clone());
     let mut state = SchedState::with_policy(config, Box::new(policy));
     state.restore_instance_states(spool.queue_instance_states());
@@ -62,20 +53,55 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     for host in &down {
         state.set_host_unknown(host, true);
     }
+    let ids = spool.job_ids()?;
     let mut unreadable = 0;
-    for id in spool.job_ids()? {
-        match spool.read_job_owned(id) {
-            Ok(Some((record, _, owner))) if record.id == id && owner == record.submitter.uid => {
-                state.add_job(record);
+    let history = std::thread::scope(|scope| {
+        // One read of the accounting file gives the usage and, when they are wanted, the
+        // learned run times.
+        let history = scope.spawn(|| {
+            let mut learned = LearnedRunTimes::default();
+            crate::acct::load_usage_observing(
+                &spool.accounting_path(),
+                &spool.usage_baseline_path(),
+                &decay,
+                &mut |r| {
+                    if learn {
+                        learned.learn(r)
+                    }
+                },
+            )
+            .map(|(usage, _)| (usage, learned))
+        });
+        let (tx, rx) = std::sync::mpsc::sync_channel(256);
+        scope.spawn(move || {
+            for id in ids {
+                if tx.send((id, spool.read_job_owned(id))).is_err() {
+                    break;
+                }
             }
-            Ok(None) => {}
-            Ok(Some(_)) | Err(_) => unreadable += 1,
+        });
+        for (n, (id, read)) in rx.into_iter().enumerate() {
+            match read {
+                Ok(Some((record, _, owner)))
+                    if record.id == id && owner == record.submitter.uid =>
+                {
+                    state.add_job(record);
+                }
+                Ok(None) => {}
+                Ok(Some(_)) | Err(_) => unreadable += 1,
+            }
+            // Waiting jobs are kept encoded, as in the daemon (`sched::cold`).
+            if n % 1024 == 1023 {
+                state.cool_idle();
+            }
         }
-        // Waiting jobs are kept encoded, as in the daemon (`sched::cold`).
-        if id.0 % 1024 == 0 {
-            state.cool_idle();
-        }
-    }
+        history.join()
+    });
+    let (store, learned) = match history {
+        Ok(read) => read?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    *usage.lock().unwrap_or_else(|e| e.into_inner()) = store;
     state.cool_idle();
     if let Ok(scan) = spool.scan_ars() {
         for r in scan.records.into_iter().filter(|r| r.refused.is_none()) {
