@@ -1,18 +1,22 @@
 //! Start-time forecast benchmark (issue 28): a cell of 1,000 hosts of 8 slots, every slot
 //! taken by a running job, and 100,000 pending jobs of 1,000 users (one in ten a parallel job
-//! of 2–8 slots, run time limits from 10 minutes to 30 hours); the full refresh that
-//! `sched_d --forecast` makes of it: reading the cell from the spool, then playing it forward
-//! until every pending job has started. Prints figures; asserts nothing about time.
+//! of 2–8 slots, run time limits from 10 minutes to 30 hours), and an accounting file of
+//! the runs before (a week of this cell: 500,000 records, each a share of its limit); the
+//! full refresh that `sched_d --forecast` makes of it with the default configuration
+//! (learned run times): reading the cell from the spool (the accounting file for the usage
+//! and the run times), then playing it forward until every pending job has started. Prints
+//! figures; asserts nothing about time.
 //!
-//! `cargo bench --bench forecast` (release profile); `FORECAST_JOBS`, `FORECAST_HOSTS` and
-//! `FORECAST_POLICY` (`sge`, `fifo`…) change the load. The cell is written under `$TMPDIR`
-//! without the per-file syncs of a real submission (it need not survive a crash).
+//! `cargo bench --bench forecast` (release profile); `FORECAST_JOBS`, `FORECAST_HOSTS`,
+//! `FORECAST_RECORDS` and `FORECAST_POLICY` (`sge`, `fifo`…) change the load. The cell is
+//! written under `$TMPDIR` without the per-file syncs of a real submission (it need not
+//! survive a crash).
 
 use gridspool::model::{
     Holds, JobId, JobRecord, JobSpec, JobSubmission, PeRequest, ResourceRequest, RunningTask,
     SlotRange, StartEstimate, Submitter,
 };
-use gridspool::sched::forecast::{self, ForecastOptions, RunTimeLimits};
+use gridspool::sched::forecast::{self, ExpectedRunTimes, ForecastOptions};
 use gridspool::spool::Spool;
 use std::time::Instant;
 
@@ -106,6 +110,39 @@ fn write_job(spool: &Spool, job: &JobRecord) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `records` accounting lines of this cell's users and job kinds, ended over the week before
+/// `now`: each ran a share of its limit (10–100%, by its number).
+fn write_accounting(spool: &Spool, records: usize, now: i64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(spool.accounting_path())?);
+    out.write_all(gridspool::acct::HEADER.as_bytes())?;
+    for i in 0..records {
+        let id = i as u32;
+        let limit = LIMITS[(i / 7) % LIMITS.len()];
+        let ran = limit * (10 + (i as i64 * 37) % 91) / 100;
+        let end = now - 7 * 86_400 + (i as i64 * 604_800) / records.max(1) as i64;
+        let record = gridspool::acct::AccountingRecord {
+            qname: "all.q".into(),
+            hostname: format!("n{}", i % 1000 + 1),
+            group: "users".into(),
+            owner: format!("u{}", id % 1000),
+            job_name: format!("job{}", id % 97),
+            job_number: id + 1,
+            submission_time: end - ran - 60,
+            start_time: end - ran,
+            end_time: end,
+            slots: 1,
+            category: format!("-l h_rt={limit}"),
+            pe_taskid: "NONE".into(),
+            ..gridspool::acct::AccountingRecord::default()
+        };
+        out.write_all(record.to_line().as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -120,6 +157,7 @@ fn peak_rss_mb() -> f64 {
 fn main() -> anyhow::Result<()> {
     let pending = env_usize("FORECAST_JOBS", 100_000) as u32;
     let hosts = env_usize("FORECAST_HOSTS", 1000);
+    let records = env_usize("FORECAST_RECORDS", 500_000);
     let policy = std::env::var("FORECAST_POLICY").unwrap_or_else(|_| "sge".into());
     let dir = tempfile::Builder::new()
         .prefix("gridspool-forecast")
@@ -154,8 +192,10 @@ fn main() -> anyhow::Result<()> {
     for id in running + 1..=running + pending {
         write_job(&spool, &job(id, uid, gid, now))?;
     }
+    write_accounting(&spool, records, now)?;
     println!(
-        "cell: {hosts} hosts of 8 slots, {running} running, {pending} pending, policy {policy} (written in {:.1} s)",
+        "cell: {hosts} hosts of 8 slots, {running} running, {pending} pending, {records} accounting records ({:.0} MB), policy {policy} (written in {:.1} s)",
+        std::fs::metadata(spool.accounting_path())?.len() as f64 / 1e6,
         written.elapsed().as_secs_f64()
     );
     let t0 = Instant::now();
@@ -165,8 +205,14 @@ fn main() -> anyhow::Result<()> {
         horizon: loaded.state.config.scheduler.start_estimates.horizon_secs(),
         ..ForecastOptions::default()
     };
+    let learned = std::mem::take(&mut loaded.learned);
     let t1 = Instant::now();
-    let (made, stats) = forecast::forecast(&mut loaded.state, now, &RunTimeLimits, &opts);
+    let (made, stats) = forecast::forecast(
+        &mut loaded.state,
+        now,
+        &learned as &dyn ExpectedRunTimes,
+        &opts,
+    );
     let play_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     spool.write_estimates(&made)?;

@@ -161,7 +161,9 @@ pub struct Reader<R> {
     path: PathBuf,
     line: u64,
     entry: u64,
-    buf: String,
+    buf: Vec<u8>,
+    /// Bytes of the whole lines read so far (a last line still being written is not).
+    consumed: u64,
 }
 
 impl Reader<BufReader<File>> {
@@ -193,8 +195,15 @@ impl<R: BufRead> Reader<R> {
             path: path.to_path_buf(),
             line: 0,
             entry: 0,
-            buf: String::new(),
+            buf: Vec::new(),
+            consumed: 0,
         }
+    }
+
+    /// How many bytes of whole lines have been read: where the next record will start (the
+    /// forecast's history goes on from there, `sched::forecast::history`).
+    pub fn consumed(&self) -> u64 {
+        self.consumed
     }
 
     /// The next record or invalid line; `None` at the end of the file. A last line without
@@ -202,29 +211,24 @@ impl<R: BufRead> Reader<R> {
     pub fn next_entry(&mut self) -> Option<Result<Entry, AcctError>> {
         loop {
             self.buf.clear();
-            let n = match self.input.read_line(&mut self.buf) {
+            let n = match self.input.read_until(b'\n', &mut self.buf) {
                 Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    // Not UTF-8: skip the rest of this line, report it as invalid.
-                    self.line += 1;
-                    self.entry += 1;
-                    let mut raw = Vec::new();
-                    if let Err(e) = self.input.read_until(b'\n', &mut raw) {
-                        return Some(Err(AcctError::io("read", &self.path, e)));
-                    }
-                    return Some(Ok(Entry::Invalid {
-                        line: self.line,
-                        entry: self.entry,
-                        error: RecordError::NotText,
-                    }));
-                }
                 Err(e) => return Some(Err(AcctError::io("read", &self.path, e))),
             };
-            if n == 0 || !self.buf.ends_with('\n') {
+            if n == 0 || !self.buf.ends_with(b"\n") {
                 return None;
             }
+            self.consumed += n as u64;
             self.line += 1;
-            let text = self.buf.trim_end_matches(['\n', '\r']);
+            let Ok(text) = std::str::from_utf8(&self.buf) else {
+                self.entry += 1;
+                return Some(Ok(Entry::Invalid {
+                    line: self.line,
+                    entry: self.entry,
+                    error: RecordError::NotText,
+                }));
+            };
+            let text = text.trim_end_matches(['\n', '\r']);
             if text.is_empty() || text.starts_with('#') {
                 continue;
             }
@@ -251,6 +255,36 @@ impl<R: BufRead> Iterator for Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line that is not text is one invalid entry: the record after it is read, and what
+    /// was read of whole lines is counted (a last line still being written is not).
+    #[test]
+    fn a_line_not_text_is_one_invalid_entry_and_whole_lines_are_counted() {
+        let record = |n: u32| {
+            AccountingRecord {
+                qname: "all.q".into(),
+                job_number: n,
+                ..AccountingRecord::default()
+            }
+            .to_line()
+                + "\n"
+        };
+        let mut bytes = record(1).into_bytes();
+        bytes.extend_from_slice(b"all.q:\xff\xfe:broken\n");
+        bytes.extend_from_slice(record(2).as_bytes());
+        let whole = bytes.len() as u64;
+        bytes.extend_from_slice(b"all.q:half a rec");
+        let mut reader = Reader::new(&bytes[..], Path::new("accounting"));
+        let entries: Vec<String> = reader
+            .by_ref()
+            .map(|e| match e.expect("entry") {
+                Entry::Record(r) => format!("job {}", r.job_number),
+                Entry::Invalid { line, error, .. } => format!("line {line}: {error:?}"),
+            })
+            .collect();
+        assert_eq!(entries, ["job 1", "line 2: NotText", "job 2"]);
+        assert_eq!(reader.consumed(), whole);
+    }
 
     #[test]
     fn append_creates_with_header_and_reads_back() {
