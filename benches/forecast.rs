@@ -113,10 +113,19 @@ fn write_job(spool: &Spool, job: &JobRecord) -> anyhow::Result<()> {
 /// `records` accounting lines of this cell's users and job kinds, ended over the week before
 /// `now`: each ran a share of its limit (10–100%, by its number).
 fn write_accounting(spool: &Spool, records: usize, now: i64) -> anyhow::Result<()> {
+    std::fs::write(spool.accounting_path(), gridspool::acct::HEADER)?;
+    append_accounting(spool, 0, records, now)
+}
+
+/// Records `from..from + n` of [`write_accounting`]'s, appended.
+fn append_accounting(spool: &Spool, from: usize, n: usize, now: i64) -> anyhow::Result<()> {
     use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(spool.accounting_path())?);
-    out.write_all(gridspool::acct::HEADER.as_bytes())?;
-    for i in 0..records {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(spool.accounting_path())?;
+    let mut out = std::io::BufWriter::new(file);
+    let records = from + n;
+    for i in from..records {
         let id = i as u32;
         let limit = LIMITS[(i / 7) % LIMITS.len()];
         let ran = limit * (10 + (i as i64 * 37) % 91) / 100;
@@ -199,7 +208,7 @@ fn main() -> anyhow::Result<()> {
         written.elapsed().as_secs_f64()
     );
     let t0 = Instant::now();
-    let mut loaded = forecast::cell::load(&spool)?;
+    let mut loaded = forecast::cell::load_keeping_history(&spool)?;
     let load_s = t0.elapsed().as_secs_f64();
     let opts = ForecastOptions {
         horizon: loaded.state.config.scheduler.start_estimates.horizon_secs(),
@@ -240,5 +249,16 @@ fn main() -> anyhow::Result<()> {
         peak_rss_mb()
     );
     println!("estimates: {at} with a time, {unknown} unknown, {never} never");
+    // The next refresh: 1,000 jobs ended since; the accounting file is read from where the
+    // kept history ends.
+    drop(loaded);
+    append_accounting(&spool, records, 1000, now)?;
+    let t3 = Instant::now();
+    let again = forecast::cell::load_keeping_history(&spool)?;
+    println!(
+        "next refresh's load, 1,000 records later: {:.2} s ({} jobs)",
+        t3.elapsed().as_secs_f64(),
+        again.state.job_count()
+    );
     Ok(())
 }

@@ -357,12 +357,15 @@ pub fn load_usage_observing(
         file.seek(SeekFrom::Start(covered.bytes))
             .map_err(io("seek"))?;
     }
+    let start = if intact { covered.bytes } else { 0 };
+    report.read_to = start;
     let mut input = BufReader::with_capacity(1 << 16, file);
     // Nothing to do at the end of the file: saves the reader a read.
     if input.fill_buf().map_err(io("read"))?.is_empty() {
         return Ok((store, report));
     }
-    for entry in Reader::new(input, accounting) {
+    let mut reader = Reader::new(input, accounting);
+    while let Some(entry) = reader.next_entry() {
         match entry? {
             Entry::Record(r) => {
                 charge(&mut store, &r, decay);
@@ -372,6 +375,7 @@ pub fn load_usage_observing(
             Entry::Invalid { line, .. } => report.invalid_lines.push(head_lines + line),
         }
     }
+    report.read_to = start + reader.consumed();
     Ok((store, report))
 }
 

@@ -44,7 +44,7 @@ pub enum AcctError {
 }
 
 impl AcctError {
-    pub(super) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         AcctError::Io {
             op,
             path: path.to_path_buf(),

@@ -22,6 +22,9 @@ pub struct FoldReport {
     /// The usage baseline the fold started from, if the cell has one
     /// ([`super::baseline::load_usage_from`]).
     pub baseline: Option<super::baseline::BaselineStart>,
+    /// Where the fold stopped: the bytes of the file up to the end of its last whole line
+    /// (what a later fold that goes on from here starts after).
+    pub read_to: u64,
 }
 
 /// The usage an accounting record charges: SGE's `cpu`, `mem` and `io` fields.
@@ -66,12 +69,12 @@ pub fn load_observing(
 ) -> Result<(UsageStore, FoldReport), AcctError> {
     let mut store = UsageStore::new();
     let mut report = FoldReport::default();
-    let reader = match Reader::open(path) {
+    let mut reader = match Reader::open(path) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((store, report)),
         Err(e) => return Err(e),
     };
-    for entry in reader {
+    while let Some(entry) = reader.next_entry() {
         match entry? {
             Entry::Record(r) => {
                 charge(&mut store, &r, decay);
@@ -81,5 +84,6 @@ pub fn load_observing(
             Entry::Invalid { line, .. } => report.invalid_lines.push(line),
         }
     }
+    report.read_to = reader.consumed();
     Ok((store, report))
 }

@@ -36,11 +36,23 @@ pub struct CellState {
     pub down: Vec<String>,
 }
 
+/// Reads the cell in `spool`, changing nothing in it (`gridspool-sim`): the accounting file
+/// is read from where the last forecast's kept history ends, if it still holds.
+pub fn load(spool: &Spool) -> Result<CellState, CellError> {
+    load_with(spool, false)
+}
+
+/// [`load`], keeping the accounting history read for the next forecast
+/// (`forecast::history`; `sched_d --forecast`).
+pub fn load_keeping_history(spool: &Spool) -> Result<CellState, CellError> {
+    load_with(spool, true)
+}
+
 /// Reads the cell in `spool`. Three threads: the accounting file (usage, learned run times)
 /// and the job files are read beside each other, while this one adds the jobs read to the
 /// state; the forecast runs at a low priority, so the second core it takes is one the
 /// daemon does not need.
-pub fn load(spool: &Spool) -> Result<CellState, CellError> {
+fn load_with(spool: &Spool, keep_history: bool) -> Result<CellState, CellError> {
     let config = spool.load_config()?;
     let decay = crate::acct::decay_config(&config);
     let learn = config.scheduler.start_estimates.run_times == crate::config::RunTimeSource::Learned;
@@ -56,22 +68,9 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
     let ids = spool.job_ids()?;
     let mut unreadable = 0;
     let history = std::thread::scope(|scope| {
-        // One read of the accounting file gives the usage and, when they are wanted, the
-        // learned run times.
-        let history = scope.spawn(|| {
-            let mut learned = LearnedRunTimes::default();
-            crate::acct::load_usage_observing(
-                &spool.accounting_path(),
-                &spool.usage_baseline_path(),
-                &decay,
-                &mut |r| {
-                    if learn {
-                        learned.learn(r)
-                    }
-                },
-            )
-            .map(|(usage, _)| (usage, learned))
-        });
+        // One read of the accounting file (of its new records) gives the usage and, when
+        // they are wanted, the learned run times.
+        let history = scope.spawn(|| super::history::load(spool, &decay, learn, keep_history));
         let (tx, rx) = std::sync::mpsc::sync_channel(256);
         scope.spawn(move || {
             for id in ids {
@@ -97,11 +96,12 @@ pub fn load(spool: &Spool) -> Result<CellState, CellError> {
         }
         history.join()
     });
-    let (store, learned) = match history {
+    let history = match history {
         Ok(read) => read?,
         Err(panic) => std::panic::resume_unwind(panic),
     };
-    *usage.lock().unwrap_or_else(|e| e.into_inner()) = store;
+    *usage.lock().unwrap_or_else(|e| e.into_inner()) = history.usage;
+    let learned = history.learned;
     state.cool_idle();
     if let Ok(scan) = spool.scan_ars() {
         for r in scan.records.into_iter().filter(|r| r.refused.is_none()) {

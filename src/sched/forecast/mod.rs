@@ -17,6 +17,7 @@
 //! far ahead it is, or `MIN_STEP`).
 
 pub mod cell;
+pub mod history;
 pub mod run_times;
 #[cfg(test)]
 mod tests;
@@ -137,7 +138,7 @@ enum Stop {
 /// with it (`sched_d --forecast`).
 pub fn refresh(spool: &crate::spool::Spool, now: i64) -> Result<ForecastStats, cell::CellError> {
     let started = std::time::Instant::now();
-    let mut cell = cell::load(spool)?;
+    let mut cell = cell::load_keeping_history(spool)?;
     let opts = ForecastOptions {
         horizon: cell.state.config.scheduler.start_estimates.horizon_secs(),
         ..ForecastOptions::default()

@@ -111,6 +111,72 @@ pub struct LearnedRunTimes {
     share_of_limit: HashMap<String, Recent>,
 }
 
+/// [`LearnedRunTimes`] as it is kept between forecasts (`forecast::history`): each kind
+/// with its recent runs, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LearnedEntries {
+    by_name: Vec<(String, String, String, Vec<i64>)>,
+    by_category: Vec<(String, String, Vec<i64>)>,
+    by_owner: Vec<(String, Vec<i64>)>,
+    share_of_limit: Vec<(String, Vec<i64>)>,
+}
+
+impl From<&LearnedRunTimes> for LearnedEntries {
+    fn from(l: &LearnedRunTimes) -> Self {
+        let runs = |r: &Recent| r.0.iter().copied().collect::<Vec<i64>>();
+        LearnedEntries {
+            by_name: l
+                .by_name
+                .iter()
+                .map(|((o, n, c), r)| (o.clone(), n.clone(), c.clone(), runs(r)))
+                .collect(),
+            by_category: l
+                .by_category
+                .iter()
+                .map(|((o, c), r)| (o.clone(), c.clone(), runs(r)))
+                .collect(),
+            by_owner: l
+                .by_owner
+                .iter()
+                .map(|(o, r)| (o.clone(), runs(r)))
+                .collect(),
+            share_of_limit: l
+                .share_of_limit
+                .iter()
+                .map(|(o, r)| (o.clone(), runs(r)))
+                .collect(),
+        }
+    }
+}
+
+impl From<LearnedEntries> for LearnedRunTimes {
+    fn from(e: LearnedEntries) -> Self {
+        let recent = |v: Vec<i64>| Recent(v.into_iter().rev().take(RECENT).rev().collect());
+        LearnedRunTimes {
+            by_name: e
+                .by_name
+                .into_iter()
+                .map(|(o, n, c, v)| ((o, n, c), recent(v)))
+                .collect(),
+            by_category: e
+                .by_category
+                .into_iter()
+                .map(|(o, c, v)| ((o, c), recent(v)))
+                .collect(),
+            by_owner: e
+                .by_owner
+                .into_iter()
+                .map(|(o, v)| (o, recent(v)))
+                .collect(),
+            share_of_limit: e
+                .share_of_limit
+                .into_iter()
+                .map(|(o, v)| (o, recent(v)))
+                .collect(),
+        }
+    }
+}
+
 impl LearnedRunTimes {
     /// Takes one finished task's run (a master task's record; a parallel job's slave tasks
     /// and tasks that never started are left out).
