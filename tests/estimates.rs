@@ -7,10 +7,16 @@ use std::time::Duration;
 
 /// A cell of this host with one slot, forecasts at most once a second.
 pub(crate) fn one_slot_cell() -> TestCell {
+    one_slot_cell_with("", "")
+}
+
+/// [`one_slot_cell`] with more of the scheduler's settings (`schedule_interval: …, `) and of
+/// its `start_estimates` (`enabled: false, `).
+fn one_slot_cell_with(scheduler: &str, estimates: &str) -> TestCell {
     let host = gridspool::identity::short_hostname();
     TestCell::with_config(|_| {
         format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, start_estimates: {{refresh: \"1\"}}}}\n"
+            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, {scheduler}start_estimates: {{{estimates}refresh: \"1\"}}}}\n"
         )
     })
 }
@@ -148,12 +154,7 @@ fn with_estimates_disabled_qstat_says_none_was_made() {
         );
         return;
     };
-    let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1}}\nscheduler: {{policy: sge, start_estimates: {{enabled: false, refresh: \"1\"}}}}\n"
-        )
-    });
+    let cell = one_slot_cell_with("", "enabled: false, ");
     let d = SchedD::start(&cell, &[]);
     let held = qsub(&cell, &user, &["-b", "y", "-h", "true"]);
     d.wait_for("a pass over the held job", Duration::from_secs(30), || {
@@ -186,12 +187,7 @@ fn only_events_make_the_forecast_again() {
         );
         return;
     };
-    let host = gridspool::identity::short_hostname();
-    let cell = TestCell::with_config(|_| {
-        format!(
-            "hosts:\n  - {{name: \"{host}\", slots: 1}}\nqueues:\n  - {{name: all.q, hostlist: [\"{host}\"], slots: 1, tmpdir: \"{{{{tmpdir}}}}\"}}\nscheduler: {{policy: sge, schedule_interval: \"0:0:1\", start_estimates: {{refresh: \"1\"}}}}\n"
-        )
-    });
+    let cell = one_slot_cell_with("schedule_interval: \"0:0:1\", ", "");
     let d = SchedD::start(&cell, &[]);
     qsub(&cell, &user, &["-b", "y", "-l", "h_rt=600", "sleep", "600"]);
     let waiting = qsub(&cell, &user, &["-b", "y", "-l", "h_rt=60", "true"]);
