@@ -264,9 +264,10 @@ impl Forecast<'_> {
             .map(|p| (p.tasks.len() - p.held.len()) as usize)
             .sum();
         for (id, task, start, queue, own, stopped) in running {
+            let elapsed = (self.now - start).max(0);
             let end = self
                 .run_times
-                .expected(&own, &queue, &self.state.config)
+                .expected_after(&own, &queue, &self.state.config, elapsed)
                 .map(|d| start.saturating_add(d).max(self.now));
             match (stopped, end) {
                 (Stopped::No, _) | (Stopped::ByCalendar, None) => self.expect_end(id, task, end),

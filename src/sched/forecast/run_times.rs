@@ -31,8 +31,11 @@ pub const ENOUGH: usize = 3;
 pub struct JobRunTime {
     /// The job's own limit: the smaller of its hard `h_rt` and `s_rt` (seconds).
     pub limit: Option<i64>,
-    /// What its owner's past jobs of its kind ran (seconds), when they are known.
+    /// What its owner's past jobs of its kind ran (seconds), when they are known: the
+    /// median of them.
     pub learned: Option<i64>,
+    /// The longest of them: what a run already past the median is expected to reach.
+    pub learned_longest: Option<i64>,
 }
 
 /// A source of expected run times.
@@ -41,6 +44,18 @@ pub trait ExpectedRunTimes {
     /// The expected run time (seconds) of a task of a job started in `queue`; `None` when no
     /// honest figure exists.
     fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64>;
+    /// The expected run time of a task that has run `elapsed` seconds already (a running
+    /// one when the forecast starts); a figure it has passed is of no use.
+    fn expected_after(
+        &self,
+        job: &JobRunTime,
+        queue: &str,
+        config: &ClusterConfig,
+        elapsed: i64,
+    ) -> Option<i64> {
+        let _ = elapsed;
+        self.expected(job, queue, config)
+    }
     /// Shown with the estimates: `limits` or `learned`.
     fn source(&self) -> &'static str;
 }
@@ -53,7 +68,7 @@ impl ExpectedRunTimes for RunTimeLimits {
     fn of_job(&self, job: &JobRecord) -> JobRunTime {
         JobRunTime {
             limit: time_limit(&job.spec.hard_resources),
-            learned: None,
+            ..JobRunTime::default()
         }
     }
 
@@ -84,6 +99,11 @@ impl Recent {
             self.0.pop_front();
         }
         self.0.push_back(seconds);
+    }
+
+    /// The median and the longest, once there are enough runs.
+    fn typical_and_longest(&self) -> Option<(i64, i64)> {
+        Some((self.median()?, self.0.iter().copied().max()?))
     }
 
     fn median(&self) -> Option<i64> {
@@ -225,44 +245,84 @@ impl LearnedRunTimes {
     /// What the owner's past jobs of `job`'s kind ran, if enough of them did; `limit` is the
     /// job's own run time limit.
     pub fn of(&self, owner: &str, name: &str, category: &str, limit: Option<i64>) -> Option<i64> {
+        self.of_kind(owner, name, category, limit)
+            .map(|(typical, _)| typical)
+    }
+
+    /// [`Self::of`], with the longest run of the same kind.
+    fn of_kind(
+        &self,
+        owner: &str,
+        name: &str,
+        category: &str,
+        limit: Option<i64>,
+    ) -> Option<(i64, i64)> {
         let key = (owner.to_string(), name.to_string(), category.to_string());
         self.by_name
             .get(&key)
-            .and_then(Recent::median)
+            .and_then(Recent::typical_and_longest)
             .or_else(|| {
                 self.by_category
                     .get(&(key.0, key.2))
-                    .and_then(Recent::median)
+                    .and_then(Recent::typical_and_longest)
             })
             .or_else(|| {
-                let share = self.share_of_limit.get(owner).and_then(Recent::median)?;
-                Some(limit? * share / 1000)
+                let (share, most) = self
+                    .share_of_limit
+                    .get(owner)
+                    .and_then(Recent::typical_and_longest)?;
+                Some((limit? * share / 1000, limit? * most / 1000))
             })
-            .or_else(|| self.by_owner.get(owner).and_then(Recent::median))
+            .or_else(|| {
+                self.by_owner
+                    .get(owner)
+                    .and_then(Recent::typical_and_longest)
+            })
     }
 }
 
 impl ExpectedRunTimes for LearnedRunTimes {
     fn of_job(&self, job: &JobRecord) -> JobRunTime {
         let limit = time_limit(&job.spec.hard_resources);
+        let kind = self.of_kind(
+            &job.submitter.owner,
+            &job.spec.name,
+            &crate::acct::category(job),
+            limit,
+        );
         JobRunTime {
             limit,
-            learned: self.of(
-                &job.submitter.owner,
-                &job.spec.name,
-                &crate::acct::category(job),
-                limit,
-            ),
+            learned: kind.map(|(typical, _)| typical),
+            learned_longest: kind.map(|(_, longest)| longest),
         }
     }
 
     fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
+        self.expected_after(job, queue, config, 0)
+    }
+
+    /// The median of its kind; past that, the longest of its kind; past that too, its
+    /// limit (none: unknown). Half of the runs of a kind outlast its median: one that did is
+    /// not about to end, but the median said it would end at once.
+    fn expected_after(
+        &self,
+        job: &JobRunTime,
+        queue: &str,
+        config: &ClusterConfig,
+        elapsed: i64,
+    ) -> Option<i64> {
         let limit = limit_of(job, queue, config);
-        match (job.learned, limit) {
-            (Some(l), Some(cap)) => Some(l.min(cap)),
-            (Some(l), None) => Some(l),
-            (None, limit) => limit,
-        }
+        let capped = |d: i64| limit.map_or(d, |cap| d.min(cap));
+        let Some(typical) = job.learned else {
+            return limit;
+        };
+        [Some(typical), job.learned_longest]
+            .into_iter()
+            .flatten()
+            .map(capped)
+            .find(|d| *d > elapsed)
+            .or(limit)
+            .or((elapsed == 0).then_some(typical))
     }
 
     fn source(&self) -> &'static str {
@@ -329,7 +389,7 @@ mod tests {
         let limits = RunTimeLimits;
         let job = JobRunTime {
             limit: time_limit(&[request("h_rt", "600"), request("s_rt", "0:20:00")]),
-            learned: None,
+            ..JobRunTime::default()
         };
         assert_eq!(job.limit, Some(600));
         assert_eq!(limits.expected(&job, "all.q", &config), Some(600));
@@ -392,18 +452,56 @@ mod learned_tests {
         let capped = JobRunTime {
             limit: Some(60),
             learned: Some(115),
+            ..JobRunTime::default()
         };
         assert_eq!(l.expected(&capped, "all.q", &config), Some(60));
         let unlearned = JobRunTime {
             limit: Some(60),
-            learned: None,
+            ..JobRunTime::default()
         };
         assert_eq!(l.expected(&unlearned, "all.q", &config), Some(60));
         let unlimited = JobRunTime {
             limit: None,
             learned: Some(115),
+            ..JobRunTime::default()
         };
         assert_eq!(l.expected(&unlimited, "all.q", &config), Some(115));
+    }
+
+    /// A run past the median of its kind is expected to reach the longest of its kind; past
+    /// that, its limit; past that too with no limit, no figure is honest.
+    #[test]
+    fn a_run_past_the_median_of_its_kind_is_expected_to_reach_the_longest() {
+        let mut l = LearnedRunTimes::default();
+        for ran in [100, 120, 400] {
+            l.learn(&run("alice", "sim", "-l h_rt=1000", ran));
+        }
+        let config = ClusterConfig::parse(
+            "hosts:\n  - {name: n1, slots: 1}\nqueues:\n  - {name: all.q, hostlist: [n1], slots: 1}\n",
+        )
+        .expect("config");
+        let (typical, longest) = l
+            .of_kind("alice", "sim", "-l h_rt=1000", Some(1000))
+            .expect("learned");
+        assert_eq!((typical, longest), (120, 400));
+        let job = JobRunTime {
+            limit: Some(1000),
+            learned: Some(typical),
+            learned_longest: Some(longest),
+        };
+        let after = |job: &JobRunTime, elapsed| l.expected_after(job, "all.q", &config, elapsed);
+        assert_eq!(after(&job, 0), Some(120));
+        assert_eq!(after(&job, 119), Some(120));
+        assert_eq!(after(&job, 120), Some(400));
+        assert_eq!(after(&job, 400), Some(1000));
+        let unlimited = JobRunTime { limit: None, ..job };
+        assert_eq!(after(&unlimited, 200), Some(400));
+        assert_eq!(after(&unlimited, 500), None);
+        // By the limits, what ran does not matter.
+        assert_eq!(
+            RunTimeLimits.expected_after(&job, "all.q", &config, 990),
+            Some(1000)
+        );
     }
 
     /// Only the last `RECENT` runs count: a changed habit takes over.

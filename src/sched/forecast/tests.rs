@@ -276,3 +276,24 @@ fn what_waits_for_a_suspended_run_is_unknown() {
         ["2.1: unknown: it waits for jobs that are suspended (qmod -sj, -sq) to be continued"]
     );
 }
+
+/// Alice's runs of the kind took 50, 60 and 300 s; her running job (started at NOW - 100)
+/// is past the median, so it is expected to reach the longest (+200), not to end at once.
+#[test]
+fn a_run_past_the_median_of_its_kind_is_expected_to_reach_the_longest() {
+    let mut learned = LearnedRunTimes::default();
+    for ran in [50, 60, 300] {
+        learned.learn(&crate::acct::AccountingRecord {
+            owner: "alice".into(),
+            job_name: "earlier".into(),
+            category: "-l h_rt=1000".into(),
+            start_time: 1_000,
+            end_time: 1_000 + ran,
+            pe_taskid: "NONE".into(),
+            ..crate::acct::AccountingRecord::default()
+        });
+    }
+    let mut state = cell(1, 1, vec![timed(1, 1000)], vec![timed(2, 300)]);
+    let (f, _) = forecast(&mut state, NOW, &learned, &ForecastOptions::default());
+    assert_eq!(shown(&f), ["2.1: +200@n1"]);
+}
