@@ -1206,7 +1206,8 @@ impl SchedState {
         // left to start: a first pass that starts thousands otherwise held all their
         // decoded records (≈ 3.5 KB each with their strings) to its end, the top of the
         // heap. The daemon's write decodes it again.
-        if self.warm.len() > WARM_RUNNING_MAX
+        if !self.keep_running_warm
+            && self.warm.len() > WARM_RUNNING_MAX
             && let Some(e) = self.jobs.get_mut(&id)
             && !e.hot.pending_unheld
         {

@@ -259,6 +259,10 @@ pub struct SchedState {
     /// No usage is charged at ends (the forecast's play, `sched::forecast`): an end then
     /// moves no tickets and keeps the order of the pending jobs.
     pub(crate) usage_frozen: bool,
+    /// Every running job's record stays decoded until it ends, not [`WARM_RUNNING_MAX`]
+    /// of them (the forecast: a record decoded to start the job is needed again at its end,
+    /// and a cell runs at most as many jobs as it has slots).
+    pub(crate) keep_running_warm: bool,
 }
 
 impl std::fmt::Debug for SchedState {
@@ -336,6 +340,7 @@ impl SchedState {
             qube: super::qube::QubeState::default(),
             ars: Default::default(),
             usage_frozen: false,
+            keep_running_warm: false,
         }
     }
 
@@ -507,12 +512,18 @@ impl SchedState {
         let mut decoded = Vec::new();
         for id in carried.difference(&touched) {
             if let Some(e) = self.jobs.get_mut(id) {
-                decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
+                if self.keep_running_warm && e.hot.running > 0 {
+                    self.warm_running.insert(*id);
+                } else {
+                    decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
+                }
             }
         }
         for id in touched {
             if let Some(e) = self.jobs.get_mut(&id) {
-                if e.hot.running == 0 || self.warm_running.len() >= WARM_RUNNING_MAX {
+                if e.hot.running == 0
+                    || (!self.keep_running_warm && self.warm_running.len() >= WARM_RUNNING_MAX)
+                {
                     decoded.extend(e.record.cool(&mut self.cold_bases, e.hot.owner));
                 } else {
                     self.warm_running.insert(id);

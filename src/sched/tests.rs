@@ -670,6 +670,31 @@ fn a_burst_of_starts_keeps_a_bounded_number_of_records_decoded() {
     }
 }
 
+/// The forecast's play keeps every running job's record decoded until it ends (it is needed
+/// again then), however many start; an ended job's is encoded by the next call.
+#[test]
+fn with_running_kept_warm_every_running_record_stays_decoded_until_its_end() {
+    use super::state::WARM_RUNNING_MAX;
+    let n = WARM_RUNNING_MAX as u32 + 100;
+    let mut s = state(
+        config(1, n, ""),
+        (1..=n + 5).map(|i| job(i, |_, _| {})).collect(),
+    );
+    s.keep_running_warm = true;
+    s.cool_idle();
+    assert_eq!(pass(&mut s).len(), n as usize);
+    let warm = |s: &SchedState| s.jobs.values().filter(|e| e.record.is_warm()).count();
+    // The pending ones the pass decoded are encoded; the running ones stay decoded.
+    s.cool_idle();
+    for _ in 0..2 {
+        assert_eq!(warm(&s), n as usize, "the running ones stay decoded");
+        assert_eq!(s.cool_idle(), 0);
+    }
+    s.task_ended(JobId(1), 1).expect("running");
+    assert_eq!(s.cool_idle(), 1, "the ended one is encoded");
+    assert_eq!(warm(&s), n as usize - 1);
+}
+
 /// The periodic refresh of state files takes the stale ones a chunk at a time, in id order
 /// from where the last chunk stopped, and marks fewer than asked only once it has looked at
 /// every job (the daemon's budget relies on it).

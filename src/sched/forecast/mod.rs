@@ -319,6 +319,7 @@ impl Forecast<'_> {
         // passes recompute it; the passes between are event passes. Far ahead, where a step
         // is longer than that, a full pass comes every 8 steps (a step's end is as coarse).
         self.state.usage_frozen = true;
+        self.state.keep_running_warm = true;
         let mut next_full = t;
         loop {
             let calendar_change = self.apply_calendars(t);
