@@ -170,23 +170,29 @@ fn array_tasks_get_a_start_each_and_the_horizon_bounds_the_play() {
     assert_eq!(stats.passes, 3);
 }
 
-/// Learned run times: alice's last runs of the category `-l h_rt=1000` took 400 s, so her
-/// running job of that category (started at NOW - 100) is expected to end at +300, not at
-/// its limit's +900, and the job behind it starts then.
-#[test]
-fn learned_run_times_end_a_job_when_its_kind_usually_ends() {
+/// Run times learned from alice's runs of the category `-l h_rt=1000` that took `seconds`.
+fn alice_ran(seconds: &[i64]) -> LearnedRunTimes {
     let mut learned = LearnedRunTimes::default();
-    for _ in 0..3 {
+    for &ran in seconds {
         learned.learn(&crate::acct::AccountingRecord {
             owner: "alice".into(),
             job_name: "earlier".into(),
             category: "-l h_rt=1000".into(),
             start_time: 1_000,
-            end_time: 1_400,
+            end_time: 1_000 + ran,
             pe_taskid: "NONE".into(),
             ..crate::acct::AccountingRecord::default()
         });
     }
+    learned
+}
+
+/// Learned run times: alice's last runs of the category `-l h_rt=1000` took 400 s, so her
+/// running job of that category (started at NOW - 100) is expected to end at +300, not at
+/// its limit's +900, and the job behind it starts then.
+#[test]
+fn learned_run_times_end_a_job_when_its_kind_usually_ends() {
+    let learned = alice_ran(&[400, 400, 400]);
     let by = |run_times: &dyn ExpectedRunTimes| {
         let mut state = cell(1, 1, vec![timed(1, 1000)], vec![timed(2, 300)]);
         shown(&forecast(&mut state, NOW, run_times, &ForecastOptions::default()).0)
@@ -281,18 +287,7 @@ fn what_waits_for_a_suspended_run_is_unknown() {
 /// is past the median, so it is expected to reach the longest (+200), not to end at once.
 #[test]
 fn a_run_past_the_median_of_its_kind_is_expected_to_reach_the_longest() {
-    let mut learned = LearnedRunTimes::default();
-    for ran in [50, 60, 300] {
-        learned.learn(&crate::acct::AccountingRecord {
-            owner: "alice".into(),
-            job_name: "earlier".into(),
-            category: "-l h_rt=1000".into(),
-            start_time: 1_000,
-            end_time: 1_000 + ran,
-            pe_taskid: "NONE".into(),
-            ..crate::acct::AccountingRecord::default()
-        });
-    }
+    let learned = alice_ran(&[50, 60, 300]);
     let mut state = cell(1, 1, vec![timed(1, 1000)], vec![timed(2, 300)]);
     let (f, _) = forecast(&mut state, NOW, &learned, &ForecastOptions::default());
     assert_eq!(shown(&f), ["2.1: +200@n1"]);
