@@ -64,16 +64,8 @@ fn as_user(cell: &TestCell, user: &TestUser, program: &std::path::Path) -> Comma
 #[test]
 fn a_c_program_runs_a_drmaa_workflow() {
     const TEST: &str = "a_c_program_runs_a_drmaa_workflow";
-    let Some(lib) = library() else {
-        panic!(
-            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
-        );
-    };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return skip(TEST, "no C compiler (gcc)");
-    }
-    let Some(user) = user1() else {
-        return skip(TEST, "needs the test users");
+    let Some((lib, user)) = c_program_prerequisites(TEST) else {
+        return;
     };
     let cell = cell(2);
     let _d = SchedD::start(&cell, &[]);
@@ -184,10 +176,9 @@ fn drmaa_python_runs_a_workflow_with_our_library() {
     assert_eq!(out, "hello from drmaa\n");
 }
 
-/// `tests/drmaa/issue23.c` built against the library, beside a copy of it under its soname,
-/// in a directory the test users can read; `None` (the test skips, saying why) without a C
-/// compiler or the test users.
-fn issue23_program(test: &str) -> Option<(PathBuf, TestUser)> {
+/// What a test of a C program needs: the library (its absence is a failure: the test suite
+/// builds it) and a C compiler and the test users (without them the test skips, saying why).
+fn c_program_prerequisites(test: &str) -> Option<(PathBuf, TestUser)> {
     let Some(lib) = library() else {
         panic!(
             "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
@@ -201,6 +192,14 @@ fn issue23_program(test: &str) -> Option<(PathBuf, TestUser)> {
         skip(test, "needs the test users");
         return None;
     };
+    Some((lib, user))
+}
+
+/// `tests/drmaa/issue23.c` built against the library, beside a copy of it under its soname,
+/// in a directory the test users can read; `None` (the test skips, saying why) without a C
+/// compiler or the test users.
+fn issue23_program(test: &str) -> Option<(PathBuf, TestUser)> {
+    let (lib, user) = c_program_prerequisites(test)?;
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     let dir = DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("gridspool-drmaa-{}", std::process::id()));
@@ -422,16 +421,8 @@ fn drmaa_agent_answers_for_the_callers_jobs_only() {
 #[test]
 fn drmaa_gridspool_estimated_start_gives_the_forecast() {
     const TEST: &str = "drmaa_gridspool_estimated_start_gives_the_forecast";
-    let Some(lib) = library() else {
-        panic!(
-            "libdrmaa.so is not built: run `cargo test --workspace` (or `cargo build -p gridspool-drmaa`) first"
-        );
-    };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return skip(TEST, "no C compiler (gcc)");
-    }
-    let Some(user) = user1() else {
-        return skip(TEST, "needs the test users");
+    let Some((lib, user)) = c_program_prerequisites(TEST) else {
+        return;
     };
     let host = gridspool::identity::short_hostname();
     let cell = crate::estimates::one_slot_cell();
