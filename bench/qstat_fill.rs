@@ -19,6 +19,9 @@ use gridspool::model::{
 };
 use gridspool::spool::Spool;
 
+#[path = "fixture.rs"]
+mod fixture;
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1).peekable();
     let with_index = args.next_if(|a| a == "--no-index").is_none();
@@ -35,18 +38,7 @@ fn main() -> anyhow::Result<()> {
     let spool = Spool::open(&dir)?;
     let mut entries = Vec::new();
     for job in jobs(n) {
-        let sub = JobSubmission {
-            v: 1,
-            id: job.id,
-            submitter: job.submitter.clone(),
-            spec: job.spec.clone(),
-            holds: Holds::NONE,
-        };
-        let mut bytes = serde_json::to_vec(&sub)?;
-        bytes.extend_from_slice(b"\n#!/bin/sh\nsleep 60\n");
-        std::fs::write(spool.job_file(job.id), &bytes)?;
-        let state = gridspool::spool::encode_state(&job)?;
-        std::fs::write(spool.state_file(job.id), &state)?;
+        let state = fixture::write_job_unsynced(&spool, &job, "#!/bin/sh\nsleep 60\n")?;
         if with_index {
             let entry =
                 gridspool::spool::listing_entry(&state, true).map_err(anyhow::Error::msg)?;

@@ -20,6 +20,12 @@ use gridspool::sched::forecast::{self, ExpectedRunTimes, ForecastOptions};
 use gridspool::spool::Spool;
 use std::time::Instant;
 
+#[path = "../bench/fixture.rs"]
+mod fixture;
+
+/// Every job's script.
+const SCRIPT: &str = "#!/bin/sh\ntrue\n";
+
 const LIMITS: [i64; 6] = [600, 1800, 3600, 4 * 3600, 12 * 3600, 30 * 3600];
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -90,24 +96,6 @@ fn job(id: u32, uid: u32, gid: u32, now: i64) -> JobRecord {
         spec,
         holds: Holds::NONE,
     })
-}
-
-fn write_job(spool: &Spool, job: &JobRecord) -> anyhow::Result<()> {
-    let sub = JobSubmission {
-        v: 1,
-        id: job.id,
-        submitter: job.submitter.clone(),
-        spec: job.spec.clone(),
-        holds: Holds::NONE,
-    };
-    let mut bytes = serde_json::to_vec(&sub)?;
-    bytes.extend_from_slice(b"\n#!/bin/sh\ntrue\n");
-    std::fs::write(spool.job_file(job.id), &bytes)?;
-    std::fs::write(
-        spool.state_file(job.id),
-        gridspool::spool::encode_state(job)?,
-    )?;
-    Ok(())
 }
 
 /// `records` accounting lines of this cell's users and job kinds, ended over the week before
@@ -196,10 +184,10 @@ fn main() -> anyhow::Result<()> {
             1,
             now - i64::from(id) * 7919 % limit,
         ));
-        write_job(&spool, &j)?;
+        fixture::write_job_unsynced(&spool, &j, SCRIPT)?;
     }
     for id in running + 1..=running + pending {
-        write_job(&spool, &job(id, uid, gid, now))?;
+        fixture::write_job_unsynced(&spool, &job(id, uid, gid, now), SCRIPT)?;
     }
     write_accounting(&spool, records, now)?;
     println!(
