@@ -267,7 +267,7 @@ impl Forecast<'_> {
             let elapsed = (self.now - start).max(0);
             let end = self
                 .run_times
-                .expected_after(&own, &queue, &self.state.config, elapsed)
+                .expected(&own, &queue, &self.state.config, elapsed)
                 .map(|d| start.saturating_add(d).max(self.now));
             match (stopped, end) {
                 (Stopped::No, _) | (Stopped::ByCalendar, None) => self.expect_end(id, task, end),
@@ -339,7 +339,7 @@ impl Forecast<'_> {
                 if let Some(p) = self.pending.get(&s.job) {
                     let end = self
                         .run_times
-                        .expected(&p.run_time, &s.placement.queue, &self.state.config)
+                        .expected(&p.run_time, &s.placement.queue, &self.state.config, 0)
                         .map(|d| t.saturating_add(d));
                     if p.tasks.contains(s.task) {
                         self.started

@@ -41,21 +41,16 @@ pub struct JobRunTime {
 /// A source of expected run times.
 pub trait ExpectedRunTimes {
     fn of_job(&self, job: &JobRecord) -> JobRunTime;
-    /// The expected run time (seconds) of a task of a job started in `queue`; `None` when no
-    /// honest figure exists.
-    fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64>;
-    /// The expected run time of a task that has run `elapsed` seconds already (a running
-    /// one when the forecast starts); a figure it has passed is of no use.
-    fn expected_after(
+    /// The expected run time (seconds) of a task of a job started in `queue` that has run
+    /// `elapsed` seconds already (0 for one starting; a running one when the forecast
+    /// starts: a figure it has passed is of no use); `None` when no honest figure exists.
+    fn expected(
         &self,
         job: &JobRunTime,
         queue: &str,
         config: &ClusterConfig,
         elapsed: i64,
-    ) -> Option<i64> {
-        let _ = elapsed;
-        self.expected(job, queue, config)
-    }
+    ) -> Option<i64>;
     /// Shown with the estimates: `limits` or `learned`.
     fn source(&self) -> &'static str;
 }
@@ -72,7 +67,14 @@ impl ExpectedRunTimes for RunTimeLimits {
         }
     }
 
-    fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
+    /// The limit, whatever ran of it.
+    fn expected(
+        &self,
+        job: &JobRunTime,
+        queue: &str,
+        config: &ClusterConfig,
+        _elapsed: i64,
+    ) -> Option<i64> {
         limit_of(job, queue, config)
     }
 
@@ -297,14 +299,10 @@ impl ExpectedRunTimes for LearnedRunTimes {
         }
     }
 
-    fn expected(&self, job: &JobRunTime, queue: &str, config: &ClusterConfig) -> Option<i64> {
-        self.expected_after(job, queue, config, 0)
-    }
-
     /// The median of its kind; past that, the longest of its kind; past that too, its
     /// limit (none: unknown). Half of the runs of a kind outlast its median: one that did is
     /// not about to end, but the median said it would end at once.
-    fn expected_after(
+    fn expected(
         &self,
         job: &JobRunTime,
         queue: &str,
@@ -392,12 +390,12 @@ mod tests {
             ..JobRunTime::default()
         };
         assert_eq!(job.limit, Some(600));
-        assert_eq!(limits.expected(&job, "all.q", &config), Some(600));
+        assert_eq!(limits.expected(&job, "all.q", &config, 0), Some(600));
         let none = JobRunTime::default();
-        assert_eq!(limits.expected(&none, "all.q", &config), Some(7200));
-        assert_eq!(limits.expected(&none, "open.q", &config), None);
+        assert_eq!(limits.expected(&none, "all.q", &config, 0), Some(7200));
+        assert_eq!(limits.expected(&none, "open.q", &config, 0), None);
         config.scheduler.default_duration = "1:00:00".into();
-        assert_eq!(limits.expected(&none, "open.q", &config), Some(3600));
+        assert_eq!(limits.expected(&none, "open.q", &config, 0), Some(3600));
         assert_eq!(
             time_limit(&[request("h_rt", "INFINITY"), request("h_vmem", "1G")]),
             None
@@ -454,18 +452,18 @@ mod learned_tests {
             learned: Some(115),
             ..JobRunTime::default()
         };
-        assert_eq!(l.expected(&capped, "all.q", &config), Some(60));
+        assert_eq!(l.expected(&capped, "all.q", &config, 0), Some(60));
         let unlearned = JobRunTime {
             limit: Some(60),
             ..JobRunTime::default()
         };
-        assert_eq!(l.expected(&unlearned, "all.q", &config), Some(60));
+        assert_eq!(l.expected(&unlearned, "all.q", &config, 0), Some(60));
         let unlimited = JobRunTime {
             limit: None,
             learned: Some(115),
             ..JobRunTime::default()
         };
-        assert_eq!(l.expected(&unlimited, "all.q", &config), Some(115));
+        assert_eq!(l.expected(&unlimited, "all.q", &config, 0), Some(115));
     }
 
     /// A run past the median of its kind is expected to reach the longest of its kind; past
@@ -489,7 +487,7 @@ mod learned_tests {
             learned: Some(typical),
             learned_longest: Some(longest),
         };
-        let after = |job: &JobRunTime, elapsed| l.expected_after(job, "all.q", &config, elapsed);
+        let after = |job: &JobRunTime, elapsed| l.expected(job, "all.q", &config, elapsed);
         assert_eq!(after(&job, 0), Some(120));
         assert_eq!(after(&job, 119), Some(120));
         assert_eq!(after(&job, 120), Some(400));
@@ -499,7 +497,7 @@ mod learned_tests {
         assert_eq!(after(&unlimited, 500), None);
         // By the limits, what ran does not matter.
         assert_eq!(
-            RunTimeLimits.expected_after(&job, "all.q", &config, 990),
+            RunTimeLimits.expected(&job, "all.q", &config, 990),
             Some(1000)
         );
     }
