@@ -81,7 +81,7 @@ pub fn load(
             }),
         _ => None,
     };
-    let (history, covered) = match (resumed, file) {
+    let (history, covered) = match (resumed, file.as_ref()) {
         (Some((usage, learned, covered)), Some(mut f)) => {
             let mut history = History {
                 usage,
@@ -123,29 +123,28 @@ pub fn load(
             (history, report.read_to)
         }
     };
-    if keep && let Some((dev, ino, _)) = identity {
-        // Read again: the file may have grown, never shrunk, since; only its head counts.
-        let tail = crate::file::open::open(&accounting)
-            .ok()
-            .and_then(|f| tail_of(&f, covered));
-        if let Some(tail) = tail {
-            let kept = Kept {
-                v: VERSION,
-                depends,
-                dev,
-                ino,
-                covered,
-                tail,
-                usage: UsageBaseline {
-                    store: history.usage.clone(),
-                    covered: Default::default(),
-                }
-                .to_text(),
-                learned: LearnedEntries::from(&history.learned),
-            };
-            if let Err(e) = write_kept(&kept_path, &kept) {
-                tracing::warn!(path = %kept_path.display(), "cannot keep the forecast's history: {e}");
+    // The file whose identity is kept (a rotation since it was opened does not matter: the
+    // next forecast finds another inode).
+    if keep
+        && let (Some((dev, ino, _)), Some(f)) = (identity, file.as_ref())
+        && let Some(tail) = tail_of(f, covered)
+    {
+        let kept = Kept {
+            v: VERSION,
+            depends,
+            dev,
+            ino,
+            covered,
+            tail,
+            usage: UsageBaseline {
+                store: history.usage.clone(),
+                covered: Default::default(),
             }
+            .to_text(),
+            learned: LearnedEntries::from(&history.learned),
+        };
+        if let Err(e) = write_kept(&kept_path, &kept) {
+            tracing::warn!(path = %kept_path.display(), "cannot keep the forecast's history: {e}");
         }
     }
     Ok(history)
